@@ -1,0 +1,1 @@
+"""Computation and inference: metrics, tags, statistics, policies, sampling, decoding, adapters, CLI."""

@@ -1,0 +1,57 @@
+"""The ``trajaudit`` command line: one module per command, each with ``register(subparsers)``.
+
+Output with ``--json`` is the machine contract that pages, scripts and tests rely on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from backend.errors import UserError
+
+# Module names under backend.cli; each registers one or more sub-commands.
+COMMAND_MODULES = [
+    "ingest",
+    "info",
+    "metrics",
+    "items",
+    "demo",
+    "compact",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trajaudit",
+        description="Audit how Video LLMs behave per item as their visual budget changes.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"backend.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"backend.cli.{name}":
+                continue  # a command still being written; the others keep working
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"trajaudit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"trajaudit {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Persistence: schema, the store folder (Parquet + manifest), ingesters, the job queue, the demo store."""

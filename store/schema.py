@@ -1,0 +1,130 @@
+"""The store's tables, as Arrow schemas: the contract between writers (ingest, worker, sweep) and readers.
+
+The response matrix is long: one row per (model, benchmark, item, configuration, run). Items, runs
+(provenance of each write) and annotations are their own tables. Rates and scores are fractions.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+TABLES = ("items", "runs", "responses", "annotations")
+
+ITEMS = pa.schema(
+    [
+        ("benchmark", pa.string()),
+        ("split", pa.string()),
+        ("item_id", pa.string()),
+        ("question", pa.string()),
+        ("options", pa.string()),  # JSON list of option texts, "A. ..." order
+        ("target", pa.string()),  # option letter for MCQA; reference text for open-ended
+        ("references", pa.string()),  # JSON list of references (open-ended)
+        ("answer_type", pa.string()),  # "mcqa" | "open"
+        ("task_type", pa.string()),
+        ("video", pa.string()),  # video id or path relative to the video root
+        ("duration", pa.string()),  # category as the benchmark spells it (short/medium/long)
+        ("duration_s", pa.float64()),
+        ("domain", pa.string()),
+        ("sub_category", pa.string()),
+        ("written_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+RUNS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("origin", pa.string()),  # "ingest" | "demo" | "rerun" | "sweep"
+        ("source", pa.string()),  # file path, job id or sweep id
+        ("format", pa.string()),
+        ("sha256", pa.string()),
+        ("args", pa.string()),  # JSON: the command's arguments and parsed harness settings
+        ("n_rows", pa.int64()),
+        ("code_version", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+RESPONSES = pa.schema(
+    [
+        ("model", pa.string()),
+        ("benchmark", pa.string()),
+        ("split", pa.string()),
+        ("item_id", pa.string()),
+        ("config", pa.string()),  # canonical label (store.configs)
+        ("run", pa.string()),  # repeat id within (model, item, config); "main" by default
+        ("run_id", pa.string()),  # -> runs.run_id
+        ("origin", pa.string()),
+        ("raw_output", pa.string()),
+        ("answer", pa.string()),  # parsed option letter; null = no answer extracted
+        ("correct", pa.int8()),
+        ("confidence", pa.float64()),  # probability of the chosen option
+        ("score", pa.float64()),  # continuous score in [0, 1] (open-ended)
+        ("option_probs", pa.string()),  # JSON {letter: prob}, renormalised over the options
+        ("letter_mass", pa.float64()),  # total probability on option letters before renormalising
+        ("frames", pa.int32()),
+        ("pixels", pa.int64()),  # pixels per frame; null = the model's default
+        ("policy", pa.string()),
+        ("seed", pa.int64()),
+        ("frame_indices", pa.list_(pa.int32())),
+        ("flags", pa.string()),  # comma-joined: "no-answer", "protocol-note", ...
+        ("source_tag", pa.string()),
+        ("protocol_note", pa.string()),
+        ("provenance", pa.string()),  # JSON: versions, device, dtype, timings, token counts
+        ("written_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+ANNOTATIONS = pa.schema(
+    [
+        ("annotation_id", pa.string()),
+        ("benchmark", pa.string()),
+        ("item_id", pa.string()),
+        ("model", pa.string()),  # null = about the item for every model
+        ("tag", pa.string()),  # controlled vocabulary (backend.annotations)
+        ("note", pa.string()),
+        ("author", pa.string()),
+        ("deleted", pa.bool_()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "items": ITEMS,
+    "runs": RUNS,
+    "responses": RESPONSES,
+    "annotations": ANNOTATIONS,
+}
+
+RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
+ITEM_KEY = ["benchmark", "item_id"]
+
+
+class SchemaError(ValueError):
+    """A batch that does not fit its table."""
+
+
+def conform(table: str, data: pd.DataFrame | pa.Table) -> pa.Table:
+    """Cast a batch to the table's schema, adding absent optional columns as nulls.
+
+    Writers build DataFrames with only the columns they know; this is the one place that makes
+    them fit, so a reader never meets a file with a different schema.
+    """
+    schema = SCHEMAS[table]
+    if isinstance(data, pd.DataFrame):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    unknown = set(data.column_names) - set(schema.names)
+    if unknown:
+        raise SchemaError(f"{table}: unknown columns {sorted(unknown)}")
+    cols = []
+    for field in schema:
+        if field.name in data.column_names:
+            col = data.column(field.name)
+            try:
+                col = col.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"{table}.{field.name}: cannot store as {field.type}: {exc}") from exc
+        else:
+            col = pa.nulls(data.num_rows, type=field.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)

@@ -1,0 +1,218 @@
+"""The store folder: Parquet files listed by an atomically replaced manifest, queried by DuckDB.
+
+Three processes use one store at once (the Streamlit server reads, the worker appends, the CLI
+ingests), and DuckDB allows one read-write process per database file, so there is no database
+file here. Instead:
+
+* every write is a new Parquet file, written under a temporary name and renamed into place;
+* ``manifest.json`` lists the live files of each table and a version number; a write publishes its
+  files by replacing the manifest (write to a temporary file, ``os.replace``), so a reader sees a
+  whole batch or none of it, across all tables at once;
+* writers serialise on a short ``fcntl`` lock held only inside one write call (read manifest,
+  check, publish); readers never lock;
+* files a write retires (``--replace``, compaction) stay on disk for a grace period, because a
+  reader may still be scanning the manifest it read before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from store.schema import SCHEMAS, TABLES, conform
+
+DEFAULT_STORE = "./trajaudit-data"
+MANIFEST = "manifest.json"
+RETIRED_GRACE_S = 600.0
+
+
+def resolve_root(path: str | os.PathLike | None) -> Path:
+    """The store folder: the argument, else ``TRAJAUDIT_STORE``, else ``./trajaudit-data``."""
+    return Path(path or os.environ.get("TRAJAUDIT_STORE") or DEFAULT_STORE).expanduser().resolve()
+
+
+@dataclass
+class Manifest:
+    version: int = 0
+    files: dict[str, list[str]] = field(default_factory=lambda: {t: [] for t in TABLES})
+    retired: list[tuple[str, float]] = field(default_factory=list)  # (relative path, time retired)
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        if not path.exists():
+            return cls()
+        raw = json.loads(path.read_text())
+        files = {t: list(raw.get("files", {}).get(t, [])) for t in TABLES}
+        return cls(int(raw["version"]), files, [tuple(r) for r in raw.get("retired", [])])
+
+    def dump(self) -> str:
+        return json.dumps({"version": self.version, "files": self.files, "retired": self.retired}, indent=1)
+
+
+class Store:
+    """A store folder. Cheap to construct; holds no open handles between calls."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = resolve_root(root)
+
+    # -- reading ---------------------------------------------------------------------------
+    def manifest(self) -> Manifest:
+        return Manifest.load(self.root / MANIFEST)
+
+    def version(self) -> int:
+        """Increases with every published write: the cache key for everything read from the store."""
+        return self.manifest().version
+
+    def is_empty(self) -> bool:
+        return not self.manifest().files["responses"]
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with one view per table over one manifest snapshot.
+
+        ``items`` and ``responses`` are also offered deduplicated: ``items`` keeps the latest row of
+        each (benchmark, item_id); the raw tables are ``items_all`` and ``responses``.
+        """
+        con = duckdb.connect(":memory:")
+        snap = self.manifest()
+        for table in TABLES:
+            paths = [str(self.root / p) for p in snap.files[table]]
+            name = "items_all" if table == "items" else table
+            if paths:
+                con.execute(
+                    f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_sql_list(paths)}, union_by_name=false)"
+                )
+            else:
+                con.register(f"_{name}_empty", SCHEMAS[table].empty_table())
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
+        con.execute(
+            "CREATE VIEW items AS SELECT * EXCLUDE (written_at) FROM items_all "
+            "QUALIFY row_number() OVER (PARTITION BY benchmark, item_id ORDER BY written_at DESC) = 1"
+        )
+        return con
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        """Run one read query on a fresh snapshot (convenience for the CLI and tests)."""
+        with self.connect() as con:
+            return con.execute(sql, params or []).df()
+
+    # -- writing ---------------------------------------------------------------------------
+    @contextmanager
+    def writer(self) -> Iterator[Writer]:
+        """Serialise writers for the duration of one write; publish everything added on success.
+
+        On an exception nothing is published and the files written so far are removed, so the
+        store is exactly as it was.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".write.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                w = Writer(self, self.manifest())
+                try:
+                    yield w
+                except BaseException:
+                    w.abandon()
+                    raise
+                w.publish()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def append(self, tables: dict[str, pd.DataFrame | pa.Table]) -> int:
+        """Publish one batch across tables atomically; returns the new store version."""
+        with self.writer() as w:
+            for table, data in tables.items():
+                w.add(table, data)
+        return w.manifest.version
+
+    def compact(self) -> dict[str, int]:
+        """Merge each table's files into one (readers keep working on their old snapshot)."""
+        merged = {}
+        with self.writer() as w:
+            for table in TABLES:
+                files = list(w.manifest.files[table])
+                if len(files) < 2:
+                    continue
+                data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
+                w.retire(table, files)
+                w.add(table, data)
+                merged[table] = len(files)
+        return merged
+
+
+class Writer:
+    """The state of one write: new files staged, old files to retire, then one manifest swap."""
+
+    def __init__(self, store: Store, manifest: Manifest):
+        self.store = store
+        self.manifest = manifest
+        self._added: list[tuple[str, str]] = []
+        self._retired: list[tuple[str, str]] = []
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A reader over the manifest this writer started from (for conflict checks)."""
+        return self.store.connect()
+
+    def add(self, table: str, data: pd.DataFrame | pa.Table) -> str | None:
+        """Stage one Parquet file (written now, published at the end of the write)."""
+        arrow = conform(table, data)
+        if arrow.num_rows == 0:
+            return None
+        rel = f"{table}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
+        path = self.store.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".parquet.tmp")
+        pq.write_table(arrow, tmp, compression="zstd")
+        os.replace(tmp, path)
+        self._added.append((table, rel))
+        return rel
+
+    def retire(self, table: str, files: list[str]) -> None:
+        """Drop files from the table at publish time (kept on disk for the grace period)."""
+        self._retired.extend((table, f) for f in files)
+
+    def abandon(self) -> None:
+        for _, rel in self._added:
+            (self.store.root / rel).unlink(missing_ok=True)
+        self._added.clear()
+
+    def publish(self) -> None:
+        if not self._added and not self._retired:
+            return
+        m = self.manifest
+        now = time.time()
+        for table, rel in self._retired:
+            m.files[table].remove(rel)
+            m.retired.append((rel, now))
+        for table, rel in self._added:
+            m.files[table].append(rel)
+        m.version += 1
+        m.retired = self._collect_garbage(m.retired, now)
+        target = self.store.root / MANIFEST
+        tmp = target.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_text(m.dump())
+        os.replace(tmp, target)
+
+    def _collect_garbage(self, retired: list[tuple[str, float]], now: float) -> list[tuple[str, float]]:
+        keep = []
+        for rel, when in retired:
+            if now - when > RETIRED_GRACE_S:
+                (self.store.root / rel).unlink(missing_ok=True)
+            else:
+                keep.append((rel, when))
+        return keep
+
+
+def _sql_list(paths: list[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
