@@ -1,0 +1,33 @@
+"""``trajaudit compact``: merge each table's small files into one (many small appends slow reads)."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend.cli.common import add_json, add_store, print_json
+from store.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compact",
+        help="merge the store's small Parquet files",
+        description="Merge each table's files into one. Safe while the dashboard and workers run: "
+        "readers keep their snapshot, retired files are deleted after a grace period.",
+    )
+    add_store(p)
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    merged = store.compact()
+    result = {"merged": merged, "store_version": store.version()}
+    if args.json:
+        print_json(result)
+    elif merged:
+        print(", ".join(f"{t}: {n} files -> 1" for t, n in merged.items()) + f" (store version {result['store_version']})")
+    else:
+        print("nothing to compact")
+    return 0

@@ -1,0 +1,30 @@
+"""Shared fixtures: an empty store in a temp folder, the real-data folder beside the project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+REALDATA = REPO.parent / "shared" / "realdata"
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty store folder."""
+    from store.store import Store
+
+    return Store(tmp_path / "store")
+
+
+@pytest.fixture
+def realdata() -> Path:
+    """../shared/realdata, or a skip saying why (the project never commits those files)."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"real evaluation outputs not found at {REALDATA} (they live beside the project, not in it)")
+    return REALDATA

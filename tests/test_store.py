@@ -1,0 +1,66 @@
+"""The store folder: atomic publication through the manifest, rollback on error, compaction."""
+
+import pandas as pd
+import pytest
+
+from store.schema import SchemaError
+
+
+def _responses(n: int, model: str = "m", correct: int = 1) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": model,
+            "benchmark": "b",
+            "item_id": [str(i) for i in range(n)],
+            "config": "16f",
+            "run": "main",
+            "correct": correct,
+            "frame_indices": [[0, 5, 9]] * n,
+        }
+    )
+
+
+def test_append_publishes_across_tables_and_bumps_version(store):
+    assert store.is_empty() and store.version() == 0
+    v = store.append({"responses": _responses(3), "items": pd.DataFrame({"benchmark": ["b"], "item_id": ["0"]})})
+    assert v == 1 == store.version()
+    assert store.query("select count(*) n from responses").n[0] == 3
+    assert store.query("select frame_indices from responses limit 1").frame_indices[0].tolist() == [0, 5, 9]
+    assert store.query("select count(*) n from items").n[0] == 1
+
+
+def test_failed_write_publishes_nothing_and_leaves_no_files(store):
+    store.append({"responses": _responses(2)})
+    before = sorted(p.name for p in store.root.rglob("*.parquet"))
+    with pytest.raises(RuntimeError):
+        with store.writer() as w:
+            w.add("responses", _responses(5, model="x"))
+            raise RuntimeError("boom")
+    assert store.version() == 1
+    assert sorted(p.name for p in store.root.rglob("*.parquet")) == before
+    assert store.query("select count(*) n from responses").n[0] == 2
+
+
+def test_unknown_column_is_refused(store):
+    with pytest.raises(SchemaError, match="unknown columns"):
+        store.append({"responses": _responses(1).assign(bogus=1)})
+    assert store.version() == 0
+
+
+def test_items_view_keeps_latest_row_per_item(store):
+    t0, t1 = pd.Timestamp("2026-01-01", tz="UTC"), pd.Timestamp("2026-01-02", tz="UTC")
+    store.append({"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["old"], "written_at": [t0]})})
+    store.append({"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["new"], "written_at": [t1]})})
+    assert store.query("select question from items").question.tolist() == ["new"]
+    assert store.query("select count(*) n from items_all").n[0] == 2
+
+
+def test_compaction_merges_files_and_old_snapshot_still_reads(store):
+    for i in range(3):
+        store.append({"responses": _responses(2, model=f"m{i}")})
+    reader = store.connect()  # a reader holding the pre-compaction snapshot
+    merged = store.compact()
+    assert merged == {"responses": 3}
+    assert len(store.manifest().files["responses"]) == 1
+    assert store.query("select count(*) n from responses").n[0] == 6
+    assert reader.execute("select count(*) from responses").fetchone()[0] == 6  # retired files kept for a grace period
