@@ -1,0 +1,53 @@
+"""``trajaudit demo``: build the synthetic demo store (labelled synthetic everywhere, see store/demo.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from backend.cli.common import add_json, add_store, print_json
+from store.demo import DEFAULT_ITEMS, build_demo
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="build a synthetic demo store",
+        description="Write a deterministic synthetic store (models synthetic-*, benchmarks synthetic-videomme "
+        "and synthetic-mlvu, short procedurally drawn videos) so the dashboard has something to show. "
+        "Refuses a store that already holds data unless --force.",
+    )
+    add_store(p)
+    p.add_argument("--items", type=int, default=DEFAULT_ITEMS, help=f"number of items (default {DEFAULT_ITEMS})")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same store (default 0)")
+    p.add_argument("--no-videos", action="store_true", help="skip writing the demo videos (faster; no frame strips)")
+    p.add_argument("--force", action="store_true", help="replace whatever the store holds")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with tqdm(total=100, unit="%", desc="demo store", file=sys.stderr, disable=args.json or None) as bar:
+
+        def progress(fraction: float, message: str) -> None:
+            bar.set_postfix_str(message, refresh=False)
+            bar.update(round(fraction * 100) - bar.n)
+
+        summary = build_demo(
+            args.store,
+            n_items=args.items,
+            seed=args.seed,
+            videos=not args.no_videos,
+            force=args.force,
+            progress=progress,
+        )
+    if args.json:
+        print_json(summary)
+    else:
+        print(
+            f"demo store at {summary['store']}: {summary['items']} items, {summary['responses']} responses, "
+            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s)"
+        )
+    return 0

@@ -1,0 +1,202 @@
+"""The synthetic demo store: deterministic, labelled synthetic, the documented grid, decodable videos."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend.cli import main
+from backend.errors import UserError
+from backend.sampling import config_indices
+from backend.video import decode_frames, default_video_root, probe, resolve_video
+from store.configs import lower_matrix, parse
+from store.demo import FPS, MAIN_GRID, MODELS, REPEAT_RUNS, SOURCE, SUBSET_CONFIGS, build_demo
+from store.store import Store
+
+KEY = ["model", "benchmark", "item_id", "config", "run"]
+
+
+def _responses(store: Store) -> pd.DataFrame:
+    df = store.query("select * exclude (written_at) from responses")
+    return df.sort_values(KEY).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Store:
+    """A small demo store with videos: 12 items on 4 clips."""
+    root = tmp_path_factory.mktemp("demo") / "store"
+    build_demo(root, n_items=12, seed=0)
+    return Store(root)
+
+
+def test_deterministic(tmp_path):
+    build_demo(tmp_path / "a", n_items=40, seed=3, videos=False)
+    build_demo(tmp_path / "b", n_items=40, seed=3, videos=False)
+    build_demo(tmp_path / "c", n_items=40, seed=4, videos=False)
+    a, b, c = (_responses(Store(tmp_path / x)) for x in "abc")
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.correct.equals(c.correct)
+    items = [Store(tmp_path / x).query("select * from items order by all") for x in "ab"]
+    pd.testing.assert_frame_equal(*items)
+
+
+def test_tables_populated_and_labelled_synthetic(demo):
+    counts = demo.query(
+        "select (select count(*) from items) i, (select count(*) from responses) r, (select count(*) from runs) u"
+    ).iloc[0]
+    assert counts.i == 12 and counts.r > 12 * 4 * len(MAIN_GRID) - 12 and counts.u == 1
+    r = _responses(demo)
+    assert r.model.str.startswith("synthetic-").all() and r.benchmark.str.startswith("synthetic-").all()
+    assert set(r.benchmark) == {"synthetic-videomme", "synthetic-mlvu"}
+    assert (r.origin == "demo").all()
+    runs = demo.query("select * from runs")
+    assert runs.origin.tolist() == ["demo"] and runs.source.tolist() == [SOURCE]
+    assert runs.n_rows[0] == len(r) and set(r.run_id) == set(runs.run_id)
+
+
+def test_grid_subset_configs_and_repeats(tmp_path):
+    build_demo(tmp_path / "s", n_items=60, videos=False)
+    r = _responses(Store(tmp_path / "s"))
+    main_rows = r[r.run == "main"]
+    for model in MODELS:
+        configs = set(main_rows.config[main_rows.model == model.name])
+        expected = {c for c in MAIN_GRID + SUBSET_CONFIGS if parse(c).frames <= model.max_frames}
+        assert configs == expected, model.name
+    assert "128f" not in set(main_rows.config[main_rows.model == "synthetic-D-2B"])  # the 64-frame context ceiling
+    per_item = main_rows[main_rows.model == MODELS[0].name].groupby("config").size()  # one main row per item
+    assert per_item["text"] == 60 and 5 < per_item["32f@50k"] < 40  # the subset is about a third
+    repeats = r[r.run != "main"]
+    assert set(repeats.run) == set(REPEAT_RUNS) and set(repeats.config) <= set(MAIN_GRID)
+    assert set(repeats.seed.dropna().astype(int)) == set(REPEAT_RUNS.values())
+    assert (r.seed[r.config == "64f/random-s1"] == 1).all()
+
+
+def test_mcqa_rows_are_consistent(demo):
+    r = _responses(demo).merge(demo.query("select benchmark, item_id, target, answer_type from items"))
+    mc = r[r.answer_type == "mcqa"]
+    answered = mc[mc.answer.notna()]
+    assert (answered.correct == (answered.answer == answered.target)).all()
+    unanswered = mc[mc.answer.isna()]
+    assert (unanswered.correct == 0).all() and unanswered.confidence.isna().all()
+    assert (unanswered["flags"] == "no-answer").all()
+    assert ((answered.confidence > 0.25) & (answered.confidence < 1)).all()
+    probs = pd.DataFrame([json.loads(p) for p in answered.option_probs], index=answered.index)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=2e-3)
+    assert (probs.idxmax(axis=1) == answered.answer).all()
+    np.testing.assert_allclose(probs.max(axis=1), answered.confidence, atol=1e-4)
+    assert answered.raw_output.str.fullmatch(r"The best answer is [ABCD]\.").all()
+    assert answered.confidence[answered.correct == 1].mean() > answered.confidence[answered.correct == 0].mean() + 0.05
+
+
+def _token_f1(pred: str, ref: str) -> float:
+    """METRICS.md token_f1, written out independently of the generator's closed form."""
+
+    def norm(s: str) -> list[str]:
+        s = re.sub(r"[^\w\s]", " ", s.lower())
+        return [w for w in s.split() if w not in {"a", "an", "the"}]
+
+    p, g = norm(pred), norm(ref)
+    common = sum((Counter(p) & Counter(g)).values())
+    if not p or not g:
+        return float(p == g)
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def test_open_items_scores_are_token_f1(tmp_path):
+    build_demo(tmp_path / "o", n_items=40, videos=False)
+    store = Store(tmp_path / "o")
+    r = store.query(
+        "select r.*, i.references from responses r join items i using (benchmark, item_id) where i.answer_type = 'open'"
+    )
+    assert len(r) > 0 and r.answer.isna().all()
+    expected = [max(_token_f1(p, ref) for ref in json.loads(refs)) for p, refs in zip(r.raw_output, r.references)]
+    np.testing.assert_allclose(r.score, expected, atol=1e-12)
+    assert (r.correct == (r.score >= 0.5)).all()
+
+
+def test_frame_indices_follow_the_policies_and_videos_decode(demo):
+    r = demo.query(
+        "select r.config, r.frame_indices, r.frames, i.video from responses r join items i using (benchmark, item_id) "
+        "where r.model = 'synthetic-A-7B' and r.run = 'main'"
+    )
+    root = default_video_root(demo.root)
+    assert r.video.nunique() == 4
+    for video, group in r.groupby("video"):
+        path = resolve_video(root, video)
+        n = probe(path).n_frames
+        for config, indices in zip(group.config, group.frame_indices):
+            if config == "text":
+                assert indices is None or pd.isna(indices)
+            else:
+                assert indices.tolist() == config_indices(config, n, FPS).tolist(), (video, config)
+        frames = decode_frames(path, group.frame_indices[group.config == "8f"].iloc[0])
+        assert frames.shape == (8, 120, 160, 3)
+        assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 5  # frames differ visibly
+
+
+def test_refuses_a_non_empty_store_unless_forced(tmp_path):
+    root = tmp_path / "s"
+    build_demo(root, n_items=8, videos=False)
+    with pytest.raises(UserError, match="--force"):
+        build_demo(root, n_items=8, videos=False)
+    summary = build_demo(root, n_items=16, videos=False, force=True)
+    assert Store(root).query("select count(*) n from items").n[0] == 16 == summary["items"]
+    assert Store(root).query("select count(*) n from runs").n[0] == 1
+
+
+def test_progress_reaches_one(tmp_path):
+    seen = []
+    build_demo(tmp_path / "p", n_items=8, seed=1, progress=lambda f, msg: seen.append((f, msg)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and any("video" in m for _, m in seen)
+
+
+def test_cli_demo(tmp_path, capsys):
+    root = tmp_path / "cli"
+    assert main(["demo", "--store", str(root), "--items", "8", "--no-videos", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["items"] == 8 and out["videos"] == 0 and out["store"] == str(root.resolve())
+    assert main(["demo", "--store", str(root), "--items", "8", "--no-videos"]) == 2
+    assert "--force" in capsys.readouterr().err
+
+
+def test_default_demo_has_the_documented_phenomena(tmp_path):
+    """Per model, on the main grid: oracle headroom 8-20 points, visual confusion 12-30%, text overwrite > 0."""
+    build_demo(tmp_path / "d", videos=False)
+    r = Store(tmp_path / "d").query(
+        "select r.model, r.benchmark, r.item_id, r.config, r.correct, r.flags from responses r "
+        "join items i using (benchmark, item_id) where r.run = 'main' and i.answer_type = 'mcqa'"
+    )
+    for model in MODELS:
+        y = r[(r.model == model.name) & r.config.isin(MAIN_GRID)].pivot_table(
+            index=["benchmark", "item_id"], columns="config", values="correct"
+        )
+        grid = [c for c in MAIN_GRID if c in y.columns]
+        y = y[grid].to_numpy()
+        assert len(y) >= 400
+        headroom = y.max(axis=1).mean() - y.mean(axis=0).max()
+        lower = lower_matrix(grid)
+        a, b = np.nonzero(lower)
+        confused = ((y[:, a] == 1) & (y[:, b] == 0)).any(axis=1).mean()
+        overwrite = ((y[:, 0] == 1) & (y[:, 1:] == 0).any(axis=1)).mean()
+        assert 0.08 <= headroom <= 0.20, (model.name, headroom)
+        assert 0.12 <= confused <= 0.30, (model.name, confused)
+        assert overwrite > 0, model.name
+    assert 0 < (r["flags"] == "no-answer").mean() < 0.01  # a few unparseable replies, as real logs have
+
+
+def test_demo_does_not_import_torch():
+    """The dashboard builds the demo store in process, and the dashboard never imports torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, store.demo, backend.cli.demo; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
