@@ -1,0 +1,143 @@
+"""``trajaudit audit interventions|isocompute|noise|crossmodel``: protocol and noise audits of the matrix."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend import crossflows, interventions, isocompute, noise
+from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.errors import UserError
+from backend.matrix import load_matrix
+from store.store import Store
+
+
+def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
+    add_store(p)
+    if model:
+        p.add_argument("--model", required=True)
+    p.add_argument("--benchmark", default=None, help="default: every benchmark")
+    add_json(p)
+
+
+def _boot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("audit", help="protocol, iso-compute, noise and cross-model audits")
+    audits = p.add_subparsers(dest="audit", metavar="AUDIT")
+    audits.required = True
+
+    a = audits.add_parser(
+        "interventions",
+        help="recovery of terminal regressions and agreement under other sampling protocols",
+        description="For every protocol (sampling policy or pipeline tag) the store holds at the grid's budgets: "
+        "Cohen's kappa per config, tag changes, and the recovery rate of the base grid's terminal regressions "
+        "at the top budget. --enqueue LABEL queues re-runs of those terminal regressions at LABEL.",
+    )
+    _common(a)
+    a.add_argument("--grid", default=None, help="base grid (default: the model's uniform-protocol configs)")
+    a.add_argument("--protocols", default=None, help="only these protocols, e.g. random-s1,dense-start")
+    a.add_argument("--enqueue", default=None, metavar="LABEL", help="queue re-runs of the terminal regressions at LABEL")
+    _boot(a)
+    a.set_defaults(func=run_interventions)
+
+    i = audits.add_parser("isocompute", help="allocations of (nearly) equal pixel budget: who wins per item")
+    _common(i)
+    i.add_argument("--tolerance", type=float, default=isocompute.DEFAULT_TOLERANCE, help="relative budget tolerance")
+    i.add_argument("--default-pixels", type=int, default=None, help="pixels per frame of labels without '@<n>k'")
+    i.add_argument("--configs", default=None, help="only these configs (default: all the model has)")
+    _boot(i)
+    i.set_defaults(func=run_isocompute)
+
+    n = audits.add_parser("noise", help="per-item flip rate under repeats; flips within vs beyond noise")
+    _common(n)
+    n.add_argument("--grid", default=None, help="default: the model's uniform-protocol configs")
+    n.set_defaults(func=run_noise)
+
+    c = audits.add_parser("crossmodel", help="flows between two models or checkpoints on the same items")
+    _common(c, model=False)
+    c.add_argument("--models", required=True, help="A,B: flows go from A to B")
+    c.add_argument("--config", required=True)
+    c.add_argument("--config-b", default=None, help="B's config (default: --config)")
+    c.add_argument("--limit", type=int, default=50, help="most items listed per flow")
+    c.set_defaults(func=run_crossmodel)
+
+
+def _grid(args: argparse.Namespace, store: Store) -> list[str]:
+    return split_list(args.grid) or interventions.base_grid(store, args.model, args.benchmark)
+
+
+def run_interventions(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    grid = _grid(args, store)
+    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols),
+                              bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    if args.enqueue:
+        matrix = load_matrix(store, [args.model], args.benchmark, out["grid"])
+        requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
+        out["enqueued"] = interventions.run_intervention(store, requests)
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['model']} on {','.join(out['grid'])} (top {out['top']}, protocol {out['base_protocol']})")
+    if not out["protocols"]:
+        print("  no other protocol at these budgets in the store")
+    for row in out["protocols"]:
+        rec = row["recovery"]
+        rec_txt = "no counterpart at the top" if rec is None or rec["recovery_rate"] is None else (
+            f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)")
+        print(f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {row['n_items']} items; {rec_txt}")
+    if "enqueued" in out:
+        e = out["enqueued"]
+        print(f"enqueued {e['queued']} re-runs ({e['from_store']} already stored, {len(e['errors'])} refused)")
+    return 0
+
+
+def run_isocompute(args: argparse.Namespace) -> int:
+    out = isocompute.isocompute(Store(args.store), args.model, args.benchmark, args.tolerance, args.default_pixels,
+                                split_list(args.configs), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    if args.json:
+        print_json(out)
+        return 0
+    if not out["groups"]:
+        print(out["note"])
+    for g in out["groups"]:
+        cfgs = ", ".join(f"{c['config']} {100 * c['accuracy']:.1f}%" for c in g["configs"])
+        print(f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
+              f"on {g['n_items']} items")  # fmt: skip
+    return 0
+
+
+def run_noise(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store))
+    if matrix.n_items == 0:
+        raise UserError(f"no item of {args.model!r} has a response at every config of {','.join(matrix.grid)}")
+    out = noise.summary(matrix, noise.noise_profile(store, matrix), args.model)
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['model']}: {out['n_items_with_repeats']} of {out['n_items']} items have repeats, "
+          f"{out['n_items_noisy']} flip under repeats")  # fmt: skip
+    for t in out["transitions"]:
+        print(f"  {t['from']} -> {t['to']}: rescued {t['rescued']} (beyond noise {t['rescued_beyond']}), "
+              f"harmed {t['harmed']} (beyond noise {t['harmed_beyond']})")  # fmt: skip
+    return 0
+
+
+def run_crossmodel(args: argparse.Namespace) -> int:
+    models = split_list(args.models) or []
+    if len(models) != 2:
+        raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
+    out = crossflows.cross_flows(Store(args.store), models[0], models[1], args.config, args.config_b,
+                                 args.benchmark, limit=args.limit)  # fmt: skip
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {out['n_items']} items: "
+          f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}")  # fmt: skip
+    for row in out["by_benchmark"]:
+        print(f"  {row['benchmark']:20s} n={row['n']:6d} rescued {row['rescued']:5d} harmed {row['harmed']:5d}")
+    return 0

@@ -1,0 +1,62 @@
+"""``trajaudit cascade``: accuracy and frame cost of a confidence cascade on a ladder of budgets."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend import cascade
+from backend.cli.common import add_json, add_store, print_json, split_list
+from store.store import Store
+
+
+def add_ladder(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True)
+    p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
+    p.add_argument("--ladder", required=True, help="budgets in increasing cost, e.g. 16f,32f,64f,128f")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cascade",
+        help="confidence cascade: accuracy vs frame cost",
+        description="Answer at the first budget whose confidence reaches the threshold, else at the top "
+        "budget. Uses the items with a confidence at every rung; cost is in frames, with frame sharing "
+        "(the rung stopped at) and without (every rung visited), and relative to the fixed top budget.",
+    )
+    add_store(p)
+    add_ladder(p)
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--threshold", type=float, help="one threshold on the chosen option's probability")
+    mode.add_argument("--sweep", action="store_true", help="the frontier over thresholds and the matching point")
+    p.add_argument("--points", type=int, default=cascade.DEFAULT_POINTS, help="most thresholds on the frontier")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
+    p.add_argument("--seed", type=int, default=0)
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ladder = cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark)
+    if args.sweep:
+        out = cascade.sweep(ladder, args.points, args.bootstrap, args.seed)
+    else:
+        out = cascade.evaluate(ladder, args.threshold, args.bootstrap, args.seed)
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"ladder {','.join(out['ladder'])}: {out['n_items']} items with confidences at every rung")
+    if not args.sweep:
+        print(f"threshold {out['threshold']:g}: accuracy {100 * out['accuracy']:.1f}%, "
+              f"frames {out['mean_frames_shared']:.1f} shared / {out['mean_frames_unshared']:.1f} unshared, "
+              f"cost vs top {100 * out['cost_vs_top_shared']:.1f}%")  # fmt: skip
+        return 0
+    print(f"top budget accuracy {100 * out['top_accuracy']:.1f}%")
+    for pt in out["frontier"]:
+        print(f"  t={pt['threshold']:<8g} acc {100 * pt['accuracy']:5.1f}%  shared {pt['mean_frames_shared']:7.1f}  "
+              f"unshared {pt['mean_frames_unshared']:7.1f}")  # fmt: skip
+    m = out["matching"]
+    if m is None:
+        print("no threshold matches the top budget's accuracy")
+    else:
+        print(f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {100 * m['saving']:.1f}% of frames")
+    return 0

@@ -1,0 +1,42 @@
+"""``trajaudit predictor``: cross-validated budget predictor from the instruction alone, on one frontier."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend import cascade, predictor
+from backend.cli.cascade import add_ladder
+from backend.cli.common import add_json, add_store, print_json, split_list
+from store.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "predictor",
+        help="budget predictor from question, options and metadata",
+        description="Predict each item's cheapest sufficient budget on the ladder from its question, options "
+        "and metadata (TF-IDF + one-hot, logistic regression), cross-validated with folds grouped by video; "
+        "report accuracy vs mean frames beside the fixed budgets, the cascade frontier and the oracle.",
+    )
+    add_store(p)
+    add_ladder(p)
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ladder = cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark)
+    out = predictor.report(ladder, args.folds, args.seed)
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['model']} on {','.join(out['ladder'])}: {out['n_items']} items in {out['n_groups']} video groups, "
+          f"{out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%")  # fmt: skip
+    for row in out["frontier"]:
+        print(f"  {row['policy']:9s} {row['label']:18s} acc {100 * row['accuracy']:5.1f}%  frames {row['mean_frames']:7.1f}"
+              f"  (n={row['n_items']})")  # fmt: skip
+    if out["cascade_note"]:
+        print(f"cascade: {out['cascade_note']}")
+    return 0

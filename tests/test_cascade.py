@@ -1,0 +1,103 @@
+"""Confidence cascade: hand-checked costs with and without sharing, the frontier, missing confidences."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from backend import cascade
+from backend.cli import main
+from backend.errors import UserError
+from tests import policy_fixtures as fx
+
+LADDER = ["16f", "32f", "64f", "128f"]
+# Four items; at t = 0.8 they stop at 16f, 32f, 64f and 128f respectively.
+CORRECT = [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 1], [0, 0, 1, 1]]
+CONF = [[0.9, 0.2, 0.2, 0.2], [0.5, 0.85, 0.7, 0.6], [0.3, 0.4, 0.95, 0.2], [0.1, 0.2, 0.3, 0.6]]
+
+
+@pytest.fixture
+def hand_store(store):
+    return fx.build(store, fx.responses("m", LADDER, CORRECT, CONF))
+
+
+def _ladder(hand_store):
+    return cascade.load_ladder(hand_store, "m", LADDER)
+
+
+def test_one_threshold_by_hand(hand_store):
+    out = cascade.evaluate(_ladder(hand_store), 0.8, bootstrap=0)
+    assert out["n_items"] == 4 and out["ladder"] == LADDER
+    assert out["accuracy"] == 3 / 4  # right, right, wrong (64f), right
+    assert out["mean_frames_shared"] == (16 + 32 + 64 + 128) / 4
+    assert out["mean_frames_unshared"] == (16 + (16 + 32) + (16 + 32 + 64) + (16 + 32 + 64 + 128)) / 4
+    assert out["cost_vs_top_shared"] == 60 / 128
+    stops = cascade.item_stops(_ladder(hand_store), 0.8)
+    assert stops.stop.tolist() == LADDER and stops.frames_unshared.tolist() == [16, 48, 112, 240]
+
+
+def test_sweep_finds_the_cheapest_threshold_matching_the_top(hand_store):
+    out = cascade.sweep(_ladder(hand_store), bootstrap=200)
+    assert out["top_accuracy"] == 3 / 4
+    assert [p["threshold"] for p in out["frontier"]] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 0.9, 0.95]
+    by_t = {p["threshold"]: p for p in out["frontier"]}
+    assert by_t[0.1]["accuracy"] == 2 / 4 and by_t[0.1]["mean_frames_shared"] == 16  # all stop at 16f
+    assert by_t[0.3]["accuracy"] == 3 / 4 and by_t[0.3]["mean_frames_shared"] == (16 + 16 + 16 + 64) / 4
+    m = out["matching"]
+    assert m["threshold"] == 0.3 and m["saving"] == 1 - 28 / 128
+    lo, hi = m["accuracy_ci"]
+    assert 0 <= lo <= m["accuracy"] <= hi <= 1
+    assert [f["accuracy"] for f in out["fixed"]] == [0.5, 0.5, 0.5, 0.75]
+
+
+def test_frontier_cost_is_monotone_in_threshold_and_equals_brute_force():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, (300, 4)).astype(np.int8)
+    conf = rng.random((300, 4)).astype(np.float32).round(2)
+    frames = np.array([8, 16, 32, 64])
+    t = cascade.frontier_thresholds(conf, 50)
+    totals = cascade.curve(y, conf, frames, t)
+    assert np.all(np.diff(totals["frames_shared"]) >= 0) and np.all(np.diff(totals["frames_unshared"]) >= 0)
+    for k in (0, len(t) // 2, len(t) - 1):
+        stops = cascade.stop_rungs(conf, t[k])
+        assert totals["n_correct"][k] == y[np.arange(300), stops].sum()
+        assert totals["frames_shared"][k] == frames[stops].sum()
+        assert totals["frames_unshared"][k] == np.cumsum(frames)[stops].sum()
+
+
+def test_items_without_confidence_are_left_out_and_counted(store):
+    conf = np.array(CONF)
+    conf[1, 2] = np.nan
+    fx.build(store, fx.responses("m", LADDER, CORRECT, conf))
+    out = cascade.evaluate(cascade.load_ladder(store, "m", LADDER), 0.8, bootstrap=0)
+    assert out["n_items"] == 3 and out["n_without_confidence"] == 1
+
+
+def test_missing_confidences_are_reported_not_invented(store):
+    fx.build(store, fx.responses("m", LADDER, CORRECT))
+    with pytest.raises(UserError, match="no confidences stored for model 'm' at 16f, 32f, 64f, 128f"):
+        cascade.sweep(cascade.load_ladder(store, "m", LADDER))
+
+
+def test_ladder_must_increase_in_cost():
+    with pytest.raises(UserError, match="'64f' is not cheaper than '32f'"):
+        cascade.check_ladder(["16f", "64f", "32f"])
+    with pytest.raises(UserError, match="at least two"):
+        cascade.check_ladder(["16f"])
+
+
+def test_cli_json_matches_the_backend(hand_store, capsys):
+    root = str(hand_store.root)
+    assert main(["cascade", "--store", root, "--model", "m", "--ladder", ",".join(LADDER), "--threshold", "0.8",
+                 "--bootstrap", "0", "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert {k: out[k] for k in ("threshold", "n_items", "accuracy", "mean_frames_shared", "mean_frames_unshared",
+            "cost_vs_top_shared")} == {"threshold": 0.8, "n_items": 4, "accuracy": 0.75, "mean_frames_shared": 60.0,
+            "mean_frames_unshared": 104.0, "cost_vs_top_shared": 60 / 128}  # fmt: skip
+    assert main(["cascade", "--store", root, "--model", "m", "--ladder", "16f,32f,64f,128f", "--sweep", "--json"]) == 0
+    swept = json.loads(capsys.readouterr().out)
+    assert swept["matching"]["threshold"] == 0.3 and len(swept["frontier"]) == 9
+    assert main(["cascade", "--store", root, "--model", "m", "--ladder", "32f,16f", "--sweep"]) == 2
+    assert "not cheaper" in capsys.readouterr().err

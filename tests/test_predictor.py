@@ -1,0 +1,96 @@
+"""Budget predictor: the target, folds grouped by video, the frontier table's rows, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend import cascade, predictor
+from backend.cli import main
+from backend.errors import UserError
+from tests import policy_fixtures as fx
+
+LADDER = ["8f", "16f", "32f"]
+N = 48
+
+
+@pytest.fixture
+def pred_store(store):
+    """48 items on 12 videos (4 questions each) plus nothing else; 'colour' questions are right at 8f,
+    'count' questions only at 32f, every sixth item never."""
+    rng = np.random.default_rng(0)
+    kind = np.arange(N) % 2  # 0 = colour, 1 = count
+    correct = np.zeros((N, 3), dtype=int)
+    correct[kind == 0] = [1, 1, 1]
+    correct[kind == 1] = [0, 0, 1]
+    correct[np.arange(N) % 6 == 5] = 0
+    conf = rng.uniform(0.3, 1.0, (N, 3))
+    words = np.where(kind == 0, "what colour is the car", "how many people count them")
+    item_rows = fx.items(
+        N,
+        question=list(words),
+        options=['["A. one", "B. two"]'] * N,
+        task_type=list(np.where(kind == 0, "Attribute", "Counting")),
+        video=[f"v{i // 4}" for i in range(N)],
+    )
+    return fx.build(store, fx.responses("m", LADDER, correct, conf), item_rows=item_rows)
+
+
+def test_sufficient_budget_is_the_cheapest_correct_rung_else_the_top():
+    y = np.array([[0, 1, 1], [0, 0, 0], [1, 0, 0], [0, 0, 1]])
+    assert predictor.sufficient_budget(y).tolist() == [1, 2, 0, 2]
+
+
+def test_folds_never_share_a_video():
+    items = pd.DataFrame({"benchmark": "b", "item_id": [f"q{i}" for i in range(30)],
+                          "video": [f"v{i % 7}" if i < 25 else None for i in range(30)]})  # fmt: skip
+    groups = predictor.video_groups(items)
+    assert len(np.unique(groups)) == 7 + 5  # five video-less items are their own groups
+    fold = predictor.grouped_folds(groups, 4, seed=1)
+    videos = items["video"].to_numpy()
+    for v in set(videos[:25]):
+        assert len(set(fold[videos == v])) == 1, v
+    assert set(fold) == {0, 1, 2, 3}
+    with pytest.raises(UserError, match="needs at least 20 videos"):
+        predictor.grouped_folds(groups, 20)
+
+
+def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_store):
+    ladder = cascade.load_ladder(pred_store, "m", LADDER)
+    cv = predictor.cross_validate(ladder, n_folds=4, seed=0)
+    assert cv.proba.shape == (N, 3) and np.allclose(cv.proba.sum(axis=1), 1)
+    by_video = pd.DataFrame({"g": cv.groups, "fold": cv.fold}).groupby("g").fold.nunique()
+    assert (by_video == 1).all() and len(by_video) == 12
+    out = predictor.report(ladder, n_folds=4)
+    rows = {(r["policy"], r["label"]): r for r in out["frontier"]}
+    y = ladder.correct
+    for j, lab in enumerate(LADDER):
+        assert rows[("fixed", lab)]["accuracy"] == pytest.approx(y[:, j].mean())
+    oracle = rows[("oracle", "cheapest correct")]
+    assert oracle["accuracy"] == pytest.approx(y.any(axis=1).mean())
+    target = predictor.sufficient_budget(y)
+    assert oracle["mean_frames"] == pytest.approx(ladder.frames[target].mean())
+    assert rows[("predictor", "q=1")]["mean_frames"] == 32  # the top rung for everyone
+    assert any(r["policy"] == "cascade" for r in out["frontier"]) and out["cascade_note"] is None
+    # The question words carry the target, so the predictor should find it on unseen videos.
+    assert out["target_hit_rate"] > 0.7
+    assert sum(out["target_share"].values()) == pytest.approx(1)
+
+
+def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
+    y = np.tile([[0, 1, 1], [1, 1, 1]], (6, 1))
+    fx.build(store, fx.responses("m", LADDER, y), item_rows=fx.items(12, question=["q"] * 12, video=[f"v{i}" for i in range(12)]))
+    out = predictor.report(cascade.load_ladder(store, "m", LADDER), n_folds=3)
+    assert not any(r["policy"] == "cascade" for r in out["frontier"])
+    assert "no confidences stored" in out["cascade_note"]
+
+
+def test_cli_json(pred_store, capsys):
+    assert main(["predictor", "--store", str(pred_store.root), "--model", "m", "--ladder", "8f,16f,32f",
+                 "--folds", "3", "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_items"] == N and out["folds"] == 3 and out["n_groups"] == 12
+    assert {r["policy"] for r in out["frontier"]} == {"fixed", "oracle", "predictor", "cascade"}
