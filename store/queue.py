@@ -1,0 +1,326 @@
+"""The re-run job queue: a SQLite database ``<store>/jobs.sqlite`` shared by the CLI, the app and workers.
+
+Why SQLite in WAL mode: several processes (the Streamlit server enqueuing, one or more workers
+claiming, the CLI listing) touch the queue at once; WAL lets readers run beside one writer, and a
+``busy_timeout`` makes a writer wait for the lock instead of failing. Every write is one short
+transaction; a claim is ``BEGIN IMMEDIATE`` (takes the write lock before reading) so two workers
+can never take the same job.
+
+A job moves ``queued -> running -> done | failed | cancelled``. A running job holds a lease
+(``lease_expires_at``) that its worker renews; a job whose lease ran out (its worker died) goes back
+to ``queued`` and is claimed again, counting ``attempts``, until ``max_attempts`` is spent and it fails.
+Only the worker holding a job may renew, complete, fail or release it, so a job is completed once.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from backend.errors import UserError
+
+QUEUE_FILE = "jobs.sqlite"
+STATES = ("queued", "running", "done", "failed", "cancelled")
+MAX_QUEUED = 1000
+MAX_ATTEMPTS = 3
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    model TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    seed INTEGER,
+    force INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'queued',
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    worker_id TEXT,
+    lease_expires_at REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    result_ref TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (state, model, id);
+CREATE TABLE IF NOT EXISTS workers (
+    worker_id TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    device TEXT,
+    current_job INTEGER,
+    pid INTEGER,
+    started_at REAL NOT NULL,
+    seen_at REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the ``jobs`` table (times are Unix seconds)."""
+
+    id: int
+    model: str
+    benchmark: str
+    item_id: str
+    config: str
+    seed: int | None
+    force: bool
+    state: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    worker_id: str | None
+    lease_expires_at: float | None
+    attempts: int
+    error: str | None
+    result_ref: str | None
+
+    @property
+    def run(self) -> str:
+        """The ``run`` (and ``run_id``) this job's result is stored under: one per job, never "main"."""
+        return f"rerun-{self.id}"
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: times as ISO-8601 UTC strings."""
+        out = asdict(self)
+        for key in ("created_at", "started_at", "finished_at", "lease_expires_at"):
+            out[key] = _iso(out[key])
+        return out
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    worker_id: str
+    model: str
+    device: str | None
+    current_job: int | None
+    pid: int | None
+    started_at: float
+    seen_at: float
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["started_at"] = _iso(self.started_at)
+        out["seen_at"] = _iso(self.seen_at)
+        return out
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
+
+
+class JobQueue:
+    """The queue of one store. Cheap to construct; opens a connection per call (safe across forks)."""
+
+    def __init__(self, store_root: str | os.PathLike, max_attempts: int = MAX_ATTEMPTS):
+        self.path = Path(store_root) / QUEUE_FILE
+        self.max_attempts = max_attempts
+        self._ready = False
+
+    # -- plumbing --------------------------------------------------------------------------
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            con.row_factory = sqlite3.Row
+            con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not self._ready:
+                con.execute("PRAGMA journal_mode = WAL")
+                con.executescript(_SCHEMA)
+                self._ready = True
+            con.execute("PRAGMA synchronous = NORMAL")
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction that takes the lock up front (no read-then-upgrade deadlock)."""
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    @staticmethod
+    def _job(row: sqlite3.Row | None) -> Job | None:
+        if row is None:
+            return None
+        data = dict(row)
+        data["force"] = bool(data["force"])
+        return Job(**data)
+
+    def _reap(self, con: sqlite3.Connection, now: float) -> None:
+        """Expired leases: back to the queue, or failed once ``max_attempts`` claims have died."""
+        con.execute(
+            "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, "
+            "error = 'lease expired ' || attempts || ' times (worker died or hung)' "
+            "WHERE state = 'running' AND lease_expires_at < ? AND attempts >= ?",
+            (now, now, self.max_attempts),
+        )
+        con.execute(
+            "UPDATE jobs SET state = 'queued', worker_id = NULL, lease_expires_at = NULL "
+            "WHERE state = 'running' AND lease_expires_at < ?",
+            (now,),
+        )
+
+    # -- producers -------------------------------------------------------------------------
+    def enqueue(
+        self,
+        model: str,
+        benchmark: str,
+        item_id: str,
+        config: str,
+        seed: int | None = None,
+        force: bool = False,
+        max_queued: int = MAX_QUEUED,
+    ) -> Job:
+        """Add a job; refuses (``UserError``) when ``max_queued`` jobs are already waiting."""
+        now = time.time()
+        with self._write() as con:
+            (n,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
+            if n >= max_queued:
+                raise UserError(f"queue full ({n} queued): wait for the workers or cancel jobs (trajaudit jobs --cancel ID)")
+            cur = con.execute(
+                "INSERT INTO jobs (model, benchmark, item_id, config, seed, force, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (model, benchmark, item_id, config, seed, int(force), now),
+            )
+            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (cur.lastrowid,)).fetchone())
+
+    def find_pending(self, model: str, benchmark: str, item_id: str, config: str, seed: int | None) -> Job | None:
+        """An identical job still queued or running (so a repeated request does not queue it twice)."""
+        with self._connect() as con:
+            row = con.execute(
+                "SELECT * FROM jobs WHERE state IN ('queued', 'running') AND model = ? AND benchmark = ? "
+                "AND item_id = ? AND config = ? AND seed IS ? ORDER BY id LIMIT 1",
+                (model, benchmark, item_id, config, seed),
+            ).fetchone()
+        return self._job(row)
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a queued job. A running job cannot be cancelled (its worker would keep going)."""
+        now = time.time()
+        with self._write() as con:
+            job = self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+            if job is None:
+                raise UserError(f"no job {job_id}")
+            if job.state != "queued":
+                hint = " (stop its worker with Ctrl-C to release it)" if job.state == "running" else ""
+                raise UserError(f"job {job_id} is {job.state}: only queued jobs can be cancelled{hint}")
+            con.execute("UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE id = ?", (now, job_id))
+            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+
+    # -- workers ---------------------------------------------------------------------------
+    def claim(self, worker_id: str, model: str, lease_s: float) -> Job | None:
+        """Atomically take the oldest queued job for ``model`` (expired leases are queued again first)."""
+        now = time.time()
+        with self._write() as con:
+            self._reap(con, now)
+            row = con.execute(
+                "SELECT id FROM jobs WHERE state = 'queued' AND model = ? ORDER BY id LIMIT 1", (model,)
+            ).fetchone()
+            if row is None:
+                return None
+            con.execute(
+                "UPDATE jobs SET state = 'running', worker_id = ?, started_at = ?, lease_expires_at = ?, "
+                "attempts = attempts + 1, error = NULL WHERE id = ?",
+                (worker_id, now, now + lease_s, row["id"]),
+            )
+            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (row["id"],)).fetchone())
+
+    def _holder_update(self, sql: str, params: tuple, job_id: int, worker_id: str) -> bool:
+        """Run an update that only the worker holding the running job may make."""
+        with self._write() as con:
+            cur = con.execute(f"{sql} WHERE id = ? AND worker_id = ? AND state = 'running'", (*params, job_id, worker_id))
+            return cur.rowcount == 1
+
+    def renew(self, job_id: int, worker_id: str, lease_s: float) -> bool:
+        """Extend the lease; False when the worker no longer holds the job (it was taken over)."""
+        return self._holder_update("UPDATE jobs SET lease_expires_at = ?", (time.time() + lease_s,), job_id, worker_id)
+
+    def complete(self, job_id: int, worker_id: str, result_ref: str) -> bool:
+        """Mark the job done with the key of the stored result; False when the worker lost the job."""
+        return self._holder_update(
+            "UPDATE jobs SET state = 'done', finished_at = ?, lease_expires_at = NULL, result_ref = ?",
+            (time.time(), result_ref),
+            job_id,
+            worker_id,
+        )
+
+    def fail(self, job_id: int, worker_id: str, error: str) -> bool:
+        return self._holder_update(
+            "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, error = ?",
+            (time.time(), error),
+            job_id,
+            worker_id,
+        )
+
+    def release(self, job_id: int, worker_id: str) -> bool:
+        """Give the job back to the queue untouched (a worker stopping mid-job); the attempt is not counted."""
+        return self._holder_update(
+            "UPDATE jobs SET state = 'queued', worker_id = NULL, started_at = NULL, lease_expires_at = NULL, "
+            "attempts = max(attempts - 1, 0)",
+            (),
+            job_id,
+            worker_id,
+        )
+
+    def heartbeat(self, worker_id: str, model: str, device: str | None, current_job: int | None) -> None:
+        now = time.time()
+        with self._write() as con:
+            con.execute(
+                "INSERT INTO workers (worker_id, model, device, current_job, pid, started_at, seen_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET model = excluded.model, "
+                "device = excluded.device, current_job = excluded.current_job, seen_at = excluded.seen_at",
+                (worker_id, model, device, current_job, os.getpid(), now, now),
+            )
+
+    def sign_off(self, worker_id: str) -> None:
+        """Remove a worker that stops cleanly, so it is not shown as online until its heartbeat ages."""
+        with self._write() as con:
+            con.execute("DELETE FROM workers WHERE worker_id = ?", (worker_id,))
+
+    # -- readers ---------------------------------------------------------------------------
+    def get(self, job_id: int) -> Job | None:
+        with self._connect() as con:
+            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+
+    def list_jobs(self, state: str | None = None, model: str | None = None, limit: int = 100) -> list[Job]:
+        """Newest first. Expired leases are returned to the queue first, so states are current."""
+        if state is not None and state not in STATES:
+            raise UserError(f"unknown job state {state!r}: expected one of {', '.join(STATES)}")
+        with self._write() as con:
+            self._reap(con, time.time())
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT * FROM jobs WHERE (? IS NULL OR state = ?) AND (? IS NULL OR model = ?) ORDER BY id DESC LIMIT ?",
+                (state, state, model, model, limit),
+            ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Number of jobs per state (every state present, zero when none)."""
+        with self._connect() as con:
+            rows = con.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall()
+        return {s: 0 for s in STATES} | {r[0]: r[1] for r in rows}
+
+    def workers(self, online_within_s: float = 30.0) -> list[WorkerInfo]:
+        """Workers whose last heartbeat is at most ``online_within_s`` old."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT * FROM workers WHERE seen_at >= ? ORDER BY model, worker_id", (time.time() - online_within_s,)
+            ).fetchall()
+        return [WorkerInfo(**dict(r)) for r in rows]

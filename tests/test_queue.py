@@ -1,0 +1,139 @@
+"""The job queue: claim order, leases, holder-only updates, bounds, cancel, concurrency across processes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import time
+
+import pytest
+
+from backend.errors import UserError
+from store.queue import JobQueue
+
+
+def _enqueue(q: JobQueue, item: str, model: str = "m", **kw):
+    return q.enqueue(model, "bench", item, "16f", **kw)
+
+
+def test_wal_mode_and_fifo_claim_per_model(tmp_path):
+    q = JobQueue(tmp_path)
+    a = _enqueue(q, "1")
+    _enqueue(q, "x", model="other")
+    b = _enqueue(q, "2")
+    assert a.state == "queued" and a.attempts == 0
+    first = q.claim("w1", "m", lease_s=30)
+    second = q.claim("w1", "m", lease_s=30)
+    assert (first.id, second.id) == (a.id, b.id)
+    assert first.state == "running" and first.worker_id == "w1" and first.attempts == 1
+    assert first.lease_expires_at > time.time() + 20
+    assert q.claim("w1", "m", lease_s=30) is None  # the other model's job is not ours
+    with sqlite3.connect(q.path) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_only_the_holder_completes_once(tmp_path):
+    q = JobQueue(tmp_path)
+    job = _enqueue(q, "1")
+    q.claim("w1", "m", lease_s=30)
+    assert not q.complete(job.id, "intruder", "{}")
+    assert not q.renew(job.id, "intruder", 30)
+    assert q.complete(job.id, "w1", '{"run": "rerun-1"}')
+    assert not q.complete(job.id, "w1", "{}")  # never completed twice
+    done = q.get(job.id)
+    assert done.state == "done" and done.result_ref == '{"run": "rerun-1"}' and done.finished_at is not None
+
+
+def test_expired_lease_returns_job_and_counts_attempts(tmp_path):
+    q = JobQueue(tmp_path, max_attempts=2)
+    job = _enqueue(q, "1")
+    q.claim("dead", "m", lease_s=0.05)
+    time.sleep(0.1)
+    assert [j.state for j in q.list_jobs()] == ["queued"]  # listing shows it back in the queue
+    again = q.claim("w2", "m", lease_s=0.05)
+    assert again.id == job.id and again.worker_id == "w2" and again.attempts == 2
+    assert not q.complete(job.id, "dead", "{}")  # the dead worker lost it
+    time.sleep(0.1)
+    assert q.claim("w3", "m", lease_s=30) is None  # attempts spent: failed, not retried forever
+    failed = q.get(job.id)
+    assert failed.state == "failed" and "lease expired 2 times" in failed.error
+
+
+def test_renew_keeps_lease(tmp_path):
+    q = JobQueue(tmp_path)
+    job = _enqueue(q, "1")
+    q.claim("w1", "m", lease_s=0.2)
+    for _ in range(3):
+        time.sleep(0.1)
+        assert q.renew(job.id, "w1", 0.2)
+    assert q.claim("w2", "m", lease_s=1) is None
+    assert q.get(job.id).worker_id == "w1"
+
+
+def test_release_fail_and_cancel(tmp_path):
+    q = JobQueue(tmp_path)
+    a, b, c = (_enqueue(q, i) for i in "abc")
+    q.claim("w1", "m", 30)
+    assert q.release(a.id, "w1")
+    released = q.get(a.id)
+    assert released.state == "queued" and released.attempts == 0 and released.worker_id is None
+    q.claim("w1", "m", 30)  # a again (oldest)
+    assert q.fail(a.id, "w1", "boom")
+    assert q.get(a.id).state == "failed" and q.get(a.id).error == "boom"
+    assert q.cancel(c.id).state == "cancelled"
+    q.claim("w1", "m", 30)  # b
+    with pytest.raises(UserError, match="is running: only queued jobs can be cancelled"):
+        q.cancel(b.id)
+    with pytest.raises(UserError, match="no job 99"):
+        q.cancel(99)
+    assert q.counts() == {"queued": 0, "running": 1, "done": 0, "failed": 1, "cancelled": 1}
+
+
+def test_bounded_queue(tmp_path):
+    q = JobQueue(tmp_path)
+    for i in range(3):
+        _enqueue(q, str(i), max_queued=3)
+    with pytest.raises(UserError, match=r"queue full \(3 queued\)"):
+        _enqueue(q, "x", max_queued=3)
+    assert q.counts()["queued"] == 3
+
+
+def test_find_pending_and_heartbeats(tmp_path):
+    q = JobQueue(tmp_path)
+    job = q.enqueue("m", "bench", "1", "32f/random", seed=4)
+    assert q.find_pending("m", "bench", "1", "32f/random", 4).id == job.id
+    assert q.find_pending("m", "bench", "1", "32f/random", 5) is None
+    q.heartbeat("w1", "m", "cpu", None)
+    q.heartbeat("w1", "m", "cpu", job.id)
+    (w,) = q.workers()
+    assert (w.worker_id, w.device, w.current_job) == ("w1", "cpu", job.id)
+    assert q.workers(online_within_s=-1) == []
+    q.sign_off("w1")
+    assert q.workers() == []
+
+
+def _claim_all(root: str, worker: str, start, out) -> None:
+    q = JobQueue(root)
+    start.wait(30)  # both processes claim at the same moment
+    got = []
+    while (job := q.claim(worker, "m", lease_s=60)) is not None:
+        got.append(job.id)
+    out.put(got)
+
+
+def test_two_processes_never_claim_the_same_job(tmp_path):
+    q = JobQueue(tmp_path)
+    ids = {_enqueue(q, str(i)).id for i in range(200)}
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_claim_all, args=(str(tmp_path), f"w{i}", start, out)) for i in range(2)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # let both import and reach the barrier
+    start.set()
+    claimed = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    flat = claimed[0] + claimed[1]
+    assert sorted(flat) == sorted(ids)  # every job once, none twice
+    assert {j.worker_id for j in q.list_jobs()} <= {"w0", "w1"}
