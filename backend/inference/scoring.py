@@ -1,0 +1,91 @@
+"""Option-letter scoring (one forward pass) and Token-F1 for open-ended answers, shared by all families.
+
+MCQA: the next-token distribution right after the prompt, read at each option letter's token id,
+gives the answer (argmax), its confidence (its renormalised probability) and the letter mass (total
+probability on letters before renormalising; low mass means the model wanted to say something else).
+
+Which token is "the letter" depends on the tokenizer and on how the prompt ends: after Qwen's
+``<|im_start|>assistant\\n`` a model writes a bare ``A``; after LLaVA's ``ASSISTANT:`` it writes
+``▁A`` (SentencePiece) because a space comes first. The robust rule (INFERENCE.md) takes the ids
+that ``tok(prompt + " A")`` adds beyond ``tok(prompt)``; we add the space only when the prompt does
+not already end in white space, because after a newline `` A`` is a *different* token (``ĠA`` in
+byte-level BPE) from the bare ``A`` the model emits there. Each letter must come out as exactly one
+new token, distinct per letter, or scoring refuses with a clear error.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+from backend.errors import UserError
+
+
+@dataclass(frozen=True)
+class LetterScores:
+    option_probs: dict[str, float]  # renormalised over the option letters
+    answer: str
+    confidence: float
+    letter_mass: float
+
+
+def letter_token_ids(tokenizer, prompt: str, letters: list[str]) -> list[int]:
+    """The token id each option letter gets when written right after ``prompt``."""
+    base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    sep = "" if prompt[-1:].isspace() else " "
+    ids = []
+    for letter in letters:
+        full = tokenizer(prompt + sep + letter, add_special_tokens=False)["input_ids"]
+        if len(full) != len(base) + 1 or full[: len(base)] != base:
+            added = tokenizer.convert_ids_to_tokens(full[len(base) :]) if full[: len(base)] == base else full
+            raise UserError(
+                f"letter scoring: option {letter!r} is not one token after the prompt "
+                f"(the tokenizer adds {added!r}); this tokenizer cannot be scored by letter"
+            )
+        ids.append(full[-1])
+    if len(set(ids)) != len(ids):
+        raise UserError(f"letter scoring: options {letters} share token ids {ids}")
+    return ids
+
+
+def score_letters(logits: torch.Tensor, letter_ids: list[int], letters: list[str]) -> LetterScores:
+    """Answer, confidence and letter mass from the next-token logits ``[vocab]``."""
+    logp = torch.log_softmax(logits.float(), dim=-1)[letter_ids]
+    mass = float(logp.exp().sum())
+    probs = torch.softmax(logp, dim=-1).tolist()
+    best = max(range(len(letters)), key=probs.__getitem__)
+    return LetterScores(dict(zip(letters, probs)), letters[best], probs[best], mass)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def _tokens(text: str) -> list[str]:
+    return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
+
+
+def token_f1(prediction: str, references: list[str]) -> float:
+    """Token-F1 as METRICS.md defines it: normalised token multisets, max over the references.
+
+    Lower-case, strip punctuation and the articles a/an/the, split on white space; 0 when exactly one
+    side is empty, 1 when both are.
+    """
+    if not references:
+        raise UserError("token_f1 needs at least one reference answer")
+    pred = _tokens(prediction)
+    best = 0.0
+    for reference in references:
+        ref = _tokens(reference)
+        if not pred or not ref:
+            best = max(best, float(not pred and not ref))
+            continue
+        common = sum((Counter(pred) & Counter(ref)).values())
+        if common:
+            precision, recall = common / len(pred), common / len(ref)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
