@@ -1,0 +1,71 @@
+"""``trajaudit ingest PATH...``: read evaluation outputs into the store (store.ingest)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from backend.cli.common import add_json, add_store, print_json
+from store.ingest import FORMATS, IngestSummary, ingest_paths
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ingest",
+        help="read per-item outputs (lmms-eval, VLMEvalKit, Video-MME JSON, scale-grid CSV, long tables)",
+        description="Read per-item evaluation outputs into the store. Re-ingesting a file adds nothing; "
+        "rows that contradict the store are refused unless --replace.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="result files")
+    add_store(p)
+    p.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detect)")
+    p.add_argument("--model", help="model name, where the file does not say it")
+    p.add_argument("--benchmark", help="benchmark name, where the file does not say it")
+    p.add_argument("--split", help="split name")
+    p.add_argument("--config", help="configuration label (text, 16f, 64f@151k, 32f/random-s1) where the file does not say it")
+    p.add_argument("--answers", help="answers file (question_id, answer, ...) for the scale-grid wide CSV")
+    p.add_argument("--run", default="main", help="repeat id of these responses (default: main)")
+    p.add_argument("--replace", action="store_true", help="overwrite stored rows this input contradicts")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = ingest_paths(
+        args.store,
+        args.paths,
+        format=args.format,
+        model=args.model,
+        benchmark=args.benchmark,
+        split=args.split,
+        config=args.config,
+        answers=args.answers,
+        run=args.run,
+        replace=args.replace,
+        progress=sys.stderr.isatty(),
+    )
+    if args.json:
+        print_json(summary.to_dict())
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+def _flags_text(flagged: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in flagged.items()) or "none"
+
+
+def format_summary(s: IngestSummary) -> str:
+    """Human-readable summary: one line per file, then the totals."""
+    lines = [
+        f"{f.path} ({f.format}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
+        f"{f.replaced} replaced, {f.duplicates} duplicate; flagged: {_flags_text(f.flagged)}"
+        for f in s.files
+    ]
+    lines.append(
+        f"total: {s.rows} rows, {s.new} new, {s.already_stored} already stored, {s.replaced} replaced, "
+        f"{s.duplicates} duplicate; flagged: {_flags_text(s.flagged)}; {s.items_written} item rows written"
+    )
+    lines.append(f"models: {', '.join(s.models)}; benchmarks: {', '.join(s.benchmarks)}; configs: {', '.join(s.configs)}")
+    lines.append(f"store version {s.store_version}")
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""Ingesters: turn other people's evaluation outputs into the store's long form (FORMATS.md).
+
+One module per input format (``table``, ``lmms_eval``, ``vlmevalkit``, ``videomme``,
+``scalegrid``), each with ``read(path, options) -> Batch``; ``common`` holds the rules every format
+shares and ``publish`` the checked, atomic write. :func:`ingest_paths` reads every file first
+(any bad input raises before the store is touched), then publishes them all in one write.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from backend.errors import UserError
+from store import configs
+from store.ingest import lmms_eval, scalegrid, table, videomme, vlmevalkit
+from store.ingest.common import Batch, IngestOptions, fail
+from store.ingest.publish import FileResult, publish_batches
+from store.store import Store
+
+READERS: dict[str, Callable[[Path, IngestOptions], Batch]] = {
+    "table": table.read,
+    "lmms-eval": lmms_eval.read,
+    "vlmevalkit": vlmevalkit.read,
+    "videomme": videomme.read,
+    "scalegrid": scalegrid.read,
+}
+FORMATS = tuple(READERS)
+_HEAD_BYTES = 1 << 16
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest did; ``to_dict()`` is the ``--json`` output."""
+
+    files: list[FileResult]
+    rows: int
+    new: int
+    already_stored: int
+    replaced: int
+    duplicates: int
+    flagged: dict[str, int]
+    models: list[str]
+    benchmarks: list[str]
+    configs: list[str]
+    items_written: int
+    store_version: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def detect(path: Path) -> str:
+    """The format of ``path`` from its extension and its first bytes (FORMATS.md)."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder; pass the result files inside it")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "table"
+    if suffix in (".xlsx", ".tsv"):
+        return "vlmevalkit"
+    head = _head(path)
+    if suffix == ".jsonl":
+        first = _first_json_line(path, head)
+        if lmms_eval.looks_like(first):
+            return "lmms-eval"
+        if "item_id" in first:
+            return "table"
+    elif suffix == ".json":
+        start = head.lstrip()[:1]
+        if start == "{" and '"logs"' in head:
+            return "lmms-eval"
+        if videomme.looks_like(head):
+            return "videomme"
+        if '"prediction"' in head:
+            return "vlmevalkit"
+        if '"accuracy_by_config"' in head:
+            raise UserError(f"{path}: a scale-grid summary (per-cell numbers), not per-item data; ingest the *_predictions_wide.csv beside it")
+    elif suffix == ".csv":
+        header = next(csv.reader([head.split("\n", 1)[0]]), [])
+        if {"sample_id", "predicted_option"} <= set(header):
+            return "scalegrid"
+        if path.name.endswith("_predictions_wide.csv") or scalegrid.is_wide_header(header):
+            return "scalegrid"
+        if "item_id" in header:
+            return "table"
+    raise UserError(
+        f"{path}: cannot tell the format from its name and first line; pass --format ({', '.join(FORMATS)}). "
+        "A long table needs columns model, benchmark, item_id, config and correct (or prediction and target)."
+    )
+
+
+def _head(path: Path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(_HEAD_BYTES)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise fail(path, "empty file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(data) - 4:  # not just a character cut at the end of the peek
+            line = data[: exc.start].count(b"\n") + 1
+            raise fail(path, f"not UTF-8 text (byte {data[exc.start]:#04x}); re-save the file as UTF-8", line) from None
+        return data[: exc.start].decode("utf-8")
+
+
+def _first_json_line(path: Path, head: str) -> dict:
+    for n, line in enumerate(head.split("\n"), 1):
+        if line.strip():
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if len(line) >= _HEAD_BYTES - 8:
+                    return {}  # a first line longer than the peek: let the reader decide
+                raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n) from None
+            return obj if isinstance(obj, dict) else {}
+    return {}
+
+
+def ingest_paths(
+    store: Store | str | os.PathLike,
+    paths: list[str | os.PathLike],
+    *,
+    format: str = "auto",
+    model: str | None = None,
+    benchmark: str | None = None,
+    split: str | None = None,
+    config: str | None = None,
+    answers: str | os.PathLike | None = None,
+    run: str = "main",
+    replace: bool = False,
+    progress: bool = False,
+) -> IngestSummary:
+    """Read every file, then publish them in one checked write; raises UserError on bad input
+    (the store is then untouched)."""
+    store = store if isinstance(store, Store) else Store(store)
+    if not paths:
+        raise UserError("no files to ingest")
+    if format != "auto" and format not in READERS:
+        raise UserError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}")
+    if config is not None:
+        try:
+            config = configs.canonical(config)
+        except configs.ConfigLabelError as exc:
+            raise UserError(f"--config: {exc}") from None
+    if answers is not None and not Path(answers).is_file():
+        raise UserError(f"--answers {answers}: no such file")
+    opts = IngestOptions(model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress)
+    batches = []
+    for p in tqdm(paths, desc="reading", disable=not progress or len(paths) < 2):
+        path = Path(p)
+        fmt = detect(path) if format == "auto" else format
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+        batches.append(READERS[fmt](path, opts))
+    options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
+               "answers": str(answers) if answers else None, "run": run, "replace": replace}  # fmt: skip
+    done = publish_batches(store, batches, replace=replace, options=options)
+    flagged: Counter[str] = Counter()
+    for f in done.files:
+        flagged.update(f.flagged)
+    rows = [b.rows for b in batches]
+    return IngestSummary(
+        files=done.files,
+        rows=sum(f.rows for f in done.files),
+        new=sum(f.new for f in done.files),
+        already_stored=sum(f.already_stored for f in done.files),
+        replaced=sum(f.replaced for f in done.files),
+        duplicates=sum(f.duplicates for f in done.files),
+        flagged=dict(sorted(flagged.items())),
+        models=sorted({m for r in rows for m in r["model"].unique()}),
+        benchmarks=sorted({b for r in rows for b in r["benchmark"].unique()}),
+        configs=configs.order([c for r in rows for c in r["config"].unique()]),
+        items_written=done.items_written,
+        store_version=done.version,
+    )
+
+
+__all__ = ["FORMATS", "IngestOptions", "IngestSummary", "detect", "ingest_paths"]

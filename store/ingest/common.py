@@ -1,0 +1,329 @@
+"""What every ingester shares: the batch a reader returns, safe reading of input files, and the one
+place that turns a reader's rows into store rows, so every format obeys the same rules.
+
+A reader returns one long DataFrame, one row per response, holding the response columns and the
+item columns it knows (``target``, ``question``, ``duration``...); :func:`make_batch` finalises it:
+
+* configuration labels become canonical (``store.configs``), with frames / pixels / policy parsed;
+* the answer is extracted from the raw text with the Video-MME rule (``store.answers``); no letter
+  means no answer, which counts as wrong and is flagged ``no-answer``;
+* correctness: where the format's data *is* a verdict (the generic table's ``correct``, the
+  scale-grid ``per_item.csv``) that verdict is used; otherwise ``correct = answer == target``. A
+  verdict the harness wrote beside raw text (lmms-eval ``pred_answer`` / ``score``, VLMEvalKit
+  ``score``) is kept in provenance and a disagreement with our rule is flagged ``harness-mismatch``,
+  so one extraction rule holds across formats and every difference is visible;
+* ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``.
+
+Besides stored columns a reader may give ``n_options`` (letters the item allows),
+``harness_answer`` / ``harness_correct`` (the harness's own verdict) and ``harness_unparseable``;
+``_line`` (the row's line in the file, for error messages) is bookkeeping and never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.errors import UserError
+from store import configs
+from store.answers import extract_letter
+from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
+
+LETTERS = "ABCDEFGH"
+ITEM_COLUMNS = [f.name for f in ITEMS if f.name != "written_at"]
+RESPONSE_COLUMNS = [f.name for f in RESPONSES]
+DEFAULT_N_OPTIONS = 4
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """What the user said on the command line; a reader uses what its format does not carry."""
+
+    model: str | None = None
+    benchmark: str | None = None
+    split: str | None = None
+    config: str | None = None
+    answers: Path | None = None
+    run: str = "main"
+    progress: bool = False
+
+
+@dataclass
+class Batch:
+    """One input file, finalised: ``rows`` holds response and item columns plus ``_line``."""
+
+    path: Path
+    format: str
+    rows: pd.DataFrame
+    sha256: str
+    run_id: str
+    settings: dict = field(default_factory=dict)  # parsed harness settings, stored in runs.args
+    line_word: str = "line"  # how an error names a position: "line" (text files) or "row" (sheets)
+
+    def where(self, line: object) -> str:
+        return f"{self.path} {self.line_word} {int(line)}" if pd.notna(line) else str(self.path)
+
+
+def fail(path: Path | str, message: str, line: int | None = None, word: str = "line") -> UserError:
+    """A UserError that names the file (and the line) first, as every ingest error does."""
+    where = f"{path} {word} {int(line)}" if line is not None else f"{path}"
+    return UserError(f"{where}: {message}")
+
+
+def read_text_bytes(path: Path) -> bytes:
+    """The file's bytes, checked to be UTF-8 (a BOM is dropped); empty files are refused."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder; pass the result files inside it") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise fail(path, "empty file")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise fail(path, f"not UTF-8 text (byte {data[exc.start]:#04x}); re-save the file as UTF-8", line) from None
+    return data
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def require_columns(path: Path, columns: list[str] | pd.Index, needed: list[str], what: str) -> None:
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise fail(path, f"missing column(s) {', '.join(missing)} for {what}; the file has: {', '.join(map(str, columns))}")
+
+
+def json_rows(df: pd.DataFrame) -> pd.Series:
+    """One JSON object per row (vectorised through pandas' JSON writer)."""
+    if df.columns.empty or df.index.empty:
+        return pd.Series(None, index=df.index, dtype="str")
+    # Newlines inside values are escaped by the writer; split on "\n" only (splitlines would also
+    # cut at U+2028 and friends, which JSON leaves unescaped).
+    lines = df.to_json(orient="records", lines=True, force_ascii=False).rstrip("\n").split("\n")
+    return pd.Series(lines, index=df.index, dtype="str")
+
+
+# -- column-wise helpers -------------------------------------------------------------------------
+# Work is done once per distinct value and mapped back through integer codes; string results come
+# back as pandas Categoricals (cheap to build, stored as plain strings by ``schema.conform``).
+def factorize(values: pd.Series | np.ndarray) -> tuple[np.ndarray, list]:
+    """(codes, distinct values + [None]); code -1 (missing) indexes the trailing None slot."""
+    codes, uniq = pd.factorize(values)
+    return codes, [*uniq, None]
+
+
+def categorical(codes: np.ndarray, results: list) -> pd.Categorical:
+    """Rows' values from per-distinct ``results`` (as returned for ``factorize``'s list)."""
+    rcodes, cats = pd.factorize(np.asarray(results, dtype=object))
+    return pd.Categorical.from_codes(rcodes[codes], cats)
+
+
+def constant(value: object, n: int) -> pd.Categorical:
+    return categorical(np.zeros(n, dtype=np.int64), [value, None])
+
+
+def _clean_text(v: object) -> str | None:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return None
+    return str(v).strip() or None
+
+
+_LETTER_TARGET = re.compile(r"^\(?([A-Ha-h])[\)\.:]?$")
+
+
+def _letter_or_text(v: object) -> str | None:
+    s = _clean_text(v)
+    m = _LETTER_TARGET.match(s) if s else None
+    return m[1].upper() if m else s
+
+
+def normalise_letters(values: pd.Series) -> pd.Categorical:
+    """'a', ' B ', '(C)', 'D.' -> the letter; other text unchanged (open-ended references); '' -> None."""
+    codes, uniq = factorize(values)
+    return categorical(codes, [_letter_or_text(u) for u in uniq])
+
+
+def options_count(options: pd.Series) -> np.ndarray:
+    """Length of each JSON options list (NaN where absent), parsed once per distinct value."""
+    codes, uniq = factorize(options)
+    return np.asarray([np.nan if u is None else len(json.loads(u)) for u in uniq], dtype="float64")[codes]
+
+
+def extract_answers(raw: pd.Series, n_options: np.ndarray) -> pd.Categorical:
+    """``extract_letter`` per row, run once per distinct (text, number of options) pair; rows
+    with ``n_options`` <= 0 get None (not multiple choice)."""
+    codes, uniq = pd.factorize(raw)
+    width = len(LETTERS) + 1
+    pair = np.where((codes >= 0) & (n_options > 0), codes.astype(np.int64) * width + n_options, -1)
+    pcodes, puniq = pd.factorize(pair)
+    found = [None if p < 0 else extract_letter(uniq[p // width], int(p % width)) for p in puniq]
+    return categorical(pcodes, [*found, None])
+
+
+# -- finalising a reader's rows ------------------------------------------------------------------
+def make_batch(
+    path: Path,
+    fmt: str,
+    rows: pd.DataFrame,
+    opts: IngestOptions,
+    settings: dict | None = None,
+    *,
+    line_word: str = "line",
+) -> Batch:
+    """Apply the rules in the module docstring and return the batch ready for publishing."""
+    if rows.empty:
+        raise fail(path, "no rows to ingest")
+    rows = rows.copy()
+    n = len(rows)
+    if "_line" not in rows:
+        rows["_line"] = np.arange(n) + 1
+    # The command line fills what the file leaves empty; a reader that lets the command line
+    # override the file has already applied it.
+    for col, value in (
+        ("model", opts.model),
+        ("benchmark", opts.benchmark),
+        ("config", opts.config),
+        ("split", opts.split),
+        ("run", opts.run),
+    ):
+        if col not in rows:
+            rows[col] = constant(value, n)
+        elif value is not None:
+            rows[col] = rows[col].fillna(value)
+    for col in RESPONSE_KEY:
+        codes, uniq = factorize(rows[col])
+        cleaned = [_clean_text(u) for u in uniq]
+        empty = [i for i, c in enumerate(cleaned[:-1]) if c is None]
+        if empty or (codes < 0).any():
+            bad = np.isin(codes, empty + [-1])
+            hint = f" (pass --{col})" if col in ("model", "benchmark", "config") else ""
+            raise fail(path, f"no {col}{hint}", rows["_line"].iloc[int(np.argmax(bad))], line_word)
+        rows[col] = categorical(codes, cleaned)
+    _canonical_configs(path, rows, line_word)
+    _answers_and_correctness(path, rows, line_word)
+    run_id = f"ingest-{pd.Timestamp.now(tz='UTC'):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    rows["run_id"] = constant(run_id, n)
+    rows["origin"] = constant("ingest", n)
+    keep = [c for c in dict.fromkeys(RESPONSE_COLUMNS + ITEM_COLUMNS + ["_line"]) if c in rows]
+    return Batch(path, fmt, rows[keep].reset_index(drop=True), sha256(path), run_id, settings or {}, line_word)
+
+
+def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
+    """Canonical labels and their parsed parts, computed once per distinct label."""
+    codes, uniq = factorize(rows["config"])
+    parsed = []
+    for i, label in enumerate(uniq[:-1]):
+        try:
+            parsed.append(configs.parse(configs.canonical(label)))
+        except configs.ConfigLabelError as exc:
+            raise fail(path, str(exc), rows["_line"].iloc[int(np.argmax(codes == i))], word) from None
+    rows["config"] = categorical(codes, [c.label for c in parsed] + [None])
+    frames = np.asarray([c.frames for c in parsed] + [np.nan], dtype="float64")[codes]
+    pixels = np.asarray([np.nan if c.pixels is None else c.pixels for c in parsed] + [np.nan], dtype="float64")[codes]
+    if "frames" in rows:  # the reader's count wins; the label fills the rest
+        frames = np.where(rows["frames"].isna().to_numpy(), frames, rows["frames"].to_numpy(dtype="float64", na_value=np.nan))
+    if "pixels" in rows:  # the label wins; the reader's count fills labels without a spatial part
+        pixels = np.where(np.isnan(pixels), rows["pixels"].to_numpy(dtype="float64", na_value=np.nan), pixels)
+    rows["frames"], rows["pixels"] = frames, pixels
+    rows["policy"] = categorical(codes, [c.policy for c in parsed] + [None])
+
+
+def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
+    n = len(rows)
+    t_codes, t_uniq = factorize(rows["target"] if "target" in rows else np.full(n, None, dtype=object))
+    targets = [_letter_or_text(u) for u in t_uniq]
+    rows["target"] = categorical(t_codes, targets)
+    target = np.asarray(targets, dtype=object)[t_codes]
+    has_target = np.asarray([t is not None for t in targets])[t_codes]
+    letter_n = np.asarray([LETTERS.index(t) + 1 if t and t in LETTERS else np.nan for t in targets], dtype="float64")[t_codes]
+    is_letter = ~np.isnan(letter_n)
+    kind = np.where(is_letter, "mcqa", np.where(has_target, "open", None))
+    if "answer_type" in rows:
+        kind = np.where(rows["answer_type"].isna().to_numpy(), kind, rows["answer_type"].to_numpy(dtype=object))
+    mcqa = kind == "mcqa"
+    rows["answer_type"] = categorical(*factorize(kind))
+    has_raw = "raw_output" in rows
+    if has_raw:
+        n_opts = np.where(mcqa, _n_options(rows, letter_n), 0)
+        rows["answer"] = extract_answers(rows["raw_output"], n_opts)
+    else:
+        rows["raw_output"] = None
+        rows["answer"] = constant(None, n)
+    answer = np.asarray(rows["answer"], dtype=object)
+    has_answer = pd.notna(answer)
+    computed = has_answer & (answer == target)
+    given = rows["correct"].to_numpy(dtype="float64", na_value=np.nan) if "correct" in rows else np.full(n, np.nan)
+    missing = np.isnan(given) & ~(has_raw & is_letter)
+    if missing.any():
+        raise fail(
+            path,
+            "cannot tell whether this response is correct: give `correct`, or a prediction and an option-letter target",
+            rows["_line"].iloc[int(np.argmax(missing))],
+            word,
+        )
+    correct = np.where(np.isnan(given), computed, given).astype("int8")
+    rows["correct"] = correct
+    mismatch = np.zeros(n, dtype=bool)
+    if "harness_answer" in rows:
+        said = np.asarray(normalise_letters(rows["harness_answer"]), dtype=object)
+        mismatch |= is_letter & (said != answer) & ~(pd.isna(said) & ~has_answer)
+    if "harness_correct" in rows:
+        verdict = rows["harness_correct"].to_numpy(dtype="float64", na_value=np.nan)
+        mismatch |= ~np.isnan(verdict) & (verdict != correct)
+    unparseable = rows["harness_unparseable"].fillna(False).to_numpy(dtype=bool) if "harness_unparseable" in rows else False
+    note = False
+    if "protocol_note" in rows:
+        codes, uniq = factorize(rows["protocol_note"])
+        note = np.asarray([_clean_text(u) is not None for u in uniq])[codes]
+    no_answer = has_raw & mcqa & ~has_answer
+    bits = np.zeros(n, dtype=np.int64)
+    for i, mask in enumerate((no_answer, mismatch, unparseable, note)):
+        bits |= np.asarray(mask, dtype=np.int64) << i
+    rows["flags"] = categorical(bits, _FLAG_TEXT)
+
+
+def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:
+    """Options per row: the reader's count, else the options list, else enough letters for the
+    benchmark's targets (at least A-D)."""
+    n = rows["n_options"].to_numpy(dtype="float64", na_value=np.nan) if "n_options" in rows else np.full(len(rows), np.nan)
+    if "options" in rows:
+        listed = options_count(rows["options"])
+        n = np.where(np.isnan(n) & (listed >= 2), listed, n)
+    if np.isnan(n).any():
+        per_bench = pd.Series(letter_n).groupby(pd.factorize(rows["benchmark"])[0]).transform("max").to_numpy()
+        n = np.where(np.isnan(n), np.fmax(per_bench, DEFAULT_N_OPTIONS), n)
+    return np.clip(n, 1, len(LETTERS)).astype(np.int64)
+
+
+FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note")
+# Flag text for each bit pattern (bit i = FLAG_NAMES[i]); pattern 0 = no flag.
+_FLAG_TEXT = [",".join(f for i, f in enumerate(FLAG_NAMES) if code >> i & 1) or None for code in range(1 << len(FLAG_NAMES))]
+
+
+def count_flags(flags: pd.Series) -> dict[str, int]:
+    """{flag: rows carrying it}, from the few distinct flag combinations."""
+    out: dict[str, int] = {}
+    for text, k in flags.dropna().value_counts().items():
+        if not k:  # a Categorical lists combinations that did not occur
+            continue
+        for name in str(text).split(","):
+            out[name] = out.get(name, 0) + int(k)
+    return dict(sorted(out.items()))

@@ -1,0 +1,259 @@
+"""Publishing ingested batches: every check against the store and every write in one
+``store.writer()``, so two concurrent ingests cannot both pass the conflict check and a reader sees
+the store before or after the whole ingest, never between.
+
+Rules:
+
+* duplicates among the rows being ingested (within a file or across the files of one call): the
+  same response key with the same answer and correctness is kept once and counted
+  (``duplicates``); with a different answer or correctness it is refused, naming the places;
+* against the store: a key already stored with the same answer and correctness is skipped
+  (``already_stored``); a different answer or correctness is a conflict, refused with the count and
+  the first keys unless ``replace``, in which case the stored rows are dropped (their files are
+  rewritten without them and retired) and the new rows written (``replaced``);
+* items are upserted: a stored item's fields are kept where the new row has none, so a file that
+  only knows the target does not erase the question another file gave. A different target for a
+  stored item is a conflict like a different answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from backend.errors import UserError
+from store.ingest.common import ITEM_COLUMNS, RESPONSE_COLUMNS, Batch, count_flags
+from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY
+from store.store import Store, Writer
+
+NEW, STORED, CONFLICT = 0, 1, 2
+SHOW = 5  # keys named in an error message
+_KEY = ", ".join(RESPONSE_KEY)
+
+
+def _on(alias: str) -> str:
+    """Join condition between stored responses ``s`` and batch rows ``alias`` on the response key."""
+    return " AND ".join(f"s.{k} = {alias}.{k}" for k in RESPONSE_KEY)
+
+
+@dataclass
+class FileResult:
+    path: str
+    format: str
+    rows: int
+    new: int = 0
+    already_stored: int = 0
+    replaced: int = 0
+    duplicates: int = 0
+    flagged: dict[str, int] = field(default_factory=dict)
+    run_id: str | None = None  # set when the file wrote anything
+
+
+@dataclass
+class Published:
+    files: list[FileResult]
+    items_written: int
+    version: int
+
+
+def publish_batches(store: Store, batches: list[Batch], *, replace: bool, options: dict) -> Published:
+    """Check and write ``batches`` atomically; see the module docstring."""
+    rows = pd.concat([b.rows.assign(_src=i) for i, b in enumerate(batches)], ignore_index=True)
+    keys = key_codes(rows, RESPONSE_KEY)
+    dropped = _duplicates(rows, keys, batches)
+    keep = ~dropped
+    results = [FileResult(str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"])) for b in batches]
+    src = rows["_src"].to_numpy()
+    for i, n in zip(*np.unique(src[dropped], return_counts=True)):
+        results[i].duplicates = int(n)
+    now = pd.Timestamp.now(tz="UTC")
+    with store.writer() as w, w.connect() as con:
+        status = _classify(con, rows, keep)
+        conflicts = np.flatnonzero(status == CONFLICT)
+        if len(conflicts) and not replace:
+            raise UserError(_conflict_message(con, rows, batches, conflicts))
+        items = _merge_items(con, rows[keep], batches, replace)
+        if len(conflicts):
+            _drop_stored(w, con, rows.iloc[conflicts][RESPONSE_KEY])
+        write = keep & (status != STORED)
+        for i, res in enumerate(results):
+            mine = src == i
+            res.new = int((keep & mine & (status == NEW)).sum())
+            res.already_stored = int((keep & mine & (status == STORED)).sum())
+            res.replaced = int((keep & mine & (status == CONFLICT)).sum())
+            if (write & mine).any():
+                res.run_id = batches[i].run_id
+        w.add("responses", rows.loc[write, [c for c in RESPONSE_COLUMNS if c in rows]].assign(written_at=now))
+        w.add("items", items.assign(written_at=now))
+        w.add("runs", _runs(batches, results, options, now))
+    return Published(results, len(items), store.version())
+
+
+def key_codes(rows: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """One dense int64 per distinct combination of ``cols`` (factorised column by column, so
+    duplicate detection is integer work rather than string hashing of five columns)."""
+    code = np.zeros(len(rows), dtype=np.int64)
+    for c in cols:
+        codes, uniq = pd.factorize(rows[c])
+        code = pd.factorize(code * (len(uniq) + 1) + (codes + 1))[0].astype(np.int64)
+    return code
+
+
+def _duplicates(rows: pd.DataFrame, keys: np.ndarray, batches: list[Batch]) -> np.ndarray:
+    """Mask of rows repeating an earlier row's key with the same answer (dropped and counted);
+    repeats with a different answer or correctness raise, naming where they are."""
+    repeated = pd.Series(keys).duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return np.zeros(len(rows), dtype=bool)
+    sub = rows.loc[repeated, RESPONSE_KEY + ["answer", "correct", "_src", "_line"]].assign(_k=keys[repeated])
+    variants = sub.drop_duplicates(["_k", "answer", "correct"])
+    bad_keys = variants["_k"][variants["_k"].duplicated()].unique()
+    if len(bad_keys):
+        examples = "; ".join(
+            f"{_key_text(g.iloc[0])} at {' and '.join(batches[i].where(line) for i, line in zip(g['_src'], g['_line'][:3]))}"
+            for _, g in list(sub[sub["_k"].isin(bad_keys)].groupby("_k", sort=False))[:SHOW]
+        )
+        raise UserError(f"{len(bad_keys)} response key(s) appear more than once with different answers: {examples}")
+    return pd.Series(keys).duplicated(keep="first").to_numpy()
+
+
+def _classify(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
+    """NEW / STORED / CONFLICT per row. Only (model, benchmark, config, run) groups the store
+    already holds are joined, so adding a new model or config costs no join at all."""
+    status = np.full(len(rows), NEW, dtype=np.int8)
+    groups = ["model", "benchmark", "config", "run"]
+    gcodes = key_codes(rows, groups)
+    uniq, first = np.unique(gcodes, return_index=True)
+    con.register("bg", pa.Table.from_pandas(rows.iloc[first][groups].assign(_g=uniq), preserve_index=False))
+    held = con.sql(f"SELECT _g FROM bg SEMI JOIN responses USING ({', '.join(groups)})").df()["_g"].to_numpy()
+    if not len(held):
+        return status
+    overlap = keep & np.isin(gcodes, held)
+    batch = rows.loc[overlap, RESPONSE_KEY + ["answer", "correct"]].assign(_row=np.flatnonzero(overlap))
+    con.register("b", pa.Table.from_pandas(batch, preserve_index=False))
+    found = con.sql(
+        f"""SELECT b._row,
+                   bool_and(s.answer IS NOT DISTINCT FROM b.answer AND s.correct = b.correct) AS same
+            FROM b JOIN responses s ON {_on('b')} GROUP BY b._row"""
+    ).df()
+    status[found["_row"].to_numpy()] = np.where(found["same"].to_numpy(dtype=bool), STORED, CONFLICT)
+    return status
+
+
+def _conflict_message(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], conflicts: np.ndarray) -> str:
+    sample = rows.iloc[conflicts[:SHOW]]
+    con.register("c", pa.Table.from_pandas(sample[RESPONSE_KEY + ["answer", "correct", "_src", "_line"]], preserve_index=False))
+    shown = con.sql(
+        f"""SELECT c.*, s.answer AS s_answer, s.correct AS s_correct
+            FROM c JOIN responses s ON {_on('c')} QUALIFY row_number() OVER (PARTITION BY c._line, c._src) = 1
+            ORDER BY c._src, c._line"""
+    ).df()
+    examples = "; ".join(
+        f"{_key_text(r)}: stored {r['s_answer']} (correct {r['s_correct']}), new {r['answer']} "
+        f"(correct {r['correct']}) at {batches[int(r['_src'])].where(r['_line'])}"
+        for _, r in shown.iterrows()
+    )
+    return (
+        f"{len(conflicts)} row(s) contradict the store (same model, benchmark, item, config and run; different "
+        f"answer or correctness), e.g. {examples}. Nothing was written; pass --replace to overwrite them."
+    )
+
+
+def _key_text(r: pd.Series) -> str:
+    return " ".join(f"{k}={r[k]}" for k in RESPONSE_KEY)
+
+
+def _drop_stored(w: Writer, con: duckdb.DuckDBPyConnection, keys: pd.DataFrame) -> None:
+    """Rewrite every response file holding one of ``keys`` without those rows, retiring the old file."""
+    files = list(w.manifest.files["responses"])
+    paths = {str(w.store.root / f): f for f in files}
+    con.register("drop_keys", pa.Table.from_pandas(keys, preserve_index=False))
+    hit = con.execute(
+        f"SELECT DISTINCT filename FROM read_parquet($files, filename = true) SEMI JOIN drop_keys USING ({_KEY})",
+        {"files": list(paths)},
+    ).fetchall()
+    for (path,) in hit:
+        kept = con.sql(f"SELECT * FROM read_parquet($f) ANTI JOIN drop_keys USING ({_KEY})", params={"f": path})
+        w.retire("responses", [paths[path]])
+        w.add("responses", kept.to_arrow_table())
+
+
+def _merge_items(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], replace: bool) -> pd.DataFrame:
+    """The item rows to write: new items, and stored items whose merged fields changed."""
+    cols = [c for c in ITEM_COLUMNS if c not in ITEM_KEY]
+    absent = {c: pa.nulls(len(rows), ITEMS.field(c).type) for c in cols if c not in rows}
+    present = [c for c in ITEM_KEY + cols + ["_src", "_line"] if c in rows]
+    bi = pa.Table.from_pandas(rows[present].assign(_row=np.arange(len(rows))), preserve_index=False)
+    for c, nulls in absent.items():
+        bi = bi.append_column(c, nulls)
+    con.register("bi", bi)
+    firsts = ", ".join(f'min_by("{c}", _row) FILTER (WHERE "{c}" IS NOT NULL) AS "{c}"' for c in cols)
+    new = con.sql(
+        f"""SELECT benchmark, item_id, {firsts}, min(target) <> max(target) AS split_target
+            FROM bi GROUP BY benchmark, item_id"""
+    )
+    con.register("ni", new.to_arrow_table())
+    split_targets = con.sql(
+        f"""SELECT benchmark, item_id, target, arg_min(_src, _row) AS src, arg_min(_line, _row) AS line
+            FROM bi SEMI JOIN (SELECT * FROM ni WHERE split_target LIMIT {SHOW}) USING (benchmark, item_id)
+            WHERE target IS NOT NULL GROUP BY ALL ORDER BY min(_row)"""
+    ).df()
+    if len(split_targets):
+        ex = "; ".join(
+            f"{bench}/{item}: " + " vs ".join(f"{r.target} at {batches[r.src].where(r.line)}" for r in g.itertuples())
+            for (bench, item), g in split_targets.groupby(["benchmark", "item_id"], sort=False)
+        )
+        raise UserError(f"the same item has different targets in the input: {ex}")
+    merged = ", ".join(f'coalesce(n."{c}", o."{c}") AS "{c}"' for c in cols)
+    changed = " OR ".join(f'coalesce(n."{c}", o."{c}") IS DISTINCT FROM o."{c}"' for c in cols)
+    out = con.sql(
+        f"""SELECT n.benchmark, n.item_id, {merged},
+                   n.target IS NOT NULL AND o.target IS NOT NULL AND n.target <> o.target AS target_conflict,
+                   o.target AS stored_target
+            FROM ni n LEFT JOIN items o USING (benchmark, item_id)
+            WHERE o.item_id IS NULL OR {changed}"""
+    ).df()
+    clash = out[out["target_conflict"]]
+    if len(clash) and not replace:
+        ex = ", ".join(f"{r.benchmark}/{r.item_id} (stored {r.stored_target}, new {r.target})" for r in clash.head(SHOW).itertuples())
+        raise UserError(
+            f"{len(clash)} item(s) have a different target in the store: {ex}. Nothing was written; "
+            "pass --replace to overwrite (responses already stored keep the correctness they were stored with)."
+        )
+    return out.drop(columns=["target_conflict", "stored_target"])
+
+
+def _runs(batches: list[Batch], results: list[FileResult], options: dict, now: pd.Timestamp) -> pd.DataFrame:
+    try:
+        version = metadata.version("trajaudit")
+    except metadata.PackageNotFoundError:
+        version = None
+    rows = [
+        {
+            "run_id": b.run_id,
+            "origin": "ingest",
+            "source": str(b.path.resolve()),
+            "format": b.format,
+            "sha256": b.sha256,
+            "args": json.dumps(
+                {
+                    "options": options,
+                    "settings": b.settings,
+                    "counts": {"new": r.new, "already_stored": r.already_stored, "replaced": r.replaced, "duplicates": r.duplicates},
+                },
+                default=str,
+            ),
+            "n_rows": r.rows,
+            "code_version": version,
+            "created_at": now,
+        }
+        for b, r in zip(batches, results)
+        if r.run_id
+    ]
+    return pd.DataFrame(rows)

@@ -1,0 +1,128 @@
+"""The generic long table (CSV, Parquet, JSONL): one row per response (FORMATS.md).
+
+Required: ``model, benchmark, item_id, config`` (each may instead come from the command line) and
+either ``correct`` (0/1) or both ``prediction`` and ``target``. Optional: ``confidence``, ``score``,
+``task_type``, ``question``, ``options`` (JSON list), ``video``, ``duration``, ``domain``,
+``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``.
+
+Everything is column-wise (pyarrow parsing, pandas / DuckDB operations); the only per-value Python
+is answer extraction on distinct non-trivial prediction texts (see ``common.extract_answers``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
+
+FORMAT = "table"
+KEY_COLUMNS = ["model", "benchmark", "item_id", "config"]
+STRING_COLUMNS = KEY_COLUMNS + [
+    "split", "run", "prediction", "target", "task_type", "question", "options", "video", "duration",
+    "domain", "sub_category", "source_tag", "protocol_note",
+]  # fmt: skip
+FLOAT_COLUMNS = ["confidence", "score"]
+KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct"}
+
+
+def read(path: Path, opts: IngestOptions) -> Batch:
+    df = _load(path)
+    given = {"model": opts.model, "benchmark": opts.benchmark, "config": opts.config}
+    require_columns(path, df.columns, [c for c in KEY_COLUMNS if given.get(c) is None], "a long table")
+    if "correct" not in df:
+        require_columns(path, df.columns, ["prediction", "target"], "a long table without `correct`")
+    for col in STRING_COLUMNS:
+        if col in df and df[col].dtype != "str":
+            df[col] = df[col].astype("str")
+    rows = df[[c for c in df.columns if c in KNOWN]].rename(columns={"prediction": "raw_output"})
+    rows["_line"] = np.arange(len(df)) + (1 if path.suffix.lower() in (".jsonl", ".parquet") else 2)
+    if "correct" in rows:
+        rows["correct"] = _zero_one(path, rows["correct"], rows["_line"])
+    for col in FLOAT_COLUMNS:
+        if col in rows:
+            rows[col] = pd.to_numeric(rows[col], errors="coerce")
+    if "options" in rows:
+        _check_options(path, rows)
+    extra = [c for c in df.columns if c not in KNOWN]
+    if extra:
+        rows["provenance"] = json_rows(df[extra])
+    word = "row" if path.suffix.lower() == ".parquet" else "line"
+    return make_batch(path, FORMAT, rows, opts, {"extra_columns": extra}, line_word=word)
+
+
+def _load(path: Path) -> pd.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise fail(path, f"not a readable Parquet file ({exc})") from None
+        if table.num_rows == 0:
+            raise fail(path, "empty file (no rows)")
+        return table.to_pandas()
+    data = read_text_bytes(path)
+    if suffix == ".jsonl":
+        return _load_jsonl(path, data)
+    header = next(csv.reader([data.split(b"\n", 1)[0].decode("utf-8")]))
+    types = {c: pa.string() for c in STRING_COLUMNS if c in header}
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+        )
+    except pa.ArrowInvalid as exc:
+        raise fail(path, f"not a readable CSV table ({exc})") from None
+    if table.num_rows == 0:
+        raise fail(path, "empty table (a header and no rows)")
+    return table.to_pandas()
+
+
+def _load_jsonl(path: Path, data: bytes) -> pd.DataFrame:
+    text = data.decode("utf-8")
+    try:
+        df = pd.read_json(io.StringIO(text), lines=True, dtype=False, precise_float=True)
+    except ValueError:
+        # Only on failure: find the first bad line so the message can name it.
+        for n, line in enumerate(text.split("\n"), 1):
+            if line.strip():
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n) from None
+        raise fail(path, "not a JSON Lines table") from None
+    if df.empty:
+        raise fail(path, "empty file (no rows)")
+    return df
+
+
+def _zero_one(path: Path, values: pd.Series, lines: pd.Series) -> pd.Series:
+    """0/1, true/false (any case) -> Int8; anything else is refused with its line."""
+    if values.dtype == bool:
+        return values.astype("int8")
+    text = values.astype("str").str.strip().str.lower()
+    mapped = text.map({"0": 0, "1": 1, "0.0": 0, "1.0": 1, "true": 1, "false": 0})
+    bad = values.notna() & mapped.isna()
+    if bad.any():
+        i = bad.to_numpy().argmax()
+        raise fail(path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r}", lines.iloc[i])
+    return mapped.astype("Int8")
+
+
+def _check_options(path: Path, rows: pd.DataFrame) -> None:
+    for value in rows["options"].dropna().unique():
+        try:
+            ok = isinstance(json.loads(value), list)
+        except json.JSONDecodeError:
+            ok = False
+        if not ok:
+            line = rows.loc[rows["options"] == value, "_line"].iloc[0]
+            raise fail(path, f"`options` must be a JSON list of option texts, got {value[:80]!r}", line)

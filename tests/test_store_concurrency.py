@@ -1,0 +1,100 @@
+"""Readers never see half an ingest, and two concurrent ingests cannot both pass the conflict check.
+
+One process ingests many batches (and finally replaces one) while this process reads counts and a
+per-config aggregate in a loop; every snapshot must consist of whole batches.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from store.store import Store
+
+BATCHES = 10
+ITEMS_PER_BATCH = 40
+CONFIGS = ["8f", "32f"]
+ROWS_PER_BATCH = ITEMS_PER_BATCH * len(CONFIGS)
+
+WRITER = """
+import sys
+from store.ingest import ingest_paths
+store, flip, *files = sys.argv[1:]
+for f in files:
+    ingest_paths(store, [f])
+ingest_paths(store, [flip], replace=True)
+"""
+
+
+def _batch(b: int, letter: str = "A") -> pd.DataFrame:
+    items = [f"b{b:02d}-{i:03d}" for i in range(ITEMS_PER_BATCH)]
+    return pd.DataFrame(
+        {
+            "model": "m",
+            "benchmark": "bench",
+            "item_id": [i for i in items for _ in CONFIGS],
+            "config": CONFIGS * ITEMS_PER_BATCH,
+            "prediction": letter,
+            "target": "A",
+        }
+    )
+
+
+@pytest.mark.slow
+def test_readers_see_whole_batches_while_an_ingest_runs(tmp_path):
+    files = []
+    for b in range(BATCHES):
+        files.append(tmp_path / f"batch{b}.csv")
+        _batch(b).to_csv(files[-1], index=False)
+    flip = tmp_path / "flip.csv"
+    _batch(0, letter="B").to_csv(flip, index=False)  # replaces batch 0: same keys, now wrong
+    store = Store(tmp_path / "store")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(store.root), str(flip), *map(str, files)],
+        cwd=Path(__file__).resolve().parents[1],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 300
+    while True:
+        done = writer.poll() is not None
+        with store.connect() as con:  # one snapshot for both queries
+            total = con.execute("SELECT count(*) FROM responses").fetchone()[0]
+            per_config = con.execute("SELECT config, count(*), sum(correct) FROM responses GROUP BY config").fetchall()
+        counts = {c: n for c, n, _ in per_config}
+        correct = sum(int(k) for _, _, k in per_config)
+        assert total % ROWS_PER_BATCH == 0, f"torn batch: {total} rows"
+        assert sum(counts.values()) == total
+        assert all(n == total // len(CONFIGS) for n in counts.values()), counts
+        assert correct in (total, total - ROWS_PER_BATCH), "a replace must swap a whole batch"
+        assert not seen or total >= seen[-1][0], "the row count went back"
+        seen.append((total, correct))
+        if done or time.monotonic() > deadline:
+            break
+    assert writer.wait(timeout=60) == 0, writer.stderr.read()
+    assert seen[-1] == (BATCHES * ROWS_PER_BATCH, (BATCHES - 1) * ROWS_PER_BATCH)
+    assert len({t for t, _ in seen}) >= 3, "the reader should have seen the store grow"
+
+
+@pytest.mark.slow
+def test_two_concurrent_conflicting_ingests_cannot_both_pass(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    _batch(0, "A").to_csv(a, index=False)
+    _batch(0, "B").to_csv(b, index=False)
+    store = tmp_path / "store"
+    cli = str(Path(sys.executable).parent / "trajaudit")
+    procs = [
+        subprocess.Popen([cli, "ingest", str(p), "--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for p in (a, b)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert sorted(rc for rc, _ in results) == [0, 2]
+    loser = next(err for rc, err in results if rc == 2)
+    assert f"{ROWS_PER_BATCH} row(s) contradict the store" in loser
+    assert Store(store).query("SELECT count(*) AS n FROM responses")["n"][0] == ROWS_PER_BATCH
