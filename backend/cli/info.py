@@ -1,0 +1,32 @@
+"""``trajaudit info``: what the store holds (models, benchmarks, configs per model and benchmark)."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend.cli.common import add_json, add_store, print_json
+from backend.matrix import available
+from store.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="models, benchmarks and configs in the store")
+    add_store(p)
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    out = available(store) | {"store_version": store.version(), "store": str(store.root)}
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"store {out['store']} (version {out['store_version']})")
+    print(f"{out['n_responses']} responses, {out['n_items']} items")
+    for model, per_bench in out["configs"].items():
+        for bench, labels in per_bench.items():
+            print(f"  {model:<28} {bench:<16} {', '.join(labels)}")
+    if out["task_types"]:
+        print(f"task types: {', '.join(out['task_types'])}")
+    return 0

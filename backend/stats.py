@@ -1,0 +1,105 @@
+"""Uncertainty: a paired bootstrap over items and the exact McNemar test (METRICS.md, "Uncertainty").
+
+The bootstrap is *paired*: one multinomial count matrix ``W[B, I]`` (how often each item is drawn
+in each resample) serves every configuration and model, so differences between them are not
+blurred by independent resampling. Any mean over items becomes ``W @ X / I`` for a per-item matrix
+``X[I, K]`` holding every quantity at once. ``W`` is uint8 (25 MB at 1,000 x 25k items) and is
+turned into float32 one row chunk (about 4M cells) at a time, so memory stays bounded. The last two
+matrices up to 64M cells are cached, because a dashboard asks for the same (items, resamples, seed)
+again and again; larger ones are regenerated chunk by chunk (the same numbers either way).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as sps
+
+CHUNK_CELLS = 4_000_000  # resample rows x items per chunk handed out (16 MB once in float32)
+_DRAW_CELLS = 200_000  # rows drawn per step: keeps bincount's output in cache
+CACHE_CELLS = 64_000_000  # keep W (uint8) in memory up to this size; larger ones are streamed
+
+
+def _rows_per(cells: int, n_items: int, n_resamples: int) -> int:
+    return max(1, min(n_resamples, cells // max(n_items, 1)))
+
+
+def _generate(n_items: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """``W[B, I]`` as uint8 row chunks, drawn in cache-sized blocks; deterministic in its arguments."""
+    rng = np.random.default_rng(seed)
+    chunk_rows = _rows_per(CHUNK_CELLS, n_items, n_resamples)
+    draw_rows = _rows_per(_DRAW_CELLS, n_items, n_resamples)
+    offsets = np.arange(draw_rows, dtype=np.int64)[:, None] * n_items
+    for start in range(0, n_resamples, chunk_rows):
+        chunk = np.empty((min(chunk_rows, n_resamples - start), n_items), dtype=np.uint8)
+        for row in range(0, len(chunk), draw_rows):
+            b = min(draw_rows, len(chunk) - row)
+            # Drawing I item indices per row and counting them is a multinomial(I, 1/I) draw, and
+            # far faster than rng.multinomial over 25k categories.
+            draws = rng.integers(0, n_items, size=(b, n_items), dtype=np.int32) + offsets[:b]
+            # A count is Binomial(I, 1/I), about Poisson(1): P(count > 255) < 1e-500, so uint8 is exact.
+            chunk[row : row + b] = np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items)
+        yield chunk
+
+
+@lru_cache(maxsize=2)
+def _cached(n_items: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    chunks = tuple(_generate(n_items, n_resamples, seed))
+    for chunk in chunks:
+        chunk.flags.writeable = False  # shared by every caller
+    return chunks
+
+
+def bootstrap_weights(n_items: int, n_resamples: int = 1000, seed: int = 0) -> Iterator[np.ndarray]:
+    """The paired resamples as row chunks of the count matrix ``W[B, I]`` (each row sums to I).
+
+    The same (n_items, n_resamples, seed) always gives the same matrix, cached or streamed.
+    """
+    if n_items < 1 or n_resamples < 1:
+        raise ValueError("bootstrap needs at least one item and one resample")
+    if n_items * n_resamples <= CACHE_CELLS:
+        yield from _cached(n_items, n_resamples, seed)
+    else:
+        yield from _generate(n_items, n_resamples, seed)
+
+
+def bootstrap_means(x: np.ndarray, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """``[B, K]`` resampled means of each column of the finite per-item matrix ``x[I, K]``."""
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 1:
+        x = x[:, None]
+    n_items = x.shape[0]
+    out = [chunk.astype(np.float32) @ x for chunk in bootstrap_weights(n_items, n_resamples, seed)]
+    return np.concatenate(out, axis=0) / np.float32(n_items)
+
+
+def percentile_interval(samples: np.ndarray, level: float = 0.95) -> np.ndarray:
+    """``[2, K]`` percentile interval of bootstrap samples ``[B, K]``; NaN samples are ignored.
+
+    A statistic undefined in some resamples (a ratio whose denominator was resampled away) keeps
+    the resamples where it is defined; one undefined in all of them gets a NaN interval.
+    """
+    q = [(1.0 - level) / 2.0 * 100.0, (1.0 + level) / 2.0 * 100.0]
+    samples = np.asarray(samples, dtype=np.float64)
+    if not np.isnan(samples).any():
+        return np.percentile(samples, q, axis=0)  # the common case, and much faster
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN column -> NaN interval
+        return np.nanpercentile(samples, q, axis=0)
+
+
+def mcnemar_exact(rescued: int | np.ndarray, harmed: int | np.ndarray) -> float | np.ndarray:
+    """Two-sided exact McNemar p-value: binomial test of ``rescued`` vs ``harmed`` at p = 1/2.
+
+    ``p = min(1, 2 * P[X <= min(r, h)])`` with ``X ~ Bin(r + h, 1/2)``; 1 when both are 0.
+    Accepts scalars or arrays (vectorised).
+    """
+    r = np.asarray(rescued)
+    h = np.asarray(harmed)
+    n = r + h
+    p = np.minimum(1.0, 2.0 * sps.binom.cdf(np.minimum(r, h), n, 0.5))
+    p = np.where(n == 0, 1.0, p)
+    return float(p) if p.ndim == 0 else p

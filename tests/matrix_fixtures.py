@@ -1,0 +1,61 @@
+"""Hand-checkable stores for the metric tests: ``{model: {config: [y per item]}}`` in, a Store out.
+
+Item ``k`` of every list is item ``i{k}``; ``None`` in a list means "no response" (for matched-grid
+tests). Optional dicts of the same shape give confidences and continuous scores.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from store.store import Store
+
+Trajectories = dict[str, dict[str, list]]
+
+
+def response_rows(
+    data: Trajectories,
+    benchmark: str = "bench",
+    confidence: Trajectories | None = None,
+    score: Trajectories | None = None,
+    **constant,
+) -> pd.DataFrame:
+    """Long response rows for every non-None cell; ``constant`` columns (run, origin, ...) on all rows."""
+    frames = []
+    for model, per_config in data.items():
+        for config, ys in per_config.items():
+            frame = pd.DataFrame({"item_id": [f"i{k}" for k in range(len(ys))], "correct": ys})
+            if confidence is not None:
+                frame["confidence"] = confidence[model][config]
+            if score is not None:
+                frame["score"] = score[model][config]
+            frame = frame[frame["correct"].notna()].assign(model=model, config=config, benchmark=benchmark)
+            frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    out["correct"] = out["correct"].astype("int8")
+    return out.assign(**constant)
+
+
+def item_rows(n_items: int, benchmark: str = "bench", **columns) -> pd.DataFrame:
+    """Items ``i0..`` with metadata columns given as lists (task_type=[...], question=[...])."""
+    return pd.DataFrame({"benchmark": benchmark, "item_id": [f"i{k}" for k in range(n_items)], **columns})
+
+
+def build_store(root, data: Trajectories, items: pd.DataFrame | None = None, **kwargs) -> Store:
+    """A store at ``root`` holding ``data`` (and item rows: default bare items ``i0..``) in one batch."""
+    store = Store(root)
+    n_items = max(len(ys) for per in data.values() for ys in per.values())
+    store.append(
+        {
+            "responses": response_rows(data, **kwargs),
+            "items": items if items is not None else item_rows(n_items, kwargs.get("benchmark", "bench")),
+        }
+    )
+    return store
+
+
+def store_from_rows(root, frames: list[pd.DataFrame], n_items: int) -> Store:
+    """A store holding the given response frames (e.g. repeats with their own run/origin/dates)."""
+    store = Store(root)
+    store.append({"responses": pd.concat(frames, ignore_index=True), "items": item_rows(n_items)})
+    return store

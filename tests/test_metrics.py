@@ -1,0 +1,287 @@
+"""Every MCQA metric of METRICS.md pinned on small matrices computed by hand (see the comments)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend.errors import UserError
+from backend.filters import ItemFilter
+from backend.matrix import available, load_matrix
+from backend.metrics import (
+    best_fixed_index,
+    flow_items,
+    mcqa_metrics,
+    task_type_breakdown,
+    transition,
+    transition_between,
+)
+from backend.stats import (
+    bootstrap_means,
+    bootstrap_weights,
+    mcnemar_exact,
+    percentile_interval,
+)
+from store.configs import lower_matrix
+from tests.matrix_fixtures import build_store, item_rows, response_rows, store_from_rows
+
+# Five items on text < 8f < 16f < 32f (one resolution, so cost follows frames):
+#        text 8f 16f 32f
+#   i0    1   1   1   1    stable-correct
+#   i1    0   1   0   1    confused (8f=1, 16f=0), oscillating
+#   i2    1   0   0   0    text overwrite, confused, terminal regression (32f wrong, text right)
+#   i3    0   0   1   1    monotone gain
+#   i4    0   0   0   0    stable-wrong
+BASIC = {
+    "m": {
+        "text": [1, 0, 1, 0, 0],
+        "8f": [1, 1, 0, 0, 0],
+        "16f": [1, 0, 0, 1, 0],
+        "32f": [1, 1, 0, 1, 0],
+    }
+}
+
+
+@pytest.fixture
+def basic(tmp_path):
+    items = item_rows(5, task_type=["A", "A", "B", "B", "B"], question=["q0", "q1", "Count the cats", "q3", "q4"])
+    return build_store(tmp_path / "s", BASIC, items=items)
+
+
+def test_basic_metrics_by_hand(basic):
+    out = mcqa_metrics(load_matrix(basic, ["m"]), bootstrap=0)
+    assert out["grid"] == ["text", "8f", "16f", "32f"] and out["n_items"] == 5 and out["n_excluded"] == 0
+    m = out["models"]["m"]
+    assert m["accuracy"] == {"text": 0.4, "8f": 0.4, "16f": 0.4, "32f": 0.6}
+    assert m["best_fixed"] == {"config": "32f", "accuracy": 0.6}
+    assert m["oracle_accuracy"] == pytest.approx(0.8)  # i0..i3 are right somewhere
+    assert m["oracle_headroom"] == pytest.approx(0.2)
+    assert m["visual_confusion_rate"] == pytest.approx(0.4)  # i1, i2
+    assert m["text_overwrite_rate"] == pytest.approx(0.2)  # i2 of 5 items
+    assert m["text_overwrite_of_text_correct"] == pytest.approx(0.5)  # i2 of {i0, i2}
+    assert m["terminal_regressions"] == 1  # i2
+    # text->8f: rescued i1, harmed i2; 8f->16f: rescued i3, harmed i1; 16f->32f: rescued i1.
+    assert [(t["from"], t["to"], t["rescued"], t["harmed"]) for t in m["transitions"]] == [
+        ("text", "8f", 1, 1),
+        ("8f", "16f", 1, 1),
+        ("16f", "32f", 1, 0),
+    ]
+    assert [t["net"] for t in m["transitions"]] == pytest.approx([0.0, 0.0, 0.2])
+    assert [t["churn"] for t in m["transitions"]] == pytest.approx([0.4, 0.4, 0.2])
+    assert [t["mcnemar_p"] for t in m["transitions"]] == pytest.approx([1.0, 1.0, 1.0])
+    assert m["mean_churn"] == pytest.approx(1 / 3)
+    assert m["ci"] == {}
+    json.dumps(out)  # the contract is plain JSON
+
+
+def test_pairs_and_any_transition(basic):
+    mx = load_matrix(basic, ["m"])
+    out = mcqa_metrics(mx, bootstrap=0, pairs=[("text", "32f")])
+    # text->32f: rescued i1, i3; harmed i2; mean churn still over the consecutive pairs.
+    assert out["models"]["m"]["transitions"] == [transition(mx, "m", "text", "32f")]
+    assert transition(mx, "m", "text", "32f") == {
+        "from": "text", "to": "32f", "rescued": 2, "harmed": 1, "net": pytest.approx(0.2),
+        "churn": pytest.approx(0.6), "mcnemar_p": pytest.approx(1.0),
+    }  # fmt: skip
+    assert out["models"]["m"]["mean_churn"] == pytest.approx(1 / 3)
+    with pytest.raises(UserError, match="64f"):
+        mcqa_metrics(mx, bootstrap=0, pairs=[("text", "64f")])
+
+
+def test_mcnemar_against_binomial_values():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(1, 9) == pytest.approx(2 * 11 / 1024)  # P[X<=1], X~Bin(10, 1/2) = 11/1024
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)  # (1 + 12 + 66) / 2^12
+    assert mcnemar_exact(np.array([0, 1]), np.array([5, 9])) == pytest.approx([2 / 32, 22 / 1024])
+
+
+def test_best_fixed_tie_goes_to_lowest_cost(tmp_path):
+    # 8f and 16f tie at 2/3; 8f is cheaper even though the grid lists 16f first.
+    store = build_store(tmp_path / "s", {"m": {"text": [0, 0, 0], "16f": [1, 1, 0], "8f": [1, 0, 1]}})
+    out = mcqa_metrics(load_matrix(store, ["m"], grid=["text", "16f", "8f"]), bootstrap=0)
+    assert out["models"]["m"]["best_fixed"] == {"config": "8f", "accuracy": pytest.approx(2 / 3)}
+
+
+def test_best_fixed_tie_between_unordered_configs_takes_grid_order():
+    # 16f@100k states pixels, 8f does not: not comparable, so the first in grid order wins;
+    # with 4f also tied, 4f is cheaper than 8f but still not comparable with 16f@100k.
+    grid = ["16f@100k", "8f", "4f"]
+    lower = lower_matrix(grid)
+    assert best_fixed_index(np.array([2, 2, 1]), lower) == 0
+    assert best_fixed_index(np.array([1, 2, 2]), lower) == 2  # 4f < 8f
+    assert best_fixed_index(np.array([2, 2, 2]), lower) == 0
+
+
+# Spatial budgets, grid order != cost order: 8f@400k = 3.2M px, 16f@100k = 8f@200k = 1.6M px (equal:
+# not ordered), 32f@25k = 0.8M px.
+#        8f@400k 16f@100k 8f@200k 32f@25k
+#   p       1       1        0       0     not confused by cost (a drop only in grid order)
+#   q       0       0        1       1     confused (0.8M right, 1.6M wrong); terminal (top 8f@400k)
+#   r       1       1        1       1
+SPATIAL_GRID = ["8f@400k", "16f@100k", "8f@200k", "32f@25k"]
+SPATIAL = {"m": {"8f@400k": [1, 0, 1], "16f@100k": [1, 0, 1], "8f@200k": [0, 1, 1], "32f@25k": [0, 1, 1]}}
+
+
+def test_confusion_and_terminal_follow_cost_not_grid_position(tmp_path):
+    store = build_store(tmp_path / "s", SPATIAL)
+    mx = load_matrix(store, ["m"], grid=SPATIAL_GRID)
+    m = mcqa_metrics(mx, bootstrap=0)["models"]["m"]
+    assert m["visual_confusion_rate"] == pytest.approx(1 / 3)  # q only
+    assert m["terminal_regressions"] == 1  # q: the top is 8f@400k, the unique costliest
+    # All four tie at 2/3; 32f@25k is cheaper than every other one, though last in the grid.
+    assert m["best_fixed"] == {"config": "32f@25k", "accuracy": pytest.approx(2 / 3)}
+    assert m["text_overwrite_rate"] is None and m["text_overwrite_of_text_correct"] is None
+    from backend.tags import item_tags
+
+    tags = item_tags(mx).set_index("item_id")
+    assert tags["confused"].to_dict() == {"i0": False, "i1": True, "i2": False}
+
+
+def test_overwrite_not_available_without_text_in_ci_too(tmp_path):
+    store = build_store(tmp_path / "s", {"m": {"8f": [1, 0, 1, 0], "16f": [0, 0, 1, 1]}})
+    m = mcqa_metrics(load_matrix(store, ["m"]), bootstrap=50)["models"]["m"]
+    assert m["text_overwrite_rate"] is None and m["text_overwrite_of_text_correct"] is None
+    assert m["ci"]["text_overwrite_rate"] is None and m["ci"]["text_overwrite_of_text_correct"] is None
+    assert m["ci"]["visual_confusion_rate"] is not None
+
+
+def test_matched_grid_excludes_and_counts(tmp_path):
+    data = {
+        "a": {"text": [1, 1, 1], "8f": [1, 0, 1], "16f": [0, 1, 1]},
+        "b": {"8f": [1, 1, 0], "16f": [1, None, 0], "32f": [0, 0, 0]},
+    }
+    store = build_store(tmp_path / "s", data)
+    mx = load_matrix(store, ["a", "b"])
+    assert mx.grid == ["8f", "16f"]  # the configs both have
+    assert mx.items["item_id"].tolist() == ["i0", "i2"]  # i1 lacks (b, 16f)
+    assert mx.n_excluded == 1 and mx.excluded_reasons == {"b lacks 16f": 1}
+    out = mcqa_metrics(mx, bootstrap=0)
+    assert out["n_items"] == 2 and out["n_excluded"] == 1
+    assert out["models"]["a"]["accuracy"] == {"8f": 1.0, "16f": 0.5}
+    with pytest.raises(UserError, match=r"'a'.*'32f'"):
+        load_matrix(store, ["a", "b"], grid=["8f", "32f"])
+    with pytest.raises(UserError, match="8frames"):
+        load_matrix(store, ["a"], grid=["8frames"])
+    with pytest.raises(UserError, match="'zz'"):
+        load_matrix(store, ["zz"])
+
+
+def test_repeats_resolved_by_the_rule(tmp_path):
+    t0, t1 = pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-02-01", tz="UTC")
+    base = {"m": {"8f": [0, 0, 0, 0]}}
+    other = {"m": {"8f": [1, 1, 1, 1]}}
+    store = store_from_rows(tmp_path / "s", [
+        response_rows(base, run="main", origin="ingest", written_at=t1),
+        response_rows({"m": {"8f": [1, 1, None, None]}}, run="r2", origin="ingest", written_at=t0),
+        response_rows({"m": {"8f": [None, None, 1, 1]}}, run="main", origin="rerun", written_at=t0),
+    ], 4)  # fmt: skip
+    # A re-run never beats an ingested row, nor another run id the main one, whatever the dates.
+    assert load_matrix(store, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
+    # Without a main row: not a re-run first, then the earliest written.
+    only = store_from_rows(tmp_path / "t", [
+        response_rows(other, run="r1", origin="ingest", written_at=t1),
+        response_rows(base, run="r2", origin="ingest", written_at=t0),
+        response_rows({"m": {"8f": [1, None, None, None]}}, run="main", origin="rerun", written_at=t0),
+    ], 4)  # fmt: skip
+    assert load_matrix(only, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
+    # A store that breaks RESPONSE_KEY (two main rows for one cell): the earliest still wins.
+    dup = store_from_rows(tmp_path / "u", [
+        response_rows(other, run="main", origin="ingest", written_at=t1),
+        response_rows(base, run="main", origin="ingest", written_at=t0),
+    ], 4)  # fmt: skip
+    assert load_matrix(dup, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
+
+
+def _random_store(tmp_path, n_items=200, seed=1):
+    rng = np.random.default_rng(seed)
+    grid = ["text", "8f", "16f", "32f"]
+    rates = dict(zip(grid, [0.3, 0.5, 0.55, 0.6], strict=True))
+    data = {m: {c: (rng.random(n_items) < p).astype(int).tolist() for c, p in rates.items()} for m in ("a", "b")}
+    return build_store(tmp_path / "s", data)
+
+
+def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
+    mx = load_matrix(_random_store(tmp_path), ["a", "b"])
+    one = mcqa_metrics(mx, bootstrap=300, seed=7)
+    assert one == mcqa_metrics(mx, bootstrap=300, seed=7)
+    assert one["models"]["a"]["ci"] != mcqa_metrics(mx, bootstrap=300, seed=8)["models"]["a"]["ci"]
+    for model in ("a", "b"):
+        m = one["models"][model]
+        expected = {f"accuracy[{c}]" for c in one["grid"]} | {
+            "best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",
+            "text_overwrite_of_text_correct", "mean_churn",
+        }  # fmt: skip
+        assert set(m["ci"]) == expected
+        point = {"best_fixed": m["best_fixed"]["accuracy"]} | {f"accuracy[{c}]": v for c, v in m["accuracy"].items()}
+        point |= {k: m[k] for k in expected - set(point)}
+        for name, (lo, hi) in m["ci"].items():
+            assert lo <= point[name] + 1e-9 and point[name] <= hi + 1e-9, name
+
+
+def test_bootstrap_weights_are_paired_multinomial_counts(monkeypatch):
+    w = np.concatenate(list(bootstrap_weights(50, 120, seed=3)))
+    assert w.shape == (120, 50) and (w.sum(axis=1) == 50).all()
+    assert np.array_equal(w, np.concatenate(list(bootstrap_weights(50, 120, seed=3))))
+    monkeypatch.setattr("backend.stats.CACHE_CELLS", 0)  # large matrices are streamed: same numbers
+    assert np.array_equal(w, np.concatenate(list(bootstrap_weights(50, 120, seed=3))))
+    x = np.arange(50, dtype=float)[:, None]
+    means = bootstrap_means(x, 120, seed=3)
+    assert means[:, 0] == pytest.approx(w @ x[:, 0] / 50, rel=1e-6)
+    lo, hi = percentile_interval(means)[:, 0]
+    assert lo < x.mean() < hi
+
+
+def test_flow_items_and_cross_model_transition(tmp_path):
+    data = {"a": {"8f": [1, 0, 1, 0], "16f": [0, 1, 1, 0]}, "b": {"8f": [1, 1, 0, 0], "16f": [1, 1, 1, 1]}}
+    conf = {"a": {"8f": [0.9, 0.2, 0.8, 0.1], "16f": [0.3, 0.7, 0.9, 0.4]}, "b": {"8f": [0.5] * 4, "16f": [0.5] * 4}}
+    mx = load_matrix(build_store(tmp_path / "s", data, confidence=conf), ["a", "b"])
+    assert flow_items(mx, "a", "8f", "16f", "harmed")["item_id"].tolist() == ["i0"]
+    rescued = flow_items(mx, "a", "8f", "16f", "rescued")
+    assert rescued["item_id"].tolist() == ["i1"]
+    assert rescued[["confidence_from", "confidence_to"]].to_numpy()[0] == pytest.approx([0.2, 0.7])
+    assert flow_items(mx, "a", "8f", "16f", "stable-correct")["item_id"].tolist() == ["i2"]
+    assert flow_items(mx, "a", "8f", "16f", "stable-wrong")["item_id"].tolist() == ["i3"]
+    with pytest.raises(UserError, match="flow"):
+        flow_items(mx, "a", "8f", "16f", "lost")
+    # a@16f [0,1,1,0] -> b@8f [1,1,0,0]: rescued i0, harmed i2.
+    t = transition_between(mx, ("a", "16f"), ("b", "8f"))
+    assert (t["from_model"], t["from"], t["to_model"], t["to"]) == ("a", "16f", "b", "8f")
+    assert (t["rescued"], t["harmed"]) == (1, 1)
+
+
+def test_task_type_breakdown(basic):
+    table = task_type_breakdown(load_matrix(basic, ["m"]), "m")
+    # B = {i2, i3, i4}: text 1/3, 8f 0, 16f 1/3, 32f 1/3; oracle 2/3; confused i2; overwrite i2.
+    b = table.set_index("task_type").loc["B"]
+    assert table["task_type"].tolist() == ["B", "A"]  # larger group first
+    assert b["n"] == 3
+    assert [b[f"accuracy[{c}]"] for c in ("text", "8f", "16f", "32f")] == pytest.approx([1 / 3, 0, 1 / 3, 1 / 3])
+    assert (b["best_fixed"], b["oracle_accuracy"], b["oracle_headroom"]) == pytest.approx((1 / 3, 2 / 3, 1 / 3))
+    assert (b["visual_confusion_rate"], b["text_overwrite_rate"]) == pytest.approx((1 / 3, 1 / 3))
+
+
+def test_item_filter_is_hashable_and_knows_when_empty():
+    f = ItemFilter(task_types=["A"], search="  ")  # lists are stored as tuples, blank search as None
+    assert f == ItemFilter(task_types=("A",)) and hash(f) == hash(ItemFilter(task_types=("A",)))
+    assert ItemFilter().is_empty() and ItemFilter(search=" ").is_empty() and not f.is_empty()
+
+
+def test_item_filter_narrows_the_scope(basic):
+    mx = load_matrix(basic, ["m"], item_filter=ItemFilter(task_types=("A",)))
+    assert mx.items["item_id"].tolist() == ["i0", "i1"] and mx.n_excluded == 0
+    assert load_matrix(basic, ["m"], item_filter=ItemFilter(search="CATS")).items["item_id"].tolist() == ["i2"]
+    empty = load_matrix(basic, ["m"], item_filter=ItemFilter(task_types=("Z",)))
+    with pytest.raises(UserError, match="no item"):
+        mcqa_metrics(empty, bootstrap=0)
+
+
+def test_available_lists_what_the_store_holds(basic):
+    info = available(basic)
+    assert info["models"] == ["m"] and info["benchmarks"] == ["bench"]
+    assert info["configs"] == {"m": {"bench": ["text", "8f", "16f", "32f"]}}
+    assert info["task_types"] == ["A", "B"] and info["n_responses"] == 20 and info["n_items"] == 5
