@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from backend.errors import UserError
@@ -19,6 +20,17 @@ COMMAND_MODULES = [
     "items",
     "demo",
     "compact",
+    "cascade",
+    "predictor",
+    "audit",
+    "annotate",
+    "rerun",
+    "jobs",
+    "models",
+    "worker",
+    "flows",
+    "compare",
+    "inspect_item",
 ]
 
 
@@ -51,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"trajaudit {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours; silence the flush at exit.
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 if __name__ == "__main__":
