@@ -1,0 +1,50 @@
+"""trajaudit dashboard: ``streamlit run app.py`` (store: ``$TRAJAUDIT_STORE`` or ./trajaudit-data).
+
+The entry point draws the shared sidebar, builds the view's ``Scope`` and runs the chosen page.
+All state is in the URL (``pages.common.state``): the navigation links carry it, and a run that
+stays on its page writes it back, so a copied link reopens the same view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from pages.common import sidebar, state, ui
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+st.set_page_config(page_title="trajaudit", page_icon=str(ASSETS / "favicon.svg"), layout="wide")
+state.init()
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", url_path="overview", default=True),
+    st.Page("pages/flows.py", title="Flows", icon=":material/conversion_path:", url_path="flows"),
+    st.Page("pages/items.py", title="Items", icon=":material/table_rows:", url_path="items"),
+    st.Page("pages/inspector.py", title="Inspector", icon=":material/frame_inspect:", url_path="inspector"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+]
+page = st.navigation(PAGES, position="hidden")
+switched = st.session_state.get("_page") != page.url_path
+st.session_state["_page"] = page.url_path
+
+st.logo(str(ASSETS / "logo.svg"), size="large")
+st.html(f"<style>{(ASSETS / 'style.css').read_text()}</style>")
+nav = st.sidebar.container()
+try:
+    with ui.guard():
+        scope = sidebar.draw()
+    with nav:
+        for p in PAGES:
+            st.page_link(p, query_params=state.params())
+        st.divider()
+    if scope is not None:
+        st.session_state["scope"] = scope
+        state.follow()
+        page.run()
+finally:
+    # A page switch already carried the state in its link; rewriting the URL in that same run
+    # would race the browser's own URL update (the path would lag one page behind).
+    if not switched:
+        state.publish()

@@ -1,0 +1,42 @@
+"""``trajaudit inspect``: one item in full (the inspector page as JSON): responses, provenance, frame plan."""
+
+from __future__ import annotations
+
+import argparse
+
+from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.inspector import inspect_record
+from backend.video import default_video_root
+from store.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("inspect", help="one item: question, every response, the frames each budget saw")
+    add_store(p)
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--item", required=True, help="the item id")
+    p.add_argument("--models", default=None, help="only these models' responses (comma-separated)")
+    p.add_argument("--video-root", default=None, help="default: $TRAJAUDIT_VIDEO_ROOT or <store>/videos")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    root = args.video_root or default_video_root(store.root)
+    out = inspect_record(store, args.benchmark, args.item, root, split_list(args.models))
+    if args.json:
+        print_json(out)
+        return 0
+    item = out["item"]
+    print(f"{item['benchmark']}/{item['item_id']}  target {item.get('target')}  {item.get('task_type') or ''}")
+    print(item.get("question") or "")
+    for option in item["options"]:
+        print(f"  {option}")
+    for r in out["responses"]:
+        print(f"  {r['model']:<24} {r['config']:<16} {r['run']:<8} {r['answer'] or '-':<3} correct={r['correct']}")
+    print(f"video: {out['video']['path'] or out['video']['problem']}")
+    for f in out["frames"]:
+        shown = "?" if f["indices"] is None else len(f["indices"])
+        print(f"  {f['config']:<16} {f['source']:<8} {shown} frames")
+    return 0

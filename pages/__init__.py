@@ -1,0 +1,1 @@
+"""Dashboard pages (run by ``app.py`` through ``st.navigation``); ``pages.common`` holds what they share."""

@@ -1,0 +1,155 @@
+"""View state that lives in the URL, so a copied link reopens the same view.
+
+Streamlit drops a widget's value when the widget is not drawn (another page) and clears the
+query string on page switches, so the state of record is kept in session state under ``s_<key>``
+and written to ``st.query_params``; widgets are bound to it (``bind``) instead of owning it. A new
+session (an opened link) seeds the state from the URL once. Navigation links and ``go`` carry the
+state in their query parameters, because rewriting the URL in the same run as a page switch
+would race the browser's own URL update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+# URL parameter -> kind. Lists are comma-joined; every value is validated where it is used.
+PARAMS: dict[str, type] = {
+    "store": str,  # store folder
+    "bench": str,  # benchmark
+    "models": list,  # models compared / matched over
+    "model": str,  # focus model (flows, items, inspector, tag filter)
+    "grid": list,  # configurations, in order
+    "task": list,  # task types
+    "dur": list,  # duration categories
+    "tag": str,  # trajectory tag of the focus model
+    "q": str,  # free-text search
+    "vroot": str,  # video root
+    "fmt": str,  # chart export format
+    "flowview": str,  # flows page: "grid" or "pair"
+    "from": str,  # configuration pair (flows page)
+    "to": str,
+    "kind": str,  # flow kind opened on the flows page
+    "tsort": str,  # overview: task-type table sort
+    "sort": str,  # items page sort key
+    "desc": bool,
+    "page": int,
+    "size": int,
+    "itemview": str,  # items page: "table" or "heatmap"
+    "item": str,  # selected item id (inspector)
+    "strips": list,  # inspector: configurations whose frame strips are shown
+}
+_SEEDED = "_state_seeded"
+_GOTO = "_state_goto"
+
+
+def _decode(kind: type, raw: str) -> Any:
+    if kind is list:
+        return [v for v in raw.split(",") if v]
+    if kind is bool:
+        return raw in ("1", "true", "yes")
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            return None
+    return raw
+
+
+def _encode(kind: type, value: Any) -> str | None:
+    if value is None or value == "" or value == []:
+        return None
+    if kind is list:
+        return ",".join(str(v) for v in value)
+    if kind is bool:
+        return "1" if value else None
+    return str(value)
+
+
+def init() -> None:
+    """Seed the state from the URL, once per session (an opened link)."""
+    if st.session_state.get(_SEEDED):
+        return
+    st.session_state[_SEEDED] = True
+    for key, kind in PARAMS.items():
+        if key in st.query_params:
+            value = _decode(kind, st.query_params[key])
+            if value is not None:
+                st.session_state["s_" + key] = value
+
+
+def get(key: str, default: Any = None) -> Any:
+    return st.session_state.get("s_" + key, default)
+
+
+def put(key: str, value: Any) -> None:
+    st.session_state["s_" + key] = value
+
+
+def params(**overrides: Any) -> dict[str, str]:
+    """The state as query parameters (empty values left out), with ``overrides`` applied."""
+    out = {}
+    for key, kind in PARAMS.items():
+        value = overrides[key] if key in overrides else get(key)
+        encoded = _encode(kind, value)
+        if encoded is not None:
+            out[key] = encoded
+    return out
+
+
+def publish() -> None:
+    """Write the state to the URL when it differs (call only in runs that did not switch page)."""
+    want = params()
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)
+
+
+def _commit(key: str) -> None:
+    put(key, st.session_state["w_" + key])
+
+
+def bind(widget: Callable[..., Any], key: str, label: str | None, *, options: list | None = None, default: Any = None, **kwargs: Any) -> Any:
+    """Draw ``widget`` showing the state ``key``; the user's changes go back to the state.
+
+    With ``options``, a stale value (from an old link, or options that changed) falls back to
+    ``default`` (lists keep their valid entries, or take ``default`` when none is left), so no
+    widget ever errors on a bad URL.
+    """
+    value = get(key, default)
+    if options is not None:
+        options = list(options)
+        if isinstance(value, list):
+            valid = [v for v in value if v in options]
+            value = valid if valid or not value else default  # nothing valid left: the default
+        elif value not in options:
+            value = default if default in options else (options[0] if options else None)
+        kwargs["options"] = options
+    wkey = "w_" + key
+    st.session_state[wkey] = value
+    positional = [] if label is None else [label]  # st.pagination takes no label
+    out = widget(*positional, key=wkey, on_change=_commit, args=(key,), **kwargs)
+    put(key, out)
+    return out
+
+
+def go(page: str, **overrides: Any) -> None:
+    """Switch to ``page`` (a path under pages/) carrying the state, with ``overrides`` applied."""
+    for key, value in overrides.items():
+        put(key, value)
+    st.switch_page(page, query_params=params())
+
+
+def go_later(page: str, **overrides: Any) -> None:
+    """``go`` from a widget callback (where switching is not allowed): done by ``follow`` next run."""
+    for key, value in overrides.items():
+        put(key, value)
+    st.session_state[_GOTO] = page
+
+
+def follow() -> None:
+    """Carry out a ``go_later`` request (the entry point calls this before running the page)."""
+    page = st.session_state.pop(_GOTO, None)
+    if page:
+        go(page)

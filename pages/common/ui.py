@@ -1,0 +1,151 @@
+"""Drawing helpers shared by the pages: charts with export, table downloads, error boxes, glyphs."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend.errors import UserError
+from backend.palette import CORRECT, INK, WRONG
+from pages.common import data, state
+
+FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
+EXPORT_FORMATS = ("png", "svg")
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Show a ``UserError`` as an error box with its message and stop the page (no traceback)."""
+    try:
+        yield
+    except UserError as exc:
+        st.error(str(exc), icon="⚠️")
+        st.stop()
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as percentage points for the UI; ``n/a`` (never 0) when not available."""
+    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{100 * x:.{digits}f}%"
+
+
+def ci_text(ci: list | None) -> str | None:
+    return None if not ci else f"95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
+
+
+HEADLINE_LABELS = {
+    "best_fixed": "best fixed",
+    "oracle_accuracy": "oracle",
+    "oracle_headroom": "oracle headroom",
+    "visual_confusion_rate": "visual confusion",
+    "text_overwrite_rate": "text overwrite",
+    "text_overwrite_of_text_correct": "overwrite / text-correct",
+    "mean_churn": "mean churn",
+}
+
+
+def headline_text(table: pd.DataFrame) -> pd.DataFrame:
+    """``backend.compare.headline_table`` as text, one row per model: "68.3% [61.7, 75.6]", "n/a"."""
+    out = pd.DataFrame(index=table["model"])
+    for name, label in HEADLINE_LABELS.items():
+        value, lo, hi = (table[c].to_numpy() for c in (name, f"{name}_lo", f"{name}_hi"))
+        out[label] = [pct(v) + ("" if np.isnan(a) else f" [{100 * a:.1f}, {100 * b:.1f}]") for v, a, b in zip(value, lo, hi, strict=True)]
+    out["best fixed config"] = table["best_fixed_config"].to_numpy()
+    out["terminal regressions"] = table["terminal_regressions"].to_numpy()
+    return out
+
+
+def style(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+    """One look for every chart: title, font, white background, compact margins."""
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top", "font": {"size": 16}},
+        font=FONT,
+        template="plotly_white",
+        margin={"l": 60, "r": 30, "t": 90, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
+        **({"height": height} if height else {}),
+    )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def chart(fig: go.Figure, name: str) -> None:
+    """Draw a Plotly figure whose toolbar exports it (PNG or SVG, per the sidebar's choice)."""
+    fmt = state.get("fmt") if state.get("fmt") in EXPORT_FORMATS else "png"
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": fmt, "filename": name, "scale": 2 if fmt == "png" else 1},
+    }
+    st.plotly_chart(fig, config=config, theme=None)
+
+
+def downloads(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = "") -> None:
+    """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click."""
+    get = frame if callable(frame) else (lambda: frame)
+    cols = st.columns([1, 1, 6] if parquet else [1, 7])
+    with cols[0]:
+        st.download_button(
+            "CSV", data=lambda: data.csv_bytes(get()), file_name=f"{name}.csv", mime="text/csv",
+            icon=":material/download:", key=f"csv-{name}-{key}", on_click="ignore",
+        )  # fmt: skip
+    if parquet:
+        with cols[1]:
+            st.download_button(
+                "Parquet", data=lambda: data.parquet_bytes(get()), file_name=f"{name}.parquet",
+                mime="application/octet-stream", icon=":material/download:", key=f"pq-{name}-{key}", on_click="ignore",
+            )  # fmt: skip
+
+
+def swatch(colour: str, text: str) -> str:
+    """Markdown with a coloured square before ``text`` (model legends in headers)."""
+    return f'<span style="color:{colour}">■</span> {text}'
+
+
+def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
+    """A data URI of cells per config (columns) per model (rows), correct / wrong coloured.
+
+    ``rows`` is ``[M, C]`` of 1 / 0 (the matched matrix has no missing cell). Drawn for the rows
+    of one page only (tens of small images), as an SVG so the palette colours are exact.
+    """
+    rows = np.atleast_2d(rows)
+    n_rows, n_cols = rows.shape
+    colour = {1: CORRECT, 0: WRONG}
+    width, height = n_cols * (cell + gap), n_rows * (cell + gap)
+    rects = "".join(
+        f'<rect x="{c * (cell + gap)}" y="{r * (cell + gap)}" width="{cell}" height="{cell}" rx="2" fill="{colour[int(v)]}"/>'
+        for r in range(n_rows)
+        for c, v in enumerate(rows[r])
+    )
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{rects}</svg>'
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def need_items(scope: data.Scope) -> None:
+    """Stop the page with a notice when the filters leave no matched item."""
+    m = data.matrix(scope)
+    if m.n_items == 0:
+        filtered = "" if scope.item_filter.is_empty() and scope.tag is None else " and the filters"
+        st.warning(
+            f"No item has a response for every selected model and configuration{filtered} "
+            f"({m.n_excluded} excluded). Widen the filters, drop a model or a configuration.",
+            icon="🔎",
+        )
+        st.stop()
+
+
+def scope_caption(scope: data.Scope) -> None:
+    m = data.matrix(scope)
+    parts = [
+        f"**{scope.benchmark}**",
+        f"{m.n_items:,} matched items",
+        f"{m.n_excluded:,} excluded (incomplete)" if m.n_excluded else None,
+        f"grid {' → '.join(scope.grid)}",
+        f"tag *{scope.tag}* of {scope.focus}" if scope.tag else None,
+    ]
+    st.caption(" · ".join(p for p in parts if p))

@@ -1,0 +1,108 @@
+"""Compare: the selected models on their matched grid: headline numbers, confused-item overlap, disagreement."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend.compare import headline_table
+from backend.palette import ACCENT, INK, SEQUENTIAL, model_colours
+from pages.common import data, state, ui
+from pages.common.boot import ensure_entrypoint
+
+BARS = (
+    ("oracle_headroom", "oracle headroom"),
+    ("visual_confusion_rate", "visual confusion"),
+    ("text_overwrite_rate", "text overwrite"),
+)
+TOP = 50
+
+
+def bars(table: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
+    fig = go.Figure()
+    for _, row in table.iterrows():
+        values = [row[n] * 100 for n, _ in BARS]
+        err_hi = [(row[f"{n}_hi"] - row[n]) * 100 for n, _ in BARS]
+        err_lo = [(row[n] - row[f"{n}_lo"]) * 100 for n, _ in BARS]
+        fig.add_trace(go.Bar(
+            x=[label for _, label in BARS], y=values, name=row["model"], marker_color=colours[row["model"]],
+            error_y={"type": "data", "array": err_hi, "arrayminus": err_lo, "color": INK, "thickness": 1.2},
+            hovertemplate=f"{row['model']}<br>%{{x}}: %{{y:.1f}}%<extra></extra>",
+        ))  # fmt: skip
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="share of items (%)")
+    fig.update_xaxes(title_text="metric" if table["text_overwrite_rate"].notna().any() else "metric (text overwrite n/a: no text in the grid)")
+    return ui.style(fig, "Headroom, confusion and overwrite side by side (95% CI)", height=420)
+
+
+def jaccard_figure(ov: dict) -> go.Figure:
+    models = ov["models"]
+    z = np.array([[np.nan if v is None else v for v in row] for row in ov["jaccard"]], dtype=float)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=models, y=models, zmin=0, zmax=1, colorscale=SEQUENTIAL, texttemplate="%{z:.2f}",
+        colorbar={"title": "Jaccard"}, hovertemplate="%{y} vs %{x}: Jaccard %{z:.2f}<extra></extra>",
+    ))  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title_text="model")
+    fig.update_xaxes(title_text="model")
+    return ui.style(fig, "Overlap of confused items (Jaccard index)", height=140 + 60 * len(models))
+
+
+def intersections_figure(ov: dict) -> go.Figure:
+    rows = ov["intersections"][:15]
+    labels = [" + ".join(r["models"]) for r in rows]
+    fig = go.Figure(go.Bar(
+        x=[r["n"] for r in rows], y=labels, orientation="h", marker_color=ACCENT,
+        hovertemplate="confused by exactly %{y}: %{x} items<extra></extra>",
+    ))  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title_text="confused by exactly these models")
+    fig.update_xaxes(title_text="items")
+    return ui.style(fig, "Confused items by the exact set of models confused", height=140 + 26 * len(rows))
+
+
+def _open_item(table: pd.DataFrame) -> None:
+    rows = st.session_state["disagree"].selection.rows
+    if rows:
+        state.go_later("pages/inspector.py", item=table.iloc[rows[0]]["item_id"])
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Compare")
+with ui.guard():
+    if len(scope.models) < 2:
+        st.info("Select two or more models in the sidebar to compare them on their matched grid.", icon="👈")
+        st.stop()
+    ui.need_items(scope)
+    ui.scope_caption(scope)
+    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
+    table = headline_table(data.metrics(scope))
+    st.dataframe(ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")})
+    ui.downloads(table, "compare-headlines")
+    ui.chart(bars(table, colours), "compare-headlines")
+
+    st.subheader("Are the confused items the same items?")
+    ov = data.overlap(scope)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Confused by every model", f"{ov['confused_by_all']:,}", help="Visually confused items shared by all selected models.")
+    c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
+    share = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
+    c3.metric("Shared share", ui.pct(share), help="Confused by every model / confused by any.")
+    left, _ = st.columns([3, 2])
+    with left:
+        ui.chart(jaccard_figure(ov), "confusion-jaccard")
+        ui.downloads(pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"), "confusion-jaccard")
+    ui.chart(intersections_figure(ov), "confusion-intersections")
+    ui.downloads(pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]), "confusion-intersections")
+
+    st.subheader(f"Items the models disagree on most (top {TOP})")
+    dis = data.disagreement(scope, TOP)
+    acc_cols = [c for c in dis.columns if c.startswith("accuracy:")]
+    st.caption("Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it.")
+    st.dataframe(
+        dis.drop(columns=["benchmark"]), hide_index=True, key="disagree", on_select=lambda: _open_item(dis), selection_mode="single-row",
+        column_config={"disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
+                       "split_configs": st.column_config.NumberColumn("configs split"),
+                       "question": st.column_config.TextColumn(width="large")}
+        | {c: st.column_config.ProgressColumn(c.split(":", 1)[1], min_value=0.0, max_value=1.0, format="percent") for c in acc_cols},
+    )  # fmt: skip
+    ui.downloads(dis, "disagreement")

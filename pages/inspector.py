@@ -1,0 +1,215 @@
+"""Inspector: one item, every model's answer per configuration, raw output and provenance, the exact frames seen."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend.inspector import frame_plan
+from backend.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
+from pages.common import data, sidebar, state, ui
+from pages.common.boot import ensure_entrypoint
+from store import configs
+
+THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
+RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
+                    "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
+
+
+def thumb_cache() -> str:
+    return os.environ.get(THUMB_CACHE_ENV) or str(Path("~/.cache/trajaudit/thumbnails").expanduser())
+
+
+def pick_item(scope: data.Scope) -> str:
+    ids = data.matrix(scope).items["item_id"].tolist()
+    current = state.get("item") or (ids[0] if ids else "")
+    state.put("item", current)
+    left, mid, right = st.columns([6, 1, 1], vertical_alignment="bottom")
+    item = state.bind(left.text_input, "item", "Item id", default=current)
+    pos = ids.index(item) if item in ids else None
+    for col, label, step in ((mid, "◀ previous", -1), (right, "next ▶", 1)):
+        target = None if pos is None else pos + step
+        if col.button(label, disabled=target is None or not 0 <= target < len(ids), width="stretch"):
+            state.put("item", ids[target])
+            st.rerun()
+    if pos is None:
+        st.caption("This item is outside the current filters (or not matched); it is shown from the store anyway.")
+    else:
+        st.caption(f"Item {pos + 1:,} of {len(ids):,} in the current filters.")
+    return item
+
+
+def item_header(item: dict) -> None:
+    st.markdown(f"#### {item.get('question') or '(no question text)'}")
+    target = item.get("target")
+    for option in item["options"]:
+        letter = str(option).split(".", 1)[0].strip()
+        st.markdown(f"- **{option} ✓**" if letter == target else f"- {option}")
+    meta = [f"target **{target}**", item.get("task_type"), item.get("duration"), item.get("domain"),
+            f"video `{item.get('video')}`" if item.get("video") else None]  # fmt: skip
+    st.caption(" · ".join(str(m) for m in meta if m))
+
+
+def main_rows(responses: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, config): the run the matrix uses first (run ``main`` when present)."""
+    return responses.drop_duplicates(["model", "config"], keep="first")
+
+
+def value_column(rows: pd.DataFrame) -> tuple[str, str]:
+    """Confidence for MCQA; the continuous score for open-ended items (which carry no confidence)."""
+    if rows["confidence"].notna().any() or rows["score"].isna().all():
+        return "confidence", "confidence (probability of the answer)"
+    return "score", "score (Token-F1)"
+
+
+def answer_grid(rows: pd.DataFrame, models: list[str], labels: list[str]) -> go.Figure:
+    def pivot(col: str) -> pd.DataFrame:
+        return rows.pivot(index="model", columns="config", values=col).reindex(index=models, columns=labels)
+
+    value, _ = value_column(rows)
+    z = pivot("correct").to_numpy(dtype=float)
+    answers, values = pivot("answer"), pivot(value).to_numpy(dtype=float)
+    shown = answers.fillna("–").to_numpy().astype(str) if value == "confidence" else np.char.mod("%.2f", values)
+    text = np.where(np.isnan(z), "", shown)
+    conf = pivot(value)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z, x=labels, y=models, zmin=0, zmax=1, showscale=False, xgap=3, ygap=3,
+            colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
+            text=text, texttemplate="%{text}", textfont={"color": "white", "size": 14},
+            customdata=conf.to_numpy(dtype=float),
+            hovertemplate=f"%{{y}} at %{{x}}<br>%{{text}} · {value} %{{customdata:.2f}}<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_xaxes(title_text="configuration", type="category")
+    fig.update_yaxes(autorange="reversed", type="category", title_text="model")
+    return ui.style(fig, "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)", height=140 + 44 * len(models))
+
+
+def confidence_chart(rows: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]) -> go.Figure:
+    value, axis = value_column(rows)
+    fig = go.Figure()
+    for model in models:
+        r = rows[rows["model"] == model].set_index("config").reindex(labels)
+        fig.add_trace(
+            go.Scatter(
+                x=labels, y=r[value], mode="lines+markers", name=model, line={"color": colours[model], "width": 2},
+                marker={"size": 11, "color": [CORRECT if c == 1 else WRONG for c in r["correct"]], "line": {"color": colours[model], "width": 2}},
+                customdata=r["answer"].fillna("–"), hovertemplate=f"{model} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
+            )
+        )  # fmt: skip
+    fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=labels)
+    fig.update_yaxes(title_text=axis, range=[0, 1.05])
+    return ui.style(fig, f"{value.capitalize()} per configuration (marker: green correct, red wrong)", height=340)
+
+
+def timeline(plan: pd.DataFrame, info) -> go.Figure:
+    """Every strip's frames on one time axis (frame index without the video): added frames stand out."""
+    fig = go.Figure()
+    fps = None if info is None else info.fps
+    unit = " s" if fps else ""
+    duplicated = plan["config"].duplicated(keep=False)
+    for k, row in plan.iterrows():
+        if row["indices"] is None:
+            continue
+        label = f"{row['config']} ({', '.join(row['models'])})" if duplicated[k] else row["config"]
+        idx = np.array(row["indices"])
+        added = np.isin(idx, row["added"] or [])
+        dropped = np.array(row["dropped"] or [], dtype=int)
+        marks = (
+            (idx[~added], FRAME_KEPT, "line-ns-open", "kept"),
+            (idx[added], FRAME_ADDED, "line-ns", "added"),
+            (dropped, INK, "x-thin", "dropped"),
+        )
+        for frames, colour, symbol, name in marks:
+            fig.add_trace(go.Scatter(
+                x=frames / fps if fps else frames, y=[label] * len(frames), mode="markers", showlegend=False,
+                marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}, customdata=frames,
+                hovertemplate=f"{label}: frame #%{{customdata}} at %{{x:.2f}}{unit} ({name})<extra></extra>",
+            ))  # fmt: skip
+    for name, colour, symbol in (("kept from the row above", FRAME_KEPT, "line-ns-open"), ("added", FRAME_ADDED, "line-ns"), ("dropped", INK, "x-thin")):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}))  # fmt: skip
+    fig.update_xaxes(title_text="time in the video (s)" if fps else "frame index (video unavailable: no timestamps)",
+                     range=[0, info.duration_s] if fps else None)  # fmt: skip
+    fig.update_yaxes(title_text="configuration", type="category", autorange="reversed")
+    return ui.style(fig, "Frames sampled per configuration, on one timeline", height=140 + 34 * len(plan))
+
+
+def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None:
+    st.subheader("Frame strips")
+    visual = [c for c in configs.order(responses["config"].unique().tolist()) if not configs.parse(c).is_text]
+    if not visual:
+        st.info("This item has only text-only responses: no frames to show.")
+        return
+    default = [c for c in visual if c in scope.grid] or visual[:4]
+    chosen = state.bind(st.multiselect, "strips", "Configurations", options=visual, default=default)
+    if not chosen:
+        return
+    path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
+    if problem:
+        st.warning(f"Video unavailable: {problem}. The strips show the frame indices only.", icon="🎞️")
+    plan = frame_plan(responses, chosen, info)
+    if plan["indices"].notna().any():
+        ui.chart(timeline(plan, info), f"frames-{item['item_id']}")
+        ui.downloads(plan, f"frame-plan-{item['item_id']}")
+    for _, row in plan.iterrows():
+        source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[row["source"]]
+        owners = f" ({', '.join(row['models'])})" if row["models"] and len(row["models"]) < len(scope.models) else ""
+        change = "" if row["added"] is None else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
+        n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
+        st.markdown(f"**{row['config']}**{owners} · {n} frames · {source}{change}")
+        if row["indices"] is None:
+            st.caption(row["note"])
+            continue
+        if path is None:
+            st.code(" ".join(str(i) for i in row["indices"]), language=None)
+            continue
+        files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
+        added = set(row["added"] or [])
+        captions = [f"{'+' if i in added else ''}#{i} · {t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)]
+        with st.container(height=128 if len(files) > 12 else "content", border=False):
+            st.image(files, caption=captions, width=96)
+
+
+def rerun_slot(item: dict) -> None:
+    """Placeholder for the live re-run panel (job queue + worker): it plugs in here, beside the strips."""
+    with st.container(border=True):
+        st.markdown("**Re-run this item** with another budget or sampling policy")
+        st.caption("The live re-run panel (job queue + GPU worker) goes here; meanwhile use `trajaudit rerun`.")
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Inspector")
+with ui.guard():
+    ui.need_items(scope)
+    item_id = pick_item(scope)
+    detail = data.item_detail(scope.root, scope.version, scope.benchmark, item_id)
+    item, responses = detail["item"], detail["responses"]
+    item_header(item)
+    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
+    if responses.empty:
+        st.info("No stored response for this item.")
+    else:
+        rows = main_rows(responses)
+        models = [m for m in scope.models if m in set(rows["model"])] + sorted(set(rows["model"]) - set(scope.models))
+        labels = configs.order(rows["config"].unique().tolist())
+        ui.chart(answer_grid(rows, models, labels), f"answers-{item_id}")
+        if rows[["confidence", "score"]].notna().to_numpy().any():
+            ui.chart(confidence_chart(rows, models, labels, colours), f"confidence-{item_id}")
+        else:
+            st.caption("No confidence or score stored for this item (its sources record answers only).")
+        notes = responses["protocol_note"].dropna().unique().tolist()
+        if notes:
+            st.warning("Protocol notes: " + "; ".join(notes), icon="📝")
+        with st.expander(f"Raw outputs and provenance ({len(responses)} responses)"):
+            st.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
+                         column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
+                                        "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
+            ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
+        frame_strips(scope, item, responses)
+    rerun_slot(item)

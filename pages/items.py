@@ -1,0 +1,121 @@
+"""Items: a server-paged, sortable table with each item's trajectory drawn inline, and a trajectory heatmap."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend.flows import CLASS_HELP, CLASSES
+from backend.palette import CORRECT, WRONG, model_colours
+from backend.views import SORTS
+from pages.common import data, state, ui
+from pages.common.boot import ensure_entrypoint
+
+SIZES = (25, 50, 100)
+VIEWS = {"table": "Table", "heatmap": "Heatmap"}
+HEATMAP_ROWS = 1500
+
+
+def _open_item(page: pd.DataFrame) -> None:
+    rows = st.session_state["itemtable"].selection.rows
+    if rows:
+        state.go_later("pages/inspector.py", item=page.iloc[rows[0]]["item_id"])
+
+
+def table_view(scope: data.Scope) -> None:
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    sort = state.bind(c1.selectbox, "sort", "Sort by", options=list(SORTS), default="item", format_func=SORTS.get)
+    desc = state.bind(c2.toggle, "desc", "Descending", default=False)
+    size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
+    page_no = max(1, int(state.get("page") or 1))
+    page, n_pages = data.item_page(scope, scope.focus, sort, bool(desc), page_no, size)
+    m = data.matrix(scope)
+    cells = m.correct[:, page["position"].to_numpy(), :]  # [M, rows, C]: only this page's rows
+    shown = page.drop(columns=["position"]).assign(
+        trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
+    )
+    cols = ["item_id", "trajectory", "confidence", "n_correct", "changes", "task_type", "tags", "duration", "question"]
+    if len(scope.models) > 1:
+        cols.insert(5, "disagreement")
+    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
+    order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
+    st.markdown(
+        f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "
+        f"({' → '.join(scope.grid)}); green correct, red wrong. Tags, counts and confidence are "
+        f"{scope.focus}'s. Select a row to open it in the inspector.</small>",
+        unsafe_allow_html=True,
+    )
+    st.dataframe(
+        shown[cols], hide_index=True, key="itemtable", on_select=lambda: _open_item(page), selection_mode="single-row",
+        row_height=(row_h := max(35, 13 * len(scope.models) + 10)), height=min(len(shown), 12) * row_h + 40,
+        column_config={
+            "item_id": st.column_config.TextColumn("item", pinned=True),
+            "trajectory": st.column_config.ImageColumn("trajectory", width=max(90, 13 * len(scope.grid) + 10)),
+            "tags": st.column_config.ListColumn("tags", width="medium"),
+            "task_type": st.column_config.TextColumn("task type", width="medium"),
+            "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
+            "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
+            "disagreement": st.column_config.ProgressColumn("disagreement", min_value=0.0, max_value=1.0, format="%.2f"),
+            "confidence": st.column_config.LineChartColumn("confidence", y_min=0.0, y_max=1.0),
+            "question": st.column_config.TextColumn("question", width="large"),
+        },
+    )  # fmt: skip
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    if n_pages > 1:
+        with left:
+            state.put("page", min(page_no, n_pages))
+            state.bind(st.pagination, "page", None, num_pages=n_pages)
+    right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {m.n_items:,} items")
+    st.markdown("**Download the filtered items** (focus model, every page; same columns as `trajaudit items --format csv`)")
+    ui.downloads(lambda: data.items_export(scope, scope.focus), f"items-{scope.benchmark}-{scope.focus}", parquet=True)
+
+
+def heatmap_figure(view: dict) -> go.Figure:
+    z, rows = view["z"], view["rows"]
+    n = len(rows)
+    classes = rows["trajectory_class"].to_numpy()
+    fig = go.Figure(
+        go.Heatmap(
+            z=z, x=view["grid"], y=np.arange(n), zmin=0, zmax=1, showscale=False, xgap=1,
+            colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
+            customdata=np.stack([np.repeat(rows["item_id"].to_numpy()[:, None], z.shape[1], 1),
+                                 np.repeat(classes[:, None], z.shape[1], 1)], axis=-1),
+            hovertemplate="item %{customdata[0]} (%{customdata[1]})<br>%{x}: %{z}<extra></extra>",
+        )
+    )  # fmt: skip
+    starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
+    ends = np.r_[starts[1:], n]
+    for s, e in zip(starts, ends, strict=True):
+        name = classes[s]
+        if s > 0:
+            fig.add_hline(y=s - 0.5, line={"color": "white", "width": 3})
+        fig.add_annotation(x=1.01, xref="paper", y=(s + e - 1) / 2, text=f"{name} ({view['class_counts'][name]:,})",
+                           showarrow=False, xanchor="left", font={"size": 12})  # fmt: skip
+    fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
+    fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
+    sampled = "" if view["stride"] == 1 else f" (every {view['stride']}th of {view['n_items']:,} items)"
+    fig = ui.style(fig, f"{view['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640)
+    fig.update_layout(margin={"r": 200})
+    return fig
+
+
+def heatmap_view(scope: data.Scope) -> None:
+    view = data.heatmap(scope, scope.focus, HEATMAP_ROWS)
+    ui.chart(heatmap_figure(view), f"heatmap-{scope.focus}")
+    counts = pd.DataFrame({"class": CLASSES, "items": [view["class_counts"][c] for c in CLASSES],
+                           "meaning": [CLASS_HELP[c] for c in CLASSES]})  # fmt: skip
+    st.dataframe(counts, hide_index=True)
+    ui.downloads(counts, f"trajectory-classes-{scope.focus}")
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Items")
+with ui.guard():
+    ui.need_items(scope)
+    ui.scope_caption(scope)
+    view = state.bind(st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get)
+    if view == "heatmap":
+        heatmap_view(scope)
+    else:
+        table_view(scope)

@@ -1,0 +1,143 @@
+"""Browser-test plumbing: a small demo store, a Streamlit server on a free port, headless Chromium.
+
+The server is the real ``streamlit run app.py`` (the way users start it), pointed at a demo store
+built once per session in a temp folder; pages are driven with Playwright's sync API in Debian's
+Chromium (Playwright cannot download its own browser here).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+DEMO_ITEMS = 48  # 16 short videos: a demo store in a few seconds
+STARTUP_TIMEOUT_S = 90
+RENDER_TIMEOUT_MS = 90_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    store: Path
+    process: subprocess.Popen
+    log: Path
+
+
+def build_small_demo(root: Path) -> Path:
+    from store.demo import build_demo
+
+    build_demo(root, n_items=DEMO_ITEMS, seed=0)
+    return root
+
+
+def start_server(store: Path, log: Path, env_extra: dict[str, str] | None = None) -> Server:
+    port = free_port()
+    env = os.environ | {"TRAJAUDIT_STORE": str(store), "TRAJAUDIT_THUMB_CACHE": str(store.parent / "thumbs")} | (env_extra or {})
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]  # fmt: skip
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return Server(url, store, proc, log)
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError(f"streamlit did not answer within {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory) -> Iterator[Server]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    base = tmp_path_factory.mktemp("browser")
+    store = build_small_demo(base / "store")
+    server = start_server(store, base / "streamlit.log", {"TRAJAUDIT_DEMO_ITEMS": "8"})  # a demo built on request stays small
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test extra (pip install -e '.[test]')")
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    p = context.new_page()
+    p.set_default_timeout(RENDER_TIMEOUT_MS)
+    yield p
+    context.close()
+
+
+def wait_idle(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
+    """Wait until the script run finished and the page drew (no running state, no lazy-loading skeletons)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') !== 'running'
+                && !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')
+                && !document.querySelector('[data-testid="stSkeleton"]')
+                && document.querySelector('[data-testid="stMain"] h1');
+        }""",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(800)  # let Plotly and images paint
+
+
+def screenshot(page, name: str) -> Path:
+    """The whole page: Streamlit scrolls inside its main area, so the viewport grows to fit it first."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    size = page.viewport_size
+    height = page.evaluate(
+        """() => { const m = document.querySelector('[data-testid="stMain"]');
+                   return Math.max(document.body.scrollHeight, m ? m.scrollHeight : 0); }"""
+    )
+    page.set_viewport_size({"width": size["width"], "height": min(max(size["height"], height), 6000)})
+    page.wait_for_timeout(600)  # charts re-layout to the new size
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+    return path

@@ -1,0 +1,122 @@
+"""Every page renders on a small demo store, without a browser (Streamlit's AppTest), and the state round-trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page smoke tests")
+from streamlit.testing.v1 import AppTest
+
+from store.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 180
+PAGES = {
+    "pages/overview.py": "Overview",
+    "pages/flows.py": "Flows",
+    "pages/items.py": "Items",
+    "pages/inspector.py": "Inspector",
+    "pages/compare.py": "Compare",
+}
+MODELS = "synthetic-A-7B,synthetic-B-13B"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    from store.demo import build_demo
+
+    root = tmp_path_factory.mktemp("smoke") / "store"
+    build_demo(root, n_items=24, seed=0)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def thumb_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_THUMB_CACHE", str(tmp_path / "thumbs"))
+    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
+
+
+def open_app(store: Path | None, page: str = "pages/overview.py", **params: str) -> AppTest:
+    """Run the app as a link with ``params`` would open it (on the launch store when ``store`` is None), then go to ``page``."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    at.query_params.update(({} if store is None else {"store": str(store)}) | {"bench": "synthetic-videomme", **params})
+    at.run()
+    if page != "pages/overview.py":
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_each_page_renders(demo, page):
+    at = open_app(demo, page, models=MODELS)
+    assert at.title[0].value == PAGES[page]
+    assert not at.error, [e.value for e in at.error]
+    main_text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "synthetic-videomme" in main_text or page == "pages/inspector.py"
+
+
+def test_overview_headlines_are_percentages_with_intervals(demo):
+    at = open_app(demo, models=MODELS)
+    labels = [m.label for m in at.metric]
+    assert {"Oracle", "Oracle headroom", "Visual confusion", "Text overwrite"} <= set(labels)
+    assert any(label.startswith("Best fixed (") and label.endswith("f)") for label in labels)  # with its config
+    assert all(m.value.endswith("%") for m in at.metric)
+    assert all("95% CI" in m.delta for m in at.metric)
+
+
+def test_text_overwrite_is_na_without_text(demo):
+    at = open_app(demo, models=MODELS, grid="8f,16f,32f")
+    overwrite = next(m for m in at.metric if m.label == "Text overwrite")
+    assert overwrite.value == "n/a"
+
+
+def test_link_reopens_flow_view(demo):
+    at = open_app(demo, "pages/flows.py", models=MODELS, model="synthetic-B-13B", flowview="pair",
+                  **{"from": "8f", "to": "32f", "kind": "harmed"})  # fmt: skip
+    assert at.sidebar.selectbox(key="w_model").value == "synthetic-B-13B"
+    assert at.selectbox(key="w_from").value == "8f" and at.selectbox(key="w_to").value == "32f"
+    assert any(s.value.startswith("8f → 32f: harmed") for s in at.subheader)
+
+
+def test_filters_leaving_no_items_say_so(demo):
+    at = open_app(demo, models=MODELS, q="no-such-item-anywhere")
+    assert any("No item has a response" in w.value for w in at.warning)
+
+
+def test_bad_link_values_fall_back(demo):
+    at = open_app(demo, models="no-such-model", bench="no-such-bench", grid="3f,8f")
+    assert at.sidebar.selectbox(key="w_bench").value in ("synthetic-mlvu", "synthetic-videomme")
+    assert at.sidebar.multiselect(key="w_models").value  # the defaults, not an error
+
+
+def test_inspector_strips_without_video_show_indices(demo, tmp_path):
+    at = open_app(demo, "pages/inspector.py", models=MODELS, item="001-1", vroot=str(tmp_path / "no-videos"))
+    assert any("Video unavailable" in w.value for w in at.warning)
+    assert at.code and all(c.value.split()[0] == "0" for c in at.code)  # uniform indices start at frame 0
+
+
+def test_inspector_shows_thumbnails_and_unknown_item_error(demo):
+    at = open_app(demo, "pages/inspector.py", models=MODELS, item="001-1")
+    assert len(at.get("image")) == 5  # one strip per visual config of the grid (8f..128f)
+    bad = open_app(demo, "pages/inspector.py", models=MODELS, item="no-such-item")
+    assert any("not found" in e.value for e in bad.error)
+
+
+def test_fresh_launch_store_builds_the_demo(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_DEMO_ITEMS", "8")
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "fresh"))
+    at = open_app(None)
+    assert not Store(tmp_path / "fresh").is_empty()
+    assert at.title[0].value == "Overview"
+
+
+def test_other_empty_store_offers_the_demo_on_request(demo, tmp_path, monkeypatch):
+    """A folder typed into the sidebar is never filled unasked (the click itself: tests/test_browser.py)."""
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(demo))
+    at = open_app(tmp_path / "typed")
+    assert Store(tmp_path / "typed").is_empty()
+    assert any("holds no responses" in i.value for i in at.info)
+    assert [b.label for b in at.button] == ["Build the demo store here"]

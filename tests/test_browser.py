@@ -1,0 +1,147 @@
+"""The running dashboard in headless Chromium: pages load, filters apply, flows and items open, links restore views.
+
+Each page's screenshot goes to ``test-artifacts/screenshots/<page>.png`` (git-ignored) for a look.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
+from tests.browser_fixtures import screenshot, wait_idle
+
+pytest_plugins = ["tests.browser_fixtures"]  # the app_server, browser and page fixtures
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGES = ["overview", "flows", "items", "inspector", "compare"]
+PATHS = {"overview": ""} | {name: name for name in PAGES[1:]}  # the default page lives at the root URL
+BASE = "bench=synthetic-videomme&models=synthetic-A-7B,synthetic-B-13B"
+HEADER_PX = 35  # glide data grid: header and default row height
+ROW_PX = 35
+CAPTION = '[data-testid="stMain"] [data-testid="stCaptionContainer"]'
+
+
+def goto(page, server, path: str) -> None:
+    page.goto(f"{server.url}/{path}")
+    wait_idle(page)
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def rerun_after(page, action, probe: str = '[data-testid="stMain"]') -> str:
+    """Do ``action`` and wait for the app to rerun and redraw (``probe``'s text changes); the new text."""
+    before = page.locator(probe).first.inner_text()
+    action()
+    page.wait_for_function(
+        "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }", arg=[probe, before]
+    )
+    wait_idle(page)
+    return page.locator(probe).first.inner_text()
+
+
+def click_row(page, table_index: int, row: int, row_px: int = ROW_PX) -> None:
+    """Tick a row's selection checkbox in the n-th dataframe (a canvas: click by position)."""
+    grid = page.locator('[data-testid="stDataFrame"]').nth(table_index)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + HEADER_PX + row_px * row + row_px / 2)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_without_exception(app_server, page, name):
+    goto(page, app_server, f"{PATHS[name]}?{BASE}")
+    assert page.locator('[data-testid="stMain"] h1').first.inner_text() == name.capitalize()
+    if name in ("overview", "flows", "compare"):
+        assert page.locator(".js-plotly-plot").count() >= 1
+    screenshot(page, name)
+
+
+def test_filter_narrows_items_and_lands_in_url(app_server, page):
+    goto(page, app_server, f"?{BASE}")
+    before = main_text(page)
+    assert "48 matched items" in before or "matched items" in before
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(has_text="Task type")
+    box.click()
+    caption = rerun_after(page, lambda: page.locator('[role="option"]').filter(has_not_text="Select all").first.click(), CAPTION)
+    page.keyboard.press("Escape")
+    n_after = int(caption.split("·")[1].split()[0].replace(",", ""))
+    n_before = int(before.split(" matched items")[0].split("·")[-1].strip().replace(",", ""))
+    assert 0 < n_after < n_before
+    page.wait_for_timeout(500)
+    assert parse_qs(urlparse(page.url).query).get("task"), page.url
+
+
+def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
+    goto(page, app_server, f"flows?{BASE}")
+    rerun_after(page, lambda: click_row(page, 0, 0))  # the first flow of the table: text -> 8f rescued
+    heading = page.locator('[data-testid="stMain"] h3').first
+    assert "text → 8f: rescued" in heading.inner_text() and "items" in heading.inner_text()
+    screenshot(page, "flows-items")
+    tables = page.locator('[data-testid="stDataFrame"]')
+    assert tables.count() == 2
+    click_row(page, 1, 0)
+    page.wait_for_url(lambda u: "/inspector" in u)
+    page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')
+    wait_idle(page)
+    first_item = parse_qs(urlparse(page.url).query)["item"][0]
+    assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Inspector"
+    assert first_item in page.locator('[data-testid="stMain"] input').first.input_value()
+    imgs = page.locator('[data-testid="stMain"] [data-testid="stImage"] img, [data-testid="stMain"] [data-testid="stFullScreenFrame"] img')
+    imgs.first.scroll_into_view_if_needed()
+    page.wait_for_function(
+        """() => { const imgs = [...document.querySelectorAll('[data-testid="stMain"] img')].filter(i => i.src.includes('/media/'));
+                   return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }"""
+    )
+    widths = page.eval_on_selector_all('[data-testid="stMain"] img', "els => els.filter(i => i.src.includes('/media/')).map(i => i.naturalWidth)")
+    assert len(widths) >= 8 and min(widths) > 0
+    screenshot(page, "inspector-frames")
+
+
+def test_link_with_query_params_restores_the_view(app_server, page, browser):
+    view = f"flows?{BASE}&model=synthetic-B-13B&flowview=pair&from=8f&to=32f&kind=harmed"
+    goto(page, app_server, view)
+    text = main_text(page)
+    assert "8f → 32f: harmed" in text
+    # Change the state through the UI, then reopen the page's own URL in a fresh browser context.
+    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').filter(has_text="To").click()
+    text = rerun_after(page, lambda: page.locator('[role="option"]').filter(has_text="64f").first.click(), "h3")
+    assert "8f → 64f: harmed" in text
+    page.wait_for_timeout(500)
+    copied = page.url
+    assert parse_qs(urlparse(copied).query)["to"] == ["64f"]
+    other = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+    try:
+        other.goto(copied)
+        wait_idle(other)
+        assert "8f → 64f: harmed" in main_text(other)
+        assert "synthetic-B-13B" in other.locator('[data-testid="stSidebar"]').inner_text()
+    finally:
+        other.context.close()
+
+
+def test_csv_export_downloads(app_server, page):
+    goto(page, app_server, f"?{BASE}")
+    button = page.locator('[data-testid="stDownloadButton"] button').filter(has_text="CSV").first
+    with page.expect_download() as info:
+        button.click()
+    rows = list(csv.DictReader(io.StringIO(info.value.path().read_text())))
+    assert rows and {"model", "best_fixed", "best_fixed_lo", "best_fixed_hi"} <= set(rows[0])
+    assert {r["model"] for r in rows} == {"synthetic-A-7B", "synthetic-B-13B"}
+
+
+def test_empty_store_builds_the_demo_on_request(app_server, page, tmp_path):
+    empty = tmp_path / "empty-store"
+    goto(page, app_server, f"?store={empty}")
+    assert "holds no responses" in main_text(page)
+    page.get_by_role("button", name="Build the demo store here").click()
+    page.wait_for_selector('[data-testid="stMain"] h1:has-text("Overview")', timeout=240_000)
+    wait_idle(page)
+    assert "matched items" in main_text(page)

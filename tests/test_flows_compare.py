@@ -1,0 +1,218 @@
+"""Page-level backend views (flows, compare, views, inspector) on hand-checked matrices, and their CLI twins."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend.cli import main
+from backend.compare import confusion_overlap, disagreement, headline_table
+from backend.errors import UserError
+from backend.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
+from backend.inspector import frame_plan, item_detail
+from backend.matrix import available, load_matrix
+from backend.metrics import mcqa_metrics
+from backend.video import VideoInfo
+from backend.views import default_grid, default_models, item_page, tag_subset
+from tests.matrix_fixtures import build_store
+
+# Items i0..i3. A: i0 regressing (1,1,0), i1 gain (0,1,1), i2 oscillating (1,0,1), i3 stable-wrong.
+DATA = {
+    "A": {"text": [1, 0, 1, 0], "8f": [1, 1, 0, 0], "16f": [0, 1, 1, 0]},
+    "B": {"text": [1, 1, 1, 0], "8f": [1, 1, 1, 0], "16f": [1, 0, 1, 1]},
+}
+CONF = {
+    "A": {"text": [0.9, 0.4, 0.8, 0.3], "8f": [0.7, 0.6, 0.5, 0.4], "16f": [0.5, 0.9, 0.6, 0.2]},
+    "B": {"text": [0.6] * 4, "8f": [0.6] * 4, "16f": [0.6] * 4},
+}
+
+
+@pytest.fixture
+def hand(tmp_path):
+    store = build_store(tmp_path / "s", DATA, confidence=CONF)
+    return store, load_matrix(store, ["A", "B"], grid=["text", "8f", "16f"])
+
+
+def _link(view, frm, kind):
+    return next(link for link in view["links"] if link["from"] == frm and link["kind"] == kind)
+
+
+def test_sankey_nodes_and_links_by_hand(hand):
+    _, matrix = hand
+    view = sankey(matrix, "A")
+    assert [(n["config"], n["state"], n["count"]) for n in view["nodes"]] == [
+        ("text", "correct", 2), ("text", "wrong", 2), ("8f", "correct", 2),
+        ("8f", "wrong", 2), ("16f", "correct", 2), ("16f", "wrong", 2),
+    ]  # fmt: skip
+    # text -> 8f: i0 stays correct, i1 rescued, i2 harmed, i3 stays wrong.
+    for kind in ("rescued", "harmed", "stable-correct", "stable-wrong"):
+        assert _link(view, "text", kind)["count"] == 1
+    rescued = _link(view, "text", "rescued")
+    assert (rescued["source"], rescued["target"]) == (1, 2)  # wrong at text -> correct at 8f
+    harmed = _link(view, "8f", "harmed")
+    assert (harmed["source"], harmed["target"]) == (2, 5)
+    assert harmed["mcnemar_p"] == pytest.approx(1.0) and harmed["net"] == 0.0 and harmed["churn"] == 0.5
+    assert len(view["links"]) == 8
+
+
+def test_sankey_between_two_chosen_configs_and_errors(hand):
+    _, matrix = hand
+    view = sankey(matrix, "A", ["text", "16f"])
+    assert view["configs"] == ["text", "16f"]
+    # text -> 16f: i0 harmed, i1 rescued, i2 stays correct, i3 stays wrong.
+    assert {r["kind"]: r["count"] for r in view["links"]} == {
+        "rescued": 1, "harmed": 1, "stable-correct": 1, "stable-wrong": 1,
+    }  # fmt: skip
+    assert len(flow_table(view)) == 4
+    with pytest.raises(UserError, match="at least two"):
+        sankey(matrix, "A", ["8f"])
+    with pytest.raises(UserError, match="not in the grid"):
+        sankey(matrix, "A", ["text", "64f"])
+
+
+def test_trajectory_classes_and_heatmap_order(hand):
+    _, matrix = hand
+    y = matrix.correct[0].astype(bool)
+    assert [CLASSES[c] for c in trajectory_classes(y)] == ["regressing", "monotone-gain", "oscillating", "stable-wrong"]
+    full = heatmap(matrix, "A")
+    assert full["rows"]["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
+    assert full["z"].tolist() == [[0, 1, 1], [1, 1, 0], [1, 0, 1], [0, 0, 0]]
+    assert full["class_counts"] == {"stable-correct": 0, "monotone-gain": 1, "regressing": 1, "oscillating": 1, "stable-wrong": 1}
+    thin = heatmap(matrix, "A", max_rows=2)
+    assert thin["stride"] == 2 and thin["rows"]["item_id"].tolist() == ["i1", "i2"]
+    assert thin["class_counts"] == full["class_counts"]  # counts always cover every item
+
+
+def test_confusion_overlap_by_hand(hand):
+    _, matrix = hand
+    ov = confusion_overlap(matrix)
+    # A confused on i0 (8f -> 16f) and i2 (text -> 8f); B on i1 (8f -> 16f).
+    assert ov["confused"] == {"A": 2, "B": 1}
+    assert ov["confused_by_all"] == 0 and ov["confused_by_any"] == 3
+    assert ov["jaccard"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert ov["intersections"] == [{"models": ["A"], "n": 2}, {"models": ["B"], "n": 1}]
+
+
+def test_disagreement_ranking_by_hand(hand):
+    _, matrix = hand
+    table = disagreement(matrix, top=None)
+    assert table["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
+    assert table["disagreement"].tolist() == pytest.approx([2 / 3, 1 / 3, 1 / 3, 1 / 3])
+    assert table["split_configs"].tolist() == [2, 1, 1, 1]
+    assert table.loc[0, "accuracy:A"] == pytest.approx(2 / 3)
+    assert len(disagreement(matrix, top=2)) == 2
+    with pytest.raises(UserError, match="two models"):
+        disagreement(dataclasses.replace(matrix, models=["A"], correct=matrix.correct[:1]))
+
+
+def test_headline_table_keeps_na_for_overwrite_without_text(hand):
+    store, _ = hand
+    no_text = load_matrix(store, ["A"], grid=["8f", "16f"])
+    table = headline_table(mcqa_metrics(no_text, bootstrap=50))
+    assert table.loc[0, "best_fixed"] == 0.5 and table.loc[0, "best_fixed_config"] == "8f"
+    assert np.isnan(table.loc[0, "text_overwrite_rate"]) and np.isnan(table.loc[0, "text_overwrite_rate_lo"])
+    assert table.loc[0, "oracle_headroom_lo"] <= table.loc[0, "oracle_headroom"] <= table.loc[0, "oracle_headroom_hi"]
+
+
+def test_default_grid_is_the_budget_ladder():
+    avail = {
+        "configs": {
+            "A": {"b": ["text", "8f", "16f", "32f@50k", "64f/random-s1"]},
+            "B": {"b": ["text", "8f", "16f", "32f@50k"]},
+        }
+    }
+    assert default_grid(avail, ["A", "B"], "b") == ["text", "8f", "16f"]
+    only_variants = {"configs": {"A": {"b": ["32f@50k", "32f@200k", "8f"]}}}
+    assert default_grid(only_variants, ["A"], "b") == ["8f", "32f@50k", "32f@200k"]
+
+
+def test_default_models_keep_a_shared_grid():
+    avail = {
+        "configs": {
+            "big": {"b": ["text", "8f", "16f", "32f"]},
+            "lmms": {"b": ["16f@151k"]},  # shares nothing with the others
+            "small": {"b": ["8f", "16f"]},
+            "elsewhere": {"other": ["8f", "16f"]},
+        }
+    }
+    assert default_models(avail, "b") == ["big", "small"]
+    assert default_models(avail, "b", limit=1) == ["big"]
+    assert default_models({"configs": {"only": {"b": ["16f"]}}}, "b") == ["only"]
+
+
+def test_tag_subset_and_item_page(hand):
+    _, matrix = hand
+    confused_a = tag_subset(matrix, "A", "confused")
+    assert confused_a.items["item_id"].tolist() == ["i0", "i2"]
+    assert confused_a.correct.shape == (2, 2, 3)
+    assert tag_subset(matrix, "A", None) is matrix
+    with pytest.raises(UserError, match="unknown trajectory tag"):
+        tag_subset(matrix, "A", "nope")
+    # changes of A: i0 1, i1 1, i2 2, i3 0 -> descending: i2, i0, i1, i3.
+    page, n_pages = item_page(matrix, "A", sort="changes", descending=True, page=2, page_size=2)
+    assert n_pages == 2 and page["item_id"].tolist() == ["i1", "i3"]
+    assert page["position"].tolist() == [1, 3]
+    assert page.loc[0, "tags"] == ["monotone-gain"]
+    assert page.loc[0, "confidence"] == pytest.approx([0.4, 0.6, 0.9])
+    assert page.loc[0, "mean_confidence"] == pytest.approx((0.4 + 0.6 + 0.9) / 3)
+    last, _ = item_page(matrix, "A", sort="item", page=99, page_size=3)  # clamped to the last page
+    assert last["item_id"].tolist() == ["i3"]
+
+
+def test_frame_plan_stored_computed_and_unknown():
+    responses = pd.DataFrame(
+        {
+            "model": ["A", "A", "B", "A"],
+            "config": ["text", "8f", "8f", "16f"],
+            "frame_indices": [None, [0, 10, 20, 30, 40, 50, 60, 70], [0, 10, 20, 30, 40, 50, 60, 70], None],
+            "seed": [None, None, None, None],
+        }
+    )
+    info = VideoInfo(n_frames=80, fps=10.0, duration_s=8.0, width=64, height=48)
+    plan = frame_plan(responses, ["text", "8f", "16f"], info)
+    assert plan["config"].tolist() == ["8f", "16f"]  # text has no frames
+    assert plan.loc[0, "source"] == "stored" and plan.loc[0, "models"] == ["A", "B"]
+    assert plan.loc[0, "timestamps"][:2] == [0.0, 1.0]
+    assert plan.loc[1, "source"] == "policy" and plan.loc[1, "indices"] == list(range(0, 80, 5))
+    assert plan.loc[1, "added"] == list(range(5, 80, 10)) and plan.loc[1, "dropped"] == []
+    blind = frame_plan(responses, ["8f", "16f"], None)
+    assert blind.loc[0, "indices"] == [0, 10, 20, 30, 40, 50, 60, 70] and blind.loc[0, "timestamps"] is None
+    assert blind.loc[1, "source"] == "unknown" and blind.loc[1, "indices"] is None
+
+
+def test_item_detail_orders_responses_and_refuses_unknown(hand):
+    store, _ = hand
+    detail = item_detail(store, "bench", "i1")
+    assert detail["responses"]["config"].tolist() == ["text", "8f", "16f"] * 2
+    assert detail["responses"]["model"].tolist() == ["A"] * 3 + ["B"] * 3
+    with pytest.raises(UserError, match="not found"):
+        item_detail(store, "bench", "nope")
+
+
+def test_cli_twins_match_the_backend(hand, capsys):
+    store, matrix = hand
+    assert main(["flows", "--store", str(store.root), "--model", "A", "--models", "B", "--grid", "text,8f,16f",
+                 "--from", "text", "--to", "16f", "--kind", "harmed", "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert out["links"] == json.loads(json.dumps(sankey(matrix, "A", ["text", "16f"])["links"]))
+    assert [r["item_id"] for r in out["items"]] == ["i0"] and out["n_flow_items"] == 1
+    assert out["trajectory_classes"]["oscillating"] == 1
+    assert main(["compare", "--store", str(store.root), "--models", "A,B", "--grid", "text,8f,16f", "--bootstrap", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["overlap"]["confused"] == {"A": 2, "B": 1}
+    assert out["disagreement"][0]["item_id"] == "i1"
+    assert out["metrics"]["A"]["visual_confusion_rate"] == 0.5
+    assert main(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "i1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["responses"]) == 6 and out["video"]["problem"] == "this item names no video"
+    assert main(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "zzz"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_default_cli_grid_matches_available(hand):
+    store, _ = hand
+    assert default_grid(available(store), ["A", "B"], "bench") == ["text", "8f", "16f"]
