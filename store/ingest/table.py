@@ -68,7 +68,7 @@ def _load(path: Path) -> pd.DataFrame:
             raise fail(path, f"not a readable Parquet file ({exc})") from None
         if table.num_rows == 0:
             raise fail(path, "empty file (no rows)")
-        return table.to_pandas()
+        return _decode_dictionaries(table).to_pandas()
     data = read_text_bytes(path)
     if suffix == ".jsonl":
         return _load_jsonl(path, data)
@@ -84,6 +84,14 @@ def _load(path: Path) -> pd.DataFrame:
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
     return table.to_pandas()
+
+
+def _decode_dictionaries(table: pa.Table) -> pa.Table:
+    """Dictionary (categorical) columns as plain values: Arrow's cast is C++, pandas' is per element."""
+    fields = [
+        pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema
+    ]
+    return table.cast(pa.schema(fields))
 
 
 def _load_jsonl(path: Path, data: bytes) -> pd.DataFrame:
@@ -105,16 +113,21 @@ def _load_jsonl(path: Path, data: bytes) -> pd.DataFrame:
 
 
 def _zero_one(path: Path, values: pd.Series, lines: pd.Series) -> pd.Series:
-    """0/1, true/false (any case) -> Int8; anything else is refused with its line."""
+    """0/1, true/false (any case) -> Int8; anything else is refused with its line.
+
+    The spelling is checked once per distinct value (factorize), not once per row.
+    """
     if values.dtype == bool:
         return values.astype("int8")
-    text = values.astype("str").str.strip().str.lower()
-    mapped = text.map({"0": 0, "1": 1, "0.0": 0, "1.0": 1, "true": 1, "false": 0})
-    bad = values.notna() & mapped.isna()
-    if bad.any():
-        i = bad.to_numpy().argmax()
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    spelled = pd.Series(uniques, dtype="object").astype("str").str.strip().str.lower()
+    mapped = spelled.map({"0": 0, "1": 1, "0.0": 0, "1.0": 1, "true": 1, "false": 0})
+    bad = np.flatnonzero(mapped.isna().to_numpy())
+    if bad.size:
+        i = int(np.flatnonzero(np.isin(codes, bad))[0])
         raise fail(path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r}", lines.iloc[i])
-    return mapped.astype("Int8")
+    out = np.where(codes >= 0, mapped.to_numpy(dtype="float64")[np.maximum(codes, 0)], np.nan)
+    return pd.Series(out, index=values.index).astype("Int8")
 
 
 def _check_options(path: Path, rows: pd.DataFrame) -> None:
