@@ -31,23 +31,21 @@ import socket
 import sqlite3
 import sys
 import threading
-import time
 import traceback
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from backend import registry
 from backend.errors import UserError
+from backend.inference.cell import ColdCell, answer_cold, item_fields
+from backend.inference.records import ModelContext, library_versions, response_row
 from backend.registry import ModelSpec
-from backend.sampling import frame_indices, timestamps
-from backend.video import decode_frames, default_video_root, probe, resolve_video
+from backend.video import default_video_root
 from store.configs import Config, parse
 from store.queue import Job, JobQueue
 from store.schema import RESPONSE_KEY
@@ -55,7 +53,6 @@ from store.store import Store
 
 DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
-_VERSIONED = ("trajaudit", "torch", "transformers", "decord", "av", "numpy")
 
 # (model spec, resolved checkpoint path, device, dtype) -> an object with .answer(InferenceRequest)
 AdapterFactory = Callable[[ModelSpec, Path, str, str], Any]
@@ -92,16 +89,6 @@ def resolve_dtype(dtype: str, device: str) -> str:
     if dtype != "auto":
         return dtype
     return "bfloat16" if device == "cuda" else "float32"
-
-
-def library_versions() -> dict[str, str | None]:
-    out = {}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def result_key(job: Job) -> dict[str, str]:
@@ -176,6 +163,9 @@ class Worker:
 
         self.fingerprint = checkpoint_fingerprint(self.path)
         self.versions = library_versions()
+        self.context = ModelContext(
+            self.spec.name, self.spec.family, str(self.path), self.fingerprint, self.versions, self.device, self.dtype
+        )
         self.adapter = adapter_factory(self.spec, self.path, self.device, self.dtype)
 
     # -- the loop --------------------------------------------------------------------------
@@ -257,103 +247,39 @@ class Worker:
     # -- one job ---------------------------------------------------------------------------
     def compute(self, job: Job) -> dict[str, pd.DataFrame]:
         """Decode, infer and build the ``responses`` and ``runs`` rows of one job (nothing written)."""
-        from backend.inference.base import InferenceRequest
-
         items = self.store.query("SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [job.benchmark, job.item_id])
         if items.empty:
             raise UserError(f"item {job.item_id!r} of benchmark {job.benchmark!r} is not in the store")
         item = items.iloc[0]
         cfg = parse(job.config)
-        timings: dict[str, float] = {}
-        frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
-        if not cfg.is_text:
-            path = resolve_video(self.video_root, None if pd.isna(item["video"]) else str(item["video"]))
-            info = probe(path)
-            fps, total = info.fps, info.n_frames
-            indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, job.seed)
-            t0 = time.perf_counter()
-            frames = decode_frames(path, indices)
-            timings["decode"] = time.perf_counter() - t0
-        pixels = cfg.pixels if cfg.pixels is not None else self.spec.default_pixels
-        options = json.loads(item["options"]) if isinstance(item["options"], str) else []
-        references = json.loads(item["references"]) if isinstance(item["references"], str) else []
-        answer_type = item["answer_type"] if isinstance(item["answer_type"], str) else "mcqa"
-        result = self.adapter.answer(
-            InferenceRequest(
-                question=item["question"],
-                options=options,
-                frames=frames,
-                frame_indices=None if frames is None else indices.tolist(),
-                native_fps=fps,
-                total_frames=total,
-                pixels=pixels,
-                answer_type=answer_type,
-                references=references,
-            )
-        )
-        timings |= dict(result.timings or {})
-        return self._rows(job, item, cfg, answer_type, indices, fps, pixels, result, timings)
+        cell = answer_cold(self.adapter, item, cfg, self.video_root, job.seed, self.spec.default_pixels)
+        return self._rows(job, item, cfg, cell)
 
     def _rows(
         self,
         job: Job,
         item: pd.Series,
         cfg: Config,
-        answer_type: str,
-        indices: np.ndarray,
-        fps: float | None,
-        pixels: int | None,
-        result: Any,
-        timings: dict[str, float],
+        cell: ColdCell,
     ) -> dict[str, pd.DataFrame]:
         now = datetime.now(UTC)
-        mcqa = answer_type == "mcqa"
-        answer = (result.answer or None) if mcqa else None  # open-ended: the text is raw_output, scored by score
-        correct = int(answer == item["target"]) if mcqa else None  # no answer counts as wrong (METRICS.md)
-        flags = "no-answer" if mcqa and answer is None else None
-        times = timestamps(indices, fps).round(6).tolist() if fps else []
-        provenance = {
-            "job_id": job.id,
-            "attempt": job.attempts,
-            "worker_id": self.worker_id,
-            "model": self.spec.name,
-            "family": self.spec.family,
-            "checkpoint": str(self.path),
-            "checkpoint_fingerprint": self.fingerprint,
-            "versions": self.versions,
-            "device": self.device,
-            "dtype": self.dtype,
-            "policy": cfg.policy,
-            "seed": job.seed,
-            "frame_indices": [int(i) for i in indices],
-            "timestamps_s": times,
-            "native_fps": fps,
-            "pixels_requested": pixels,
-            "resolution": result.resolution,
-            "token_counts": result.token_counts,
-            "timings": timings,
-        }
-        response = {
-            **result_key(job),
-            "split": item["split"],
-            "run_id": job.run,
-            "origin": "rerun",
-            "raw_output": result.raw_output,
-            "answer": answer,
-            "correct": correct,
-            "confidence": result.confidence,
-            "score": result.score,
-            "option_probs": None if result.option_probs is None else json.dumps(result.option_probs),
-            "letter_mass": result.letter_mass,
-            "frames": cfg.frames,
-            "pixels": pixels,
-            "policy": cfg.policy,
-            "seed": job.seed,
-            "frame_indices": [int(i) for i in indices],
-            "flags": flags,
-            "provenance": json.dumps(provenance, default=_json_default),
-            "written_at": now,
-        }
+        response = response_row(
+            key=result_key(job),
+            item=item,
+            cfg=cfg,
+            answer_type=item_fields(item)[2],
+            indices=cell.indices,
+            fps=cell.fps,
+            pixels=cell.pixels,
+            seed=job.seed,
+            result=cell.result,
+            timings=cell.timings,
+            run_id=job.run,
+            origin="rerun",
+            context=self.context,
+            extra={"job_id": job.id, "attempt": job.attempts, "worker_id": self.worker_id},
+            now=now,
+        )
         run = {
             "run_id": job.run,
             "origin": "rerun",
@@ -365,15 +291,6 @@ class Worker:
             "created_at": now,
         }
         return {"responses": pd.DataFrame([response]), "runs": pd.DataFrame([run])}
-
-
-def _json_default(o: Any) -> Any:
-    """NumPy scalars and arrays in adapter output (token counts, resolutions) as plain JSON."""
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _summary(responses: pd.DataFrame) -> str:

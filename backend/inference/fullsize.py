@@ -13,6 +13,7 @@ Fields not listed keep transformers' defaults, which match those files.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -154,9 +155,17 @@ DEFAULT_PRESET = {family: name for name, (family, *_rest) in PRESETS.items()}
 
 
 def build_random_fullsize(
-    family: str, preset: str | None = None, device: str = "meta", dtype: str = "bfloat16"
+    family: str,
+    preset: str | None = None,
+    device: str = "meta",
+    dtype: str = "bfloat16",
+    token_ids: dict[str, int] | None = None,
 ) -> PreTrainedModel:
-    """A randomly initialised ``family`` model at the size of ``preset`` (default: the family's one preset)."""
+    """A randomly initialised ``family`` model at the size of ``preset`` (default: the family's one preset).
+
+    ``token_ids`` replaces the config's special-token ids (``video_token_id``, ...) so that a
+    processor with another tokenizer can drive the model (see :func:`load_random_fullsize`).
+    """
     preset = preset or DEFAULT_PRESET.get(family)
     if preset not in PRESETS:
         raise UserError(f"unknown preset {preset!r} for family {family!r}; presets: {', '.join(PRESETS)}")
@@ -165,7 +174,62 @@ def build_random_fullsize(
         raise UserError(f"preset {preset!r} is a {preset_family} model, not {family}")
     if dtype not in TORCH_DTYPES:
         raise UserError(f"unknown dtype {dtype!r}; expected one of {', '.join(TORCH_DTYPES)}")
-    config = config_class(**kwargs)
+    config = config_class(**{**kwargs, **(token_ids or {})})
     with torch.device(device):
         model = model_class._from_config(config, dtype=TORCH_DTYPES[dtype])
     return model.eval()
+
+
+def _processor_token_ids(family: str, processor) -> dict[str, int]:
+    """The special-token ids of ``processor``'s tokenizer under the config names of ``family``."""
+    tok = processor.tokenizer
+    if family in ("qwen2_5_vl", "qwen3_vl"):
+        names = {"image_token_id": "image_token", "video_token_id": "video_token"}
+        names |= {"vision_start_token_id": "vision_start_token", "vision_end_token_id": "vision_end_token"}
+    elif family == "llava_next_video":
+        names = {"image_token_index": "image_token", "video_token_index": "video_token"}
+    else:
+        names = {"image_token_id": "image_token"}
+    # Qwen2.5-VL's processor has no vision_start/end attributes: the Qwen special tokens themselves
+    qwen = {"vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>"}
+    return {key: tok.convert_tokens_to_ids(getattr(processor, attr, qwen.get(attr))) for key, attr in names.items()}
+
+
+def _fit_processor(family: str, processor, config) -> None:
+    """Make a fixed-resolution family's processor feed the full-size encoder its input size."""
+    if family not in ("llava_next_video", "internvl"):
+        return  # Qwen processors follow the patch grid; the pixel budget sets the size
+    vision = config.vision_config
+    side = vision.image_size[0] if isinstance(vision.image_size, (list, tuple)) else vision.image_size
+    patch = vision.patch_size[0] if isinstance(vision.patch_size, (list, tuple)) else vision.patch_size
+    square = {"height": side, "width": side}
+    for sub in (processor.video_processor, processor.image_processor):
+        if family == "llava_next_video":
+            sub.size, sub.crop_size = {"shortest_edge": side}, square
+        else:
+            sub.size = square
+    if family == "llava_next_video":
+        processor.patch_size = patch
+    if family == "internvl":
+        processor.image_seq_length = int((side // patch) ** 2 * config.downsample_ratio**2)
+
+
+def load_random_fullsize(
+    family: str, processor_dir: str | Path, preset: str | None = None, device: str = "cuda", dtype: str = "bfloat16"
+):
+    """A full-size random-weight model behind its family's adapter, driven by the processor in ``processor_dir``.
+
+    For timing only (throughput, phase shares): the processor (usually a tiny model's, whose
+    tokenizer is small) keeps the token ids it knows, the model is built with those ids at the
+    preset's real size, and fixed-resolution processors are set to the encoder's real input size.
+    """
+    import importlib
+
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(processor_dir, local_files_only=True)
+    ids = _processor_token_ids(family, processor)
+    model = build_random_fullsize(family, preset, device=device, dtype=dtype, token_ids=ids)
+    _fit_processor(family, processor, model.config)
+    adapter_class = importlib.import_module(f"backend.inference.{family}").ADAPTER
+    return adapter_class(model, processor, device)

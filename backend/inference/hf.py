@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
+from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from backend.errors import UserError
 from backend.inference.base import InferenceRequest, InferenceResult
@@ -71,6 +72,10 @@ class HFAdapter:
     pixel_key: ClassVar[str] = "pixel_values_videos"  # the processor output holding the frames
     vision_kind: ClassVar[str] = "video"  # get_<kind>_features and the mm_encoder_outputs key
     grid_keys: ClassVar[tuple[str, ...]] = ()  # processor outputs the vision encoder needs too
+    # True where the encoder sees each frame on its own (LLaVA-NeXT-Video, InternVL): a frame's features
+    # are then the same in every budget that picks it, and the sweep may reuse them. Never for Qwen,
+    # whose encoder fuses frame pairs (nested budgets pair frames differently).
+    per_frame_vision: ClassVar[bool] = False
 
     def __init__(self, model, processor, device: str | torch.device = "cpu"):
         self.model = model.eval()
@@ -108,7 +113,7 @@ class HFAdapter:
         them to its encoder's input size, which ``resolution`` reports."""
         if request.frames is None:
             return self.processor(text=[prompt], return_tensors="pt")
-        frames = request.frames if request.pixels is None else fit_to_budget(request.frames, request.pixels)
+        frames = self.resize_for_budget(request.frames, request.pixels)
         return self.processor(text=[prompt], videos=[frames], return_tensors="pt")
 
     def position_ids(self, inputs: dict[str, Any]) -> torch.Tensor | None:
@@ -145,6 +150,23 @@ class HFAdapter:
         grids = {k: inputs[k] for k in self.grid_keys}
         return {self.vision_kind: encode(**{self.pixel_key: inputs[self.pixel_key]}, **grids, return_dict=True)}
 
+    def frame_pixels(self, inputs: dict[str, Any]) -> torch.Tensor:
+        """The processed pixels one frame per row ``[F, C, H, W]`` (per-frame encoders only)."""
+        pixels = inputs[self.pixel_key]
+        return pixels[0] if self.vision_kind == "video" else pixels
+
+    def encode_frames(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Encoder outputs ``[n, tokens, hidden]`` of ``n`` frames' pixels (rows of :meth:`frame_pixels`)."""
+        encode = getattr(self.model.model, f"get_{self.vision_kind}_features")
+        batch = pixels[None] if self.vision_kind == "video" else pixels
+        pooled = encode(**{self.pixel_key: batch}, return_dict=True).pooler_output
+        return pooled.reshape(len(pixels), -1, pooled.shape[-1])
+
+    def join_frames(self, features: torch.Tensor) -> dict[str, Any]:
+        """Per-frame features ``[F, tokens, hidden]`` as the ``mm_encoder_outputs`` a forward takes."""
+        pooled = features.reshape(1, -1, features.shape[-1]) if self.vision_kind == "video" else features
+        return {self.vision_kind: BaseModelOutputWithPooling(pooler_output=pooled)}
+
     def forward(self, prepared: Prepared, encoded: dict[str, Any] | None, use_cache: bool):
         """The language model over the whole prompt; logits of the last position only."""
         kwargs = {k: v for k, v in prepared.inputs.items() if k != self.pixel_key}
@@ -178,27 +200,50 @@ class HFAdapter:
             generated.append(token)
         return generated
 
-    def answer(self, request: InferenceRequest) -> InferenceResult:
-        timer = PhaseTimer(self.device)
+    # -- pieces the sweep's reuse path shares with ``answer`` ---------------------------------
+    def letters(self, request: InferenceRequest, prompt: str) -> tuple[list[str], list[int]]:
+        """Option letters and their token ids after ``prompt`` (empty for open-ended requests)."""
+        if request.answer_type != "mcqa":
+            return [], []
+        letters = option_letters(request.options)
+        return letters, letter_token_ids(self.tokenizer, prompt, letters)
+
+    def resize_for_budget(self, frames: np.ndarray, pixels: int | None) -> np.ndarray:
+        """Frames as ``process`` feeds them under a per-frame budget (idempotent: resizing twice is a no-op),
+        so a caller may resize a whole clip once and slice it per configuration."""
+        return frames if pixels is None else fit_to_budget(frames, pixels, self.budget_factor())
+
+    def budget_factor(self) -> int:
+        """The side (pixels) frame sizes snap to under a budget: 1 for fixed-resolution encoders."""
+        return 1
+
+    def prefix_end(self, input_ids: torch.Tensor) -> int:
+        """Length of the question-independent prefix: everything up to the last visual token.
+
+        Visual placeholders are added special tokens, so the text before them tokenises the same
+        whatever follows; the prompt cache of the sweep stops here.
+        """
+        visual = torch.isin(input_ids[0], input_ids.new_tensor(self.visual_token_ids)).nonzero()
+        return 0 if visual.numel() == 0 else int(visual.max()) + 1
+
+    def conclude(
+        self,
+        request: InferenceRequest,
+        prepared: Prepared,
+        out,
+        letters: list[str],
+        letter_ids: list[int],
+        timer: PhaseTimer,
+    ) -> InferenceResult:
+        """The result from the prompt's last-position output: letter scores, or greedy text (timed)."""
         mcqa = request.answer_type == "mcqa"
-        with timer("preprocess"):
-            prepared = self.prepare(request)
-            letters = option_letters(request.options) if mcqa else []
-            letter_ids = letter_token_ids(self.tokenizer, prepared.prompt, letters) if mcqa else []
-        with torch.inference_mode():
-            encoded = None
-            if self.pixel_key in prepared.inputs:  # text-only: no vision phase at all
-                with timer("vision"):
-                    encoded = self.encode_vision(prepared.inputs)
-            with timer("prefill"):
-                out = self.forward(prepared, encoded, use_cache=not mcqa)
-            if mcqa:
-                logits = out.logits[0, -1]
-                scores = score_letters(logits, letter_ids, letters)
-                ids = [int(logits.argmax())]  # the greedy first token: what the model "wanted" to say
-            else:
-                with timer("generate"):
-                    ids = self.greedy(out, prepared, request.max_new_tokens)
+        if mcqa:
+            logits = out.logits[0, -1]
+            scores = score_letters(logits, letter_ids, letters)
+            ids = [int(logits.argmax())]  # the greedy first token: what the model "wanted" to say
+        else:
+            with timer("generate"):
+                ids = self.greedy(out, prepared, request.max_new_tokens)
         raw = self.tokenizer.decode(ids, skip_special_tokens=not mcqa)
         input_ids = prepared.inputs["input_ids"]
         common = dict(
@@ -229,3 +274,18 @@ class HFAdapter:
             score=token_f1(text, request.references) if request.references else None,
             **common,
         )
+
+    def answer(self, request: InferenceRequest) -> InferenceResult:
+        """One request, cold: every phase run for it alone (the sweep's baseline and drift reference)."""
+        timer = PhaseTimer(self.device)
+        with timer("preprocess"):
+            prepared = self.prepare(request)
+            letters, letter_ids = self.letters(request, prepared.prompt)
+        with torch.inference_mode():
+            encoded = None
+            if self.pixel_key in prepared.inputs:  # text-only: no vision phase at all
+                with timer("vision"):
+                    encoded = self.encode_vision(prepared.inputs)
+            with timer("prefill"):
+                out = self.forward(prepared, encoded, use_cache=request.answer_type != "mcqa")
+            return self.conclude(request, prepared, out, letters, letter_ids, timer)

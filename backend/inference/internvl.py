@@ -13,6 +13,7 @@ class InternVLAdapter(HFAdapter):
     family = "internvl"
     pixel_key = "pixel_values"
     vision_kind = "image"
+    per_frame_vision = True  # each frame is encoded on its own: features reusable across budgets
 
 
 ADAPTER = InternVLAdapter

@@ -20,7 +20,6 @@ from typing import Any
 
 from backend.errors import UserError
 from backend.inference.base import InferenceRequest
-from backend.inference.frames import fit_to_budget
 from backend.inference.hf import HFAdapter
 
 
@@ -48,11 +47,10 @@ class QwenAdapter(HFAdapter):
         if request.frames is None:
             return self.processor(text=[prompt], return_tensors="pt")
         self.check_frames(request)
-        video = self.processor.video_processor
         if request.pixels is None:
             frames, resize = request.frames, {"do_resize": True, "cap_pixels_per_frame": True}
         else:
-            frames = fit_to_budget(request.frames, request.pixels, video.patch_size * video.merge_size)
+            frames = self.resize_for_budget(request.frames, request.pixels)
             resize = {"do_resize": False, "cap_pixels_per_frame": False}
         return self.processor(
             text=[prompt],
@@ -62,6 +60,10 @@ class QwenAdapter(HFAdapter):
             return_tensors="pt",
             **resize,
         )
+
+    def budget_factor(self) -> int:
+        video = self.processor.video_processor
+        return video.patch_size * video.merge_size
 
     def fed_resolution(self, inputs: dict[str, Any]) -> tuple[int, int] | None:
         grid = inputs.get("video_grid_thw")

@@ -9,6 +9,8 @@ model's behaviour.
 
 Sizes: frames are encoded at 56 x 56 (LLaVA-NeXT-Video, InternVL) or up to a small per-frame / total
 budget (Qwen), the language models have 2 layers of width 64; the configs follow INFERENCE.md.
+``scale`` widens every layer (benchmarks that need a real model's phase proportions); the default
+builds are unchanged by it.
 """
 
 from __future__ import annotations
@@ -98,9 +100,11 @@ def _qwen_ids(tok) -> dict[str, int]:
     }
 
 
-def _text_config(tok, **extra) -> dict:
+def _text_config(tok, scale: int = 1, **extra) -> dict:
     return dict(
         TEXT,
+        hidden_size=TEXT["hidden_size"] * scale,
+        intermediate_size=TEXT["intermediate_size"] * scale,
         vocab_size=len(tok),
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
@@ -109,18 +113,18 @@ def _text_config(tok, **extra) -> dict:
     )
 
 
-def _qwen2_5_vl() -> tuple[PreTrainedModel, ProcessorMixin]:
+def _qwen2_5_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
     config = Qwen2_5_VLConfig(
         text_config=_text_config(
-            tok, rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4}
+            tok, s, rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4}
         ),
         vision_config=dict(
             depth=2,
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=32 * s,
+            intermediate_size=64 * s,
             num_heads=2,
-            out_hidden_size=64,
+            out_hidden_size=64 * s,
             patch_size=14,
             spatial_merge_size=2,
             temporal_patch_size=2,
@@ -140,25 +144,26 @@ def _qwen2_5_vl() -> tuple[PreTrainedModel, ProcessorMixin]:
     return Qwen2_5_VLForConditionalGeneration(config), processor
 
 
-def _qwen3_vl() -> tuple[PreTrainedModel, ProcessorMixin]:
+def _qwen3_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
     config = Qwen3VLConfig(
         text_config=_text_config(
             tok,
-            head_dim=16,
+            s,
+            head_dim=16 * s,
             rope_parameters={
                 "rope_type": "default",
-                "mrope_section": [2, 3, 3],
+                "mrope_section": [2 * s, 3 * s, 3 * s],
                 "mrope_interleaved": True,
                 "rope_theta": 1e4,
             },
         ),
         vision_config=dict(
             depth=2,
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=32 * s,
+            intermediate_size=64 * s,
             num_heads=2,
-            out_hidden_size=64,
+            out_hidden_size=64 * s,
             patch_size=16,
             spatial_merge_size=2,
             temporal_patch_size=2,
@@ -179,32 +184,33 @@ def _qwen3_vl() -> tuple[PreTrainedModel, ProcessorMixin]:
     return Qwen3VLForConditionalGeneration(config), processor
 
 
-def _llava_next_video() -> tuple[PreTrainedModel, ProcessorMixin]:
+def _llava_next_video(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = metaspace_tokenizer(["<video>", "<image>"], named_tokens={"video_token": "<video>", "image_token": "<image>"})
-    pinpoints = [[SIDE, 2 * SIDE], [2 * SIDE, SIDE], [2 * SIDE, 2 * SIDE]]
+    side = SIDE * s  # the encoder's input side grows with the scale
+    pinpoints = [[side, 2 * side], [2 * side, side], [2 * side, 2 * side]]
     config = LlavaNextVideoConfig(
         vision_config=dict(
             model_type="clip_vision_model",
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=32 * s,
+            intermediate_size=64 * s,
             num_hidden_layers=2,
             num_attention_heads=2,
-            image_size=SIDE,
+            image_size=side,
             patch_size=14,
-            projection_dim=32,
+            projection_dim=32 * s,
         ),
-        text_config=_text_config(tok, model_type="llama"),
+        text_config=_text_config(tok, s, model_type="llama"),
         image_token_index=tok.image_token_id,
         video_token_index=tok.video_token_id,
         image_grid_pinpoints=pinpoints,
-        image_seq_length=(SIDE // 14) ** 2,
-        video_seq_length=(SIDE // 14) ** 2 // 4,
+        image_seq_length=(side // 14) ** 2,
+        video_seq_length=(side // 14) ** 2 // 4,
     )
-    crop = {"height": SIDE, "width": SIDE}
+    crop = {"height": side, "width": side}
     processor = LlavaNextVideoProcessor(
-        video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": SIDE}, crop_size=crop),
+        video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": side}, crop_size=crop),
         image_processor=LlavaNextImageProcessor(
-            size={"shortest_edge": SIDE}, crop_size=crop, image_grid_pinpoints=pinpoints
+            size={"shortest_edge": side}, crop_size=crop, image_grid_pinpoints=pinpoints
         ),
         tokenizer=tok,
         patch_size=14,
@@ -214,7 +220,7 @@ def _llava_next_video() -> tuple[PreTrainedModel, ProcessorMixin]:
     return LlavaNextVideoForConditionalGeneration(config), processor
 
 
-def _internvl() -> tuple[PreTrainedModel, ProcessorMixin]:
+def _internvl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     named = {
         "start_image_token": "<img>",
         "end_image_token": "</img>",
@@ -227,33 +233,34 @@ def _internvl() -> tuple[PreTrainedModel, ProcessorMixin]:
         pad_token="<|endoftext|>",
         named_tokens=named,
     )
-    seq_len = (SIDE // 14) ** 2 // 4  # patches per frame after the 0.5 pixel shuffle
+    side = SIDE * s  # the encoder's input side grows with the scale
+    seq_len = (side // 14) ** 2 // 4  # patches per frame after the 0.5 pixel shuffle
     config = InternVLConfig(
         vision_config=dict(
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=32 * s,
+            intermediate_size=64 * s,
             num_hidden_layers=2,
             num_attention_heads=2,
-            image_size=SIDE,
+            image_size=side,
             patch_size=14,
         ),
-        text_config=_text_config(tok, model_type="qwen2"),
+        text_config=_text_config(tok, s, model_type="qwen2"),
         image_token_id=tok.context_image_token_id,
         image_seq_length=seq_len,
         downsample_ratio=0.5,
     )
-    side = {"height": SIDE, "width": SIDE}
+    square = {"height": side, "width": side}
     processor = InternVLProcessor(
-        image_processor=GotOcr2ImageProcessor(size=side, crop_to_patches=False),
+        image_processor=GotOcr2ImageProcessor(size=square, crop_to_patches=False),
         tokenizer=tok,
-        video_processor=InternVLVideoProcessor(size=side),
+        video_processor=InternVLVideoProcessor(size=square),
         image_seq_length=seq_len,
         chat_template=INTERNVL_TEMPLATE,
     )
     return InternVLForConditionalGeneration(config), processor
 
 
-_BUILDERS: dict[str, Callable[[], tuple[PreTrainedModel, ProcessorMixin]]] = {
+_BUILDERS: dict[str, Callable[[int], tuple[PreTrainedModel, ProcessorMixin]]] = {
     "qwen2_5_vl": _qwen2_5_vl,
     "qwen3_vl": _qwen3_vl,
     "llava_next_video": _llava_next_video,
@@ -261,18 +268,27 @@ _BUILDERS: dict[str, Callable[[], tuple[PreTrainedModel, ProcessorMixin]]] = {
 }
 
 
-def build_tiny(family: str, out_dir: Path) -> Path:
-    """Build, seed and save a tiny random model of ``family`` (model + processor + marker) into ``out_dir``."""
+def build_tiny(family: str, out_dir: Path, scale: int = 1) -> Path:
+    """Build, seed and save a tiny random model of ``family`` (model + processor + marker) into ``out_dir``.
+
+    ``scale`` multiplies every width (language model and vision encoder; layers and heads stay) and the
+    input side of the fixed-resolution encoders (LLaVA-NeXT-Video, InternVL), for benchmarks that need
+    the phases of a real model in proportion rather than the smallest model.
+    """
+    if not isinstance(scale, int) or scale < 1:
+        raise UserError(f"tiny model scale must be a positive integer, got {scale!r}")
     if family not in _BUILDERS:
         raise UserError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model, processor = _BUILDERS[family]()
+        model, processor = _BUILDERS[family](scale)
     model.eval()
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
     marker = {"family": family, "random_weights": True, "label": "random weights: pipeline demo"}
+    if scale != 1:
+        marker["scale"] = scale
     (out_dir / MARKER_FILE).write_text(json.dumps(marker, indent=2) + "\n")
     return out_dir

@@ -1,0 +1,142 @@
+"""``trajaudit sweep``: build a response matrix, every missing cell of a grid, with repeated work skipped."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.errors import UserError
+from backend.sweep.accounting import PHASES, REUSES
+from backend.sweep.plan import DEFAULT_BATCH
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a model over every missing (item, configuration) cell of a grid",
+        description=(
+            "Run every missing cell (model x item x configuration) and append the answers to the store in "
+            "batches (origin=sweep, run=main). Decodes each video once for all budgets, shares one prompt "
+            "prefix per (video, configuration) among the video's questions, and reuses per-frame vision "
+            "features where the model encodes frames independently; --no-reuse turns these off (all off is "
+            "the cold baseline). --verify K re-runs K random cells cold and fails on any changed answer."
+        ),
+    )
+    add_store(p)
+    p.add_argument("--model", required=True, help="registered model name (trajaudit models list)")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--grid", required=True, help="configuration labels, e.g. text,8f,16f,32f,64f or 64f@151k")
+    p.add_argument("--policies", default=None,
+                   help="sampling policies crossed with the visual labels: uniform,random:0,random:1 (default uniform)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--items", default=None, metavar="FILE", help="file of item ids to sweep, one per line")
+    which.add_argument("--limit", type=int, default=None, metavar="N", help="the first N items (by video, id)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local")
+    p.add_argument("--workers", type=int, default=None, help="Ray actors (default: one per GPU, else 1)")
+    p.add_argument("--ray-address", default=None, help="Ray cluster to join ('auto' for a running one)")
+    p.add_argument("--resume", action="store_true", help="skip cells already stored (else refuse to start)")
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="cells per store write")
+    p.add_argument("--no-reuse", default="", metavar="LIST", help=f"reuses to switch off: {','.join(REUSES)}")
+    p.add_argument("--verify", type=int, default=0, metavar="K", help="re-run K random cells cold (drift check)")
+    p.add_argument("--verify-seed", type=int, default=0)
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    p.add_argument("--random-fullsize", nargs="?", const="", default=None, metavar="PRESET",
+                   help="time a full-size random-weight build of the model's family (no checkpoint needed); "
+                        "answers are noise")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from backend.sweep.engine import Reuse
+    from backend.sweep.plan import expand_grid, read_item_ids
+    from backend.sweep.runner import SweepRequest, run_sweep
+    from store.store import resolve_root
+
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.verify < 0:
+        raise UserError(f"--verify must be 0 or more, got {args.verify}")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    configs = expand_grid(split_list(args.grid) or [], split_list(args.policies))
+    request = SweepRequest(
+        store_root=str(resolve_root(args.store)),
+        model=args.model,
+        benchmark=args.benchmark,
+        configs=configs,
+        item_ids=read_item_ids(args.items) if args.items else None,
+        limit=args.limit,
+        resume=args.resume,
+        batch_size=args.batch_size,
+        reuse=Reuse.without(split_list(args.no_reuse) or []),
+        verify=args.verify,
+        verify_seed=args.verify_seed,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        device=args.device,
+        random_fullsize=args.random_fullsize,
+        progress=not args.no_progress and not args.json,
+        args={k: v for k, v in vars(args).items() if k not in ("func", "json", "store")},
+    )
+    summary = run_sweep(request)
+    if args.json:
+        print_json(summary)
+    else:
+        print(format_summary(summary))
+    verify = summary["verify"]
+    if verify and verify["choice_drift"]:
+        print(
+            f"trajaudit sweep: DRIFT: {verify['choice_drift']} of {verify['cells']} verified cells changed their "
+            f"answer on the reused path; the {summary['cells']['done']} rows of {summary['sweep_id']} were "
+            "withdrawn from the store. Re-run with --no-reuse (all or some of decode,prefix,vision).",
+            file=sys.stderr,
+        )
+        return 1
+    if summary["cells"]["failed"]:
+        print(f"trajaudit sweep: {summary['cells']['failed']} cell(s) failed (see above); --resume retries them",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}%"
+
+
+def format_summary(s: dict) -> str:
+    """The end-of-sweep report as text."""
+    c, k = s["cells"], s["counters"]
+    rate = f"{s['cells_per_second']:.2f} cells/s" if s["cells_per_second"] else "-"
+    lines = [
+        f"sweep {s['sweep_id']}: model {s['model']}, benchmark {s['benchmark']}, {len(s['configs'])} configs, "
+        f"executor {s['executor']} ({s['shards']} shard(s)), reuse: {', '.join(s['reuse']) or 'none (cold baseline)'}",
+        f"cells: {c['done']} done, {c['skipped']} skipped (already stored), {c['failed']} failed, "
+        f"{c['raced']} stored meanwhile by another writer; {s['batches']} batch(es)",
+        f"time: {s['wall_seconds']:.1f} s wall ({s['load_seconds']:.1f} s loading, "
+        f"{s['sweep_seconds']:.1f} s sweeping, {rate})",
+        "phase shares: " + "  ".join(f"{p} {_pct(s['phase_shares'][p])}" for p in (*PHASES, "other")),
+        f"reuse: frames decoded {k['frames_decoded']} (cold {k['frames_decoded_cold']}), processor calls "
+        f"{k['processor_calls']} (cold {k['processor_calls_cold']}), frames encoded {k['frames_encoded']} "
+        f"(cold {k['frames_encoded_cold']}), prefill tokens {k['prefill_tokens']} (cold {k['prefill_tokens_cold']})",
+    ]
+    lines += [f"  failed {f['item_id']} @ {f['config']}: {f['message']}" for f in s["failures"]]
+    v = s["verify"]
+    if v is None:
+        lines.append("drift check: not run (--verify K re-runs K cells cold; speed-ups need those pairs)")
+        return "\n".join(lines)
+    lines.append(
+        f"drift check: {v['cells']} cells re-run cold: choice drift {v['choice_drift']}, correctness drift "
+        f"{v['correctness_drift']}, max probability difference {v['max_prob_diff']:.2e}"
+    )
+    lines.append("  cold phase shares: " + "  ".join(f"{p} {_pct(v['cold_phase_shares'][p])}" for p in PHASES))
+    for row in v["reuse_ceilings"]:
+        lines.append(
+            f"  {row['reuse']:>6} on {'+'.join(row['phases'])}: f={row['f']:.3f} s={row['s']:.2f}x "
+            f"-> ceiling {row['ceiling']:.2f}x"
+        )
+    lines.append(f"  measured on these cells (all reuses together): {v['measured_speedup']:.2f}x")
+    return "\n".join(lines)

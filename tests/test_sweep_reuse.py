@@ -1,0 +1,119 @@
+"""The reuse path inside the adapters (``backend.inference.reuse``), checked against cold ``answer`` calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from backend.inference.base import FAMILIES, InferenceRequest
+from backend.inference.reuse import FrameFeatures, ReuseCounters, answer_group, compose
+from tests.tiny_models import FPS, OPTIONS, TOTAL, frames, tiny  # noqa: F401  (tiny is a fixture)
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+QUESTIONS = ["What is on the table?", "How many dogs are there?", "Which colour is the car at the end?"]
+CLIP = frames(16, side=64)
+
+
+def requests(k: int, pixels: int | None = None, answer_types=("mcqa", "mcqa", "mcqa")) -> list[InferenceRequest]:
+    """The three questions on the first ``k`` of 16 nested-uniform frames of one clip."""
+    rows = np.arange(k) * 16 // k
+    return [
+        InferenceRequest(
+            question=q, options=OPTIONS, frames=CLIP[rows], frame_indices=(rows * (TOTAL // 16)).tolist(),
+            native_fps=FPS, total_frames=TOTAL, pixels=pixels, answer_type=t, references=["a red car"],
+            max_new_tokens=4,
+        )
+        for q, t in zip(QUESTIONS, answer_types, strict=True)
+    ]
+
+
+def assert_same_answers(got, cold, tolerance: float = 1e-5) -> None:
+    for g, c in zip(got, cold, strict=True):
+        assert (g.answer, g.raw_output, g.token_counts) == (c.answer, c.raw_output, c.token_counts)
+        assert g.option_probs.keys() == c.option_probs.keys()
+        assert all(abs(g.option_probs[x] - c.option_probs[x]) <= tolerance for x in g.option_probs)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_composed_inputs_are_the_processors_own(tiny, family):
+    """One processor call serves three questions: every input and every position as the processor gives them."""
+    adapter = tiny.adapter(family)
+    batch = requests(8)
+    prepared, calls = compose(adapter, batch)
+    assert calls == 1
+    for request, mine in zip(batch, prepared, strict=True):
+        theirs = adapter.prepare(request)
+        assert mine.prompt == theirs.prompt and mine.inputs.keys() == theirs.inputs.keys()
+        for key, value in theirs.inputs.items():
+            assert torch.equal(mine.inputs[key], value), key
+        if theirs.position_ids is not None:
+            assert torch.equal(mine.position_ids, theirs.position_ids)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prefix_reuse_matches_cold_for_mcqa_and_generation(tiny, family):
+    adapter = tiny.adapter(family)
+    batch = requests(8, answer_types=("mcqa", "open", "mcqa"))
+    counters = ReuseCounters()
+    got = answer_group(adapter, batch, share_prefix=True, counters=counters)
+    assert_same_answers(got, [adapter.answer(r) for r in batch])
+    assert counters.prefixes == 1 and counters.processor_calls == 1 and counters.frames_encoded == 8
+    assert counters.prefill_tokens < counters.prefill_tokens_cold
+    # the cache is rolled back after each question: the order of the questions changes nothing
+    again = answer_group(adapter, batch[::-1], share_prefix=True)[::-1]
+    assert [g.option_probs for g in again] == [g.option_probs for g in got]
+
+
+def test_question_before_the_video_falls_back_to_separate_prefixes(tiny, monkeypatch):
+    """A template that puts the question first leaves no shared prefix: each question gets its own processor call
+    and its own prefix, and the answers are still the cold ones."""
+    adapter = tiny.adapter("qwen2_5_vl")
+
+    def question_first(request):
+        content = [{"type": "text", "text": request.question}, {"type": "video"}]
+        return adapter.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                     add_generation_prompt=True)
+
+    monkeypatch.setattr(adapter, "render_prompt", question_first)
+    batch = requests(4)
+    counters = ReuseCounters()
+    got = answer_group(adapter, batch, share_prefix=True, counters=counters)
+    assert counters.processor_calls == 3 and counters.prefixes == 3 and counters.composed == 0
+    assert_same_answers(got, [adapter.answer(r) for r in batch])
+
+
+@pytest.mark.parametrize("family", ["llava_next_video", "internvl"])
+def test_per_frame_features_carry_across_budgets(tiny, family):
+    adapter = tiny.adapter(family)
+    features, counters = FrameFeatures(), ReuseCounters()
+    for k, fresh in ((4, 4), (8, 4), (16, 8), (8, 0)):
+        before = counters.frames_encoded
+        batch = requests(k)
+        got = answer_group(adapter, batch, share_prefix=False, features=features, counters=counters)
+        assert counters.frames_encoded - before == fresh  # only frames no smaller budget encoded
+        assert_same_answers(got, [adapter.answer(r) for r in batch])
+    assert len(features) == 16
+    budgeted = answer_group(adapter, requests(8, pixels=32 * 32), share_prefix=True, features=features,
+                            counters=counters)
+    assert len(features) == 24  # another pixel budget is another key
+    assert_same_answers(budgeted, [adapter.answer(r) for r in requests(8, pixels=32 * 32)])
+
+
+def test_qwen_never_reuses_frames_across_budgets(tiny):
+    adapter = tiny.adapter("qwen3_vl")
+    features, counters = FrameFeatures(), ReuseCounters()
+    for k in (4, 8):
+        answer_group(adapter, requests(k), share_prefix=True, features=features, counters=counters)
+    assert len(features) == 0 and counters.frames_encoded == 4 + 8
+
+
+def test_baseline_switches_are_plain_answer_calls(tiny, monkeypatch):
+    adapter = tiny.adapter("internvl")
+    calls, answer = [], adapter.answer
+    monkeypatch.setattr(adapter, "answer", lambda r: calls.append(r) or answer(r))
+    batch, counters = requests(4), ReuseCounters()
+    got = answer_group(adapter, batch, share_prefix=False, features=None, counters=counters)
+    assert calls == batch and counters.prefixes == 0
+    assert counters.processor_calls == counters.processor_calls_cold == 3
+    assert_same_answers(got, [answer(r) for r in batch], tolerance=0.0)
