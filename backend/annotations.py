@@ -9,6 +9,8 @@ concurrent one. Deleting therefore appends a *tombstone* (the same ``annotation_
 
 from __future__ import annotations
 
+import getpass
+import os
 import uuid
 
 import pandas as pd
@@ -37,6 +39,14 @@ _LIVE_SQL = """
           QUALIFY row_number() OVER (PARTITION BY annotation_id ORDER BY created_at DESC) = 1)
     WHERE NOT coalesce(deleted, false)
 """
+
+
+def default_author() -> str:
+    """``$TRAJAUDIT_AUTHOR``, else the login name (containers may have none: then "anonymous")."""
+    try:
+        return os.environ.get("TRAJAUDIT_AUTHOR") or getpass.getuser()
+    except (KeyError, OSError):
+        return "anonymous"
 
 
 def check_tag(tag: str) -> str:
@@ -155,3 +165,20 @@ def item_annotation_summary(store: Store, benchmark: str | None = None) -> pd.Da
     """
     with store.connect() as con:
         return con.execute(sql, {"b": benchmark}).df()
+
+
+SUMMARY_COLUMNS = ["annotation_tags", "annotation_notes", "n_annotations"]
+
+
+def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = None) -> pd.DataFrame:
+    """``frame`` (one row per item: benchmark, item_id, ...) with its ``item_annotation_summary`` columns.
+
+    Items without annotations get empty tags and notes and ``n_annotations = 0``, so an export has
+    the same columns whatever was annotated.
+    """
+    summary = item_annotation_summary(store, benchmark)
+    out = frame.merge(summary, on=["benchmark", "item_id"], how="left", validate="many_to_one")
+    out["annotation_tags"] = out["annotation_tags"].fillna("")
+    out["annotation_notes"] = out["annotation_notes"].fillna("")
+    out["n_annotations"] = out["n_annotations"].fillna(0).astype("int64")
+    return out

@@ -47,8 +47,12 @@ def cross_flows(
     benchmark: str | None = None,
     item_filter: ItemFilter | None = None,
     limit: int = 50,
+    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
 ) -> dict:
-    """The ``audit crossmodel --json`` contract: flows from (model_a, config) to (model_b, config_b)."""
+    """The ``audit crossmodel --json`` contract: flows from (model_a, config) to (model_b, config_b).
+
+    ``item_columns`` (columns of ``Matrix.items``) are what the harmed and rescued item lists carry.
+    """
     if model_a == model_b and (config_b is None or configs.canonical(config_b) == configs.canonical(config)):
         raise UserError("crossmodel needs two different models, or two configs of one model")
     cb = config if config_b is None else config_b
@@ -57,7 +61,7 @@ def cross_flows(
     source, target = (model_a, grid[0]), (model_b, grid[-1])
     record = transition_between(matrix, source, target)
     flags = flow_flags(matrix, source, target)
-    ids = {kind: flags.loc[flags[kind], ["benchmark", "item_id"]].head(limit) for kind in ("rescued", "harmed")}
+    ids = {kind: matrix.items.loc[flags[kind].to_numpy(), list(item_columns)].head(limit) for kind in ("rescued", "harmed")}
     return record | {
         "n_items": matrix.n_items,
         "n_excluded": matrix.n_excluded,

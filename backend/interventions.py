@@ -72,6 +72,42 @@ def counterparts(base: list[str], available: list[str]) -> dict[str, dict[str, s
     return dict(sorted(out.items()))
 
 
+def protocol_tops(grid: list[str], available: list[str]) -> list[str]:
+    """The configs of ``grid`` that another protocol in ``available`` also ran, in grid order.
+
+    A recovery rate is read at the top of the audited grid, so these are the tops it can use.
+    """
+    grid = [configs.canonical(g) for g in grid]
+    paired = {b for pairs in counterparts(grid, available).values() for b in pairs}
+    return [g for g in grid if g in paired]
+
+
+# Sampling policies offered for an intervention the store has no answers for yet (``backend.sampling``).
+STANDARD_ALTERNATIVES = ("random-s1", "random-s2", "dense-start", "midpoint")
+
+
+def intervention_labels(top: str, available: list[str]) -> list[str]:
+    """Labels an intervention at ``top`` can re-run: other protocols already stored there, then standard ones."""
+    top = configs.canonical(top)
+    stored = [pairs[top] for pairs in counterparts([top], available).values() if top in pairs]
+    c = configs.parse(top)
+    if c.is_text or c.policy != configs.DEFAULT_POLICY or c.tag:
+        return stored
+    new = [configs.canonical(f"{top}/{p}") for p in STANDARD_ALTERNATIVES]
+    return stored + [label for label in new if label not in stored]
+
+
+def grid_up_to(grid: list[str], top: str) -> list[str]:
+    """The configs of ``grid`` strictly cheaper than ``top``, then ``top``: a base grid ending there."""
+    grid = [configs.canonical(g) for g in grid]
+    top = configs.canonical(top)
+    if top not in grid:
+        raise UserError(f"{top!r} is not in the grid {','.join(grid)}")
+    lower = configs.lower_matrix(grid)
+    t = grid.index(top)
+    return [g for j, g in enumerate(grid) if lower[j, t]] + [top]
+
+
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     """Cohen's kappa of two binary raters over the last axis; NaN when chance agreement is total.
 

@@ -1,8 +1,9 @@
 """Iso-compute allocations: configurations of (nearly) equal pixel budget, and which one each item needs.
 
 The pixel budget of a configuration is frames x pixels per frame (``store.configs``). Labels without
-a spatial part use the model's default resolution, which the store does not know; pass
-``default_pixels`` to place them, otherwise they are left out. Text-only and non-uniform sampling
+a spatial part use the model's default resolution, which the responses do not record; pass
+``default_pixels`` (or register it: ``registered_pixels`` reads the model registry) to place them,
+otherwise they are left out. Text-only and non-uniform sampling
 policies are not allocations of pixels (see ``backend.interventions`` for protocols) and are left
 out too.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend import registry
 from backend.errors import UserError
 from backend.filters import ItemFilter
 from backend.interventions import store_labels
@@ -39,6 +41,12 @@ def pixel_budget(label: str, default_pixels: int | None = None) -> float | None:
         return None
     pixels = c.pixels if c.pixels is not None else default_pixels
     return None if pixels is None else float(c.frames * pixels)
+
+
+def registered_pixels(store: Store, model: str) -> int | None:
+    """The model's ``default_pixels`` from the store's model registry, None when not registered."""
+    spec = registry.load(store.root).get(model)
+    return None if spec is None else spec.default_pixels
 
 
 def iso_groups(labels: list[str], tolerance: float = DEFAULT_TOLERANCE, default_pixels: int | None = None) -> list[list[str]]:

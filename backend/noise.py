@@ -15,7 +15,10 @@ Rule for a transition ``a -> b`` on an item whose correctness differs between a 
 * **beyond noise** when it is measured at a's budget or b's (or both) and 0 wherever measured;
 * **unmeasured** when neither budget has repeats for the item.
 
-Pages that hide within-noise flips drop the items ``within_noise`` marks for the pair.
+Pages that hide within-noise flips drop the items ``within_noise`` marks for the pair: flips
+beyond noise and unmeasured ones stay (an item without repeats has no noise to hide behind).
+``transitions_without_noise`` and ``sankey_without_noise`` give the Overview's bars and the Flows
+page's links under that rule, the same numbers ``trajaudit flows --beyond-noise`` prints.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from backend.matrix import Matrix
-from backend.metrics import transition
+from backend.metrics import _flow_record, transition
 from backend.stats import mcnemar_exact
 from store import configs
 from store.store import Store
@@ -159,11 +162,65 @@ def summary(matrix: Matrix, profile: NoiseProfile, model: str, pairs: list[tuple
     }
 
 
-def item_noise(matrix: Matrix, profile: NoiseProfile, model: str) -> pd.DataFrame:
-    """Per item: repeats and flip rate at each config (columns ``repeats[c]``, ``flip_rate[c]``)."""
+def item_noise(matrix: Matrix, profile: NoiseProfile, model: str, measured_only: bool = False) -> pd.DataFrame:
+    """Per item: repeats and flip rate at each config (columns ``repeats[c]``, ``flip_rate[c]``).
+
+    ``measured_only`` keeps the items with at least two repeats at some config, noisiest first.
+    """
     m = profile.models.index(model)
-    out = matrix.items[["benchmark", "item_id"]].copy()
+    out = matrix.items[["benchmark", "item_id", "task_type"]].copy()
     for c, g in enumerate(profile.grid):
         out[f"repeats[{g}]"] = profile.n_repeats[m, :, c]
         out[f"flip_rate[{g}]"] = profile.flip_rate[m, :, c]
-    return out
+    if not measured_only:
+        return out
+    rate = profile.flip_rate[m]
+    measured = ~np.isnan(rate).all(axis=1)
+    out["max_flip_rate"] = np.where(measured, np.nanmax(np.where(np.isnan(rate), -1.0, rate), axis=1), np.nan)
+    return out.loc[measured].sort_values(["max_flip_rate", "item_id"], ascending=[False, True]).reset_index(drop=True)
+
+
+def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> dict:
+    """The transition ``a -> b`` counting only the flips not within noise (net, churn, McNemar p redone).
+
+    ``hidden_rescued`` / ``hidden_harmed`` say how many within-noise flips were dropped; the
+    ``*_within``, ``*_beyond`` and ``*_unmeasured`` splits of ``split_transition`` are kept.
+    """
+    split = split_transition(matrix, profile, model, a, b)
+    rescued, harmed = split["rescued"] - split["rescued_within"], split["harmed"] - split["harmed_within"]
+    record = _flow_record(split["from"], split["to"], rescued, harmed, matrix.n_items)
+    return split | record | {"hidden_rescued": split["rescued_within"], "hidden_harmed": split["harmed_within"]}
+
+
+def transitions_without_noise(
+    matrix: Matrix, profile: NoiseProfile, model: str, pairs: list[tuple[str, str]] | None = None
+) -> list[dict]:
+    """``transition_without_noise`` for each pair (default: consecutive configs, as the Overview draws)."""
+    pairs = pairs or list(zip(matrix.grid[:-1], matrix.grid[1:], strict=True))
+    return [transition_without_noise(matrix, profile, model, a, b) for a, b in pairs]
+
+
+def sankey_without_noise(view: dict, matrix: Matrix, profile: NoiseProfile) -> dict:
+    """A ``backend.flows.sankey`` view whose rescued/harmed links leave out within-noise flips.
+
+    Stable links and the nodes (items per state at each config) are unchanged; each link's pair
+    numbers are those of ``transition_without_noise`` and ``n_hidden`` totals the dropped flips.
+    """
+    pairs = list(dict.fromkeys((link["from"], link["to"]) for link in view["links"]))
+    quiet = {(t["from"], t["to"]): t for t in transitions_without_noise(matrix, profile, view["model"], pairs)}
+    n = view["n_items"]
+    links = []
+    for link in view["links"]:  # four links per config pair
+        pair = quiet[(link["from"], link["to"])]
+        count = pair[link["kind"]] if link["kind"] in ("rescued", "harmed") else link["count"]
+        hidden = link["count"] - count
+        links.append(link | {"count": count, "share": count / n, "hidden_within": hidden}
+                     | {k: pair[k] for k in ("rescued", "harmed", "net", "churn", "mcnemar_p")})  # fmt: skip
+    return view | {"links": links, "within_noise_hidden": True, "n_hidden": int(sum(lk["hidden_within"] for lk in links))}
+
+
+def drop_within_noise(items: pd.DataFrame, matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> pd.DataFrame:
+    """Rows of ``items`` (benchmark, item_id) whose flip ``a -> b`` is not within noise (a flow's item list)."""
+    noisy = matrix.items.loc[within_noise(matrix, profile, model, a, b), ["benchmark", "item_id"]]
+    keep = ~pd.MultiIndex.from_frame(items[["benchmark", "item_id"]]).isin(pd.MultiIndex.from_frame(noisy))
+    return items.loc[keep].reset_index(drop=True)

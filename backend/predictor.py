@@ -139,6 +139,15 @@ def _point(policy: str, label: str, correct: np.ndarray, frames: np.ndarray, top
             "mean_frames": cost, "cost_vs_top": cost / top if top else None}  # fmt: skip
 
 
+def reference_rows(ladder: Ladder) -> list[dict]:
+    """Frontier rows that need no model: each fixed budget and the oracle (cheapest correct rung)."""
+    y, f, top = ladder.correct, ladder.frames, ladder.top_frames
+    target = sufficient_budget(y)
+    rows = [_point("fixed", lab, y[:, j], np.full(len(y), f[j]), top) for j, lab in enumerate(ladder.labels)]
+    rows.append(_point("oracle", "cheapest correct", y[np.arange(len(y)), target], f[target], top))
+    return rows
+
+
 def frontier_table(ladder: Ladder, cv: CrossValidation, cascade_points: int = cascade.DEFAULT_POINTS) -> tuple[list[dict], str | None]:
     """Fixed budgets, the oracle, the predictor (argmax and cumulative levels) and the cascade as rows.
 
@@ -147,8 +156,7 @@ def frontier_table(ladder: Ladder, cv: CrossValidation, cascade_points: int = ca
     """
     y, f, top = ladder.correct, ladder.frames, ladder.top_frames
     rows_idx = np.arange(len(y))
-    rows = [_point("fixed", lab, y[:, j], np.full(len(y), f[j]), top) for j, lab in enumerate(ladder.labels)]
-    rows.append(_point("oracle", "cheapest correct", y[rows_idx, cv.target], f[cv.target], top))
+    rows = reference_rows(ladder)
     arg = cv.proba.argmax(axis=1)
     rows.append(_point("predictor", "argmax", y[rows_idx, arg], f[arg], top))
     at = rungs_at_levels(cv.proba, LEVELS)

@@ -7,7 +7,7 @@ import streamlit as st
 from backend.flows import flow_table
 from backend.metrics import FLOW_KINDS
 from backend.palette import FLOW_COLOURS, STATE_COLOURS
-from pages.common import data, state, ui
+from pages.common import data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
 PAGE_SIZE = 50
@@ -70,8 +70,8 @@ def _open_item(items: pd.DataFrame, key: str) -> None:
         state.go_later("pages/inspector.py", item=items.iloc[rows[0]]["item_id"])
 
 
-def flow_items_panel(scope: data.Scope, a: str, b: str, kind: str) -> None:
-    items = data.flow_item_list(scope, scope.focus, a, b, kind)
+def flow_items_panel(scope: data.Scope, a: str, b: str, kind: str, hide_noise: bool = False) -> None:
+    items = (data.quiet_flow_items if hide_noise else data.flow_item_list)(scope, scope.focus, a, b, kind)
     st.subheader(f"{a} → {b}: {KIND_TEXT[kind]} · {len(items):,} items")
     if items.empty:
         st.info("No item takes this flow.")
@@ -107,9 +107,13 @@ with ui.guard():
         a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
         b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
         configs = (a, b)
-    view = data.sankey(scope, scope.focus, configs)
+    hide_noise = sidebar.noise_toggle()
+    view = (data.quiet_sankey if hide_noise else data.sankey)(scope, scope.focus, configs)
     fig = sankey_figure(view)
     ui.chart(fig, f"flows-{scope.focus}")
+    if hide_noise:
+        st.caption(f"Within-noise flips hidden: {view['n_hidden']:,} (flips of items that flip under repeats at either "
+                   "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
     st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
                "Hover a link for its counts and McNemar p; pick a flow in the table below to list its items.")  # fmt: skip
 
@@ -130,6 +134,6 @@ with ui.guard():
     a, b, kind = state.get("from"), state.get("to"), state.get("kind")
     pairs = set(zip(table["from"], table["to"], strict=True))
     if kind in FLOW_KINDS and (a, b) in pairs:
-        flow_items_panel(scope, a, b, kind)
+        flow_items_panel(scope, a, b, kind, hide_noise)
     else:
         st.info("Pick a flow (a row of the table above) to list its items.", icon="👆")

@@ -5,11 +5,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend.annotations import with_annotations
 from backend.flows import CLASS_HELP, CLASSES
 from backend.palette import CORRECT, WRONG, model_colours
 from backend.views import SORTS
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
+from store.store import Store
 
 SIZES = (25, 50, 100)
 VIEWS = {"table": "Table", "heatmap": "Heatmap"}
@@ -66,8 +68,13 @@ def table_view(scope: data.Scope) -> None:
             state.put("page", min(page_no, n_pages))
             state.bind(st.pagination, "page", None, num_pages=n_pages)
     right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {m.n_items:,} items")
-    st.markdown("**Download the filtered items** (focus model, every page; same columns as `trajaudit items --format csv`)")
-    ui.downloads(lambda: data.items_export(scope, scope.focus), f"items-{scope.benchmark}-{scope.focus}", parquet=True)
+    st.markdown("**Download the filtered items** (focus model, every page, with their annotations; same columns as "
+                "`trajaudit items --format csv --annotations`)")  # fmt: skip
+
+    def export() -> pd.DataFrame:  # built on click only
+        return with_annotations(data.items_export(scope, scope.focus), Store(scope.root), scope.benchmark)
+
+    ui.downloads(export, f"items-{scope.benchmark}-{scope.focus}", parquet=True)
 
 
 def heatmap_figure(view: dict) -> go.Figure:

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from backend.compare import headline_table
 from backend.palette import CORRECT, WRONG, model_colours, rgba
-from pages.common import data, state, ui
+from pages.common import data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
 HEADLINES = (
@@ -109,7 +109,8 @@ def curve_and_flows(metrics: dict, colours: dict[str, str]) -> go.Figure:
 
 def transitions_table(metrics: dict) -> pd.DataFrame:
     rows = [dict(model=m, **t) for m, rec in metrics["models"].items() for t in rec["transitions"]]
-    return pd.DataFrame(rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p"])
+    hidden = ["hidden_rescued", "hidden_harmed"] if rows and "hidden_rescued" in rows[0] else []  # noise toggle on
+    return pd.DataFrame(rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden])
 
 
 def task_table(scope: data.Scope) -> None:
@@ -141,6 +142,11 @@ with ui.guard():
     headlines(metrics, colours, scope.focus)
     if "text" not in scope.grid:
         st.caption("Text overwrite is n/a: add `text` to the grid to measure it.")
+    if sidebar.noise_toggle():  # the bars and the table count only flips not within noise
+        quiet = data.quiet_transitions(scope)
+        metrics = metrics | {"models": {m: rec | {"transitions": quiet[m]} for m, rec in metrics["models"].items()}}
+        st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
+                   "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
     ui.chart(curve_and_flows(metrics, colours), "scaling-curve-and-flows")
     with st.expander("Transitions (rescued, harmed, net, churn, McNemar p)"):
         trans = transitions_table(metrics)

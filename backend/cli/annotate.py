@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
 
 from backend import annotations
 from backend.cli.common import add_json, add_store, print_json
 from store.store import Store
-
-
-def _author_default() -> str:
-    """``$TRAJAUDIT_AUTHOR``, else the login name (containers may have none: then "anonymous")."""
-    try:
-        return os.environ.get("TRAJAUDIT_AUTHOR") or getpass.getuser()
-    except (KeyError, OSError):
-        return "anonymous"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +59,7 @@ def _show(row: dict, verb: str, as_json: bool) -> None:
 
 def run_add(args: argparse.Namespace) -> int:
     row = annotations.add_annotation(
-        Store(args.store), args.benchmark, args.item_id, args.tag, args.note, args.author or _author_default(), args.model
+        Store(args.store), args.benchmark, args.item_id, args.tag, args.note, args.author or annotations.default_author(), args.model
     )
     _show(row, "added", args.json)
     return 0

@@ -6,6 +6,7 @@ import argparse
 
 from backend import crossflows, interventions, isocompute, noise
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.errors import UserError
 from backend.matrix import load_matrix
 from store.store import Store
@@ -16,6 +17,7 @@ def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
         p.add_argument("--model", required=True)
     p.add_argument("--benchmark", default=None, help="default: every benchmark")
+    add_item_filters(p)
     add_json(p)
 
 
@@ -46,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     i = audits.add_parser("isocompute", help="allocations of (nearly) equal pixel budget: who wins per item")
     _common(i)
     i.add_argument("--tolerance", type=float, default=isocompute.DEFAULT_TOLERANCE, help="relative budget tolerance")
-    i.add_argument("--default-pixels", type=int, default=None, help="pixels per frame of labels without '@<n>k'")
+    i.add_argument("--default-pixels", type=int, default=None,
+                   help="pixels per frame of labels without '@<n>k' (default: the model registry's default_pixels)")  # fmt: skip
     i.add_argument("--configs", default=None, help="only these configs (default: all the model has)")
     _boot(i)
     i.set_defaults(func=run_isocompute)
@@ -72,10 +75,11 @@ def _grid(args: argparse.Namespace, store: Store) -> list[str]:
 def run_interventions(args: argparse.Namespace) -> int:
     store = Store(args.store)
     grid = _grid(args, store)
-    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols),
+    item_filter = item_filter_from(args)
+    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
                               bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
     if args.enqueue:
-        matrix = load_matrix(store, [args.model], args.benchmark, out["grid"])
+        matrix = load_matrix(store, [args.model], args.benchmark, out["grid"], item_filter)
         requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
         out["enqueued"] = interventions.run_intervention(store, requests)
     if args.json:
@@ -96,8 +100,10 @@ def run_interventions(args: argparse.Namespace) -> int:
 
 
 def run_isocompute(args: argparse.Namespace) -> int:
-    out = isocompute.isocompute(Store(args.store), args.model, args.benchmark, args.tolerance, args.default_pixels,
-                                split_list(args.configs), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    store = Store(args.store)
+    pixels = args.default_pixels or isocompute.registered_pixels(store, args.model)
+    out = isocompute.isocompute(store, args.model, args.benchmark, args.tolerance, pixels, split_list(args.configs),
+                                item_filter_from(args), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
     if args.json:
         print_json(out)
         return 0
@@ -112,7 +118,7 @@ def run_isocompute(args: argparse.Namespace) -> int:
 
 def run_noise(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store))
+    matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store), item_filter_from(args))
     if matrix.n_items == 0:
         raise UserError(f"no item of {args.model!r} has a response at every config of {','.join(matrix.grid)}")
     out = noise.summary(matrix, noise.noise_profile(store, matrix), args.model)
@@ -132,7 +138,7 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     if len(models) != 2:
         raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
     out = crossflows.cross_flows(Store(args.store), models[0], models[1], args.config, args.config_b,
-                                 args.benchmark, limit=args.limit)  # fmt: skip
+                                 args.benchmark, item_filter_from(args), limit=args.limit)  # fmt: skip
     if args.json:
         print_json(out)
         return 0

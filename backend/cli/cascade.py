@@ -6,6 +6,7 @@ import argparse
 
 from backend import cascade
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.metrics import add_item_filters, item_filter_from
 from store.store import Store
 
 
@@ -13,6 +14,12 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
     p.add_argument("--ladder", required=True, help="budgets in increasing cost, e.g. 16f,32f,64f,128f")
+    add_item_filters(p)
+
+
+def load(args: argparse.Namespace) -> cascade.Ladder:
+    """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
+    return cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark, item_filter_from(args))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ladder = cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark)
+    ladder = load(args)
     if args.sweep:
         out = cascade.sweep(ladder, args.points, args.bootstrap, args.seed)
     else:

@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 import pyarrow as pa
 
+from backend.annotations import with_annotations
 from backend.cli.common import add_store, print_json, split_list
 from backend.cli.metrics import add_scope, item_filter_from
 from backend.errors import UserError
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tag", default=None, choices=TAGS, help="only items with this trajectory tag")
     p.add_argument("--format", default="json", choices=("json", "csv"))
     p.add_argument("--limit", type=int, default=None, help="at most N items")
+    p.add_argument("--annotations", action="store_true", help="add each item's annotation tags, notes and count")
     p.set_defaults(func=run)
 
 
@@ -50,8 +52,11 @@ def run(args: argparse.Namespace) -> int:
     grid = table.attrs["grid"]
     if args.limit is not None:
         table = table.head(args.limit)
+    out = flatten(table, grid) if args.format == "csv" else table
+    if args.annotations:
+        out = with_annotations(out, Store(args.store), args.benchmark)
     if args.format == "csv":
-        flatten(table, grid).to_csv(sys.stdout, index=False)
+        out.to_csv(sys.stdout, index=False)
     else:
-        print_json(pa.Table.from_pandas(table, preserve_index=False).to_pylist())  # 7x faster than to_dict
+        print_json(pa.Table.from_pandas(out, preserve_index=False).to_pylist())  # 7x faster than to_dict
     return 0

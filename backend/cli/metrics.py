@@ -23,6 +23,11 @@ def add_scope(p: argparse.ArgumentParser) -> None:
     """--benchmark, --grid and the item filters (the sidebar's choices)."""
     p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
     p.add_argument("--grid", default=None, help="configs in order, e.g. text,16f,32f,64f (default: all shared ones)")
+    add_item_filters(p)
+
+
+def add_item_filters(p: argparse.ArgumentParser) -> None:
+    """The sidebar's item filters (read back with ``item_filter_from``)."""
     p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
     p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
     p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
@@ -38,6 +43,14 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
         search=args.search,
         tags=tuple(split_list(args.annotation_tag) or ()),
     )
+
+
+def filter_args(item_filter: ItemFilter) -> list[str]:
+    """The command-line options that select ``item_filter``'s items (pages print them for reproduction)."""
+    flags = [("--task-type", item_filter.task_types), ("--duration", item_filter.durations),
+             ("--domain", item_filter.domains), ("--annotation-tag", item_filter.tags)]  # fmt: skip
+    out = [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
+    return out + (["--search", item_filter.search] if item_filter.search else [])
 
 
 def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:

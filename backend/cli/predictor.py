@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from backend import cascade, predictor
-from backend.cli.cascade import add_ladder
-from backend.cli.common import add_json, add_store, print_json, split_list
-from store.store import Store
+from backend import predictor
+from backend.cli.cascade import add_ladder, load
+from backend.cli.common import add_json, add_store, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ladder = cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark)
+    ladder = load(args)
     out = predictor.report(ladder, args.folds, args.seed)
     if args.json:
         print_json(out)

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import streamlit as st
 
+from backend.annotations import VOCABULARY
+from backend.demo import build_demo_store
 from backend.filters import ItemFilter
 from backend.tags import TAGS
 from backend.video import default_video_root
 from backend.views import default_grid, default_models, shared_configs
 from pages.common import data, state, ui
 from store import configs
-from store.demo import DEFAULT_ITEMS, build_demo
+from store.demo import DEFAULT_ITEMS
 from store.store import MANIFEST, Store, resolve_root
 
 DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: store.demo's)
@@ -43,7 +45,8 @@ def _offer_demo(store: Store) -> None:
     st.info(f"The store **{store.root}** holds no responses yet.", icon="🗂️")
     st.markdown(
         "Ingest real outputs with `trajaudit ingest`, or explore the **synthetic demo store** "
-        "(four synthetic models on two synthetic benchmarks, with short generated videos)."
+        "(four synthetic models on two synthetic benchmarks, with short generated videos, and a tiny "
+        "random-weights model so that re-runs work on this machine)."
     )
     fresh = store.root == resolve_root(None) and not (store.root / MANIFEST).exists()
     if fresh or st.button("Build the demo store here", type="primary"):
@@ -51,7 +54,7 @@ def _offer_demo(store: Store) -> None:
         with ui.guard(), _demo_lock():
             if Store(store.root).is_empty():
                 n_items = int(os.environ.get(DEMO_ITEMS_ENV) or DEFAULT_ITEMS)
-                build_demo(store.root, n_items=n_items, progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), text=msg))
+                build_demo_store(store.root, n_items=n_items, progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), text=msg))
         st.rerun()
     st.stop()
 
@@ -95,6 +98,8 @@ def draw() -> data.Scope | None:
     tasks = state.bind(sb.multiselect, "task", "Task type", options=choices["task_types"], default=[])
     durations = state.bind(sb.multiselect, "dur", "Duration", options=choices["durations"], default=[])
     tag = state.bind(sb.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG)
+    atags = state.bind(sb.multiselect, "atag", "Annotation tag", options=list(VOCABULARY), default=[],
+                       help="Items annotated with any of these tags (by anyone, for any model).")  # fmt: skip
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
 
     with sb.expander("Videos and export"):
@@ -108,10 +113,20 @@ def draw() -> data.Scope | None:
         benchmark=bench,
         models=tuple(models),
         grid=tuple(grid),
-        item_filter=ItemFilter(task_types=tuple(tasks), durations=tuple(durations), search=search or None),
+        item_filter=ItemFilter(task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)),
         focus=focus,
         tag=None if tag == ANY_TAG else tag,
     )
+
+
+def noise_toggle() -> bool:
+    """The "hide within-noise flips" switch, in the sidebar of the pages that draw flips (Overview, Flows)."""
+    return bool(state.bind(
+        st.sidebar.toggle, "noise", "Hide within-noise flips", default=False,
+        help="Leave out flips of items whose correctness already flips under repeats (seeds, sampling policies "
+        "at the same budget) at either side of the transition; flips beyond noise and items without repeats "
+        "stay. Same numbers as `trajaudit flows --beyond-noise`.",
+    ))  # fmt: skip
 
 
 def video_root(scope: data.Scope) -> Path:

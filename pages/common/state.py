@@ -40,6 +40,21 @@ PARAMS: dict[str, type] = {
     "itemview": str,  # items page: "table" or "heatmap"
     "item": str,  # selected item id (inspector)
     "strips": list,  # inspector: configurations whose frame strips are shown
+    "atag": list,  # annotation tags (item filter)
+    "noise": bool,  # overview and flows: hide within-noise flips
+    "ladder": list,  # policies: the cascade's and predictor's ladder
+    "thr": float,  # policies: cascade threshold
+    "folds": int,  # policies: predictor cross-validation folds
+    "pseed": int,  # policies: predictor seed
+    "atab": str,  # audits: the open tab
+    "atop": str,  # audits: top budget of the intervention audit
+    "apolicy": str,  # audits: the configuration the intervention re-runs at
+    "tol": float,  # audits: iso-compute tolerance
+    "pix": int,  # audits: pixels per frame of labels without a spatial part
+    "xa": str,  # audits: cross-model flows, model A and its config
+    "xca": str,
+    "xb": str,  # model B and its config
+    "xcb": str,
 }
 _SEEDED = "_state_seeded"
 _GOTO = "_state_goto"
@@ -50,9 +65,9 @@ def _decode(kind: type, raw: str) -> Any:
         return [v for v in raw.split(",") if v]
     if kind is bool:
         return raw in ("1", "true", "yes")
-    if kind is int:
+    if kind in (int, float):
         try:
-            return int(raw)
+            return kind(raw)
         except ValueError:
             return None
     return raw

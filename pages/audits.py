@@ -1,0 +1,371 @@
+"""Audits: is a flip the budget's doing? Sampling interventions, iso-compute allocations, repeat noise, cross-model flows.
+
+Each tab draws one ``trajaudit audit ...`` command's JSON (``backend.interventions``,
+``backend.isocompute``, ``backend.noise``, ``backend.crossflows``) for the sidebar's focus model,
+benchmark and item filters; the command line that prints the same numbers is under each tab.
+Only the open tab is computed.
+"""
+
+import shlex
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+from streamlit.errors import StreamlitAPIException
+
+from backend import crossflows, interventions, isocompute, noise
+from backend.cli.metrics import filter_args
+from backend.errors import UserError
+from backend.filters import ItemFilter
+from backend.matrix import load_matrix
+from backend.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
+from pages.common import data, state, ui
+from pages.common.boot import ensure_entrypoint
+from store import configs
+from store.store import Store
+
+TABS = {"intervention": "Sampling intervention", "isocompute": "Iso-compute", "noise": "Noise", "crossmodel": "Cross-model flows"}
+CROSS_ITEM_COLUMNS = ("benchmark", "item_id", "task_type", "question")
+CROSS_LIMIT = 500
+FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
+
+
+def command(scope: data.Scope, *args: str) -> str:
+    """The CLI line printing a tab's numbers (store, benchmark and the sidebar's item filters included)."""
+    parts = ["trajaudit", "audit", args[0], "--store", scope.root, "--benchmark", scope.benchmark, *args[1:],
+             *filter_args(scope.item_filter), "--json"]  # fmt: skip
+    return "`" + shlex.join(parts) + "`"
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def store_labels(root: str, version: int, model: str, bench: str) -> list[str]:
+    return interventions.store_labels(Store(root), model, bench)
+
+
+@st.cache_data(show_spinner="Comparing protocols…", max_entries=16)
+def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
+    return interventions.audit(Store(root), model, list(grid), bench, item_filter=flt)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def requests(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str) -> list[dict]:
+    """Re-run requests for the terminal regressions of the audited grid (as ``--enqueue LABEL`` builds them)."""
+    matrix = load_matrix(Store(root), [model], bench, list(grid), flt)
+    return interventions.intervention_requests(matrix, model, label)
+
+
+@st.cache_data(show_spinner="Grouping allocations…", max_entries=16)
+def iso(root: str, version: int, model: str, bench: str, flt: ItemFilter, tolerance: float, pixels: int | None) -> dict:
+    return isocompute.isocompute(Store(root), model, bench, tolerance, pixels, item_filter=flt)
+
+
+@st.cache_data(show_spinner="Counting repeats…", max_entries=16)
+def noise_audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> tuple[dict, pd.DataFrame]:
+    """``audit noise --json`` and the items with repeats (noisiest first)."""
+    store = Store(root)
+    matrix = load_matrix(store, [model], bench, list(grid), flt)
+    if matrix.n_items == 0:
+        raise UserError(f"no item of {model!r} has a response at every config of {','.join(matrix.grid)}")
+    profile = noise.noise_profile(store, matrix)
+    return noise.summary(matrix, profile, model), noise.item_noise(matrix, profile, model, measured_only=True)
+
+
+@st.cache_data(show_spinner="Matching the two models…", max_entries=16)
+def cross(root: str, version: int, a: str, b: str, ca: str, cb: str, bench: str, flt: ItemFilter) -> dict:
+    return crossflows.cross_flows(Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS)
+
+
+def _open_item(frame: pd.DataFrame, key: str) -> None:
+    rows = st.session_state[key].selection.rows
+    if rows:
+        state.go_later("pages/inspector.py", item=frame.iloc[rows[0]]["item_id"])
+
+
+# --- sampling intervention -------------------------------------------------------------------------
+
+
+def recovery_figure(rows: list[dict], top: str) -> go.Figure:
+    """Recovery (terminal regressions right under the protocol) and harm (top-correct items lost), with CIs."""
+    names = [r["protocol"] for r in rows]
+    rate = [100 * (r["recovery_rate"] or 0) for r in rows]
+    ci = [r["recovery_ci"] or [r["recovery_rate"] or 0] * 2 for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=names, y=rate, name="recovered terminal regressions", marker_color=CORRECT,
+        error_y={"type": "data", "symmetric": False, "color": INK, "array": [100 * c[1] - v for c, v in zip(ci, rate, strict=True)],
+                 "arrayminus": [v - 100 * c[0] for c, v in zip(ci, rate, strict=True)]},
+        customdata=[[r["n_recovered"], r["n_terminal"], r["policy"]] for r in rows], textposition="outside",
+        text=[f"{r['n_recovered']} of {r['n_terminal']}" for r in rows],
+        hovertemplate="%{customdata[2]}: recovers %{customdata[0]} of %{customdata[1]} (%{y:.1f}%)<extra></extra>",
+    ))  # fmt: skip
+    fig.add_trace(go.Bar(
+        x=names, y=[100 * (r["harm_rate"] or 0) for r in rows], name=f"harmed (right at {top}, wrong under the protocol)",
+        marker_color=WRONG, hovertemplate="%{x}: harms %{y:.1f}% of the items right at " + top + "<extra></extra>",
+    ))  # fmt: skip
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text=f"protocol at the top budget {top}")
+    fig.update_yaxes(title_text="share of items (%)", rangemode="tozero")
+    return ui.style(fig, f"Recovery of the terminal regressions at {top} under each protocol (95% CI)", height=400)
+
+
+def agreement_tables(out: dict) -> None:
+    kappas = pd.DataFrame([{"protocol": row["protocol"], **c} for row in out["protocols"] for c in row["per_config"]])
+    st.markdown("**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)")
+    for col, row in zip(st.columns(max(len(out["protocols"]), 4)), out["protocols"], strict=False):
+        kappa = row["kappa_pooled"]
+        col.metric(f"kappa · {row['protocol']}", "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
+                   delta=f"{row['n_items']:,} items", delta_color="off", delta_arrow="off")  # fmt: skip
+    st.dataframe(kappas, hide_index=True, column_config={
+        "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.3f"),
+        "agreement": st.column_config.NumberColumn("agreement", format="percent"),
+        "rescued": st.column_config.NumberColumn("right only under the protocol"),
+        "harmed": st.column_config.NumberColumn("right only under the base")})  # fmt: skip
+    ui.downloads(kappas, "protocol-kappa")
+    tags = pd.DataFrame([{"protocol": row["protocol"], "tag": tag, "on the base": c["base"], "under the protocol": c["protocol"],
+                          "both": c["both"], "gained": c["gained"], "lost": c["lost"]}
+                         for row in out["protocols"] for tag, c in row["tag_changes"].items()])  # fmt: skip
+    st.markdown(f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)")
+    st.dataframe(tags, hide_index=True)
+    ui.downloads(tags, "protocol-tag-changes")
+
+
+def intervention_runner(scope: data.Scope, grid: list[str], top: str, available: list[str]) -> None:
+    st.markdown("**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy")
+    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=interventions.intervention_labels(top, available),
+                       help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
+    if label is None:
+        st.caption(f"No other sampling policy applies to {top}.")
+        return
+    reqs = requests(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter, label)
+    if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=not reqs,
+                 icon=":material/play_arrow:"):  # fmt: skip
+        try:
+            done = interventions.run_intervention(Store(scope.root), reqs)
+        except UserError as exc:
+            st.error(str(exc), icon="⚠️")
+            return
+        st.success(f"Queued {done['queued']:,} re-runs; {done['from_store']:,} were answered from the store; "
+                   f"{len(done['errors']):,} refused.")  # fmt: skip
+        if done["errors"]:
+            st.dataframe(pd.DataFrame(done["errors"]), hide_index=True)
+        try:
+            st.page_link("pages/workers.py", label="Follow the jobs on the Workers page", icon=":material/memory:", query_params=state.params())
+        except StreamlitAPIException:  # the page run on its own (no navigation registered)
+            st.caption("Follow the jobs with `trajaudit jobs`.")
+    st.caption(f"Same as {command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid), '--enqueue', label)}")
+
+
+def intervention_tab(scope: data.Scope) -> None:
+    available = store_labels(scope.root, scope.version, scope.focus, scope.benchmark)
+    visual = [g for g in scope.grid if not configs.parse(g).is_text]
+    tops = interventions.protocol_tops(list(scope.grid), available)
+    top = state.bind(st.selectbox, "atop", "Top budget of the audit", options=visual, default=(tops or visual)[-1],
+                     help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
+                     "The default is the costliest budget that another protocol also ran.")  # fmt: skip
+    grid = interventions.grid_up_to(list(scope.grid), top)
+    if len(grid) < 2:
+        st.info(f"No configuration of the grid is cheaper than {top}: pick a higher top budget.", icon="👆")
+        return
+    out = audit(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter)
+    st.caption(f"**{scope.focus}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
+               f"{command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid))}")  # fmt: skip
+    if not out["protocols"]:
+        st.info(f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.", icon="🔁")
+    rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
+    if rows:
+        ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
+        table = pd.DataFrame(rows).assign(recovery_ci=[ui.ci_text(r["recovery_ci"]) for r in rows])
+        st.dataframe(table, hide_index=True, column_config={
+            "recovery_ci": st.column_config.TextColumn("recovery interval"),
+            "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
+            "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
+            "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f")})  # fmt: skip
+        ui.downloads(table, f"recovery-{scope.focus}")
+        st.caption("Each protocol is read on the items that have its answer at the top budget as well as the whole base grid.")
+    elif out["protocols"]:
+        st.info(f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).", icon="🔁")
+    if out["protocols"]:
+        agreement_tables(out)
+    intervention_runner(scope, grid, out["top"], available)
+
+
+# --- iso-compute -----------------------------------------------------------------------------------
+
+
+def group_figure(group: dict, colour: str) -> go.Figure:
+    """Accuracy per allocation beside the oracle over them; which allocations answer each item."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12,
+                        subplot_titles=("accuracy per allocation (%)", "items by which allocations answer them"))  # fmt: skip
+    cfgs = group["configs"]
+    names = [c["config"] for c in cfgs] + ["oracle"]
+    fig.add_trace(go.Bar(
+        x=names, y=[100 * c["accuracy"] for c in cfgs] + [100 * group["oracle_accuracy"]], showlegend=False,
+        marker_color=[colour] * len(cfgs) + [CORRECT], text=[f"{100 * c['accuracy']:.1f}" for c in cfgs] + [f"{100 * group['oracle_accuracy']:.1f}"],
+        textposition="outside", hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+    ), row=1, col=1)  # fmt: skip
+    patterns = pd.Series(group["patterns"]).sort_values(ascending=False)
+    shade = {"all": CORRECT, "none": WRONG}
+    fig.add_trace(go.Bar(
+        x=patterns.index, y=patterns.to_numpy(), showlegend=False, marker_color=[shade.get(p, colour) for p in patterns.index],
+        hovertemplate="right under %{x}: %{y} items<extra></extra>",
+    ), row=1, col=2)  # fmt: skip
+    fig.update_xaxes(title_text="allocation (frames@pixels per frame)", row=1, col=1)
+    fig.update_xaxes(title_text="allocations right on the item", row=1, col=2)
+    fig.update_yaxes(title_text="accuracy (%)", range=[0, 105], row=1, col=1)
+    fig.update_yaxes(title_text="items", row=1, col=2)
+    budget = cfgs[0]["pixel_budget"]
+    return ui.style(fig, f"Allocations of ~{budget / 1e6:.2f} M pixels: {', '.join(c['config'] for c in cfgs)}", height=400)
+
+
+def isocompute_tab(scope: data.Scope, colour: str) -> None:
+    c1, c2 = st.columns(2)
+    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=isocompute.DEFAULT_TOLERANCE, min_value=0.0,
+                           max_value=0.5, step=0.01, format="%.2f", help="Configurations within (1 + tolerance) times "
+                           "the cheapest budget of a group count as equal compute.")  # fmt: skip
+    registered = isocompute.registered_pixels(Store(scope.root), scope.focus)
+    pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
+                        step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
+                        "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
+    out = iso(scope.root, scope.version, scope.focus, scope.benchmark, scope.item_filter, float(tolerance), int(pixels) or None)
+    pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
+    st.caption(f"**{scope.focus}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
+               f"{command(scope, 'isocompute', '--model', scope.focus, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
+    if not out["groups"]:
+        st.info(out["note"], icon="⚖️")
+        return
+    for k, group in enumerate(out["groups"]):  # a handful of groups
+        with st.container(border=True):
+            ci = group["complementarity_ci"]
+            m1, m2, m3, m4 = st.columns(4)
+            m1.metric("Best single", ui.pct(group["best_single"]["accuracy"]), delta=group["best_single"]["config"], delta_color="off", delta_arrow="off")
+            m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
+            m3.metric("Complementarity", ui.pct(group["complementarity"]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off",
+                      help="Oracle minus the best single allocation: what choosing the allocation per item could gain.")  # fmt: skip
+            m4.metric("Items", f"{group['n_items']:,}", delta=f"{group['n_excluded']:,} excluded (incomplete)", delta_color="off", delta_arrow="off")
+            ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
+            table = pd.DataFrame(group["configs"])
+            st.dataframe(table, hide_index=True, column_config={
+                "accuracy": st.column_config.NumberColumn(format="percent"),
+                "pixel_budget": st.column_config.NumberColumn("pixel budget", format="compact"),
+                "unique_wins": st.column_config.NumberColumn("right only here", help="items only this allocation answers")})  # fmt: skip
+
+
+# --- noise ------------------------------------------------------------------------------------------
+
+
+def noise_figure(summary: dict) -> go.Figure:
+    """Rescued (up) and harmed (down) per step, each split into beyond noise, unmeasured and within noise."""
+    trans = summary["transitions"]
+    x = [f"{t['from']} → {t['to']}" for t in trans]
+    fig = go.Figure()
+    for cls in ("beyond", "unmeasured", "within"):
+        for sign, kind, colour in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
+            fig.add_trace(go.Bar(
+                x=x, y=[sign * t[f"{kind}_{cls}"] for t in trans], name=f"{kind}, {cls} noise" if cls != "unmeasured" else f"{kind}, no repeats",
+                marker={"color": rgba(colour, FLIP_SHADES[cls]), "line": {"color": colour, "width": 1}},
+                hovertemplate=f"%{{x}}: %{{customdata}} {kind} ({cls})<extra></extra>", customdata=[t[f"{kind}_{cls}"] for t in trans],
+            ))  # fmt: skip
+    fig.update_layout(barmode="relative")
+    fig.update_xaxes(title_text="transition between configurations")
+    fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888")
+    return ui.style(fig, f"{summary['model']}: flips beyond the item's repeat noise, within it, or unmeasured", height=460)
+
+
+def noise_tab(scope: data.Scope) -> None:
+    summary, items = noise_audit(scope.root, scope.version, scope.focus, scope.grid, scope.benchmark, scope.item_filter)
+    st.caption(f"**{scope.focus}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
+               "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
+               f"repeats at either side. {command(scope, 'noise', '--model', scope.focus, '--grid', ','.join(scope.grid))}")  # fmt: skip
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Items with repeats", f"{summary['n_items_with_repeats']:,}", delta=f"of {summary['n_items']:,} items", delta_color="off", delta_arrow="off")
+    c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
+    c3.metric("Mean item flip rate", ui.pct(summary["mean_item_flip_rate"]),
+              help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.")  # fmt: skip
+    ui.chart(noise_figure(summary), f"noise-{scope.focus}")
+    per_config = pd.DataFrame(summary["per_config"])
+    st.dataframe(per_config, hide_index=True, column_config={
+        "mean_flip_rate": st.column_config.NumberColumn("mean flip rate", format="percent"),
+        "share_noisy": st.column_config.NumberColumn("share of measured items that flip", format="percent")})  # fmt: skip
+    st.markdown(f"**Items with repeats** ({len(items):,}, noisiest first; select one to open it)")
+    if not items.empty:
+        st.dataframe(items, hide_index=True, key="noiseitems", on_select=lambda: _open_item(items, "noiseitems"),
+                     selection_mode="single-row",
+                     column_config={c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c})  # fmt: skip
+        ui.downloads(items, f"noise-items-{scope.focus}")
+
+
+# --- cross-model flows -----------------------------------------------------------------------------
+
+
+def cross_figure(out: dict) -> go.Figure:
+    by = pd.DataFrame(out["by_task_type"]).sort_values(["rescued", "harmed"], ascending=True)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(y=by["task_type"], x=by["rescued"], orientation="h", name="rescued (wrong → right)",
+                         marker_color=FLOW_COLOURS["rescued"], customdata=by["n"],
+                         hovertemplate="%{y}: %{x} rescued of %{customdata} items<extra></extra>"))  # fmt: skip
+    fig.add_trace(go.Bar(y=by["task_type"], x=-by["harmed"], orientation="h", name="harmed (right → wrong)",
+                         marker_color=FLOW_COLOURS["harmed"], customdata=by[["harmed", "n"]],
+                         hovertemplate="%{y}: %{customdata[0]} harmed of %{customdata[1]} items<extra></extra>"))  # fmt: skip
+    fig.update_layout(barmode="relative")
+    reach = int(max(by["rescued"].max(), by["harmed"].max(), 1))
+    ticks = list(range(-reach, reach + 1, -(-reach // 4)))
+    fig.update_xaxes(title_text="items (← harmed, rescued →)", zeroline=True, zerolinecolor="#888", range=[-reach * 1.05, reach * 1.05],
+                     tickvals=ticks, ticktext=[str(abs(t)) for t in ticks])  # fmt: skip
+    fig.update_yaxes(title_text="task type", type="category")
+    title = f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type"
+    return ui.style(fig, title, height=160 + 28 * len(by))
+
+
+def crossmodel_tab(scope: data.Scope) -> None:
+    info = data.store_info(scope.root, scope.version)
+    models = [m for m in info["models"] if scope.benchmark in info["configs"].get(m, {})]
+    others = [m for m in scope.models if m != scope.focus] + [m for m in models if m != scope.focus]
+    left, right = st.columns(2)
+    a = state.bind(left.selectbox, "xa", "From model", options=models, default=scope.focus)
+    a_cfgs = configs.order(info["configs"][a][scope.benchmark])
+    ca = state.bind(left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1])
+    b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
+    b_cfgs = configs.order(info["configs"][b][scope.benchmark])
+    cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
+    try:
+        out = cross(scope.root, scope.version, a, b, ca, cb, scope.benchmark, scope.item_filter)
+    except UserError as exc:
+        st.info(str(exc), icon="🔀")
+        return
+    st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
+               f"{command(scope, 'crossmodel', '--models', f'{a},{b}', '--config', ca, '--config-b', cb)}")  # fmt: skip
+    c1, c2, c3, c4, c5 = st.columns(5)
+    c1.metric(f"{a} @ {ca}", ui.pct(out["accuracy_from"]))
+    c2.metric(f"{b} @ {cb}", ui.pct(out["accuracy_to"]))
+    c3.metric("Rescued", f"{out['rescued']:,}")
+    c4.metric("Harmed", f"{out['harmed']:,}")
+    c5.metric("Net", f"{100 * out['net']:+.1f} pp", delta=f"McNemar p = {out['mcnemar_p']:.3g}", delta_color="off", delta_arrow="off")
+    ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
+    harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
+    shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
+    st.markdown(f"**Harmed items**: right for {a} @ {ca}, wrong for {b} @ {cb} ({out['harmed']:,}{shown}; select one to open it)")
+    if not harmed.empty:
+        st.dataframe(harmed, hide_index=True, key="harmeditems", on_select=lambda: _open_item(harmed, "harmeditems"),
+                     selection_mode="single-row", column_config={"question": st.column_config.TextColumn(width="large")})  # fmt: skip
+        ui.downloads(harmed, f"harmed-{a}-{b}")
+
+
+def _tab_changed() -> None:
+    state.put("atab", {label: name for name, label in TABS.items()}[st.session_state["w_atab"]])
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Audits")
+with ui.guard():
+    st.caption(f"**{scope.benchmark}** · focus model **{scope.focus}** · the sidebar's item filters apply; the trajectory tag does not.")
+    colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
+    current = TABS.get(state.get("atab"), TABS["intervention"])
+    tabs = st.tabs(list(TABS.values()), default=current, key="w_atab", on_change=_tab_changed)
+    draw = {"intervention": intervention_tab, "isocompute": lambda s: isocompute_tab(s, colour), "noise": noise_tab, "crossmodel": crossmodel_tab}
+    for name, tab in zip(TABS, tabs, strict=True):
+        if tab.open:
+            with tab:
+                draw[name](scope)

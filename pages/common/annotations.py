@@ -1,0 +1,93 @@
+"""The annotation panel of an item: its tags and notes, with delete, and a form to add one.
+
+Annotations live in the store (``backend.annotations``: append-only, tombstones for deletes), so
+the panel only draws them and hands the user's actions to the backend. Every write bumps the store
+version, which is the cache key of the listing, so the panel shows the new state on the next run.
+The author is remembered for the session, starting from ``$TRAJAUDIT_AUTHOR`` or the login name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from backend import annotations
+from backend.errors import UserError
+from store.store import Store
+
+AUTHOR_KEY = "annotation_author"
+EVERY_MODEL = "(every model)"
+_FLASH = "_annotation_flash"
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _listing(root: str, version: int, benchmark: str, item_id: str) -> pd.DataFrame:
+    return annotations.annotations_for(Store(root), benchmark, item_id)
+
+
+def _flash(kind: str, text: str) -> None:
+    """A message for the next run (callbacks run before the page draws, so they cannot draw it)."""
+    st.session_state[_FLASH] = (kind, text)
+
+
+def _delete(root: str, annotation_id: str) -> None:
+    try:
+        gone = annotations.delete_annotation(Store(root), annotation_id, st.session_state.get(AUTHOR_KEY))
+        _flash("success", f"Deleted the *{gone['tag']}* annotation.")
+    except UserError as exc:
+        _flash("error", str(exc))
+
+
+def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
+    values = {k: st.session_state[f"{form}-{k}"] for k in ("tag", "note", "author", "model")}
+    st.session_state[AUTHOR_KEY] = values["author"]
+    model = None if values["model"] == EVERY_MODEL else values["model"]
+    try:
+        row = annotations.add_annotation(Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model)
+        _flash("success", f"Added *{row['tag']}* to {item_id}.")
+        st.session_state[f"{form}-note"] = ""
+    except UserError as exc:
+        _flash("error", str(exc))
+
+
+def _row(root: str, ann: pd.Series) -> None:
+    left, right = st.columns([12, 1], vertical_alignment="center")
+    about = f" · about {ann['model']}" if isinstance(ann["model"], str) else ""
+    when = pd.Timestamp(ann["created_at"]).strftime("%Y-%m-%d %H:%M UTC")
+    note = f": {ann['note']}" if isinstance(ann["note"], str) else ""
+    left.markdown(f":violet-badge[{ann['tag']}]{note}  \n<small>{ann['author']} · {when}{about}</small>", unsafe_allow_html=True)
+    right.button(":material/delete:", key=f"ann-del-{ann['annotation_id']}", help="Delete this annotation",
+                 on_click=_delete, args=(root, ann["annotation_id"]))  # fmt: skip
+
+
+def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, models: list[str]) -> None:
+    """Draw ``item_id``'s annotations (newest first, each deletable) and the form that adds one.
+
+    ``models`` are offered for an annotation about one model; the default is about the item.
+    """
+    store = store if isinstance(store, Store) else Store(store)
+    root = str(store.root)
+    st.subheader("Annotations")
+    flash = st.session_state.pop(_FLASH, None)
+    if flash:
+        (st.success if flash[0] == "success" else st.error)(flash[1])
+    listing = _listing(root, store.version(), benchmark, item_id)
+    if listing.empty:
+        st.caption("No annotation on this item yet.")
+    for _, ann in listing.iterrows():  # one item's annotations: a handful
+        _row(root, ann)
+    form = f"ann-{benchmark}-{item_id}"
+    st.session_state.setdefault(AUTHOR_KEY, annotations.default_author())
+    with st.form(form, border=True):
+        st.markdown("**Add an annotation** (evidence pathway and a free note)")
+        c1, c2, c3 = st.columns([2, 1, 1])
+        c1.selectbox("Tag", list(annotations.VOCABULARY), key=f"{form}-tag",
+                     format_func=lambda t: f"{t}: {annotations.VOCABULARY[t]}")  # fmt: skip
+        c2.selectbox("About", [EVERY_MODEL, *models], key=f"{form}-model")
+        if f"{form}-author" not in st.session_state:
+            st.session_state[f"{form}-author"] = st.session_state[AUTHOR_KEY]
+        c3.text_input("Author", key=f"{form}-author")
+        st.text_area("Note", key=f"{form}-note", placeholder="what you saw, e.g. the answer is in the last 5 s", height=80)
+        st.form_submit_button("Add annotation", icon=":material/add:", on_click=_add, args=(root, benchmark, item_id, form))

@@ -1,0 +1,259 @@
+"""Policies: adaptive budgets on the stored responses: the confidence cascade and the budget predictor on one frontier.
+
+Nothing here runs a model: both policies are read off the focus model's responses on a ladder of
+budgets (``backend.cascade``, ``backend.predictor``), so every number is also printed by
+``trajaudit cascade`` / ``trajaudit predictor`` with the command line shown under each section.
+"""
+
+import shlex
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend import cascade, predictor
+from backend.cli.metrics import filter_args
+from backend.errors import UserError
+from backend.filters import ItemFilter
+from backend.palette import CORRECT, INK, NEUTRAL, model_colours
+from pages.common import data, state, ui
+from pages.common.boot import ensure_entrypoint
+from store import configs
+from store.store import Store
+
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_FOLDS = 5
+
+
+@st.cache_resource(show_spinner="Loading the ladder…", max_entries=8)
+def _ladder(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> cascade.Ladder:
+    return cascade.load_ladder(Store(root), model, list(labels), bench, flt)
+
+
+@st.cache_data(show_spinner="Sweeping thresholds…", max_entries=16)
+def cascade_sweep(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
+    """``trajaudit cascade --sweep --json``."""
+    return cascade.sweep(_ladder(root, version, model, labels, bench, flt))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cascade_at(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, threshold: float) -> dict:
+    """``trajaudit cascade --threshold T --json``."""
+    return cascade.evaluate(_ladder(root, version, model, labels, bench, flt), threshold)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def reference(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> list[dict]:
+    """Fixed budgets and the oracle (the first rows of ``trajaudit predictor --json``'s frontier)."""
+    return predictor.reference_rows(_ladder(root, version, model, labels, bench, flt))
+
+
+@st.cache_data(show_spinner="Cross-validating the budget predictor…", max_entries=16)
+def predictor_report(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, folds: int, seed: int) -> dict:
+    """``trajaudit predictor --json``."""
+    return predictor.report(_ladder(root, version, model, labels, bench, flt), folds, seed)
+
+
+def command(name: str, scope: data.Scope, ladder: list[str], *extra: str) -> str:
+    """The CLI line that prints the numbers of a section."""
+    args = ["trajaudit", name, "--store", scope.root, "--model", scope.focus, "--benchmark", scope.benchmark,
+            "--ladder", ",".join(ladder), *filter_args(scope.item_filter), *extra, "--json"]  # fmt: skip
+    return shlex.join(args)
+
+
+def pick_ladder(scope: data.Scope) -> list[str]:
+    have = data.store_info(scope.root, scope.version)["configs"].get(scope.focus, {}).get(scope.benchmark, [])
+    visual = [c for c in configs.order(have) if not configs.parse(c).is_text]
+    default = [c for c in visual if (p := configs.parse(c)).pixels is None and p.policy == configs.DEFAULT_POLICY and p.tag is None]
+    chosen = state.bind(st.multiselect, "ladder", "Ladder (budgets, cheapest first)", options=visual, default=default or visual,
+                        help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
+                        "last; the predictor picks one budget per item from its question, options and metadata.")  # fmt: skip
+    return configs.order(chosen)
+
+
+def frame_delta(cost: float | None, top: str) -> str:
+    return "n/a" if cost is None else f"{100 * cost:.1f}% of {top}"
+
+
+def cascade_numbers(point: dict, top: str) -> None:
+    """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Accuracy", ui.pct(point["accuracy"]), delta=ui.ci_text(point.get("accuracy_ci")), delta_color="off", delta_arrow="off")
+    c2.metric("Mean frames, shared", f"{point['mean_frames_shared']:.1f}", delta=frame_delta(point["cost_vs_top_shared"], top),
+              delta_color="off", delta_arrow="off", help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.")  # fmt: skip
+    c3.metric("Mean frames, not shared", f"{point['mean_frames_unshared']:.1f}", delta=frame_delta(point["cost_vs_top_unshared"], top),
+              delta_color="off", delta_arrow="off", help="Every budget visited is paid in full.")  # fmt: skip
+    missing = point["n_without_confidence"]
+    c4.metric("Items", f"{point['n_items']:,}", delta=f"{missing:,} without confidences" if missing else "all with confidences",
+              delta_color="off", delta_arrow="off", help="Items with a confidence at every rung of the ladder.")  # fmt: skip
+
+
+def matching_numbers(sweep: dict) -> None:
+    top = sweep["ladder"][-1]
+    match = sweep["matching"]
+    if match is None:
+        st.info(f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep['top_accuracy'])}) on these items.", icon="🎯")
+        return
+    with st.container(border=True):
+        st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep['top_accuracy'])} on these items)")
+        c1, c2, c3, c4 = st.columns(4)
+        c1.metric("Threshold", f"{match['threshold']:g}")
+        c2.metric("Accuracy", ui.pct(match["accuracy"]), delta=ui.ci_text(match.get("accuracy_ci")), delta_color="off", delta_arrow="off")
+        c3.metric("Frame saving vs top", ui.pct(match["saving"]), delta=ui.ci_text(match.get("saving_ci")), delta_color="off",
+                  delta_arrow="off", help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
+        c4.metric("Mean frames, shared", f"{match['mean_frames_shared']:.1f}", delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
+                  delta_color="off", delta_arrow="off")  # fmt: skip
+
+
+def frontier_figure(refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str) -> go.Figure:
+    """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
+    fig = go.Figure()
+    fixed = [r for r in refs if r["policy"] == "fixed"]
+    fig.add_trace(go.Scatter(
+        x=[r["mean_frames"] for r in fixed], y=[100 * r["accuracy"] for r in fixed], mode="markers+text", name="fixed budgets",
+        text=[r["label"] for r in fixed], textposition="bottom right", marker={"color": NEUTRAL, "size": 11, "line": {"color": INK, "width": 1}},
+        hovertemplate="fixed %{text}: %{y:.1f}% at %{x:.0f} frames<extra></extra>",
+    ))  # fmt: skip
+    oracle = next(r for r in refs if r["policy"] == "oracle")
+    fig.add_trace(go.Scatter(
+        x=[oracle["mean_frames"]], y=[100 * oracle["accuracy"]], mode="markers", name="oracle (cheapest correct)",
+        marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
+        hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
+    ))  # fmt: skip
+    if sweep is not None:
+        front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
+        fig.add_trace(go.Scatter(
+            x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
+            line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
+            hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
+        ))  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=front["mean_frames_unshared"], y=100 * front["accuracy"], mode="lines", name="cascade (no sharing)",
+            line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
+            hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+        ))  # fmt: skip
+        match = sweep["matching"]
+        if match is not None:
+            ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
+            fig.add_trace(go.Scatter(
+                x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {sweep['ladder'][-1]}",
+                marker={"color": colour, "size": 15, "symbol": "diamond", "line": {"color": INK, "width": 1.5}},
+                error_y={"type": "data", "symmetric": False, "array": [100 * (ci[1] - match["accuracy"])],
+                         "arrayminus": [100 * (match["accuracy"] - ci[0])], "color": INK, "thickness": 1.5},
+                hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
+            ))  # fmt: skip
+            fig.add_annotation(x=match["mean_frames_shared"], y=100 * match["accuracy"], ax=90, ay=-95, showarrow=True, arrowcolor=INK,
+                               text=f"t={match['threshold']:.3g}: saves {ui.pct(match['saving'], 0)} of frames",
+                               bgcolor="rgba(255,255,255,0.85)", bordercolor=INK, borderpad=3)  # fmt: skip
+    if point is not None:
+        fig.add_trace(go.Scatter(
+            x=[point["mean_frames_shared"]], y=[100 * point["accuracy"]], mode="markers", name=f"threshold {point['threshold']:g}",
+            marker={"color": "white", "size": 14, "symbol": "circle", "line": {"color": colour, "width": 3}},
+            hovertemplate=f"t={point['threshold']:g}: %{{y:.1f}}% at %{{x:.1f}} frames<extra></extra>",
+        ))  # fmt: skip
+    if report is not None:
+        rows = pd.DataFrame(report["frontier"])
+        levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
+        fig.add_trace(go.Scatter(
+            x=levels["mean_frames"], y=100 * levels["accuracy"], mode="lines+markers", name="budget predictor (levels q)",
+            line={"color": INK, "width": 2, "dash": "dash"}, marker={"size": 5, "symbol": "square"}, text=levels["label"],
+            hovertemplate="predictor %{text}: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+        ))  # fmt: skip
+        arg = rows[rows["label"] == "argmax"].iloc[0]
+        fig.add_trace(go.Scatter(
+            x=[arg["mean_frames"]], y=[100 * arg["accuracy"]], mode="markers", name="budget predictor (argmax)",
+            marker={"color": INK, "size": 12, "symbol": "square"},
+            hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+        ))  # fmt: skip
+    top = fixed[-1]["mean_frames"]
+    fig.update_xaxes(title_text="mean frames per item (frames shared across budgets)", range=[0, top * 1.08], rangemode="tozero")
+    fig.update_yaxes(title_text="accuracy (%)")
+    return ui.style(fig, f"{model}: accuracy vs frame cost of adaptive budgets", height=560)
+
+
+def predictor_controls() -> tuple[int, int]:
+    c1, c2, _ = st.columns([1, 1, 4])
+    folds = state.bind(c1.number_input, "folds", "Folds (grouped by video)", default=DEFAULT_FOLDS, min_value=2, max_value=20, step=1)
+    seed = state.bind(c2.number_input, "pseed", "Seed", default=0, min_value=0, step=1)
+    return int(folds), int(seed)
+
+
+def predictor_numbers(report: dict) -> None:
+    rows = pd.DataFrame(report["frontier"])
+    arg = rows[rows["label"] == "argmax"].iloc[0]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Argmax accuracy", ui.pct(arg["accuracy"]), delta=f"{arg['mean_frames']:.1f} frames per item", delta_color="off", delta_arrow="off")
+    c2.metric("Target hit rate", ui.pct(report["target_hit_rate"]), help="Share of items whose predicted budget is exactly the cheapest sufficient one.")
+    c3.metric("Never correct", ui.pct(report["never_correct_share"]), help="Items no budget answers: their target is the top budget.")
+    c4.metric("Video groups", f"{report['n_groups']:,}", delta=f"{report['n_items']:,} items, {report['folds']} folds", delta_color="off", delta_arrow="off")
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Policies")
+with ui.guard():
+    st.caption(f"**{scope.benchmark}** · model **{scope.focus}** (the sidebar's focus model) · item filters apply; the "
+               "trajectory tag does not. Policies are evaluated on the stored responses: no new inference.")  # fmt: skip
+    ladder = pick_ladder(scope)
+    if len(ladder) < 2:
+        st.info("Pick at least two budgets for the ladder.", icon="👆")
+        st.stop()
+    key = (scope.root, scope.version, scope.focus, tuple(ladder), scope.benchmark, scope.item_filter)
+    loaded = _ladder(*key)
+    if len(loaded.items) == 0:
+        st.warning(f"No item has a response of {scope.focus} at every budget of {', '.join(ladder)} with these filters "
+                   f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon="🔎")  # fmt: skip
+        st.stop()
+    refs = reference(*key)
+    top = ladder[-1]
+    colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
+
+    st.subheader("Confidence cascade")
+    threshold = state.bind(st.slider, "thr", "Threshold on the chosen option's probability", default=DEFAULT_THRESHOLD,
+                           min_value=0.0, max_value=1.0, step=0.01, format="%.2f")  # fmt: skip
+    sweep = point = None
+    try:
+        sweep = cascade_sweep(*key)
+        point = cascade_at(*key, float(threshold))
+    except UserError as exc:
+        st.info(f"No cascade on this ladder: {exc}.", icon="🪜")
+    if point is not None:
+        cascade_numbers(point, top)
+        matching_numbers(sweep)
+        st.caption(f"`{command('cascade', scope, ladder, '--threshold', f'{threshold:g}')}` · "
+                   f"`{command('cascade', scope, ladder, '--sweep')}`")  # fmt: skip
+
+    st.subheader("Budget predictor and the frontier")
+    st.caption("The predictor sees only the question, options and item metadata and picks the cheapest sufficient "
+               "budget; trained and scored with cross-validation folds grouped by video (no video in two folds). "
+               "Its levels q answer at the first budget whose cumulative predicted probability reaches q.")  # fmt: skip
+    folds, seed = predictor_controls()
+    report = None
+    try:
+        report = predictor_report(*key, folds, seed)
+    except UserError as exc:
+        st.warning(f"No budget predictor: {exc}.", icon="🧭")
+    if report is not None:
+        predictor_numbers(report)
+    ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")
+    n_all = refs[0]["n_items"]
+    counts = f"fixed budgets, oracle and predictor on {n_all:,} items"
+    if sweep is not None and sweep["n_items"] != n_all:
+        counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
+    st.caption(f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
+               f"`{command('predictor', scope, ladder, '--folds', str(folds), '--seed', str(seed))}`")  # fmt: skip
+    with st.expander("Frontier tables"):
+        table = pd.DataFrame(report["frontier"] if report is not None else refs)
+        st.dataframe(table, hide_index=True, column_config={
+            "accuracy": st.column_config.NumberColumn(format="percent"),
+            "cost_vs_top": st.column_config.NumberColumn("cost vs top", format="percent"),
+            "mean_frames": st.column_config.NumberColumn("mean frames", format="%.1f")})  # fmt: skip
+        ui.downloads(table, f"policy-frontier-{scope.focus}")
+        if sweep is not None:
+            front = pd.DataFrame(sweep["frontier"])
+            st.dataframe(front, hide_index=True, column_config={
+                c: st.column_config.NumberColumn(format="percent") for c in ("accuracy", "cost_vs_top_shared", "cost_vs_top_unshared")})  # fmt: skip
+            ui.downloads(front, f"cascade-frontier-{scope.focus}")
+    if report is not None:
+        shares = ", ".join(f"{b} {ui.pct(s)}" for b, s in report["target_share"].items())
+        st.caption(f"Cheapest sufficient budget per item (the predictor's target): {shares}.")

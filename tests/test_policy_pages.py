@@ -1,0 +1,253 @@
+"""The Policies and Audits pages, the noise toggle and the annotation panel, run with Streamlit's AppTest.
+
+Every number checked here is read off the page (metric text, chart traces, tables) and compared
+with the ``--json`` output of the CLI command the page names, on the same small demo store.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page tests")
+from streamlit.testing.v1 import AppTest
+
+from backend import annotations, registry
+from backend.cli import main
+from backend.filters import ItemFilter
+from pages.common import data, ui
+from store.queue import JobQueue
+from store.store import Store
+from tests import policy_fixtures as fx
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 180
+BENCH = "synthetic-videomme"
+MODEL = "synthetic-A-7B"
+LADDER = "16f,32f,64f,128f"
+GRID = "8f,16f,32f,64f,128f"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    from store.demo import build_demo
+
+    root = tmp_path_factory.mktemp("policy-pages") / "store"
+    build_demo(root, n_items=60, seed=0)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def quiet_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_THUMB_CACHE", str(tmp_path / "thumbs"))
+    monkeypatch.setenv("TRAJAUDIT_AUTHOR", "tester")
+    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
+
+
+def open_page(store: Path, page: str, bench: str = BENCH, **params: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    at.query_params.update({"store": str(store), "bench": bench, "models": f"{MODEL},synthetic-B-13B", **params})
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def cli(capsys, *args: str) -> dict:
+    assert main(list(args)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def metrics(at: AppTest) -> list[tuple[str, str, str]]:
+    return [(m.label, m.value, m.delta) for m in at.metric]
+
+
+def _array(value):
+    """A trace array as a list: Plotly ships numeric arrays base64-encoded (``{"dtype", "bdata"}``)."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
+    return value
+
+
+def traces(at: AppTest) -> dict[str, dict]:
+    """The page's one chart, traces by name, arrays decoded."""
+    (chart,) = at.get("plotly_chart")
+    return {t["name"]: {k: _array(v) for k, v in t.items()} for t in json.loads(chart.proto.spec)["data"]}
+
+
+def test_policies_numbers_equal_the_cli(demo, capsys):
+    at = open_page(demo, "pages/policies.py", ladder=LADDER, thr="0.6")
+    assert at.title[0].value == "Policies"
+    base = ["--store", str(demo), "--model", MODEL, "--benchmark", BENCH, "--ladder", LADDER]
+    point = cli(capsys, "cascade", *base, "--threshold", "0.6", "--json")
+    sweep = cli(capsys, "cascade", *base, "--sweep", "--json")
+    shown = metrics(at)
+    assert ("Accuracy", ui.pct(point["accuracy"]), ui.ci_text(point["accuracy_ci"])) == shown[0]
+    assert shown[1][1] == f"{point['mean_frames_shared']:.1f}" and shown[2][1] == f"{point['mean_frames_unshared']:.1f}"
+    assert shown[1][2] == f"{100 * point['cost_vs_top_shared']:.1f}% of 128f"
+    assert shown[3][1] == str(point["n_items"])
+    match = sweep["matching"]
+    assert shown[4] == ("Threshold", f"{match['threshold']:g}", "")
+    assert shown[6][1:] == (ui.pct(match["saving"]), ui.ci_text(match["saving_ci"]))
+
+    lines = traces(at)
+    front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
+    cascade = lines["cascade (frames shared)"]
+    assert cascade["x"] == pytest.approx(front["mean_frames_shared"].tolist())
+    assert cascade["y"] == pytest.approx((100 * front["accuracy"]).tolist())
+    assert lines["threshold 0.6"]["x"] == pytest.approx([point["mean_frames_shared"]])
+    assert lines[f"matches {sweep['ladder'][-1]}"]["y"] == pytest.approx([100 * match["accuracy"]])
+    fixed = lines["fixed budgets"]
+    assert fixed["text"] == LADDER.split(",") and fixed["y"] == pytest.approx([100 * f["accuracy"] for f in sweep["fixed"]])
+
+    report = cli(capsys, "predictor", *base, "--folds", "5", "--seed", "0", "--json")
+    rows = pd.DataFrame(report["frontier"])
+    oracle = rows[rows["policy"] == "oracle"].iloc[0]
+    assert lines["oracle (cheapest correct)"]["x"] == pytest.approx([oracle["mean_frames"]])
+    levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
+    assert lines["budget predictor (levels q)"]["y"] == pytest.approx((100 * levels["accuracy"]).tolist())
+    assert ("Target hit rate", ui.pct(report["target_hit_rate"])) == shown[9][:2]
+
+
+def test_policies_says_why_without_confidences(tmp_path):
+    store = Store(tmp_path / "s")
+    y = [[0, 1], [1, 1], [0, 0], [1, 0], [0, 1], [1, 1]]
+    fx.build(store, fx.responses("m", ["16f", "32f"], y), item_rows=fx.items(6, question=[f"how many {k}" for k in range(6)]))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    at.query_params.update({"store": str(store.root), "bench": "bench", "models": "m"})
+    at.run()
+    at.switch_page("pages/policies.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("no confidences stored for model 'm'" in i.value for i in at.info)
+    names = set(traces(at))
+    assert {"fixed budgets", "oracle (cheapest correct)", "budget predictor (argmax)"} <= names  # the predictor needs none
+    assert not any(n.startswith("cascade") for n in names)
+
+
+@pytest.mark.parametrize("tab", ["intervention", "isocompute", "noise", "crossmodel"])
+def test_audit_tabs_equal_the_cli(demo, capsys, tab):
+    at = open_page(demo, "pages/audits.py", atab=tab, grid=GRID, pix="100000")
+    assert at.title[0].value == "Audits"
+    base = ["--store", str(demo), "--benchmark", BENCH]
+    if tab == "intervention":
+        out = cli(capsys, "audit", "interventions", *base, "--model", MODEL, "--grid", "8f,16f,32f,64f", "--json")
+        table = at.dataframe[0].value
+        recovered = {r["protocol"]: r["recovery"] for r in out["protocols"]}
+        assert table["protocol"].tolist() == list(recovered)
+        assert table["n_terminal"].tolist() == [r["n_terminal"] for r in recovered.values()]
+        assert table["recovery_rate"].tolist() == pytest.approx([r["recovery_rate"] for r in recovered.values()], nan_ok=True)
+        assert any(b.label.startswith("Run the intervention: ") for b in at.button)
+    elif tab == "isocompute":
+        out = cli(capsys, "audit", "isocompute", *base, "--model", MODEL, "--default-pixels", "100000", "--json")
+        assert len(out["groups"]) == 2
+        shown = [v for label, v, _ in metrics(at) if label == "Complementarity"]
+        assert shown == [ui.pct(g["complementarity"]) for g in out["groups"]]
+    elif tab == "noise":
+        out = cli(capsys, "audit", "noise", *base, "--model", MODEL, "--grid", GRID, "--json")
+        shown = dict((label, v) for label, v, _ in metrics(at))
+        assert shown["Items with repeats"] == str(out["n_items_with_repeats"])
+        assert shown["Mean item flip rate"] == ui.pct(out["mean_item_flip_rate"])
+        bars = traces(at)
+        assert bars["harmed, within noise"]["y"] == [-t["harmed_within"] for t in out["transitions"]]
+    else:
+        out = cli(capsys, "audit", "crossmodel", *base, "--models", f"{MODEL},synthetic-B-13B", "--config", "128f", "--json")
+        shown = dict((label, v) for label, v, _ in metrics(at))
+        assert (shown["Rescued"], shown["Harmed"]) == (str(out["rescued"]), str(out["harmed"]))
+        harmed = at.dataframe[0].value
+        assert harmed[["benchmark", "item_id"]].to_dict("records") == out["harmed_items"]
+
+
+def test_run_intervention_queues_the_terminal_regressions(tmp_path):
+    """The page alone (AppTest drops a click's trigger when the multipage app re-resolves its page)."""
+    from store.demo import build_demo
+
+    root = tmp_path / "s"
+    build_demo(root, n_items=60, seed=0)  # enough items for terminal regressions at 64f
+    ckpt = root / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    registry.add(root, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
+    at = AppTest.from_file(str(REPO / "pages" / "audits.py"), default_timeout=TIMEOUT_S)
+    at.session_state["scope"] = data.Scope(str(root), Store(root).version(), BENCH, (MODEL,), tuple(GRID.split(",")), ItemFilter(), MODEL)
+    at.session_state["s_apolicy"] = "64f/random-s2"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    (button,) = [b for b in at.button if b.label.startswith("Run the intervention: ")]
+    n_terminal = int(button.label.split(": ")[1].split()[0])
+    assert n_terminal > 0
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(s.value.startswith(f"Queued {n_terminal} re-runs") for s in at.success)
+    jobs = JobQueue(root).list_jobs()
+    assert len(jobs) == n_terminal and {j.config for j in jobs} == {"64f/random-s2"}
+
+
+def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
+    at = open_page(demo, "pages/flows.py", grid=GRID, noise="1", flowview="pair", **{"from": "32f", "to": "64f", "kind": "harmed"})
+    assert at.sidebar.toggle(key="w_noise").value is True
+    out = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH,
+              "--grid", GRID, "--from", "32f", "--to", "64f", "--kind", "harmed", "--beyond-noise", "--json")  # fmt: skip
+    plain = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH,
+                "--grid", GRID, "--from", "32f", "--to", "64f", "--json")  # fmt: skip
+    assert out["n_hidden"] > 0
+    flows = at.dataframe[0].value.set_index("kind")["count"].to_dict()
+    assert flows == {link["kind"]: link["count"] for link in out["links"] if link["count"] > 0}
+    assert sum(lk["count"] for lk in plain["links"]) - sum(lk["count"] for lk in out["links"]) == out["n_hidden"]
+    assert at.dataframe[1].value["item_id"].tolist() == [r["item_id"] for r in out["items"]]
+
+    overview = open_page(demo, "pages/overview.py", grid=GRID, noise="1")
+    table = next(d.value for d in overview.dataframe if "hidden_harmed" in d.value.columns)
+    mine = table[table["model"] == MODEL]
+    cli_pairs = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B",
+                    "--benchmark", BENCH, "--grid", GRID, "--beyond-noise", "--json")  # fmt: skip
+    harmed = {(lk["from"], lk["to"]): lk["count"] for lk in cli_pairs["links"] if lk["kind"] == "harmed"}
+    assert dict(zip(zip(mine["from"], mine["to"], strict=True), mine["harmed"], strict=True)) == harmed
+
+
+def _panel_app(root: str) -> None:
+    from pages.common.annotations import annotation_panel
+
+    annotation_panel(root, "synthetic-videomme", "001-1", ["synthetic-A-7B", "synthetic-B-13B"])
+
+
+def test_annotation_panel_adds_filters_exports_and_deletes(tmp_path, capsys):
+    from store.demo import build_demo
+
+    root = tmp_path / "s"
+    build_demo(root, n_items=24, seed=0)
+    at = AppTest.from_function(_panel_app, args=(str(root),), default_timeout=TIMEOUT_S).run()
+    assert any(c.value == "No annotation on this item yet." for c in at.caption)
+    form = "ann-synthetic-videomme-001-1"
+    assert at.text_input(key=f"{form}-author").value == "tester"  # $TRAJAUDIT_AUTHOR
+    at.selectbox(key=f"{form}-tag").set_value("counting")
+    at.selectbox(key=f"{form}-model").set_value(MODEL)
+    at.text_area(key=f"{form}-note").input("counts the red balls")
+    next(b for b in at.button if b.label == "Add annotation").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    live = annotations.annotations_for(Store(root), BENCH, "001-1")
+    assert live[["tag", "note", "author", "model"]].to_dict("records") == [
+        {"tag": "counting", "note": "counts the red balls", "author": "tester", "model": MODEL}
+    ]
+    assert any("counts the red balls" in m.value for m in at.markdown)
+    assert at.text_area(key=f"{form}-note").value == ""  # cleared for the next one
+
+    items = open_page(root, "pages/items.py", atag="counting")
+    assert any("1 matched items" in c.value for c in items.caption)
+    assert main(["items", "--store", str(root), "--model", MODEL, "--benchmark", BENCH, "--grid", GRID, "--annotations", "--format", "csv"]) == 0
+    export = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("item_id")
+    assert (export.loc["001-1", "annotation_tags"], export.loc["001-1", "n_annotations"]) == ("counting", 1)
+    assert export.loc["001-1", "annotation_notes"] == "tester: counts the red balls"
+    assert (export["n_annotations"] == 0).sum() == len(export) - 1
+
+    (delete,) = [b for b in at.button if b.key and b.key.startswith("ann-del-")]
+    delete.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert annotations.annotations_for(Store(root), BENCH, "001-1").empty
+    assert any(c.value == "No annotation on this item yet." for c in at.caption)
