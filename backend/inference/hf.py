@@ -30,7 +30,8 @@ from backend.errors import UserError
 from backend.inference.base import InferenceRequest, InferenceResult
 from backend.inference.frames import fit_to_budget
 from backend.inference.prompting import option_letters, user_text
-from backend.inference.scoring import letter_token_ids, score_letters, token_f1
+from backend.continuous import token_f1
+from backend.inference.scoring import letter_token_ids, score_letters
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

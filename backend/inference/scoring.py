@@ -15,9 +15,6 @@ new token, distinct per letter, or scoring refuses with a clear error.
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -59,33 +56,3 @@ def score_letters(logits: torch.Tensor, letter_ids: list[int], letters: list[str
     probs = torch.softmax(logp, dim=-1).tolist()
     best = max(range(len(letters)), key=probs.__getitem__)
     return LetterScores(dict(zip(letters, probs)), letters[best], probs[best], mass)
-
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-def _tokens(text: str) -> list[str]:
-    return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
-
-
-def token_f1(prediction: str, references: list[str]) -> float:
-    """Token-F1 as METRICS.md defines it: normalised token multisets, max over the references.
-
-    Lower-case, strip punctuation and the articles a/an/the, split on white space; 0 when exactly one
-    side is empty, 1 when both are.
-    """
-    if not references:
-        raise UserError("token_f1 needs at least one reference answer")
-    pred = _tokens(prediction)
-    best = 0.0
-    for reference in references:
-        ref = _tokens(reference)
-        if not pred or not ref:
-            best = max(best, float(not pred and not ref))
-            continue
-        common = sum((Counter(pred) & Counter(ref)).values())
-        if common:
-            precision, recall = common / len(pred), common / len(ref)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
