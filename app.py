@@ -24,6 +24,9 @@ PAGES = [
     st.Page("pages/items.py", title="Items", icon=":material/table_rows:", url_path="items"),
     st.Page("pages/inspector.py", title="Inspector", icon=":material/frame_inspect:", url_path="inspector"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("pages/policies.py", title="Policies", icon=":material/alt_route:", url_path="policies"),
+    st.Page("pages/audits.py", title="Audits", icon=":material/fact_check:", url_path="audits"),
+    st.Page("pages/workers.py", title="Workers", icon=":material/memory:", url_path="workers"),
 ]
 page = st.navigation(PAGES, position="hidden")
 switched = st.session_state.get("_page") != page.url_path

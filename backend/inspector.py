@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend import registry
 from backend.errors import UserError
 from backend.sampling import config_indices, timestamps
 from backend.video import VideoInfo, probe, resolve_video
@@ -33,7 +34,9 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     """``{"item": {...}, "responses": DataFrame}`` for one item, responses in grid order per model.
 
     ``responses`` adds ``run_source`` and ``run_format`` from the runs table (where the row came
-    from). ``models`` limits the responses; every model by default.
+    from), ``live_rerun`` (the row is a worker's re-run, ``origin = "rerun"``: shown apart from the
+    logged trajectory) and ``rerun_note`` (for those rows, the registry's note on the model, e.g.
+    "random weights: pipeline demo"). ``models`` limits the responses; every model by default.
     """
     cols = ", ".join(f"r.{c}" for c in RESPONSE_COLUMNS)
     model_sql = "" if not models else "AND list_contains($models, r.model)"
@@ -53,6 +56,9 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
         ).df()
     if item.empty and responses.empty:
         raise UserError(f"item {item_id!r} not found in benchmark {benchmark!r}")
+    notes = {name: spec.note or None for name, spec in registry.load(store.root).items()}
+    live = responses["origin"].eq("rerun").fillna(False).astype(bool)
+    responses = responses.assign(live_rerun=live, rerun_note=responses["model"].map(notes).where(live, None))
     if not responses.empty:
         rank = {label: k for k, label in enumerate(configs.order(responses["config"].unique().tolist()))}
         responses = (
@@ -64,6 +70,18 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     record = item.iloc[0].to_dict() if not item.empty else {"benchmark": benchmark, "item_id": item_id}
     record["options"] = _json_list(record.get("options"))
     return {"item": record, "responses": responses}
+
+
+def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logged, reruns) of ``item_detail``'s responses, drawn apart on the inspector's charts.
+
+    ``logged``: one row per (model, config) without live re-runs, the run the matrix uses first
+    (``main`` when present). ``reruns``: the newest live re-run per (model, config).
+    """
+    live = responses["live_rerun"].to_numpy(dtype=bool)
+    logged = responses.loc[~live].drop_duplicates(["model", "config"], keep="first")
+    reruns = responses.loc[live].sort_values("written_at", kind="stable").drop_duplicates(["model", "config"], keep="last")
+    return logged.reset_index(drop=True), reruns.reset_index(drop=True)
 
 
 def _json_list(value) -> list:

@@ -156,11 +156,14 @@ def remove(store_root: str | os.PathLike, name: str) -> ModelSpec:
     return spec
 
 
-def register_demo_model(store_root: str | os.PathLike, name: str, family: str = "qwen2_5_vl") -> ModelSpec:
+def register_demo_model(
+    store_root: str | os.PathLike, name: str, family: str = "qwen2_5_vl", max_frames: int = DEFAULT_MAX_FRAMES
+) -> ModelSpec:
     """Build a tiny randomly initialised model of ``family`` under ``<store>/models/<name>`` and register it.
 
     Its answers are noise; it exists so the whole re-run pipeline (queue, worker, decode, adapter,
-    store write) runs on any machine without a checkpoint.
+    store write) runs on any machine without a checkpoint. ``max_frames`` is the ceiling the
+    registry accepts (a demo store's grid may go past the default).
     """
     from backend.inference.tiny import build_tiny  # torch: only imported when a demo model is built
 
@@ -168,4 +171,5 @@ def register_demo_model(store_root: str | os.PathLike, name: str, family: str = 
         raise UserError(f"unknown family {family!r}; known families: {', '.join(FAMILIES)}")
     rel = Path("models") / name
     build_tiny(family, Path(store_root) / rel)
-    return add(store_root, ModelSpec(name=name, family=family, path=str(rel), dtype="float32", note=DEMO_NOTE), replace=True)
+    spec = ModelSpec(name=name, family=family, path=str(rel), dtype="float32", max_frames=max_frames, note=DEMO_NOTE)
+    return add(store_root, spec, replace=True)

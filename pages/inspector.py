@@ -8,13 +8,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.inspector import frame_plan
+from backend.inspector import frame_plan, trajectory_rows
 from backend.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
 from pages.common import data, sidebar, state, ui
+from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
+from pages.common.rerun_panel import rerun_panel
 from store import configs
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
+RERUN_SYMBOL = "star"  # live re-runs on the confidence chart (logged points are circles)
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
 
@@ -53,9 +56,14 @@ def item_header(item: dict) -> None:
     st.caption(" · ".join(str(m) for m in meta if m))
 
 
-def main_rows(responses: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, config): the run the matrix uses first (run ``main`` when present)."""
-    return responses.drop_duplicates(["model", "config"], keep="first")
+def rerun_name(model: str, note: str | None) -> str:
+    """How a model's live re-runs are labelled on every chart (with the registry note, e.g. random weights)."""
+    return f"{model} · live re-run" + (f" ({note})" if isinstance(note, str) and note else "")
+
+
+def rerun_rows(reruns: pd.DataFrame) -> pd.DataFrame:
+    """Re-run rows relabelled as their own row / series, so they never merge into a logged trajectory."""
+    return reruns.assign(model=[rerun_name(m, n) for m, n in zip(reruns["model"], reruns["rerun_note"], strict=True)])
 
 
 def value_column(rows: pd.DataFrame) -> tuple[str, str]:
@@ -65,7 +73,12 @@ def value_column(rows: pd.DataFrame) -> tuple[str, str]:
     return "score", "score (Token-F1)"
 
 
-def answer_grid(rows: pd.DataFrame, models: list[str], labels: list[str]) -> go.Figure:
+def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> go.Figure:
+    """Logged answers, one row per model; each model's live re-runs on a row of their own below."""
+    extra = rerun_rows(reruns)
+    models = [m for m in models if m in set(rows["model"])] + list(dict.fromkeys(extra["model"]))
+    rows = pd.concat([rows, extra], ignore_index=True)
+
     def pivot(col: str) -> pd.DataFrame:
         return rows.pivot(index="model", columns="config", values=col).reindex(index=models, columns=labels)
 
@@ -89,21 +102,29 @@ def answer_grid(rows: pd.DataFrame, models: list[str], labels: list[str]) -> go.
     return ui.style(fig, "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)", height=140 + 44 * len(models))
 
 
-def confidence_chart(rows: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]) -> go.Figure:
-    value, axis = value_column(rows)
+def confidence_chart(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]) -> go.Figure:
+    """Each model's logged trajectory as a line; its live re-runs as stars (a legend entry of their own)."""
+    value, axis = value_column(pd.concat([rows, reruns]))
     fig = go.Figure()
-    for model in models:
-        r = rows[rows["model"] == model].set_index("config").reindex(labels)
+    live = rerun_rows(reruns)
+    names = dict(zip(reruns["model"], live["model"], strict=True))  # model -> the name of its re-run series
+    series = [(m, m, rows, False) for m in models if m in set(rows["model"])]
+    series += [(m, names[m], live, True) for m in models if m in names]
+    for model, name, table, is_rerun in series:
+        r = table[table["model"] == name].set_index("config").reindex(labels)
+        line = {"color": colours[model], "width": 2}
         fig.add_trace(
             go.Scatter(
-                x=labels, y=r[value], mode="lines+markers", name=model, line={"color": colours[model], "width": 2},
-                marker={"size": 11, "color": [CORRECT if c == 1 else WRONG for c in r["correct"]], "line": {"color": colours[model], "width": 2}},
-                customdata=r["answer"].fillna("–"), hovertemplate=f"{model} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
+                x=labels, y=r[value], mode="markers" if is_rerun else "lines+markers", name=name, line=line, connectgaps=True,
+                marker={"size": 18 if is_rerun else 11, "symbol": RERUN_SYMBOL if is_rerun else "circle",
+                        "color": [CORRECT if c == 1 else WRONG for c in r["correct"]], "line": line},
+                customdata=r["answer"].fillna("–"), hovertemplate=f"{name} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
             )
         )  # fmt: skip
     fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title_text=axis, range=[0, 1.05])
-    return ui.style(fig, f"{value.capitalize()} per configuration (marker: green correct, red wrong)", height=340)
+    title = f"{value.capitalize()} per configuration (marker: green correct, red wrong; ★ live re-run)"
+    return ui.style(fig, title, height=340)
 
 
 def timeline(plan: pd.DataFrame, info) -> go.Figure:
@@ -175,13 +196,6 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
             st.image(files, caption=captions, width=96)
 
 
-def rerun_slot(item: dict) -> None:
-    """Placeholder for the live re-run panel (job queue + worker): it plugs in here, beside the strips."""
-    with st.container(border=True):
-        st.markdown("**Re-run this item** with another budget or sampling policy")
-        st.caption("The live re-run panel (job queue + GPU worker) goes here; meanwhile use `trajaudit rerun`.")
-
-
 ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Inspector")
@@ -195,12 +209,13 @@ with ui.guard():
     if responses.empty:
         st.info("No stored response for this item.")
     else:
-        rows = main_rows(responses)
-        models = [m for m in scope.models if m in set(rows["model"])] + sorted(set(rows["model"]) - set(scope.models))
-        labels = configs.order(rows["config"].unique().tolist())
-        ui.chart(answer_grid(rows, models, labels), f"answers-{item_id}")
-        if rows[["confidence", "score"]].notna().to_numpy().any():
-            ui.chart(confidence_chart(rows, models, labels, colours), f"confidence-{item_id}")
+        rows, reruns = trajectory_rows(responses)
+        present = set(responses["model"])
+        models = [m for m in scope.models if m in present] + sorted(present - set(scope.models))
+        labels = configs.order(responses["config"].unique().tolist())
+        ui.chart(answer_grid(rows, reruns, models, labels), f"answers-{item_id}")
+        if responses[["confidence", "score"]].notna().to_numpy().any():
+            ui.chart(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
         notes = responses["protocol_note"].dropna().unique().tolist()
@@ -212,4 +227,5 @@ with ui.guard():
                                         "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
             ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
         frame_strips(scope, item, responses)
-    rerun_slot(item)
+    rerun_panel(scope, item, thumb_cache())
+    annotation_panel(scope.root, scope.benchmark, item_id, list(scope.models))

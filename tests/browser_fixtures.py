@@ -44,9 +44,10 @@ class Server:
 
 
 def build_small_demo(root: Path) -> Path:
-    from store.demo import build_demo
+    """The demo store with its random-weights re-run model (backend.demo), as a fresh install has it."""
+    from backend.demo import build_demo_store
 
-    build_demo(root, n_items=DEMO_ITEMS, seed=0)
+    build_demo_store(root, n_items=DEMO_ITEMS, seed=0)
     return root
 
 
@@ -73,11 +74,15 @@ def start_server(store: Path, log: Path, env_extra: dict[str, str] | None = None
 
 
 def stop_server(server: Server) -> None:
+    """Stop streamlit and the detached workers it started for re-runs (they outlive it otherwise)."""
+    from backend.workers import stop_local_workers
+
     server.process.terminate()
     try:
         server.process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         server.process.kill()
+    stop_local_workers(server.store)
 
 
 @pytest.fixture(scope="session")

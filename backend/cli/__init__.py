@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "flows",
     "compare",
     "inspect_item",
+    "sweep",
 ]
 
 

@@ -1,4 +1,5 @@
-"""``trajaudit demo``: build the synthetic demo store (labelled synthetic everywhere, see store/demo.py)."""
+"""``trajaudit demo``: build the synthetic demo store (labelled synthetic everywhere, see store/demo.py)
+and register its random-weights demo model (backend/demo.py), so re-runs work without a checkpoint."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 from tqdm import tqdm
 
 from backend.cli.common import add_json, add_store, print_json
-from store.demo import DEFAULT_ITEMS, build_demo
+from backend.demo import DEMO_MODEL, build_demo_store
+from store.demo import DEFAULT_ITEMS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="build a synthetic demo store",
         description="Write a deterministic synthetic store (models synthetic-*, benchmarks synthetic-videomme "
         "and synthetic-mlvu, short procedurally drawn videos) so the dashboard has something to show. "
+        f"It also builds a tiny random-weights model registered as {DEMO_MODEL} (a pipeline demo for re-runs). "
         "Refuses a store that already holds data unless --force.",
     )
     add_store(p)
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
             bar.set_postfix_str(message, refresh=False)
             bar.update(round(fraction * 100) - bar.n)
 
-        summary = build_demo(
+        summary = build_demo_store(
             args.store,
             n_items=args.items,
             seed=args.seed,
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"demo store at {summary['store']}: {summary['items']} items, {summary['responses']} responses, "
-            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s)"
+            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s); "
+            f"re-run model {summary['demo_model']['name']} ({summary['demo_model']['note']})"
         )
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json
+from backend.workers import overview
 from store.queue import STATES, JobQueue
 from store.store import resolve_root
 
@@ -29,11 +30,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"cancelled job {job.id}")
         return 0
+    if args.json:  # the Workers page shows this same object
+        print_json(overview(resolve_root(args.store), state=args.state, model=args.model, limit=args.limit))
+        return 0
     jobs = queue.list_jobs(state=args.state, model=args.model, limit=args.limit)
     workers = queue.workers()
-    if args.json:
-        print_json({"counts": queue.counts(), "jobs": [j.to_dict() for j in jobs], "workers": [w.to_dict() for w in workers]})
-        return 0
     print("  ".join(f"{state} {n}" for state, n in queue.counts().items()))
     for j in jobs:
         extra = j.error or j.result_ref or ""

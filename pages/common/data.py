@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend import compare, flows, inspector, views
+from backend import compare, flows, inspector, noise, views
 from backend.cli.items import flatten
 from backend.filters import ItemFilter
 from backend.items import trajectory_table
@@ -85,6 +85,30 @@ def sankey(scope: Scope, model: str, configs: tuple[str, ...] | None) -> dict:
 @st.cache_data(show_spinner=False, max_entries=64)
 def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
     return flow_items(matrix(scope), model, a, b, kind)
+
+
+@st.cache_resource(show_spinner="Counting repeats…", max_entries=8)
+def noise_profile(scope: Scope) -> noise.NoiseProfile:
+    """Repeat counts and flip rates of the scope's cells (the "hide within-noise flips" toggle)."""
+    return noise.noise_profile(Store(scope.root), matrix(scope))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def quiet_transitions(scope: Scope) -> dict[str, list[dict]]:
+    """Per model, the consecutive transitions without within-noise flips."""
+    m = matrix(scope)
+    return {model: noise.transitions_without_noise(m, noise_profile(scope), model) for model in m.models}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def quiet_sankey(scope: Scope, model: str, configs: tuple[str, ...] | None) -> dict:
+    """``sankey`` without within-noise flips (``trajaudit flows --beyond-noise``)."""
+    return noise.sankey_without_noise(sankey(scope, model, configs), matrix(scope), noise_profile(scope))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def quiet_flow_items(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
+    return noise.drop_within_noise(flow_item_list(scope, model, a, b, kind), matrix(scope), noise_profile(scope), model, a, b)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

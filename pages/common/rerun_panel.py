@@ -1,0 +1,228 @@
+"""The inspector's live re-run panel: run this item under another budget, watch the job, see its answer.
+
+The form names a configuration (frames, spatial budget, sampling policy, seed) for a registered
+model; Run hands it to ``backend.rerun.submit``, which answers from the store when an identical
+request is stored, or queues a job. When no worker of the model is online, a local one is started
+(``backend.workers.ensure_local_worker``). The job's state is polled by a fragment that reruns
+every second, without reloading the page; once the job ends the whole page reruns, so the
+inspector's charts pick up the new point from the store, and the result is drawn here: answer,
+option probabilities, phase timings and the frames it saw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from backend import registry, rerun
+from backend.errors import UserError
+from backend.palette import ACCENT, CORRECT, NEUTRAL, WRONG
+from backend.sampling import timestamps
+from backend.workers import ensure_local_worker, job_status, local_worker
+from pages.common import data, sidebar, ui
+from store import configs
+from store.configs import ConfigLabelError
+from store.queue import JobQueue
+
+POLICIES = ("uniform", "midpoint", "vlmeval", "random", "dense-start")
+PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
+DEFAULT_FRAMES = 12
+POLL_S = 1.0
+_LAST = "_rerun_last"  # session state: (store, benchmark, item) -> {"job_id", "model"} or {"outcome"}
+_STATE_ICONS = {"queued": ":material/hourglass_top:", "running": ":material/progress_activity:", "done": ":material/check_circle:",
+                "failed": ":material/error:", "cancelled": ":material/block:"}  # fmt: skip
+
+
+def rerun_panel(scope: data.Scope, item: dict, thumb_dir: str) -> None:
+    """The panel, below the frame strips of ``item`` (thumbnails cached under ``thumb_dir``)."""
+    with st.container(border=True):
+        st.subheader("Re-run this item")
+        specs = registry.list_models(scope.root)
+        if not specs:
+            st.info(
+                "No model is registered in this store, so there is nothing to re-run with. Register a local "
+                f"checkpoint: `trajaudit models add NAME --family qwen2_5_vl --path /path/to/checkpoint --store {scope.root}` "
+                f"(or a tiny random-weights one for a pipeline demo: `trajaudit models demo NAME --store {scope.root}`).",
+                icon=":material/extension:",
+            )
+            return
+        key = (scope.root, scope.benchmark, str(item["item_id"]))
+        submitted = _form(scope, item, specs)
+        if submitted is not None:
+            st.session_state.setdefault(_LAST, {})[key] = submitted
+        last = st.session_state.get(_LAST, {}).get(key)
+        if last is None:
+            return
+        if "outcome" in last:
+            _result(scope, item, last["outcome"], thumb_dir)
+            return
+        try:
+            status = job_status(scope.root, last["job_id"])
+        except UserError:  # the queue was reset (a rebuilt store): forget the job
+            del st.session_state[_LAST][key]
+            return
+        if status["state"] in rerun.FINAL_STATES:
+            _result(scope, item, status, thumb_dir)
+        else:
+            _live_status(scope.root, last["job_id"], last["model"])
+
+
+def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
+    """The request widgets and the Run button; what to remember about a submitted request, else None."""
+    names = [s.name for s in specs]
+    by_name = {s.name: s for s in specs}
+    top = st.columns([2.4, 1, 1.3, 1.3, 0.9], vertical_alignment="bottom")
+    default = names.index(scope.focus) if scope.focus in by_name else 0
+    model = top[0].selectbox("Model", names, index=default, key="rerun_model",
+                             format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n)  # fmt: skip
+    spec = by_name[model]
+    frames = top[1].number_input(
+        "Frames", min_value=0, max_value=spec.max_frames, value=min(DEFAULT_FRAMES, spec.max_frames), step=1,
+        key=f"rerun_frames_{model}", help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
+    )  # fmt: skip
+    pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key="rerun_pixels",
+                                   help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
+    policy = top[3].selectbox("Sampling policy", POLICIES, key="rerun_policy")
+    seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key="rerun_seed", disabled=policy != "random",
+                               help="For the random policy only.")  # fmt: skip
+    run_col, force_col, label_col = st.columns([1, 1.4, 5.6], vertical_alignment="center")
+    force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
+    try:
+        label = configs.make_label(int(frames), pixels_k or None, f"random-s{seed}" if policy == "random" else policy)
+    except ConfigLabelError as exc:
+        st.error(str(exc), icon=":material/warning:")
+        return None
+    label_col.caption(f"Asks {model} for configuration `{label}` on item `{item['item_id']}`.")
+    if not run_col.button("Run", type="primary", width="stretch", key="rerun_run"):
+        return None
+    try:
+        out = rerun.submit(scope.root, model, scope.benchmark, str(item["item_id"]), label, force=force)
+    except UserError as exc:
+        st.error(str(exc), icon=":material/warning:")
+        return None
+    if out["from_store"]:
+        return {"outcome": out}
+    try:
+        # The dashboard cannot see GPUs (it never imports torch): a worker it starts runs on the CPU
+        # unless the registry pins the model to CUDA. GPU workers are started by hand (README).
+        worker = ensure_local_worker(scope.root, model, device="cuda" if spec.device == "cuda" else "cpu")
+    except UserError as exc:
+        st.warning(f"Job {out['job_id']} is queued, but no worker can be started here: {exc}", icon=":material/satellite_alt:")
+    else:
+        if worker["started"]:
+            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {model}…", icon=":material/rocket_launch:")
+    return {"job_id": out["job_id"], "model": model}
+
+
+def _device_text(device: str | None) -> str:
+    return "GPU" if device == "cuda" else "CPU"
+
+
+@st.fragment(run_every=POLL_S)
+def _live_status(root: str, job_id: int, model: str) -> None:
+    """The job's state, redrawn every second; the whole page reruns once the job has ended."""
+    status = job_status(root, job_id)
+    job = status["job"]
+    if status["state"] in rerun.FINAL_STATES:
+        st.rerun()
+    elapsed = f"waiting {job['waited_s']:.1f} s" if job["ran_s"] is None else f"running {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s)"
+    who = f" on worker `{job['worker_id']}`" if job["worker_id"] else ""
+    st.markdown(f"{_STATE_ICONS[status['state']]} **Job {job_id}** · `{job['config']}` · **{status['state']}** · {elapsed}{who}")
+    if status["state"] != "queued":
+        return
+    worker = local_worker(root, model)
+    if worker["state"] == "starting":
+        st.caption(f"Starting a local {_device_text(worker['device'])} worker (pid {worker['pid']}): loading the model…")
+    elif worker["state"] == "online":
+        st.caption(f"Worker `{worker['worker_id']}` ({worker['device']}) is online; the job runs after those ahead of it.")
+    elif worker["state"] == "exited":
+        st.error(f"The local worker exited (log: `{worker['log']}`):", icon=":material/report:")
+        st.code("\n".join(worker["log_tail"]) or "(empty log)", language=None)
+    else:
+        st.caption(f"No worker of {model} is online. Start one where the model is: `trajaudit worker --store {root} --model {model} --device cuda`.")
+    if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
+        try:
+            JobQueue(root).cancel(job_id)
+        except UserError as exc:
+            st.error(str(exc), icon=":material/warning:")
+        st.rerun()
+
+
+def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
+    """A finished request: its verdict, option probabilities, phase timings and frame strip."""
+    label = f"`{out['config']}`" + (f" seed {out['seed']}" if out["seed"] is not None else "")
+    if out["state"] == "failed":
+        st.error(f"Job {out['job_id']} ({out['config']}) failed: {out['error']}", icon=":material/error:")
+        return
+    if out["state"] == "cancelled":
+        st.info(f"Job {out['job_id']} ({out['config']}) was cancelled.", icon=":material/block:")
+        return
+    if out["from_store"]:
+        st.info(f"Answered from the store: an identical request is stored (run `{out['run']}`). Tick *Force* to run it again.", icon=":material/inventory_2:")
+    else:
+        job = out["job"]
+        st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker `{job['worker_id']}`: "
+                   "the new point is on the charts above, marked as a live re-run.", icon=":material/check_circle:")  # fmt: skip
+    spec = registry.load(scope.root).get(out["model"])
+    note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
+    if note:
+        st.warning(f"{out['model']}: {note}. Its answers are noise; the point shows the pipeline, not the model.", icon=":material/casino:")
+    verdict = {1: "✓ correct", 0: "✗ wrong"}.get(out["correct"], "")
+    conf = "" if out["confidence"] is None else f" · confidence {out['confidence']:.3f}"
+    conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
+    st.markdown(f"**{out['model']}** at {label}: answer **{out['answer'] or '–'}** {verdict} (target {item.get('target')}){conf}")
+    left, right = st.columns(2)
+    with left:
+        if out["option_probs"]:
+            ui.chart(_probs_chart(out["option_probs"], out["answer"], item.get("target")), f"rerun-probs-{item['item_id']}")
+        else:
+            st.caption("No option probabilities for this answer.")
+    with right:
+        if out["timings"]:
+            ui.chart(_timings_chart(out["timings"]), f"rerun-timings-{item['item_id']}")
+        else:
+            st.caption("No phase timings stored for this answer (only a worker's re-runs record them).")
+    _strip(scope, item, out["frame_indices"], thumb_dir)
+
+
+def _probs_chart(probs: dict[str, float], answer: str | None, target: str | None) -> go.Figure:
+    letters = sorted(probs)
+    colours = [(CORRECT if letter == target else WRONG) if letter == answer else NEUTRAL for letter in letters]
+    fig = go.Figure(go.Bar(x=[f"{x} ✓" if x == target else x for x in letters], y=[probs[x] for x in letters],
+                           marker_color=colours, text=[f"{probs[x]:.2f}" for x in letters], textposition="outside",
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_yaxes(title_text="probability", range=[0, 1.1])
+    fig.update_xaxes(title_text="option (✓ target)")
+    return _compact(ui.style(fig, "Option probabilities (the answer coloured)", height=280))
+
+
+def _timings_chart(timings: dict[str, float]) -> go.Figure:
+    phases = [p for p in PHASES if p in timings] + sorted(set(timings) - set(PHASES))
+    ms = [1000 * timings[p] for p in phases]
+    fig = go.Figure(go.Bar(x=ms, y=phases, orientation="h", marker_color=ACCENT, text=[f"{v:.0f} ms" for v in ms],
+                           textposition="outside", hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))  # fmt: skip
+    fig.update_xaxes(title_text="milliseconds", range=[0, 1.25 * max(ms + [1.0])])
+    fig.update_yaxes(autorange="reversed", type="category")
+    return _compact(ui.style(fig, f"Phase timings ({1000 * sum(timings.values()):.0f} ms in all)", height=280))
+
+
+def _compact(fig: go.Figure) -> go.Figure:
+    """Single-series charts: no legend, so no room kept above the plot for one."""
+    return fig.update_layout(showlegend=False, margin={"t": 40})
+
+
+def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: str) -> None:
+    if not indices:
+        st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
+        return
+    path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
+    st.markdown(f"**Frames this run saw** · {len(indices)} frames")
+    if path is None:
+        st.caption(f"Video unavailable ({problem}): frame indices only.")
+        st.code(" ".join(map(str, indices)), language=None)
+        return
+    files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(indices), thumb_dir)
+    times = timestamps(np.asarray(indices), info.fps)
+    st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
+

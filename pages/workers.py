@@ -1,0 +1,82 @@
+"""Workers: who serves re-runs (online workers, the local ones this store started), the queue per state, recent jobs.
+
+Everything shown is ``backend.workers.overview``, the object ``trajaudit jobs --json`` prints. The
+view redraws itself every few seconds (a fragment), so a job moving through the queue is seen
+without reloading.
+"""
+
+import pandas as pd
+import streamlit as st
+
+from backend.errors import UserError
+from backend.workers import overview, stop_local_workers
+from pages.common import ui
+from pages.common.boot import ensure_entrypoint
+from store.queue import STATES, JobQueue
+
+REFRESH_S = 2.0
+RECENT_JOBS = 50
+JOB_COLUMNS = ["id", "state", "model", "benchmark", "item_id", "config", "seed", "force", "attempts", "waited_s", "ran_s",
+               "worker_id", "created_at", "error"]  # fmt: skip
+WORKER_COLUMNS = ["worker_id", "model", "device", "current_job", "pid", "age_s", "started_at"]
+
+
+@st.fragment(run_every=REFRESH_S)
+def live(root: str) -> None:
+    view = overview(root, limit=RECENT_JOBS)
+    for col, state in zip(st.columns(len(STATES)), STATES, strict=True):
+        col.metric(state, f"{view['counts'][state]:,}")
+
+    st.subheader("Online workers")
+    workers = pd.DataFrame(view["workers"], columns=WORKER_COLUMNS)
+    if workers.empty:
+        st.info(
+            "No worker is online. The re-run panel starts a local one for a registered model; on a GPU machine "
+            f"start one yourself: `trajaudit worker --store {root} --model NAME --device cuda`.",
+            icon=":material/satellite_alt:",
+        )
+    else:
+        st.dataframe(workers, hide_index=True, column_config={
+            "worker_id": "worker", "started_at": "started",
+            "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
+            "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
+        })  # fmt: skip
+
+    local = [w for w in view["local"] if w["state"] in ("starting", "online")]
+    if local:
+        st.markdown("**Local workers started by the dashboard**")
+        for w in local:
+            left, right = st.columns([6, 1], vertical_alignment="center")
+            left.markdown(f"`{w['model']}` · pid {w['pid']} · {w['device']} · **{w['state']}** · log `{w['log']}`")
+            if right.button("Stop", key=f"stop-{w['model']}"):
+                stop_local_workers(root, w["model"])
+                st.rerun()
+
+    st.subheader(f"Recent jobs (newest {RECENT_JOBS})")
+    jobs = pd.DataFrame(view["jobs"], columns=JOB_COLUMNS)
+    if jobs.empty:
+        st.caption("No job yet: re-run an item from the Inspector, or `trajaudit rerun`.")
+        return
+    st.dataframe(jobs, hide_index=True, column_config={
+        "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
+        "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
+        "error": st.column_config.TextColumn("error", width="large"),
+    })  # fmt: skip
+    queued = jobs.loc[jobs["state"] == "queued", "id"].tolist()
+    if queued:
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        job_id = left.selectbox("Queued job", queued, key="cancel-job")
+        if right.button("Cancel job", width="stretch"):
+            try:
+                JobQueue(root).cancel(int(job_id))
+            except UserError as exc:
+                st.error(str(exc), icon=":material/warning:")
+            st.rerun()
+
+
+ensure_entrypoint()
+scope = st.session_state["scope"]
+st.title("Workers")
+st.caption(f"Re-run queue of **{scope.root}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same")
+with ui.guard():
+    live(scope.root)
