@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,13 @@ def realdata() -> Path:
     if not REALDATA.is_dir():
         pytest.skip(f"real evaluation outputs not found at {REALDATA} (they live beside the project, not in it)")
     return REALDATA
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """Streamlit's AppTest replaces ``sys.modules["__main__"]`` with its script and leaves it there;
+    a later ``multiprocessing`` spawn would then re-run that script in the child. Put it back."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
