@@ -97,7 +97,7 @@ def matching_numbers(sweep: dict) -> None:
     with st.container(border=True):
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep['top_accuracy'])} on these items)")
         c1, c2, c3, c4 = st.columns(4)
-        c1.metric("Threshold", f"{match['threshold']:g}")
+        c1.metric("Threshold", f"{match['threshold']:.3f}")
         c2.metric("Accuracy", ui.pct(match["accuracy"]), delta=ui.ci_text(match.get("accuracy_ci")), delta_color="off", delta_arrow="off")
         c3.metric("Frame saving vs top", ui.pct(match["saving"]), delta=ui.ci_text(match.get("saving_ci")), delta_color="off",
                   delta_arrow="off", help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
