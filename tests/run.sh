@@ -11,8 +11,11 @@ command -v "$PY" >/dev/null || PY=python3
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+# This machine's pip config names local package mirrors that lack some folders; pip warns once per
+# package. Drop only those lines (pipefail keeps pip's own exit status).
+quiet() { "$@" 2>&1 | sed '/is ignored: it is neither a file nor a directory/d'; }
+quiet .venv/bin/python -m pip install -q --upgrade pip
+quiet .venv/bin/python -m pip install -q -e '.[test]'
 
 if [ ! -x /usr/bin/chromium ]; then
   echo "Installing Debian's chromium for the browser tests..."
