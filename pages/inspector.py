@@ -192,7 +192,7 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
         added = set(row["added"] or [])
         captions = [f"{'+' if i in added else ''}#{i} · {t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)]
-        with st.container(height=128 if len(files) > 12 else "content", border=False):
+        with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
             st.image(files, caption=captions, width=96)
 
 

@@ -224,5 +224,6 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
         return
     files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(indices), thumb_dir)
     times = timestamps(np.asarray(indices), info.fps)
-    st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
+    with st.container(key="strip-rerun"):  # one scrolling row, like the Inspector's strips
+        st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
 
