@@ -24,9 +24,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"store {out['store']} (version {out['store_version']})")
     print(f"{out['n_responses']} responses, {out['n_items']} items")
-    for model, per_bench in out["configs"].items():
-        for bench, labels in per_bench.items():
-            print(f"  {model:<28} {bench:<16} {', '.join(labels)}")
+    rows = [(m, b, ", ".join(labels)) for m, per_bench in out["configs"].items() for b, labels in per_bench.items()]
+    wm = max((len(m) for m, _, _ in rows), default=0)
+    wb = max((len(b) for _, b, _ in rows), default=0)
+    for model, bench, labels in rows:
+        print(f"  {model:<{wm}}  {bench:<{wb}}  {labels}")
     if out["task_types"]:
         print(f"task types: {', '.join(out['task_types'])}")
     return 0
