@@ -94,7 +94,7 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert shown[1][2] == f"{100 * point['cost_vs_top_shared']:.1f}% of 128f"
     assert shown[3][1] == str(point["n_items"])
     match = sweep["matching"]
-    assert shown[4] == ("Threshold", f"{match['threshold']:g}", "")
+    assert shown[4] == ("Threshold", f"{match['threshold']:.3f}", "")
     assert shown[6][1:] == (ui.pct(match["saving"]), ui.ci_text(match["saving_ci"]))
 
     lines = traces(at)
