@@ -39,3 +39,20 @@ def _restore_main_module():
     yield
     if main is not None:
         sys.modules["__main__"] = main
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory) -> Path:
+    """A small demo store (60 items, with videos), built once per test module that asks for it."""
+    from store.demo import build_demo
+
+    root = tmp_path_factory.mktemp("demo") / "store"
+    build_demo(root, n_items=60, seed=0)
+    return root
+
+
+@pytest.fixture
+def app_env(tmp_path, monkeypatch):
+    """What the dashboard reads from the environment, isolated per test: thumbnail cache, video root."""
+    monkeypatch.setenv("TRAJAUDIT_THUMB_CACHE", str(tmp_path / "thumbs"))
+    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)

@@ -23,19 +23,12 @@ PAGES = {
 MODELS = "synthetic-A-7B,synthetic-B-13B"
 
 
+pytestmark = pytest.mark.usefixtures("app_env")
+
+
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    from store.demo import build_demo
-
-    root = tmp_path_factory.mktemp("smoke") / "store"
-    build_demo(root, n_items=24, seed=0)
-    return root
-
-
-@pytest.fixture(autouse=True)
-def thumb_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRAJAUDIT_THUMB_CACHE", str(tmp_path / "thumbs"))
-    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
+def demo(demo_store) -> Path:
+    return demo_store
 
 
 def open_app(store: Path | None, page: str = "pages/overview.py", **params: str) -> AppTest:

@@ -35,19 +35,13 @@ GRID = "8f,16f,32f,64f,128f"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    from store.demo import build_demo
-
-    root = tmp_path_factory.mktemp("policy-pages") / "store"
-    build_demo(root, n_items=60, seed=0)
-    return root
+def demo(demo_store) -> Path:
+    return demo_store
 
 
 @pytest.fixture(autouse=True)
-def quiet_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRAJAUDIT_THUMB_CACHE", str(tmp_path / "thumbs"))
+def quiet_env(app_env, monkeypatch):
     monkeypatch.setenv("TRAJAUDIT_AUTHOR", "tester")
-    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
 
 
 def open_page(store: Path, page: str, bench: str = BENCH, **params: str) -> AppTest:
