@@ -1,10 +1,13 @@
 """Configuration labels: parsing, canonical form, cost and partial order (METRICS.md, "Grid").
 
 A label names how the visual input was built: ``text``, ``<N>f``, ``<N>f@<spatial>``,
-``<N>f/<policy>`` or both (``64f@151k/random-s1``). ``<spatial>`` is ``<n>k`` (about n x 1000 pixels
+``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with an approximate-protocol suffix
+``~prune<keep%>`` (``32f~prune85``: vision tokens pruned by pixel difference, keeping 85%). ``<spatial>`` is ``<n>k`` (about n x 1000 pixels
 per frame) or ``<n>px`` (frames resized to n x n). The scale-grid release spells some labels its own
 way (``textonly``, ``64f_151k``, ``128f_input224``, ``128f_fallback``); :func:`from_scalegrid` maps
-them, keeping tags it cannot translate verbatim while still parsing frames and pixels.
+them, keeping tags it cannot translate verbatim while still parsing frames and pixels. Every label
+has one canonical spelling (``08f`` -> ``8f``, ``16f/uniform`` -> ``16f``, ``64f@151.0k`` -> ``64f@151k``),
+and frames and pixels are bounded (``MAX_FRAMES``, ``MAX_PIXELS``).
 
 Cost is ``frames x pixels per frame``. Labels without a spatial part share the model's default
 resolution, so two configurations are comparable when both state pixels, or neither does, or one is
@@ -22,7 +25,8 @@ import numpy as np
 _CANONICAL = re.compile(
     r"^(?P<frames>\d+)f"
     r"(?:@(?P<spatial>\d+(?:\.\d+)?(?:k|px)))?"
-    r"(?:/(?P<policy>[a-z][a-z0-9.\-]*))?$"
+    r"(?:/(?P<policy>[a-z][a-z0-9.\-]*))?"
+    r"(?:~prune(?P<keep>\d+))?$"
 )
 # Scale-grid tags kept verbatim: "<N>f_<tag>", e.g. 128f_input224 or 128f_fallback.
 _TAGGED = re.compile(r"^(?P<frames>\d+)f_(?P<tag>[a-z][a-z0-9]*)$")
@@ -30,6 +34,10 @@ _SCALEGRID_SPATIAL = re.compile(r"^(?P<frames>\d+)f_(?P<spatial>\d+(?:\.\d+)?k)$
 _INPUT_SIZE = re.compile(r"^input(?P<side>\d+)$")
 
 DEFAULT_POLICY = "uniform"
+# Sane bounds, so a typo (``9999999999f``) is refused here instead of overflowing a column later:
+# an hour of video at 4 fps is 14,400 frames; 8192 x 8192 pixels is beyond any model's input.
+MAX_FRAMES = 16_384
+MAX_PIXELS = 8192 * 8192
 
 
 class ConfigLabelError(ValueError):
@@ -45,6 +53,17 @@ class Config:
     pixels: int | None  # pixels per frame; None = the model's default resolution
     policy: str  # sampling policy; "uniform" when the label names none
     tag: str | None = None  # a scale-grid tag kept verbatim (e.g. "fallback")
+    keep: int | None = None  # approximate protocol: vision tokens pruned, keeping this % (``~prune85``)
+
+    @property
+    def is_exact(self) -> bool:
+        """False for an approximate processing protocol (``~prune``): never part of a default grid."""
+        return self.keep is None
+
+    @property
+    def exact_label(self) -> str:
+        """The label of the exact twin (``32f~prune85`` -> ``32f``), compared with it by paired drift."""
+        return self.label.split("~", 1)[0]
 
     @property
     def is_text(self) -> bool:
@@ -58,11 +77,26 @@ class Config:
         return None if self.pixels is None else float(self.frames * self.pixels)
 
 
-def _spatial_pixels(spatial: str) -> int:
+def _spatial(raw: str, spatial: str) -> tuple[str, int]:
+    """The canonical spelling of a spatial part (``0151k`` -> ``151k``) and its pixels per frame."""
     if spatial.endswith("px"):
         side = int(spatial[:-2])
-        return side * side
-    return int(round(float(spatial[:-1]) * 1000))
+        text, pixels = f"{side}px", side * side
+    else:
+        k = float(spatial[:-1])
+        text, pixels = f"{k:g}k", int(round(k * 1000))
+    if not 0 < pixels <= MAX_PIXELS:
+        raise ConfigLabelError(f"config label {raw!r}: pixels per frame must be in 1..{MAX_PIXELS:,} (8192 x 8192)")
+    return text, pixels
+
+
+def _frames(raw: str, digits: str) -> int:
+    frames = int(digits)
+    if frames == 0:
+        raise ConfigLabelError(f"config label {raw!r}: 0 frames is spelled 'text'")
+    if frames > MAX_FRAMES:
+        raise ConfigLabelError(f"config label {raw!r}: at most {MAX_FRAMES:,} frames")
+    return frames
 
 
 @lru_cache(maxsize=4096)
@@ -74,20 +108,25 @@ def parse(label: str) -> Config:
         return Config("text", 0, None, DEFAULT_POLICY)
     m = _CANONICAL.match(label)
     if m:
-        frames = int(m["frames"])
-        if frames == 0:
-            raise ConfigLabelError(f"config label {raw!r}: 0 frames is spelled 'text'")
-        pixels = _spatial_pixels(m["spatial"]) if m["spatial"] else None
-        return Config(label, frames, pixels, m["policy"] or DEFAULT_POLICY)
+        # One spelling per configuration: leading zeros and trailing ".0" are dropped (08f -> 8f).
+        frames = _frames(raw, m["frames"])
+        spatial, pixels = _spatial(raw, m["spatial"]) if m["spatial"] else (None, None)
+        keep = None if m["keep"] is None else int(m["keep"])
+        if keep is not None and not 1 <= keep <= 99:
+            raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%> keeps 1..99 percent of the vision tokens")
+        policy = m["policy"] or DEFAULT_POLICY
+        text = f"{frames}f" + (f"@{spatial}" if spatial else "") + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        text += "" if keep is None else f"~prune{keep}"
+        return Config(text, frames, pixels, policy, keep=keep)
     m = _TAGGED.match(label)
     if m:
-        frames = int(m["frames"])
+        frames = _frames(raw, m["frames"])
         size = _INPUT_SIZE.match(m["tag"])
         pixels = int(size["side"]) ** 2 if size else None
         return Config(label, frames, pixels, DEFAULT_POLICY, tag=m["tag"])
     raise ConfigLabelError(
         f"unknown config label {raw!r}: expected 'text', '<N>f', '<N>f@<n>k', '<N>f@<n>px', "
-        "'<N>f/<policy>' or a combination such as '64f@151k/random-s1'"
+        "'<N>f/<policy>', '<label>~prune<keep%>' or a combination such as '64f@151k/random-s1'"
     )
 
 
@@ -110,7 +149,7 @@ def canonical(label: str) -> str:
         return from_scalegrid(label)
 
 
-def make_label(frames: int, pixels_k: float | None = None, policy: str | None = None) -> str:
+def make_label(frames: int, pixels_k: float | None = None, policy: str | None = None, keep: int | None = None) -> str:
     """Build a canonical label from its parts (the inverse of :func:`parse`)."""
     if frames == 0:
         return "text"
@@ -119,13 +158,15 @@ def make_label(frames: int, pixels_k: float | None = None, policy: str | None = 
         label += f"@{pixels_k:g}k"
     if policy and policy != DEFAULT_POLICY:
         label += f"/{policy}"
+    if keep is not None:
+        label += f"~prune{keep}"
     return parse(label).label
 
 
 def sort_key(label: str) -> tuple:
     """Display order: text first, then frames, then pixels (default first), then policy."""
     c = parse(label)
-    return (c.frames, -1 if c.pixels is None else c.pixels, c.policy != DEFAULT_POLICY, c.policy, c.label)
+    return (c.frames, -1 if c.pixels is None else c.pixels, c.policy != DEFAULT_POLICY, c.policy, c.keep is not None, c.label)
 
 
 def order(labels: list[str]) -> list[str]:

@@ -65,3 +65,32 @@ def test_lower_matrix_is_a_partial_order_by_cost():
     # default resolution vs a stated one: unknown, not ordered
     assert not L[ix["8f"], ix["32f@50k"]] and not L[ix["32f@50k"], ix["8f"]]
     assert not np.any(L & L.T)  # antisymmetric
+
+
+@pytest.mark.parametrize(
+    "spelling, label",
+    [("08f", "8f"), ("16f/uniform", "16f"), ("64f@151.0k", "64f@151k"), ("64f@0151k/random-s1", "64f@151k/random-s1"),
+     ("32f~prune85", "32f~prune85"), ("064f@151k~prune050", "64f@151k~prune50")],
+)
+def test_one_canonical_spelling_per_configuration(spelling, label):
+    assert configs.canonical(spelling) == label
+    assert configs.parse(spelling).label == label
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [("8f@0k", "pixels per frame"), ("8f@0px", "pixels per frame"), ("9999999999f", "at most 16,384 frames"),
+     ("8f@99999px", "pixels per frame"), ("32f~prune0", "keeps 1..99"), ("32f~prune100", "keeps 1..99")],
+)
+def test_out_of_range_labels_are_refused_with_the_bound(bad, says):
+    with pytest.raises(ConfigLabelError) as err:
+        configs.parse(bad)
+    assert repr(bad) in str(err.value) and says in str(err.value)
+
+
+def test_prune_suffix_names_its_exact_twin():
+    c = configs.parse("32f@151k/random-s1~prune85")
+    assert (c.keep, c.is_exact, c.exact_label, c.frames, c.pixels) == (85, False, "32f@151k/random-s1", 32, 151_000)
+    assert configs.parse("32f").is_exact
+    assert configs.make_label(32, None, None, keep=85) == "32f~prune85"
+    assert configs.order(["32f~prune85", "32f", "16f"]) == ["16f", "32f", "32f~prune85"]
