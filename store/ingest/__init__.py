@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from backend.errors import UserError
 from store import configs
-from store.ingest import lmms_eval, scalegrid, table, videomme, vlmevalkit
+from store.ingest import gate, lmms_eval, scalegrid, table, videomme, vlmevalkit
 from store.ingest.common import Batch, IngestOptions, fail
 from store.ingest.publish import FileResult, publish_batches
 from store.store import Store
@@ -163,6 +163,7 @@ def ingest_paths(
         fmt = detect(path) if format == "auto" else format
         if not path.is_file():
             raise UserError(f"{path}: no such file")
+        gate.check_file_size(path)
         batches.append(READERS[fmt](path, opts))
     options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
                "answers": str(answers) if answers else None, "run": run, "replace": replace}  # fmt: skip

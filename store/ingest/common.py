@@ -12,7 +12,9 @@ item columns it knows (``target``, ``question``, ``duration``...); :func:`make_b
   verdict the harness wrote beside raw text (lmms-eval ``pred_answer`` / ``score``, VLMEvalKit
   ``score``) is kept in provenance and a disagreement with our rule is flagged ``harness-mismatch``,
   so one extraction rule holds across formats and every difference is visible;
-* ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``.
+* ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``;
+* every value passes the gate (``store.ingest.gate``): bad numbers, out-of-range counts and
+  oversized text are refused with their line, never coerced.
 
 Besides stored columns a reader may give ``n_options`` (letters the item allows),
 ``harness_answer`` / ``harness_correct`` (the harness's own verdict) and ``harness_unparseable``;
@@ -30,15 +32,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from backend.errors import UserError
 from store import configs
 from store.answers import extract_letter
+from store.ingest import gate
+from store.ingest.gate import fail
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
 
 LETTERS = "ABCDEFGH"
 ITEM_COLUMNS = [f.name for f in ITEMS if f.name != "written_at"]
 RESPONSE_COLUMNS = [f.name for f in RESPONSES]
+TEXT_COLUMNS = list(dict.fromkeys(f.name for f in (*RESPONSES, *ITEMS) if pa.types.is_string(f.type)))
 DEFAULT_N_OPTIONS = 4
 
 
@@ -69,12 +75,6 @@ class Batch:
 
     def where(self, line: object) -> str:
         return f"{self.path} {self.line_word} {int(line)}" if pd.notna(line) else str(self.path)
-
-
-def fail(path: Path | str, message: str, line: int | None = None, word: str = "line") -> UserError:
-    """A UserError that names the file (and the line) first, as every ingest error does."""
-    where = f"{path} {word} {int(line)}" if line is not None else f"{path}"
-    return UserError(f"{where}: {message}")
 
 
 def read_text_bytes(path: Path) -> bytes:
@@ -217,6 +217,10 @@ def make_batch(
             hint = f" (pass --{col})" if col in ("model", "benchmark", "config") else ""
             raise fail(path, f"no {col}{hint}", rows["_line"].iloc[int(np.argmax(bad))], line_word)
         rows[col] = categorical(codes, cleaned)
+    gate.fractions(path, rows, line_word)
+    gate.counts(path, rows, line_word)
+    gate.option_probs(path, rows, line_word)
+    gate.text_sizes(path, rows, TEXT_COLUMNS, line_word)
     _canonical_configs(path, rows, line_word)
     _answers_and_correctness(path, rows, line_word)
     run_id = f"ingest-{pd.Timestamp.now(tz='UTC'):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"

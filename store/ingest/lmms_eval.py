@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from store import configs
+from store.ingest import gate
 from store.ingest.common import LETTERS, Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes
 
 FORMAT = "lmms-eval"
@@ -87,7 +88,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows["model"] = opts.model or _model(path, harness)
     rows["config"] = opts.config or _config(path, harness)
     if "harness_correct" in rows:
-        score = pd.to_numeric(rows["harness_correct"], errors="coerce")
+        score = pd.Series(gate.numbers(path, rows["harness_correct"], rows["_line"], "score", word), index=rows.index)
         rows["harness_correct"] = score.where(score.isin([0, 1]))  # only a 0/1 score is a verdict
     rows["provenance"] = json_rows(pd.DataFrame.from_records(list(rows.pop("_prov"))))
     settings = {

@@ -15,7 +15,6 @@ Config names go through ``store.configs.from_scalegrid``; the benchmark follows 
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from store import configs
+from store.ingest import gate
 from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
 
 FORMAT = "scalegrid"
@@ -52,10 +52,11 @@ def is_wide_header(columns: list[str]) -> bool:
 
 
 def _csv(path: Path) -> pd.DataFrame:
-    df = pd.read_csv(io.BytesIO(read_text_bytes(path)), dtype=str, keep_default_na=False)
-    if df.empty:
+    """Every cell as text, empty = missing; a row cut short or too long is refused with its line."""
+    table = gate.read_csv(path, read_text_bytes(path), null_values=[""])
+    if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
-    return df.replace("", None)
+    return table.to_pandas()
 
 
 def read(path: Path, opts: IngestOptions) -> Batch:
@@ -68,7 +69,7 @@ def read_per_item(path: Path, opts: IngestOptions) -> Batch:
     df = _csv(path)
     require_columns(path, df.columns, PER_ITEM_COLUMNS, "the scale-grid per_item.csv")
     lines = np.arange(len(df)) + 2
-    correct = pd.to_numeric(df["correct"], errors="coerce")
+    correct = pd.Series(gate.numbers(path, df["correct"], pd.Series(lines), "correct"))
     bad = ~correct.isin([0, 1])
     if bad.any():
         raise fail(path, f"`correct` must be 0 or 1, got {df['correct'][bad].iloc[0]!r}", lines[bad.to_numpy().argmax()])
@@ -83,8 +84,8 @@ def read_per_item(path: Path, opts: IngestOptions) -> Batch:
             "target": df["ground_truth_option"],
             "correct": correct.astype("int8"),
             "n_options": N_LETTERS,
-            "frames": pd.to_numeric(df.get("frame_count"), errors="coerce") if "frame_count" in df else np.nan,
-            "pixels": pd.to_numeric(df.get("pixel_count"), errors="coerce") if "pixel_count" in df else np.nan,
+            "frames": df["frame_count"] if "frame_count" in df else np.nan,  # checked by the gate
+            "pixels": df["pixel_count"] if "pixel_count" in df else np.nan,
             "source_tag": df.get("source_tag"),
             "protocol_note": df.get("protocol_note"),
         }

@@ -2,7 +2,7 @@
 
 Required: ``model, benchmark, item_id, config`` (each may instead come from the command line) and
 either ``correct`` (0/1) or both ``prediction`` and ``target``. Optional: ``confidence``, ``score``,
-``task_type``, ``question``, ``options`` (JSON list), ``video``, ``duration``, ``domain``,
+``letter_mass`` (numbers in [0, 1]), ``option_probs`` (JSON {letter: probability}), ``task_type``, ``question``, ``options`` (JSON list), ``video``, ``duration``, ``domain``,
 ``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``.
 
 Everything is column-wise (pyarrow parsing, pandas / DuckDB operations); the only per-value Python
@@ -11,7 +11,6 @@ is answer extraction on distinct non-trivial prediction texts (see ``common.extr
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from pathlib import Path
@@ -19,18 +18,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from store.ingest import gate
 from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
 
 FORMAT = "table"
 KEY_COLUMNS = ["model", "benchmark", "item_id", "config"]
 STRING_COLUMNS = KEY_COLUMNS + [
     "split", "run", "prediction", "target", "task_type", "question", "options", "video", "duration",
-    "domain", "sub_category", "source_tag", "protocol_note",
+    "domain", "sub_category", "source_tag", "protocol_note", "option_probs",
 ]  # fmt: skip
-FLOAT_COLUMNS = ["confidence", "score"]
+FLOAT_COLUMNS = ["confidence", "score", "letter_mass"]  # parsed and range-checked by the gate
 KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct"}
 
 
@@ -47,9 +46,6 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows["_line"] = np.arange(len(df)) + (1 if path.suffix.lower() in (".jsonl", ".parquet") else 2)
     if "correct" in rows:
         rows["correct"] = _zero_one(path, rows["correct"], rows["_line"])
-    for col in FLOAT_COLUMNS:
-        if col in rows:
-            rows[col] = pd.to_numeric(rows[col], errors="coerce")
     if "options" in rows:
         _check_options(path, rows)
     extra = [c for c in df.columns if c not in KNOWN]
@@ -72,15 +68,8 @@ def _load(path: Path) -> pd.DataFrame:
     data = read_text_bytes(path)
     if suffix == ".jsonl":
         return _load_jsonl(path, data)
-    header = next(csv.reader([data.split(b"\n", 1)[0].decode("utf-8")]))
-    types = {c: pa.string() for c in STRING_COLUMNS if c in header}
-    try:
-        table = pacsv.read_csv(
-            io.BytesIO(data),
-            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
-        )
-    except pa.ArrowInvalid as exc:
-        raise fail(path, f"not a readable CSV table ({exc})") from None
+    # Numbers are read as text so the gate can name the line of a bad one (Arrow's own parse cannot).
+    table = gate.read_csv(path, data, strings=STRING_COLUMNS + FLOAT_COLUMNS)
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
     return table.to_pandas()

@@ -16,7 +16,6 @@ Other datasets use a ``question_id`` / ``id`` column when present, else ``index`
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from store.ingest import gate
 from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
 
 FORMAT = "vlmevalkit"
@@ -69,9 +69,10 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         )
     benchmark = opts.benchmark or DATASETS[name["family"]]
     lines = np.arange(len(df)) + 2
-    index = pd.to_numeric(df["index"], errors="coerce")
-    if index.isna().any():
-        raise fail(path, f"`index` is not a number: {df['index'][index.isna()].iloc[0]!r}", lines[index.isna().argmax()], "row")
+    index = pd.Series(gate.numbers(path, df["index"], pd.Series(lines), "index", "row"), index=df.index)
+    bad = index.isna() | (index != index.round())
+    if bad.any():
+        raise fail(path, f"`index` must be an integer, got {df['index'][bad].iloc[0]!r}", lines[bad.argmax()], "row")
     rows = pd.DataFrame({c: df[c].astype("str") for c in ITEM_FIELDS if c in df})
     rows["_line"] = lines
     rows["raw_output"] = df["prediction"].astype("str")
@@ -81,12 +82,12 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         options = _options(path, df["candidates"], lines)
         rows["options"] = options
     if "score" in df:
-        score = pd.to_numeric(df["score"], errors="coerce")
+        score = pd.Series(gate.numbers(path, df["score"], pd.Series(lines), "score", "row"), index=df.index)
         rows["harness_correct"] = score.where(score.isin([0, 1]))
         rows["harness_unparseable"] = score == -1
     prov = pd.DataFrame({"index": index.astype("int64"), "subtitles": name.get("subs", False)}, index=df.index)
     if "score" in df:
-        prov["harness_score"] = pd.to_numeric(df["score"], errors="coerce")
+        prov["harness_score"] = score
     rows["provenance"] = json_rows(prov)
     rows["benchmark"] = benchmark
     rows["model"] = opts.model or name.get("model")
@@ -110,8 +111,7 @@ def _load(path: Path) -> pd.DataFrame:
         except Exception as exc:  # openpyxl raises several unrelated types for a broken workbook
             raise fail(path, f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})") from None
     elif suffix == ".tsv":
-        df = pd.read_csv(io.BytesIO(read_text_bytes(path)), sep="\t", dtype=str, keep_default_na=False)
-        df = df.replace("", None)
+        df = gate.read_csv(path, read_text_bytes(path), delimiter="\t", null_values=[""]).to_pandas()
     else:
         text = read_text_bytes(path).decode("utf-8")
         try:
