@@ -22,7 +22,7 @@ import pandas as pd
 from backend import rerun
 from backend.errors import UserError
 from backend.filters import ItemFilter
-from backend.matrix import Matrix, load_matrix
+from backend.matrix import Matrix, load_matrix, main_only
 from backend.stats import bootstrap_means, percentile_interval
 from backend.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
@@ -43,10 +43,15 @@ def protocol(label: str) -> str:
     return c.tag if c.tag and not c.tag.startswith("input") else configs.DEFAULT_POLICY
 
 
-def store_labels(store: Store, model: str, benchmark: str | None = None) -> list[str]:
-    """The configs ``model`` has in the store (on ``benchmark``), in grid order."""
+def store_labels(store: Store, model: str, benchmark: str | None = None, reruns: bool = True) -> list[str]:
+    """The configs ``model`` has in the store (on ``benchmark``), in grid order.
+
+    Other protocols include live re-runs: re-running terminal regressions under another policy is
+    how the intervention is measured, an explicit comparison. Base grids use main runs only.
+    """
     df = store.query(
-        "SELECT DISTINCT config FROM responses WHERE model = $m AND ($b IS NULL OR benchmark = $b)",
+        "SELECT DISTINCT config FROM responses WHERE model = $m AND ($b IS NULL OR benchmark = $b)"
+        + ("" if reruns else f" AND {main_only()}"),
         {"m": model, "b": benchmark},
     )
     return configs.order(df["config"].tolist())
@@ -54,7 +59,7 @@ def store_labels(store: Store, model: str, benchmark: str | None = None) -> list
 
 def base_grid(store: Store, model: str, benchmark: str | None = None) -> list[str]:
     """The default grid for protocol audits: the model's configs under the uniform protocol."""
-    grid = [lab for lab in store_labels(store, model, benchmark) if protocol(lab) == configs.DEFAULT_POLICY]
+    grid = [lab for lab in store_labels(store, model, benchmark, reruns=False) if protocol(lab) == configs.DEFAULT_POLICY]
     if not grid:
         raise UserError(f"model {model!r} has no uniform-protocol configs{f' on {benchmark!r}' if benchmark else ''}")
     return grid
@@ -147,7 +152,7 @@ def recovery(
     policy_label = configs.canonical(policy_label)
     if budget_key(policy_label) != budget_key(top) or policy_label == top:
         raise UserError(f"{policy_label!r} is not another protocol at the top budget {top!r} (same frames and pixels)")
-    matrix = load_matrix(store, [model], benchmark, grid + [policy_label], item_filter)
+    matrix = load_matrix(store, [model], benchmark, grid + [policy_label], item_filter, include_reruns=True)
     y = matrix.correct[0].astype(bool)
     base, alt = y[:, : len(grid)], y[:, len(grid)]
     lower = configs.lower_matrix(grid)
@@ -191,7 +196,7 @@ def protocol_matrix(
     """The matched matrix over the base grid and its counterparts ``pairs``, with both grids' labels."""
     alt_grid = [pairs.get(label, label) for label in grid]
     union = grid + [pairs[label] for label in grid if label in pairs]
-    return load_matrix(store, [model], benchmark, union, item_filter), grid, alt_grid
+    return load_matrix(store, [model], benchmark, union, item_filter, include_reruns=True), grid, alt_grid
 
 
 def agreement(

@@ -13,10 +13,8 @@ import pandas as pd
 import pyarrow as pa
 
 from backend.errors import UserError
-from backend.filters import ItemFilter
-from backend.matrix import Matrix, load_matrix
+from backend.matrix import Matrix
 from backend.tags import TAGS, tag_lists, tag_masks
-from store.store import Store
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]
 
@@ -55,17 +53,3 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.D
     out["confidence"] = _per_config(matrix.confidence[m, keep].astype(np.float64).round(6), matrix.grid)
     out.attrs.update(grid=list(matrix.grid), n_excluded=matrix.n_excluded, model=model)
     return out
-
-
-def items_table(
-    store: Store,
-    model: str,
-    benchmark: str | None = None,
-    grid: list[str] | None = None,
-    tag: str | None = None,
-    item_filter: ItemFilter | None = None,
-) -> pd.DataFrame:
-    """Load ``model``'s matched matrix and return its item table (see ``trajectory_table``)."""
-    check_tag(tag)  # before the load: a typo should not cost a scan
-    matrix = load_matrix(store, [model], benchmark=benchmark, grid=grid, item_filter=item_filter)
-    return trajectory_table(matrix, model, tag)

@@ -12,6 +12,7 @@ the earliest written. One scan fetches every row with its preference; NumPy pick
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -72,7 +73,20 @@ class Matrix:
         return configs.lower_matrix(self.grid)
 
 
-def _canonical_grid(grid: list[str]) -> list[str]:
+def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
+    """The same matrix on the items where ``keep`` is True (exclusion counts unchanged)."""
+    keep = np.asarray(keep, dtype=bool)
+    return dataclasses.replace(
+        matrix,
+        items=matrix.items.loc[keep].reset_index(drop=True),
+        correct=matrix.correct[:, keep],
+        confidence=matrix.confidence[:, keep],
+        score=matrix.score[:, keep],
+        answer=None if matrix.answer is None else matrix.answer[:, keep],
+    )
+
+
+def canonical_grid(grid: list[str]) -> list[str]:
     out = []
     for label in grid:
         try:
@@ -87,11 +101,18 @@ def _canonical_grid(grid: list[str]) -> list[str]:
     return out
 
 
+def main_only(alias: str = "") -> str:
+    """The predicate of main-run rows. Re-runs are an overlay (METRICS.md): unless asked for, no
+    query that builds a matrix or a default grid sees them."""
+    return f"coalesce({alias}origin, '') <> 'rerun'"
+
+
 def _matched_grid(
-    con: duckdb.DuckDBPyConnection, models: list[str], benchmark: str | None, grid: list[str] | None
+    con: duckdb.DuckDBPyConnection, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
 ) -> list[str]:
     """The grid ``G_M``: the configs every model has, or the given ones checked against each model."""
     where = "list_contains($models, model)" + ("" if benchmark is None else " AND benchmark = $benchmark")
+    where += "" if reruns else f" AND {main_only()}"
     params = {"models": models} | ({} if benchmark is None else {"benchmark": benchmark})
     sql = f"SELECT model, list(DISTINCT config) FROM responses WHERE {where} GROUP BY model"
     have = con.execute(sql, params).fetchall()
@@ -105,7 +126,7 @@ def _matched_grid(
         if not common:
             raise UserError(f"models {', '.join(models)} share no configuration{scope}")
         return configs.order(list(common))
-    grid = _canonical_grid(grid)
+    grid = canonical_grid(grid)
     for m in models:
         for label in grid:
             if label not in by_model[m]:
@@ -113,7 +134,7 @@ def _matched_grid(
     return grid
 
 
-def _fetch_cells(con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool) -> dict:
+def _fetch_cells(con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool, reruns: bool) -> dict:
     """Every response of the scope, coded: model m, item i, config c, values, and its preference.
 
     ``tier`` is 0 for rows that win outright (not a re-run, run ``main``), else 2 x re-run + not-main;
@@ -130,7 +151,7 @@ def _fetch_cells(con: duckdb.DuckDBPyConnection, models: list[str], grid: list[s
                   + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT AS tier,
                coalesce(epoch_us(r.written_at), 9223372036854775807) AS written {answer}
         FROM responses r JOIN scope s ON r.benchmark = s.benchmark AND r.item_id = s.item_id
-        WHERE list_contains($models, r.model) AND list_contains($grid, r.config)
+        WHERE list_contains($models, r.model) AND list_contains($grid, r.config) {"" if reruns else "AND " + main_only("r.")}
     """
     return con.execute(sql, {"models": models, "grid": grid}).fetchnumpy()
 
@@ -186,19 +207,21 @@ def load_matrix(
     grid: list[str] | None = None,
     item_filter: ItemFilter | None = None,
     include_answers: bool = False,
+    include_reruns: bool = False,
 ) -> Matrix:
     """Load the matched matrix of ``models`` on ``benchmark`` (all when None) over ``grid``.
 
     Without ``grid``, the configurations every model has, in ``configs.order``; with it, exactly
     those in that order (``UserError`` for a malformed label or a model lacking one). Items in scope
     are those passing ``item_filter`` with at least one response in the grid; the ones lacking some
-    (model, config) are excluded and counted.
+    (model, config) are excluded and counted. Live re-runs (``origin = 'rerun'``) are left out
+    unless ``include_reruns``: they are an overlay, never part of a matrix by default.
     """
     models = list(dict.fromkeys(models))
     if not models:
         raise UserError("no model given")
     with store.connect() as con:
-        grid = _matched_grid(con, models, benchmark, grid)
+        grid = _matched_grid(con, models, benchmark, grid, include_reruns)
         bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])
         fsql, fparams = filter_sql(item_filter, alias="it")
         cols = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
@@ -207,14 +230,15 @@ def load_matrix(
             SELECT r.benchmark, r.item_id, {cols},
                    (row_number() OVER (ORDER BY r.benchmark, r.item_id) - 1)::INTEGER AS i
             FROM (SELECT DISTINCT benchmark, item_id FROM responses
-                  WHERE list_contains(?, model) AND list_contains(?, config) {bench_sql}) r
+                  WHERE list_contains(?, model) AND list_contains(?, config) {bench_sql}
+                  {"" if include_reruns else "AND " + main_only()}) r
             LEFT JOIN items it ON it.benchmark = r.benchmark AND it.item_id = r.item_id
             WHERE {fsql}""",
             [models, grid, *bench_params, *fparams],
         )
         # Through Arrow: about 2.5x faster than .df() for the string columns.
         items = con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table().to_pandas()
-        cells = _fetch_cells(con, models, grid, include_answers)
+        cells = _fetch_cells(con, models, grid, include_answers, include_reruns)
     shape = (len(models), len(items), len(grid))
     present, correct, confidence, score, answer = _scatter(cells, shape, include_answers)
     complete = present.all(axis=(0, 2))
@@ -236,26 +260,46 @@ def load_matrix(
 
 
 def available(store: Store) -> dict:
-    """What the store holds (the ``info`` contract): models, benchmarks, configs per model and benchmark."""
+    """What the store holds (the ``info`` contract): models, benchmarks, configs per model and benchmark.
+
+    ``configs``, ``coverage`` (items per configuration) and ``model_items`` count main runs only;
+    live re-runs are listed apart under ``reruns`` (items per configuration), so one exploratory
+    re-run never adds a configuration to what the views analyse.
+    """
     with store.connect() as con:
         rows = con.execute(
-            "SELECT model, benchmark, list(DISTINCT config), count(*) FROM responses GROUP BY model, benchmark"
+            f"""SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, count(*), count(DISTINCT item_id)
+            FROM responses GROUP BY ALL"""
+        ).fetchall()
+        per_model = con.execute(
+            f"SELECT model, benchmark, count(DISTINCT item_id) FROM responses WHERE {main_only()} GROUP BY ALL"
         ).fetchall()
         n_items, task_types, durations, domains = con.execute(
             "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
             "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
             "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
         ).fetchone()
-    cfgs: dict[str, dict[str, list[str]]] = {}
-    for model, bench, labels, _ in sorted(rows):
-        cfgs.setdefault(model, {})[bench] = configs.order(labels)
+    coverage: dict[str, dict[str, dict[str, int]]] = {}
+    reruns: dict[str, dict[str, dict[str, int]]] = {}
+    n_main = n_rerun = 0
+    for model, bench, label, rerun, n_rows, n in sorted(rows):
+        (reruns if rerun else coverage).setdefault(model, {}).setdefault(bench, {})[label] = int(n)
+        n_rerun, n_main = (n_rerun + n_rows, n_main) if rerun else (n_rerun, n_main + n_rows)
+    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage.items()}
+    model_items: dict[str, dict[str, int]] = {}
+    for model, bench, n in per_model:
+        model_items.setdefault(model, {})[bench] = int(n)
     return {
         "models": sorted(cfgs),
         "benchmarks": sorted({b for per in cfgs.values() for b in per}),
         "configs": cfgs,
+        "coverage": coverage,
+        "model_items": model_items,
+        "reruns": reruns,
         "task_types": task_types or [],
         "durations": durations or [],
         "domains": domains or [],
-        "n_responses": sum(n for *_, n in rows),
+        "n_responses": n_main,
+        "n_rerun_responses": n_rerun,
         "n_items": int(n_items),
     }

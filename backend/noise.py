@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from backend.matrix import Matrix
+from backend.matrix import Matrix, main_only
 from backend.metrics import _flow_record, transition
 from backend.stats import mcnemar_exact
 from store import configs
@@ -65,7 +65,7 @@ def noise_profile(store: Store, matrix: Matrix) -> NoiseProfile:
     n_right = np.zeros(shape, dtype=np.int32)
     with store.connect() as con:
         labels = [r[0] for r in con.execute(
-            "SELECT DISTINCT config FROM responses WHERE list_contains($m, model)", {"m": matrix.models}
+            f"SELECT DISTINCT config FROM responses WHERE list_contains($m, model) AND {main_only()}", {"m": matrix.models}
         ).fetchall()]  # fmt: skip
         known = [lab for lab in labels if _parses(lab)]
         con.register("budgets", _budget_table(known))
@@ -73,13 +73,14 @@ def noise_profile(store: Store, matrix: Matrix) -> NoiseProfile:
         con.register("scope_items", matrix.items[["benchmark", "item_id"]].assign(i=np.arange(matrix.n_items)))
         con.register("scope_models", pd.DataFrame({"model": matrix.models, "m": np.arange(len(matrix.models))}))
         cells = con.execute(
-            """
+            f"""
             WITH reps AS (
                 SELECT sm.m, si.i, b.frames, b.pixels, count(*)::INTEGER AS n, sum(coalesce(r.correct, 0))::INTEGER AS k
                 FROM responses r
                 JOIN scope_models sm ON sm.model = r.model
                 JOIN scope_items si ON si.benchmark = r.benchmark AND si.item_id = r.item_id
                 JOIN budgets b ON b.config = r.config
+                WHERE {main_only("r.")}
                 GROUP BY ALL
             )
             SELECT reps.m, reps.i, g.c, reps.n, reps.k

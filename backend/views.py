@@ -1,23 +1,17 @@
-"""What a dashboard view is looking at: the default grid, a trajectory-tag subset, one sorted page of items.
-
-These are the small decisions every page shares: which configurations a fresh view shows (the
-model's budget ladder, not every protocol variant), how the sidebar's trajectory-tag filter
-narrows the matched matrix, and how the item table sorts and pages on the server so a browser
-only ever receives one page of rows.
+"""Small decisions every view shares: which models a fresh view compares, which configurations they
+share, and how the item table sorts and pages on the server so a browser only ever receives one
+page of rows. (The default grid and the tag filter belong to ``backend.scope``.)
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
 
 from backend.errors import UserError
-from backend.matrix import Matrix, available
-from backend.tags import TAGS, changes, tag_lists, tag_masks
+from backend.matrix import Matrix
+from backend.tags import changes, tag_lists, tag_masks
 from store import configs
-from store.store import Store
 
 SORTS = {
     "item": "item id",
@@ -29,13 +23,16 @@ SORTS = {
 }
 
 
-def shared_configs(available: dict, models: list[str], benchmark: str | None) -> list[str]:
-    """Configurations every model in ``models`` has on ``benchmark`` (all benchmarks when None)."""
+def shared_configs(available: dict, models: list[str], benchmark: str | None, reruns: bool = False) -> list[str]:
+    """Configurations every model in ``models`` has on ``benchmark`` (all benchmarks when None).
+
+    Main runs only, unless ``reruns``: then configurations only live re-runs reached count too.
+    """
     per_model = []
     for m in models:
-        by_bench = available["configs"].get(m, {})
-        labels = by_bench.get(benchmark, []) if benchmark else [c for cs in by_bench.values() for c in cs]
-        per_model.append(set(labels))
+        kinds = [available["configs"].get(m, {})] + ([available["reruns"].get(m, {})] if reruns else [])
+        labels = {c for by_bench in kinds for b, cs in by_bench.items() if benchmark in (None, b) for c in cs}
+        per_model.append(labels)
     return configs.order(list(set.intersection(*per_model))) if per_model else []
 
 
@@ -56,46 +53,6 @@ def default_models(available: dict, benchmark: str, limit: int = 4) -> list[str]
         if len(chosen) == limit:
             break
     return chosen or sorted(have)[:1]
-
-
-def default_grid(available: dict, models: list[str], benchmark: str | None) -> list[str]:
-    """The budget ladder shared by the models: labels without a spatial part, policy or tag.
-
-    Protocol variants (``32f@50k``, ``64f/random-s1``) usually cover a subset of the items, so a
-    default grid holding them would shrink the matched items; they stay one click away. A store
-    whose shared configurations are all variants gets them all.
-    """
-    shared = shared_configs(available, models, benchmark)
-    ladder = [c for c in shared if (p := configs.parse(c)).pixels is None and p.policy == configs.DEFAULT_POLICY and p.tag is None]
-    return ladder if len(ladder) >= 2 else shared
-
-
-def view_grid(store: Store, models: list[str], benchmark: str | None, grid: list[str] | None) -> list[str] | None:
-    """``grid`` when given, else the dashboard's default (``default_grid``), so the CLI matches a fresh page."""
-    return grid if grid else default_grid(available(store), models, benchmark) or None
-
-
-def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
-    """The same matrix on the items where ``keep`` is True (exclusion counts unchanged)."""
-    keep = np.asarray(keep, dtype=bool)
-    return dataclasses.replace(
-        matrix,
-        items=matrix.items.loc[keep].reset_index(drop=True),
-        correct=matrix.correct[:, keep],
-        confidence=matrix.confidence[:, keep],
-        score=matrix.score[:, keep],
-        answer=None if matrix.answer is None else matrix.answer[:, keep],
-    )
-
-
-def tag_subset(matrix: Matrix, model: str, tag: str | None) -> Matrix:
-    """Items carrying trajectory ``tag`` for ``model`` (the sidebar's tag filter); all when None."""
-    if tag is None:
-        return matrix
-    if tag not in TAGS:
-        raise UserError(f"unknown trajectory tag {tag!r}: expected one of {', '.join(TAGS)}")
-    y = matrix.correct[matrix.model_index(model)].astype(bool)
-    return restrict(matrix, tag_masks(y, matrix.grid, matrix.lower)[tag])
 
 
 def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:

@@ -75,18 +75,18 @@ with ui.guard():
     ui.need_items(scope)
     ui.scope_caption(scope)
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
-    table = headline_table(data.metrics(scope))
+    report = data.compare_view(scope, TOP)
+    table = headline_table({"models": report["metrics"]})
     st.dataframe(ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")})
     ui.downloads(table, "compare-headlines")
     ui.chart(bars(table, colours), "compare-headlines")
 
     st.subheader("Are the confused items the same items?")
-    ov = data.overlap(scope)
+    ov = report["overlap"]
     c1, c2, c3 = st.columns(3)
     c1.metric("Confused by every model", f"{ov['confused_by_all']:,}", help="Visually confused items shared by all selected models.")
     c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
-    share = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
-    c3.metric("Shared share", ui.pct(share), help="Confused by every model / confused by any.")
+    c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
     with left:
         ui.chart(jaccard_figure(ov), "confusion-jaccard")
@@ -95,7 +95,7 @@ with ui.guard():
     ui.downloads(pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]), "confusion-intersections")
 
     st.subheader(f"Items the models disagree on most (top {TOP})")
-    dis = data.disagreement(scope, TOP)
+    dis = pd.DataFrame(report["disagreement"])
     acc_cols = [c for c in dis.columns if c.startswith("accuracy:")]
     st.caption("Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it.")
     st.dataframe(
@@ -106,3 +106,4 @@ with ui.guard():
         | {c: st.column_config.ProgressColumn(c.split(":", 1)[1], min_value=0.0, max_value=1.0, format="percent") for c in acc_cols},
     )  # fmt: skip
     ui.downloads(dis, "disagreement")
+    ui.twin(scope, ["compare"], "--top", str(TOP))

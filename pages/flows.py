@@ -70,8 +70,8 @@ def _open_item(items: pd.DataFrame, key: str) -> None:
         state.go_later("pages/inspector.py", item=items.iloc[rows[0]]["item_id"])
 
 
-def flow_items_panel(scope: data.Scope, a: str, b: str, kind: str, hide_noise: bool = False) -> None:
-    items = (data.quiet_flow_items if hide_noise else data.flow_item_list)(scope, scope.focus, a, b, kind)
+def flow_items_panel(scope: data.Scope, a: str, b: str, kind: str) -> None:
+    items = data.flow_item_list(scope, scope.focus, a, b, kind)
     st.subheader(f"{a} → {b}: {KIND_TEXT[kind]} · {len(items):,} items")
     if items.empty:
         st.info("No item takes this flow.")
@@ -97,6 +97,7 @@ ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Flows")
 with ui.guard():
+    scope = scope.with_noise(sidebar.noise_toggle())
     ui.need_items(scope)
     ui.scope_caption(scope)
     grid = list(scope.grid)
@@ -107,11 +108,10 @@ with ui.guard():
         a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
         b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
         configs = (a, b)
-    hide_noise = sidebar.noise_toggle()
-    view = (data.quiet_sankey if hide_noise else data.sankey)(scope, scope.focus, configs)
+    view = data.flows_view(scope, scope.focus, configs)
     fig = sankey_figure(view)
     ui.chart(fig, f"flows-{scope.focus}")
-    if hide_noise:
+    if scope.beyond_noise:
         st.caption(f"Within-noise flips hidden: {view['n_hidden']:,} (flips of items that flip under repeats at either "
                    "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
     st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
@@ -133,7 +133,10 @@ with ui.guard():
 
     a, b, kind = state.get("from"), state.get("to"), state.get("kind")
     pairs = set(zip(table["from"], table["to"], strict=True))
-    if kind in FLOW_KINDS and (a, b) in pairs:
-        flow_items_panel(scope, a, b, kind, hide_noise)
+    flow = ["--from", a, "--to", b, "--kind", kind] if kind in FLOW_KINDS and (a, b) in pairs else []
+    if flow:
+        flow_items_panel(scope, a, b, kind)
     else:
         st.info("Pick a flow (a row of the table above) to list its items.", icon="👆")
+    pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
+    ui.twin(scope, ["flows", "--model", scope.focus], *pair, *flow)

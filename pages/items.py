@@ -1,5 +1,7 @@
 """Items: a server-paged, sortable table with each item's trajectory drawn inline, and a trajectory heatmap."""
 
+import html
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,7 +32,8 @@ def table_view(scope: data.Scope) -> None:
     desc = state.bind(c2.toggle, "desc", "Descending", default=False)
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
     page_no = max(1, int(state.get("page") or 1))
-    page, n_pages = data.item_page(scope, scope.focus, sort, bool(desc), page_no, size)
+    report = data.item_page(scope, scope.focus, sort, bool(desc), page_no, size)
+    page, n_pages = pd.DataFrame(report["rows"]), report["n_pages"]
     m = data.matrix(scope)
     cells = m.correct[:, page["position"].to_numpy(), :]  # [M, rows, C]: only this page's rows
     shown = page.drop(columns=["position"]).assign(
@@ -41,11 +44,10 @@ def table_view(scope: data.Scope) -> None:
         cols.insert(5, "disagreement")
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
     order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
-    st.markdown(
+    st.html(
         f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "
-        f"({' → '.join(scope.grid)}); green correct, red wrong. Tags, counts and confidence are "
-        f"{scope.focus}'s. Select a row to open it in the inspector.</small>",
-        unsafe_allow_html=True,
+        f"({html.escape(' → '.join(scope.grid))}); green correct, red wrong. Tags, counts and confidence are "
+        f"{html.escape(scope.focus)}'s. Select a row to open it in the inspector.</small>"
     )
     st.dataframe(
         shown[cols], hide_index=True, key="itemtable", on_select=lambda: _open_item(page), selection_mode="single-row",
@@ -75,6 +77,8 @@ def table_view(scope: data.Scope) -> None:
         return with_annotations(data.items_export(scope, scope.focus), Store(scope.root), scope.benchmark)
 
     ui.downloads(export, f"items-{scope.benchmark}-{scope.focus}", parquet=True)
+    order = ["--sort", sort, *(["--desc"] if desc else []), "--page", str(report["page"]), "--page-size", str(size)]
+    ui.twin(scope, ["items", "--model", scope.focus], *order)
 
 
 def heatmap_figure(view: dict) -> go.Figure:
@@ -113,6 +117,7 @@ def heatmap_view(scope: data.Scope) -> None:
                            "meaning": [CLASS_HELP[c] for c in CLASSES]})  # fmt: skip
     st.dataframe(counts, hide_index=True)
     ui.downloads(counts, f"trajectory-classes-{scope.focus}")
+    ui.twin(scope, ["flows", "--model", scope.focus])  # its trajectory_classes
 
 
 ensure_entrypoint()

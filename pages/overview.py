@@ -40,7 +40,7 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
     table = headline_table(metrics)
     row = table.set_index("model").loc[focus]
     with st.container(border=True):
-        st.markdown(ui.swatch(colours[focus], f"**{focus}**"), unsafe_allow_html=True)
+        st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>")
         widths = [1.6] + [1] * (len(HEADLINES) - 1)  # room for the best config's label
         for col, (name, label) in zip(st.columns(widths), HEADLINES, strict=True):
             ci = None if np.isnan(row[f"{name}_lo"]) else [row[f"{name}_lo"], row[f"{name}_hi"]]
@@ -113,11 +113,11 @@ def transitions_table(metrics: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden])
 
 
-def task_table(scope: data.Scope) -> None:
+def task_table(scope: data.Scope, report: dict) -> None:
     st.subheader(f"By task type · {scope.focus}")
     sort = state.bind(st.segmented_control, "tsort", "Sort by", options=list(SORTS), default="visual_confusion_rate",
                       format_func=SORTS.get)  # fmt: skip
-    table = data.task_types(scope, scope.focus)
+    table = pd.DataFrame(report["task_types"][scope.focus])
     if sort:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
     rates = [c for c in table.columns if c not in ("task_type", "n")]
@@ -134,17 +134,16 @@ ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Overview")
 with ui.guard():
+    scope = scope.with_noise(sidebar.noise_toggle())  # the bars and the table count only flips beyond noise
     ui.need_items(scope)
     ui.scope_caption(scope)
     info = data.store_info(scope.root, scope.version)
     colours = model_colours(info["models"])
-    metrics = data.metrics(scope)
+    metrics = data.overview(scope)
     headlines(metrics, colours, scope.focus)
     if "text" not in scope.grid:
         st.caption("Text overwrite is n/a: add `text` to the grid to measure it.")
-    if sidebar.noise_toggle():  # the bars and the table count only flips not within noise
-        quiet = data.quiet_transitions(scope)
-        metrics = metrics | {"models": {m: rec | {"transitions": quiet[m]} for m, rec in metrics["models"].items()}}
+    if scope.beyond_noise:
         st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
                    "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
     ui.chart(curve_and_flows(metrics, colours), "scaling-curve-and-flows")
@@ -157,4 +156,5 @@ with ui.guard():
                            "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
         )  # fmt: skip
         ui.downloads(trans, "transitions")
-    task_table(scope)
+    task_table(scope, metrics)
+    ui.twin(scope, ["metrics"])

@@ -16,6 +16,7 @@ from backend.cli.metrics import filter_args
 from backend.errors import UserError
 from backend.filters import ItemFilter
 from backend.palette import CORRECT, INK, NEUTRAL, model_colours
+from backend.scope import default_grid
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
@@ -64,7 +65,8 @@ def command(name: str, scope: data.Scope, ladder: list[str], *extra: str) -> str
 def pick_ladder(scope: data.Scope) -> list[str]:
     have = data.store_info(scope.root, scope.version)["configs"].get(scope.focus, {}).get(scope.benchmark, [])
     visual = [c for c in configs.order(have) if not configs.parse(c).is_text]
-    default = [c for c in visual if (p := configs.parse(c)).pixels is None and p.policy == configs.DEFAULT_POLICY and p.tag is None]
+    grid = default_grid(data.store_info(scope.root, scope.version), [scope.focus], scope.benchmark, scope.root)
+    default = [c for c in grid if not configs.parse(c).is_text]  # as `trajaudit cascade` without --ladder
     chosen = state.bind(st.multiselect, "ladder", "Ladder (budgets, cheapest first)", options=visual, default=default or visual,
                         help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
                         "last; the predictor picks one budget per item from its question, options and metadata.")  # fmt: skip

@@ -17,7 +17,8 @@ from backend.inspector import frame_plan, item_detail
 from backend.matrix import available, load_matrix
 from backend.metrics import mcqa_metrics
 from backend.video import VideoInfo
-from backend.views import default_grid, default_models, item_page, tag_subset
+from backend.scope import default_grid, tag_subset
+from backend.views import default_models, item_page
 from tests.matrix_fixtures import build_store
 
 # Items i0..i3. A: i0 regressing (1,1,0), i1 gain (0,1,1), i2 oscillating (1,0,1), i3 stable-wrong.
@@ -118,16 +119,28 @@ def test_headline_table_keeps_na_for_overwrite_without_text(hand):
     assert table.loc[0, "oracle_headroom_lo"] <= table.loc[0, "oracle_headroom"] <= table.loc[0, "oracle_headroom_hi"]
 
 
-def test_default_grid_is_the_budget_ladder():
-    avail = {
-        "configs": {
-            "A": {"b": ["text", "8f", "16f", "32f@50k", "64f/random-s1"]},
-            "B": {"b": ["text", "8f", "16f", "32f@50k"]},
-        }
+def _available(configs: dict[str, dict[str, dict[str, int]]], n_items: int = 10) -> dict:
+    """An ``available()`` dict from items per configuration (main runs only)."""
+    return {
+        "configs": {m: {b: list(c) for b, c in per.items()} for m, per in configs.items()},
+        "coverage": configs,
+        "model_items": {m: {b: n_items for b in per} for m, per in configs.items()},
+        "reruns": {},
     }
+
+
+def test_default_grid_is_the_budget_ladder():
+    full = dict.fromkeys(["text", "8f", "16f", "32f@50k", "64f/random-s1"], 10)
+    avail = _available({"A": {"b": full}, "B": {"b": dict.fromkeys(["text", "8f", "16f", "32f@50k"], 10)}})
     assert default_grid(avail, ["A", "B"], "b") == ["text", "8f", "16f"]
-    only_variants = {"configs": {"A": {"b": ["32f@50k", "32f@200k", "8f"]}}}
-    assert default_grid(only_variants, ["A"], "b") == ["8f", "32f@50k", "32f@200k"]
+    only_variants = _available({"A": {"b": dict.fromkeys(["32f@50k", "32f@200k", "8f@50k", "64f/random-s1"], 10)}})
+    assert default_grid(only_variants, ["A"], "b") == ["8f@50k", "32f@50k"]  # the spatial budget with most frame budgets
+
+
+def test_default_grid_leaves_out_configurations_under_90_percent_coverage():
+    avail = _available({"A": {"b": {"text": 10, "8f": 10, "16f": 9, "32f": 8}}, "B": {"b": {"text": 10, "8f": 10, "16f": 10, "32f": 10}}})
+    assert default_grid(avail, ["A", "B"], "b") == ["text", "8f", "16f"]
+    assert default_grid(avail, ["B"], "b") == ["text", "8f", "16f", "32f"]
 
 
 def test_default_models_keep_a_shared_grid():
@@ -150,8 +163,6 @@ def test_tag_subset_and_item_page(hand):
     assert confused_a.items["item_id"].tolist() == ["i0", "i2"]
     assert confused_a.correct.shape == (2, 2, 3)
     assert tag_subset(matrix, "A", None) is matrix
-    with pytest.raises(UserError, match="unknown trajectory tag"):
-        tag_subset(matrix, "A", "nope")
     # changes of A: i0 1, i1 1, i2 2, i3 0 -> descending: i2, i0, i1, i3.
     page, n_pages = item_page(matrix, "A", sort="changes", descending=True, page=2, page_size=2)
     assert n_pages == 2 and page["item_id"].tolist() == ["i1", "i3"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend import annotations, registry
 from backend.cli import main
-from backend.filters import ItemFilter
+from backend.scope import Scope
 from pages.common import data, ui
 from store.queue import JobQueue
 from store.store import Store
@@ -42,11 +43,19 @@ def demo(demo_store) -> Path:
 @pytest.fixture(autouse=True)
 def quiet_env(app_env, monkeypatch):
     monkeypatch.setenv("TRAJAUDIT_AUTHOR", "tester")
+    monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
+    monkeypatch.setenv("TRAJAUDIT_STORE", "")  # each test's store is set below; restored afterwards
+
+
+def serve(store: Path | Store) -> None:
+    """The store the dashboard is launched on (``$TRAJAUDIT_STORE``: links cannot choose folders)."""
+    os.environ["TRAJAUDIT_STORE"] = str(store.root if isinstance(store, Store) else store)
 
 
 def open_page(store: Path, page: str, bench: str = BENCH, **params: str) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
-    at.query_params.update({"store": str(store), "bench": bench, "models": f"{MODEL},synthetic-B-13B", **params})
+    serve(store)
+    at.query_params.update({"bench": bench, "models": f"{MODEL},synthetic-B-13B", **params})
     at.run()
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -115,7 +124,8 @@ def test_policies_says_why_without_confidences(tmp_path):
     y = [[0, 1], [1, 1], [0, 0], [1, 0], [0, 1], [1, 1]]
     fx.build(store, fx.responses("m", ["16f", "32f"], y), item_rows=fx.items(6, question=[f"how many {k}" for k in range(6)]))
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
-    at.query_params.update({"store": str(store.root), "bench": "bench", "models": "m"})
+    serve(store)
+    at.query_params.update({"bench": "bench", "models": "m"})
     at.run()
     at.switch_page("pages/policies.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -169,7 +179,7 @@ def test_run_intervention_queues_the_terminal_regressions(tmp_path):
     (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
     registry.add(root, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
     at = AppTest.from_file(str(REPO / "pages" / "audits.py"), default_timeout=TIMEOUT_S)
-    at.session_state["scope"] = data.Scope(str(root), Store(root).version(), BENCH, (MODEL,), tuple(GRID.split(",")), ItemFilter(), MODEL)
+    at.session_state["scope"] = data.Scope.of(str(root), Scope(BENCH, (MODEL,), tuple(GRID.split(","))))
     at.session_state["s_apolicy"] = "64f/random-s2"
     at.run()
     assert not at.exception, [e.value for e in at.exception]

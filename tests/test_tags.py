@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from backend.errors import UserError
-from backend.items import items_table, trajectory_table
+from backend.items import trajectory_table
+from backend.scope import Scope
 from backend.matrix import load_matrix
 from backend.tags import TAGS, changes, item_tags, tag_masks, top_index
 from store.configs import lower_matrix
@@ -61,7 +62,7 @@ def test_no_text_no_overwrite_tag(tmp_path):
 
 def test_items_table_with_tag_and_trajectories(matrix, tmp_path):
     store = build_store(tmp_path / "t", BASIC)
-    table = items_table(store, "m", tag="confused")
+    table = trajectory_table(Scope(None, ("m",), tag="confused").resolve(store).load(store), "m")
     assert table["item_id"].tolist() == ["i1", "i2"]
     assert table["trajectory"].tolist() == [
         {"text": 0, "8f": 1, "16f": 0, "32f": 1},
@@ -70,5 +71,5 @@ def test_items_table_with_tag_and_trajectories(matrix, tmp_path):
     assert table["confidence"].iloc[0] == {"text": None, "8f": None, "16f": None, "32f": None}
     assert table.attrs["grid"] == ["text", "8f", "16f", "32f"]
     assert len(trajectory_table(matrix, "m")) == 5
-    with pytest.raises(UserError, match="unknown tag"):
-        items_table(store, "m", tag="confusing")
+    with pytest.raises(UserError, match="unknown trajectory tag"):
+        Scope(None, ("m",), tag="confusing")

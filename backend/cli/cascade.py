@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from backend import cascade
+from backend import cascade, reports
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
+from backend.scope import Resolved, Scope
 from store.store import Store
 
 
 def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
-    p.add_argument("--ladder", required=True, help="budgets in increasing cost, e.g. 16f,32f,64f,128f")
+    p.add_argument("--ladder", default=None,
+                   help="budgets in increasing cost, e.g. 16f,32f,64f,128f (default: the visual configurations of the "
+                   "model's default grid, as on the Policies page)")  # fmt: skip
     add_item_filters(p)
 
 
-def load(args: argparse.Namespace) -> cascade.Ladder:
+def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
-    return cascade.load_ladder(Store(args.store), args.model, split_list(args.ladder), args.benchmark, item_filter_from(args))
+    store = Store(args.store)
+    resolved = Scope(benchmark=args.benchmark, models=(args.model,), item_filter=item_filter_from(args)).resolve(store)
+    return reports.load_ladder(store, resolved, split_list(args.ladder)), resolved
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,11 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ladder = load(args)
-    if args.sweep:
-        out = cascade.sweep(ladder, args.points, args.bootstrap, args.seed)
-    else:
-        out = cascade.evaluate(ladder, args.threshold, args.bootstrap, args.seed)
+    ladder, resolved = load(args)
+    threshold = None if args.sweep else args.threshold
+    out = reports.cascade_view(ladder, resolved, threshold, args.points, args.bootstrap, args.seed)
     if args.json:
         print_json(out)
         return 0

@@ -1,4 +1,7 @@
-"""``trajaudit items``: one model's items on the matched grid with tags and trajectories (JSON or CSV)."""
+"""``trajaudit items``: one model's items on the scope's grid with tags and trajectories (JSON or CSV).
+
+With ``--page`` it prints the Items page instead: one sorted page with every sort key per row.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +11,29 @@ import sys
 import pandas as pd
 import pyarrow as pa
 
+from backend import reports
 from backend.annotations import with_annotations
 from backend.cli.common import add_store, print_json, split_list
-from backend.cli.metrics import add_scope, item_filter_from
 from backend.errors import UserError
-from backend.items import items_table
-from backend.tags import TAGS
+from backend.items import trajectory_table
+from backend.scope import Scope, add_scope_args
+from backend.views import SORTS
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("items", help="items with tags and per-config correctness (trajectory)")
+    p = sub.add_parser("items", help="the Items page: items with tags and per-config correctness (trajectory)")
     add_store(p)
     p.add_argument("--model", required=True)
-    add_scope(p)
-    p.add_argument("--tag", default=None, choices=TAGS, help="only items with this trajectory tag")
+    add_scope_args(p, models=False)
+    p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--format", default="json", choices=("json", "csv"))
     p.add_argument("--limit", type=int, default=None, help="at most N items")
     p.add_argument("--annotations", action="store_true", help="add each item's annotation tags, notes and count")
+    p.add_argument("--sort", default=None, choices=list(SORTS), help="the Items page: sort key (prints one page)")
+    p.add_argument("--desc", action="store_true", help="with --sort/--page: descending")
+    p.add_argument("--page", type=int, default=None, help="the Items page: page number (from 1)")
+    p.add_argument("--page-size", type=int, default=50, help="rows per page (default 50)")
     p.set_defaults(func=run)
 
 
@@ -41,20 +49,21 @@ def flatten(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise UserError("--limit must be >= 0")
-    table = items_table(
-        Store(args.store),
-        args.model,
-        benchmark=args.benchmark,
-        grid=split_list(args.grid),
-        tag=args.tag,
-        item_filter=item_filter_from(args),
-    )
+    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
+    store = Store(args.store)
+    scope = Scope.from_args(args, models=models)
+    resolved = scope.resolve(store)
+    matrix = resolved.load(store)
+    if args.page is not None or args.sort is not None:
+        print_json(reports.items_page(resolved, matrix, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
+        return 0
+    table = trajectory_table(matrix, args.model)
     grid = table.attrs["grid"]
     if args.limit is not None:
         table = table.head(args.limit)
     out = flatten(table, grid) if args.format == "csv" else table
     if args.annotations:
-        out = with_annotations(out, Store(args.store), args.benchmark)
+        out = with_annotations(out, store, args.benchmark)
     if args.format == "csv":
         out.to_csv(sys.stdout, index=False)
     else:

@@ -1,33 +1,22 @@
-"""``trajaudit metrics``: every MCQA metric of METRICS.md on the matched grid, with 95% intervals.
+"""``trajaudit metrics``: the Overview's numbers: every MCQA metric of METRICS.md with 95% intervals.
 
-Also owns the item-filter options shared with ``trajaudit items``, so both commands select items
-exactly as the dashboard's sidebar does.
+Also owns the item-filter options of the commands that take one model and no grid (``audit``).
 """
 
 from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
+from backend import reports
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.continuous import continuous_metrics
 from backend.errors import UserError
 from backend.filters import ItemFilter
-from backend.matrix import load_matrix
-from backend.metrics import mcqa_metrics
+from backend.scope import Scope, add_scope_args
 from store.store import Store
 
 
-def add_scope(p: argparse.ArgumentParser) -> None:
-    """--benchmark, --grid and the item filters (the sidebar's choices)."""
-    p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
-    p.add_argument("--grid", default=None, help="configs in order, e.g. text,16f,32f,64f (default: all shared ones)")
-    add_item_filters(p)
-
-
 def add_item_filters(p: argparse.ArgumentParser) -> None:
-    """The sidebar's item filters (read back with ``item_filter_from``)."""
+    """The sidebar's item filters alone (commands that take one model and no grid)."""
     p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
     p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
     p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
@@ -69,10 +58,9 @@ def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="accuracy, oracle, confusion, overwrite, transitions (with 95%% CIs)")
+    p = sub.add_parser("metrics", help="the Overview: accuracy, oracle, confusion, overwrite, transitions (95%% CIs), task types")
     add_store(p)
-    p.add_argument("--models", required=True, help="models, comma-separated")
-    add_scope(p)
+    add_scope_args(p, noise=True)
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pairs", default=None, help="transitions to report, e.g. text:16f,16f:64f (default: consecutive)")
@@ -81,27 +69,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace) -> dict:
-    """The JSON contract: ``mcqa_metrics`` plus the exclusion reasons and, when scored, continuous metrics."""
-    if args.bootstrap < 0:
-        raise UserError("--bootstrap must be >= 0")
-    models = split_list(args.models)
-    if not models:
-        raise UserError("--models is empty")
-    matrix = load_matrix(
-        Store(args.store),
-        models,
-        benchmark=args.benchmark,
-        grid=split_list(args.grid),
-        item_filter=item_filter_from(args),
-    )
-    out = mcqa_metrics(matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs))
-    out["excluded_reasons"] = matrix.excluded_reasons
-    if np.isfinite(matrix.score).any():
-        for model in matrix.models:
-            cont = continuous_metrics(matrix, model, bootstrap=args.bootstrap, seed=args.seed)
-            if cont is not None:
-                out["models"][model]["continuous"] = cont
-    return out
+    """The JSON contract: ``backend.reports.overview`` for the scope the flags name."""
+    store = Store(args.store)
+    resolved = Scope.from_args(args).resolve(store)
+    matrix = resolved.load(store)
+    return reports.overview(store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs))
 
 
 def _pp(x: float | None) -> str:
@@ -114,7 +86,9 @@ def _with_ci(x: float | None, ci: list | None) -> str:
 
 def render(out: dict) -> str:
     """A readable report: percentage points with 95% intervals."""
-    lines = [f"grid: {', '.join(out['grid'])}   items: {out['n_items']}   excluded: {out['n_excluded']}"]
+    lines = [f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"]
+    lines += [f"left out of the grid: {label} ({n} items: {out['scope']['grid_excluded_why'][label]})"
+              for label, n in out["scope"]["grid_excluded"].items()]  # fmt: skip
     for model, m in out["models"].items():
         ci = m["ci"]
         lines += ["", f"== {model}", "accuracy (pp):"]

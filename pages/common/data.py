@@ -1,13 +1,15 @@
 """Cached backend calls: every page asks here, so a filter change recomputes only what changed.
 
 Each cache key holds the store's root and version (``Store.version()`` grows with every write, so
-new data invalidates everything read before) and the frozen ``Scope`` of the view. The matrix is
-a ``cache_resource`` (shared, never copied: pages treat it as read-only); results derived from it
-are small and go through ``cache_data``.
+new data invalidates everything read before) and the view's resolved ``backend.scope.Scope``. The
+numbers come from ``backend.reports``, the same functions the CLI twins print, so a page and its
+``--json`` twin cannot disagree. The matrix is a ``cache_resource`` (shared, never copied: pages
+treat it as read-only); reports derived from it are small and go through ``cache_data``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +17,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend import compare, flows, inspector, noise, views
+from backend import flows, inspector, noise, reports
 from backend.cli.items import flatten
 from backend.filters import ItemFilter
 from backend.items import trajectory_table
 from backend.matrix import Matrix, available, load_matrix
-from backend.metrics import flow_items, mcqa_metrics, task_type_breakdown
+from backend.scope import Resolved, tag_subset
+from backend.scope import Scope as BackendScope
 from backend.video import thumbnails
 from store.store import Store
 
@@ -30,16 +33,31 @@ THUMB_HEIGHT = 72
 
 @dataclass(frozen=True)
 class Scope:
-    """What a view is about: hashable, so it is the cache key of everything computed for it."""
+    """What a view is about, on which store version: hashable, the cache key of everything computed for it.
+
+    The view's fields (``benchmark``, ``models``, ``grid``, ``focus``, ``item_filter``, ``tag``)
+    read through to the resolved backend scope, which the CLI twin builds from its flags.
+    """
 
     root: str
     version: int
-    benchmark: str
-    models: tuple[str, ...]
-    grid: tuple[str, ...]
-    item_filter: ItemFilter
-    focus: str
-    tag: str | None = None
+    resolved: Resolved
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "resolved":  # unpickling asks before the fields exist
+            raise AttributeError(name)
+        return getattr(self.resolved.scope, name)
+
+    @classmethod
+    def of(cls, root: str, scope: BackendScope) -> Scope:
+        """The view of ``scope`` on the store at ``root`` as it is now (resolved: default grid applied)."""
+        store = Store(root)
+        return cls(str(store.root), store.version(), scope.resolve(store))
+
+    def with_noise(self, beyond_noise: bool) -> Scope:
+        """The same view with the "hide within-noise flips" toggle set (Overview, Flows)."""
+        inner = dataclasses.replace(self.resolved.scope, beyond_noise=beyond_noise)
+        return dataclasses.replace(self, resolved=dataclasses.replace(self.resolved, scope=inner))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -48,67 +66,47 @@ def store_info(root: str, version: int) -> dict:
 
 
 @st.cache_resource(show_spinner="Loading the response matrix…", max_entries=8)
-def _matched(root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter) -> Matrix:
-    return load_matrix(Store(root), list(models), benchmark, list(grid), item_filter)
+def _matched(root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter, reruns: bool) -> Matrix:
+    return load_matrix(Store(root), list(models), benchmark, list(grid), item_filter, include_reruns=reruns)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) -> dict[str, list[str]]:
     """Filter choices present among the matched items (durations ordered by their length in seconds)."""
-    items = _matched(root, version, models, benchmark, grid, ItemFilter()).items
+    items = _matched(root, version, models, benchmark, grid, ItemFilter(), False).items
     durations = items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
     return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist()}
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def matrix(scope: Scope) -> Matrix:
-    """The matched matrix of the scope, narrowed to the trajectory tag of the focus model."""
-    full = _matched(scope.root, scope.version, scope.models, scope.benchmark, scope.grid, scope.item_filter)
-    return views.tag_subset(full, scope.focus, scope.tag)
+    """The matched matrix of the scope, narrowed to the trajectory tag of the focus model (``Resolved.load``)."""
+    s = scope.resolved.scope
+    full = _matched(scope.root, scope.version, s.models, s.benchmark, s.grid, s.item_filter, s.include_reruns)
+    return tag_subset(full, s.focus, s.tag)
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32)
-def metrics(scope: Scope) -> dict:
-    return mcqa_metrics(matrix(scope), bootstrap=BOOTSTRAP)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def task_types(scope: Scope, model: str) -> pd.DataFrame:
-    return task_type_breakdown(matrix(scope), model)
+def overview(scope: Scope) -> dict:
+    """``trajaudit metrics --json`` for the view."""
+    return reports.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def sankey(scope: Scope, model: str, configs: tuple[str, ...] | None) -> dict:
-    return flows.sankey(matrix(scope), model, None if configs is None else list(configs))
+def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> dict:
+    """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
+    return reports.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
-    return flow_items(matrix(scope), model, a, b, kind)
+    return pd.DataFrame(flows_view(scope, model, (a, b), kind)["items"])
 
 
 @st.cache_resource(show_spinner="Counting repeats…", max_entries=8)
 def noise_profile(scope: Scope) -> noise.NoiseProfile:
-    """Repeat counts and flip rates of the scope's cells (the "hide within-noise flips" toggle)."""
+    """Repeat counts and flip rates of the scope's cells."""
     return noise.noise_profile(Store(scope.root), matrix(scope))
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def quiet_transitions(scope: Scope) -> dict[str, list[dict]]:
-    """Per model, the consecutive transitions without within-noise flips."""
-    m = matrix(scope)
-    return {model: noise.transitions_without_noise(m, noise_profile(scope), model) for model in m.models}
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def quiet_sankey(scope: Scope, model: str, configs: tuple[str, ...] | None) -> dict:
-    """``sankey`` without within-noise flips (``trajaudit flows --beyond-noise``)."""
-    return noise.sankey_without_noise(sankey(scope, model, configs), matrix(scope), noise_profile(scope))
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def quiet_flow_items(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
-    return noise.drop_within_noise(flow_item_list(scope, model, a, b, kind), matrix(scope), noise_profile(scope), model, a, b)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -117,8 +115,9 @@ def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> tuple[pd.DataFrame, int]:
-    return views.item_page(matrix(scope), model, sort, descending, page, size)
+def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> dict:
+    """``trajaudit items --sort S --page P --json`` for the view."""
+    return reports.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
 
 
 @st.cache_data(show_spinner="Preparing the export…", max_entries=8)
@@ -138,14 +137,10 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def overlap(scope: Scope) -> dict:
-    return compare.confusion_overlap(matrix(scope))
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def disagreement(scope: Scope, top: int) -> pd.DataFrame:
-    return compare.disagreement(matrix(scope), top=top)
+@st.cache_data(show_spinner="Comparing models…", max_entries=16)
+def compare_view(scope: Scope, top: int) -> dict:
+    """``trajaudit compare --json`` for the view."""
+    return reports.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
