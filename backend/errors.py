@@ -1,5 +1,31 @@
 """Errors a user can act on. The CLI prints their message and exits 2; pages show it in a box."""
 
+from __future__ import annotations
+
+import errno
+import sqlite3
+
 
 class UserError(Exception):
     """Bad input or an impossible request: the message names what is wrong and where."""
+
+
+class StoreError(UserError):
+    """A store folder that cannot be read or written as it is (a file, read-only, damaged)."""
+
+
+REPAIR_HINT = "run `trajaudit check` to see what is wrong and `trajaudit repair` to rebuild the store from its intact files"
+
+
+def user_message(exc: BaseException) -> str | None:
+    """One line for a failure the user caused or can fix (permissions, paths, damaged files), or
+    None for a bug, which should keep its traceback."""
+    if isinstance(exc, PermissionError) or (isinstance(exc, OSError) and exc.errno == errno.EROFS):
+        return f"{exc.filename or 'a file'}: permission denied (read-only); use a folder you can write, or fix its permissions"
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
+        return f"{exc.filename or 'a path'}: {exc.strerror or exc}; check the path (or --store / $TRAJAUDIT_STORE)"
+    if isinstance(exc, sqlite3.Error):
+        return f"the job queue database (jobs.sqlite in the store) cannot be used: {exc}; stop the workers and retry"
+    if type(exc).__module__.startswith("duckdb") and ".parquet" in str(exc):
+        return f"a store file cannot be read ({str(exc).splitlines()[0]}); {REPAIR_HINT}"
+    return None

@@ -11,7 +11,13 @@ file here. Instead:
 * writers serialise on a short ``fcntl`` lock held only inside one write call (read manifest,
   check, publish); readers never lock;
 * files a write retires (``--replace``, compaction) stay on disk for a grace period, because a
-  reader may still be scanning the manifest it read before.
+  reader may still be scanning the manifest it read before; the file that replaces them names them
+  in its Parquet metadata (``trajaudit.supersedes``), so a lost manifest can be rebuilt from disk
+  without counting a row twice (``store.health``);
+* the manifest records each file's row count, so ``trajaudit check`` can verify it.
+
+A damaged store (a file in place of the folder, a corrupt manifest, a listed file gone) raises
+``StoreError`` naming the file and pointing at ``trajaudit repair``, never a raw traceback.
 """
 
 from __future__ import annotations
@@ -31,11 +37,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backend.errors import REPAIR_HINT, StoreError
 from store.schema import SCHEMAS, TABLES, conform
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
 RETIRED_GRACE_S = 600.0
+LOCK = ".write.lock"
+SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
 
 
 def resolve_root(path: str | os.PathLike | None) -> Path:
@@ -48,17 +57,34 @@ class Manifest:
     version: int = 0
     files: dict[str, list[str]] = field(default_factory=lambda: {t: [] for t in TABLES})
     retired: list[tuple[str, float]] = field(default_factory=list)  # (relative path, time retired)
+    rows: dict[str, int] = field(default_factory=dict)  # relative path -> rows (stores written since it was added)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
-        if not path.exists():
+        """The manifest at ``path`` (empty when absent); StoreError naming it when it is damaged."""
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
             return cls()
-        raw = json.loads(path.read_text())
-        files = {t: list(raw.get("files", {}).get(t, [])) for t in TABLES}
-        return cls(int(raw["version"]), files, [tuple(r) for r in raw.get("retired", [])])
+        except NotADirectoryError:
+            raise StoreError(f"{path.parent} is a file, not a store folder; pass --store with a folder") from None
+        try:
+            raw = json.loads(text)
+            files = {t: [str(f) for f in raw.get("files", {}).get(t, [])] for t in TABLES}
+            retired = [(str(r[0]), float(r[1])) for r in raw.get("retired", [])]
+            rows = {str(k): int(v) for k, v in raw.get("rows", {}).items()}
+            return cls(int(raw["version"]), files, retired, rows)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise StoreError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
 
     def dump(self) -> str:
-        return json.dumps({"version": self.version, "files": self.files, "retired": self.retired}, indent=1)
+        return json.dumps({"version": self.version, "files": self.files, "retired": self.retired, "rows": self.rows}, indent=1)
+
+    def save(self, target: Path) -> None:
+        """Publish: write a temporary file beside ``target``, then atomically replace it."""
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_text(self.dump())
+        os.replace(tmp, target)
 
 
 class Store:
@@ -69,7 +95,13 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------------
     def manifest(self) -> Manifest:
+        self.require_folder()
         return Manifest.load(self.root / MANIFEST)
+
+    def require_folder(self) -> None:
+        """A file where the folder should be is named here, before mkdir or a read trips on it."""
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"{self.root} is a file, not a store folder; pass --store with a folder (or set TRAJAUDIT_STORE)")
 
     def version(self) -> int:
         """Increases with every published write: the cache key for everything read from the store."""
@@ -88,6 +120,9 @@ class Store:
         snap = self.manifest()
         for table in TABLES:
             paths = [str(self.root / p) for p in snap.files[table]]
+            gone = next((p for p in paths if not os.path.exists(p)), None)
+            if gone:
+                raise StoreError(f"{gone} is listed in {self.root / MANIFEST} but missing; {REPAIR_HINT}")
             name = "items_all" if table == "items" else table
             if paths:
                 con.execute(
@@ -109,25 +144,40 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------------
     @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the store's writer lock (creating the folder); StoreError when it cannot be written."""
+        self.require_folder()  # named before mkdir trips on it
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = open(self.root / LOCK, "a+")
+        except PermissionError as exc:
+            raise StoreError(f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write") from None
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    @contextmanager
     def writer(self) -> Iterator[Writer]:
         """Serialise writers for the duration of one write; publish everything added on success.
 
         On an exception nothing is published and the files written so far are removed, so the
         store is exactly as it was.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".write.lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self.lock():
+            w = Writer(self, self.manifest())
             try:
-                w = Writer(self, self.manifest())
-                try:
-                    yield w
-                except BaseException:
-                    w.abandon()
-                    raise
+                yield w
+            except BaseException:
+                w.abandon()
+                raise
+            try:
                 w.publish()
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            except PermissionError as exc:
+                w.abandon()
+                raise StoreError(f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write") from None
 
     def append(self, tables: dict[str, pd.DataFrame | pa.Table]) -> int:
         """Publish one batch across tables atomically; returns the new store version."""
@@ -146,7 +196,7 @@ class Store:
                     continue
                 data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
                 w.retire(table, files)
-                w.add(table, data)
+                w.add(table, data, supersedes=files)
                 merged[table] = len(files)
         return merged
 
@@ -164,18 +214,28 @@ class Writer:
         """A reader over the manifest this writer started from (for conflict checks)."""
         return self.store.connect()
 
-    def add(self, table: str, data: pd.DataFrame | pa.Table) -> str | None:
-        """Stage one Parquet file (written now, published at the end of the write)."""
+    def add(self, table: str, data: pd.DataFrame | pa.Table, supersedes: list[str] | None = None) -> str | None:
+        """Stage one Parquet file (written now, published at the end of the write).
+
+        ``supersedes``: the files this one replaces (retired in the same write), recorded in its
+        metadata; such a file is written even when empty, so the record survives.
+        """
         arrow = conform(table, data)
-        if arrow.num_rows == 0:
+        if arrow.num_rows == 0 and not supersedes:
             return None
+        if supersedes:
+            arrow = arrow.replace_schema_metadata({SUPERSEDES: json.dumps(supersedes).encode()})
         rel = f"{table}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
+        self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".parquet.tmp")
-        pq.write_table(arrow, tmp, compression="zstd")
-        os.replace(tmp, path)
-        self._added.append((table, rel))
+        try:
+            pq.write_table(arrow, tmp, compression="zstd")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.manifest.rows[rel] = arrow.num_rows
         return rel
 
     def retire(self, table: str, files: list[str]) -> None:
@@ -185,6 +245,7 @@ class Writer:
     def abandon(self) -> None:
         for _, rel in self._added:
             (self.store.root / rel).unlink(missing_ok=True)
+            self.manifest.rows.pop(rel, None)
         self._added.clear()
 
     def publish(self) -> None:
@@ -199,16 +260,14 @@ class Writer:
             m.files[table].append(rel)
         m.version += 1
         m.retired = self._collect_garbage(m.retired, now)
-        target = self.store.root / MANIFEST
-        tmp = target.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_text(m.dump())
-        os.replace(tmp, target)
+        m.save(self.store.root / MANIFEST)
 
     def _collect_garbage(self, retired: list[tuple[str, float]], now: float) -> list[tuple[str, float]]:
         keep = []
         for rel, when in retired:
             if now - when > RETIRED_GRACE_S:
                 (self.store.root / rel).unlink(missing_ok=True)
+                self.manifest.rows.pop(rel, None)
             else:
                 keep.append((rel, when))
         return keep

@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from backend.errors import UserError
+from backend.errors import UserError, user_message
 
 # Module names under backend.cli; each registers one or more sub-commands.
 COMMAND_MODULES = [
@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "compare",
     "inspect_item",
     "sweep",
+    "check",
 ]
 
 
@@ -68,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         # The reader (e.g. `| head`) went away: not an error of ours; silence the flush at exit.
         sys.stdout = open(os.devnull, "w")
         return 0
+    except Exception as exc:  # a user-caused failure gets one line; a bug keeps its traceback
+        message = user_message(exc)
+        if message is None:
+            raise
+        print(f"trajaudit {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

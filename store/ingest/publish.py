@@ -181,7 +181,7 @@ def _drop_stored(w: Writer, con: duckdb.DuckDBPyConnection, keys: pd.DataFrame) 
     for (path,) in hit:
         kept = con.sql(f"SELECT * FROM read_parquet($f) ANTI JOIN drop_keys USING ({_KEY})", params={"f": path})
         w.retire("responses", [paths[path]])
-        w.add("responses", kept.to_arrow_table())
+        w.add("responses", kept.to_arrow_table(), supersedes=[paths[path]])
 
 
 def _merge_items(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], replace: bool) -> pd.DataFrame:

@@ -1,0 +1,243 @@
+"""Store health: ``check`` says whether a store is sound, ``repair`` makes a damaged one readable.
+
+A store is sound when ``manifest.json`` parses and every file it lists exists, is a readable
+Parquet file with its table's schema, and holds the row count the manifest recorded (stores record
+counts since this module exists; older entries are checked without one). Files no manifest entry
+names (temporary files or unpublished Parquet files left by a killed writer) are reported as
+orphans: harmless to readers, removed by ``repair``.
+
+``repair`` works under the store's writer lock, so no write runs beside it, and publishes one new
+manifest atomically (temporary file + ``os.replace``), like every write:
+
+* a manifest that parses: entries whose files are missing or unreadable are dropped (unreadable
+  files are moved to ``damaged/``, never deleted) and the responses lost are counted from the
+  recorded row counts; orphans are deleted;
+* a manifest that does not parse (truncated, hand-edited) is rebuilt from the Parquet files on
+  disk. That is safe because files are immutable and written whole (temporary name, then rename),
+  and every file that replaces others (compaction, ``--replace``) names them in its metadata: the
+  rebuild takes every readable file with the right schema except those some other file
+  supersedes. As a final guard no response key and no run id may then appear in two files; if one
+  does, repair refuses and names the files (nothing is changed). A write killed after renaming its
+  files but before publishing is indistinguishable from the last published one: its complete files
+  are taken, and the report lists every file taken. The new version is the current Unix time, above
+  any version a store reaches by counting writes, so no reader's cache mistakes the rebuilt store
+  for an older snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from backend.errors import StoreError
+from store.schema import SCHEMAS, TABLES
+from store.store import MANIFEST, SUPERSEDES, Manifest, Store
+
+DAMAGED = "damaged"
+
+
+@dataclass
+class Problem:
+    """One thing wrong with the store: the file, its table, what is wrong, the rows it held."""
+
+    file: str
+    table: str | None
+    problem: str
+    rows: int | None = None
+
+
+@dataclass
+class Report:
+    """``check``'s answer; ``to_dict()`` is the ``--json`` output."""
+
+    store: str
+    sound: bool
+    version: int | None
+    files: int
+    rows: dict[str, int]
+    problems: list[Problem] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _file_problem(root: Path, table: str, rel: str, expected_rows: int | None, deep: bool) -> tuple[str | None, int | None]:
+    """(what is wrong or None, rows the file holds when readable)."""
+    path = root / rel
+    if not path.is_file():
+        return "missing", None
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+        if deep:
+            pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        return f"unreadable Parquet ({str(exc).splitlines()[0]})", None
+    if not schema.remove_metadata().equals(SCHEMAS[table].remove_metadata()):
+        return f"schema differs from the {table} table's", meta.num_rows
+    if expected_rows is not None and meta.num_rows != expected_rows:
+        return f"{meta.num_rows} rows where the manifest recorded {expected_rows}", meta.num_rows
+    return None, meta.num_rows
+
+
+def _on_disk(root: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """({table: Parquet files on disk}, temporary files a writer left)."""
+    parquet = {t: sorted(str(p.relative_to(root)) for p in (root / t).glob("*.parquet")) for t in TABLES}
+    temps = [str(p.relative_to(root)) for t in TABLES for p in (root / t).glob("*.tmp")]
+    temps += [p.name for p in root.glob(f".{MANIFEST}.*.tmp")]
+    return parquet, sorted(temps)
+
+
+def _orphans(root: Path, m: Manifest) -> list[str]:
+    parquet, temps = _on_disk(root)
+    known = {f for files in m.files.values() for f in files} | {rel for rel, _ in m.retired}
+    return temps + [f for files in parquet.values() for f in files if f not in known]
+
+
+def _existing(store: Store) -> Path:
+    store.require_folder()
+    if not store.root.is_dir():
+        raise StoreError(f"no store at {store.root}; pass --store (or set TRAJAUDIT_STORE)")
+    return store.root
+
+
+def check(store: Store, deep: bool = False) -> Report:
+    """Verify the manifest and every listed file (``deep``: decode every page, not just the footer)."""
+    root = _existing(store)
+    try:
+        m = store.manifest()
+    except StoreError as exc:
+        parquet, _ = _on_disk(root)
+        n = sum(len(f) for f in parquet.values())
+        problem = Problem(MANIFEST, None, f"{exc}; {n} Parquet file(s) on disk")
+        return Report(str(root), False, None, n, {}, [problem])
+    problems, rows = [], {}
+    for table in TABLES:
+        rows[table] = 0
+        for rel in m.files[table]:
+            problem, n = _file_problem(root, table, rel, m.rows.get(rel), deep)
+            rows[table] += n or 0
+            if problem:
+                problems.append(Problem(rel, table, problem, m.rows.get(rel, n)))
+    files = sum(len(f) for f in m.files.values())
+    return Report(str(root), not problems, m.version, files, rows, problems, _orphans(root, m))
+
+
+@dataclass
+class RepairReport:
+    """What ``repair`` did; ``to_dict()`` is the ``--json`` output."""
+
+    store: str
+    changed: bool
+    rebuilt_manifest: bool
+    version: int | None
+    dropped: list[Problem] = field(default_factory=list)
+    responses_lost: int = 0
+    responses_lost_unknown: int = 0  # dropped response files whose row count was never recorded
+    moved_to_damaged: list[str] = field(default_factory=list)
+    removed_orphans: list[str] = field(default_factory=list)
+    taken: list[str] = field(default_factory=list)  # files a rebuilt manifest lists
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def repair(store: Store) -> RepairReport:
+    """Make the store readable from what is intact; see the module docstring."""
+    root = _existing(store)
+    with store.lock():
+        try:
+            m, rebuilt, unreadable = store.manifest(), False, []
+        except StoreError:
+            (m, unreadable), rebuilt = _rebuild(root), True
+        out = RepairReport(str(root), rebuilt, rebuilt, m.version)
+        for table, rel, problem in unreadable:
+            out.dropped.append(Problem(rel, table, problem))
+            out.moved_to_damaged.append(_quarantine(root, rel))
+        for table in TABLES:
+            for rel in list(m.files[table]):
+                problem, n = _file_problem(root, table, rel, m.rows.get(rel), deep=False)
+                if problem is None:
+                    continue
+                lost = m.rows.get(rel, n)
+                out.dropped.append(Problem(rel, table, problem, lost))
+                m.files[table].remove(rel)
+                m.rows.pop(rel, None)
+                if table == "responses":
+                    out.responses_lost += lost or 0
+                    out.responses_lost_unknown += lost is None
+                if (root / rel).exists():
+                    out.moved_to_damaged.append(_quarantine(root, rel))
+        for rel in _orphans(root, m):
+            (root / rel).unlink(missing_ok=True)
+            out.removed_orphans.append(rel)
+        if out.dropped or rebuilt:
+            m.version = max(m.version + 1, int(time.time())) if rebuilt else m.version + 1
+            m.save(root / MANIFEST)
+            out.changed, out.version = True, m.version
+        out.changed = out.changed or bool(out.removed_orphans)
+        out.taken = [f for files in m.files.values() for f in files] if rebuilt else []
+    return out
+
+
+def _quarantine(root: Path, rel: str) -> str:
+    """Move a damaged file to ``damaged/`` (kept for the user to inspect, out of every listing)."""
+    target = root / DAMAGED / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(root / rel, target)
+    return str(target.relative_to(root))
+
+
+def _rebuild(root: Path) -> tuple[Manifest, list[tuple[str, str, str]]]:
+    """A manifest from the intact Parquet files on disk (module docstring) and the (table, file,
+    problem) of those that are not intact; StoreError when the rebuild would count rows twice."""
+    parquet, _ = _on_disk(root)
+    m = Manifest()
+    unreadable = []
+    superseded: set[str] = set()
+    for table, files in parquet.items():
+        for rel in files:
+            problem, n = _file_problem(root, table, rel, None, deep=False)
+            if problem:
+                unreadable.append((table, rel, problem))
+                continue
+            meta = pq.read_schema(root / rel).metadata or {}
+            superseded.update(json.loads(meta[SUPERSEDES]) if SUPERSEDES in meta else [])
+            m.files[table].append(rel)
+            m.rows[rel] = int(n or 0)
+    now = time.time()
+    for table in TABLES:
+        for rel in [f for f in m.files[table] if f in superseded]:
+            m.files[table].remove(rel)
+            m.retired.append((rel, now))
+    _refuse_overlaps(root, m)
+    return m, unreadable
+
+
+def _refuse_overlaps(root: Path, m: Manifest) -> None:
+    """The rebuild's guard: no response key and no run id in two files."""
+    checks = (("responses", "model, benchmark, item_id, config, run"), ("runs", "run_id"))
+    with duckdb.connect() as con:
+        for table, key in checks:
+            files = [str(root / f) for f in m.files[table]]
+            if len(files) < 2:
+                continue
+            clash = con.execute(
+                f"SELECT list(DISTINCT filename ORDER BY filename) AS files FROM read_parquet($f, filename = true) "
+                f"GROUP BY {key} HAVING count(DISTINCT filename) > 1 LIMIT 1",
+                {"f": files},
+            ).fetchall()
+            if clash:
+                names = " and ".join(str(Path(f).relative_to(root)) for f in clash[0][0])
+                raise StoreError(
+                    f"{root / MANIFEST} is corrupt and cannot be rebuilt safely: {table} rows with the same key are in "
+                    f"{names}; move the older file out of {root} and run `trajaudit repair` again"
+                )
