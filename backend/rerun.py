@@ -2,8 +2,8 @@
 
 Everything a request could get wrong is checked here, before anything is queued, so a bad request
 never reaches a worker: the model is registered, the item exists, the label parses and names a
-known sampling policy, the frame budget fits the model's ceiling, the seed is a non-negative
-integer and the item's video resolves inside the video root (text-only needs no video).
+known sampling policy, the frame budget fits the model's ceiling, pixels per frame are positive
+(``store.configs``), the seed is an integer in 0..2**63-1 and the item's video resolves inside the video root (text-only needs no video).
 
 A seed only matters to a policy that draws at random; for the others it is normalised to None, so
 "the same request" means the same model, benchmark, item and label (and seed, for a bare
@@ -32,6 +32,7 @@ from store.queue import MAX_QUEUED, Job, JobQueue
 from store.store import Store
 
 FINAL_STATES = ("done", "failed", "cancelled")
+MAX_SEED = 2**63 - 1  # responses.seed and the queue's seed column are signed 64-bit
 _RESULT_COLUMNS = (
     "run, origin, answer, correct, confidence, score, option_probs, letter_mass, frames, pixels, policy, seed, "
     "frame_indices, raw_output, flags, provenance, written_at"
@@ -62,8 +63,8 @@ def parse_seed(seed: object) -> int | None:
         value = int(seed.strip())
     else:
         raise UserError(f"seed must be a non-negative integer (got {seed!r})")
-    if value < 0:
-        raise UserError(f"seed must be a non-negative integer (got {value})")
+    if not 0 <= value <= MAX_SEED:
+        raise UserError(f"seed must be a non-negative integer at most {MAX_SEED} (signed 64-bit); got {value}")
     return value
 
 
@@ -73,7 +74,7 @@ def _effective_seed(label: str, policy: str, seed: int | None) -> int | None:
         return None
     if named_seed is not None and seed is not None and seed != named_seed:
         raise UserError(f"config {label!r} names seed {named_seed} but --seed {seed} was given")
-    return named_seed if named_seed is not None else (seed or 0)
+    return parse_seed(named_seed) if named_seed is not None else (seed or 0)
 
 
 def validate(

@@ -31,19 +31,19 @@ def _default(o: Any) -> Any:
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
-        return None if math.isnan(o) else float(o)
+        return _clean(float(o))
     if isinstance(o, np.ndarray):
-        return o.tolist()
+        return _clean(o.tolist())
     if isinstance(o, (pd.Timestamp,)):
         return o.isoformat()
     if hasattr(o, "to_dict"):
-        return o.to_dict()
+        return _clean(o.to_dict())
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _clean(o: Any) -> Any:
-    """NaN is not JSON: print null instead."""
-    if isinstance(o, float) and math.isnan(o):
+    """NaN and +-Infinity are not JSON: print null instead."""
+    if isinstance(o, float) and not math.isfinite(o):
         return None
     if isinstance(o, dict):
         return {k: _clean(v) for k, v in o.items()}
@@ -53,5 +53,6 @@ def _clean(o: Any) -> Any:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(_clean(obj), sys.stdout, default=_default, indent=2)
+    """Strict JSON (``allow_nan=False``): a non-finite number that escaped cleaning raises, never prints."""
+    json.dump(_clean(obj), sys.stdout, default=_default, indent=2, allow_nan=False)
     sys.stdout.write("\n")

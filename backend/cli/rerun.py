@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--item", required=True, dest="item_id", help="item id")
     p.add_argument("--config", required=True, help="config label, e.g. 32f, 64f@151k, 32f/random-s1")
-    p.add_argument("--seed", default=None, help="seed of a bare 'random' policy (non-negative integer)")
+    p.add_argument("--seed", default=None, help="seed of a bare 'random' policy (an integer in 0..2**63-1)")
     p.add_argument("--force", action="store_true", help="run even when the result is already stored")
     p.add_argument("--wait", action="store_true", help="wait for the job and print its result")
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up after S seconds")
