@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from backend.errors import UserError
+from backend.inference.pruning import PruneSpec
 
 FAMILIES = ("qwen2_5_vl", "qwen3_vl", "llava_next_video", "internvl")
 ANSWER_TYPES = ("mcqa", "open")
@@ -46,6 +47,7 @@ class InferenceRequest:
     answer_type: str = "mcqa"  # "mcqa" | "open"
     references: list[str] = field(default_factory=list)
     max_new_tokens: int = 32
+    prune: PruneSpec | None = None  # approximate protocol (C-VISION): static vision units dropped; None = exact
 
     def __post_init__(self) -> None:
         if self.answer_type not in ANSWER_TYPES:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from backend.inference.base import InferenceRequest
+from backend.inference.pruning import PruneSpec
 from backend.sampling import frame_indices
 from backend.video import decode_frames, probe, resolve_video
 from store.configs import Config
@@ -33,6 +34,13 @@ def item_fields(item: Mapping[str, Any]) -> tuple[list[str], list[str], str]:
     return _json_list(item["options"]), _json_list(item["references"]), answer_type
 
 
+def prune_spec(cfg: Config, threshold: float | None = None) -> PruneSpec | None:
+    """The approximate protocol a label names (``32f~prune85``: keep 85%), None for an exact label.
+
+    The label does not carry a threshold; a sweep or re-run that used one records it in its arguments."""
+    return None if cfg.is_exact or cfg.is_text else PruneSpec(cfg.keep / 100, threshold)
+
+
 def item_request(
     item: Mapping[str, Any],
     frames: np.ndarray | None,
@@ -40,6 +48,7 @@ def item_request(
     fps: float | None,
     total: int | None,
     pixels: int | None,
+    prune: PruneSpec | None = None,
 ) -> InferenceRequest:
     """The request that asks ``item`` with these frames (``frames=None``: text-only)."""
     options, references, answer_type = item_fields(item)
@@ -53,6 +62,7 @@ def item_request(
         pixels=pixels,
         answer_type=answer_type,
         references=references,
+        prune=prune,
     )
 
 
@@ -80,8 +90,10 @@ def answer_cold(
     video_root: str | os.PathLike,
     seed: int | None,
     default_pixels: int | None,
+    threshold: float | None = None,
 ) -> ColdCell:
-    """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy)."""
+    """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
+    label prunes, with ``threshold`` if the run set one)."""
     timings: dict[str, float] = {}
     frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
     if not cfg.is_text:
@@ -93,6 +105,6 @@ def answer_cold(
         frames = decode_frames(path, indices)
         timings["decode"] = time.perf_counter() - t0
     pixels = cfg.pixels if cfg.pixels is not None else default_pixels
-    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels))
+    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg, threshold)))
     timings |= dict(result.timings or {})
     return ColdCell(result, indices, fps, pixels, timings)

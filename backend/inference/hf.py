@@ -121,6 +121,17 @@ class HFAdapter:
         """Explicit language-model positions; None lets the model use 0..L-1."""
         return None
 
+    # C-VISION (backend.inference.pruned): families that can drop static vision units override both.
+    prune_unsupported: ClassVar[str] = "this family has no pruned vision path"
+
+    def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray:
+        """Max-abs RGB difference per vision unit ``[steps, rows, cols]``, in the encoder's token order."""
+        raise UserError(f"{self.family}: --approx prune is not available: {self.prune_unsupported}")
+
+    def encode_kept(self, inputs: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
+        """``mm_encoder_outputs`` of the kept units only, the dropped ones never entering the encoder."""
+        raise UserError(f"{self.family}: --approx prune is not available: {self.prune_unsupported}")
+
     def fed_resolution(self, inputs: dict[str, Any]) -> tuple[int, int] | None:
         pixels = inputs.get(self.pixel_key)
         return None if pixels is None else tuple(int(s) for s in pixels.shape[-2:])
@@ -285,8 +296,13 @@ class HFAdapter:
         with torch.inference_mode():
             encoded = None
             if self.pixel_key in prepared.inputs:  # text-only: no vision phase at all
-                with timer("vision"):
-                    encoded = self.encode_vision(prepared.inputs)
+                with timer("vision"):  # the pruning signal is vision work: its cost counts against it
+                    if request.prune is None:
+                        encoded = self.encode_vision(prepared.inputs)
+                    else:
+                        from backend.inference.pruned import prune
+
+                        prepared, encoded, _ = prune(self, prepared, request.prune)
             with timer("prefill"):
                 out = self.forward(prepared, encoded, use_cache=request.answer_type != "mcqa")
             return self.conclude(request, prepared, out, letters, letter_ids, timer)

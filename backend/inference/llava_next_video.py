@@ -5,16 +5,126 @@ beyond their order), positions are the language model's own 0..L-1, and the Sent
 tokens (``▁A`` after ``ASSISTANT:``) are found by the shared scoring rule. Frames are a batch of
 independent CLIP images, so a frame's features are the same in every budget that picks it (the
 sweep reuses them).
+
+Pruning (C-VISION): a language-model token is the average of ``stride x stride`` CLIP patches
+(``spatial_pool_stride``, 2), so that block is the unit. Dropped units' patches are removed after
+the patch and position embeddings (CLIP's positions are learned and added there, so a kept patch
+keeps its own) and before the first transformer layer; attention runs over the CLS token and the
+kept patches of each frame. Pooling windows never straddle units, so a kept unit's pooled feature
+comes from kept patches only. Only the layers up to ``vision_feature_layer`` run (the last CLIP
+layer's output is never used by the model); the exact path goes through the same code with every
+unit kept, so exact and pruned differ only in the units dropped. Frames with similar numbers of
+kept patches are encoded as one batch, padded and masked (:func:`buckets`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+import torch
+from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+from backend.errors import UserError
 from backend.inference.hf import HFAdapter
+from backend.inference.pruning import to_rgb, unit_scores
 
 
 class LlavaNextVideoAdapter(HFAdapter):
     family = "llava_next_video"
     per_frame_vision = True  # each frame is encoded on its own: features reusable across budgets
+
+    def _unit(self) -> tuple[int, int]:
+        """(patch side, pooling stride) in pixels and patches."""
+        config = self.model.config
+        if config.spatial_pool_mode != "average" or config.vision_feature_select_strategy != "default":
+            raise UserError(f"{self.family}: pruning needs average pooling and the 'default' feature strategy")
+        return config.vision_config.patch_size, config.spatial_pool_stride
+
+    def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray:
+        patch, stride = self._unit()
+        video = self.processor.video_processor
+        pixels = inputs[self.pixel_key][0].float().cpu().numpy()  # [F, C, S, S]
+        return unit_scores(to_rgb(pixels, video.image_mean, video.image_std), patch * stride)
+
+    def feature_layers(self) -> int:
+        """How many CLIP layers the selected feature layer needs (``hidden_states[0]`` is the embedding)."""
+        layer = self.model.config.vision_feature_layer
+        if not isinstance(layer, int):
+            raise UserError(f"{self.family}: pruning needs a single vision_feature_layer, got {layer!r}")
+        depth = len(self.model.model.vision_tower.encoder.layers)
+        return depth + 1 + layer if layer < 0 else layer
+
+    def encode_vision(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        """The exact encoder output through the pruned path with every unit kept: the same kernels on the
+        same rows (bit-identical in the tests), minus the CLIP layers after ``vision_feature_layer``."""
+        if self.pixel_key not in inputs:
+            return None
+        frames = inputs[self.pixel_key][0]
+        return self.encode_kept(inputs, np.ones((len(frames), *self._grid(frames)), dtype=bool))
+
+    def encode_frames(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self._encode(pixels, np.ones((len(pixels), *self._grid(pixels)), dtype=bool))
+        return features.reshape(len(pixels), -1, features.shape[-1])
+
+    def encode_kept(self, inputs: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
+        features = self._encode(inputs[self.pixel_key][0], mask)
+        return {self.vision_kind: BaseModelOutputWithPooling(pooler_output=features[None])}
+
+    def _grid(self, pixels: torch.Tensor) -> tuple[int, int]:
+        patch, stride = self._unit()
+        return pixels.shape[-2] // (patch * stride), pixels.shape[-1] // (patch * stride)
+
+    def _encode(self, pixels: torch.Tensor, mask: np.ndarray) -> torch.Tensor:
+        """Projected features ``[kept units, hidden]`` of frames ``[F, C, S, S]`` under a unit mask ``[F, h, w]``."""
+        _, stride = self._unit()
+        model = self.model.model
+        tower = model.vision_tower
+        hidden = tower.pre_layrnorm(tower.embeddings(pixels))  # [F, 1 + P, D]
+        frames, units = mask.shape[0], mask[0].size
+        keep = torch.from_numpy(mask).to(hidden.device)
+        patches = keep.repeat_interleave(stride, 1).repeat_interleave(stride, 2).reshape(frames, -1)
+        layers = tower.encoder.layers[: self.feature_layers()]
+        features = hidden.new_zeros(frames, patches.shape[1], hidden.shape[-1])
+        for rows in buckets(patches.sum(1)):
+            features[rows] = encode_bucket(layers, hidden[rows], patches[rows])
+        pooled = model.multi_modal_projector(model.vision_resampler(features))  # [F, units, hidden]
+        return pooled.reshape(frames * units, -1)[keep.reshape(-1)]
+
+
+def buckets(counts: torch.Tensor, slack: float = 0.85) -> list[torch.Tensor]:
+    """Frames grouped for one encoder batch each: by decreasing kept count, a frame joins the current
+    group while its count is at least ``slack`` of the group's largest (padding stays under 15%)."""
+    order = torch.argsort(counts, descending=True, stable=True).tolist()
+    groups: list[list[int]] = []
+    for frame in order:
+        if groups and counts[frame] >= slack * counts[groups[-1][0]]:
+            groups[-1].append(frame)
+        else:
+            groups.append([frame])
+    return [torch.tensor(g, device=counts.device) for g in groups]
+
+
+def encode_bucket(layers, hidden: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
+    """CLIP layers over CLS plus each frame's kept patches (padded to the bucket's largest, masked as keys);
+    returns ``[frames, P, D]`` with the kept patches' outputs in place and zeros elsewhere."""
+    counts = kept.sum(1)
+    width = int(counts.max())
+    n, d = len(hidden), hidden.shape[-1]
+    slots = torch.arange(width, device=hidden.device)[None] < counts[:, None]  # [n, width]
+    x = hidden.new_zeros(n, width, d)
+    x[slots] = hidden[:, 1:][kept]
+    x = torch.cat([hidden[:, :1], x], dim=1)
+    mask = None
+    if not bool(slots.all()):
+        valid = torch.cat([slots.new_ones(n, 1), slots], dim=1)
+        mask = torch.zeros(n, 1, 1, width + 1, dtype=hidden.dtype, device=hidden.device)
+        mask.masked_fill_(~valid[:, None, None], torch.finfo(hidden.dtype).min)
+    for layer in layers:
+        x = layer(x, mask)
+    out = hidden.new_zeros(n, kept.shape[1], d)
+    out[kept] = x[:, 1:][slots]
+    return out
 
 
 ADAPTER = LlavaNextVideoAdapter

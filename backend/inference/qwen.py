@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import torch
+
 from backend.errors import UserError
 from backend.inference.base import InferenceRequest
 from backend.inference.hf import HFAdapter
+from backend.inference.pruning import to_rgb, unit_scores
 
 
 def video_metadata(request: InferenceRequest) -> dict[str, Any]:
@@ -71,3 +75,26 @@ class QwenAdapter(HFAdapter):
             return None
         patch = self.processor.video_processor.patch_size
         return int(grid[0, 1]) * patch, int(grid[0, 2]) * patch
+
+    # -- C-VISION: the unit is one merged token, 2 x 2 patches of a frame pair ---------------------
+    def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray:
+        """Scores ``[t, h / merge, w / merge]``: the processor's patch rows are ``(t, h/m, w/m, m, m)`` with
+        columns ``(C, temporal, p, p)``; they are put back into frames to measure the differences."""
+        video = self.processor.video_processor
+        t, h, w = (int(x) for x in inputs["video_grid_thw"][0])
+        m, p, tp = video.merge_size, video.patch_size, video.temporal_patch_size
+        rows = inputs[self.pixel_key].float().cpu().numpy()
+        frames = rows.reshape(t, h // m, w // m, m, m, 3, tp, p, p).transpose(0, 6, 5, 1, 3, 7, 2, 4, 8)
+        frames = frames.reshape(t * tp, 3, h * p, w * p)
+        return unit_scores(to_rgb(frames, video.image_mean, video.image_std), m * p, frames_per_step=tp)
+
+    def kept_rows(self, mask: np.ndarray) -> torch.Tensor:
+        """Patch rows of the kept units (each unit is ``merge**2`` consecutive rows)."""
+        unit = self.processor.video_processor.merge_size ** 2
+        return torch.from_numpy(mask.reshape(-1)).repeat_interleave(unit).to(self.device)
+
+    def check_one_video(self, inputs: dict[str, Any]) -> torch.Tensor:
+        grid = inputs["video_grid_thw"]
+        if grid.shape[0] != 1:
+            raise UserError(f"{self.family}: pruning handles one video per prompt, got {grid.shape[0]}")
+        return grid

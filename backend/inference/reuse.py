@@ -22,6 +22,11 @@ over the whole prompt. Here, for the questions that share a clip and a configura
 
 Each switch is independent; with both off this is exactly ``adapter.answer`` per request.
 
+Pruning (an approximate request, ``request.prune``): the one vision pass prunes (one keep mask,
+since the questions share the frames) and every question's prompt loses the same placeholder
+tokens (:mod:`backend.inference.pruned`). Per-frame features are not reused then: a frame's kept
+units depend on the frame before it, which differs between budgets.
+
 Phase accounting: work done once for several requests is timed once and split equally among the
 requests that share it (the processor call and the vision pass among the questions of the group,
 a prefix prefill among the questions on that prefix); work done per request is its own. So each
@@ -37,6 +42,7 @@ import torch
 
 from backend.inference.base import InferenceRequest, InferenceResult
 from backend.inference.hf import HFAdapter, PhaseTimer, Prepared
+from backend.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
 PHASES = ("preprocess", "vision", "prefill", "generate")
@@ -194,7 +200,8 @@ def answer_group(
     frames independently). Both off: ``adapter.answer`` per request, nothing shared.
     """
     counters = counters if counters is not None else ReuseCounters()
-    features = features if adapter.per_frame_vision else None
+    spec = requests[0].prune
+    features = features if adapter.per_frame_vision and spec is None else None
     n = len(requests)
     visual = requests[0].frames is not None
     counters.requests += n
@@ -235,7 +242,12 @@ def answer_group(
         for i in range(1 if share_prefix else n):
             clock = PhaseTimer(adapter.device)
             with clock("vision"):
-                if features is not None:
+                if spec is not None:
+                    prepared[i], encoded[i], mask = prune(adapter, prepared[i], spec)
+                    if share_prefix:  # the other questions lose the same placeholder tokens
+                        prepared[1:] = [drop_tokens(adapter, p, mask) for p in prepared[1:]]
+                    fresh = requests[i].n_frames
+                elif features is not None:
                     encoded[i], fresh = features.encode(adapter, prepared[i], requests[i])
                 else:
                     encoded[i], fresh = adapter.encode_vision(prepared[i].inputs), requests[i].n_frames
