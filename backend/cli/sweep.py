@@ -38,6 +38,14 @@ def register(sub) -> None:
     p.add_argument("--resume", action="store_true", help="skip cells already stored (else refuse to start)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="cells per store write")
     p.add_argument("--no-reuse", default="", metavar="LIST", help=f"reuses to switch off: {','.join(REUSES)}")
+    p.add_argument("--approx", default=None, metavar="SPEC",
+                   help="approximate protocol (C-VISION), e.g. prune:keep=0.85: static vision units (max-abs RGB "
+                        "difference against the previous sampled frame, on the model's token grid) are dropped "
+                        "before the encoder; the visual labels run as <label>~prune<keep%%>, text-only is skipped; "
+                        "compare with the exact twin by --verify K")
+    p.add_argument("--threshold", type=float, default=None, metavar="RGB",
+                   help="with --approx: drop only units whose max-abs RGB difference (0..255) is at most this "
+                        "(keep= then bounds how many may go); recorded in the rows, not in the label")
     p.add_argument("--verify", type=int, default=0, metavar="K", help="re-run K random cells cold (drift check)")
     p.add_argument("--verify-seed", type=int, default=0)
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
@@ -62,6 +70,17 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     configs = expand_grid(split_list(args.grid) or [], split_list(args.policies))
+    if args.threshold is not None and args.approx is None:
+        raise UserError("--threshold needs --approx prune:keep=<rate> (the keep rate names the label)")
+    if args.approx is not None:
+        from backend.inference.pruning import PruneSpec
+        from backend.sweep.plan import approximate
+
+        spec = PruneSpec.parse(args.approx, args.threshold)
+        configs = approximate(configs, spec.keep_percent)
+        if not configs:
+            raise UserError("--approx: the grid has no visual configuration to prune")
+        args.threshold = spec.threshold
     request = SweepRequest(
         store_root=str(resolve_root(args.store)),
         model=args.model,
@@ -79,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         device=args.device,
         random_fullsize=args.random_fullsize,
+        threshold=args.threshold,
         progress=not args.no_progress and not args.json,
         args={k: v for k, v in vars(args).items() if k not in ("func", "json", "store")},
     )
@@ -88,7 +108,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary))
     verify = summary["verify"]
-    if verify and verify["choice_drift"]:
+    if verify and verify["choice_drift"] and summary["approximate"]:
+        print(f"trajaudit sweep: approximate protocol: {verify['choice_drift']} of {verify['cells']} verified cells "
+              "answer differently from their exact twin (rows kept under their ~prune labels)", file=sys.stderr)
+    elif verify and verify["choice_drift"]:
         print(
             f"trajaudit sweep: DRIFT: {verify['choice_drift']} of {verify['cells']} verified cells changed their "
             f"answer on the reused path; the {summary['cells']['done']} rows of {summary['sweep_id']} were "
@@ -128,15 +151,17 @@ def format_summary(s: dict) -> str:
     if v is None:
         lines.append("drift check: not run (--verify K re-runs K cells cold; speed-ups need those pairs)")
         return "\n".join(lines)
+    twin = " (against the exact twin of each ~prune label)" if s.get("approximate") else ""
     lines.append(
-        f"drift check: {v['cells']} cells re-run cold: choice drift {v['choice_drift']}, correctness drift "
-        f"{v['correctness_drift']}, max probability difference {v['max_prob_diff']:.2e}"
+        f"drift check: {v['cells']} cells re-run cold{twin}: choice drift {v['choice_drift']}, correctness drift "
+        f"{v['correctness_drift']}, pathological outputs {v['pathological']} (cold {v['pathological_cold']}), "
+        f"max probability difference {v['max_prob_diff']:.2e}"
     )
     lines.append("  cold phase shares: " + "  ".join(f"{p} {_pct(v['cold_phase_shares'][p])}" for p in PHASES))
+    lines.append("  mode      phases                      f      s       ceiling 1/((1-f)+f/s)")
     for row in v["reuse_ceilings"]:
         lines.append(
-            f"  {row['reuse']:>6} on {'+'.join(row['phases'])}: f={row['f']:.3f} s={row['s']:.2f}x "
-            f"-> ceiling {row['ceiling']:.2f}x"
+            f"  {row['reuse']:<9} {'+'.join(row['phases']):<27} {row['f']:.3f}  {row['s']:5.2f}x  {row['ceiling']:5.2f}x"
         )
-    lines.append(f"  measured on these cells (all reuses together): {v['measured_speedup']:.2f}x")
+    lines.append(f"  measured end to end on these cells (every mode together): {v['measured_speedup']:.2f}x")
     return "\n".join(lines)

@@ -10,7 +10,13 @@ Each reuse acts on some phases (``REUSE_PHASES``): the frame cache on decoding a
 prefill (``preprocess``, ``vision``, ``prefill``), per-frame features on ``vision``. For a reuse,
 ``f`` is the cold share of its phases, ``s`` the cold over reused time of those phases, and the
 ceiling the bound above. Reuses share phases, so per-reuse ceilings do not multiply; the measured
-end-to-end speed-up is reported beside them.
+end-to-end speed-up is reported beside them. Pruning (``prune``) is accounted the same way, against
+its exact twin.
+
+:func:`composed` predicts two modes run together from each one's measured phase times: each
+phase keeps the fraction of its cold time that each mode leaves, so a mode's gain is worth less
+once the other has shrunk the phase it acts on (the seed's composition audit: pruning with prefix
+reuse is not the product of the two speed-ups).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ REUSE_PHASES: dict[str, tuple[str, ...]] = {
     "decode": ("decode", "preprocess"),
     "prefix": ("preprocess", "vision", "prefill"),
     "vision": ("vision",),
+    # the approximate protocol (C-VISION): fewer units through the encoder, fewer tokens in the prefill
+    "prune": ("vision", "prefill"),
 }
 
 
@@ -74,4 +82,10 @@ def reuse_table(
 def speedup(cold: Mapping[str, float], reused: Mapping[str, float]) -> float:
     """Measured end-to-end speed-up over the phases (cold seconds / reused seconds)."""
     after = sum(reused[p] for p in PHASES)
+    return sum(cold[p] for p in PHASES) / after if after > 0 else float("inf")
+
+
+def composed(cold: Mapping[str, float], a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Predicted end-to-end speed-up of modes ``a`` and ``b`` together (phase totals of each alone)."""
+    after = sum(a[p] * (b[p] / cold[p]) if cold[p] > 0 else a[p] for p in PHASES)
     return sum(cold[p] for p in PHASES) / after if after > 0 else float("inf")

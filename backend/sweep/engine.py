@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from backend.errors import UserError
-from backend.inference.cell import item_request
+from backend.inference.cell import item_request, prune_spec
 from backend.inference.reuse import FrameFeatures, ReuseCounters, answer_group
 from backend.sampling import frame_indices, policy_name
 from backend.sweep.accounting import PHASES, REUSES
@@ -110,9 +110,17 @@ def label_seed(cfg: Config) -> int | None:
 class Engine:
     """Answers video groups with one loaded adapter."""
 
-    def __init__(self, adapter: Any, video_root: str | os.PathLike, reuse: Reuse, default_pixels: int | None = None):
+    def __init__(
+        self,
+        adapter: Any,
+        video_root: str | os.PathLike,
+        reuse: Reuse,
+        default_pixels: int | None = None,
+        threshold: float | None = None,
+    ):
         self.adapter, self.video_root, self.reuse = adapter, video_root, reuse
         self.default_pixels = default_pixels
+        self.threshold = threshold  # pixel-difference threshold of ``~prune`` labels (None: keep rate only)
         self.counters = EngineCounters()
 
     def _pixels(self, cfg: Config) -> int | None:
@@ -157,8 +165,9 @@ class Engine:
                 decode = [decode_s]
                 if not self.reuse.decode:  # the baseline decodes once per cell, as a cold cell does
                     decode += [clip.frames(indices, pixels)[1] for _ in ids[1:]]
+                spec = prune_spec(cfg, self.threshold)
                 requests = [
-                    item_request(items[i], frames, indices, info.fps, info.n_frames, pixels) for i in ids
+                    item_request(items[i], frames, indices, info.fps, info.n_frames, pixels, spec) for i in ids
                 ]
                 results = answer_group(
                     self.adapter, requests, share_prefix=self.reuse.prefix, features=features,

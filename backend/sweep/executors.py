@@ -25,8 +25,15 @@ from backend.errors import UserError
 from backend.sweep.plan import VideoGroup
 from backend.sweep.shard import Outcome, ShardReport, ShardRunner, ShardSettings
 from backend.sweep.verify import pick
+from store.configs import parse
 
 Progress = Callable[[int], None]
+
+
+def twins(chosen: list[Outcome]) -> list[tuple[str, str]]:
+    """The cells the drift check answers cold: the same item at the exact twin of each label
+    (an approximate ``32f~prune85`` cell is compared with ``32f``)."""
+    return [(o.item_id, parse(o.config).exact_label) for o in chosen]
 
 
 def run_local(
@@ -37,7 +44,7 @@ def run_local(
     runner.run(groups, on_cell)
     report = runner.finish()
     chosen = pick(report.outcomes, verify_k, seed)
-    return [report], chosen, runner.answer_cold([(o.item_id, o.config) for o in chosen])
+    return [report], chosen, runner.answer_cold(twins(chosen))
 
 
 class SweepActor:
@@ -92,7 +99,7 @@ def run_ray(
         reports = ray.get([a.finish.remote() for a in actors])
         outcomes = [o for r in reports for o in r.outcomes]
         chosen = pick(outcomes, verify_k, seed)
-        cold = ray.get(actors[0].answer_cold.remote([(o.item_id, o.config) for o in chosen])) if chosen else []
+        cold = ray.get(actors[0].answer_cold.remote(twins(chosen))) if chosen else []
         return reports, chosen, cold
     finally:
         for actor in actors:

@@ -58,6 +58,12 @@ def expand_grid(grid: Sequence[str], policies: Sequence[str] | None = None) -> l
     return order([parse(label).label for label in labels])
 
 
+def approximate(labels: Sequence[str], keep_percent: int) -> list[str]:
+    """The approximate twins ``<label>~prune<keep%>`` of the visual labels (text-only has nothing to prune)."""
+    visual = [parse(label) for label in labels if not parse(label).is_text]
+    return order([parse(f"{cfg.exact_label}~prune{keep_percent}").label for cfg in visual])
+
+
 @dataclass
 class VideoGroup:
     """The pending cells of one video (``video`` None: items without a video)."""

@@ -27,6 +27,7 @@ from backend.sweep.executors import run_local, run_ray
 from backend.sweep.plan import DEFAULT_BATCH, build_plan
 from backend.sweep.shard import ShardReport, ShardSettings
 from backend.sweep.verify import drift
+from store.configs import parse
 from store.store import Store
 
 EXECUTORS = ("local", "ray")
@@ -51,6 +52,7 @@ class SweepRequest:
     ray_address: str | None = None
     device: str = "auto"
     random_fullsize: str | None = None
+    threshold: float | None = None  # pixel-difference threshold for ``~prune`` labels
     progress: bool = True
     args: dict[str, Any] = field(default_factory=dict)
 
@@ -76,7 +78,7 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
     )
     settings = ShardSettings(
         str(store.root), req.model, req.benchmark, new_sweep_id(), reuse=req.reuse, batch_size=req.batch_size,
-        device=req.device, random_fullsize=req.random_fullsize, args=req.args,
+        device=req.device, random_fullsize=req.random_fullsize, threshold=req.threshold, args=req.args,
     )
     bar = tqdm(total=plan.pending, unit="cell", desc="sweep", disable=not req.progress or not plan.pending,
                smoothing=0.1, dynamic_ncols=True)
@@ -90,9 +92,13 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
     finally:
         bar.close()
     summary = summarise(plan, settings, reports, time.perf_counter() - started, req)
+    # An approximate protocol is compared with its exact twin: its drift is the measurement, reported,
+    # and its rows (labelled ``~prune``) stay; only an exact sweep's drift withdraws its rows.
+    approximate = any(not parse(label).is_exact for label in plan.configs)
+    summary["approximate"] = approximate
     if chosen:
-        summary["verify"] = verification(chosen, cold)
-        if summary["verify"]["choice_drift"]:
+        summary["verify"] = verification(chosen, cold, settings.reuse.enabled() + (["prune"] if approximate else []))
+        if summary["verify"]["choice_drift"] and not approximate:
             withdraw(store, [f for r in reports for f in r.files])
             summary["withdrawn"] = True
     return summary
@@ -138,8 +144,10 @@ def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: f
     }
 
 
-def verification(chosen, cold) -> dict[str, Any]:
-    """The drift check plus the phase accounting of the same cells, cold vs reused."""
+def verification(chosen, cold, modes: list[str]) -> dict[str, Any]:
+    """The drift check plus the phase accounting of the same cells, cold (exact twin) vs the sweep's path.
+
+    ``modes``: the reuses on, plus ``prune`` for an approximate sweep; each gets its ceiling row."""
     report = drift(chosen, cold)
     reused_t = accounting.totals(o.timings for o in chosen)
     cold_t = accounting.totals(o.timings for o in cold)
@@ -148,6 +156,6 @@ def verification(chosen, cold) -> dict[str, Any]:
         "reused_phase_totals": reused_t,
         "cold_phase_shares": accounting.shares(cold_t),
         "measured_speedup": accounting.speedup(cold_t, reused_t),
-        "reuse_ceilings": accounting.reuse_table(cold_t, reused_t),
+        "reuse_ceilings": accounting.reuse_table(cold_t, reused_t, modes),
     }
     return report

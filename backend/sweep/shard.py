@@ -45,6 +45,7 @@ class ShardSettings:
     batch_size: int = DEFAULT_BATCH
     device: str = "auto"
     random_fullsize: str | None = None  # a fullsize preset name, "" for the family's default; None: the checkpoint
+    threshold: float | None = None  # pixel-difference threshold of ``~prune`` labels (None: keep rate only)
     args: dict[str, Any] = field(default_factory=dict)  # the command's arguments, stored in runs.args
 
 
@@ -114,7 +115,7 @@ class ShardRunner:
         self.store = Store(settings.store_root)
         self.adapter, self.context, default_pixels = loaded or load_model(settings)
         self.video_root = default_video_root(self.store.root)
-        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels)
+        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels, settings.threshold)
         self.report = ShardReport(settings.shard, load_seconds=time.perf_counter() - t0)
         self._rows: list[dict[str, Any]] = []
         self._pending: list[Outcome] = []
@@ -158,7 +159,8 @@ class ShardRunner:
             run_id="",  # set when the batch is written
             origin="sweep",
             context=self.context,
-            extra={"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()},
+            extra={"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
+            | ({} if s.threshold is None else {"prune_threshold": s.threshold}),
             now=datetime.now(UTC),
         )
 
@@ -215,7 +217,9 @@ class ShardRunner:
         out = []
         for item_id, label in cells:
             cfg, item = parse(label), by_id[item_id]
-            cold = answer_cold(self.adapter, item, cfg, self.video_root, label_seed(cfg), self.engine.default_pixels)
+            cold = answer_cold(
+                self.adapter, item, cfg, self.video_root, label_seed(cfg), self.engine.default_pixels, self.engine.threshold
+            )
             row = self._row(Answered(item, cfg, label_seed(cfg), cold.indices, cold.fps, cold.pixels, cold.result,
                                      cold.timings))
             out.append(Outcome.from_row(row, {p: cold.timings.get(p, 0.0) for p in PHASES}))

@@ -34,10 +34,17 @@ def _prob_diff(a: Outcome, b: Outcome) -> float:
     return max((abs(a.option_probs.get(x, 0.0) - b.option_probs.get(x, 0.0)) for x in letters), default=0.0)
 
 
+def pathological(o: Outcome) -> bool:
+    """An empty or unparseable answer (the store keeps None when no letter or text could be read)."""
+    return o.answer is None or not str(o.answer).strip()
+
+
 def drift(reused: list[Outcome], cold: list[Outcome]) -> dict[str, Any]:
     """Paired comparison of the same cells: counts, the largest probability difference, the drifted cells.
 
-    For open-ended cells the "choice" is the generated text.
+    For open-ended cells the "choice" is the generated text. ``cold`` may be the exact twin of an
+    approximate label (``32f`` for ``32f~prune85``); ``pathological`` counts the reused side's empty
+    or unparseable answers (``pathological_cold`` the reference's, for comparison).
     """
     pairs = list(zip(reused, cold, strict=True))
     choice = [(r, c) for r, c in pairs if (r.answer, r.raw_output if r.answer is None else "") != (
@@ -50,6 +57,8 @@ def drift(reused: list[Outcome], cold: list[Outcome]) -> dict[str, Any]:
         "correctness_drift": len(correct),
         "max_prob_diff": max(diffs, default=0.0),
         "within_tolerance": all(d <= PROB_TOLERANCE for d in diffs),
+        "pathological": sum(pathological(r) for r, _ in pairs),
+        "pathological_cold": sum(pathological(c) for _, c in pairs),
         "drifted": [
             {"item_id": r.item_id, "config": r.config, "reused": r.answer, "cold": c.answer} for r, c in choice
         ],
