@@ -31,6 +31,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -175,13 +176,15 @@ class Worker:
             self._computing = False
             raise _Interrupted(signal.Signals(signum).name)
 
-    def run(self, once: bool = False) -> int:
-        """Serve jobs until stopped; with ``once``, exit when no job for this model is queued.
+    def run(self, once: bool = False, idle_timeout_s: float | None = None) -> int:
+        """Serve jobs until stopped; with ``once``, exit when no job for this model is queued; with
+        ``idle_timeout_s``, exit after that long without a job (a worker nobody uses frees its memory).
 
         Returns the number of jobs this worker finished (done or failed; released ones not counted).
         """
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         done = 0
+        idle_since = time.monotonic()
         try:
             while not self._stop.is_set():
                 self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)
@@ -189,9 +192,13 @@ class Worker:
                 if job is None:
                     if once:
                         break
+                    if idle_timeout_s is not None and time.monotonic() - idle_since >= idle_timeout_s:
+                        print(f"worker: no job for {idle_timeout_s:g} s: stopping", flush=True)
+                        break
                     self._stop.wait(self.poll_s)
                     continue
                 done += self.run_job(job) in ("done", "failed")
+                idle_since = time.monotonic()
         finally:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)

@@ -3,6 +3,10 @@
 On a fresh machine only ``streamlit run app.py`` runs, so a re-run would wait forever for a worker
 nobody started. ``ensure_local_worker`` starts one (``trajaudit worker``) as a detached background
 process when no worker of that model is online, logging to ``<store>/logs/worker-<model>.log``.
+Such a worker belongs to the dashboard process that started it: it watches that process and stops
+when it is gone (``--parent-pid``, ``backend.lifeline``), and it stops after ``LOCAL_IDLE_TIMEOUT_S``
+without a job, so a dashboard left open does not hold a model in memory for nothing. Its pid file
+records who started it (dashboard pid, user, time), which the Workers page shows.
 It is idempotent across sessions and server processes: the check and the start happen under a
 per-model lock file, and a pid file remembers the process it started, so a second call while that
 worker is still loading (no heartbeat yet) starts nothing. The dashboard process itself never
@@ -15,6 +19,7 @@ imports torch: the worker is a separate program.
 from __future__ import annotations
 
 import fcntl
+import getpass
 import json
 import os
 import re
@@ -34,6 +39,7 @@ from store.queue import Job, JobQueue
 LOG_DIR = "logs"
 ONLINE_WITHIN_S = 30.0  # a heartbeat younger than this means the worker is online
 LOG_TAIL_LINES = 12
+LOCAL_IDLE_TIMEOUT_S = 1800.0  # a dashboard-started worker stops after 30 minutes without a job
 # The ``trajaudit`` command line, run by this interpreter (works without the console script on PATH).
 CLI = (sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())")
 
@@ -90,7 +96,8 @@ def _alive(pid: int, model: str) -> bool:
 
 
 def _started(store_root: str | os.PathLike) -> list[tuple[Path, dict]]:
-    """(pid file, its record) of every worker started here: ``{"pid", "model", "device", "started_at"}``."""
+    """(pid file, its record) of every worker started here: ``{"pid", "model", "device", "started_at",
+    "parent_pid", "user", "idle_timeout_s"}`` (the last three absent in records of older versions)."""
     return [(p, json.loads(p.read_text())) for p in sorted((Path(store_root) / LOG_DIR).glob("worker-*.pid"))]
 
 
@@ -108,11 +115,14 @@ def local_worker(store_root: str | os.PathLike, model: str) -> dict:
     ``state``: ``online`` (a worker of the model, here or elsewhere, sent a heartbeat within
     ``ONLINE_WITHIN_S``), ``starting`` (the local process is alive but has not sent one yet: it is
     loading the model), ``exited`` (the local process is gone; ``log_tail`` says why) or ``none``.
+    ``started_by`` is who started the local process (``{"parent_pid", "user", "started_at",
+    "idle_timeout_s"}``), None when this store started none.
     """
     log, pid_file, _ = _files(store_root, model)
     online = [w for w in JobQueue(store_root).workers(ONLINE_WITHIN_S) if w.model == model]
     started = json.loads(pid_file.read_text()) if pid_file.is_file() else None
-    out = {"model": model, "log": str(log), "pid": None, "worker_id": None, "device": None, "log_tail": []}
+    who = None if started is None else {k: started.get(k) for k in ("parent_pid", "user", "started_at", "idle_timeout_s")}
+    out = {"model": model, "log": str(log), "pid": None, "worker_id": None, "device": None, "log_tail": [], "started_by": who}
     if online:
         w = online[0]
         return out | {"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device}
@@ -124,8 +134,19 @@ def local_worker(store_root: str | os.PathLike, model: str) -> dict:
     return out | {"state": "exited", "log_tail": _log_tail(log)}
 
 
-def ensure_local_worker(store_root: str | os.PathLike, model: str, device: str = "cpu") -> dict:
+def _user() -> str:
+    """The login name (containers may have none: then the uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"
+
+
+def ensure_local_worker(store_root: str | os.PathLike, model: str, device: str = "cpu", parent_pid: int | None = None) -> dict:
     """Start ``trajaudit worker --model MODEL --device DEVICE`` here unless one is online or starting.
+
+    The worker stops when process ``parent_pid`` (default: this one, the dashboard) is gone, or
+    after ``LOCAL_IDLE_TIMEOUT_S`` without a job.
 
     Returns :func:`local_worker`'s dict plus ``started`` (True when this call started it; its
     ``state`` is then ``starting``). ``UserError`` for an unregistered model or a checkpoint that
@@ -142,7 +163,9 @@ def ensure_local_worker(store_root: str | os.PathLike, model: str, device: str =
         status = local_worker(root, model)
         if status["state"] in ("online", "starting"):
             return status | {"started": False}
-        cmd = [*CLI, "worker", "--store", str(root.resolve()), "--model", model, "--device", device]
+        parent = os.getpid() if parent_pid is None else parent_pid
+        cmd = [*CLI, "worker", "--store", str(root.resolve()), "--model", model, "--device", device,
+               "--parent-pid", str(parent), "--idle-timeout", f"{LOCAL_IDLE_TIMEOUT_S:g}"]  # fmt: skip
         env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
         with open(log, "a") as out:
             out.write(f"--- {datetime.now(UTC).isoformat()} starting: trajaudit worker --model {model} --device {device}\n")
@@ -150,9 +173,10 @@ def ensure_local_worker(store_root: str | os.PathLike, model: str, device: str =
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)  # fmt: skip
         tmp = pid_file.with_suffix(".pid.tmp")
-        tmp.write_text(json.dumps({"pid": proc.pid, "model": model, "device": device, "started_at": time.time()}))
+        who = {"parent_pid": parent, "user": _user(), "started_at": time.time(), "idle_timeout_s": LOCAL_IDLE_TIMEOUT_S}
+        tmp.write_text(json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
         os.replace(tmp, pid_file)
-    return status | {"state": "starting", "pid": proc.pid, "device": device, "log_tail": [], "started": True}
+    return status | {"state": "starting", "pid": proc.pid, "device": device, "log_tail": [], "started_by": who, "started": True}
 
 
 def stop_local_workers(store_root: str | os.PathLike, model: str | None = None, timeout_s: float = 20.0) -> list[int]:

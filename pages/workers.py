@@ -5,9 +5,12 @@ view redraws itself every few seconds (a fragment), so a job moving through the 
 without reloading.
 """
 
+from datetime import datetime
+
 import pandas as pd
 import streamlit as st
 
+from backend import lifeline
 from backend.errors import UserError
 from backend.workers import overview, stop_local_workers
 from pages.common import ui
@@ -21,6 +24,17 @@ JOB_COLUMNS = ["id", "state", "model", "benchmark", "item_id", "config", "seed",
 WORKER_COLUMNS = ["worker_id", "model", "device", "current_job", "pid", "age_s", "started_at"]
 
 
+def started_by(who: dict | None) -> str:
+    """Who started a local worker and when it stops by itself (pid files of older versions say less)."""
+    if not who or who.get("parent_pid") is None:
+        return "Started by a dashboard of an older version: stop it here when done."
+    when = datetime.fromtimestamp(who["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    idle = f" or after {who['idle_timeout_s'] / 60:g} min without a job" if who.get("idle_timeout_s") else ""
+    alive = "" if lifeline.identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
+    return ui.escape_md(f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
+                        f"it stops when that process stops{idle}.")  # fmt: skip
+
+
 @st.fragment(run_every=REFRESH_S)
 def live(root: str) -> None:
     view = overview(root, limit=RECENT_JOBS)
@@ -32,7 +46,7 @@ def live(root: str) -> None:
     if workers.empty:
         st.info(
             "No worker is online. The re-run panel starts a local one for a registered model; on a GPU machine "
-            f"start one yourself: `trajaudit worker --store {root} --model NAME --device cuda`.",
+            f"start one yourself: {ui.code(f'trajaudit worker --store {root} --model NAME --device cuda')}.",
             icon=":material/satellite_alt:",
         )
     else:
@@ -47,7 +61,8 @@ def live(root: str) -> None:
         st.markdown("**Local workers started by the dashboard**")
         for w in local:
             left, right = st.columns([6, 1], vertical_alignment="center")
-            left.markdown(f"`{w['model']}` · pid {w['pid']} · {w['device']} · **{w['state']}** · log `{w['log']}`")
+            left.markdown(f"{ui.code(w['model'])} · pid {w['pid']} · {w['device']} · **{w['state']}** · log {ui.code(w['log'])}")
+            left.caption(started_by(w["started_by"]))
             if right.button("Stop", key=f"stop-{w['model']}"):
                 stop_local_workers(root, w["model"])
                 st.rerun()
@@ -70,13 +85,13 @@ def live(root: str) -> None:
             try:
                 JobQueue(root).cancel(int(job_id))
             except UserError as exc:
-                st.error(str(exc), icon=":material/warning:")
+                st.error(ui.escape_md(exc), icon=":material/warning:")
             st.rerun()
 
 
 ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Workers")
-st.caption(f"Re-run queue of **{scope.root}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same")
+st.caption(f"Re-run queue of **{ui.escape_md(scope.root)}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same")
 with ui.guard():
     live(scope.root)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
 
+from backend import lifeline
 from backend.cli.common import add_store
+from backend.errors import UserError
 from store.store import resolve_root
 
 
@@ -21,14 +26,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true", help="exit when no job for the model is left in the queue")
     p.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls when idle")
     p.add_argument("--lease", type=float, default=60.0, metavar="S", help="job lease, renewed every S/3 seconds")
+    p.add_argument("--idle-timeout", type=float, metavar="S", help="exit after S seconds without a job (default: never)")
+    p.add_argument("--parent-pid", type=int, metavar="PID",
+                   help="exit when process PID is gone (the dashboard passes its own pid)")  # fmt: skip
     p.set_defaults(func=run)
 
 
+def _parent_gone(pid: int) -> None:
+    """SIGTERM to itself: while loading it just ends; while serving, a job being computed returns to the queue."""
+    print(f"worker: process {pid} that started this worker is gone: stopping", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.idle_timeout is not None and not args.idle_timeout > 0:
+        raise UserError(f"--idle-timeout {args.idle_timeout:g}: expected a positive number of seconds")
+    if args.parent_pid is not None:  # watched from the start: loading the model takes a while
+        lifeline.watch(args.parent_pid, lambda: _parent_gone(args.parent_pid))
     from backend.worker import Worker  # torch and transformers load only for this command
 
     worker = Worker(resolve_root(args.store), args.model, device=args.device, lease_s=args.lease, poll_s=args.poll)
     print(f"worker {worker.worker_id}: model {worker.spec.name} on {worker.device} ({worker.dtype})", flush=True)
-    n = worker.run(once=args.once)
+    n = worker.run(once=args.once, idle_timeout_s=args.idle_timeout)
     print(f"worker {worker.worker_id}: stopped after {n} job(s)", flush=True)
     return 0
