@@ -46,14 +46,15 @@ def pick_item(scope: data.Scope) -> str:
 
 
 def item_header(item: dict) -> None:
-    st.markdown(f"#### {item.get('question') or '(no question text)'}")
+    """Question, options and metadata: ingested text, so escaped (an option's Markdown image must not load)."""
+    st.markdown(f"#### {ui.escape_md(item.get('question') or '(no question text)')}")
     target = item.get("target")
     for option in item["options"]:
         letter = str(option).split(".", 1)[0].strip()
-        st.markdown(f"- **{option} ✓**" if letter == target else f"- {option}")
-    meta = [f"target **{target}**", item.get("task_type"), item.get("duration"), item.get("domain"),
-            f"video `{item.get('video')}`" if item.get("video") else None]  # fmt: skip
-    st.caption(" · ".join(str(m) for m in meta if m))
+        text = ui.escape_md(option)
+        st.markdown(f"- **{text} ✓**" if letter == target else f"- {text}")
+    facts = [item.get("task_type"), item.get("duration"), item.get("domain"), f"video {item['video']}" if item.get("video") else None]
+    st.caption(" · ".join([f"target **{ui.escape_md(target)}**"] + [ui.escape_md(f) for f in facts if f]))
 
 
 def rerun_name(model: str, note: str | None) -> str:
@@ -172,19 +173,19 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         return
     path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
     if problem:
-        st.warning(f"Video unavailable: {problem}. The strips show the frame indices only.", icon="🎞️")
+        st.warning(f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.", icon="🎞️")
     plan = frame_plan(responses, chosen, info)
     if plan["indices"].notna().any():
         ui.chart(timeline(plan, info), f"frames-{item['item_id']}")
         ui.downloads(plan, f"frame-plan-{item['item_id']}")
     for _, row in plan.iterrows():
         source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[row["source"]]
-        owners = f" ({', '.join(row['models'])})" if row["models"] and len(row["models"]) < len(scope.models) else ""
+        owners = f" ({ui.escape_md(', '.join(row['models']))})" if row["models"] and len(row["models"]) < len(scope.models) else ""
         change = "" if row["added"] is None else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
         n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
-        st.markdown(f"**{row['config']}**{owners} · {n} frames · {source}{change}")
+        st.markdown(f"**{ui.escape_md(row['config'])}**{owners} · {n} frames · {source}{change}")
         if row["indices"] is None:
-            st.caption(row["note"])
+            st.caption(ui.escape_md(row["note"]))
             continue
         if path is None:
             st.code(" ".join(str(i) for i in row["indices"]), language=None)
@@ -220,7 +221,7 @@ with ui.guard():
             st.caption("No confidence or score stored for this item (its sources record answers only).")
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
-            st.warning("Protocol notes: " + "; ".join(notes), icon="📝")
+            st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon="📝")
         with st.expander(f"Raw outputs and provenance ({len(responses)} responses)"):
             st.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
                          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),

@@ -31,10 +31,17 @@ def demo(demo_store) -> Path:
     return demo_store
 
 
-def open_app(store: Path | None, page: str = "pages/overview.py", **params: str) -> AppTest:
-    """Run the app as a link with ``params`` would open it (on the launch store when ``store`` is None), then go to ``page``."""
+@pytest.fixture(autouse=True)
+def launch_store(demo, monkeypatch):
+    """The server's store comes from its launch (here $TRAJAUDIT_STORE), never from the link."""
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(demo))
+    monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
+
+
+def open_app(page: str = "pages/overview.py", **params: str) -> AppTest:
+    """Run the app as a link with ``params`` would open it, then go to ``page``."""
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
-    at.query_params.update(({} if store is None else {"store": str(store)}) | {"bench": "synthetic-videomme", **params})
+    at.query_params.update({"bench": "synthetic-videomme", **params})
     at.run()
     if page != "pages/overview.py":
         at.switch_page(page).run()
@@ -44,7 +51,7 @@ def open_app(store: Path | None, page: str = "pages/overview.py", **params: str)
 
 @pytest.mark.parametrize("page", list(PAGES))
 def test_each_page_renders(demo, page):
-    at = open_app(demo, page, models=MODELS)
+    at = open_app(page, models=MODELS)
     assert at.title[0].value == PAGES[page]
     assert not at.error, [e.value for e in at.error]
     main_text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
@@ -52,7 +59,7 @@ def test_each_page_renders(demo, page):
 
 
 def test_overview_headlines_are_percentages_with_intervals(demo):
-    at = open_app(demo, models=MODELS)
+    at = open_app(models=MODELS)
     labels = [m.label for m in at.metric]
     assert {"Oracle", "Oracle headroom", "Visual confusion", "Text overwrite"} <= set(labels)
     assert any(label.startswith("Best fixed (") and label.endswith("f)") for label in labels)  # with its config
@@ -61,13 +68,13 @@ def test_overview_headlines_are_percentages_with_intervals(demo):
 
 
 def test_text_overwrite_is_na_without_text(demo):
-    at = open_app(demo, models=MODELS, grid="8f,16f,32f")
+    at = open_app(models=MODELS, grid="8f,16f,32f")
     overwrite = next(m for m in at.metric if m.label == "Text overwrite")
     assert overwrite.value == "n/a"
 
 
 def test_link_reopens_flow_view(demo):
-    at = open_app(demo, "pages/flows.py", models=MODELS, model="synthetic-B-13B", flowview="pair",
+    at = open_app("pages/flows.py", models=MODELS, model="synthetic-B-13B", flowview="pair",
                   **{"from": "8f", "to": "32f", "kind": "harmed"})  # fmt: skip
     assert at.sidebar.selectbox(key="w_model").value == "synthetic-B-13B"
     assert at.selectbox(key="w_from").value == "8f" and at.selectbox(key="w_to").value == "32f"
@@ -75,41 +82,66 @@ def test_link_reopens_flow_view(demo):
 
 
 def test_filters_leaving_no_items_say_so(demo):
-    at = open_app(demo, models=MODELS, q="no-such-item-anywhere")
+    at = open_app(models=MODELS, q="no-such-item-anywhere")
     assert any("No item has a response" in w.value for w in at.warning)
 
 
 def test_bad_link_values_fall_back(demo):
-    at = open_app(demo, models="no-such-model", bench="no-such-bench", grid="3f,8f")
+    at = open_app(models="no-such-model", bench="no-such-bench", grid="3f,8f")
     assert at.sidebar.selectbox(key="w_bench").value in ("synthetic-mlvu", "synthetic-videomme")
     assert at.sidebar.multiselect(key="w_models").value  # the defaults, not an error
 
 
-def test_inspector_strips_without_video_show_indices(demo, tmp_path):
-    at = open_app(demo, "pages/inspector.py", models=MODELS, item="001-1", vroot=str(tmp_path / "no-videos"))
+def test_inspector_strips_without_video_show_indices(demo, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_VIDEO_ROOT", str(tmp_path / "no-videos"))
+    at = open_app("pages/inspector.py", models=MODELS, item="001-1")
     assert any("Video unavailable" in w.value for w in at.warning)
     assert at.code and all(c.value.split()[0] == "0" for c in at.code)  # uniform indices start at frame 0
 
 
 def test_inspector_shows_thumbnails_and_unknown_item_error(demo):
-    at = open_app(demo, "pages/inspector.py", models=MODELS, item="001-1")
+    at = open_app("pages/inspector.py", models=MODELS, item="001-1")
     assert len(at.get("image")) == 5  # one strip per visual config of the grid (8f..128f)
-    bad = open_app(demo, "pages/inspector.py", models=MODELS, item="no-such-item")
+    bad = open_app("pages/inspector.py", models=MODELS, item="no-such-item")
     assert any("not found" in e.value for e in bad.error)
 
 
 def test_fresh_launch_store_builds_the_demo(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJAUDIT_DEMO_ITEMS", "8")
     monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "fresh"))
-    at = open_app(None)
+    at = open_app()
     assert not Store(tmp_path / "fresh").is_empty()
     assert at.title[0].value == "Overview"
 
 
-def test_other_empty_store_offers_the_demo_on_request(demo, tmp_path, monkeypatch):
-    """A folder typed into the sidebar is never filled unasked (the click itself: tests/test_browser.py)."""
-    monkeypatch.setenv("TRAJAUDIT_STORE", str(demo))
-    at = open_app(tmp_path / "typed")
-    assert Store(tmp_path / "typed").is_empty()
+def test_link_cannot_point_the_server_elsewhere(demo, tmp_path):
+    """``?store=`` and ``?vroot=`` are ignored (with a notice): the view and its frames stay the server's."""
+    at = open_app("pages/inspector.py", models=MODELS, item="001-1", store=str(tmp_path / "typed"), vroot=str(tmp_path / "no-videos"))
+    assert not (tmp_path / "typed").exists()
+    assert at.title[0].value == "Inspector"
+    assert len(at.get("image")) == 5  # frames from the configured video root
+    notices = " ".join(w.value for w in at.sidebar.warning)
+    assert "store=" in notices and "vroot=" in notices
+
+
+def test_link_picks_a_configured_store_by_name_only(demo, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_STORES", f"other={tmp_path / 'other'}")
+    at = open_app(db="other")
+    assert any("holds no responses" in i.value for i in at.info)
+    assert not at.button and Store(tmp_path / "other").is_empty()  # no demo offered outside the default store
+    at = open_app(db="no-such-store")
+    assert at.title[0].value == "Overview"
+    assert any("no store named" in w.value for w in at.sidebar.warning)
+
+
+def test_emptied_default_store_offers_the_demo_on_request(tmp_path, monkeypatch):
+    """A default store that has a manifest but no responses is never refilled unasked: it gets a button."""
+    from store.store import MANIFEST, Manifest
+
+    (tmp_path / "emptied").mkdir()
+    (tmp_path / "emptied" / MANIFEST).write_text(Manifest().dump())
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "emptied"))
+    at = open_app()
+    assert Store(tmp_path / "emptied").is_empty()
     assert any("holds no responses" in i.value for i in at.info)
     assert [b.label for b in at.button] == ["Build the demo store here"]

@@ -138,16 +138,6 @@ def test_csv_export_downloads(app_server, page):
     assert {r["model"] for r in rows} == {"synthetic-A-7B", "synthetic-B-13B"}
 
 
-def test_empty_store_builds_the_demo_on_request(app_server, page, tmp_path):
-    empty = tmp_path / "empty-store"
-    goto(page, app_server, f"?store={empty}")
-    assert "holds no responses" in main_text(page)
-    page.get_by_role("button", name="Build the demo store here").click()
-    page.wait_for_selector('[data-testid="stMain"] h1:has-text("Overview")', timeout=240_000)
-    wait_idle(page)
-    assert "matched items" in main_text(page)
-
-
 RERUN_FRAMES = 24  # a budget the demo grid does not have: the worker must really run it
 RERUN_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch, loads the tiny model), then runs
 

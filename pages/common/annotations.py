@@ -15,6 +15,7 @@ import streamlit as st
 
 from backend import annotations
 from backend.errors import UserError
+from pages.common import ui
 from store.store import Store
 
 AUTHOR_KEY = "annotation_author"
@@ -35,9 +36,9 @@ def _flash(kind: str, text: str) -> None:
 def _delete(root: str, annotation_id: str) -> None:
     try:
         gone = annotations.delete_annotation(Store(root), annotation_id, st.session_state.get(AUTHOR_KEY))
-        _flash("success", f"Deleted the *{gone['tag']}* annotation.")
+        _flash("success", f"Deleted the *{ui.escape_md(gone['tag'])}* annotation.")
     except UserError as exc:
-        _flash("error", str(exc))
+        _flash("error", ui.escape_md(exc))
 
 
 def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
@@ -46,18 +47,20 @@ def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
     model = None if values["model"] == EVERY_MODEL else values["model"]
     try:
         row = annotations.add_annotation(Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model)
-        _flash("success", f"Added *{row['tag']}* to {item_id}.")
+        _flash("success", f"Added *{ui.escape_md(row['tag'])}* to {ui.escape_md(item_id)}.")
         st.session_state[f"{form}-note"] = ""
     except UserError as exc:
-        _flash("error", str(exc))
+        _flash("error", ui.escape_md(exc))
 
 
 def _row(root: str, ann: pd.Series) -> None:
     left, right = st.columns([12, 1], vertical_alignment="center")
+    # Notes, authors and model names are whatever someone typed or ingested: shown as text (escaped).
     about = f" · about {ann['model']}" if isinstance(ann["model"], str) else ""
     when = pd.Timestamp(ann["created_at"]).strftime("%Y-%m-%d %H:%M UTC")
-    note = f": {ann['note']}" if isinstance(ann["note"], str) else ""
-    left.markdown(f":violet-badge[{ann['tag']}]{note}  \n<small>{ann['author']} · {when}{about}</small>", unsafe_allow_html=True)
+    note = f": {ui.escape_md(ann['note'])}" if isinstance(ann["note"], str) else ""
+    left.markdown(f":violet-badge[{ui.escape_md(ann['tag'])}]{note}")
+    left.caption(ui.escape_md(f"{ann['author']} · {when}{about}"))
     right.button(":material/delete:", key=f"ann-del-{ann['annotation_id']}", help="Delete this annotation",
                  on_click=_delete, args=(root, ann["annotation_id"]))  # fmt: skip
 

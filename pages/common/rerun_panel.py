@@ -91,15 +91,15 @@ def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dic
     try:
         label = configs.make_label(int(frames), pixels_k or None, f"random-s{seed}" if policy == "random" else policy)
     except ConfigLabelError as exc:
-        st.error(str(exc), icon=":material/warning:")
+        st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
-    label_col.caption(f"Asks {model} for configuration `{label}` on item `{item['item_id']}`.")
+    label_col.caption(f"Asks {ui.escape_md(model)} for configuration {ui.code(label)} on item {ui.code(item['item_id'])}.")
     if not run_col.button("Run", type="primary", width="stretch", key="rerun_run"):
         return None
     try:
         out = rerun.submit(scope.root, model, scope.benchmark, str(item["item_id"]), label, force=force)
     except UserError as exc:
-        st.error(str(exc), icon=":material/warning:")
+        st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
     if out["from_store"]:
         return {"outcome": out}
@@ -108,10 +108,10 @@ def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dic
         # unless the registry pins the model to CUDA. GPU workers are started by hand (README).
         worker = ensure_local_worker(scope.root, model, device="cuda" if spec.device == "cuda" else "cpu")
     except UserError as exc:
-        st.warning(f"Job {out['job_id']} is queued, but no worker can be started here: {exc}", icon=":material/satellite_alt:")
+        st.warning(f"Job {out['job_id']} is queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:")
     else:
         if worker["started"]:
-            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {model}…", icon=":material/rocket_launch:")
+            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…", icon=":material/rocket_launch:")
     return {"job_id": out["job_id"], "model": model}
 
 
@@ -127,51 +127,53 @@ def _live_status(root: str, job_id: int, model: str) -> None:
     if status["state"] in rerun.FINAL_STATES:
         st.rerun()
     elapsed = f"waiting {job['waited_s']:.1f} s" if job["ran_s"] is None else f"running {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s)"
-    who = f" on worker `{job['worker_id']}`" if job["worker_id"] else ""
-    st.markdown(f"{_STATE_ICONS[status['state']]} **Job {job_id}** · `{job['config']}` · **{status['state']}** · {elapsed}{who}")
+    who = f" on worker {ui.code(job['worker_id'])}" if job["worker_id"] else ""
+    st.markdown(f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job['config'])} · **{status['state']}** · {elapsed}{who}")
     if status["state"] != "queued":
         return
     worker = local_worker(root, model)
     if worker["state"] == "starting":
         st.caption(f"Starting a local {_device_text(worker['device'])} worker (pid {worker['pid']}): loading the model…")
     elif worker["state"] == "online":
-        st.caption(f"Worker `{worker['worker_id']}` ({worker['device']}) is online; the job runs after those ahead of it.")
+        st.caption(f"Worker {ui.code(worker['worker_id'])} ({worker['device']}) is online; the job runs after those ahead of it.")
     elif worker["state"] == "exited":
-        st.error(f"The local worker exited (log: `{worker['log']}`):", icon=":material/report:")
+        st.error(f"The local worker exited (log: {ui.code(worker['log'])}):", icon=":material/report:")
         st.code("\n".join(worker["log_tail"]) or "(empty log)", language=None)
     else:
-        st.caption(f"No worker of {model} is online. Start one where the model is: `trajaudit worker --store {root} --model {model} --device cuda`.")
+        st.caption(f"No worker of {ui.escape_md(model)} is online. Start one where the model is: "
+                   f"{ui.code(f'trajaudit worker --store {root} --model {model} --device cuda')}.")
     if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
         try:
             JobQueue(root).cancel(job_id)
         except UserError as exc:
-            st.error(str(exc), icon=":material/warning:")
+            st.error(ui.escape_md(exc), icon=":material/warning:")
         st.rerun()
 
 
 def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
     """A finished request: its verdict, option probabilities, phase timings and frame strip."""
-    label = f"`{out['config']}`" + (f" seed {out['seed']}" if out["seed"] is not None else "")
+    label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
     if out["state"] == "failed":
-        st.error(f"Job {out['job_id']} ({out['config']}) failed: {out['error']}", icon=":material/error:")
+        st.error(f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}", icon=":material/error:")
         return
     if out["state"] == "cancelled":
-        st.info(f"Job {out['job_id']} ({out['config']}) was cancelled.", icon=":material/block:")
+        st.info(f"Job {out['job_id']} ({ui.escape_md(out['config'])}) was cancelled.", icon=":material/block:")
         return
     if out["from_store"]:
-        st.info(f"Answered from the store: an identical request is stored (run `{out['run']}`). Tick *Force* to run it again.", icon=":material/inventory_2:")
+        st.info(f"Answered from the store: an identical request is stored (run {ui.code(out['run'])}). Tick *Force* to run it again.", icon=":material/inventory_2:")
     else:
         job = out["job"]
-        st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker `{job['worker_id']}`: "
+        st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
                    "the new point is on the charts above, marked as a live re-run.", icon=":material/check_circle:")  # fmt: skip
     spec = registry.load(scope.root).get(out["model"])
     note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
     if note:
-        st.warning(f"{out['model']}: {note}. Its answers are noise; the point shows the pipeline, not the model.", icon=":material/casino:")
+        st.warning(f"{ui.escape_md(out['model'])}: {ui.escape_md(note)}. Its answers are noise; the point shows the pipeline, not the model.", icon=":material/casino:")
     verdict = {1: "✓ correct", 0: "✗ wrong"}.get(out["correct"], "")
     conf = "" if out["confidence"] is None else f" · confidence {out['confidence']:.3f}"
     conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
-    st.markdown(f"**{out['model']}** at {label}: answer **{out['answer'] or '–'}** {verdict} (target {item.get('target')}){conf}")
+    st.markdown(f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
+                f"(target {ui.escape_md(item.get('target'))}){conf}")
     left, right = st.columns(2)
     with left:
         if out["option_probs"]:
@@ -219,7 +221,7 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
     path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
     st.markdown(f"**Frames this run saw** · {len(indices)} frames")
     if path is None:
-        st.caption(f"Video unavailable ({problem}): frame indices only.")
+        st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
         st.code(" ".join(map(str, indices)), language=None)
         return
     files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(indices), thumb_dir)

@@ -8,21 +8,24 @@ selected model has (the matched grid); a fresh view starts on their budget ladde
 from __future__ import annotations
 
 import os
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
+from backend import serverconfig
 from backend.annotations import VOCABULARY
 from backend.demo import build_demo_store
 from backend.filters import ItemFilter
 from backend.tags import TAGS
-from backend.video import default_video_root
 from backend.views import default_grid, default_models, shared_configs
 from pages.common import data, state, ui
 from store import configs
 from store.demo import DEFAULT_ITEMS
-from store.store import MANIFEST, Store, resolve_root
+from store.store import MANIFEST, Store
 
 DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: store.demo's)
 MAX_DEFAULT_MODELS = 4
@@ -35,38 +38,77 @@ def _demo_lock() -> threading.Lock:
     return threading.Lock()
 
 
-def _offer_demo(store: Store) -> None:
-    """Empty store: build the demo, then stop.
+def _demo_progress(bar: DeltaGenerator, root: Path) -> Callable[[float, str], None]:
+    """The build's progress on the page and, line by line as it changes, in the server's terminal."""
+    last = [""]
 
-    Automatic only for the store the server was started on, when that folder is fresh (a new
-    install); a folder typed into the sidebar, or one that already has a manifest, gets a button.
+    def report(fraction: float, message: str) -> None:
+        fraction = min(max(fraction, 0.0), 1.0)
+        bar.progress(fraction, text=message)
+        if message != last[0]:
+            last[0] = message
+            print(f"trajaudit: demo store {root}: {100 * fraction:3.0f}% {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _offer_demo(store: Store, default: bool) -> None:
+    """Empty store: offer the demo (in the server's default store only), then stop.
+
+    Automatic for the default store when its folder is fresh (a new install); a default store that
+    already has a manifest gets a button. Other configured stores are the operator's: the page only
+    says how to fill them.
     """
     st.title("trajaudit")
-    st.info(f"The store **{store.root}** holds no responses yet.", icon="🗂️")
+    st.info(f"The store **{ui.escape_md(store.root)}** holds no responses yet.", icon="🗂️")
+    if not default:
+        st.markdown("Ingest outputs into it with `trajaudit ingest --store DIR`, or pick another store in the sidebar.")
+        st.stop()
     st.markdown(
         "Ingest real outputs with `trajaudit ingest`, or explore the **synthetic demo store** "
         "(four synthetic models on two synthetic benchmarks, with short generated videos, and a tiny "
         "random-weights model so that re-runs work on this machine)."
     )
-    fresh = store.root == resolve_root(None) and not (store.root / MANIFEST).exists()
+    fresh = not (store.root / MANIFEST).exists()
     if fresh or st.button("Build the demo store here", type="primary"):
         bar = st.progress(0.0, text="Building the demo store…")
         with ui.guard(), _demo_lock():
             if Store(store.root).is_empty():
                 n_items = int(os.environ.get(DEMO_ITEMS_ENV) or DEFAULT_ITEMS)
-                build_demo_store(store.root, n_items=n_items, progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), text=msg))
+                build_demo_store(store.root, n_items=n_items, progress=_demo_progress(bar, store.root))
         st.rerun()
     st.stop()
+
+
+def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
+    """The store this view reads, and whether it is the server's default one.
+
+    Folders are the server's configuration (``backend.serverconfig``); a link may only name one of
+    the configured stores (``?db=NAME``). Anything else in it is ignored with a notice.
+    """
+    config = serverconfig.current()
+    for key in state.ignored():
+        sb.warning(f"The link's `{key}=` parameter is ignored: the store and the video root are set when "
+                   "the server starts (README, *Serving the dashboard*).", icon="🔒")  # fmt: skip
+    asked = state.get("db")
+    if asked is not None and asked not in config.stores:
+        sb.warning(f"This server has no store named {ui.code(asked)}; showing {ui.code(config.default)}.", icon="🗂️")
+        state.put("db", None)
+    if len(config.stores) > 1:
+        name = state.bind(sb.selectbox, "db", "Store", options=list(config.stores), default=config.default,
+                          help="The stores this server was started with (--store NAME=DIR).")  # fmt: skip
+    else:
+        name = config.default
+        sb.caption(f"Store {ui.code(config.stores[name])}")
+    return Store(config.stores[name]), name == config.default
 
 
 def draw() -> data.Scope | None:
     """Draw the sidebar and return the view's scope (the page stops on an empty store)."""
     sb = st.sidebar
-    root = state.bind(sb.text_input, "store", "Store folder", default=str(resolve_root(None)),
-                      help="--store / $TRAJAUDIT_STORE; default ./trajaudit-data")  # fmt: skip
-    store = Store(root or None)
+    store, default_store = _store(sb)
     if store.is_empty():
-        _offer_demo(store)
+        _offer_demo(store, default_store)
     version = store.version()
     info = data.store_info(str(store.root), version)
 
@@ -103,8 +145,8 @@ def draw() -> data.Scope | None:
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
 
     with sb.expander("Videos and export"):
-        state.bind(st.text_input, "vroot", "Video root", default=str(default_video_root(store.root)),
-                   help="Folder that items' video paths are relative to ($TRAJAUDIT_VIDEO_ROOT).")  # fmt: skip
+        st.caption(f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
+                   "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)")  # fmt: skip
         state.bind(st.segmented_control, "fmt", "Chart export format", options=list(ui.EXPORT_FORMATS), default="png")
 
     return data.Scope(
@@ -130,4 +172,5 @@ def noise_toggle() -> bool:
 
 
 def video_root(scope: data.Scope) -> Path:
-    return Path(state.get("vroot") or default_video_root(scope.root)).expanduser()
+    """The configured video root of the scope's store (never a URL's: frames are decoded only under it)."""
+    return serverconfig.current().video_root_for(scope.root)

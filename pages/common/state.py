@@ -17,7 +17,7 @@ import streamlit as st
 
 # URL parameter -> kind. Lists are comma-joined; every value is validated where it is used.
 PARAMS: dict[str, type] = {
-    "store": str,  # store folder
+    "db": str,  # one of the stores the server was configured with, by name (backend.serverconfig)
     "bench": str,  # benchmark
     "models": list,  # models compared / matched over
     "model": str,  # focus model (flows, items, inspector, tag filter)
@@ -26,7 +26,6 @@ PARAMS: dict[str, type] = {
     "dur": list,  # duration categories
     "tag": str,  # trajectory tag of the focus model
     "q": str,  # free-text search
-    "vroot": str,  # video root
     "fmt": str,  # chart export format
     "flowview": str,  # flows page: "grid" or "pair"
     "from": str,  # configuration pair (flows page)
@@ -56,7 +55,11 @@ PARAMS: dict[str, type] = {
     "xb": str,  # model B and its config
     "xcb": str,
 }
+# Parameters that once named server folders. Folders are the server's configuration, never a
+# link's: these are ignored (with a notice), and dropped from the URL on the next write.
+RETIRED = ("store", "vroot")
 _SEEDED = "_state_seeded"
+_IGNORED = "_state_ignored"
 _GOTO = "_state_goto"
 
 
@@ -88,11 +91,17 @@ def init() -> None:
     if st.session_state.get(_SEEDED):
         return
     st.session_state[_SEEDED] = True
+    st.session_state[_IGNORED] = [key for key in RETIRED if key in st.query_params]
     for key, kind in PARAMS.items():
         if key in st.query_params:
             value = _decode(kind, st.query_params[key])
             if value is not None:
                 st.session_state["s_" + key] = value
+
+
+def ignored() -> list[str]:
+    """The retired parameters the session's opening link carried (``RETIRED``), for the notice that they were ignored."""
+    return st.session_state.get(_IGNORED, [])
 
 
 def get(key: str, default: Any = None) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import html
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -17,7 +19,11 @@ from pages.common import data, state
 
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
 EXPORT_FORMATS = ("png", "svg")
-
+_HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
+# Where GFM would autolink: a URL scheme's colon, "www." and an e-mail's "@" (a word joiner goes before them).
+_AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|[\w.+-](?=@[\w-]+\.)")
+_MD_INLINE = re.compile(r"([\\`*_{}\[\]()!|<>~$:&])")  # emphasis, code, links, tables, HTML, directives, math
+_MD_LINE_START = re.compile(r"^(\s*\d*)([#+=.)-])")  # headings, lists ("-", "1."), setext underlines
 
 @contextmanager
 def guard() -> Iterator[None]:
@@ -25,7 +31,7 @@ def guard() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(escape_md(exc), icon="⚠️")  # messages quote the bad value: shown as text
         st.stop()
 
 
@@ -103,8 +109,36 @@ def downloads(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, pa
 
 
 def swatch(colour: str, text: str) -> str:
-    """Markdown with a coloured square before ``text`` (model legends in headers)."""
-    return f'<span style="color:{colour}">■</span> {text}'
+    """HTML (for ``st.html``) of a coloured square before ``text`` (model legends in headers).
+
+    ``text`` is data (a model name), so it is HTML-escaped; ``colour`` must be a palette hex colour.
+    """
+    if not _HEX.fullmatch(colour):
+        raise ValueError(f"not a hex colour: {colour!r}")
+    return f'<span style="color:{colour}">■</span> {html.escape(text)}'
+
+
+def escape_md(text: object) -> str:
+    """``text`` for a Markdown string, shown literally: no link, image, emphasis, HTML tag or Streamlit
+    directive (``:red[…]``, ``:material/…:``, ``$…$``) from data. Every character that acts anywhere,
+    and those that act at a line's start, are backslash-escaped (CommonMark escapes any ASCII
+    punctuation); line breaks stay line breaks.
+
+    GFM also turns bare ``http://``, ``www.`` and e-mail addresses into links after parsing, which
+    no escape prevents: an invisible word joiner (U+2060) is put inside those patterns instead."""
+    lines = str(text).splitlines() or [""]
+    return "  \n".join(_escape_line(_AUTOLINK.sub(lambda m: m[0] + "\u2060", line)) for line in lines)
+
+
+def _escape_line(line: str) -> str:
+    return _MD_LINE_START.sub(r"\1\\\2", _MD_INLINE.sub(r"\\\1", line))
+
+
+def code(text: object) -> str:
+    """``text`` as a Markdown code span (literal, on one line), whatever backticks it holds."""
+    flat = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}"
 
 
 def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
@@ -142,10 +176,10 @@ def need_items(scope: data.Scope) -> None:
 def scope_caption(scope: data.Scope) -> None:
     m = data.matrix(scope)
     parts = [
-        f"**{scope.benchmark}**",
+        f"**{escape_md(scope.benchmark)}**",
         f"{m.n_items:,} matched items",
         f"{m.n_excluded:,} excluded (incomplete)" if m.n_excluded else None,
-        f"grid {' → '.join(scope.grid)}",
-        f"tag *{scope.tag}* of {scope.focus}" if scope.tag else None,
+        f"grid {escape_md(' → '.join(scope.grid))}",
+        f"tag *{scope.tag}* of {escape_md(scope.focus)}" if scope.tag else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
