@@ -135,6 +135,11 @@ class Resolved:
         matrix = load_matrix(store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns)
         return tag_subset(matrix, s.focus, s.tag)
 
+    def to_argv(self) -> list[str]:
+        """The flags of the scope as the user chose it: a default grid stays "default" (no ``--grid``)."""
+        chosen = dataclasses.replace(self.scope, grid=()) if self.grid_source == "default" else self.scope
+        return chosen.to_argv()
+
     def header(self, matrix: Matrix | None = None) -> dict:
         """The scope as every report's JSON states it (``scope`` key)."""
         s = self.scope
@@ -235,7 +240,7 @@ def default_grid(info: dict, models: list[str], benchmark: str | None, store_roo
 def excluded_configs(info: dict, scope: Scope, grid: tuple[str, ...]) -> dict[str, dict]:
     """Every configuration some model of the scope has that the grid leaves out: items covered and why.
 
-    ``n_items`` is the fewest items any model of the scope has at that configuration (main runs
+    ``n_items`` is the most items any model of the scope has at that configuration (main runs
     and re-runs), so "24f: 1 item, re-runs only" reads straight off it.
     """
     per_model = {m: _coverage(info, m, scope.benchmark) for m in scope.models}
@@ -250,7 +255,7 @@ def excluded_configs(info: dict, scope: Scope, grid: tuple[str, ...]) -> dict[st
     out: dict[str, dict] = {}
     for label in configs.order(list(labels - set(grid))):
         main = {m: per_model[m][0].get(label, 0) for m in scope.models}
-        n = min(main[m] + reruns.get(label, {}).get(m, 0) for m in scope.models)
+        n = max(main[m] + reruns.get(label, {}).get(m, 0) for m in scope.models)
         out[label] = {"n_items": n, "why": _why(label, main, reruns.get(label, {}), n_bench)}
     return out
 
@@ -302,8 +307,8 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
                    help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)")  # fmt: skip
 
 
-def command_line(command: list[str], scope: Scope, store: Store | str | None = None, *extra: str) -> str:
+def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str) -> str:
     """The exact ``trajaudit ...`` line of a view (its CLI twin), ready to copy."""
     argv = ["trajaudit", *command]
     argv += ["--store", str(store.root if isinstance(store, Store) else store)] if store else []
-    return shlex.join([*argv, *scope.to_argv(), *extra])
+    return shlex.join([*argv, *resolved.to_argv(), *extra])

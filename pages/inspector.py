@@ -1,6 +1,7 @@
 """Inspector: one item, every model's answer per configuration, raw output and provenance, the exact frames seen."""
 
 import os
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -230,3 +231,4 @@ with ui.guard():
         frame_strips(scope, item, responses)
     rerun_panel(scope, item, thumb_cache())
     annotation_panel(scope.root, scope.benchmark, item_id, list(scope.models))
+    ui.show_twin(shlex.join(["trajaudit", "inspect", "--store", scope.root, "--benchmark", scope.benchmark, "--item", item_id, "--json"]))

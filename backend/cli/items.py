@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_scope_args(p, models=False)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--format", default="json", choices=("json", "csv"))
+    p.add_argument("--json", action="store_true", help="JSON output (the default; same as --format json)")
     p.add_argument("--limit", type=int, default=None, help="at most N items")
     p.add_argument("--annotations", action="store_true", help="add each item's annotation tags, notes and count")
     p.add_argument("--sort", default=None, choices=list(SORTS), help="the Items page: sort key (prints one page)")
@@ -49,6 +50,8 @@ def flatten(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise UserError("--limit must be >= 0")
+    if args.json and args.format == "csv":
+        raise UserError("--json and --format csv contradict each other")
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
     store = Store(args.store)
     scope = Scope.from_args(args, models=models)

@@ -21,7 +21,8 @@ from backend.annotations import VOCABULARY
 from backend.demo import build_demo_store
 from backend.filters import ItemFilter
 from backend.tags import TAGS
-from backend.views import default_grid, default_models, shared_configs
+from backend.scope import Scope, default_grid
+from backend.views import default_models, shared_configs
 from pages.common import data, state, ui
 from store import configs
 from store.demo import DEFAULT_ITEMS
@@ -124,11 +125,15 @@ def draw() -> data.Scope | None:
         return None
     focus = state.bind(sb.selectbox, "model", "Focus model", options=models, default=models[0],
                        help="The model drawn on the flows, items and inspector pages, and whose tags filter items.")  # fmt: skip
-    shared = shared_configs(info, models, bench)
+    reruns = bool(state.bind(sb.toggle, "reruns", "Include live re-runs", default=False,
+                             help="Re-runs are an overlay: shown on an item's trajectory, never counted. Switch on to let "
+                             "them fill cells and configurations and compare them explicitly (--include-reruns)."))  # fmt: skip
+    default = default_grid(info, models, bench, store.root)
+    shared = shared_configs(info, models, bench, reruns)
     grid = state.bind(
-        sb.multiselect, "grid", "Grid (configurations)", options=shared, default=default_grid(info, models, bench),
-        help="Configurations every selected model has (matched grid), ordered by cost. The default is the budget "
-        "ladder; spatial budgets (@) and sampling policies (/) are one click away.",
+        sb.multiselect, "grid", "Grid (configurations)", options=shared, default=default,
+        help="Configurations every selected model has, ordered by cost. The default (METRICS.md) is the budget ladder "
+        "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
     )  # fmt: skip
     grid = configs.order(grid)
     if len(grid) < 2:
@@ -149,16 +154,16 @@ def draw() -> data.Scope | None:
                    "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)")  # fmt: skip
         state.bind(st.segmented_control, "fmt", "Chart export format", options=list(ui.EXPORT_FORMATS), default="png")
 
-    return data.Scope(
-        root=str(store.root),
-        version=version,
+    scope = Scope(
         benchmark=bench,
         models=tuple(models),
-        grid=tuple(grid),
+        grid=() if grid == default else tuple(grid),  # the default grid stays "default" in the CLI twin
         item_filter=ItemFilter(task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)),
-        focus=focus,
         tag=None if tag == ANY_TAG else tag,
+        tag_model=focus,
+        include_reruns=reruns,
     )
+    return data.Scope(root=str(store.root), version=version, resolved=scope.resolve(store, info))
 
 
 def noise_toggle() -> bool:

@@ -41,6 +41,7 @@ PARAMS: dict[str, type] = {
     "strips": list,  # inspector: configurations whose frame strips are shown
     "atag": list,  # annotation tags (item filter)
     "noise": bool,  # overview and flows: hide within-noise flips
+    "reruns": bool,  # include live re-runs in the matrix (an overlay otherwise)
     "ladder": list,  # policies: the cascade's and predictor's ladder
     "thr": float,  # policies: cascade threshold
     "folds": int,  # policies: predictor cross-validation folds
@@ -134,6 +135,20 @@ def _commit(key: str) -> None:
     put(key, st.session_state["w_" + key])
 
 
+def _clamp(key: str, value: Any, default: Any, low: Any, high: Any) -> Any:
+    """A number from a link outside the widget's range (``?thr=2``) is clamped, with a notice."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or (low is None and high is None):
+        return value
+    if value != value:  # NaN from the link: the default
+        clamped = default
+    else:
+        clamped = min(max(value, low if low is not None else value), high if high is not None else value)
+    if clamped != value:
+        st.toast(f"The link's {key}={value} is out of range; showing {clamped}.", icon="↔️")
+        put(key, clamped)
+    return clamped
+
+
 def bind(widget: Callable[..., Any], key: str, label: str | None, *, options: list | None = None, default: Any = None, **kwargs: Any) -> Any:
     """Draw ``widget`` showing the state ``key``; the user's changes go back to the state.
 
@@ -150,6 +165,7 @@ def bind(widget: Callable[..., Any], key: str, label: str | None, *, options: li
         elif value not in options:
             value = default if default in options else (options[0] if options else None)
         kwargs["options"] = options
+    value = _clamp(key, value, default, kwargs.get("min_value"), kwargs.get("max_value"))
     wkey = "w_" + key
     st.session_state[wkey] = value
     positional = [] if label is None else [label]  # st.pagination takes no label

@@ -15,6 +15,7 @@ import streamlit as st
 
 from backend.errors import UserError
 from backend.palette import CORRECT, INK, WRONG
+from backend.scope import command_line
 from pages.common import data, state
 
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
@@ -24,6 +25,7 @@ _HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|[\w.+-](?=@[\w-]+\.)")
 _MD_INLINE = re.compile(r"([\\`*_{}\[\]()!|<>~$:&])")  # emphasis, code, links, tables, HTML, directives, math
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#+=.)-])")  # headings, lists ("-", "1."), setext underlines
+
 
 @contextmanager
 def guard() -> Iterator[None]:
@@ -174,12 +176,30 @@ def need_items(scope: data.Scope) -> None:
 
 
 def scope_caption(scope: data.Scope) -> None:
+    """What the numbers below are about: matched items, the grid (and where it came from), exclusions."""
     m = data.matrix(scope)
+    source = "default grid" if scope.resolved.grid_source == "default" else "grid"
     parts = [
         f"**{escape_md(scope.benchmark)}**",
         f"{m.n_items:,} matched items",
         f"{m.n_excluded:,} excluded (incomplete)" if m.n_excluded else None,
-        f"grid {escape_md(' → '.join(scope.grid))}",
-        f"tag *{scope.tag}* of {escape_md(scope.focus)}" if scope.tag else None,
+        f"{source} {escape_md(' → '.join(scope.grid))}",
+        f"only items tagged *{scope.tag}* for {escape_md(scope.focus)}: every number is conditioned on that tag" if scope.tag else None,
+        "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
+    excluded = scope.resolved.grid_excluded
+    if excluded:
+        with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
+            st.caption("  \n".join(f"**{escape_md(label)}**: {e['n_items']:,} items, {escape_md(e['why'])}" for label, e in excluded.items()))
+
+
+def twin(scope: data.Scope, command: list[str], *extra: str) -> None:
+    """The view's CLI twin: the exact ``trajaudit ... --json`` line that prints the numbers drawn here."""
+    show_twin(command_line(command, scope.resolved, scope.root, *extra, "--json"))
+
+
+def show_twin(line: str) -> None:
+    """A copyable CLI line under the page (datasette's "JSON" link, for a terminal)."""
+    with st.expander("CLI twin: the same numbers as JSON"):
+        st.code(line, language="bash", wrap_lines=True)
