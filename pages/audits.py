@@ -36,7 +36,7 @@ def command(scope: data.Scope, *args: str) -> str:
     """The CLI line printing a tab's numbers (store, benchmark and the sidebar's item filters included)."""
     parts = ["trajaudit", "audit", args[0], "--store", scope.root, "--benchmark", scope.benchmark, *args[1:],
              *filter_args(scope.item_filter), "--json"]  # fmt: skip
-    return "`" + shlex.join(parts) + "`"
+    return ui.code(shlex.join(parts))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -169,7 +169,7 @@ def intervention_tab(scope: data.Scope) -> None:
         st.info(f"No configuration of the grid is cheaper than {top}: pick a higher top budget.", icon="👆")
         return
     out = audit(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter)
-    st.caption(f"**{scope.focus}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
+    st.caption(f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
                f"{command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid))}")  # fmt: skip
     if not out["protocols"]:
         st.info(f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.", icon="🔁")
@@ -230,7 +230,7 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
                         "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
     out = iso(scope.root, scope.version, scope.focus, scope.benchmark, scope.item_filter, float(tolerance), int(pixels) or None)
     pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
-    st.caption(f"**{scope.focus}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
+    st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
                f"{command(scope, 'isocompute', '--model', scope.focus, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
     if not out["groups"]:
         st.info(out["note"], icon="⚖️")
@@ -275,7 +275,7 @@ def noise_figure(summary: dict) -> go.Figure:
 
 def noise_tab(scope: data.Scope) -> None:
     summary, items = noise_audit(scope.root, scope.version, scope.focus, scope.grid, scope.benchmark, scope.item_filter)
-    st.caption(f"**{scope.focus}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
+    st.caption(f"**{ui.escape_md(scope.focus)}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
                "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
                f"repeats at either side. {command(scope, 'noise', '--model', scope.focus, '--grid', ','.join(scope.grid))}")  # fmt: skip
     c1, c2, c3 = st.columns(3)
@@ -337,15 +337,15 @@ def crossmodel_tab(scope: data.Scope) -> None:
     st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
                f"{command(scope, 'crossmodel', '--models', f'{a},{b}', '--config', ca, '--config-b', cb)}")  # fmt: skip
     c1, c2, c3, c4, c5 = st.columns(5)
-    c1.metric(f"{a} @ {ca}", ui.pct(out["accuracy_from"]))
-    c2.metric(f"{b} @ {cb}", ui.pct(out["accuracy_to"]))
+    c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out["accuracy_from"]))
+    c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
     c3.metric("Rescued", f"{out['rescued']:,}")
     c4.metric("Harmed", f"{out['harmed']:,}")
     c5.metric("Net", f"{100 * out['net']:+.1f} pp", delta=f"McNemar p = {out['mcnemar_p']:.3g}", delta_color="off", delta_arrow="off")
     ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
     shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
-    st.markdown(f"**Harmed items**: right for {a} @ {ca}, wrong for {b} @ {cb} ({out['harmed']:,}{shown}; select one to open it)")
+    st.markdown(f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)")
     if not harmed.empty:
         st.dataframe(harmed, hide_index=True, key="harmeditems", on_select=lambda: _open_item(harmed, "harmeditems"),
                      selection_mode="single-row", column_config={"question": st.column_config.TextColumn(width="large")})  # fmt: skip
@@ -360,7 +360,7 @@ ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Audits")
 with ui.guard():
-    st.caption(f"**{scope.benchmark}** · focus model **{scope.focus}** · the sidebar's item filters apply; the trajectory tag does not.")
+    st.caption(f"**{ui.escape_md(scope.benchmark)}** · focus model **{ui.escape_md(scope.focus)}** · the sidebar's item filters apply; the trajectory tag does not.")
     colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
     current = TABS.get(state.get("atab"), TABS["intervention"])
     tabs = st.tabs(list(TABS.values()), default=current, key="w_atab", on_change=_tab_changed)

@@ -114,7 +114,7 @@ def transitions_table(metrics: dict) -> pd.DataFrame:
 
 
 def task_table(scope: data.Scope, report: dict) -> None:
-    st.subheader(f"By task type · {scope.focus}")
+    st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
     sort = state.bind(st.segmented_control, "tsort", "Sort by", options=list(SORTS), default="visual_confusion_rate",
                       format_func=SORTS.get)  # fmt: skip
     table = pd.DataFrame(report["task_types"][scope.focus])

@@ -194,7 +194,7 @@ ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Policies")
 with ui.guard():
-    st.caption(f"**{scope.benchmark}** · model **{scope.focus}** (the sidebar's focus model) · item filters apply; the "
+    st.caption(f"**{ui.escape_md(scope.benchmark)}** · model **{ui.escape_md(scope.focus)}** (the sidebar's focus model) · item filters apply; the "
                "trajectory tag does not. Policies are evaluated on the stored responses: no new inference.")  # fmt: skip
     ladder = pick_ladder(scope)
     if len(ladder) < 2:
@@ -203,7 +203,7 @@ with ui.guard():
     key = (scope.root, scope.version, scope.focus, tuple(ladder), scope.benchmark, scope.item_filter)
     loaded = _ladder(*key)
     if len(loaded.items) == 0:
-        st.warning(f"No item has a response of {scope.focus} at every budget of {', '.join(ladder)} with these filters "
+        st.warning(f"No item has a response of {ui.escape_md(scope.focus)} at every budget of {', '.join(ladder)} with these filters "
                    f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon="🔎")  # fmt: skip
         st.stop()
     refs = reference(*key)
@@ -218,12 +218,12 @@ with ui.guard():
         sweep = cascade_sweep(*key)
         point = cascade_at(*key, float(threshold))
     except UserError as exc:
-        st.info(f"No cascade on this ladder: {exc}.", icon="🪜")
+        st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon="🪜")
     if point is not None:
         cascade_numbers(point, top)
         matching_numbers(sweep)
-        st.caption(f"`{command('cascade', scope, ladder, '--threshold', f'{threshold:g}')}` · "
-                   f"`{command('cascade', scope, ladder, '--sweep')}`")  # fmt: skip
+        st.caption(f"{ui.code(command('cascade', scope, ladder, '--threshold', f'{threshold:g}'))} · "
+                   f"{ui.code(command('cascade', scope, ladder, '--sweep'))}")  # fmt: skip
 
     st.subheader("Budget predictor and the frontier")
     st.caption("The predictor sees only the question, options and item metadata and picks the cheapest sufficient "
@@ -234,7 +234,7 @@ with ui.guard():
     try:
         report = predictor_report(*key, folds, seed)
     except UserError as exc:
-        st.warning(f"No budget predictor: {exc}.", icon="🧭")
+        st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon="🧭")
     if report is not None:
         predictor_numbers(report)
     ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")
@@ -243,7 +243,7 @@ with ui.guard():
     if sweep is not None and sweep["n_items"] != n_all:
         counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
     st.caption(f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
-               f"`{command('predictor', scope, ladder, '--folds', str(folds), '--seed', str(seed))}`")  # fmt: skip
+               f"{ui.code(command('predictor', scope, ladder, '--folds', str(folds), '--seed', str(seed)))}")  # fmt: skip
     with st.expander("Frontier tables"):
         table = pd.DataFrame(report["frontier"] if report is not None else refs)
         st.dataframe(table, hide_index=True, column_config={
