@@ -117,3 +117,17 @@ def test_baseline_switches_are_plain_answer_calls(tiny, monkeypatch):
     assert calls == batch and counters.prefixes == 0
     assert counters.processor_calls == counters.processor_calls_cold == 3
     assert_same_answers(got, [answer(r) for r in batch], tolerance=0.0)
+
+
+def test_frames_processed_once_per_budget_give_the_processors_own_inputs(tiny):
+    """LLaVA-NeXT-Video's processor treats frames alone: a frame processed for 4 frames serves 8 and 16."""
+    adapter = tiny.adapter("llava_next_video")
+    features = FrameFeatures()
+    for k in (4, 8, 16):
+        for pixels in (None, 48 * 48):
+            request = requests(k, pixels)[1]
+            got, want = features.prepare(adapter, request), adapter.prepare(request)
+            assert got.inputs.keys() == want.inputs.keys()
+            for key, value in want.inputs.items():
+                assert torch.equal(got.inputs[key], value), key
+    assert len(features._pixels) == 2 * 16

@@ -77,6 +77,10 @@ class HFAdapter:
     # are then the same in every budget that picks it, and the sweep may reuse them. Never for Qwen,
     # whose encoder fuses frame pairs (nested budgets pair frames differently).
     per_frame_vision: ClassVar[bool] = False
+    # True where the processor also treats each frame alone and the prompt's expansion depends only on the
+    # frame count (LLaVA-NeXT-Video): ``process_frames`` / ``process_pixels`` then let the sweep process
+    # each frame of a video once per budget.
+    per_frame_processor: ClassVar[bool] = False
 
     def __init__(self, model, processor, device: str | torch.device = "cpu"):
         self.model = model.eval()
@@ -89,6 +93,8 @@ class HFAdapter:
         configured = model.generation_config.eos_token_id
         eos = [self.tokenizer.eos_token_id, *([] if configured is None else np.atleast_1d(configured).tolist())]
         self.eos_ids = {int(i) for i in eos if i is not None}
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))  # batched suffixes (masked)
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", dtype: str = "float32") -> HFAdapter:
@@ -140,7 +146,10 @@ class HFAdapter:
     def prepare(self, request: InferenceRequest) -> Prepared:
         """Prompt, processor outputs (all of them, on the device), positions and fed resolution."""
         prompt = self.render_prompt(request)
-        raw = self.process(prompt, request)
+        return self.prepared(prompt, self.process(prompt, request))
+
+    def prepared(self, prompt: str, raw: dict[str, Any]) -> Prepared:
+        """Processor outputs on the device, with their positions and fed resolution."""
         inputs = {k: self._to_device(k, v) for k, v in raw.items()}
         return Prepared(prompt, inputs, self.position_ids(inputs), self.fed_resolution(inputs))
 

@@ -33,6 +33,19 @@ from backend.inference.pruning import to_rgb, unit_scores
 class LlavaNextVideoAdapter(HFAdapter):
     family = "llava_next_video"
     per_frame_vision = True  # each frame is encoded on its own: features reusable across budgets
+    per_frame_processor = True  # resize, crop and normalise per frame; the prompt expands by frame count
+
+    def process_frames(self, frames: np.ndarray) -> torch.Tensor:
+        """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone)."""
+        return self.processor.video_processor(videos=[frames], return_tensors="pt")[self.pixel_key][0]
+
+    def process_pixels(self, prompt: str, pixels: torch.Tensor) -> dict[str, Any]:
+        """What :meth:`process` returns, from processed pixels ``[F, C, S, S]``: the processor's expansion
+        rule (``replace_video_token``: patches per frame / 4 for the pooling, times the frames), tokenised."""
+        p = self.processor
+        per_frame = (pixels.shape[-2] // p.patch_size) * (pixels.shape[-1] // p.patch_size) // 4
+        text = prompt.replace(p.video_token, p.video_token * (per_frame * len(pixels)))
+        return {**self.tokenizer([text], return_tensors="pt"), self.pixel_key: pixels[None]}
 
     def _unit(self) -> tuple[int, int]:
         """(patch side, pooling stride) in pixels and patches."""

@@ -18,7 +18,9 @@ over the whole prompt. Here, for the questions that share a clip and a configura
   into a ``DynamicCache``; each question then runs only its suffix, with ``position_ids`` sliced
   from its full sequence's positions (never the model's stored ``rope_deltas``, INFERENCE.md), and
   the cache is cropped back to the prefix (``crop`` with a negative count) for the next question.
-  Questions whose prefix ids (and positions) differ get their own prefix.
+  Questions whose prefix ids (and positions) differ get their own prefix. The multiple-choice
+  questions of one prefix run their suffixes as one padded batch (:func:`run_suffixes`); the prefix
+  prefill skips the last layer's work that no suffix reads (:mod:`backend.inference.kv_prefill`).
 
 Each switch is independent; with both off this is exactly ``adapter.answer`` per request.
 
@@ -36,12 +38,14 @@ request's ``timings`` add up, over the group, to the time the group took.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 from backend.inference.base import InferenceRequest, InferenceResult
 from backend.inference.hf import HFAdapter, PhaseTimer, Prepared
+from backend.inference.kv_prefill import last_layer_kv_only
 from backend.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
@@ -76,13 +80,29 @@ class FrameFeatures:
 
     Only valid for encoders that see each frame alone; the processed pixels of a frame depend on
     the frame and the budget only, so the key identifies the features exactly within one video.
+    Where the processor also treats frames alone (``adapter.per_frame_processor``) the processed
+    pixels are kept the same way, so each frame is resized and normalised once per budget.
     """
 
     def __init__(self) -> None:
         self._features: dict[tuple[int, int | None], torch.Tensor] = {}
+        self._pixels: dict[tuple[int, int | None], torch.Tensor] = {}
 
     def __len__(self) -> int:
         return len(self._features)
+
+    def prepare(self, adapter: HFAdapter, request: InferenceRequest) -> Prepared:
+        """``adapter.prepare(request)``, processing only the frames this video has not processed at this budget."""
+        if not adapter.per_frame_processor or request.frames is None:
+            return adapter.prepare(request)
+        keys = [(int(i), request.pixels) for i in request.frame_indices]
+        missing = [j for j, key in enumerate(keys) if key not in self._pixels]
+        if missing:
+            frames = adapter.resize_for_budget(request.frames[missing], request.pixels)
+            for j, pixels in zip(missing, adapter.process_frames(frames)):
+                self._pixels[keys[j]] = pixels
+        prompt = adapter.render_prompt(request)
+        return adapter.prepared(prompt, adapter.process_pixels(prompt, torch.stack([self._pixels[k] for k in keys])))
 
     def encode(self, adapter: HFAdapter, prepared: Prepared, request: InferenceRequest) -> tuple[dict[str, Any], int]:
         """(``mm_encoder_outputs`` for the request's frames, frames encoded): only missing frames are encoded."""
@@ -110,12 +130,15 @@ def _last_visual(ids: list[int], visual: set[int]) -> int:
     return max((i for i, t in enumerate(ids) if t in visual), default=-1)
 
 
-def compose(adapter: HFAdapter, requests: list[InferenceRequest]) -> tuple[list[Prepared], int]:
-    """Prepared inputs of requests sharing frames and budget, with one processor call when exact.
+def compose(
+    adapter: HFAdapter, requests: list[InferenceRequest], features: FrameFeatures | None = None
+) -> tuple[list[Prepared], int]:
+    """Prepared inputs of requests sharing frames and budget, with one processor call when exact
+    (through ``features`` when given: frames processed once per video and budget).
 
     Returns the prepared inputs and the number of processor calls made (1, or one per request).
     """
-    first = adapter.prepare(requests[0])
+    first = adapter.prepare(requests[0]) if features is None else features.prepare(adapter, requests[0])
     if len(requests) == 1:
         return [first], 1
     visual = _placeholders(adapter)
@@ -155,14 +178,16 @@ def _prefix_key(prepared: Prepared, split: int) -> tuple[bytes, bytes]:
 
 
 def prefill_prefix(adapter: HFAdapter, prepared: Prepared, encoded: dict[str, Any] | None, split: int):
-    """The KV cache of the first ``split`` prompt tokens (the visual block and everything before it)."""
+    """The KV cache of the first ``split`` prompt tokens (the visual block and everything before it);
+    the last decoder layer only computes the keys and values the suffixes read (:mod:`kv_prefill`)."""
     kwargs = {
         k: (v[..., :split] if k in SEQUENCE_KEYS else v) for k, v in prepared.inputs.items() if k != adapter.pixel_key
     }
     positions = None if prepared.position_ids is None else prepared.position_ids[..., :split]
-    return adapter.model(
-        **kwargs, position_ids=positions, mm_encoder_outputs=encoded, use_cache=True, logits_to_keep=1
-    ).cache
+    with last_layer_kv_only(adapter.model):
+        return adapter.model(
+            **kwargs, position_ids=positions, mm_encoder_outputs=encoded, use_cache=True, logits_to_keep=1
+        ).cache
 
 
 def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
@@ -178,6 +203,38 @@ def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
         use_cache=True,
         logits_to_keep=1,
     )
+
+
+def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int) -> list[SimpleNamespace]:
+    """The suffixes of several questions on one cached prefix in one batched forward (MCQA: last-position
+    logits only). Shorter suffixes are padded *before* their first token and masked, so every row's last
+    position is its own last token; each row keeps its slice of its full sequence's positions. The cache
+    is repeated along the batch and is spent afterwards."""
+    n = len(prepared)
+    tails = [p.inputs["input_ids"][0, split:] for p in prepared]
+    width = max(len(t) for t in tails)
+    device = tails[0].device
+    ids = torch.full((n, width), adapter.pad_id, dtype=tails[0].dtype, device=device)
+    mask = torch.zeros((n, split + width), dtype=torch.long, device=device)
+    mask[:, :split] = 1
+    rows = []
+    for i, (p, tail) in enumerate(zip(prepared, tails)):
+        ids[i, width - len(tail) :] = tail
+        mask[i, split + width - len(tail) :] = 1
+        full = p.position_ids
+        if full is None:
+            full = torch.arange(p.inputs["input_ids"].shape[-1], device=device)[None]
+        own = full[..., split:]  # [1, len] or [3, 1, len]
+        pad = own[..., :1].expand(*own.shape[:-1], width - len(tail))
+        rows.append(torch.cat([pad, own], dim=-1))
+    positions = torch.cat(rows, dim=-2)
+    extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
+    cache.batch_repeat_interleave(n)
+    out = adapter.model(
+        input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1,
+        **extra,
+    )
+    return [SimpleNamespace(logits=out.logits[i : i + 1]) for i in range(n)]
 
 
 def _share(timings: list[dict[str, float]], members: list[int], phase: str, seconds: float) -> None:
@@ -222,14 +279,14 @@ def answer_group(
     shared = PhaseTimer(adapter.device)
     if share_prefix:
         with shared("preprocess"):
-            prepared, calls = compose(adapter, requests)
+            prepared, calls = compose(adapter, requests, features)
         _share(timings, everyone, "preprocess", shared.timings["preprocess"])
         counters.composed += n - 1 if calls == 1 else 0
     else:
         prepared, calls = [], n
         for r, t in zip(requests, timers):
             with t("preprocess"):
-                prepared.append(adapter.prepare(r))
+                prepared.append(adapter.prepare(r) if features is None else features.prepare(adapter, r))
     counters.processor_calls += calls
     letters = []
     for r, p, t in zip(requests, prepared, timers):
@@ -273,13 +330,25 @@ def answer_group(
             _share(timings, members, "prefill", clock.timings["prefill"])
             counters.prefixes += 1
             counters.prefill_tokens += split
-            for i in members:
+            # open-ended questions first, one at a time (generation continues each cache), then every
+            # MCQA question of the prefix in one batched suffix pass (which spends the cache)
+            mcqa = [i for i in members if requests[i].answer_type == "mcqa"]
+            single = [i for i in members if i not in mcqa] + (mcqa if len(mcqa) == 1 else [])
+            for i in single:
                 p = prepared[i]
-                length = p.inputs["input_ids"].shape[-1]
                 with timers[i]("prefill"):
                     out = run_suffix(adapter, p, cache, split)
-                counters.prefill_tokens += length - split
-                counters.prefill_tokens_cold += length
                 results[i] = adapter.conclude(requests[i], p, out, *letters[i], timers[i])
                 cache.crop(split - cache.get_seq_length())  # back to the prefix for the next question
+            if len(mcqa) > 1:
+                clock = PhaseTimer(adapter.device)
+                with clock("prefill"):
+                    outs = run_suffixes(adapter, [prepared[i] for i in mcqa], cache, split)
+                _share(timings, mcqa, "prefill", clock.timings["prefill"])
+                for i, out in zip(mcqa, outs):
+                    results[i] = adapter.conclude(requests[i], prepared[i], out, *letters[i], timers[i])
+            for i in members:
+                length = prepared[i].inputs["input_ids"].shape[-1]
+                counters.prefill_tokens += length - split
+                counters.prefill_tokens_cold += length
     return results
