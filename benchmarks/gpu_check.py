@@ -9,7 +9,7 @@ config numbers, random weights; answers are noise, timings and memory are real):
   with its phase timings;
 * ``sweep``: the sweep machinery on a one-clip store (grid ``--grid``, 3 questions), reuse off
   and on, each verified against cold answers of every cell (choice drift), and the speed-up;
-* ``prune``: the same cold answer at keep 0.85 (families with a pruned vision path): vision time
+* ``prune``: the same cold answer at keep 0.85: vision time
   exact vs pruned, end-to-end speed-up, and whether the answer moved;
 * peak GPU memory of the family.
 
@@ -43,8 +43,6 @@ from backend.sweep.shard import ShardRunner, ShardSettings  # noqa: E402
 from backend.sweep.verify import drift  # noqa: E402
 from benchmarks.sweep import HEIGHT, WIDTH, build_store  # noqa: E402
 from store.store import Store  # noqa: E402
-
-PRUNING = ("llava_next_video", "qwen2_5_vl", "qwen3_vl")
 
 
 def load(family: str, ckpt: Path, device: str):
@@ -98,14 +96,13 @@ def check_family(family: str, root: Path, args) -> dict:
     reused = sweep(root, family, adapter, Reuse(), args.grid, args.device)
     row |= {"sweep_cold_s": cold["seconds"], "sweep_reuse_s": reused["seconds"],
             "sweep_speedup": cold["seconds"] / reused["seconds"], "sweep_drift": reused["drift"] + cold["drift"]}
-    if family in PRUNING:
-        t0 = time.perf_counter()
-        adapter.answer(request)
-        exact_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        pruned = adapter.answer(dataclasses.replace(request, prune=PruneSpec(0.85)))
-        row |= {"prune_vision_s": pruned.timings["vision"], "prune_speedup": exact_s / (time.perf_counter() - t0),
-                "prune_moved": int(pruned.answer != exact.answer)}
+    t0 = time.perf_counter()
+    adapter.answer(request)
+    exact_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pruned = adapter.answer(dataclasses.replace(request, prune=PruneSpec(0.85)))
+    row |= {"prune_vision_s": pruned.timings["vision"], "prune_speedup": exact_s / (time.perf_counter() - t0),
+            "prune_moved": int(pruned.answer != exact.answer)}
     if args.device != "cpu":
         row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
     del adapter
@@ -125,7 +122,7 @@ COLUMNS = [
 
 
 def table(rows: list[dict]) -> str:
-    """One line per family; a dash where a measure does not apply (no pruned path, no GPU)."""
+    """One line per family; a dash where a measure does not apply (peak memory without a GPU)."""
     head = " | ".join(name for name, _ in COLUMNS)
     lines = [head, "-" * len(head)]
     for row in rows:

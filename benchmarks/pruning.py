@@ -1,21 +1,22 @@
 """C-VISION on tiny models (CPU): keep rates 1.0 / 0.85 / 0.5, the ceiling beside the measured speed-up, drift.
 
-For each family with a pruned vision path (LLaVA-NeXT-Video, Qwen2.5-VL, Qwen3-VL; InternVL has
-none) a widened tiny random-weight model (``--scale``) answers three questions on each of two
+For each family (all four have a pruned vision path) a widened tiny random-weight model (``--scale``) answers three questions on each of two
 clips, ``--frames`` frames each: a *static* clip (a fixed background, a small square moving over
 it) and a *moving* clip (the whole picture pans every frame). Each request is answered cold
 (``adapter.answer``: processor, vision, full prefill), exact and pruned at each keep rate.
 
-Per keep rate: the vision-phase share ``f_vision`` of the exact run; the phases pruning acts on
-(vision + prefill) with their cold share ``f`` and component speed-up ``s``; the ceiling
-``1/((1-f)+f/s)``; the measured end-to-end speed-up (wall time of the same requests, exact over
+Per keep rate: the vision encoder's own speed-up and the ceiling it alone allows (the seed's
+C-CEILING on the vision tower); the phases pruning acts on (vision, and prefill, which gets fewer
+tokens) with their cold share ``f`` and component speed-up ``s`` and the ceiling ``1/((1-f)+f/s)``
+(from the same runs' phase times, so it differs from the measured figure only by the time no phase
+covers and by timing noise); the measured end-to-end speed-up (wall time of the same requests, exact over
 pruned, fastest of ``--repeats``); choice drift, correctness drift (against a fixed answer key)
 and pathological (empty) answers against the exact twin. Then a composition audit: pruning at
 0.85 together with prefix reuse (one vision pass and prefix prefill per clip), its predicted
 speed-up from the two modes measured alone (``accounting.composed``) beside the measured one.
 
 Last line: ``pruning: keep 0.85 speedup <x> ceiling <y> drift <n>`` (the first family).
-Usage: ``python benchmarks/pruning.py [--families llava_next_video,qwen2_5_vl,qwen3_vl] [--scale 4]``.
+Usage: ``python benchmarks/pruning.py [--families llava_next_video,qwen2_5_vl,qwen3_vl,internvl] [--scale 4]``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def drift(exact: list, approx: list) -> tuple[int, int, int]:
 
 def family_report(family: str, scale: int, n_frames: int, repeats: int, root: Path) -> dict:
     adapter = load_adapter(family, build_tiny(family, root / family, scale=scale))
-    pixels = None if family == "llava_next_video" else WIDTH * HEIGHT
+    pixels = None if family in ("llava_next_video", "internvl") else WIDTH * HEIGHT  # fixed-size encoders
     reqs = [requests(c, pixels) for c in clips(n_frames).values()]
     for spec, share in ((None, False), (PruneSpec(0.5), True)):  # warm-up: first calls allocate and plan
         run_mode(adapter, reqs[:1], spec, share)
@@ -120,16 +121,19 @@ def family_report(family: str, scale: int, n_frames: int, repeats: int, root: Pa
     print(f"{family} x{scale}: {n_frames} frames at {WIDTH}x{HEIGHT}, clips static + moving, 3 questions each; "
           f"exact: {exact_wall:.2f} s, vision share {100 * f_vision:.1f}%, "
           f"prefill share {100 * exact_t['prefill'] / sum(exact_t.values()):.1f}%")
-    print("  keep   visual tokens   f(vision+prefill)  s       ceiling  measured  choice/correct drift  pathological")
+    print("  keep   visual tokens   vision s  vision-only ceiling   f(vision+prefill)  s       ceiling  measured  "
+          "choice/correct drift  pathological")
     rows = {}
     for keep in KEEPS:
         results, wall, t = m[f"keep {keep}"]
         row = accounting.reuse_table(exact_t, t, ["prune"])[0]
+        vision = accounting.reuse_table(exact_t, t, ["vision"])[0]  # the encoder alone (the seed's C-CEILING)
         choice, correct, bad = drift(exact, results)
         measured = exact_wall / wall
         tokens = sum(r.token_counts["visual"] for r in results)
         rows[keep] = {**row, "measured": measured, "choice": choice, "correct": correct, "pathological": bad}
-        print(f"  {keep:4.2f}   {tokens:13d}   {row['f']:.3f}              {row['s']:5.2f}x  {row['ceiling']:5.2f}x  "
+        print(f"  {keep:4.2f}   {tokens:13d}   {vision['s']:6.2f}x  {vision['ceiling']:6.2f}x              "
+              f"{row['f']:.3f}              {row['s']:5.2f}x  {row['ceiling']:5.2f}x  "
               f"  {measured:5.2f}x   {choice}/{correct} of {len(results)}                 {bad}")
     _, prune_wall, prune_t = m["keep 0.85"]
     _, reuse_wall, reuse_t = m["reuse"]
@@ -144,7 +148,7 @@ def family_report(family: str, scale: int, n_frames: int, repeats: int, root: Pa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--families", default="llava_next_video,qwen2_5_vl,qwen3_vl")
+    parser.add_argument("--families", default="llava_next_video,qwen2_5_vl,qwen3_vl,internvl")
     parser.add_argument("--scale", type=int, default=4)
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each mode (the fastest is kept)")

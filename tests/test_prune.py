@@ -1,8 +1,7 @@
 """C-VISION pruning: exact at keep 1.0, drops exactly the static units, keeps positions, stores ``~prune`` labels.
 
-Families with a pruned vision path: LLaVA-NeXT-Video, Qwen2.5-VL, Qwen3-VL. InternVL has none yet
-(it says so with a UserError). "Exact" is checked as equality of the option probabilities (the
-pruned path at keep 1.0 runs the same kernels on the same rows; observed difference 0.0).
+Every family has a pruned vision path. "Exact" is checked as equality of the option probabilities
+(the pruned path at keep 1.0 runs the same kernels on the same rows; observed difference 0.0).
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ from backend.inference.reuse import answer_group
 from tests.tiny_models import request, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
-PRUNING = ("llava_next_video", "qwen2_5_vl", "qwen3_vl")
+PRUNING = ("llava_next_video", "qwen2_5_vl", "qwen3_vl", "internvl")
+FIXED_SIZE = ("llava_next_video", "internvl")  # the processor resizes; no pixel budget
 
 
 def moving_square(k: int = 4, side: int = 64, unit: int = 32) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -75,10 +75,10 @@ def test_dropped_units_are_exactly_the_static_ones(tiny, family):
     adapter = tiny.adapter(family)
     unit = 28 if family != "qwen3_vl" else 32
     frames, path = moving_square(k=4, side=2 * unit, unit=unit)
-    req = dataclasses.replace(request(4), frames=frames, pixels=(2 * unit) ** 2 if family != "llava_next_video" else None)
+    req = dataclasses.replace(request(4), frames=frames, pixels=None if family in FIXED_SIZE else (2 * unit) ** 2)
     prepared = adapter.prepare(req)
     mask = unit_mask(adapter, prepared, PruneSpec(0.01, threshold=1.0))
-    if family == "llava_next_video":  # one step per frame
+    if family in FIXED_SIZE:  # one step per frame
         expected = np.ones((4, 2, 2), dtype=bool)
         for f in range(1, 4):
             expected[f] = False
@@ -123,12 +123,6 @@ def test_shared_prefix_with_pruning_matches_the_cold_pruned_answers(tiny, family
         assert a.token_counts == b.token_counts
 
 
-def test_internvl_says_it_has_no_pruned_path(tiny):
-    adapter = tiny.adapter("internvl")
-    with pytest.raises(UserError, match="not available"):
-        adapter.answer(dataclasses.replace(request(4), prune=PruneSpec(0.5)))
-
-
 def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_exact_twin(tiny, tmp_path):
     from backend.sweep.plan import approximate, expand_grid
     from backend.sweep.runner import SweepRequest, run_sweep
@@ -148,7 +142,7 @@ def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_ex
     assert [row["reuse"] for row in verify["reuse_ceilings"]][-1] == "prune"
 
 
-def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny):
+def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny, monkeypatch):
     """The exact LLaVA path runs the pruned code with every unit kept (and without the unused last CLIP
     layer): equal to ``get_video_features``; padded buckets equal unpadded ones to float tolerance."""
     import torch
@@ -163,10 +157,6 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
         assert torch.allclose(ours.reshape(theirs.shape), theirs, atol=1e-6)
         mask = unit_mask(adapter, adapter.prepare(request(4)), PruneSpec(0.5))
         kept = adapter._encode(inputs[adapter.pixel_key][0], mask)
-        original = llava.buckets
-        try:
-            llava.buckets = lambda counts: [torch.arange(len(counts))]  # one padded batch
-            padded = adapter._encode(inputs[adapter.pixel_key][0], mask)
-        finally:
-            llava.buckets = original
+        monkeypatch.setattr(llava, "buckets", lambda counts: [torch.arange(len(counts))])  # one padded batch
+        padded = adapter._encode(inputs[adapter.pixel_key][0], mask)
     assert torch.allclose(kept, padded, atol=1e-5)

@@ -14,7 +14,7 @@ kept patches of each frame. Pooling windows never straddle units, so a kept unit
 comes from kept patches only. Only the layers up to ``vision_feature_layer`` run (the last CLIP
 layer's output is never used by the model); the exact path goes through the same code with every
 unit kept, so exact and pruned differ only in the units dropped. Frames with similar numbers of
-kept patches are encoded as one batch, padded and masked (:func:`buckets`).
+kept patches are encoded as one batch, padded and masked (:mod:`backend.inference.kept_patches`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from backend.errors import UserError
 from backend.inference.hf import HFAdapter
+from backend.inference.kept_patches import buckets, encode_bucket, run_layers
 from backend.inference.pruning import to_rgb, unit_scores
 
 
@@ -100,44 +101,9 @@ class LlavaNextVideoAdapter(HFAdapter):
         layers = tower.encoder.layers[: self.feature_layers()]
         features = hidden.new_zeros(frames, patches.shape[1], hidden.shape[-1])
         for rows in buckets(patches.sum(1)):
-            features[rows] = encode_bucket(layers, hidden[rows], patches[rows])
+            features[rows] = encode_bucket(run_layers(layers), hidden[rows], patches[rows])
         pooled = model.multi_modal_projector(model.vision_resampler(features))  # [F, units, hidden]
         return pooled.reshape(frames * units, -1)[keep.reshape(-1)]
-
-
-def buckets(counts: torch.Tensor, slack: float = 0.85) -> list[torch.Tensor]:
-    """Frames grouped for one encoder batch each: by decreasing kept count, a frame joins the current
-    group while its count is at least ``slack`` of the group's largest (padding stays under 15%)."""
-    order = torch.argsort(counts, descending=True, stable=True).tolist()
-    groups: list[list[int]] = []
-    for frame in order:
-        if groups and counts[frame] >= slack * counts[groups[-1][0]]:
-            groups[-1].append(frame)
-        else:
-            groups.append([frame])
-    return [torch.tensor(g, device=counts.device) for g in groups]
-
-
-def encode_bucket(layers, hidden: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
-    """CLIP layers over CLS plus each frame's kept patches (padded to the bucket's largest, masked as keys);
-    returns ``[frames, P, D]`` with the kept patches' outputs in place and zeros elsewhere."""
-    counts = kept.sum(1)
-    width = int(counts.max())
-    n, d = len(hidden), hidden.shape[-1]
-    slots = torch.arange(width, device=hidden.device)[None] < counts[:, None]  # [n, width]
-    x = hidden.new_zeros(n, width, d)
-    x[slots] = hidden[:, 1:][kept]
-    x = torch.cat([hidden[:, :1], x], dim=1)
-    mask = None
-    if not bool(slots.all()):
-        valid = torch.cat([slots.new_ones(n, 1), slots], dim=1)
-        mask = torch.zeros(n, 1, 1, width + 1, dtype=hidden.dtype, device=hidden.device)
-        mask.masked_fill_(~valid[:, None, None], torch.finfo(hidden.dtype).min)
-    for layer in layers:
-        x = layer(x, mask)
-    out = hidden.new_zeros(n, kept.shape[1], d)
-    out[kept] = x[:, 1:][slots]
-    return out
 
 
 ADAPTER = LlavaNextVideoAdapter
