@@ -17,7 +17,7 @@ import pandas as pd
 from backend.errors import UserError
 from backend.matrix import Matrix
 from backend.metrics import FLOW_KINDS, transition
-from backend.tags import changes
+from backend.tags import changes, monotone_gain
 
 # (state at a, state at b) per flow kind; the code 2*y(a) + y(b) indexes this order.
 _KIND_BY_CODE = ("stable-wrong", "rescued", "harmed", "stable-correct")
@@ -105,11 +105,14 @@ def flow_table(view: dict) -> pd.DataFrame:
 
 
 def trajectory_classes(y: np.ndarray) -> np.ndarray:
-    """Index into ``CLASSES`` per item of a boolean ``y[I, C]`` (one class per item)."""
+    """Index into ``CLASSES`` per item of a boolean ``y[I, C]`` (one class per item).
+
+    ``monotone-gain`` is the tag's own rule (``backend.tags.monotone_gain``), so the heatmap's
+    class counts and the tag filter agree; what has one change and is not a gain is regressing.
+    """
     y = y.astype(bool)
-    n_changes = changes(y)
     return np.select(
-        [y.all(axis=-1), ~y.any(axis=-1), n_changes >= 2, y[..., -1]],
+        [y.all(axis=-1), ~y.any(axis=-1), changes(y) >= 2, monotone_gain(y)],
         [0, 4, 3, 1],
         default=2,
     ).astype(np.int8)

@@ -61,18 +61,28 @@ def changes(y: np.ndarray) -> np.ndarray:
     return (y[..., 1:] != y[..., :-1]).sum(axis=-1)
 
 
+def monotone_gain(y: np.ndarray) -> np.ndarray:
+    """Wrong at some config and correct at a later one, never correct-then-wrong along the grid.
+
+    A gain is required (METRICS.md), so stable-wrong items never carry it: along ``G`` this is
+    exactly one change of correctness, upward. The Items heatmap's trajectory class uses this
+    same function, so the tag and the class always count the same items.
+    """
+    gains = (~y[..., :-1] & y[..., 1:]).any(axis=-1)  # a 0 -> 1 step somewhere along G
+    drops = (y[..., :-1] & ~y[..., 1:]).any(axis=-1)  # a 1 -> 0 step somewhere along G
+    return gains & ~drops
+
+
 def tag_masks(y: np.ndarray, grid: list[str], lower: np.ndarray) -> dict[str, np.ndarray]:
     """Each tag of ``TAGS`` as a boolean array over ``y``'s leading axes.
 
-    ``monotone-gain`` is literal: some wrong and never correct-then-wrong along the grid, so an
-    item wrong everywhere has it too. ``text-overwrite`` is False everywhere without ``text``.
+    ``text-overwrite`` is False everywhere without ``text``.
     """
-    drops = (y[..., :-1] & ~y[..., 1:]).any(axis=-1)  # a 1 -> 0 step anywhere along G
     overwrite = text_overwrite(y, grid)
     return {
         "stable-correct": y.all(axis=-1),
         "stable-wrong": ~y.any(axis=-1),
-        "monotone-gain": ~y.all(axis=-1) & ~drops,
+        "monotone-gain": monotone_gain(y),
         "confused": confused(y, lower),
         "text-overwrite": np.zeros(y.shape[:-1], dtype=bool) if overwrite is None else overwrite,
         "terminal-regression": terminal_regression(y, lower, top_index(grid, lower)),

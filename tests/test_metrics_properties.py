@@ -61,7 +61,8 @@ def _brute_tags(traj: np.ndarray, grid: list[str]) -> dict[str, bool]:
     return {
         "stable-correct": bool(traj.all()),
         "stable-wrong": not traj.any(),
-        "monotone-gain": (not traj.all()) and not any(traj[a] and not traj[b] for a, b in combinations(range(n), 2)),
+        "monotone-gain": any(not traj[a] and traj[b] for a, b in combinations(range(n), 2))
+        and not any(traj[a] and not traj[b] for a, b in combinations(range(n), 2)),
         "confused": any(traj[a] and not traj[b] for a, b in pairs),
         "text-overwrite": text is not None and bool(traj[text]) and any(not traj[c] for c in range(n) if c != text),
         "terminal-regression": (not traj[top]) and any(traj[c] for c in range(n) if lower[c, top]),

@@ -19,13 +19,13 @@ from tests.test_metrics import BASIC
 #   i1    0   1   0   1    confused, oscillating (3 changes)
 #   i2    1   0   0   0    confused, text-overwrite, terminal-regression
 #   i3    0   0   1   1    monotone-gain
-#   i4    0   0   0   0    stable-wrong, monotone-gain (some wrong, never correct-then-wrong)
+#   i4    0   0   0   0    stable-wrong (no gain, so not monotone-gain: METRICS.md)
 EXPECTED = {
     "i0": ["stable-correct"],
     "i1": ["confused", "oscillating"],
     "i2": ["confused", "text-overwrite", "terminal-regression"],
     "i3": ["monotone-gain"],
-    "i4": ["stable-wrong", "monotone-gain"],
+    "i4": ["stable-wrong"],
 }
 
 
