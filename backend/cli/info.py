@@ -29,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
     wb = max((len(b) for _, b, _ in rows), default=0)
     for model, bench, labels in rows:
         print(f"  {model:<{wm}}  {bench:<{wb}}  {labels}")
+    overlay = [(m, b, labels) for m, per in out["reruns"].items() for b, labels in per.items()]
+    if overlay:
+        print(f"live re-runs (an overlay, never in default grids; {out['n_rerun_responses']} responses):")
+    for model, bench, labels in overlay:
+        print(f"  {model:<{wm}}  {bench:<{wb}}  " + ", ".join(f"{c} ({n} item{'s' * (n != 1)})" for c, n in labels.items()))
     if out["task_types"]:
         print(f"task types: {', '.join(out['task_types'])}")
     return 0
