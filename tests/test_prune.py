@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from backend.errors import UserError
-from backend.inference.pruned import drop_tokens, unit_mask
-from backend.inference.pruning import PruneSpec, keep_mask, unit_scores
+from backend.inference.pruned import drop_tokens, unit_mask, unit_scores
+from backend.inference.pruning import PruneSpec, keep_mask
 from backend.inference.reuse import answer_group
 from tests.tiny_models import request, tiny  # noqa: F401  (tiny is a fixture)
 
@@ -48,15 +48,18 @@ def test_spec_parsing_and_selection_rule():
 
 def test_scores_are_max_abs_difference_against_the_previous_frame():
     frames, path = moving_square()
-    rgb = frames.transpose(0, 3, 1, 2).astype(np.float32)
-    scores = unit_scores(rgb, 32)
+    import torch
+
+    rgb = torch.from_numpy(frames.transpose(0, 3, 1, 2).astype(np.float32))
+    std = np.full(3, 1 / 255)  # pixels already on the RGB scale
+    scores = unit_scores(rgb, std, 32)
     assert np.isinf(scores[0]).all()
     for f in range(1, len(frames)):
         moved = {path[f], path[f - 1]}
         for r in range(2):
             for c in range(2):
                 assert scores[f, r, c] == (160.0 if (r, c) in moved else 0.0)
-    pairs = unit_scores(rgb, 32, frames_per_step=2)  # Qwen's frame pairs: the max over the pair
+    pairs = unit_scores(rgb, std, 32, frames_per_step=2)  # Qwen's frame pairs: the max over the pair
     assert pairs.shape == (2, 2, 2) and np.isinf(pairs[0]).all() and (pairs[1] == 160.0).sum() == 3
 
 

@@ -22,7 +22,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 from backend.errors import UserError
 from backend.inference.hf import HFAdapter
 from backend.inference.kept_patches import buckets, encode_bucket
-from backend.inference.pruning import to_rgb, unit_scores
+from backend.inference.pruned import unit_scores
 
 
 class InternVLAdapter(HFAdapter):
@@ -48,8 +48,7 @@ class InternVLAdapter(HFAdapter):
     def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray:
         patch = self._patch()
         image = self.processor.image_processor
-        pixels = inputs[self.pixel_key].float().cpu().numpy()  # [F, C, S, S]
-        per_patch = unit_scores(to_rgb(pixels, image.image_mean, image.image_std), patch)  # [F, h, w]
+        per_patch = unit_scores(inputs[self.pixel_key], image.image_std, patch)  # [F, h, w]
         frames, h, w = per_patch.shape
         units = self._units((h, w)).numpy()
         scores = per_patch.reshape(frames, -1)[:, units].max(axis=2)

@@ -28,7 +28,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 from backend.errors import UserError
 from backend.inference.hf import HFAdapter
 from backend.inference.kept_patches import buckets, encode_bucket, run_layers
-from backend.inference.pruning import to_rgb, unit_scores
+from backend.inference.pruned import unit_scores
 
 
 class LlavaNextVideoAdapter(HFAdapter):
@@ -58,8 +58,7 @@ class LlavaNextVideoAdapter(HFAdapter):
     def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray:
         patch, stride = self._unit()
         video = self.processor.video_processor
-        pixels = inputs[self.pixel_key][0].float().cpu().numpy()  # [F, C, S, S]
-        return unit_scores(to_rgb(pixels, video.image_mean, video.image_std), patch * stride)
+        return unit_scores(inputs[self.pixel_key][0], video.image_std, patch * stride)
 
     def feature_layers(self) -> int:
         """How many CLIP layers the selected feature layer needs (``hidden_states[0]`` is the embedding)."""

@@ -27,6 +27,28 @@ from backend.inference.pruning import PruneSpec, keep_mask
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")
 
 
+def unit_scores(pixels: torch.Tensor, std, unit: int, frames_per_step: int = 1) -> np.ndarray:
+    """Scores ``[steps, H/unit, W/unit]``: max-abs RGB difference of each unit against the previous frame.
+
+    ``pixels`` are the processed frames ``[F, C, H, W]`` (normalised with ``std`` per channel; the mean
+    cancels in a difference), ``H`` and ``W`` multiples of ``unit``; differences are scaled back to RGB
+    levels 0..255. With ``frames_per_step`` > 1 (Qwen fuses frame pairs into one token) a step's score
+    is the maximum over its frames. Units of the first step are ``inf`` (no previous frame: always
+    kept). Computed where the pixels are (the model's device), returned to the host for the selection.
+    """
+    f, _, h, w = pixels.shape
+    if h % unit or w % unit or f % frames_per_step:
+        raise ValueError(f"frames {tuple(pixels.shape)} do not tile into units of {unit} px x {frames_per_step} frame(s)")
+    scale = torch.as_tensor(std, dtype=torch.float32, device=pixels.device).view(1, -1, 1, 1) * 255.0
+    diff = torch.full((f, h // unit, w // unit), float("inf"), device=pixels.device)
+    if f > 1:
+        d = (pixels[1:] - pixels[:-1]).float().abs_().mul_(scale).amax(dim=1, keepdim=True)  # [F-1, 1, H, W]
+        diff[1:] = torch.nn.functional.max_pool2d(d, unit)[:, 0]
+    steps = diff.view(f // frames_per_step, frames_per_step, h // unit, w // unit).amax(dim=1)
+    steps[0] = float("inf")
+    return steps.cpu().numpy()
+
+
 def unit_mask(adapter: HFAdapter, prepared: Prepared, spec: PruneSpec) -> np.ndarray:
     """Keep mask over the vision units, in the order the encoder emits their tokens."""
     return keep_mask(adapter.unit_scores(prepared.inputs), spec)

@@ -14,7 +14,8 @@ the lowest-scoring units are dropped first. ``threshold`` (optional, RGB levels)
 drop to units whose score is at most the threshold, so a clip with no static content loses
 nothing; ``keep`` then bounds how much may go. ``keep=1.0`` drops nothing.
 
-This module imports numpy only: the CLI validates ``--approx`` without loading torch.
+This module imports numpy only: the CLI validates ``--approx`` without loading torch. The scores
+themselves are computed on the model's device (:func:`backend.inference.pruned.unit_scores`).
 """
 
 from __future__ import annotations
@@ -71,32 +72,6 @@ class PruneSpec:
         if not 1 <= spec.keep_percent <= 99:
             raise UserError(f"--approx {text!r}: keep rounds to {spec.keep_percent}%; an approximate label keeps 1-99%")
         return spec
-
-
-def to_rgb(pixels: np.ndarray, mean, std) -> np.ndarray:
-    """Processed pixels ``[F, C, H, W]`` (normalised) back to the RGB scale 0..255, per channel."""
-    mean = np.asarray(mean, dtype=np.float32).reshape(1, -1, 1, 1)
-    std = np.asarray(std, dtype=np.float32).reshape(1, -1, 1, 1)
-    return (pixels.astype(np.float32) * std + mean) * 255.0
-
-
-def unit_scores(rgb: np.ndarray, unit: int, frames_per_step: int = 1) -> np.ndarray:
-    """Scores ``[steps, H/unit, W/unit]``: max-abs RGB difference of each unit against the previous frame.
-
-    ``rgb`` is ``[F, C, H, W]`` on the 0..255 scale with ``H`` and ``W`` multiples of ``unit``.
-    With ``frames_per_step`` > 1 (Qwen fuses frame pairs into one token), a step's score is the
-    maximum over its frames. Units of the first step are ``inf`` (no previous frame: always kept).
-    """
-    f, _, h, w = rgb.shape
-    if h % unit or w % unit or f % frames_per_step:
-        raise ValueError(f"frames {rgb.shape} do not tile into units of {unit} px x {frames_per_step} frame(s)")
-    diff = np.full((f, h // unit, w // unit), np.inf, dtype=np.float32)
-    if f > 1:
-        d = np.abs(rgb[1:] - rgb[:-1]).max(axis=1)  # [F-1, H, W]
-        diff[1:] = d.reshape(f - 1, h // unit, unit, w // unit, unit).max(axis=(2, 4))
-    steps = diff.reshape(f // frames_per_step, frames_per_step, h // unit, w // unit).max(axis=1)
-    steps[0] = np.inf
-    return steps
 
 
 def keep_mask(scores: np.ndarray, spec: PruneSpec) -> np.ndarray:

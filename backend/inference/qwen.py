@@ -24,7 +24,7 @@ import torch
 from backend.errors import UserError
 from backend.inference.base import InferenceRequest
 from backend.inference.hf import HFAdapter
-from backend.inference.pruning import to_rgb, unit_scores
+from backend.inference.pruned import unit_scores
 
 
 def video_metadata(request: InferenceRequest) -> dict[str, Any]:
@@ -83,10 +83,10 @@ class QwenAdapter(HFAdapter):
         video = self.processor.video_processor
         t, h, w = (int(x) for x in inputs["video_grid_thw"][0])
         m, p, tp = video.merge_size, video.patch_size, video.temporal_patch_size
-        rows = inputs[self.pixel_key].float().cpu().numpy()
-        frames = rows.reshape(t, h // m, w // m, m, m, 3, tp, p, p).transpose(0, 6, 5, 1, 3, 7, 2, 4, 8)
+        rows = inputs[self.pixel_key]
+        frames = rows.reshape(t, h // m, w // m, m, m, 3, tp, p, p).permute(0, 6, 5, 1, 3, 7, 2, 4, 8)
         frames = frames.reshape(t * tp, 3, h * p, w * p)
-        return unit_scores(to_rgb(frames, video.image_mean, video.image_std), m * p, frames_per_step=tp)
+        return unit_scores(frames, video.image_std, m * p, frames_per_step=tp)
 
     def kept_rows(self, mask: np.ndarray) -> torch.Tensor:
         """Patch rows of the kept units (each unit is ``merge**2`` consecutive rows)."""
