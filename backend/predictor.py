@@ -23,16 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder
 
 from backend import cascade
 from backend.cascade import Ladder
 from backend.errors import UserError
+from store.ingest.videos import implied_videos
 
 META_COLUMNS = ("task_type", "duration", "domain")
 LEVELS = np.round(np.linspace(0.05, 1.0, 20), 2)
@@ -51,9 +46,16 @@ def sufficient_budget(correct: np.ndarray) -> np.ndarray:
     return np.where(y.any(axis=1), y.argmax(axis=1), y.shape[1] - 1)
 
 
+def item_videos(items: pd.DataFrame) -> pd.Series:
+    """Each item's video: the stored one, else the one its benchmark's question id names (Video-MME
+    ``NNN-k`` is on video ``NNN``, ``store.ingest.videos``: the rule ingest applies, so stores
+    ingested before it group the same); missing when neither says."""
+    return items["video"].astype("string").fillna(implied_videos(items["benchmark"], items["item_id"]).astype("string"))
+
+
 def video_groups(items: pd.DataFrame) -> np.ndarray:
     """The CV group of each item: its benchmark and video, or the item itself when it has no video."""
-    video = items["video"].astype("string")
+    video = item_videos(items)
     own = "item:" + items["benchmark"].astype(str) + "/" + items["item_id"].astype(str)
     return np.where(video.notna(), "video:" + items["benchmark"].astype(str) + "/" + video.fillna(""), own).astype(str)
 
@@ -65,6 +67,8 @@ def grouped_folds(groups: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray
         raise UserError(f"--folds must be at least 2 (got {n_folds})")
     if n_groups < n_folds:
         raise UserError(f"--folds {n_folds} needs at least {n_folds} videos (or video-less items); found {n_groups}")
+    from sklearn.model_selection import GroupKFold  # sklearn costs seconds of start-up: only when used
+
     fold = np.empty(len(groups), dtype=np.int16)
     splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     for k, (_, test) in enumerate(splitter.split(np.zeros(len(groups)), groups=groups)):
@@ -72,7 +76,13 @@ def grouped_folds(groups: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray
     return fold
 
 
-def _pipeline(seed: int) -> Pipeline:
+def _pipeline(seed: int) -> Pipeline:  # noqa: F821 (imported inside: sklearn costs seconds of start-up)
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
     features = ColumnTransformer(
         [
             ("text", TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=20_000, sublinear_tf=True), "text"),
@@ -187,6 +197,7 @@ def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> dict:
         "folds": n_folds,
         "seed": seed,
         "n_groups": int(len(np.unique(cv.groups))),
+        "n_videos": int(np.char.startswith(np.unique(cv.groups), "video:").sum()),  # the rest: video-less items
         "target_share": {lab: float(s) for lab, s in zip(ladder.labels, np.bincount(cv.target, minlength=len(ladder.labels)) / len(cv.target), strict=True)},
         "never_correct_share": float((~ladder.correct.astype(bool).any(axis=1)).mean()),
         "target_hit_rate": float((arg == cv.target).mean()),

@@ -12,51 +12,64 @@ import sys
 
 from backend.errors import UserError, user_message
 
-# Module names under backend.cli; each registers one or more sub-commands.
-COMMAND_MODULES = [
-    "ingest",
-    "info",
-    "metrics",
-    "items",
-    "demo",
-    "compact",
-    "cascade",
-    "predictor",
-    "audit",
-    "annotate",
-    "rerun",
-    "jobs",
-    "models",
-    "worker",
-    "flows",
-    "compare",
-    "inspect_item",
-    "sweep",
-    "check",
-]
+# Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
+# table without importing any module; a command's module (and its heavy libraries) is imported only
+# when that command runs. Adding a command is one line here plus its module with ``register(sub)``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("ingest", "read per-item outputs (lmms-eval, VLMEvalKit, Video-MME JSON, scale-grid CSV, long tables)"),
+    "info": ("info", "models, benchmarks and configs in the store"),
+    "metrics": ("metrics", "the Overview: accuracy, oracle, confusion, overwrite, transitions (95% CIs), task types"),
+    "items": ("items", "the Items page: items with tags and per-config correctness (trajectory)"),
+    "demo": ("demo", "build a synthetic demo store"),
+    "compact": ("compact", "merge the store's small Parquet files"),
+    "cascade": ("cascade", "confidence cascade: accuracy vs frame cost"),
+    "predictor": ("predictor", "budget predictor from question, options and metadata"),
+    "audit": ("audit", "protocol, iso-compute, noise and cross-model audits"),
+    "annotate": ("annotate", "tag items with evidence pathways and notes"),
+    "rerun": ("rerun", "queue a re-run of one item (answered from the store when already there)"),
+    "jobs": ("jobs", "list re-run jobs and workers; cancel a queued job"),
+    "models": ("models", "register local checkpoints that workers may load"),
+    "worker": ("worker", "run queued re-run jobs for one model"),
+    "flows": ("flows", "the Flows page: correct/wrong flows between configurations (the Sankey), with items"),
+    "compare": ("compare", "the Compare page: models side by side on their matched grid, confused-item overlap"),
+    "inspect": ("inspect_item", "one item: question, every response, the frames each budget saw"),
+    "sweep": ("sweep", "run a model over every missing (item, configuration) cell of a grid"),
+    "check": ("check", "verify the store's manifest and every file it lists"),
+    "repair": ("check", "rebuild a readable store from its intact files"),
+    "report": ("report", "a shareable report: one offline HTML file (or LaTeX/Markdown tables, JSON) of a scope"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: list[str]) -> str | None:
+    """The command named on the line (the first word that is not an option), if any."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with every command listed; only the module of the command in ``argv`` is imported.
+
+    Without ``argv`` every command is registered in full (imports every module: for tests).
+    """
     parser = argparse.ArgumentParser(
         prog="trajaudit",
         description="Audit how Video LLMs behave per item as their visual budget changes.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"backend.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"backend.cli.{name}":
-                continue  # a command still being written; the others keep working
-            raise
-        module.register(sub)
+    chosen = _chosen(argv) if argv is not None else None
+    wanted = {module for name, (module, _) in COMMANDS.items() if argv is None or name == chosen}
+    for module in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        if module in wanted:
+            importlib.import_module(f"backend.cli.{module}").register(sub)
+    for name, (_, help_text) in COMMANDS.items():
+        if name not in sub.choices:  # listed for --help; its module is imported when it runs
+            sub.add_parser(name, help=help_text.replace("%", "%%"), add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
