@@ -7,6 +7,13 @@ blurred by independent resampling. Any mean over items becomes ``W @ X / I`` for
 turned into float32 one row chunk (about 4M cells) at a time, so memory stays bounded. The last two
 matrices up to 64M cells are cached, because a dashboard asks for the same (items, resamples, seed)
 again and again; larger ones are regenerated chunk by chunk (the same numbers either way).
+
+When the per-item rows take few distinct values (a model's indicators are a function of its
+trajectory pattern: at most 2^|G| of them, however many items), ``pattern_bootstrap_means``
+resamples the *pattern counts* instead: drawing I items with replacement puts a
+Multinomial(I, n_p / I) number of them on each distinct row p, so the resampled means have exactly
+the item bootstrap's distribution at a cost in patterns, not items (0.2 s instead of tens of seconds
+for 1,000 resamples of 250k items).
 """
 
 from __future__ import annotations
@@ -75,6 +82,32 @@ def bootstrap_means(x: np.ndarray, n_resamples: int = 1000, seed: int = 0) -> np
     return np.concatenate(out, axis=0) / np.float32(n_items)
 
 
+def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one item per distinct row of the 0/1 matrix ``x[I, K]``, how many items share it)."""
+    x = np.asarray(x, dtype=bool)
+    if x.shape[1] <= 63:  # one integer code per row: a 1-D unique, much faster than unique(axis=0)
+        codes = x.astype(np.int64) @ (np.int64(1) << np.arange(x.shape[1], dtype=np.int64))
+    else:
+        codes = np.unique(np.packbits(x, axis=1), axis=0, return_inverse=True)[1].ravel()
+    _, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    return first, counts
+
+
+def pattern_bootstrap_means(rows: np.ndarray, counts: np.ndarray, n_resamples: int = 1000,
+                            seed: int | tuple[int, ...] = 0) -> np.ndarray:  # fmt: skip
+    """``[B, K]`` resampled means over items, given their distinct rows ``rows[P, K]`` and counts ``[P]``.
+
+    Same distribution as ``bootstrap_means`` on the items the patterns stand for (module docstring),
+    not the same draws: intervals agree within Monte-Carlo error.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n_items = int(counts.sum())
+    if n_items < 1 or n_resamples < 1:
+        raise ValueError("bootstrap needs at least one item and one resample")
+    weights = np.random.default_rng(seed).multinomial(n_items, counts / n_items, size=n_resamples)
+    return (weights.astype(np.float64) @ np.asarray(rows, dtype=np.float64)) / n_items
+
+
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> np.ndarray:
     """``[2, K]`` percentile interval of bootstrap samples ``[B, K]``; NaN samples are ignored.
 
@@ -104,3 +137,23 @@ def mcnemar_exact(rescued: int | np.ndarray, harmed: int | np.ndarray) -> float 
     p = np.minimum(1.0, 2.0 * bdtr(np.minimum(r, h), n, 0.5))
     p = np.where(n == 0, 1.0, p)
     return float(p) if p.ndim == 0 else p
+
+
+def wilson_interval(k: int | np.ndarray, n: int | np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a proportion ``k / n``: (low, high), NaN where ``n == 0``.
+
+    Used for small groups (a task type of 13 items, a selection of 14): unlike the normal
+    approximation or a percentile bootstrap, it stays inside [0, 1] and does not collapse to a
+    zero-width interval at 0 or n successes.
+    """
+    from scipy.special import ndtri  # normal quantile, without scipy.stats' start-up cost
+
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    z = float(ndtri(0.5 + level / 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    empty = n == 0
+    return np.where(empty, np.nan, np.clip(centre - half, 0, 1)), np.where(empty, np.nan, np.clip(centre + half, 0, 1))

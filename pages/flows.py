@@ -1,4 +1,9 @@
-"""Flows: a Sankey of correct/wrong states across the grid (or between two configs); a flow opens its items."""
+"""Flows: a Sankey of correct/wrong states across the grid (or between two configs); a click opens its items.
+
+A link opens its flow (from -> to, rescued/harmed/stable), a node the items in that state; the
+list opens an item in the Inspector, which then walks that flow's items (``pages.common.walk``),
+and the whole list can be re-run under another configuration (``rerun_panel.selection_panel``).
+"""
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -7,8 +12,11 @@ import streamlit as st
 from backend.flows import flow_table
 from backend.metrics import FLOW_KINDS
 from backend.palette import FLOW_COLOURS, STATE_COLOURS
-from pages.common import data, sidebar, state, ui
+from backend.selection import Selection
+from pages.common import data, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
+from pages.common.rerun_panel import selection_panel
+from pages.common.sankey import clickable_sankey
 
 PAGE_SIZE = 50
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
@@ -56,41 +64,89 @@ def sankey_figure(view: dict) -> go.Figure:
     return ui.style(fig, title, height=460 if n_cfg <= 2 else 520)
 
 
+def _open_flow(a: str, b: str, kind: str) -> None:
+    for key, value in (("from", a), ("to", b), ("kind", kind), ("node", None)):
+        state.put(key, value)
+
+
 def _pick_row(table: pd.DataFrame) -> None:
     rows = st.session_state["flowlist"].selection.rows
     if rows:
         row = table.iloc[rows[0]]
-        for key in ("from", "to", "kind"):
-            state.put(key, row[key])
+        _open_flow(row["from"], row["to"], row["kind"])
 
 
-def _open_item(items: pd.DataFrame, key: str) -> None:
+def open_clicked(view: dict, click: dict | None) -> None:
+    """A Sankey click: a link opens its flow, a node the items in its state (indices as drawn)."""
+    if click is None:
+        return
+    if click["what"] == "link":
+        links = [lk for lk in view["links"] if lk["count"] > 0]  # the links drawn
+        if click["index"] < len(links):
+            lk = links[click["index"]]
+            _open_flow(lk["from"], lk["to"], lk["kind"])
+    elif click["index"] < len(view["nodes"]):
+        node = view["nodes"][click["index"]]
+        state.put("node", [node["config"], node["state"]])
+        state.put("kind", None)
+
+
+def opened(table: pd.DataFrame, view: dict) -> Selection | None:
+    """The flow or node the URL opens, when it exists in this view."""
+    node = state.get("node")
+    if node and len(node) == 2 and tuple(node) in {(n["config"], n["state"]) for n in view["nodes"]}:
+        return Selection("state", tuple(node))
+    a, b, kind = state.get("from"), state.get("to"), state.get("kind")
+    if kind in FLOW_KINDS and (a, b) in set(zip(table["from"], table["to"], strict=True)):
+        return Selection("flow", (a, b, kind))
+    return None
+
+
+def _open_item(sel: Selection, items: pd.DataFrame, key: str) -> None:
     rows = st.session_state[key].selection.rows
     if rows:
-        state.go_later("pages/inspector.py", item=items.iloc[rows[0]]["item_id"])
+        walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
 
 
-def flow_items_panel(scope: data.Scope, a: str, b: str, kind: str) -> None:
-    items = data.flow_item_list(scope, scope.focus, a, b, kind)
-    st.subheader(f"{a} → {b}: {KIND_TEXT[kind]} · {len(items):,} items")
+def title(sel: Selection) -> str:
+    if sel.kind == "flow":
+        a, b, kind = sel.args
+        return f"{a} → {b}: {KIND_TEXT[kind]}"
+    return f"{sel.args[1]} at {sel.args[0]}"
+
+
+def items_panel(scope: data.Scope, sel: Selection) -> None:
+    """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
+    items = walk.items(scope, scope.focus, sel)
+    st.subheader(f"{title(sel)} · {len(items):,} items")
     if items.empty:
         st.info("No item takes this flow.")
         return
     n_pages = max(1, -(-len(items) // PAGE_SIZE))
-    page = st.pagination(n_pages, key=f"fp-{a}-{b}-{kind}") if n_pages > 1 else 1
+    tag = "-".join(sel.to_url())
+    page = st.pagination(n_pages, key=f"fp-{tag}") if n_pages > 1 else 1
     shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
-    cols = ["item_id", "task_type", "duration", "question", "confidence_from", "confidence_to"]
-    key = f"flowitems-{a}-{b}-{kind}-{page}"
-    st.caption("Select a row to open the item in the inspector.")
+    conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
+    has_conf = bool(items[conf].notna().to_numpy().any())
+    cols = ["item_id", "task_type", "duration", "question"] + (conf if has_conf else [])
+    key = f"flowitems-{tag}-{page}"
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.caption("Select a row to open the item in the Inspector, which then walks these items."
+               + ("" if has_conf else " No confidences in this store for these items, so no confidence columns."))  # fmt: skip
+    if c2.button(f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch"):
+        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
+    a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
     st.dataframe(
-        shown[cols], hide_index=True, key=key, on_select=lambda: _open_item(shown, key), selection_mode="single-row",
+        shown[cols], hide_index=True, key=key, on_select=lambda: _open_item(sel, shown, key), selection_mode="single-row",
         column_config={
             "question": st.column_config.TextColumn(width="large"),
+            "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
         },
     )  # fmt: skip
-    ui.downloads(items, f"flow-{scope.focus}-{a}-{b}-{kind}", key=key)
+    ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
+    selection_panel(scope, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
 
 
 ensure_entrypoint()
@@ -110,12 +166,14 @@ with ui.guard():
         configs = (a, b)
     view = data.flows_view(scope, scope.focus, configs)
     fig = sankey_figure(view)
-    ui.chart(fig, f"flows-{scope.focus}")
+    height = int(fig.layout.height)
+    open_clicked(view, clickable_sankey(fig, f"sankey-{scope.focus}", height))
     if scope.beyond_noise:
         st.caption(f"Within-noise flips hidden: {view['n_hidden']:,} (flips of items that flip under repeats at either "
                    "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
     st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
-               "Hover a link for its counts and McNemar p; pick a flow in the table below to list its items.")  # fmt: skip
+               "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
+               "that state (or pick a flow in the table below).")  # fmt: skip
 
     table = flow_table(view)
     st.dataframe(
@@ -131,12 +189,11 @@ with ui.guard():
     )  # fmt: skip
     ui.downloads(table, f"flows-{scope.focus}")
 
-    a, b, kind = state.get("from"), state.get("to"), state.get("kind")
-    pairs = set(zip(table["from"], table["to"], strict=True))
-    flow = ["--from", a, "--to", b, "--kind", kind] if kind in FLOW_KINDS and (a, b) in pairs else []
-    if flow:
-        flow_items_panel(scope, a, b, kind)
+    sel = opened(table, view)
+    if sel is not None:
+        items_panel(scope, sel)
     else:
-        st.info("Pick a flow (a row of the table above) to list its items.", icon="👆")
+        st.info("Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.", icon="👆")
+    flow = ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]] if sel is not None and sel.kind == "flow" else []
     pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
     ui.twin(scope, ["flows", "--model", scope.focus], *pair, *flow)

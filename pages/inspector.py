@@ -9,15 +9,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend.errors import UserError
 from backend.inspector import frame_plan, trajectory_rows
+from backend.ladders import ladders
 from backend.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
-from pages.common import data, sidebar, state, ui
+from pages.common import data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
 from store import configs
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
+STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
 RERUN_SYMBOL = "star"  # live re-runs on the confidence chart (logged points are circles)
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
@@ -28,7 +31,14 @@ def thumb_cache() -> str:
 
 
 def pick_item(scope: data.Scope) -> str:
-    ids = data.matrix(scope).items["item_id"].tolist()
+    """The item shown, and previous/next along the walk: the URL's selection (a flow, a node, picked items) or the filtered list."""
+    sel = walk.current()
+    try:
+        ids = walk.ids(scope.with_noise(bool(state.get("noise"))), scope.focus, sel)
+    except UserError as exc:  # a walk that no longer fits the view (another grid or model)
+        st.warning(f"The walk {ui.code(sel.describe())} does not fit this view ({ui.escape_md(exc)}); walking the filtered items.")
+        sel, ids = None, walk.ids(scope, scope.focus, None)
+        state.put("walk", None)
     current = state.get("item") or (ids[0] if ids else "")
     state.put("item", current)
     left, mid, right = st.columns([6, 1, 1], vertical_alignment="bottom")
@@ -39,10 +49,16 @@ def pick_item(scope: data.Scope) -> str:
         if col.button(label, disabled=target is None or not 0 <= target < len(ids), width="stretch"):
             state.put("item", ids[target])
             st.rerun()
+    where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
+    text, stop = st.columns([6, 2], vertical_alignment="center")
     if pos is None:
-        st.caption("This item is outside the current filters (or not matched); it is shown from the store anyway.")
+        text.caption(f"This item is not among the {len(ids):,} items {where}; it is shown from the store anyway.")
     else:
-        st.caption(f"Item {pos + 1:,} of {len(ids):,} in the current filters.")
+        text.markdown(f"**Item {pos + 1:,} of {len(ids):,}** {where}")
+    if sel is not None and stop.button("Walk the filtered items", icon=":material/close:", width="stretch",
+                                       help="Stop walking this selection; previous/next then step through the filtered items."):  # fmt: skip
+        state.put("walk", None)
+        st.rerun()
     return item
 
 
@@ -105,28 +121,41 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
 
 
 def confidence_chart(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]) -> go.Figure:
-    """Each model's logged trajectory as a line; its live re-runs as stars (a legend entry of their own)."""
+    """Each model's logged values joined only along a budget ladder (``backend.ladders``); other
+    protocols (another resolution or policy at one budget) as separate diamonds; live re-runs as stars."""
     value, axis = value_column(pd.concat([rows, reruns]))
     fig = go.Figure()
     live = rerun_rows(reruns)
     names = dict(zip(reruns["model"], live["model"], strict=True))  # model -> the name of its re-run series
-    series = [(m, m, rows, False) for m in models if m in set(rows["model"])]
-    series += [(m, names[m], live, True) for m in models if m in names]
-    for model, name, table, is_rerun in series:
-        r = table[table["model"] == name].set_index("config").reindex(labels)
-        line = {"color": colours[model], "width": 2}
-        fig.add_trace(
-            go.Scatter(
-                x=labels, y=r[value], mode="markers" if is_rerun else "lines+markers", name=name, line=line, connectgaps=True,
-                marker={"size": 18 if is_rerun else 11, "symbol": RERUN_SYMBOL if is_rerun else "circle",
-                        "color": [CORRECT if c == 1 else WRONG for c in r["correct"]], "line": line},
-                customdata=r["answer"].fillna("–"), hovertemplate=f"{name} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
-            )
-        )  # fmt: skip
+    lines, alone = ladders(labels)
+    for model in [m for m in models if m in set(rows["model"])]:
+        r = rows[rows["model"] == model].set_index("config")
+        steps = [(ladder, "lines+markers", "circle", 11) for ladder in lines] + [(alone, "markers", "diamond", 12)]
+        for k, (cfgs, mode, symbol, size) in enumerate(steps):
+            pts = r.reindex([c for c in cfgs if c in r.index])
+            if pts.empty:
+                continue
+            other = mode == "markers"
+            fig.add_trace(_points(pts, f"{model} · other protocols" if other else model, mode, symbol, size, colours[model],
+                                  value, legendgroup=f"{model}-{other}", showlegend=other or k == 0))  # fmt: skip
+    for model in [m for m in models if m in names]:
+        pts = live[live["model"] == names[model]].set_index("config").reindex(labels).dropna(subset=["correct"])
+        fig.add_trace(_points(pts, names[model], "markers", RERUN_SYMBOL, 18, colours[model], value))
     fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title_text=axis, range=[0, 1.05])
-    title = f"{value.capitalize()} per configuration (marker: green correct, red wrong; ★ live re-run)"
-    return ui.style(fig, title, height=340)
+    title = f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)"
+    return ui.style(fig, title, height=360)
+
+
+def _points(pts: pd.DataFrame, name: str, mode: str, symbol: str, size: int, colour: str, value: str, **kwargs) -> go.Scatter:
+    """One series: marker colour says correct (green) or wrong (red); the outline is the model's colour."""
+    line = {"color": colour, "width": 2}
+    return go.Scatter(
+        x=pts.index.tolist(), y=pts[value], mode=mode, name=name, line=line,
+        marker={"size": size, "symbol": symbol, "color": [CORRECT if c == 1 else WRONG for c in pts["correct"]], "line": line},
+        customdata=pts["answer"].fillna("–"), hovertemplate=f"{name} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
+        **kwargs,
+    )  # fmt: skip
 
 
 def timeline(plan: pd.DataFrame, info) -> go.Figure:
@@ -194,8 +223,12 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
         added = set(row["added"] or [])
         captions = [f"{'+' if i in added else ''}#{i} · {t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)]
-        with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
-            st.image(files, caption=captions, width=96)
+        if len(files) <= STRIP_ROW:
+            with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
+                st.image(files, caption=captions, width=96)
+        else:  # a long strip wraps onto rows of smaller frames, so all of it is readable without scrolling
+            with st.container(key=f"stripgrid-{row['config']}"):
+                st.image(files, caption=[c.split(" · ")[-1] for c in captions], width=72)
 
 
 ensure_entrypoint()

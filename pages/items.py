@@ -11,8 +11,10 @@ from backend.annotations import with_annotations
 from backend.flows import CLASS_HELP, CLASSES
 from backend.palette import CORRECT, WRONG, model_colours
 from backend.views import SORTS
-from pages.common import data, state, ui
+from backend.selection import Selection
+from pages.common import data, state, ui, walk
 from pages.common.boot import ensure_entrypoint
+from pages.common.rerun_panel import selection_panel
 from store.store import Store
 
 SIZES = (25, 50, 100)
@@ -23,23 +25,45 @@ HEATMAP_ROWS = 1500
 def _open_item(page: pd.DataFrame) -> None:
     rows = st.session_state["itemtable"].selection.rows
     if rows:
-        state.go_later("pages/inspector.py", item=page.iloc[rows[0]]["item_id"])
+        walk.open_in_inspector(None, str(page.iloc[rows[0]]["item_id"]))
+
+
+def picked(page: pd.DataFrame) -> list[str]:
+    """The rows picked on this page (pick mode), as item ids."""
+    event = st.session_state.get("itemtable")
+    rows = event.selection.rows if event is not None else []
+    return page["item_id"].iloc[[r for r in rows if r < len(page)]].astype(str).tolist()
+
+
+def selection_actions(scope: data.Scope, ids: list[str]) -> None:
+    """Pick mode: walk or re-run the picked rows; with none picked, the batch re-run takes the filtered items."""
+    if ids:
+        sel = Selection("items", tuple(ids))
+        if st.button(f"Walk the {len(ids)} picked items in the Inspector", icon=":material/frame_inspect:"):
+            state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
+        selection_panel(scope, sel, ids, key="batch-picked")
+    else:
+        st.caption("Pick rows in the table to walk or re-run them; without a pick, the re-run below takes every filtered item.")
+        selection_panel(scope, None, walk.ids(scope, scope.focus, None), key="batch-filtered")
 
 
 def table_view(scope: data.Scope) -> None:
-    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+    pick = state.bind(c4.toggle, "pick", "Pick rows", default=False, help="Pick several rows to walk them in the Inspector or re-run them together")
     sort = state.bind(c1.selectbox, "sort", "Sort by", options=list(SORTS), default="item", format_func=SORTS.get)
     desc = state.bind(c2.toggle, "desc", "Descending", default=False)
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
     page_no = max(1, int(state.get("page") or 1))
     report = data.item_page(scope, scope.focus, sort, bool(desc), page_no, size)
     page, n_pages = pd.DataFrame(report["rows"]), report["n_pages"]
+    has_conf = any(v is not None for row in page["confidence"] for v in row)
     m = data.matrix(scope)
     cells = m.correct[:, page["position"].to_numpy(), :]  # [M, rows, C]: only this page's rows
     shown = page.drop(columns=["position"]).assign(
         trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
     )
-    cols = ["item_id", "trajectory", "confidence", "n_correct", "changes", "task_type", "tags", "duration", "question"]
+    cols = ["item_id", "trajectory"] + (["confidence"] if has_conf else []) + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
+    shown["confidence"] = [[np.nan if v is None else v for v in row] for row in page["confidence"]]  # a gap, not an error cell
     if len(scope.models) > 1:
         cols.insert(5, "disagreement")
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
@@ -47,14 +71,16 @@ def table_view(scope: data.Scope) -> None:
     st.html(
         f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "
         f"({html.escape(' → '.join(scope.grid))}); green correct, red wrong. Tags, counts and confidence are "
-        f"{html.escape(scope.focus)}'s. Select a row to open it in the inspector.</small>"
+        f"{html.escape(scope.focus)}'s. " + ("" if has_conf else "No confidences in this store for these items, so no confidence column. ")
+        + ("Pick rows to walk or re-run them." if pick else "Select a row to open it in the Inspector.") + "</small>"
     )
     st.dataframe(
-        shown[cols], hide_index=True, key="itemtable", on_select=lambda: _open_item(page), selection_mode="single-row",
+        shown[cols], hide_index=True, key="itemtable", on_select="rerun" if pick else (lambda: _open_item(page)),
+        selection_mode="multi-row" if pick else "single-row",
         row_height=(row_h := max(35, 13 * len(scope.models) + 10)), height=min(len(shown), 12) * row_h + 40,
         column_config={
             "item_id": st.column_config.TextColumn("item", pinned=True),
-            "trajectory": st.column_config.ImageColumn("trajectory", width=max(90, 13 * len(scope.grid) + 10)),
+            "trajectory": st.column_config.ImageColumn("trajectory", width=max(100, 16 * len(scope.grid) + 20)),
             "tags": st.column_config.ListColumn("tags", width="medium"),
             "task_type": st.column_config.TextColumn("task type", width="medium"),
             "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
@@ -77,6 +103,8 @@ def table_view(scope: data.Scope) -> None:
         return with_annotations(data.items_export(scope, scope.focus), Store(scope.root), scope.benchmark)
 
     ui.downloads(export, f"items-{scope.benchmark}-{scope.focus}", parquet=True)
+    if pick:
+        selection_actions(scope, picked(page))
     order = ["--sort", sort, *(["--desc"] if desc else []), "--page", str(report["page"]), "--page-size", str(size)]
     ui.twin(scope, ["items", "--model", scope.focus], *order)
 

@@ -1,31 +1,49 @@
-"""``trajaudit rerun``: re-run one item with another budget or sampling policy (queued for a worker)."""
+"""``trajaudit rerun``: re-run one item, or a selection of items, with another budget or sampling policy.
+
+One item: ``--item ID``. A selection: ``--items FILE`` (ids, one a line or a CSV with ``item_id``),
+``--flow FROM:TO:KIND`` or ``--state CONFIG:STATE`` (the Flows page's links and nodes, resolved on
+the scope the flags name, like ``trajaudit flows``). A selection's ``--json`` holds the batch, its
+progress and the comparison against ``--baseline`` (default: where the flow ends, the state's
+config, else the grid's last); the page's batch re-run draws the same dict.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from backend import rerun
-from backend.cli.common import add_json, add_store, print_json
+from backend import rerun, selection
+from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.errors import UserError
+from backend.scope import Scope, add_scope_args
 from store.queue import JobQueue
-from store.store import resolve_root
+from store.store import Store, resolve_root
+
+POLL_S = 0.5
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "rerun",
-        help="queue a re-run of one item (answered from the store when already there)",
+        help="queue a re-run of one item or a selection (answered from the store when already there)",
         description="Validates the request, answers it from the store when an identical result exists "
         "(unless --force), else queues it for `trajaudit worker --model NAME`.",
     )
     add_store(p)
-    p.add_argument("--model", required=True, help="a registered model (trajaudit models list)")
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--item", required=True, dest="item_id", help="item id")
+    p.add_argument("--model", required=True, help="a registered model (trajaudit models list); a selection's flow is this model's")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--item", dest="item_id", help="one item id")
+    which.add_argument("--items", dest="items_file", metavar="FILE", help="item ids, one a line (or a CSV with an item_id column)")
+    which.add_argument("--flow", metavar="FROM:TO:KIND", help="the items of a flow, e.g. text:8f:harmed")
+    which.add_argument("--state", metavar="CONFIG:STATE", help="the items in a state, e.g. 8f:wrong")
+    add_scope_args(p, models=False, noise=True)
+    p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--config", required=True, help="config label, e.g. 32f, 64f@151k, 32f/random-s1")
+    p.add_argument("--baseline", default=None, help="a selection's comparison config (default: the flow's TO, the state's config)")
     p.add_argument("--seed", default=None, help="seed of a bare 'random' policy (an integer in 0..2**63-1)")
     p.add_argument("--force", action="store_true", help="run even when the result is already stored")
-    p.add_argument("--wait", action="store_true", help="wait for the job and print its result")
+    p.add_argument("--wait", action="store_true", help="wait for the job(s) and print the result")
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up after S seconds")
     add_json(p)
     p.set_defaults(func=run)
@@ -33,10 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = resolve_root(args.store)
+    if args.item_id is None:
+        return run_selection(args, root)
+    if args.benchmark is None:
+        raise UserError("--item needs --benchmark")
     out = rerun.submit(root, args.model, args.benchmark, args.item_id, args.config, args.seed, args.force)
     if args.wait and not out["from_store"]:
-        if not any(w.model == args.model for w in JobQueue(root).workers()):
-            print(f"no worker online for {args.model}: start one with `trajaudit worker --model {args.model}`", file=sys.stderr)
+        _warn_no_worker(root, args.model)
         out = rerun.wait(root, out["job_id"], args.timeout)
     if args.json:
         print_json(out)
@@ -51,3 +72,41 @@ def run(args: argparse.Namespace) -> int:
         error = f": {out['error']}" if out["error"] else ""
         print(f"job {out['job_id']} {out['state']}{waited}{error}")
     return 0 if out["state"] == "done" or not args.wait else 1
+
+
+def _warn_no_worker(root, model: str) -> None:
+    if not any(w.model == model for w in JobQueue(root).workers()):
+        print(f"no worker online for {model}: start one with `trajaudit worker --model {model}`", file=sys.stderr)
+
+
+def _selection(args: argparse.Namespace) -> selection.Selection:
+    if args.items_file is not None:
+        return selection.Selection("items", tuple(selection.read_ids(args.items_file)))
+    if args.flow is not None:
+        return selection.Selection.flow(args.flow)
+    parts = args.state.split(":")
+    if len(parts) != 2:
+        raise UserError(f"--state takes CONFIG:STATE, e.g. 8f:wrong (got {args.state!r})")
+    return selection.Selection("state", tuple(parts))
+
+
+def run_selection(args: argparse.Namespace, root) -> int:
+    sel = _selection(args)
+    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
+    store = Store(root)
+    resolved = Scope.from_args(args, models=models).resolve(store)
+    out = selection.rerun_selection(store, resolved, resolved.load(store), args.model, sel, args.config, args.baseline, args.seed, args.force)
+    batch = out["batch"]
+    if args.wait and not out["progress"]["finished"]:
+        _warn_no_worker(root, args.model)
+        deadline = None if args.timeout is None else time.monotonic() + args.timeout
+        while not out["progress"]["finished"] and (deadline is None or time.monotonic() < deadline):
+            time.sleep(POLL_S)
+            out = selection.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
+    if args.json:
+        print_json(out)
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in out["progress"]["counts"].items() if v)
+        print(f"{args.model} {batch['benchmark']} {sel.describe()}: {len(batch['item_ids'])} items at {batch['config']} ({counts})")
+        print(out["comparison"]["sentence"])
+    return 0 if out["progress"]["finished"] or not args.wait else 1

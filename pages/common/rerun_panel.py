@@ -12,11 +12,13 @@ option probabilities, phase timings and the frames it saw.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend import registry, rerun
+from backend import registry, rerun, selection
 from backend.errors import UserError
+from backend.selection import Selection
 from backend.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.sampling import timestamps
 from backend.workers import ensure_local_worker, job_status, local_worker
@@ -68,34 +70,54 @@ def rerun_panel(scope: data.Scope, item: dict, thumb_dir: str) -> None:
             _live_status(scope.root, last["job_id"], last["model"])
 
 
-def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
-    """The request widgets and the Run button; what to remember about a submitted request, else None."""
+def _request(scope: data.Scope, specs: list[registry.ModelSpec], what: str, prefix: str = "rerun") -> tuple[str, str] | None:
+    """The request widgets (model, frames, spatial budget, policy, seed): (model, label), or None if invalid."""
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
     top = st.columns([2.4, 1, 1.3, 1.3, 0.9], vertical_alignment="bottom")
     default = names.index(scope.focus) if scope.focus in by_name else 0
-    model = top[0].selectbox("Model", names, index=default, key="rerun_model",
+    model = top[0].selectbox("Model", names, index=default, key=f"{prefix}_model",
                              format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n)  # fmt: skip
     spec = by_name[model]
     frames = top[1].number_input(
         "Frames", min_value=0, max_value=spec.max_frames, value=min(DEFAULT_FRAMES, spec.max_frames), step=1,
-        key=f"rerun_frames_{model}", help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
+        key=f"{prefix}_frames_{model}", help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
     )  # fmt: skip
-    pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key="rerun_pixels",
+    pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
                                    help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
-    policy = top[3].selectbox("Sampling policy", POLICIES, key="rerun_policy")
-    seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key="rerun_seed", disabled=policy != "random",
+    policy = top[3].selectbox("Sampling policy", POLICIES, key=f"{prefix}_policy")
+    seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
                                help="For the random policy only.")  # fmt: skip
-    run_col, force_col, label_col = st.columns([1, 1.4, 5.6], vertical_alignment="center")
-    force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
     try:
         label = configs.make_label(int(frames), pixels_k or None, f"random-s{seed}" if policy == "random" else policy)
     except ConfigLabelError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
-    label_col.caption(f"Asks {ui.escape_md(model)} for configuration {ui.code(label)} on item {ui.code(item['item_id'])}.")
-    if not run_col.button("Run", type="primary", width="stretch", key="rerun_run"):
+    st.caption(f"Asks {ui.escape_md(model)} for configuration {ui.code(label)} on {what}.")
+    return model, label
+
+
+def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: str) -> None:
+    """Start a local worker for queued jobs when none is online (the dashboard never imports torch)."""
+    try:
+        # The dashboard cannot see GPUs: a worker it starts runs on the CPU unless the registry pins
+        # the model to CUDA. GPU workers are started by hand (README).
+        worker = ensure_local_worker(root, model, device="cuda" if spec is not None and spec.device == "cuda" else "cpu")
+    except UserError as exc:
+        st.warning(f"{jobs} queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:")
+    else:
+        if worker["started"]:
+            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…", icon=":material/rocket_launch:")
+
+
+def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
+    """The request widgets and the Run button; what to remember about a submitted request, else None."""
+    request = _request(scope, specs, f"item {ui.code(item['item_id'])}")
+    run_col, force_col, _ = st.columns([1, 1.4, 5.6], vertical_alignment="center")
+    force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
+    if not run_col.button("Run", type="primary", width="stretch", key="rerun_run", disabled=request is None):
         return None
+    model, label = request
     try:
         out = rerun.submit(scope.root, model, scope.benchmark, str(item["item_id"]), label, force=force)
     except UserError as exc:
@@ -103,15 +125,7 @@ def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dic
         return None
     if out["from_store"]:
         return {"outcome": out}
-    try:
-        # The dashboard cannot see GPUs (it never imports torch): a worker it starts runs on the CPU
-        # unless the registry pins the model to CUDA. GPU workers are started by hand (README).
-        worker = ensure_local_worker(scope.root, model, device="cuda" if spec.device == "cuda" else "cpu")
-    except UserError as exc:
-        st.warning(f"Job {out['job_id']} is queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:")
-    else:
-        if worker["started"]:
-            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…", icon=":material/rocket_launch:")
+    _start_worker(scope.root, model, registry.load(scope.root).get(model), f"Job {out['job_id']} is")
     return {"job_id": out["job_id"], "model": model}
 
 
@@ -229,3 +243,97 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
     with st.container(key="strip-rerun"):  # one scrolling row, like the Inspector's strips
         st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
 
+
+
+# -- re-running a selection ----------------------------------------------------------------------
+_BATCH = "_rerun_batch"  # session state: (store, benchmark, selection) -> {"batch", "baseline", "label"}
+
+
+def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], key: str) -> None:
+    """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
+
+    The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
+    drawn is its ``comparison`` (``backend.selection.batch_report``).
+    """
+    sel = sel or Selection("filtered")
+    label = sel.describe()
+    with st.container(border=True):
+        st.subheader(f"Re-run {_items(len(ids))} together")
+        specs = registry.list_models(scope.root)
+        if not specs:
+            st.button(f"Re-run {_items(len(ids))}", disabled=True, key=f"{key}-run",
+                      help="No model is registered in this store: `trajaudit models add` registers one.")  # fmt: skip
+            st.caption("Disabled: no model is registered in this store, so there is nothing to re-run with "
+                       f"({ui.code(f'trajaudit models add NAME --family ... --path ... --store {scope.root}')}).")  # fmt: skip
+            return
+        request = _request(scope, specs, f"{_items(len(ids))} ({ui.escape_md(label)})", prefix=key)
+        remembered = (scope.root, scope.benchmark, tuple(sel.to_url()))
+        baseline = sel.baseline(list(scope.grid))
+        run = st.button(f"Re-run {_items(len(ids))}", type="primary", key=f"{key}-run", disabled=request is None or not ids)
+        if run and request is not None:
+            model, config = request
+            try:
+                batch = selection.submit(scope.root, model, scope.benchmark, ids, config)
+            except UserError as exc:
+                st.error(ui.escape_md(exc), icon=":material/warning:")
+            else:
+                st.session_state.setdefault(_BATCH, {})[remembered] = {"batch": batch, "baseline": baseline, "label": label}
+                if batch["from_store"] < len(ids):
+                    _start_worker(scope.root, model, registry.load(scope.root).get(model), f"{len(ids) - batch['from_store']} jobs")
+        last = st.session_state.get(_BATCH, {}).get(remembered)
+        if last is None:
+            return
+        try:
+            progress = selection.progress(scope.root, last["batch"])
+        except UserError:  # the queue was reset (a rebuilt store)
+            del st.session_state[_BATCH][remembered]
+            return
+        if progress["finished"]:
+            _comparison(scope, sel, last)
+        else:
+            _batch_progress(scope.root, remembered)
+
+
+def _items(n: int) -> str:
+    return f"{n:,} item" + ("" if n == 1 else "s")
+
+
+@st.fragment(run_every=POLL_S)
+def _batch_progress(root: str, remembered: tuple) -> None:
+    """A progress bar over the batch's jobs and a cancel button; the page reruns once every job ended."""
+    last = st.session_state[_BATCH][remembered]
+    progress = selection.progress(root, last["batch"])
+    if progress["finished"]:
+        st.rerun()
+    counts = progress["counts"]
+    ended = counts["done"] + counts["failed"] + counts["cancelled"]
+    st.progress(ended / progress["n"], text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+    if st.button("Cancel the queued jobs", key=f"batch-cancel-{remembered[2]}"):
+        n = selection.cancel(root, last["batch"])
+        st.toast(f"Cancelled {n} queued jobs (running ones finish).", icon=":material/block:")
+        st.rerun()
+
+
+def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
+    """The finished batch against its baseline: the sentence, and the items side by side."""
+    batch = last["batch"]
+    report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
+    cmp = report["comparison"]
+    counts = report["progress"]["counts"]
+    failed = f" {counts['failed']} failed, {counts['cancelled']} cancelled." if counts["failed"] or counts["cancelled"] else ""
+    st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
+    spec = registry.load(scope.root).get(batch["model"])
+    if spec is not None and spec.note:
+        st.warning(f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.", icon=":material/casino:")
+    shares = [(f"correct under {cmp['config']}", cmp["accuracy_new"]), (f"correct at {cmp['baseline']}", cmp["accuracy_baseline"])]
+    cols = st.columns(4)
+    for col, (name, share) in zip(cols, shares, strict=False):
+        ci = "" if share["ci95"] is None else f"Wilson 95% [{100 * share['ci95'][0]:.0f}, {100 * share['ci95'][1]:.0f}]%"
+        col.metric(name, f"{share['k']} of {share['n']}", help=ci or None)
+        col.caption(ci)
+    cols[2].metric("rescued / harmed", f"{cmp['rescued']} / {cmp['harmed']}")
+    cols[3].metric("McNemar p", f"{cmp['mcnemar_p']:.3g}")
+    st.dataframe(pd.DataFrame(cmp["items"]), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
+    flags = {"flow": "--flow", "state": "--state"}
+    which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
+    ui.twin(scope, ["rerun", "--model", batch["model"]], *which, "--config", batch["config"], "--baseline", cmp["baseline"], "--wait")

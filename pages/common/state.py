@@ -31,6 +31,10 @@ PARAMS: dict[str, type] = {
     "from": str,  # configuration pair (flows page)
     "to": str,
     "kind": str,  # flow kind opened on the flows page
+    "node": list,  # flows page: a Sankey node opened, [config, "correct"|"wrong"]
+    "walk": list,  # the selection the Inspector walks (backend.selection.Selection.to_url); none: the filtered items
+    "pick": bool,  # items page: pick rows (multi-select) instead of opening one
+    "minn": int,  # overview: the smallest task-type group shown without a small-n mark
     "tsort": str,  # overview: task-type table sort
     "sort": str,  # items page sort key
     "desc": bool,

@@ -1,0 +1,48 @@
+"""The current selection on the pages: which items the Inspector walks and a batch re-run takes.
+
+The selection lives in the URL (``walk``, ``backend.selection.Selection.to_url``), so a copied
+Inspector link reopens the same walk at the same item. Without one the walk is the filtered list.
+Item lists are computed by ``backend.selection`` (the ``rerun --flow/--state/--items`` twin's
+functions) and cached per view.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from backend import selection
+from backend.selection import Selection
+from pages.common import data, state
+
+
+def current() -> Selection | None:
+    """The selection the URL carries (None: the filtered items)."""
+    return Selection.from_url(state.get("walk"))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def items(scope: data.Scope, model: str, sel: Selection) -> pd.DataFrame:
+    """The selection's items (item_id, task type, duration, question, confidence where it has one)."""
+    if sel.kind == "flow":
+        return data.flow_item_list(scope, model, *sel.args)
+    m = data.matrix(scope)
+    if sel.kind == "state":
+        return selection.state_items(m, model, *sel.args)
+    ids = selection.item_ids(m, model, sel)
+    frame = m.items.set_index(m.items["item_id"].astype(str))
+    return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
+
+
+def ids(scope: data.Scope, model: str, sel: Selection | None) -> list[str]:
+    """The walk's item ids, in order (the filtered list when ``sel`` is None)."""
+    if sel is None:
+        return data.matrix(scope).items["item_id"].astype(str).tolist()
+    if sel.kind == "items":
+        return list(dict.fromkeys(sel.args))
+    return items(scope, model, sel)["item_id"].astype(str).tolist()
+
+
+def open_in_inspector(sel: Selection | None, item: str) -> None:
+    """From a widget callback: open ``item`` in the Inspector, walking ``sel``."""
+    state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())

@@ -1,0 +1,136 @@
+"""The researcher's path in headless Chromium: click a Sankey link, walk its items, re-run them together.
+
+Screenshots go to ``test-artifacts/screenshots/clickthrough-*.png`` (git-ignored) for a look.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.register_assert_rewrite("tests.browser_fixtures")
+from tests.browser_fixtures import screenshot, wait_idle
+
+pytest_plugins = ["tests.browser_fixtures"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MODEL = "synthetic-A-7B"  # the demo's focus model, registered with random weights for re-runs
+BASE = f"bench=synthetic-videomme&models={MODEL}&model={MODEL}"
+RERUN_FRAMES = 2
+RERUN_TIMEOUT_MS = 300_000  # a CPU worker loads the tiny model, then answers each item
+
+
+def goto(page, server, path: str) -> None:
+    page.goto(f"{server.url}/{path}")
+    wait_idle(page)
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+
+
+def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = None) -> dict:
+    """The Flows page's numbers, from the backend its table is drawn from (``trajaudit flows --json``)."""
+    from backend import reports
+    from backend.filters import ItemFilter
+    from backend.scope import Scope
+    from store.store import Store
+
+    store = Store(server.store)
+    resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
+    return reports.flows_view(store, resolved, resolved.load(store), MODEL, pair, kind, limit=None)
+
+
+def sankey_frame(page):
+    page.wait_for_selector('iframe[title*="sankey"]')
+    frame = page.frame_locator('iframe[title*="sankey"]')
+    frame.locator('#chart[data-ready="1"]').wait_for()
+    return frame
+
+
+def click_link(page, frame, index: int) -> None:
+    """Click the index-th drawn Sankey link at a point inside its ribbon (a quarter along its top edge, 3 px in)."""
+    link = frame.locator(".sankey-link").nth(index)
+    box = page.locator('iframe[title*="sankey"]').bounding_box()
+    pt = link.evaluate("e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
+                       "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f]; }")  # fmt: skip
+    before = page.locator('[data-testid="stMain"]').inner_text()
+    page.mouse.move(box["x"] + pt[0], box["y"] + pt[1] + 3)
+    page.mouse.click(box["x"] + pt[0], box["y"] + pt[1] + 3)
+    page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+    wait_idle(page)
+
+
+def heading_count(page) -> tuple[str, int]:
+    text = page.locator('[data-testid="stMain"] h3').first.inner_text()
+    m = re.search(r"^(.*) · ([\d,]+) items", text)
+    assert m, text
+    return m.group(1), int(m.group(2).replace(",", ""))
+
+
+def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
+    goto(page, app_server, f"flows?{BASE}")
+    view = flow_view(app_server)
+    drawn = [lk for lk in view["links"] if lk["count"] > 0]
+    target = max(range(len(drawn)), key=lambda k: (drawn[k]["kind"] == "harmed", drawn[k]["count"]))
+    click_link(page, sankey_frame(page), target)
+    title, count = heading_count(page)
+    lk = drawn[target]
+    assert title.startswith(f"{lk['from']} → {lk['to']}"), (title, lk)
+    assert count == lk["count"]  # the flow table's row of this link
+    assert f"kind={lk['kind']}" in page.url and f"from={lk['from']}" in page.url
+    screenshot(page, "clickthrough-flows-link")
+
+
+def test_clicking_a_node_lists_the_items_in_that_state(app_server, page):
+    goto(page, app_server, f"flows?{BASE}")
+    frame = sankey_frame(page)
+    before = page.locator('[data-testid="stMain"]').inner_text()
+    frame.locator(".sankey-node").nth(3).locator("rect").first.click(force=True)  # 8f ✗
+    page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+    wait_idle(page)
+    title, count = heading_count(page)
+    node = flow_view(app_server)["nodes"][3]
+    assert title == f"{node['state']} at {node['config']}" and count == node["count"]
+
+
+def test_inspector_walks_a_flow_and_stops_at_its_last_item(app_server, page):
+    items = flow_view(app_server, "harmed", ("text", "8f"))["items"]
+    ids = [r["item_id"] for r in items]
+    assert len(ids) >= 2
+    goto(page, app_server, f"flows?{BASE}&from=text&to=8f&kind=harmed")
+    page.get_by_role("button", name=re.compile(r"Walk these \d+ in the Inspector")).click()
+    page.wait_for_url(lambda u: "/inspector" in u)
+    wait_idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    assert f"Item 1 of {len(ids)} · text → 8f harmed" in main.inner_text()
+    page.get_by_role("button", name="next ▶").click()
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Item 2 of')")
+    wait_idle(page)
+    assert page.locator('[data-testid="stMain"] input').first.input_value() == ids[1]
+    assert "walk=flow" in page.url  # the walk travels with a copied link
+    goto(page, app_server, f"inspector?{BASE}&walk=flow,text,8f,harmed&item={ids[-1]}")
+    assert f"Item {len(ids)} of {len(ids)} · text → 8f harmed" in main.inner_text()
+    assert page.get_by_role("button", name="next ▶").is_disabled()
+    assert not page.get_by_role("button", name="◀ previous").is_disabled()
+    screenshot(page, "clickthrough-inspector-walk")
+
+
+def test_a_flows_items_rerun_together_and_compare(app_server, page):
+    view = flow_view(app_server)
+    small = min((lk for lk in view["links"] if lk["kind"] == "harmed" and lk["count"] > 0), key=lambda lk: lk["count"])
+    goto(page, app_server, f"flows?{BASE}&from={small['from']}&to={small['to']}&kind=harmed")
+    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run ")).last
+    frames = panel.locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
+    frames.scroll_into_view_if_needed()
+    frames.fill(str(RERUN_FRAMES))
+    frames.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name=re.compile(rf"^Re-run {small['count']} items?$")).click()
+    page.wait_for_function(
+        "() => /Of the \\d+ items/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)", timeout=RERUN_TIMEOUT_MS
+    )
+    wait_idle(page)
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert f"Of the {small['count']} items ({small['from']} → {small['to']} harmed)" in text
+    assert f"correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
+    screenshot(page, "clickthrough-flows-rerun")
