@@ -26,6 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--answers", help="answers file (question_id, answer, ...) for the scale-grid wide CSV")
     p.add_argument("--run", default="main", help="repeat id of these responses (default: main)")
     p.add_argument("--replace", action="store_true", help="overwrite stored rows this input contradicts")
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="FIELD=SOURCE[,FIELD=SOURCE...]",
+        help="read a per-item file with its own key names as the generic table: FIELD (item_id, model, benchmark, "
+        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, ...) from a "
+        "column or JSON key (dotted for nested keys); FIELD=A+B joins sources with '/'. Repeatable.",
+    )
     add_json(p)
     p.set_defaults(func=run)
 
@@ -43,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         run=args.run,
         replace=args.replace,
         progress=sys.stderr.isatty(),
+        field_map=args.map,
     )
     if args.json:
         print_json(summary.to_dict())
@@ -58,7 +67,7 @@ def _flags_text(flagged: dict[str, int]) -> str:
 def format_summary(s: IngestSummary) -> str:
     """Human-readable summary: one line per file, then the totals."""
     lines = [
-        f"{f.path} ({f.format}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
+        f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
         f"{f.replaced} replaced, {f.duplicates} duplicate; flagged: {_flags_text(f.flagged)}"
         for f in s.files
     ]

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from backend.errors import UserError
 from store import configs
-from store.ingest import gate, lmms_eval, scalegrid, table, videomme, vlmevalkit
+from store.ingest import gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit
 from store.ingest.common import Batch, IngestOptions, fail
 from store.ingest.publish import FileResult, publish_batches
 from store.store import Store
@@ -66,9 +66,11 @@ def detect(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return "table"
-    if suffix in (".xlsx", ".tsv"):
+    if suffix == ".xlsx":
         return "vlmevalkit"
     head = _head(path)
+    if suffix == ".tsv":
+        return "table" if "item_id" in head.split("\n", 1)[0].split("\t") else "vlmevalkit"
     if suffix == ".jsonl":
         first = _first_json_line(path, head)
         if lmms_eval.looks_like(first):
@@ -81,6 +83,8 @@ def detect(path: Path) -> str:
             return "lmms-eval"
         if videomme.looks_like(head):
             return "videomme"
+        if '"item_id"' in head:  # the generic table as a JSON array (or an object holding one)
+            return "table"
         if '"prediction"' in head:
             return "vlmevalkit"
         if '"accuracy_by_config"' in head:
@@ -95,7 +99,8 @@ def detect(path: Path) -> str:
             return "table"
     raise UserError(
         f"{path}: cannot tell the format from its name and first line; pass --format ({', '.join(FORMATS)}). "
-        "A long table needs columns model, benchmark, item_id, config and correct (or prediction and target)."
+        "A long table needs columns model, benchmark, item_id, config and correct (or prediction and target); "
+        "a file with its own names can be read with --map FIELD=SOURCE."
     )
 
 
@@ -141,9 +146,11 @@ def ingest_paths(
     run: str = "main",
     replace: bool = False,
     progress: bool = False,
+    field_map: list[str] | str | None = None,
 ) -> IngestSummary:
     """Read every file, then publish them in one checked write; raises UserError on bad input
-    (the store is then untouched)."""
+    (the store is then untouched). ``field_map``: ``--map`` specs for the generic table
+    (``store.ingest.mapping``); with ``format="auto"`` they make every file a generic table."""
     store = store if isinstance(store, Store) else Store(store)
     if not paths:
         raise UserError("no files to ingest")
@@ -156,17 +163,22 @@ def ingest_paths(
             raise UserError(f"--config: {exc}") from None
     if answers is not None and not Path(answers).is_file():
         raise UserError(f"--answers {answers}: no such file")
-    opts = IngestOptions(model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress)
+    fields = mapping.parse(field_map, table.KNOWN)
+    if fields and format not in ("auto", "table"):
+        raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
+    opts = IngestOptions(model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields)
+    chosen = "table" if fields and format == "auto" else format
     batches = []
     for p in tqdm(paths, desc="reading", disable=not progress or len(paths) < 2):
         path = Path(p)
-        fmt = detect(path) if format == "auto" else format
+        fmt = detect(path) if chosen == "auto" else chosen
         if not path.is_file():
             raise UserError(f"{path}: no such file")
         gate.check_file_size(path)
         batches.append(READERS[fmt](path, opts))
     options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
-               "answers": str(answers) if answers else None, "run": run, "replace": replace}  # fmt: skip
+               "answers": str(answers) if answers else None, "run": run, "replace": replace,
+               "map": {f: "+".join(src) for f, src in fields}}  # fmt: skip
     done = publish_batches(store, batches, replace=replace, options=options)
     flagged: Counter[str] = Counter()
     for f in done.files:

@@ -8,10 +8,14 @@ item columns it knows (``target``, ``question``, ``duration``...); :func:`make_b
 * the answer is extracted from the raw text with the Video-MME rule (``store.answers``); no letter
   means no answer, which counts as wrong and is flagged ``no-answer``;
 * correctness: where the format's data *is* a verdict (the generic table's ``correct``, the
-  scale-grid ``per_item.csv``) that verdict is used; otherwise ``correct = answer == target``. A
-  verdict the harness wrote beside raw text (lmms-eval ``pred_answer`` / ``score``, VLMEvalKit
-  ``score``) is kept in provenance and a disagreement with our rule is flagged ``harness-mismatch``,
-  so one extraction rule holds across formats and every difference is visible;
+  scale-grid ``per_item.csv``) that verdict is used, and where the row also has raw text and a
+  letter target a disagreement with our extraction is flagged ``harness-mismatch``; otherwise
+  ``correct = answer == target``. A verdict the harness wrote beside raw text (lmms-eval
+  ``pred_answer`` / ``score``, VLMEvalKit ``score``) is kept in provenance and a disagreement with
+  our rule is flagged ``harness-mismatch`` too, so one extraction rule holds across formats and
+  every difference is visible;
+* the video: where none is given, a Video-MME question id ``NNN-k`` names its video ``NNN``
+  (``store.ingest.videos``), so folds and per-video views group its three questions;
 * ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``;
 * every value passes the gate (``store.ingest.gate``): bad numbers, out-of-range counts and
   oversized text are refused with their line, never coerced.
@@ -39,6 +43,7 @@ from store import configs
 from store.answers import extract_letter
 from store.ingest import gate
 from store.ingest.gate import fail
+from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
 
 LETTERS = "ABCDEFGH"
@@ -59,6 +64,7 @@ class IngestOptions:
     answers: Path | None = None
     run: str = "main"
     progress: bool = False
+    field_map: tuple[tuple[str, tuple[str, ...]], ...] = ()  # --map, parsed (store.ingest.mapping)
 
 
 @dataclass
@@ -97,6 +103,34 @@ def read_text_bytes(path: Path) -> bytes:
     return data
 
 
+_BUDGET_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?P<frames>\d+)(?:f|frames?)(?:[_@](?P<pixels>\d+)k)?|n?frames?_?(?P<after>\d+))(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+
+def budget_hint(path: Path) -> tuple[str, str] | None:
+    """(label, where) when the file's name or its folder's name states one budget (``16f``,
+    ``16frames``, ``_16frame``, ``nframes16``; ``32f_151k`` keeps its pixels); None when neither
+    does or they state different ones."""
+    found = {
+        where: {label for m in _BUDGET_WORD.finditer(name) if (label := _budget_label(m))}
+        for where, name in (("the file name", path.stem), ("the folder name", path.parent.name))
+    }
+    labels = set().union(*found.values())
+    if len(labels) != 1:
+        return None
+    return labels.pop(), " and ".join(w for w, f in found.items() if f)
+
+
+def _budget_label(m: re.Match) -> str | None:
+    frames = int(m["frames"] or m["after"])
+    try:
+        return configs.make_label(frames, float(m["pixels"]) if m["pixels"] else None) if frames else None
+    except configs.ConfigLabelError:  # beyond the bounds: not a budget
+        return None
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -105,10 +139,16 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def require_columns(path: Path, columns: list[str] | pd.Index, needed: list[str], what: str) -> None:
+def require_columns(
+    path: Path, columns: list[str] | pd.Index, needed: list[str], what: str, hint: str = "", shown: pd.Index | None = None
+) -> None:
+    """Refuse a file lacking ``needed`` columns, listing what it has (``shown``: the file's own
+    columns where ``columns`` are the fields read from them)."""
     missing = [c for c in needed if c not in columns]
     if missing:
-        raise fail(path, f"missing column(s) {', '.join(missing)} for {what}; the file has: {', '.join(map(str, columns))}")
+        listed = columns if shown is None else shown
+        has = ", ".join(map(str, listed[:30])) + (" ..." if len(listed) > 30 else "")
+        raise fail(path, f"missing column(s) {', '.join(missing)} for {what}; the file has: {has}" + (f"; {hint}" if hint else ""))
 
 
 def json_rows(df: pd.DataFrame) -> pd.Series:
@@ -119,6 +159,22 @@ def json_rows(df: pd.DataFrame) -> pd.Series:
     # cut at U+2028 and friends, which JSON leaves unescaped).
     lines = df.to_json(orient="records", lines=True, force_ascii=False).rstrip("\n").split("\n")
     return pd.Series(lines, index=df.index, dtype="str")
+
+
+def as_text(values: pd.Series) -> pd.Series:
+    """Values as text, missing kept missing: lists and objects as JSON (a JSON file's options),
+    integers without a decimal point (``4``, not the ``4.0`` pandas makes of an integer column with
+    gaps), everything else as written."""
+    if pd.api.types.is_float_dtype(values.dtype):
+        present = values.dropna()
+        if (present == present.round()).all() and present.abs().max() < 2**53:
+            return values.astype("Int64").astype("str")
+    out = values.astype("str")
+    if values.dtype == object:
+        nested = values.map(type).isin([list, dict]).to_numpy()
+        if nested.any():  # one JSON writer call; `{"v":` and `}` cut off each line
+            out[nested] = json_rows(pd.DataFrame({"v": values[nested]})).str.slice(5, -1)
+    return out
 
 
 # -- column-wise helpers -------------------------------------------------------------------------
@@ -149,7 +205,7 @@ def _clean_text(v: object) -> str | None:
 _LETTER_TARGET = re.compile(r"^\(?([A-Ha-h])[\)\.:]?$")
 
 
-def _letter_or_text(v: object) -> str | None:
+def letter_or_text(v: object) -> str | None:
     s = _clean_text(v)
     m = _LETTER_TARGET.match(s) if s else None
     return m[1].upper() if m else s
@@ -158,7 +214,7 @@ def _letter_or_text(v: object) -> str | None:
 def normalise_letters(values: pd.Series) -> pd.Categorical:
     """'a', ' B ', '(C)', 'D.' -> the letter; other text unchanged (open-ended references); '' -> None."""
     codes, uniq = factorize(values)
-    return categorical(codes, [_letter_or_text(u) for u in uniq])
+    return categorical(codes, [letter_or_text(u) for u in uniq])
 
 
 def options_count(options: pd.Series) -> np.ndarray:
@@ -217,6 +273,9 @@ def make_batch(
             hint = f" (pass --{col})" if col in ("model", "benchmark", "config") else ""
             raise fail(path, f"no {col}{hint}", rows["_line"].iloc[int(np.argmax(bad))], line_word)
         rows[col] = categorical(codes, cleaned)
+    implied = implied_videos(rows["benchmark"], rows["item_id"])
+    if implied.notna().any():
+        rows["video"] = implied if "video" not in rows else rows["video"].astype("str").fillna(implied)
     gate.fractions(path, rows, line_word)
     gate.counts(path, rows, line_word)
     gate.option_probs(path, rows, line_word)
@@ -253,7 +312,7 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
 def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     n = len(rows)
     t_codes, t_uniq = factorize(rows["target"] if "target" in rows else np.full(n, None, dtype=object))
-    targets = [_letter_or_text(u) for u in t_uniq]
+    targets = [letter_or_text(u) for u in t_uniq]
     rows["target"] = categorical(t_codes, targets)
     target = np.asarray(targets, dtype=object)[t_codes]
     has_target = np.asarray([t is not None for t in targets])[t_codes]
@@ -292,6 +351,9 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     if "harness_correct" in rows:
         verdict = rows["harness_correct"].to_numpy(dtype="float64", na_value=np.nan)
         mismatch |= ~np.isnan(verdict) & (verdict != correct)
+    if has_raw:  # a verdict the file gives beside a prediction and a letter target: is it ours?
+        judged = ~np.isnan(given) & is_letter & rows["raw_output"].notna().to_numpy()
+        mismatch |= judged & (given != computed)
     unparseable = rows["harness_unparseable"].fillna(False).to_numpy(dtype=bool) if "harness_unparseable" in rows else False
     note = False
     if "protocol_note" in rows:

@@ -9,7 +9,9 @@ composed as ``<task>/<video>#<sha1(question)[:8]>`` when the sample has its ``do
 
 Payloads and ``filtered_resps`` may be Python-repr strings; they are read with ``ast.literal_eval``.
 The budget comes from ``--config`` or the harness's own settings: ``config.model_args`` of the
-sibling ``<timestamp>_results.json`` (or ``args.model_args`` / ``model_configs`` of the older file).
+sibling ``<timestamp>_results.json`` (or ``args.model_args`` / ``model_configs`` of the older file),
+else from a budget the file's or its folder's name states unambiguously (``16f``, ``16frames``,
+``nframes16``), which the summary line says.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tqdm import tqdm
 
 from store import configs
 from store.ingest import gate
-from store.ingest.common import LETTERS, Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes
+from store.ingest.common import LETTERS, Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes
 
 FORMAT = "lmms-eval"
 # Metric payload key -> benchmark. "percetion" is lmms-eval's own spelling for MLVU.
@@ -86,7 +88,8 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows = pd.DataFrame.from_records(records)
     rows["benchmark"] = opts.benchmark or _benchmark(path, first_payload, task)
     rows["model"] = opts.model or _model(path, harness)
-    rows["config"] = opts.config or _config(path, harness)
+    config, hint = (opts.config, None) if opts.config else _config(path, harness)
+    rows["config"] = config
     if "harness_correct" in rows:
         score = pd.Series(gate.numbers(path, rows["harness_correct"], rows["_line"], "score", word), index=rows.index)
         rows["harness_correct"] = score.where(score.isin([0, 1]))  # only a 0/1 score is a verdict
@@ -96,6 +99,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         "results_file": str(results_file) if results_file else None,
         "harness": harness,
         "item_key": _key_note(first_payload, first_fields),
+        "config_hint": hint,
     }
     return make_batch(path, FORMAT, rows, opts, settings, line_word=word)
 
@@ -330,15 +334,24 @@ def config_from_model_args(model_args: dict[str, str]) -> str | None:
     return configs.make_label(int(float(frames)), pixels_k, policy)
 
 
-def _config(path: Path, harness: dict) -> str:
+def _config(path: Path, harness: dict) -> tuple[str, str | None]:
+    """(label, how it was inferred when not from the harness): the harness's settings, else a
+    budget the file's or folder's name states unambiguously."""
     try:
         label = config_from_model_args(harness.get("model_args", {}))
     except (ValueError, configs.ConfigLabelError) as exc:
         raise fail(path, f"the harness settings do not fix the visual budget ({exc}); pass --config, e.g. --config 32f") from None
-    if label is None:
+    if label is not None:
+        return label, None
+    hint = budget_hint(path)
+    if hint is None:
         where = "the results.json beside it" if harness else "no sibling *_results.json found"
-        raise fail(path, f"cannot tell the visual budget ({where} names no frame count); pass --config, e.g. --config 16f")
-    return label
+        raise fail(
+            path,
+            f"cannot tell the visual budget ({where} names no frame count, and the file and folder names state no "
+            "single budget like 16f); pass --config, e.g. --config 16f",
+        )
+    return hint[0], f"config {hint[0]} from {hint[1]}"
 
 
 def _model(path: Path, harness: dict) -> str:

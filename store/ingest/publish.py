@@ -53,6 +53,7 @@ class FileResult:
     duplicates: int = 0
     flagged: dict[str, int] = field(default_factory=dict)
     run_id: str | None = None  # set when the file wrote anything
+    config_hint: str | None = None  # "config 16f from the file name" where the config was inferred so
 
 
 @dataclass
@@ -68,7 +69,10 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
     keys = key_codes(rows, RESPONSE_KEY)
     dropped = _duplicates(rows, keys, batches)
     keep = ~dropped
-    results = [FileResult(str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"])) for b in batches]
+    results = [
+        FileResult(str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"]), config_hint=b.settings.get("config_hint"))
+        for b in batches
+    ]
     src = rows["_src"].to_numpy()
     for i, n in zip(*np.unique(src[dropped], return_counts=True)):
         results[i].duplicates = int(n)

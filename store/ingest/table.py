@@ -1,18 +1,27 @@
-"""The generic long table (CSV, Parquet, JSONL): one row per response (FORMATS.md).
+"""The generic long table: one row per response (FORMATS.md), in CSV, TSV, Parquet, JSON Lines, a
+JSON array of objects, or a JSON object holding one such array.
 
 Required: ``model, benchmark, item_id, config`` (each may instead come from the command line) and
-either ``correct`` (0/1) or both ``prediction`` and ``target``. Optional: ``confidence``, ``score``,
-``letter_mass`` (numbers in [0, 1]), ``option_probs`` (JSON {letter: probability}), ``task_type``, ``question``, ``options`` (JSON list), ``video``, ``duration``, ``domain``,
-``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``.
+either ``correct`` (bool, 0/1, true/false) or both ``prediction`` and ``target``. Optional:
+``confidence``, ``score``, ``letter_mass`` (numbers in [0, 1]), ``option_probs`` (JSON {letter:
+probability}), ``task_type``, ``question``, ``options``, ``video``, ``duration``, ``domain``,
+``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``. A file
+with its own key names is read through ``--map`` (``store.ingest.mapping``).
+
+``options`` is a list of option texts (letters A, B, C... assigned in order) or of lettered strings
+(``"A. Apples"``), stored as lettered strings. A ``target`` that is not a letter is matched to the
+option whose text equals it after trimming (numbers compared as text); a target matching no option
+of its row is refused. A given ``correct`` is used as is; where a prediction and a letter target
+also exist, a disagreement with the extracted answer is flagged ``harness-mismatch``.
 
 Everything is column-wise (pyarrow parsing, pandas / DuckDB operations); the only per-value Python
-is answer extraction on distinct non-trivial prediction texts (see ``common.extract_answers``).
+is on distinct values: answer extraction, option lists, (options, target) pairs.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +29,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store.ingest import gate
-from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
+from store.ingest import gate, mapping
+from store.ingest.common import (
+    LETTERS,
+    Batch,
+    IngestOptions,
+    as_text,
+    fail,
+    json_rows,
+    letter_or_text,
+    make_batch,
+    read_text_bytes,
+    require_columns,
+)
 
 FORMAT = "table"
 KEY_COLUMNS = ["model", "benchmark", "item_id", "config"]
@@ -31,31 +51,38 @@ STRING_COLUMNS = KEY_COLUMNS + [
 ]  # fmt: skip
 FLOAT_COLUMNS = ["confidence", "score", "letter_mass"]  # parsed and range-checked by the gate
 KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct"}
+_LETTERED = re.compile(r"^\s*\(?([A-H])[\)\.:]\s*(.*?)\s*$", re.DOTALL)
 
 
 def read(path: Path, opts: IngestOptions) -> Batch:
-    df = _load(path)
+    df, lines, word = _load(path)
+    fields, rest = mapping.apply(path, df, opts.field_map) if opts.field_map else (df.iloc[:, :0], df)
+    native = [c for c in rest.columns if c in KNOWN and c not in fields]
+    extra = [c for c in rest.columns if c not in native]  # a column named like a mapped field lands here
+    known = pd.concat([fields, rest[native]], axis=1)
     given = {"model": opts.model, "benchmark": opts.benchmark, "config": opts.config}
-    require_columns(path, df.columns, [c for c in KEY_COLUMNS if given.get(c) is None], "a long table")
-    if "correct" not in df:
-        require_columns(path, df.columns, ["prediction", "target"], "a long table without `correct`")
+    hint = "map them with --map FIELD=SOURCE" if not opts.field_map else "map them too, or pass --model/--benchmark/--config"
+    require_columns(path, known.columns, [c for c in KEY_COLUMNS if given.get(c) is None], "a long table", hint, df.columns)
+    if "correct" not in known:
+        require_columns(path, known.columns, ["prediction", "target"], "a long table without `correct`", hint, df.columns)
     for col in STRING_COLUMNS:
-        if col in df and df[col].dtype != "str":
-            df[col] = df[col].astype("str")
-    rows = df[[c for c in df.columns if c in KNOWN]].rename(columns={"prediction": "raw_output"})
-    rows["_line"] = np.arange(len(df)) + (1 if path.suffix.lower() in (".jsonl", ".parquet") else 2)
+        if col in known:
+            known[col] = as_text(known[col])
+    rows = known.rename(columns={"prediction": "raw_output"})
+    rows["_line"] = lines
     if "correct" in rows:
-        rows["correct"] = _zero_one(path, rows["correct"], rows["_line"])
+        rows["correct"] = _zero_one(path, rows["correct"], rows["_line"], word)
     if "options" in rows:
-        _check_options(path, rows)
-    extra = [c for c in df.columns if c not in KNOWN]
+        o_codes, texts = _options(path, rows, word)
+        if "target" in rows:
+            rows["target"] = _targets(path, rows, o_codes, texts, word)
     if extra:
-        rows["provenance"] = json_rows(df[extra])
-    word = "row" if path.suffix.lower() == ".parquet" else "line"
-    return make_batch(path, FORMAT, rows, opts, {"extra_columns": extra}, line_word=word)
+        rows["provenance"] = json_rows(rest[extra])
+    return make_batch(path, FORMAT, rows, opts, {"extra_columns": extra, "map": dict(opts.field_map)}, line_word=word)
 
 
-def _load(path: Path) -> pd.DataFrame:
+def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """(the file's columns, each row's line / record / row number, the word for it)."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         try:
@@ -64,15 +91,19 @@ def _load(path: Path) -> pd.DataFrame:
             raise fail(path, f"not a readable Parquet file ({exc})") from None
         if table.num_rows == 0:
             raise fail(path, "empty file (no rows)")
-        return _decode_dictionaries(table).to_pandas()
+        return _decode_dictionaries(table).to_pandas(), np.arange(table.num_rows) + 1, "row"
     data = read_text_bytes(path)
-    if suffix == ".jsonl":
-        return _load_jsonl(path, data)
+    text = data.decode("utf-8")
+    start = text.lstrip()[:1]
+    if suffix in (".jsonl", ".ndjson") or (start == "{" and suffix != ".json"):
+        return _json_lines(path, text)
+    if start in ("[", "{"):
+        return _json_document(path, text)
     # Numbers are read as text so the gate can name the line of a bad one (Arrow's own parse cannot).
-    table = gate.read_csv(path, data, strings=STRING_COLUMNS + FLOAT_COLUMNS)
+    table = gate.read_csv(path, data, delimiter="\t" if suffix == ".tsv" else ",", strings=STRING_COLUMNS + FLOAT_COLUMNS)
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
-    return table.to_pandas()
+    return table.to_pandas(), np.arange(table.num_rows) + 2, "line"
 
 
 def _decode_dictionaries(table: pa.Table) -> pa.Table:
@@ -83,26 +114,56 @@ def _decode_dictionaries(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema(fields))
 
 
-def _load_jsonl(path: Path, data: bytes) -> pd.DataFrame:
-    text = data.decode("utf-8")
+def _json_lines(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """One JSON object per line, parsed in one call; the line of a bad one is found only on failure."""
+    lines = np.asarray(text.split("\n"), dtype=object)
+    keep = np.flatnonzero(pd.Series(lines).str.strip().to_numpy(dtype=bool))
     try:
-        df = pd.read_json(io.StringIO(text), lines=True, dtype=False, precise_float=True)
-    except ValueError:
-        # Only on failure: find the first bad line so the message can name it.
-        for n, line in enumerate(text.split("\n"), 1):
-            if line.strip():
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n) from None
-        raise fail(path, "not a JSON Lines table") from None
-    if df.empty:
+        records = json.loads("[" + ",".join(lines[keep]) + "]")
+    except json.JSONDecodeError:
+        records = None
+    if records is None or len(records) != len(keep):  # a bad line, or one line holding two values
+        for n in keep:
+            try:
+                json.loads(lines[n])
+            except json.JSONDecodeError as exc:
+                raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n + 1) from None
+        raise fail(path, "expected one JSON object per line")
+    return _records(path, records, keep + 1, "line", "expected one JSON object per line")
+
+
+def _json_document(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """A JSON array of objects, or an object holding exactly one such array."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and text.lstrip()[:1] == "{":  # JSON Lines in a .json file
+            return _json_lines(path, text)
+        raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+    if isinstance(doc, dict):
+        arrays = [k for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+        if len(arrays) != 1:
+            found = f"arrays of objects under {', '.join(map(repr, arrays))}" if arrays else f"keys {', '.join(map(repr, list(doc)[:12]))}"
+            raise fail(path, f"expected a JSON array of objects, or an object holding exactly one such array; found {found}")
+        doc = doc[arrays[0]]
+    if not isinstance(doc, list) or not doc:
+        raise fail(path, "expected a non-empty JSON array of objects (one per response)")
+    return _records(path, doc, np.arange(len(doc)) + 1, "record", "expected a JSON object (one per response)")
+
+
+def _records(path: Path, records: list, numbers: np.ndarray, word: str, message: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Objects as columns; values kept as the JSON gave them (an integer stays an integer)."""
+    if not records:
         raise fail(path, "empty file (no rows)")
-    return df
+    kinds = pd.Series(records, dtype=object).map(type)
+    bad = np.flatnonzero(kinds.ne(dict).to_numpy())
+    if bad.size:
+        raise fail(path, message, numbers[bad[0]], word)
+    return pd.DataFrame(records, dtype=object), numbers, word
 
 
-def _zero_one(path: Path, values: pd.Series, lines: pd.Series) -> pd.Series:
-    """0/1, true/false (any case) -> Int8; anything else is refused with its line.
+def _zero_one(path: Path, values: pd.Series, lines: pd.Series, word: str) -> pd.Series:
+    """bool, 0/1, true/false (any case) -> Int8; anything else is refused with its line.
 
     The spelling is checked once per distinct value (factorize), not once per row.
     """
@@ -114,17 +175,81 @@ def _zero_one(path: Path, values: pd.Series, lines: pd.Series) -> pd.Series:
     bad = np.flatnonzero(mapped.isna().to_numpy())
     if bad.size:
         i = int(np.flatnonzero(np.isin(codes, bad))[0])
-        raise fail(path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r}", lines.iloc[i])
+        raise fail(path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r} (true/false also read)", lines.iloc[i], word)
     out = np.where(codes >= 0, mapped.to_numpy(dtype="float64")[np.maximum(codes, 0)], np.nan)
     return pd.Series(out, index=values.index).astype("Int8")
 
 
-def _check_options(path: Path, rows: pd.DataFrame) -> None:
-    for value in rows["options"].dropna().unique():
-        try:
-            ok = isinstance(json.loads(value), list)
-        except json.JSONDecodeError:
-            ok = False
-        if not ok:
-            line = rows.loc[rows["options"] == value, "_line"].iloc[0]
-            raise fail(path, f"`options` must be a JSON list of option texts, got {value[:80]!r}", line)
+def _options(path: Path, rows: pd.DataFrame, word: str) -> tuple[np.ndarray, list[list[str] | None]]:
+    """Store ``options`` as lettered JSON lists and their count (in place). Returns each row's code
+    into the distinct lists and each distinct list's option texts (code -1, no options: None)."""
+    codes, uniq = pd.factorize(rows["options"])
+    texts: list[list[str] | None] = []
+    for i, value in enumerate(uniq):
+        entries = _option_list(value)
+        if entries is None:
+            problem = 'must be a JSON list of option texts or of lettered options ("A. ...")'
+        elif len(entries) > len(LETTERS):
+            problem = f"has {len(entries)} entries; at most {len(LETTERS)} (A-{LETTERS[-1]})"
+        else:
+            texts.append(_option_texts(entries) or None)
+            continue
+        raise fail(path, f"`options` {problem}, got {value[:80]!r}", rows["_line"].iloc[int(np.argmax(codes == i))], word)
+    stored = [None if t is None else json.dumps([f"{LETTERS[k]}. {x}" for k, x in enumerate(t)], ensure_ascii=False) for t in texts]
+    rows["options"] = pd.Series(np.asarray([*stored, None], dtype=object)[codes], index=rows.index, dtype="str")
+    rows["n_options"] = np.asarray([np.nan if t is None else len(t) for t in texts] + [np.nan])[codes]
+    return codes, [*texts, None]
+
+
+def _option_list(value: str) -> list[str] | None:
+    """The entries of a JSON list as text (numbers as written), else None."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(parsed, list) or any(isinstance(e, (list, dict)) for e in parsed):
+        return None
+    return ["" if e is None else json.dumps(e) if isinstance(e, bool) else str(e) for e in parsed]
+
+
+def _option_texts(entries: list[str]) -> list[str]:
+    """Each option's own text: lettered entries (A, B, C... in order) lose their letter."""
+    found = [_LETTERED.match(e) for e in entries]
+    if all(m and m[1] == LETTERS[k] for k, m in enumerate(found)):
+        return [m[2] for m in found]
+    return [e.strip() for e in entries]
+
+
+def _targets(path: Path, rows: pd.DataFrame, o_codes: np.ndarray, texts: list[list[str] | None], word: str) -> pd.Series:
+    """Letter targets stay; a target naming an option's text becomes that option's letter; on a row
+    with options, a target matching none is refused. Once per distinct (options, target) pair."""
+    t_codes, t_uniq = pd.factorize(rows["target"])
+    width = len(t_uniq) + 1  # codes shifted by one so that -1 (missing) is a value too
+    p_codes, p_uniq = pd.factorize((o_codes.astype(np.int64) + 1) * width + t_codes + 1)
+    out = []
+    for k, p in enumerate(p_uniq):
+        options, t = texts[p // width - 1], p % width - 1
+        if t < 0:
+            out.append(None)
+            continue
+        target = t_uniq[t]
+        letter = _match(options, target)
+        if letter is None:
+            listed = "; ".join(f"{LETTERS[j]}. {x}" for j, x in enumerate(options or []))[:200]
+            line = rows["_line"].iloc[int(np.argmax(p_codes == k))]
+            raise fail(path, f"`target` {target[:80]!r} is neither a letter nor the text of an option ({listed})", line, word)
+        out.append(letter)
+    return pd.Series(np.asarray(out, dtype=object)[p_codes], index=rows.index, dtype="str")
+
+
+def _match(options: list[str] | None, target: str) -> str | None:
+    """The target's letter; the target itself without options (an open-ended reference); None when
+    options exist and none matches."""
+    as_letter = letter_or_text(target)
+    if options is None or as_letter is None or (len(as_letter) == 1 and as_letter in LETTERS):
+        return as_letter
+    wanted = target.strip()
+    for k, text in enumerate(options):
+        if text == wanted or f"{LETTERS[k]}. {text}" == wanted:
+            return LETTERS[k]
+    return None

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from store.ingest import gate
-from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
+from store.ingest.common import Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes, require_columns
 
 FORMAT = "vlmevalkit"
 DATASETS = {"Video-MME": "videomme", "MVBench": "mvbench", "MLVU": "mlvu", "LongVideoBench": "longvideobench"}
@@ -78,6 +78,8 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows["raw_output"] = df["prediction"].astype("str")
     rows["target"] = df["answer"].astype("str")
     rows["item_id"], key_note = _item_ids(path, df, index.astype("int64"), benchmark, lines)
+    if benchmark == "videomme" and "video" in rows and rows["video"].str.fullmatch(r"\d{1,3}").all():
+        rows["video"] = rows["video"].str.zfill(3)  # the id other formats give (question 001-2 is on video 001)
     if "candidates" in df:
         options = _options(path, df["candidates"], lines)
         rows["options"] = options
@@ -91,12 +93,14 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows["provenance"] = json_rows(prov)
     rows["benchmark"] = benchmark
     rows["model"] = opts.model or name.get("model")
-    rows["config"] = opts.config or _config(path, name)
+    config, hint = (opts.config, None) if opts.config else _config(path, name)
+    rows["config"] = config
     settings = {
         "dataset": name.get("dataset"),
         "subtitles": name.get("subs", False),
         "scored": name.get("scored", False),
         "item_key": key_note,
+        "config_hint": hint,
     }
     return make_batch(path, FORMAT, rows, opts, settings, line_word="row")
 
@@ -178,16 +182,18 @@ def _options(path: Path, candidates: pd.Series, lines: np.ndarray) -> pd.Series:
     return candidates.astype("str").map(out).astype("str")
 
 
-def _config(path: Path, name: dict) -> str:
+def _config(path: Path, name: dict) -> tuple[str, str | None]:
+    """(label, how it was inferred when not from the dataset name): the dataset's ``_8frame``,
+    else a budget the file's or folder's name states unambiguously."""
     if name.get("frames"):
-        return f"{name['frames']}f"
+        return f"{name['frames']}f", None
     if name.get("fps"):
         raise fail(
             path,
             f"dataset {name['dataset']} samples {name['fps']} frame(s) per second, so the frame count varies with "
             "the video and no label describes it; pass --config, e.g. --config 64f/fps-1",
         )
-    found = _FRAMES.search("_" + path.stem)
-    if found:
-        return f"{int(found[1])}f"
-    raise fail(path, "the dataset name carries no frame budget (like _8frame); pass --config")
+    hint = budget_hint(path)
+    if hint is None:
+        raise fail(path, "neither the dataset name (like _8frame) nor the file or folder name states a single frame budget; pass --config")
+    return hint[0], f"config {hint[0]} from {hint[1]}"
