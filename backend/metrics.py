@@ -1,8 +1,9 @@
 """MCQA metrics on the matched matrix (METRICS.md), with paired-bootstrap intervals.
 
 Every metric is a mean over items of a per-item indicator (correct at c, correct somewhere,
-confused, text overwrite, flipped between two configs), so all of them, for every model, are
-stacked into one matrix ``X[I, K]`` and resampled with one ``W @ X`` (``backend.stats``). Derived
+confused, text overwrite, flipped between two configs), so all of them, per model, are stacked
+into one matrix ``X[I, K]``; its rows are a function of the item's trajectory pattern, so the
+bootstrap resamples pattern counts (``backend.stats.pattern_bootstrap_means``). Derived
 numbers (best fixed, headroom, the overwrite share of text-correct items, mean churn) are then
 recomputed per resample, so their intervals respect the pairing too.
 """
@@ -14,10 +15,11 @@ import pandas as pd
 
 from backend.errors import UserError
 from backend.matrix import Matrix
-from backend.stats import bootstrap_means, mcnemar_exact, percentile_interval
+from backend.stats import distinct_rows, mcnemar_exact, pattern_bootstrap_means, percentile_interval, wilson_interval
 from backend.tags import confused, terminal_regression, text_overwrite, top_index
 
 FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")
+WILSON_COLUMNS = ("best_fixed", "oracle_accuracy", "visual_confusion_rate", "text_overwrite_rate")
 
 
 def best_fixed_index(values: np.ndarray, lower: np.ndarray) -> int:
@@ -31,9 +33,12 @@ def best_fixed_index(values: np.ndarray, lower: np.ndarray) -> int:
     return int(np.flatnonzero(tied & ~cheaper_tied)[0])
 
 
-def _flows(ya: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rescued, harmed) counts over the item axis (-1) of boolean arrays."""
-    return (~ya & yb).sum(axis=-1), (ya & ~yb).sum(axis=-1)
+def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rescued, harmed) counts over the item axis (-1) of boolean arrays; with ``weights`` the last
+    axis is patterns, each standing for ``weights`` items."""
+    if weights is None:
+        return (~ya & yb).sum(axis=-1), (ya & ~yb).sum(axis=-1)
+    return (~ya & yb) @ weights, (ya & ~yb) @ weights
 
 
 def _flow_record(frm: str, to: str, rescued: int, harmed: int, n: int) -> dict:
@@ -106,6 +111,16 @@ def _summaries(v: np.ndarray, where: dict[str, slice], has_text: bool) -> dict[s
     }
 
 
+def _patterns(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One model's distinct trajectories ``[P, C]`` (bool), how many items follow each, and each item's.
+
+    Every per-model metric is a function of the item's trajectory, and at most 2^|G| of them exist
+    however many items there are, so indicators, counts and resamples are computed per pattern.
+    """
+    first, counts, inverse = distinct_rows(correct)
+    return correct[first].astype(bool), counts, inverse
+
+
 def _value(x: float) -> float | None:
     """A rate for the JSON contract: None where it is not available (never 0)."""
     return None if np.isnan(x) else float(x)
@@ -120,25 +135,29 @@ def mcqa_metrics(
     consecutive ones); ``bootstrap = 0`` skips the intervals (``ci`` is then empty).
     """
     _require_items(matrix)
-    y = matrix.correct.astype(bool)
-    n_models, n_items, _ = y.shape
+    n_models, n_items, _ = matrix.correct.shape
     grid = matrix.grid
     has_text = "text" in grid
-    ind, where = _indicators(y, matrix)
-    counts = ind.sum(axis=1)  # [M, K] exact integer counts
-    point = _summaries(counts / n_items, where, has_text)
     top = top_index(grid, matrix.lower)
-    terminal = terminal_regression(y, matrix.lower, top).sum(axis=-1)
     pair_idx = _pair_indices(matrix, pairs)
     a_idx = np.array([a for a, _ in pair_idx], dtype=int)
     b_idx = np.array([b for _, b in pair_idx], dtype=int)
-    rescued, harmed = _flows(np.moveaxis(y[:, :, a_idx], 1, -1), np.moveaxis(y[:, :, b_idx], 1, -1))  # [M, P]
+    patterns = [_patterns(matrix.correct[m])[:2] for m in range(n_models)]  # per model: ([P, C], [P])
+    indicators = [_indicators(y, matrix) for y, _ in patterns]  # per pattern: [P, K]
+    where = indicators[0][1]
+    counts = np.stack([w @ ind for (_, w), (ind, _) in zip(patterns, indicators, strict=True)])  # [M, K] exact
+    point = _summaries(counts / n_items, where, has_text)
+    terminal = [w @ terminal_regression(y, matrix.lower, top) for y, w in patterns]
+    flows = [_flows(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
 
     intervals: dict[str, np.ndarray] = {}
     if bootstrap:
-        x = ind.transpose(1, 0, 2).reshape(n_items, -1)  # [I, M*K]: models side by side, one resample set
-        boot = bootstrap_means(x, bootstrap, seed).reshape(bootstrap, n_models, -1)
-        stats = _summaries(boot.astype(np.float64), where, has_text)
+        # Each model's resamples are its pattern counts resampled (backend.stats): every interval
+        # reported is one model's, paired across its configurations.
+        boot = np.stack(
+            [pattern_bootstrap_means(ind, w, bootstrap, (seed, m)) for m, ((_, w), (ind, _)) in
+             enumerate(zip(patterns, indicators, strict=True))], axis=1)  # fmt: skip
+        stats = _summaries(boot, where, has_text)
         stats |= {f"accuracy[{label}]": boot[..., where["accuracy"]][..., c] for c, label in enumerate(grid)}
         intervals = {name: percentile_interval(s) for name, s in stats.items()}  # each [2, M]
 
@@ -157,7 +176,7 @@ def mcqa_metrics(
             "terminal_regressions": int(terminal[m]),
             "mean_churn": _value(point["mean_churn"][m]),
             "transitions": [
-                _flow_record(grid[a], grid[b], rescued[m, p], harmed[m, p], n_items)
+                _flow_record(grid[a], grid[b], flows[m][0][p], flows[m][1][p], n_items)
                 for p, (a, b) in enumerate(pair_idx)
             ],
             "ci": {
@@ -211,12 +230,13 @@ def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
     """Per task type: n, accuracy per config, best fixed, oracle, headroom, confusion and overwrite rates.
 
     Sorted by n (largest first); ``text_overwrite_rate`` is NaN when ``text`` is not in the grid.
+    The proportions of ``WILSON_COLUMNS`` carry ``<col>_lo``/``<col>_hi``: Wilson 95% intervals.
     Items without a task type are grouped under "(none)".
     """
     _require_items(matrix)
-    m = matrix.model_index(model)
-    y = matrix.correct[m].astype(bool)
-    ind, where = _indicators(y, matrix)
+    patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
+    ind, where = _indicators(patterns, matrix)
+    ind = ind[inverse]  # per item, from its pattern's row
     acc_cols = [f"accuracy[{label}]" for label in matrix.grid]
     frame = pd.DataFrame(ind[:, where["accuracy"]].astype(np.float64), columns=acc_cols)
     frame["oracle_accuracy"] = ind[:, where["oracle"]][:, 0]
@@ -229,4 +249,6 @@ def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
     best = out[acc_cols].to_numpy().max(axis=1)
     out.insert(1 + len(acc_cols), "best_fixed", best)
     out.insert(out.columns.get_loc("oracle_accuracy") + 1, "oracle_headroom", out["oracle_accuracy"] - best)
+    for col in WILSON_COLUMNS:  # groups are small (13 items): Wilson intervals, valid at small n, not the bootstrap
+        out[f"{col}_lo"], out[f"{col}_hi"] = wilson_interval(np.rint(out[col] * out["n"]), out["n"])
     return out.reset_index().sort_values(["n", "task_type"], ascending=[False, True], ignore_index=True)

@@ -82,15 +82,16 @@ def bootstrap_means(x: np.ndarray, n_resamples: int = 1000, seed: int = 0) -> np
     return np.concatenate(out, axis=0) / np.float32(n_items)
 
 
-def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one item per distinct row of the 0/1 matrix ``x[I, K]``, how many items share it)."""
+def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the 0/1 matrix ``x[I, K]``: one item per distinct row, how many items share it, and each
+    item's row number among the distinct ones (``x[first][inverse] == x``)."""
     x = np.asarray(x, dtype=bool)
     if x.shape[1] <= 63:  # one integer code per row: a 1-D unique, much faster than unique(axis=0)
         codes = x.astype(np.int64) @ (np.int64(1) << np.arange(x.shape[1], dtype=np.int64))
     else:
         codes = np.unique(np.packbits(x, axis=1), axis=0, return_inverse=True)[1].ravel()
-    _, first, counts = np.unique(codes, return_index=True, return_counts=True)
-    return first, counts
+    _, first, inverse, counts = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
+    return first, counts, inverse.ravel()
 
 
 def pattern_bootstrap_means(rows: np.ndarray, counts: np.ndarray, n_resamples: int = 1000,

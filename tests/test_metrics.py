@@ -15,6 +15,8 @@ from backend.metrics import (
     best_fixed_index,
     flow_items,
     mcqa_metrics,
+    _indicators,
+    _summaries,
     task_type_breakdown,
     transition,
     transition_between,
@@ -22,6 +24,7 @@ from backend.metrics import (
 from backend.stats import (
     bootstrap_means,
     bootstrap_weights,
+    distinct_rows,
     mcnemar_exact,
     percentile_interval,
 )
@@ -221,6 +224,44 @@ def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
         point |= {k: m[k] for k in expected - set(point)}
         for name, (lo, hi) in m["ci"].items():
             assert lo <= point[name] + 1e-9 and point[name] <= hi + 1e-9, name
+
+
+def test_pattern_bootstrap_matches_the_item_bootstrap_on_20_seeds(tmp_path):
+    """Resampling pattern counts (what mcqa_metrics does) and resampling items (W @ X) give the same
+    intervals within Monte-Carlo error: per statistic and endpoint, the means over 20 seeds differ
+    by less than 4 standard errors (plus one item's share, the percentiles' step)."""
+    n_items, n_boot, seeds = 400, 400, range(20)
+    mx = load_matrix(_random_store(tmp_path, n_items=n_items, seed=5), ["a", "b"])
+    ind, where = _indicators(mx.correct.astype(bool), mx)
+    pattern, item = [], []
+    for seed in seeds:
+        ci = mcqa_metrics(mx, bootstrap=n_boot, seed=seed)["models"]
+        names = sorted(ci["a"]["ci"])
+        pattern.append([ci[m]["ci"][k] for m in mx.models for k in names])
+        per_model = []
+        for m in range(len(mx.models)):
+            boot = bootstrap_means(ind[m], n_boot, seed).astype(np.float64)
+            stats = _summaries(boot, where, True) | {
+                f"accuracy[{c}]": boot[:, where["accuracy"]][:, k] for k, c in enumerate(mx.grid)
+            }
+            per_model.append([percentile_interval(stats[k][:, None])[:, 0] for k in names])
+        item.append(per_model)
+    pattern_ci = np.array(pattern, dtype=float).reshape(len(seeds), -1)  # [seed, model x stat x (lo, hi)]
+    item_ci = np.array(item, dtype=float).reshape(len(seeds), -1)
+    se = np.sqrt((pattern_ci.var(axis=0, ddof=1) + item_ci.var(axis=0, ddof=1)) / len(seeds))
+    gap = np.abs(pattern_ci.mean(axis=0) - item_ci.mean(axis=0))
+    assert (gap <= 4 * se + 1 / n_items).all(), gap - 4 * se
+    assert not np.allclose(pattern_ci[0], pattern_ci[1])  # the seeds really draw different resamples
+
+
+def test_distinct_rows_count_every_item_once():
+    x = np.array([[1, 0], [0, 1], [1, 0], [1, 1], [1, 0]], dtype=bool)
+    first, counts, inverse = distinct_rows(x)
+    assert sorted(zip(map(tuple, x[first].astype(int)), counts)) == [((0, 1), 1), ((1, 0), 3), ((1, 1), 1)]
+    assert np.array_equal(x[first][inverse], x)
+    wide = np.zeros((3, 70), dtype=bool)
+    wide[1, 66] = True  # more than 63 columns: the packed-bytes path
+    assert sorted(distinct_rows(wide)[1]) == [1, 2]
 
 
 def test_bootstrap_weights_are_paired_multinomial_counts(monkeypatch):
