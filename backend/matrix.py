@@ -13,13 +13,17 @@ the earliest written. One scan fetches every row with its preference; NumPy pick
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
+from backend import diskcache
 from backend.errors import UserError
 from backend.filters import ItemFilter, filter_sql
 from store import configs
@@ -108,15 +112,18 @@ def main_only(alias: str = "") -> str:
 
 
 def _matched_grid(
-    con: duckdb.DuckDBPyConnection, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
+    info: dict, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
 ) -> list[str]:
-    """The grid ``G_M``: the configs every model has, or the given ones checked against each model."""
-    where = "list_contains($models, model)" + ("" if benchmark is None else " AND benchmark = $benchmark")
-    where += "" if reruns else f" AND {main_only()}"
-    params = {"models": models} | ({} if benchmark is None else {"benchmark": benchmark})
-    sql = f"SELECT model, list(DISTINCT config) FROM responses WHERE {where} GROUP BY model"
-    have = con.execute(sql, params).fetchall()
-    by_model = {m: set(cfgs) for m, cfgs in have}
+    """The grid ``G_M``: the configs every model has, or the given ones checked against each model.
+
+    Read from ``available(store)`` (cached per set of files), not from a scan of the responses.
+    """
+    by_model: dict[str, set[str]] = {}
+    for m in models:
+        sources = [info["configs"].get(m, {})] + ([info["reruns"].get(m, {})] if reruns else [])
+        have = {label for src in sources for b, labels in src.items() if benchmark in (None, b) for label in labels}
+        if have:
+            by_model[m] = have
     scope = f" on benchmark {benchmark!r}" if benchmark else ""
     for m in models:
         if m not in by_model:
@@ -216,12 +223,25 @@ def load_matrix(
     are those passing ``item_filter`` with at least one response in the grid; the ones lacking some
     (model, config) are excluded and counted. Live re-runs (``origin = 'rerun'``) are left out
     unless ``include_reruns``: they are an overlay, never part of a matrix by default.
+
+    The unfiltered matrix of a large store is kept in the store's cache folder (``_load_cached``)
+    and a filter is applied to it in memory when that is exact (``narrow``).
     """
     models = list(dict.fromkeys(models))
     if not models:
         raise UserError("no model given")
+    grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
+    if include_answers:
+        return _load(store, models, benchmark, grid, item_filter, True, include_reruns)
+    full = _load_cached(store, models, benchmark, grid, include_reruns)
+    cut = narrow(store, full, item_filter)
+    return cut if cut is not None else _load(store, models, benchmark, grid, item_filter, False, include_reruns)
+
+
+def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
+          include_answers: bool, include_reruns: bool) -> Matrix:  # fmt: skip
+    """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""
     with store.connect() as con:
-        grid = _matched_grid(con, models, benchmark, grid, include_reruns)
         bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])
         fsql, fparams = filter_sql(item_filter, alias="it")
         cols = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
@@ -259,37 +279,164 @@ def load_matrix(
     )
 
 
+CACHE_MIN_CELLS = 2_000_000  # smaller matrices load from Parquet in well under a second: not cached
+
+
+def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Matrix:
+    """The unfiltered matched matrix, from ``<store>/.cache/matrix-<key>/`` when present.
+
+    Keyed on the store's files and the scope (``backend.diskcache``); written only when the
+    manifest did not move during the load, so an entry always matches its key.
+    """
+    manifest = store.manifest()
+    key = diskcache.file_set_key(manifest, ("responses", "items"), models, benchmark, grid, reruns)
+    entry = diskcache.folder(store) / f"matrix-{key}"
+    cached = _read_entry(entry, models, grid)
+    if cached is not None and diskcache.all_files_present(store, manifest):
+        return cached
+    matrix = _load(store, models, benchmark, grid, None, False, reruns)
+    cells = len(models) * matrix.n_items * len(grid)
+    if cells >= CACHE_MIN_CELLS and store.manifest().version == manifest.version:
+        if diskcache.write_atomic(entry, lambda tmp: _write_entry(tmp, matrix)):
+            diskcache.prune(entry.parent, "matrix-*")
+    return matrix
+
+
+def _write_entry(folder: Path, matrix: Matrix) -> None:
+    folder.mkdir()
+    with open(folder / "arrays.npy", "wb") as f:
+        for array in (matrix.correct, matrix.confidence, matrix.score):
+            np.save(f, array, allow_pickle=False)
+    matrix.items.to_parquet(folder / "items.parquet", index=False)
+    meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _read_entry(folder: Path, models: list[str], grid: list[str]) -> Matrix | None:
+    try:
+        with open(folder / "arrays.npy", "rb") as f:
+            correct, confidence, score = (np.load(f, allow_pickle=False) for _ in range(3))
+        items = pq.read_table(folder / "items.parquet").to_pandas()
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return Matrix(models=list(models), grid=list(grid), items=items, correct=correct, confidence=confidence,
+                  score=score, n_excluded=int(meta["n_excluded"]), excluded_reasons=meta["excluded_reasons"])  # fmt: skip
+
+
+def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:
+    """The matrix of ``item_filter`` cut from the unfiltered ``full`` one, or None when that is not exact.
+
+    When ``full`` excludes no item, every item in scope is complete, so the filtered scope is the
+    subset of ``full``'s items passing the filter, in the same order, with nothing excluded: exactly
+    what a filtered load returns, without rescanning the responses. Otherwise the exclusion counts
+    depend on the filter, and the caller loads it.
+    """
+    if item_filter is None or item_filter.is_empty():
+        return full
+    if full.n_excluded:
+        return None
+    fsql, fparams = filter_sql(item_filter, alias="it")
+    with store.connect() as con:  # the annotations view, for a tag filter
+        con.register("scope_items", full.items.assign(i=np.arange(full.n_items)))
+        keep = con.execute(f"SELECT i FROM scope_items it WHERE {fsql}", fparams).fetchnumpy()["i"]
+    mask = np.zeros(full.n_items, dtype=bool)
+    mask[keep] = True
+    return restrict(full, mask)
+
+
+def _cells_of_file(store: Store, rel: str) -> dict:
+    """Rows and distinct items per (model, benchmark, config, re-run?) of one responses file, and
+    distinct main-run items per (model, benchmark). Files never change, so this is computed once per
+    file (the first read after the write that added it) and kept in the store's cache folder."""
+    path = diskcache.folder(store) / "files" / (rel.replace("/", "__") + ".json")
+    cached = diskcache.read_json(path)
+    if isinstance(cached, dict):
+        return cached
+    source = f"read_parquet('{str(store.root / rel).replace(chr(39), chr(39) * 2)}')"
+    with duckdb.connect(":memory:") as con:
+        cells = con.execute(
+            f"""SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, count(*), count(DISTINCT item_id)
+            FROM {source} GROUP BY ALL"""
+        ).fetchall()
+        per_model = con.execute(
+            f"SELECT model, benchmark, count(DISTINCT item_id) FROM {source} WHERE {main_only()} GROUP BY ALL"
+        ).fetchall()
+    out = {"cells": [list(r) for r in cells], "model_items": [list(r) for r in per_model]}
+    diskcache.write_json(path, out)
+    return out
+
+
+def _distinct_across_files(store: Store, keys: list[tuple], files: set[str], columns: list[str], main: bool) -> dict:
+    """Exact distinct item counts for the ``keys`` (over ``columns``) that several files contribute to."""
+    where = f"WHERE {main_only()}" if main else ""
+    rerun = f", NOT ({main_only()}) AS rerun" if "rerun" in columns else ""
+    on = " AND ".join(f"r.{c} = w.{c}" for c in columns)
+    with duckdb.connect(":memory:") as con:
+        con.register("wanted", pd.DataFrame(keys, columns=columns))
+        rows = con.execute(
+            f"""SELECT {", ".join(f"r.{c}" for c in columns)}, count(DISTINCT r.item_id)
+            FROM (SELECT model, benchmark, config, item_id {rerun}
+                  FROM read_parquet($files, union_by_name=false) {where}) r JOIN wanted w ON {on} GROUP BY ALL""",
+            {"files": [str(store.root / f) for f in sorted(files)]},
+        ).fetchall()
+    return {tuple(r[:-1]): int(r[-1]) for r in rows}
+
+
+def _combine(store: Store, per_file: dict[str, dict], block: str, columns: list[str], main: bool) -> dict[tuple, list[int]]:
+    """Sum one block of the per-file counts; distinct items where several files share a key are
+    recounted over exactly those files (a repeat or a later ingest of the same cell)."""
+    totals: dict[tuple, list[int]] = {}
+    sources: dict[tuple, set[str]] = {}
+    for rel, agg in per_file.items():
+        for row in agg[block]:
+            key, counts = tuple(row[: len(columns)]), row[len(columns) :]
+            now = totals.setdefault(key, [0] * len(counts))
+            totals[key] = [a + int(b) for a, b in zip(now, counts, strict=True)]
+            sources.setdefault(key, set()).add(rel)
+    shared = [key for key, files in sources.items() if len(files) > 1]
+    if shared:
+        files = set().union(*(sources[k] for k in shared))
+        for key, n in _distinct_across_files(store, shared, files, columns, main).items():
+            totals[key][-1] = n
+    return totals
+
+
 def available(store: Store) -> dict:
     """What the store holds (the ``info`` contract): models, benchmarks, configs per model and benchmark.
 
     ``configs``, ``coverage`` (items per configuration) and ``model_items`` count main runs only;
     live re-runs are listed apart under ``reruns`` (items per configuration), so one exploratory
     re-run never adds a configuration to what the views analyse.
+
+    Counting distinct items over 10M responses takes seconds, so the counts are kept per file and
+    the answer per set of files, in the store's cache folder (``backend.diskcache``).
     """
-    with store.connect() as con:
-        rows = con.execute(
-            f"""SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, count(*), count(DISTINCT item_id)
-            FROM responses GROUP BY ALL"""
-        ).fetchall()
-        per_model = con.execute(
-            f"SELECT model, benchmark, count(DISTINCT item_id) FROM responses WHERE {main_only()} GROUP BY ALL"
-        ).fetchall()
+    manifest = store.manifest()
+    cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
+    cached = diskcache.read_json(cache)
+    if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
+        return cached
+    with store.connect() as con:  # names a listed file that is missing
         n_items, task_types, durations, domains = con.execute(
             "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
             "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
             "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
         ).fetchone()
+    per_file = {rel: _cells_of_file(store, rel) for rel in manifest.files["responses"]}
+    rows = _combine(store, per_file, "cells", ["model", "benchmark", "config", "rerun"], main=False)
+    per_model = _combine(store, per_file, "model_items", ["model", "benchmark"], main=True)
     coverage: dict[str, dict[str, dict[str, int]]] = {}
     reruns: dict[str, dict[str, dict[str, int]]] = {}
     n_main = n_rerun = 0
-    for model, bench, label, rerun, n_rows, n in sorted(rows):
+    for (model, bench, label, rerun), (n_rows, n) in sorted(rows.items()):
         (reruns if rerun else coverage).setdefault(model, {}).setdefault(bench, {})[label] = int(n)
         n_rerun, n_main = (n_rerun + n_rows, n_main) if rerun else (n_rerun, n_main + n_rows)
     cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage.items()}
     model_items: dict[str, dict[str, int]] = {}
-    for model, bench, n in per_model:
+    for (model, bench), (n,) in per_model.items():
         model_items.setdefault(model, {})[bench] = int(n)
-    return {
+    out = {
         "models": sorted(cfgs),
         "benchmarks": sorted({b for per in cfgs.values() for b in per}),
         "configs": cfgs,
@@ -303,3 +450,6 @@ def available(store: Store) -> dict:
         "n_rerun_responses": n_rerun,
         "n_items": int(n_items),
     }
+    if diskcache.write_json(cache, out):
+        diskcache.prune(cache.parent, "available-*.json")
+    return out

@@ -21,7 +21,7 @@ from backend import flows, inspector, noise, reports
 from backend.cli.items import flatten
 from backend.filters import ItemFilter
 from backend.items import trajectory_table
-from backend.matrix import Matrix, available, load_matrix
+from backend.matrix import Matrix, available, load_matrix, narrow
 from backend.scope import Resolved, tag_subset
 from backend.scope import Scope as BackendScope
 from backend.video import thumbnails
@@ -67,6 +67,13 @@ def store_info(root: str, version: int) -> dict:
 
 @st.cache_resource(show_spinner="Loading the response matrix…", max_entries=8)
 def _matched(root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter, reruns: bool) -> Matrix:
+    """A filter change cuts the cached unfiltered matrix in memory (``backend.matrix.narrow``) when
+    that is exact, instead of rescanning every response."""
+    if not item_filter.is_empty():
+        full = _matched(root, version, models, benchmark, grid, ItemFilter(), reruns)
+        cut = narrow(Store(root), full, item_filter)
+        if cut is not None:
+            return cut
     return load_matrix(Store(root), list(models), benchmark, list(grid), item_filter, include_reruns=reruns)
 
 

@@ -1,0 +1,79 @@
+"""Derived data kept beside a store (``<store>/.cache/``), so a fresh process does not rescan 10M rows.
+
+Everything here is a pure function of immutable Parquet files (each write adds new, uniquely named
+files and swaps the manifest), so an entry is keyed on the files it was computed from: a write
+changes the key, and a stale entry is never read. Entries are written to a temporary name and
+renamed into place (readers never see half a file); a store that cannot be written simply gets no
+cache. ``trajaudit check`` / ``repair`` ignore this folder; deleting it only costs time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from store.store import Manifest, Store
+
+FOLDER = ".cache"
+KEEP = 8  # entries of one kind kept (newest first): enough for the scopes a dashboard flips between
+
+
+def folder(store: Store) -> Path:
+    return store.root / FOLDER
+
+
+def file_set_key(manifest: Manifest, tables: tuple[str, ...], *extra: object) -> str:
+    """A short hash of the live files of ``tables`` and any ``extra`` parameters."""
+    text = json.dumps([[manifest.files[t] for t in tables], [repr(e) for e in extra]])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def all_files_present(store: Store, manifest: Manifest) -> bool:
+    """Whether every listed file is on disk (else ``Store.connect`` names the missing one)."""
+    return all((store.root / rel).exists() for files in manifest.files.values() for rel in files)
+
+
+def read_json(path: Path) -> object | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, write) -> bool:
+    """``write(tmp_path)`` (a file or a folder) then rename onto ``path``; False, and nothing left
+    behind, when the store cannot be written or another process published the same entry first."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        _remove(tmp)
+        return False
+
+
+def write_json(path: Path, data: object) -> bool:
+    return write_atomic(path, lambda tmp: tmp.write_text(json.dumps(data)))
+
+
+def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
+    """Delete all but the ``keep`` newest entries matching ``pattern`` (best effort)."""
+    try:
+        entries = sorted(directory.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in entries[keep:]:
+        _remove(old)
