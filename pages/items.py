@@ -15,6 +15,7 @@ from backend.selection import Selection
 from pages.common import data, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
+from pages.common.sparkline import confidence_svg
 from store.store import Store
 
 SIZES = (25, 50, 100)
@@ -63,7 +64,7 @@ def table_view(scope: data.Scope) -> None:
         trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
     )
     cols = ["item_id", "trajectory"] + (["confidence"] if has_conf else []) + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
-    shown["confidence"] = [[np.nan if v is None else v for v in row] for row in page["confidence"]]  # a gap, not an error cell
+    shown["confidence"] = [confidence_svg(row) for row in page["confidence"]]  # a missing value is a gap, not an error cell
     if len(scope.models) > 1:
         cols.insert(5, "disagreement")
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
@@ -86,7 +87,7 @@ def table_view(scope: data.Scope) -> None:
             "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
             "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
             "disagreement": st.column_config.ProgressColumn("disagreement", min_value=0.0, max_value=1.0, format="%.2f"),
-            "confidence": st.column_config.LineChartColumn("confidence", y_min=0.0, y_max=1.0),
+            "confidence": st.column_config.ImageColumn("confidence", width=130, help="focus model, along the grid (0 to 1); gaps: no confidence"),
             "question": st.column_config.TextColumn("question", width="large"),
         },
     )  # fmt: skip

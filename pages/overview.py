@@ -7,6 +7,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from backend.compare import headline_table
+from backend.metrics import WILSON_COLUMNS
 from backend.palette import CORRECT, WRONG, model_colours, rgba
 from pages.common import data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
@@ -27,6 +28,7 @@ HELP = {
     "text_overwrite_rate": "Share of items correct text-only and wrong with some video input (needs `text` in the grid).",
     "mean_churn": "Mean over consecutive steps of (rescued + harmed) / items.",
 }
+MIN_GROUP = 30  # task types with fewer items are marked small
 SORTS = {
     "visual_confusion_rate": "visual confusion",
     "text_overwrite_rate": "text overwrite",
@@ -48,7 +50,8 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
                 label = f"{label} ({row['best_fixed_config']})"
             col.metric(label, ui.pct(row[name]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off", help=HELP[name])
     if len(table) > 1:
-        st.dataframe(ui.headline_text(table), column_config={"_index": st.column_config.TextColumn("model (95% CI)", pinned=True)})
+        # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
+        st.dataframe(ui.headline_text(table).T.rename_axis("95% CI"), column_config={"_index": st.column_config.TextColumn(pinned=True)})
     ui.downloads(table, "headlines")
 
 
@@ -113,21 +116,49 @@ def transitions_table(metrics: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden])
 
 
+def ci_column(lo: pd.Series, hi: pd.Series) -> pd.Series:
+    """Intervals as text, "[20, 57]" in percent; empty where there is none."""
+    text = "[" + (100 * lo).round().astype("Int64").astype(str) + ", " + (100 * hi).round().astype("Int64").astype(str) + "]"
+    return text.where(lo.notna(), "")
+
+
 def task_table(scope: data.Scope, report: dict) -> None:
+    """Per task type, with Wilson 95% intervals; groups under the minimum size are marked and sorted last."""
     st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
-    sort = state.bind(st.segmented_control, "tsort", "Sort by", options=list(SORTS), default="visual_confusion_rate",
-                      format_func=SORTS.get)  # fmt: skip
+    left, right = st.columns([4, 1], vertical_alignment="bottom")
+    with left:
+        sort = state.bind(st.segmented_control, "tsort", "Sort by", options=list(SORTS), default="visual_confusion_rate",
+                          format_func=SORTS.get)  # fmt: skip
+    min_n = state.bind(right.number_input, "minn", "Minimum group size", default=MIN_GROUP, min_value=1, max_value=100_000, step=5,
+                       help="Task types with fewer items are marked small and sorted after the others: their rates swing widely.")  # fmt: skip
     table = pd.DataFrame(report["task_types"][scope.focus])
+    table.insert(2, "size", np.where(table["n"] < min_n, f"small (< {min_n})", ""))
     if sort:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
-    rates = [c for c in table.columns if c not in ("task_type", "n")]
-    st.dataframe(
-        table,
-        hide_index=True,
-        column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
-        | {c: st.column_config.NumberColumn(c.replace("_", " "), format="percent") for c in rates},
-    )
+        table = table.sort_values("n", key=lambda n: n < min_n, kind="stable")  # small groups last, order kept
+    acc = [c for c in table.columns if c.startswith("accuracy[")]
+    shown = table[["task_type", "n", "size"]].copy()
+    for col in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate"):
+        interval = ci_column(table[f"{col}_lo"], table[f"{col}_hi"]) if col in WILSON_COLUMNS else ""
+        shown[col.replace("_", " ")] = (100 * table[col]).round().astype("Int64").astype(str).str.replace("<NA>", "n/a") + "% " + interval
+    st.caption(f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
+               "Brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
+    st.dataframe(shown, hide_index=True,
+                 column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items", "size": "group"})  # fmt: skip
+    with st.expander("Accuracy per configuration, by task type"):
+        st.dataframe(table[["task_type", "n", *acc]], hide_index=True,
+                     column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
+                     | {c: st.column_config.NumberColumn(c[len("accuracy["):-1], format="percent") for c in acc})  # fmt: skip
     ui.downloads(table, f"task-types-{scope.focus}")
+
+
+def tag_notice(scope: data.Scope, metrics: dict) -> None:
+    """Under a trajectory-tag filter every number is conditioned on the tag (confused items: 100% confusion)."""
+    if scope.tag:
+        st.warning(f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
+                   f"number below is over its {metrics['n_items']:,} items only, so rates the tag defines (e.g. visual "
+                   "confusion for `confused`) are 100% by construction. Clear the tag for the benchmark's numbers.",
+                   icon=":material/filter_alt:")  # fmt: skip
 
 
 ensure_entrypoint()
@@ -140,6 +171,7 @@ with ui.guard():
     info = data.store_info(scope.root, scope.version)
     colours = model_colours(info["models"])
     metrics = data.overview(scope)
+    tag_notice(scope, metrics)
     headlines(metrics, colours, scope.focus)
     if "text" not in scope.grid:
         st.caption("Text overwrite is n/a: add `text` to the grid to measure it.")
@@ -157,4 +189,15 @@ with ui.guard():
         )  # fmt: skip
         ui.downloads(trans, "transitions")
     task_table(scope, metrics)
+    # The shareable report: built on click by the CLI's own function (same bytes as `trajaudit report` for this scope and seed).
+    from backend.report import build as build_report
+    from store.store import Store
+
+    st.download_button(
+        "Download report", icon=":material/download:", on_click="ignore", mime="text/html", file_name="trajaudit-report.html",
+        data=lambda: build_report(Store(scope.root), scope.resolved, "html", seed=0, bootstrap=data.BOOTSTRAP,
+                                  video_root=sidebar.video_root(scope)),
+        help="One self-contained HTML file of this view (charts draw offline, tables, a gallery of 24 items); "
+             "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
+    )  # fmt: skip
     ui.twin(scope, ["metrics"])
