@@ -117,7 +117,7 @@ def _decode_dictionaries(table: pa.Table) -> pa.Table:
 def _json_lines(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     """One JSON object per line, parsed in one call; the line of a bad one is found only on failure."""
     lines = np.asarray(text.split("\n"), dtype=object)
-    keep = np.flatnonzero(pd.Series(lines).str.strip().to_numpy(dtype=bool))
+    keep = np.flatnonzero(pd.Series(lines, dtype="str").str.strip().str.len().to_numpy() > 0)
     try:
         records = json.loads("[" + ",".join(lines[keep]) + "]")
     except json.JSONDecodeError:
