@@ -71,7 +71,7 @@ def detect(path: Path) -> str:
     head = _head(path)
     if suffix == ".tsv":
         return "table" if "item_id" in head.split("\n", 1)[0].split("\t") else "vlmevalkit"
-    if suffix == ".jsonl":
+    if suffix in (".jsonl", ".ndjson"):
         first = _first_json_line(path, head)
         if lmms_eval.looks_like(first):
             return "lmms-eval"
