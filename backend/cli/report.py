@@ -1,0 +1,46 @@
+"""``trajaudit report``: a shareable audit report of a scope, as one self-contained HTML file or paper-ready tables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from backend.cli.common import add_store
+from backend.errors import UserError
+from backend.report import FORMATS, build
+from backend.scope import Scope, add_scope_args
+from store.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="a shareable report of the scope: one offline HTML file, LaTeX/Markdown tables or JSON")
+    add_store(p)
+    add_scope_args(p, noise=True)
+    p.add_argument("--gallery", type=int, default=24, help="items in the gallery of the most informative items (0 = none)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals and of the gallery's tie-breaks")
+    p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
+    p.add_argument("--video-root", default=None, help="where the items' videos are (default: $TRAJAUDIT_VIDEO_ROOT or <store>/videos)")
+    p.add_argument("--format", default="html", choices=FORMATS, help="html (default), json (the data the HTML draws), latex, markdown")
+    p.add_argument("--out", required=True, help="file to write ('-' for standard output)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bootstrap < 0:
+        raise UserError("--bootstrap must be >= 0")
+    store = Store(args.store)
+    resolved = Scope.from_args(args).resolve(store)
+    out = build(store, resolved, args.format, gallery_items=args.gallery, seed=args.seed, bootstrap=args.bootstrap,
+                video_root=args.video_root)  # fmt: skip
+    if args.out == "-":
+        os.write(1, out)
+        return 0
+    target = Path(args.out)
+    if not target.parent.is_dir():
+        raise UserError(f"--out: folder {target.parent} does not exist")
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(out)
+    os.replace(tmp, target)
+    print(f"wrote {target} ({len(out) / 1e6:.2f} MB)")
+    return 0

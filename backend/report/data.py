@@ -1,0 +1,131 @@
+"""Everything a shareable report shows, as one JSON-ready dict (``trajaudit report --format json``).
+
+The HTML, LaTeX and Markdown renderers draw only from this dict, so ``--format json`` is exactly
+the data the file draws. The numbers come from the same functions the pages and their CLI twins
+use (``backend.reports``); the per-task-type table adds 95% intervals by running the Overview's
+``mcqa_metrics`` on each task type's items (same bootstrap, same seed). Nothing here depends on
+the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (reproducible builds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from backend import predictor, reports
+from backend.compare import headline_table
+from backend.errors import UserError
+from backend.matrix import Matrix, available, restrict
+from backend.metrics import mcqa_metrics
+from backend.palette import model_colours
+from backend.report.gallery import gallery
+from backend.scope import Resolved, command_line
+from backend.video import default_video_root
+from store.store import Store
+
+LIBRARIES = ("trajaudit", "numpy", "pandas", "duckdb", "plotly", "scipy", "pillow")
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of trajaudit and the libraries its numbers depend on."""
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def generated_at() -> str:
+    """Now in UTC (seconds), or ``$SOURCE_DATE_EPOCH`` when set, so a build can be byte-identical."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    try:
+        now = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
+    except ValueError:
+        raise UserError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (got {epoch!r})") from None
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _clean(value):
+    """NaN -> None, NumPy scalars -> Python: the dict is JSON as it stands."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def task_type_table(matrix: Matrix, model: str, bootstrap: int, seed: int) -> list[dict]:
+    """Per task type of ``model``: items and every headline with its 95% interval, largest groups first."""
+    m = matrix.model_index(model)
+    one = dataclasses.replace(matrix, models=[model], correct=matrix.correct[[m]], confidence=matrix.confidence[[m]],
+                              score=matrix.score[[m]], answer=None)  # fmt: skip
+    types = matrix.items["task_type"].fillna("(none)").to_numpy(dtype=object)
+    names, counts = np.unique(types, return_counts=True)
+    rows = []
+    for k in np.lexsort((names, -counts)):
+        sub = restrict(one, types == names[k])
+        row = headline_table(mcqa_metrics(sub, bootstrap=bootstrap, seed=seed, pairs=[])).iloc[0].to_dict()  # no transitions drawn
+        rows.append({"task_type": str(names[k]), "n": int(counts[k])} | {c: v for c, v in row.items() if c != "model"})
+    return rows
+
+
+def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> dict:
+    """The focus model's cascade frontier with fixed budgets and the oracle, or why it is not available."""
+    try:
+        ladder = reports.load_ladder(store, resolved)
+        sweep = reports.cascade_view(ladder, resolved, bootstrap=bootstrap, seed=seed)
+    except UserError as exc:
+        return {"available": False, "why": str(exc)}
+    sweep.pop("scope")
+    return {"available": True, "model": resolved.scope.focus, "reference": predictor.reference_rows(ladder), "sweep": sweep}
+
+
+def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
+                video_root: str | Path | None = None) -> dict:  # fmt: skip
+    """The report of ``resolved`` on ``store``: scope, headline numbers, flows, overlap, frontier, gallery."""
+    if gallery_items < 0:
+        raise UserError("--gallery must be >= 0")
+    scope = resolved.scope
+    matrix = resolved.load(store, include_answers=True)  # the gallery shows the answers
+    if matrix.n_items == 0:
+        raise UserError(f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model")
+    overview = reports.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
+    for key in ("scope", "task_types"):  # the scope is stated once; task types come with intervals below
+        overview.pop(key)
+    flows = reports.flows_view(store, resolved, matrix, scope.focus)
+    flows.pop("scope")
+    overlap = None
+    if len(matrix.models) > 1:
+        overlap = reports.compare_view(resolved, matrix, top=1, bootstrap=0)["overlap"]
+    extra = ["--seed", str(seed), "--bootstrap", str(bootstrap)]
+    root = Path(video_root) if video_root is not None else default_video_root(store.root)
+    out = {
+        "meta": {
+            "store": str(store.root),
+            "store_version": store.version(),
+            "command": command_line(["report"], resolved, store, *extra, "--gallery", str(gallery_items)),
+            "metrics_command": command_line(["metrics"], resolved, store, *extra, "--json"),
+            "versions": versions(),
+            "generated_at": generated_at(),
+        },
+        "scope": resolved.header(matrix),
+        "colours": {m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
+        "overview": overview,
+        "task_types": {"model": scope.focus, "rows": task_type_table(matrix, scope.focus, bootstrap, seed)},
+        "flows": flows,
+        "overlap": overlap,
+        "policy": policy_section(store, resolved, bootstrap, seed),
+        "gallery": gallery(store, matrix, gallery_items, seed, root),
+    }
+    return _clean(out)

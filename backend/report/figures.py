@@ -1,0 +1,190 @@
+"""The report's Plotly figures: pure functions of ``backend.report.data``'s dict, in the dashboard's colours and labels.
+
+They draw what the Overview (curve and flows), Flows (Sankey), Compare (confused-item overlap) and
+Policies (frontier) pages draw, from the same report dicts. Plotly renders its text as a small
+HTML dialect (``<b>``, ``<br>``, links), so every string that comes from data (model, config and
+task names) goes through ``html.escape`` first: Plotly shows the entities as the literal
+characters and never parses a tag out of a model name.
+"""
+
+from __future__ import annotations
+
+from html import escape as html_escape
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from backend.palette import ACCENT, CORRECT, FLOW_COLOURS, INK, NEUTRAL, SEQUENTIAL, STATE_COLOURS, WRONG, rgba
+
+# System fonts only: the file opens offline, and nothing is fetched to draw text.
+FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+FONT = {"family": FONT_FAMILY, "size": 12, "color": INK}
+
+
+def escape(text: str) -> str:
+    """Data text for Plotly: ``<``, ``>`` and ``&`` as entities, which Plotly shows as the characters (it decodes
+    no ``&quot;``; quotes are harmless where no tag can open)."""
+    return html_escape(str(text), quote=False)
+
+
+KIND_TEXT = {"rescued": "rescued (wrong → correct)", "harmed": "harmed (correct → wrong)",
+             "stable-correct": "stayed correct", "stable-wrong": "stayed wrong"}  # fmt: skip
+
+
+def style(fig: go.Figure, title: str, height: int) -> go.Figure:
+    """The dashboard's chart look (title top left, white template, legend on top), sized for a printed page."""
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top", "font": {"size": 15}},
+        font=FONT,
+        template="plotly_white",
+        margin={"l": 60, "r": 30, "t": 90, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
+        height=height,
+    )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
+    """Accuracy per config with its 95% band on top; rescued up / harmed down per transition below, same x."""
+    grid = overview["grid"]
+    x = np.arange(len(grid))
+    ticks = [escape(c) for c in grid]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.05)
+    models = list(overview["models"])
+    width = 0.8 / max(len(models), 1) * 0.9
+    for model, rec in overview["models"].items():
+        name, colour = escape(model), colours[model]
+        acc = np.array([rec["accuracy"][c] for c in grid]) * 100
+        ci = [rec["ci"].get(f"accuracy[{c}]") for c in grid]
+        if all(ci):
+            lo, hi = (np.array([v[j] for v in ci]) * 100 for j in (0, 1))
+            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself", mode="lines",
+                                     fillcolor=rgba(colour, 0.15), line={"width": 0}, hoverinfo="skip", showlegend=False,
+                                     legendgroup=name), row=1, col=1)  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=x, y=acc, mode="lines+markers", name=name, legendgroup=name, line={"color": colour, "width": 2.5}, marker={"size": 8},
+            customdata=[[t, *(v or [None, None])] for t, v in zip(ticks, ci, strict=True)],
+            hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1%}}–%{{customdata[2]:.1%}})<extra></extra>",
+        ), row=1, col=1)  # fmt: skip
+    for k, (model, rec) in enumerate(overview["models"].items()):
+        name, colour, trans = escape(model), colours[model], rec["transitions"]
+        tx = np.arange(len(trans)) + 0.5 + (k - (len(models) - 1) / 2) * width
+        custom = [[escape(t["from"]), escape(t["to"]), t["rescued"], t["harmed"], 100 * t["net"], 100 * t["churn"], t["mcnemar_p"]] for t in trans]
+        hover = (f"<b>{name}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
+                 "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>")  # fmt: skip
+        for sign, kind, fill in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
+            fig.add_trace(go.Bar(
+                x=tx, y=[sign * t[kind] for t in trans], width=width, name=kind, legendgroup=kind, showlegend=k == 0,
+                marker={"color": fill, "line": {"color": colour, "width": 2}}, customdata=custom, hovertemplate=hover,
+            ), row=2, col=1)  # fmt: skip
+    fig.update_layout(barmode="overlay", hovermode="closest")
+    fig.update_xaxes(tickvals=x, ticktext=ticks, range=[-0.5, len(grid) - 0.5], row=2, col=1,
+                     title_text="configuration (frames, @pixels per frame, /sampling policy)")  # fmt: skip
+    fig.update_xaxes(tickvals=x, ticktext=ticks, showticklabels=False, row=1, col=1)
+    fig.update_yaxes(title_text="accuracy (%)", row=1, col=1)
+    fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888", row=2, col=1)
+    return style(fig, "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets", height=560)
+
+
+def sankey(flows: dict) -> go.Figure:
+    """Correct / wrong state nodes per config, non-empty links coloured by kind (the Flows page's Sankey)."""
+    nodes = flows["nodes"]
+    n_cfg = len(flows["configs"])
+    xs = [0.001 + 0.879 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]  # labels of the last column fit on its right
+    share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
+    ys = [0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
+          for n in nodes]  # fmt: skip
+    links = [lk for lk in flows["links"] if lk["count"] > 0]
+    custom = [[escape(lk["from"]), escape(lk["to"]), KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"], lk["harmed"], lk["mcnemar_p"]]
+              for lk in links]  # fmt: skip
+    fig = go.Figure(go.Sankey(
+        arrangement="fixed", valueformat="d",
+        node={
+            "label": [f"{escape(n['config'])} {'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],
+            "color": [STATE_COLOURS[n["state"]] for n in nodes], "x": xs, "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
+            "customdata": [[escape(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
+            "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
+        },
+        link={
+            "source": [lk["source"] for lk in links], "target": [lk["target"] for lk in links], "value": [lk["count"] for lk in links],
+            "color": [FLOW_COLOURS[lk["kind"]] for lk in links], "customdata": custom,
+            "hovertemplate": ("%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
+                              "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"),
+        },
+    ))  # fmt: skip
+    title = f"{escape(flows['model'])}: correct (✓) and wrong (✗) items per configuration, {flows['n_items']:,} items"
+    return style(fig, title, height=440)
+
+
+def jaccard(overlap: dict) -> go.Figure:
+    """Jaccard index of the models' confused-item sets (the Compare page's heatmap)."""
+    models = [escape(m) for m in overlap["models"]]
+    z = np.array([[np.nan if v is None else v for v in row] for row in overlap["jaccard"]], dtype=float)
+    fig = go.Figure(go.Heatmap(z=z, x=models, y=models, zmin=0, zmax=1, colorscale=SEQUENTIAL, texttemplate="%{z:.2f}",
+                               colorbar={"title": {"text": "Jaccard"}}, hovertemplate="%{y} vs %{x}: Jaccard %{z:.2f}<extra></extra>"))  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title_text="model")
+    fig.update_xaxes(title_text="model")
+    return style(fig, "Overlap of confused items (Jaccard index)", height=160 + 50 * len(models))
+
+
+def intersections(overlap: dict) -> go.Figure:
+    """Confused items by the exact set of models confused (largest 15 sets)."""
+    rows = overlap["intersections"][:15]
+    labels = [escape(" + ".join(r["models"])) for r in rows]
+    fig = go.Figure(go.Bar(x=[r["n"] for r in rows], y=labels, orientation="h", marker_color=ACCENT,
+                           hovertemplate="confused by exactly %{y}: %{x} items<extra></extra>"))  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title_text="confused by exactly these models")
+    fig.update_xaxes(title_text="items")
+    return style(fig, "Confused items by the exact set of models confused", height=150 + 26 * max(len(rows), 1))
+
+
+def frontier(policy: dict, colour: str) -> go.Figure:
+    """Accuracy (%) vs mean frames per item: fixed budgets, the oracle, the cascade frontier and its matching point."""
+    refs, sweep = policy["reference"], policy["sweep"]
+    fig = go.Figure()
+    fixed = [r for r in refs if r["policy"] == "fixed"]
+    fig.add_trace(go.Scatter(
+        x=[r["mean_frames"] for r in fixed], y=[100 * r["accuracy"] for r in fixed], mode="markers+text", name="fixed budgets",
+        text=[escape(r["label"]) for r in fixed], textposition="bottom right", marker={"color": NEUTRAL, "size": 11, "line": {"color": INK, "width": 1}},
+        hovertemplate="fixed %{text}: %{y:.1f}% at %{x:.0f} frames<extra></extra>",
+    ))  # fmt: skip
+    oracle = next(r for r in refs if r["policy"] == "oracle")
+    fig.add_trace(go.Scatter(
+        x=[oracle["mean_frames"]], y=[100 * oracle["accuracy"]], mode="markers", name="oracle (cheapest correct)",
+        marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
+        hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
+    ))  # fmt: skip
+    front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
+    fig.add_trace(go.Scatter(
+        x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
+        line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
+        hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
+    ))  # fmt: skip
+    match = sweep["matching"]
+    if match is not None:
+        ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
+        fig.add_trace(go.Scatter(
+            x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {escape(sweep['ladder'][-1])}",
+            marker={"color": colour, "size": 15, "symbol": "diamond", "line": {"color": INK, "width": 1.5}},
+            error_y={"type": "data", "symmetric": False, "array": [100 * (ci[1] - match["accuracy"])],
+                     "arrayminus": [100 * (match["accuracy"] - ci[0])], "color": INK, "thickness": 1.5},
+            hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
+        ))  # fmt: skip
+    fig.update_xaxes(title_text="mean frames per item (frames shared across budgets)", range=[0, fixed[-1]["mean_frames"] * 1.08])
+    fig.update_yaxes(title_text="accuracy (%)")
+    return style(fig, f"{escape(policy['model'])}: accuracy vs frame cost of adaptive budgets", height=480)
+
+
+def figures(data: dict) -> dict[str, go.Figure]:
+    """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
+    colours = data["colours"]
+    out = {"fig-curve": curve_and_flows(data["overview"], colours), "fig-sankey": sankey(data["flows"])}
+    if data["overlap"] is not None:
+        out |= {"fig-jaccard": jaccard(data["overlap"]), "fig-intersections": intersections(data["overlap"])}
+    if data["policy"]["available"]:
+        out["fig-frontier"] = frontier(data["policy"], colours[data["policy"]["model"]])
+    return out

@@ -1,0 +1,150 @@
+"""The report's tables as one model (caption, columns, text cells, numbers) and their paper-ready forms.
+
+The HTML report, ``--format latex`` (booktabs) and ``--format markdown`` all render these same
+``Table`` values, so a number reads the same everywhere: percentage points with one decimal and
+the 95% interval in brackets, ``68.3 [61.7, 75.6]``; ``n/a`` where a metric is not available
+(never 0). Text from data (model, config and task names) is escaped for each target.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+# The Overview's headline cards, in its order and with its labels.
+HEADLINES = (
+    ("best_fixed", "Best fixed"),
+    ("oracle_accuracy", "Oracle"),
+    ("oracle_headroom", "Oracle headroom"),
+    ("visual_confusion_rate", "Visual confusion"),
+    ("text_overwrite_rate", "Text overwrite"),
+    ("mean_churn", "Mean churn / step"),
+)
+UNITS = "% of items; 95% paired-bootstrap interval in brackets"
+
+
+@dataclass(frozen=True)
+class Table:
+    """``rows`` are display text; ``values[r][c]`` the number a cell shows (None for text cells), ``keys`` its metric name."""
+
+    name: str
+    caption: str
+    columns: list[str]
+    rows: list[list[str]]
+    values: list[list[float | None]]
+    keys: list[str | None]
+
+
+def pp(x: float | None) -> str:
+    """A fraction as percentage points, one decimal; ``n/a`` when missing."""
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def interval(x: float | None, ci: list | None) -> str:
+    """``68.3 [61.7, 75.6]`` (or the value alone without an interval)."""
+    return pp(x) + ("" if x is None or not ci or None in ci else f" [{pp(ci[0])}, {pp(ci[1])}]")
+
+
+def _headline_value(rec: dict, name: str) -> float | None:
+    return rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
+
+
+def headline_table(data: dict) -> Table:
+    """Per model: the Overview's headline numbers with intervals, the best fixed configuration, terminal regressions."""
+    rows, values = [], []
+    for model, rec in data["overview"]["models"].items():
+        nums = [_headline_value(rec, name) for name, _ in HEADLINES]
+        cells = [interval(v, rec["ci"].get(name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
+        rows.append([model, rec["best_fixed"]["config"], *cells, str(rec["terminal_regressions"])])
+        values.append([None, None, *nums, rec["terminal_regressions"]])
+    scope = data["scope"]
+    caption = (f"Headline metrics on {scope['n_items']:,} matched items, grid {', '.join(scope['grid'])} ({UNITS}). "
+               "Terminal regressions: items correct at a cheaper configuration and wrong at the top one.")  # fmt: skip
+    columns = ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
+    return Table("headlines", caption, columns, rows, values, [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"])
+
+
+def transitions_table(data: dict) -> Table:
+    """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
+    rows, values = [], []
+    for model, rec in data["overview"]["models"].items():
+        for t in rec["transitions"]:
+            rows.append([model, f"{t['from']} → {t['to']}", str(t["rescued"]), str(t["harmed"]), f"{100 * t['net']:+.1f}",
+                         pp(t["churn"]), f"{t['mcnemar_p']:.3g}"])  # fmt: skip
+            values.append([None, None, t["rescued"], t["harmed"], t["net"], t["churn"], t["mcnemar_p"]])
+    caption = ("Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
+               "net and churn in percentage points, exact McNemar p.")  # fmt: skip
+    columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
+    return Table("transitions", caption, columns, rows, values, [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"])
+
+
+def task_table(data: dict) -> Table:
+    """Per task type of the focus model: group size and headline numbers with intervals."""
+    names = [n for n, _ in HEADLINES]
+    rows, values = [], []
+    for r in data["task_types"]["rows"]:
+        nums = [r[n] for n in names]
+        rows.append([r["task_type"], str(r["n"]), r["best_fixed_config"],
+                     *(interval(r[n], [r[f"{n}_lo"], r[f"{n}_hi"]]) for n in names)])  # fmt: skip
+        values.append([None, r["n"], None, *nums])
+    caption = f"By task type, {data['task_types']['model']} ({UNITS}); n is the number of matched items of the type."
+    columns = ["Task type", "n", "Best config", *(label for _, label in HEADLINES)]
+    return Table("task_types", caption, columns, rows, values, [None, "n", None, *names])
+
+
+def paper_tables(data: dict) -> list[Table]:
+    """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type."""
+    return [headline_table(data), transitions_table(data), task_table(data)]
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+                  "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "→": r"$\rightarrow$"}  # fmt: skip
+_LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+
+
+def latex_escape(text: str) -> str:
+    """Text for a LaTeX document: every character TeX acts on becomes its literal form."""
+    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m[0]], " ".join(str(text).split()))
+
+
+def latex(tables: list[Table]) -> str:
+    """booktabs tables (``\\usepackage{booktabs}``), one ``table`` float each."""
+    out = []
+    for t in tables:
+        spec = "l" + "r" * (len(t.columns) - 1)
+        body = [" & ".join(latex_escape(c) for c in row) + r" \\" for row in t.rows]
+        out += [r"\begin{table}[t]", r"\centering", r"\small", rf"\caption{{{latex_escape(t.caption)}}}",
+                rf"\label{{tab:trajaudit-{t.name.replace('_', '-')}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+                " & ".join(latex_escape(c) for c in t.columns) + r" \\", r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
+                r"\end{table}", ""]  # fmt: skip
+    return "\n".join(out)
+
+
+_MD_RE = re.compile(r"([\\`*_\[\]<>|#!~])")
+
+
+def markdown_escape(text: str) -> str:
+    """Text for a Markdown table cell: literal (no emphasis, link, HTML or column break), on one line."""
+    return _MD_RE.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def _markdown_row(row: list[str], values: list[float | None]) -> str:
+    """Text cells (names from data) escaped; number cells (written here, e.g. ``68.3 [61.7, 75.6]``) as they are."""
+    return "| " + " | ".join(markdown_escape(c) if v is None else c for c, v in zip(row, values, strict=True)) + " |"
+
+
+def markdown(tables: list[Table]) -> str:
+    """GitHub-flavoured pipe tables, each after its caption."""
+    out = []
+    for t in tables:
+        align = ["---"] + ["---:"] * (len(t.columns) - 1)
+        out += [f"**{markdown_escape(t.caption)}**", "", "| " + " | ".join(markdown_escape(c) for c in t.columns) + " |",
+                "| " + " | ".join(align) + " |", *(_markdown_row(row, values) for row, values in zip(t.rows, t.values, strict=True)), ""]  # fmt: skip
+    return "\n".join(out)
+
+
+def as_json(data: dict) -> str:
+    """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
+    return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
