@@ -163,3 +163,20 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
         monkeypatch.setattr(llava, "buckets", lambda counts: [torch.arange(len(counts))])  # one padded batch
         padded = adapter._encode(inputs[adapter.pixel_key][0], mask)
     assert torch.allclose(kept, padded, atol=1e-5)
+
+
+def test_a_cold_cell_of_a_prune_label_prunes_as_a_rerun_does(tiny, tmp_path):
+    """Re-runs answer through ``answer_cold``: a ``~prune50`` label keeps half the vision tokens of its twin."""
+    import json
+
+    from backend.inference.cell import answer_cold
+    from store.configs import parse
+    from tests.rerun_fixtures import write_video
+
+    write_video(tmp_path / "a.mp4")
+    item = {"item_id": "i", "question": "What colour?", "video": "a.mp4", "options": json.dumps(
+        ["A. Red.", "B. Green.", "C. Blue.", "D. Black."]), "references": None, "answer_type": "mcqa"}
+    adapter = tiny.adapter("qwen2_5_vl")
+    exact = answer_cold(adapter, item, parse("4f"), tmp_path, None, None)
+    pruned = answer_cold(adapter, item, parse("4f~prune50"), tmp_path, None, None)
+    assert pruned.result.token_counts["visual"] == exact.result.token_counts["visual"] // 2
