@@ -236,16 +236,17 @@ def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
     _require_items(matrix)
     patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
     ind, where = _indicators(patterns, matrix)
-    ind = ind[inverse]  # per item, from its pattern's row
+    # Items per (task type, pattern), then each type's means from its pattern counts: no per-item frame.
+    types, names = pd.factorize(matrix.items["task_type"].fillna("(none)"))  # first-seen order, as groupby(sort=False)
+    joint = np.bincount(types * len(patterns) + inverse, minlength=len(names) * len(patterns)).reshape(len(names), -1)
+    n = joint.sum(axis=1)
+    mean = (joint @ ind.astype(np.int64)) / n[:, None]  # [T, K]: exact counts over n
     acc_cols = [f"accuracy[{label}]" for label in matrix.grid]
-    frame = pd.DataFrame(ind[:, where["accuracy"]].astype(np.float64), columns=acc_cols)
-    frame["oracle_accuracy"] = ind[:, where["oracle"]][:, 0]
-    frame["visual_confusion_rate"] = ind[:, where["confused"]][:, 0]
-    frame["text_overwrite_rate"] = ind[:, where["overwrite"]][:, 0] if "overwrite" in where else np.nan
-    frame["task_type"] = matrix.items["task_type"].fillna("(none)").to_numpy()
-    grouped = frame.groupby("task_type", sort=False)
-    out = grouped.mean()
-    out.insert(0, "n", grouped.size())
+    out = pd.DataFrame(mean[:, where["accuracy"]], columns=acc_cols, index=pd.Index(names, name="task_type"))
+    out["oracle_accuracy"] = mean[:, where["oracle"]][:, 0]
+    out["visual_confusion_rate"] = mean[:, where["confused"]][:, 0]
+    out["text_overwrite_rate"] = mean[:, where["overwrite"]][:, 0] if "overwrite" in where else np.nan
+    out.insert(0, "n", n)
     best = out[acc_cols].to_numpy().max(axis=1)
     out.insert(1 + len(acc_cols), "best_fixed", best)
     out.insert(out.columns.get_loc("oracle_accuracy") + 1, "oracle_headroom", out["oracle_accuracy"] - best)
