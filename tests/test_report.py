@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,7 @@ def test_json_is_exactly_what_the_html_draws_and_matches_metrics(demo_store, dem
     metrics = json.loads(capsys.readouterr().out)
     assert data["overview"]["models"] == metrics["models"]
     assert data["overview"]["grid"] == metrics["grid"] and data["scope"]["n_items"] == metrics["n_items"]
+    assert data["task_types"]["rows"] == metrics["task_types"][MODELS[0]]  # the Overview's table, Wilson intervals
 
 
 def test_hostile_text_is_escaped_in_html(hostile):
@@ -236,3 +239,41 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store
                 assert page.locator("#table-headlines").inner_text().count("[") == 6 * len(MODELS)
             page.close()
         browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monkeypatch):
+    """The button builds with the CLI's function: the file it serves equals ``trajaudit report`` run with the
+    command line printed inside it (both with ``SOURCE_DATE_EPOCH``, so even the timestamp agrees)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, build_small_demo, screenshot, start_server, stop_server, wait_idle
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}")
+    epoch = "1700000000"
+    store = build_small_demo(tmp_path / "store")
+    server = start_server(store, tmp_path / "streamlit.log", {"SOURCE_DATE_EPOCH": epoch})
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+            page.set_default_timeout(120_000)
+            page.goto(f"{server.url}/overview")
+            wait_idle(page)
+            button = page.get_by_role("button", name="Download report")
+            button.scroll_into_view_if_needed()
+            screenshot(page, "overview-download-report")
+            with page.expect_download(timeout=120_000) as download:
+                button.click()
+            served = Path(download.value.path()).read_bytes()
+            browser.close()
+    finally:
+        stop_server(server)
+    command = re.search(r'<p class="muted">This file:</p><code class="cmd">(.*?)</code>', served.decode())[1]
+    argv = shlex.split(unescape(command))
+    assert argv[:2] == ["trajaudit", "report"]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
+    assert main([*argv[1:], "--out", str(tmp_path / "cli.html")]) == 0
+    assert (tmp_path / "cli.html").read_bytes() == served

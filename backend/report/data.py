@@ -2,14 +2,12 @@
 
 The HTML, LaTeX and Markdown renderers draw only from this dict, so ``--format json`` is exactly
 the data the file draws. The numbers come from the same functions the pages and their CLI twins
-use (``backend.reports``); the per-task-type table adds 95% intervals by running the Overview's
-``mcqa_metrics`` on each task type's items (same bootstrap, same seed). Nothing here depends on
+use (``backend.reports``). Nothing here depends on
 the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (reproducible builds).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from datetime import UTC, datetime
 from importlib import metadata
@@ -18,10 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from backend import predictor, reports
-from backend.compare import headline_table
 from backend.errors import UserError
-from backend.matrix import Matrix, available, restrict
-from backend.metrics import mcqa_metrics
+from backend.matrix import available
 from backend.palette import model_colours
 from backend.report.gallery import gallery
 from backend.scope import Resolved, command_line
@@ -65,21 +61,6 @@ def _clean(value):
     return value
 
 
-def task_type_table(matrix: Matrix, model: str, bootstrap: int, seed: int) -> list[dict]:
-    """Per task type of ``model``: items and every headline with its 95% interval, largest groups first."""
-    m = matrix.model_index(model)
-    one = dataclasses.replace(matrix, models=[model], correct=matrix.correct[[m]], confidence=matrix.confidence[[m]],
-                              score=matrix.score[[m]], answer=None)  # fmt: skip
-    types = matrix.items["task_type"].fillna("(none)").to_numpy(dtype=object)
-    names, counts = np.unique(types, return_counts=True)
-    rows = []
-    for k in np.lexsort((names, -counts)):
-        sub = restrict(one, types == names[k])
-        row = headline_table(mcqa_metrics(sub, bootstrap=bootstrap, seed=seed, pairs=[])).iloc[0].to_dict()  # no transitions drawn
-        rows.append({"task_type": str(names[k]), "n": int(counts[k])} | {c: v for c, v in row.items() if c != "model"})
-    return rows
-
-
 def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> dict:
     """The focus model's cascade frontier with fixed budgets and the oracle, or why it is not available."""
     try:
@@ -101,8 +82,8 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
     if matrix.n_items == 0:
         raise UserError(f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model")
     overview = reports.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
-    for key in ("scope", "task_types"):  # the scope is stated once; task types come with intervals below
-        overview.pop(key)
+    overview.pop("scope")  # stated once, below
+    task_types = overview.pop("task_types")[scope.focus]  # the Overview's table: the focus model's, Wilson intervals
     flows = reports.flows_view(store, resolved, matrix, scope.focus)
     flows.pop("scope")
     overlap = None
@@ -122,7 +103,7 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
         "scope": resolved.header(matrix),
         "colours": {m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
         "overview": overview,
-        "task_types": {"model": scope.focus, "rows": task_type_table(matrix, scope.focus, bootstrap, seed)},
+        "task_types": {"model": scope.focus, "rows": task_types},
         "flows": flows,
         "overlap": overlap,
         "policy": policy_section(store, resolved, bootstrap, seed),

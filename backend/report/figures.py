@@ -94,7 +94,7 @@ def sankey(flows: dict) -> go.Figure:
     """Correct / wrong state nodes per config, non-empty links coloured by kind (the Flows page's Sankey)."""
     nodes = flows["nodes"]
     n_cfg = len(flows["configs"])
-    xs = [0.001 + 0.879 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]  # labels of the last column fit on its right
+    xs = [0.001 + 0.998 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]
     share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
     ys = [0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
           for n in nodes]  # fmt: skip
@@ -104,7 +104,7 @@ def sankey(flows: dict) -> go.Figure:
     fig = go.Figure(go.Sankey(
         arrangement="fixed", valueformat="d",
         node={
-            "label": [f"{escape(n['config'])} {'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],
+            "label": [f"{'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],  # configs head the columns
             "color": [STATE_COLOURS[n["state"]] for n in nodes], "x": xs, "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
             "customdata": [[escape(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
             "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
@@ -116,6 +116,10 @@ def sankey(flows: dict) -> go.Figure:
                               "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"),
         },
     ))  # fmt: skip
+    for k, config in enumerate(flows["configs"]):  # long labels ("16f@151k ✓ 343") would collide between columns
+        fig.add_annotation(x=0.001 + 0.998 * k / max(n_cfg - 1, 1), y=1.0, xref="paper", yref="paper", yanchor="bottom",
+                           xanchor="left" if k == 0 else "right" if k == n_cfg - 1 else "center", showarrow=False,
+                           text=f"<b>{escape(config)}</b>")  # fmt: skip
     title = f"{escape(flows['model'])}: correct (✓) and wrong (✗) items per configuration, {flows['n_items']:,} items"
     return style(fig, title, height=440)
 

@@ -83,11 +83,14 @@ def pick(matrix: Matrix, n: int, seed: int) -> list[tuple[int, list[str]]]:
 
 
 def _reasons(row: pd.Series, n_models: int) -> list[str]:
+    def share(k: int) -> str:
+        return "" if n_models == 1 else f" for {k} of {n_models} models"
+
     out = []
     if row["terminal"]:
-        out.append(f"terminal regression for {int(row['terminal'])} of {n_models} models")
+        out.append(f"terminal regression{share(int(row['terminal']))}")
     if row["confused"]:
-        out.append(f"visually confused for {int(row['confused'])} of {n_models} models")
+        out.append(f"visually confused{share(int(row['confused']))}")
     if row["disagreement"]:
         out.append(f"disagreement {row['disagreement']:.2f}")
     return out

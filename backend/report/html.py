@@ -230,6 +230,8 @@ def strips_html(item: dict) -> str:
         note = ""
     out = []
     for s in item["frames"]:
+        if not s["shown"] and not s["jpeg_base64"] and item["video_problem"]:
+            continue  # neither indices nor frames: the note above says why
         label = f"{e(s['config'])} · " + (f"{len(s['shown'])} of {s['n_frames']} frames" if s["n_frames"] is not None else "frames unknown")
         imgs = "".join(f'<img alt="frame {i}" title="frame {i}" src="data:image/jpeg;base64,{b}">'
                        for i, b in zip(s["shown"], s["jpeg_base64"], strict=False))  # fmt: skip
@@ -253,7 +255,7 @@ def gallery_section(data: dict) -> str:
             f'<article class="item" id="item-{e(item["benchmark"])}-{e(item["item_id"])}">'
             f'<h3>{e(item["benchmark"])} / {e(item["item_id"])}</h3>'
             f'<p class="muted">{e(item["task_type"] or "no task type")} · {e(item["duration"] or "no duration")} · {e("; ".join(item["reasons"]))}</p>'
-            f'<p class="q">{e(item["question"])}</p><ul class="options">{options}</ul><p class="muted">answer: {e(item["target"])}</p>'
+            f'<p class="q">{e(item["question"] or "(no question text in the store)")}</p><ul class="options">{options}</ul><p class="muted">answer: {e(item["target"])}</p>'
             f"{trajectory_table(item, grid, data['colours'])}{strips_html(item)}"
             + (f"<ul>{notes}</ul>" if notes else "")
             + "</article>"

@@ -79,18 +79,23 @@ def transitions_table(data: dict) -> Table:
     return Table("transitions", caption, columns, rows, values, [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"])
 
 
+TASK_COLUMNS = (("best_fixed", "Best fixed"), ("oracle_accuracy", "Oracle"), ("oracle_headroom", "Oracle headroom"),
+                ("visual_confusion_rate", "Visual confusion"), ("text_overwrite_rate", "Text overwrite"))  # fmt: skip
+
+
 def task_table(data: dict) -> Table:
-    """Per task type of the focus model: group size and headline numbers with intervals."""
-    names = [n for n, _ in HEADLINES]
+    """The Overview's table per task type of the focus model: group size and rates with Wilson 95% intervals."""
+    names = [n for n, _ in TASK_COLUMNS]
     rows, values = [], []
     for r in data["task_types"]["rows"]:
         nums = [r[n] for n in names]
-        rows.append([r["task_type"], str(r["n"]), r["best_fixed_config"],
-                     *(interval(r[n], [r[f"{n}_lo"], r[f"{n}_hi"]]) for n in names)])  # fmt: skip
-        values.append([None, r["n"], None, *nums])
-    caption = f"By task type, {data['task_types']['model']} ({UNITS}); n is the number of matched items of the type."
-    columns = ["Task type", "n", "Best config", *(label for _, label in HEADLINES)]
-    return Table("task_types", caption, columns, rows, values, [None, "n", None, *names])
+        cis = [[r[f"{n}_lo"], r[f"{n}_hi"]] if f"{n}_lo" in r else None for n in names]
+        rows.append([r["task_type"], str(r["n"]), *(interval(v, ci) for v, ci in zip(nums, cis, strict=True))])
+        values.append([None, r["n"], *nums])
+    caption = (f"By task type, {data['task_types']['model']} (% of items; Wilson 95% interval in brackets, valid for small groups); "
+               "n is the number of matched items of the type.")  # fmt: skip
+    columns = ["Task type", "n", *(label for _, label in TASK_COLUMNS)]
+    return Table("task_types", caption, columns, rows, values, [None, "n", *names])
 
 
 def paper_tables(data: dict) -> list[Table]:
