@@ -67,6 +67,8 @@ table.traj td small {{ display: block; font-weight: 400; font-size: 10px; }}
   section {{ break-before: page; }} section:first-of-type {{ break-before: auto; }}
   .item, table, .fig {{ break-inside: avoid; }} h2, h3 {{ break-after: avoid; }}
   .modebar-container {{ display: none !important; }}
+  .item {{ margin: 6px 0; padding: 6px 10px; }} .item ul.options {{ columns: 2; column-gap: 16px; }}
+  .strip img {{ height: 30px; }} .strip {{ margin: 1px 0; }} table.traj {{ margin: 4px 0; }}  /* two gallery items a page */
 }}
 """
 
