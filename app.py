@@ -18,8 +18,14 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 st.set_page_config(page_title="trajaudit", page_icon=str(ASSETS / "favicon.svg"), layout="wide")
 state.init()
 
+
+
+def _root() -> None:
+    """Never drawn: the entry point sends the bare URL to ``/overview`` before anything is drawn."""
+
+
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", url_path="overview", default=True),
+    st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", url_path="overview"),
     st.Page("pages/flows.py", title="Flows", icon=":material/conversion_path:", url_path="flows"),
     st.Page("pages/items.py", title="Items", icon=":material/table_rows:", url_path="items"),
     st.Page("pages/inspector.py", title="Inspector", icon=":material/frame_inspect:", url_path="inspector"),
@@ -28,7 +34,13 @@ PAGES = [
     st.Page("pages/audits.py", title="Audits", icon=":material/fact_check:", url_path="audits"),
     st.Page("pages/workers.py", title="Workers", icon=":material/memory:", url_path="workers"),
 ]
-page = st.navigation(PAGES, position="hidden")
+# The default page is served only at "/", so an Overview that were the default would answer
+# ``/overview`` with "Page not found": the root is a stand-in that switches to ``/overview`` with
+# the link's parameters, before the sidebar consumes any of them (its notices then show there).
+ROOT = st.Page(_root, title="Overview", url_path="home", default=True)
+page = st.navigation([ROOT, *PAGES], position="hidden")
+if page is ROOT:
+    st.switch_page(PAGES[0], query_params=state.params())
 switched = st.session_state.get("_page") != page.url_path
 st.session_state["_page"] = page.url_path
 

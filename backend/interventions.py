@@ -23,7 +23,7 @@ from backend import rerun
 from backend.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import Matrix, load_matrix, main_only
-from backend.stats import bootstrap_means, percentile_interval
+from backend.stats import bootstrap_means, percentile_interval, wilson_interval
 from backend.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
 from store.store import Store
@@ -170,6 +170,9 @@ def recovery(
         "harm_rate": (base_top & ~alt).sum() / n_right if n_right else None,
         "kappa_top": cohen_kappa(base_top, alt) if matrix.n_items else None,
         "recovery_ci": None,
+        # Wilson 95% over the n_terminal items: valid at the small n an intervention often has
+        # (a percentile bootstrap of 2 items collapses to [0, 0]).
+        "recovery_wilson": [float(v) for v in wilson_interval(int((terminal & alt).sum()), n_terminal)] if n_terminal else None,
     }
     if bootstrap and n_terminal:
         boot = bootstrap_means(np.column_stack([terminal, terminal & alt]), bootstrap, seed).astype(np.float64)

@@ -15,7 +15,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
-from backend import crossflows, interventions, isocompute, noise
+from backend import crossflows, interventions, isocompute, noise, registry
 from backend.cli.metrics import filter_args
 from backend.errors import UserError
 from backend.filters import ItemFilter
@@ -90,7 +90,7 @@ def recovery_figure(rows: list[dict], top: str) -> go.Figure:
     """Recovery (terminal regressions right under the protocol) and harm (top-correct items lost), with CIs."""
     names = [r["protocol"] for r in rows]
     rate = [100 * (r["recovery_rate"] or 0) for r in rows]
-    ci = [r["recovery_ci"] or [r["recovery_rate"] or 0] * 2 for r in rows]
+    ci = [r["recovery_wilson"] or [r["recovery_rate"] or 0] * 2 for r in rows]
     fig = go.Figure()
     fig.add_trace(go.Bar(
         x=names, y=rate, name="recovered terminal regressions", marker_color=CORRECT,
@@ -107,7 +107,7 @@ def recovery_figure(rows: list[dict], top: str) -> go.Figure:
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text=f"protocol at the top budget {top}")
     fig.update_yaxes(title_text="share of items (%)", rangemode="tozero")
-    return ui.style(fig, f"Recovery of the terminal regressions at {top} under each protocol (95% CI)", height=400)
+    return ui.style(fig, f"Recovery of the terminal regressions at {top} under each protocol (Wilson 95% CI)", height=400)
 
 
 def agreement_tables(out: dict) -> None:
@@ -131,7 +131,7 @@ def agreement_tables(out: dict) -> None:
     ui.downloads(tags, "protocol-tag-changes")
 
 
-def intervention_runner(scope: data.Scope, grid: list[str], top: str, available: list[str]) -> None:
+def intervention_runner(scope: data.Scope, grid: list[str], top: str, available: list[str], recovered: list[dict]) -> None:
     st.markdown("**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy")
     label = state.bind(st.selectbox, "apolicy", "Re-run at", options=interventions.intervention_labels(top, available),
                        help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
@@ -139,8 +139,16 @@ def intervention_runner(scope: data.Scope, grid: list[str], top: str, available:
         st.caption(f"No other sampling policy applies to {top}.")
         return
     reqs = requests(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter, label)
-    if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=not reqs,
-                 icon=":material/play_arrow:"):  # fmt: skip
+    answered = next((r["n_terminal"] for r in recovered if r["policy"] == label), None)
+    missing = scope.focus not in registry.load(scope.root)
+    why = (f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)" if missing
+           else "this view has no terminal regression at the top budget" if not reqs else None)  # fmt: skip
+    reused = ("none of them has an answer there yet" if answered is None else
+              f"{answered:,} of them already have an answer there (the table's n_terminal) and are reused")  # fmt: skip
+    st.caption(f"{len(reqs):,} terminal regressions at {top} on this grid to re-run at {label}; {reused}."
+               + (f" **Disabled:** {ui.escape_md(why)}." if why else ""))  # fmt: skip
+    if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=why is not None,
+                 icon=":material/play_arrow:", help=why):  # fmt: skip
         try:
             done = interventions.run_intervention(Store(scope.root), reqs)
         except UserError as exc:
@@ -176,19 +184,21 @@ def intervention_tab(scope: data.Scope) -> None:
     rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
     if rows:
         ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
-        table = pd.DataFrame(rows).assign(recovery_ci=[ui.ci_text(r["recovery_ci"]) for r in rows])
+        table = pd.DataFrame(rows).drop(columns=["recovery_ci"]).assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
         st.dataframe(table, hide_index=True, column_config={
-            "recovery_ci": st.column_config.TextColumn("recovery interval"),
+            "n_terminal": st.column_config.NumberColumn("n_terminal", help="terminal regressions that have this protocol's answer at the top budget"),
+            "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
             "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
             "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
             "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f")})  # fmt: skip
         ui.downloads(table, f"recovery-{scope.focus}")
-        st.caption("Each protocol is read on the items that have its answer at the top budget as well as the whole base grid.")
+        st.caption("Each protocol is read on the items that have its answer at the top budget as well as the whole base grid: "
+                   "n_terminal counts the terminal regressions among them (the run below covers every one of the grid).")  # fmt: skip
     elif out["protocols"]:
         st.info(f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).", icon="🔁")
     if out["protocols"]:
         agreement_tables(out)
-    intervention_runner(scope, grid, out["top"], available)
+    intervention_runner(scope, grid, out["top"], available, rows)
 
 
 # --- iso-compute -----------------------------------------------------------------------------------
@@ -278,6 +288,12 @@ def noise_tab(scope: data.Scope) -> None:
     st.caption(f"**{ui.escape_md(scope.focus)}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
                "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
                f"repeats at either side. {command(scope, 'noise', '--model', scope.focus, '--grid', ','.join(scope.grid))}")  # fmt: skip
+    if summary["n_items_with_repeats"] == 0:
+        st.info(f"No repeats in this store for {ui.escape_md(scope.focus)} on this grid: every item has one answer per budget, "
+                "so repeat noise cannot be measured and no flip can be called within or beyond it. Repeats are a second run, "
+                "seed or sampling policy at the same frames and pixels (e.g. a re-run at `64f/random-s1` beside `64f`).",
+                icon=":material/repeat:")  # fmt: skip
+        return
     c1, c2, c3 = st.columns(3)
     c1.metric("Items with repeats", f"{summary['n_items_with_repeats']:,}", delta=f"of {summary['n_items']:,} items", delta_color="off", delta_arrow="off")
     c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")

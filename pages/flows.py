@@ -128,7 +128,7 @@ def items_panel(scope: data.Scope, sel: Selection) -> None:
     shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
     conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
     has_conf = bool(items[conf].notna().to_numpy().any())
-    cols = ["item_id", "task_type", "duration", "question"] + (conf if has_conf else [])
+    cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (conf if has_conf else [])
     key = f"flowitems-{tag}-{page}"
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
     c1.caption("Select a row to open the item in the Inspector, which then walks these items."

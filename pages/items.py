@@ -66,7 +66,8 @@ def table_view(scope: data.Scope) -> None:
     cols = ["item_id", "trajectory"] + (["confidence"] if has_conf else []) + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
     shown["confidence"] = [confidence_svg(row) for row in page["confidence"]]  # a missing value is a gap, not an error cell
     if len(scope.models) > 1:
-        cols.insert(5, "disagreement")
+        cols.insert(cols.index("n_correct"), "disagreement")
+    cols = [c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()]  # no all-empty column (no question text)
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
     order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
     st.html(

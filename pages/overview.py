@@ -51,7 +51,7 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
             col.metric(label, ui.pct(row[name]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off", help=HELP[name])
     if len(table) > 1:
         # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
-        st.dataframe(ui.headline_text(table).T.rename_axis("95% CI"), column_config={"_index": st.column_config.TextColumn(pinned=True)})
+        st.dataframe(ui.headline_text(table).astype(str).T.rename_axis("95% CI"), column_config={"_index": st.column_config.TextColumn(pinned=True)})
     ui.downloads(table, "headlines")
 
 

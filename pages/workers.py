@@ -6,6 +6,7 @@ without reloading.
 """
 
 from datetime import datetime
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
@@ -13,6 +14,7 @@ import streamlit as st
 from backend import lifeline
 from backend.errors import UserError
 from backend.workers import overview, stop_local_workers
+from pages.common import state as url_state
 from pages.common import ui
 from pages.common.boot import ensure_entrypoint
 from store.queue import STATES, JobQueue
@@ -33,6 +35,11 @@ def started_by(who: dict | None) -> str:
     alive = "" if lifeline.identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
     return ui.escape_md(f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
                         f"it stops when that process stops{idle}.")  # fmt: skip
+
+
+def inspector_link(benchmark: str, item_id: str) -> str:
+    """The Inspector's URL for a job's item, in this view's state (models, grid), without a walk."""
+    return "inspector?" + urlencode(url_state.params(bench=benchmark, item=item_id, walk=None))
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -72,7 +79,9 @@ def live(root: str) -> None:
     if jobs.empty:
         st.caption("No job yet: re-run an item from the Inspector, or `trajaudit rerun`.")
         return
-    st.dataframe(jobs, hide_index=True, column_config={
+    jobs.insert(5, "open", [inspector_link(b, i) for b, i in zip(jobs["benchmark"], jobs["item_id"], strict=True)])
+    st.dataframe(jobs.drop(columns=["item_id"]), hide_index=True, column_config={
+        "open": st.column_config.LinkColumn("item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"),
         "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
         "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
         "error": st.column_config.TextColumn("error", width="large"),

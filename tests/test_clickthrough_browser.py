@@ -134,3 +134,11 @@ def test_a_flows_items_rerun_together_and_compare(app_server, page):
     assert f"Of the {small['count']} items ({small['from']} → {small['to']} harmed)" in text
     assert f"correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
     screenshot(page, "clickthrough-flows-rerun")
+
+
+def test_overview_opens_at_its_own_path_and_jobs_link_their_items(app_server, page):
+    goto(page, app_server, f"overview?{BASE}")
+    assert "Page not found" not in page.locator("body").inner_text()
+    assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Overview"
+    goto(page, app_server, f"?{BASE}")  # the bare URL lands on /overview
+    page.wait_for_url(lambda u: "/overview" in u)
