@@ -1,0 +1,146 @@
+"""The current selection and its batch re-run (backend.selection), the ``rerun --flow/--items`` twin,
+Wilson intervals and budget ladders, checked by hand against the matched matrix."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from backend import registry, reports, selection
+from backend.cli import main
+from backend.errors import UserError
+from backend.filters import ItemFilter
+from backend.ladders import ladders
+from backend.scope import Scope
+from backend.selection import Selection
+from backend.stats import mcnemar_exact, wilson_interval
+from store.queue import JobQueue
+from store.store import Store
+
+MODEL = "synthetic-A-7B"
+BENCH = "synthetic-videomme"
+
+
+@pytest.fixture(scope="module")
+def view(demo_store, tmp_path_factory):
+    """The demo store with MODEL registered (a stand-in checkpoint folder: nothing here loads it)."""
+    ckpt = tmp_path_factory.mktemp("ckpt")
+    registry.add(demo_store, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
+    store = Store(demo_store)
+    resolved = Scope(benchmark=BENCH, models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
+    return store, resolved, resolved.load(store)
+
+
+def test_selection_parses_describes_and_refuses_bad_specs():
+    sel = Selection.flow("text:8f:harmed")
+    assert sel.describe() == "text → 8f harmed" and sel.baseline(["text", "8f", "16f"]) == "8f"
+    assert Selection.from_url(sel.to_url()) == sel
+    assert Selection("state", ("8f", "wrong")).describe() == "wrong at 8f"
+    assert Selection("items", ("a", "b")).describe() == "2 picked items"
+    assert Selection("filtered").baseline(["text", "8f", "16f"]) == "16f"
+    assert Selection.from_url(["flow", "text", "8f", "sideways"]) is None  # a stale link: no walk, no error
+    for bad in ("text:8f", "text:8f:sideways", "::harmed"):
+        with pytest.raises(UserError, match="FROM:TO:KIND"):
+            Selection.flow(bad)
+    with pytest.raises(UserError, match="CONFIG:STATE"):
+        Selection("state", ("8f", "maybe"))
+
+
+def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
+    store, resolved, matrix = view
+    out = reports.flows_view(store, resolved, matrix, MODEL)
+    for link in (lk for lk in out["links"] if lk["count"] > 0):
+        sel = Selection("flow", (link["from"], link["to"], link["kind"]))
+        ids = selection.selected_ids(store, resolved, matrix, MODEL, sel)
+        listed = reports.flows_view(store, resolved, matrix, MODEL, (link["from"], link["to"]), link["kind"], limit=None)["items"]
+        assert ids == [r["item_id"] for r in listed] and len(ids) == link["count"]
+    for node in out["nodes"]:
+        assert len(selection.item_ids(matrix, MODEL, Selection("state", (node["config"], node["state"])))) == node["count"]
+    assert selection.item_ids(matrix, MODEL, Selection("filtered")) == matrix.items["item_id"].tolist()
+    assert selection.item_ids(matrix, MODEL, Selection("items", ("b", "a", "b"))) == ["b", "a"]
+
+
+def test_compare_counts_rescued_and_harmed_by_hand(view):
+    store, _, matrix = view
+    ids = matrix.items["item_id"].tolist()[:20]
+    out = selection.compare(str(store.root), MODEL, BENCH, ids, "16f", "8f", label="first 20")
+    m = matrix.model_index(MODEL)
+    y8 = matrix.correct[m, :20, matrix.config_index("8f")].astype(bool)
+    y16 = matrix.correct[m, :20, matrix.config_index("16f")].astype(bool)
+    rescued, harmed = int((~y8 & y16).sum()), int((y8 & ~y16).sum())
+    assert (out["n_compared"], out["correct_new"], out["correct_baseline"]) == (20, int(y16.sum()), int(y8.sum()))
+    assert (out["rescued"], out["harmed"]) == (rescued, harmed)
+    assert out["mcnemar_p"] == pytest.approx(mcnemar_exact(rescued, harmed))
+    lo, hi = out["accuracy_new"]["ci95"]
+    assert lo <= y16.mean() <= hi
+    assert out["sentence"].startswith(f"Of the 20 items (first 20), {int(y16.sum())} of the 20 answered are correct under 16f")
+    missing = selection.compare(str(store.root), MODEL, BENCH, ids, "8f/random-s9", "8f")
+    assert missing["n_compared"] == 0 and missing["n_missing"] == 20 and missing["accuracy_new"]["value"] is None
+
+
+def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
+    store, resolved, matrix = view
+    link = next(lk for lk in reports.flows_view(store, resolved, matrix, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"])
+    flow, other = f"{link['from']}:{link['to']}:harmed", next(c for c in matrix.grid if c not in (link["from"], link["to"]))
+    argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--flow", flow,
+            "--config", other, "--wait", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    ids = selection.item_ids(matrix, MODEL, Selection.flow(flow))
+    assert out["batch"]["item_ids"] == ids and len(ids) == link["count"]
+    assert out["batch"]["from_store"] == len(ids)  # a logged config: answered from the store, nothing queued
+    assert out["progress"]["finished"] and out["progress"]["counts"]["done"] == len(ids)
+    expected = selection.compare(str(store.root), MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe())
+    assert out["comparison"] == json.loads(json.dumps(expected))
+    assert out["comparison"]["correct_baseline"] == 0  # harmed at TO: wrong there by definition
+    assert JobQueue(store.root).counts()["queued"] == 0
+
+
+def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, capsys):
+    store, _, matrix = view
+    ids = matrix.items["item_id"].tolist()[:3]
+    path = tmp_path / "items.csv"
+    path.write_text("item_id,task_type\n" + "".join(f"{i},x\n" for i in ids))
+    assert selection.read_ids(str(path)) == ids
+    argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--items", str(path),
+            "--config", "8f/random-s7", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    batch = json.loads(capsys.readouterr().out)["batch"]
+    assert batch["item_ids"] == ids and all(batch["job_ids"]) and batch["from_store"] == 0
+    assert selection.progress(str(store.root), batch)["counts"]["queued"] == 3
+    assert selection.cancel(str(store.root), batch) == 3
+    assert selection.progress(str(store.root), batch) | {"counts": None} == {"n": 3, "counts": None, "finished": True}
+
+
+def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
+    store, _, matrix = view
+    before = JobQueue(store.root).counts()
+    with pytest.raises(UserError, match="empty"):
+        selection.submit(str(store.root), MODEL, BENCH, [], "8f")
+    with pytest.raises(UserError, match="unknown item"):
+        selection.submit(str(store.root), MODEL, BENCH, [matrix.items["item_id"].iloc[0], "no-such-item"], "8f/random-s3")
+    with pytest.raises(UserError, match="above the ceiling"):
+        selection.submit(str(store.root), MODEL, BENCH, matrix.items["item_id"].tolist()[:2], "256f")
+    assert JobQueue(store.root).counts() == before
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(UserError, match="lists no item id"):
+        selection.read_ids(str(empty))
+    assert main(["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--flow", "text:8f", "--config", "8f"]) == 2
+
+
+def test_wilson_interval_matches_known_values():
+    lo, hi = wilson_interval(np.array([0, 13, 5, 0]), np.array([10, 13, 10, 0]))
+    assert lo[0] == 0 and hi[0] == pytest.approx(0.2775, abs=1e-4)
+    assert lo[1] == pytest.approx(0.7719, abs=1e-4) and hi[1] == pytest.approx(1)
+    assert (lo[2], hi[2]) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert np.isnan(lo[3]) and np.isnan(hi[3])
+
+
+def test_ladders_join_budget_steps_only():
+    lines, alone = ladders(["text", "8f", "16f", "32f@50k", "32f@200k", "32f", "64f/dense-start", "64f", "64f/random-s1"])
+    assert lines == [["text", "8f", "16f", "32f", "64f"]]
+    assert set(alone) == {"32f@50k", "32f@200k", "64f/dense-start", "64f/random-s1"}
+    assert ladders(["text", "8f@151k", "16f@151k", "32f@151k"]) == ([["text", "8f@151k", "16f@151k", "32f@151k"]], [])
