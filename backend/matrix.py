@@ -21,7 +21,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+import pyarrow as pa
+import pyarrow.feather as feather
 
 from backend import diskcache
 from backend.errors import UserError
@@ -280,6 +281,8 @@ def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str
 
 
 CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
+ENTRY_FORMAT = "v2"  # in the entry's name: a change of layout never reads an old entry
+ARRAYS = ("correct", "confidence", "score")
 
 
 def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Matrix:
@@ -290,7 +293,7 @@ def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: l
     """
     manifest = store.manifest()
     key = diskcache.file_set_key(manifest, ("responses", "items"), models, benchmark, grid, reruns)
-    entry = diskcache.folder(store) / f"matrix-{key}"
+    entry = diskcache.folder(store) / f"matrix-{ENTRY_FORMAT}-{key}"
     cached = _read_entry(entry, models, grid)
     if cached is not None and diskcache.all_files_present(store, manifest):
         return cached
@@ -304,24 +307,25 @@ def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: l
 
 def _write_entry(folder: Path, matrix: Matrix) -> None:
     folder.mkdir()
-    with open(folder / "arrays.npy", "wb") as f:
-        for array in (matrix.correct, matrix.confidence, matrix.score):
-            np.save(f, array, allow_pickle=False)
-    matrix.items.to_parquet(folder / "items.parquet", index=False)
+    for name in ARRAYS:
+        np.save(folder / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
+    feather.write_feather(pa.Table.from_pandas(matrix.items, preserve_index=False), folder / "items.arrow",
+                          compression="uncompressed")  # fmt: skip
     meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons}
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
 def _read_entry(folder: Path, models: list[str], grid: list[str]) -> Matrix | None:
+    """The entry, memory-mapped: arrays and item columns are read from the page cache as used, not
+    copied (read-only views: a matrix is never written in place)."""
     try:
-        with open(folder / "arrays.npy", "rb") as f:
-            correct, confidence, score = (np.load(f, allow_pickle=False) for _ in range(3))
-        items = pq.read_table(folder / "items.parquet").to_pandas()
+        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in ARRAYS}
+        items = feather.read_table(folder / "items.arrow", memory_map=True).to_pandas()
         meta = json.loads((folder / "meta.json").read_text())
     except (OSError, ValueError):
         return None
-    return Matrix(models=list(models), grid=list(grid), items=items, correct=correct, confidence=confidence,
-                  score=score, n_excluded=int(meta["n_excluded"]), excluded_reasons=meta["excluded_reasons"])  # fmt: skip
+    return Matrix(models=list(models), grid=list(grid), items=items, **arrays, n_excluded=int(meta["n_excluded"]),
+                  excluded_reasons=meta["excluded_reasons"])  # fmt: skip
 
 
 def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:
@@ -337,8 +341,9 @@ def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix
     if full.n_excluded:
         return None
     fsql, fparams = filter_sql(item_filter, alias="it")
+    used = [c for c in full.items.columns if f"it.{c}" in fsql]  # DuckDB converts only the columns it reads
     with store.connect() as con:  # the annotations view, for a tag filter
-        con.register("scope_items", full.items.assign(i=np.arange(full.n_items)))
+        con.register("scope_items", full.items[used].assign(i=np.arange(full.n_items)))
         keep = con.execute(f"SELECT i FROM scope_items it WHERE {fsql}", fparams).fetchnumpy()["i"]
     mask = np.zeros(full.n_items, dtype=bool)
     mask[keep] = True
