@@ -17,6 +17,9 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
    Flows, opening a flow's items (a row click);
 3. the server's peak memory (``VmHWM`` of the streamlit process: scripts run in its threads).
 
+First, the floor: a new session and a button click on a two-line Streamlit app, measured the same
+way (the browser loading Streamlit's frontend and one round trip cost that much on this machine).
+
 Usage: ``python benchmarks/dashboard_browser.py [--items 25000,250000] [--workdir /work/bench-stores]``.
 Targets (2-core machine, 10M): cold Overview < 3 s, new session on a warm server < 1 s, every
 interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
@@ -155,6 +158,30 @@ def cold_overview(browser, store: Path, log: Path, label: str, figures: dict[str
     return server
 
 
+FLOOR_APP = 'import streamlit as st\nst.title("floor")\nst.button("rerun")\n'
+
+
+def floor(browser, workdir: Path) -> None:
+    """The same measurements on a two-line Streamlit app: what this machine and browser cost anyway."""
+    app_dir = workdir / "floor-app"
+    app_dir.mkdir(parents=True, exist_ok=True)
+    (app_dir / "app.py").write_text(FLOOR_APP)
+    repo, browser_fixtures.REPO = browser_fixtures.REPO, app_dir
+    server = start_server(app_dir, workdir / "streamlit-floor.log")
+    browser_fixtures.REPO = repo
+    figures: dict[str, float] = {}
+    try:
+        context, page = new_session(browser)
+        timed(page, "floor: new session on a fresh server (a two-line app)", lambda: page.goto(server.url), figures)
+        context.close()
+        context, page = new_session(browser)
+        timed(page, "floor: new session, warm server", lambda: page.goto(server.url), figures)
+        timed(page, "floor: a button click (rerun)", lambda: page.get_by_role("button", name="rerun").click(), figures)
+        context.close()
+    finally:
+        stop_server(server)
+
+
 def run_store(browser, store: Path, workdir: Path) -> dict[str, float]:
     figures: dict[str, float] = {}
     log = workdir / f"streamlit-{store.name}.log"
@@ -185,6 +212,8 @@ def main() -> None:
     results = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        print("\n=== floor", flush=True)
+        floor(browser, workdir)
         for n_items in (int(n) for n in args.items.split(",")):
             store = build(workdir, n_items).root
             print(f"\n=== {n_items * len(MODELS) * 10:,} responses ({store})", flush=True)
