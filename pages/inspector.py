@@ -141,7 +141,8 @@ def confidence_chart(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str]
     for model in [m for m in models if m in names]:
         pts = live[live["model"] == names[model]].set_index("config").reindex(labels).dropna(subset=["correct"])
         fig.add_trace(_points(pts, names[model], "markers", RERUN_SYMBOL, 18, colours[model], value))
-    fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=labels)
+    order = [c for ladder in lines for c in ladder] + alone  # a ladder's steps side by side, other protocols after them
+    fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=order)
     fig.update_yaxes(title_text=axis, range=[0, 1.05])
     title = f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)"
     return ui.style(fig, title, height=360)
