@@ -91,6 +91,7 @@ def test_clicking_a_node_lists_the_items_in_that_state(app_server, page):
     title, count = heading_count(page)
     node = flow_view(app_server)["nodes"][3]
     assert title == f"{node['state']} at {node['config']}" and count == node["count"]
+    screenshot(page, "clickthrough-flows-node")
 
 
 def test_inspector_walks_a_flow_and_stops_at_its_last_item(app_server, page):
@@ -142,3 +143,22 @@ def test_overview_opens_at_its_own_path_and_jobs_link_their_items(app_server, pa
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Overview"
     goto(page, app_server, f"?{BASE}")  # the bare URL lands on /overview
     page.wait_for_url(lambda u: "/overview" in u)
+
+
+def test_picked_item_rows_are_walked_in_the_inspector(app_server, page):
+    goto(page, app_server, f"items?{BASE}&pick=1")
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    row_px = 35
+    for row in (0, 2):  # tick two rows' checkboxes (the grid is a canvas: by position)
+        before = page.locator('[data-testid="stMain"]').inner_text()
+        page.mouse.click(box["x"] + 18, box["y"] + row_px + row_px * row + row_px / 2)
+        page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+        wait_idle(page)
+    screenshot(page, "clickthrough-items-picked")
+    page.get_by_role("button", name="Walk the 2 picked items in the Inspector").click()
+    page.wait_for_url(lambda u: "/inspector" in u)
+    wait_idle(page)
+    assert "Item 1 of 2 · 2 picked items" in page.locator('[data-testid="stMain"]').inner_text()
+    screenshot(page, "clickthrough-inspector-picked")
