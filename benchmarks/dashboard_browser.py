@@ -15,7 +15,8 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
    to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click); on
    Flows, opening a flow's items (a row click);
-3. the server's peak memory (``VmHWM`` of the streamlit process: scripts run in its threads).
+3. the server's peak memory (``VmHWM`` of the streamlit process: scripts run in its threads);
+   screenshots of the pages the interactions end on go to ``<workdir>/screenshots-<store>/``.
 
 First, the floor: a new session and a button click on a two-line Streamlit app, measured the same
 way (the browser loading Streamlit's frontend and one round trip cost that much on this machine).
@@ -133,9 +134,11 @@ def choose(page, label: str, option: str) -> None:
     page.locator('[role="option"]').filter(has_text=option).first.click()
 
 
-def interactions(browser, url: str, figures: dict[str, float]) -> None:
+def interactions(browser, url: str, figures: dict[str, float], shots: Path) -> None:
+    """The interactions, with a screenshot of the pages they end on (to look at what was timed)."""
     context, page = new_session(browser)
     timed(page, "new session, warm server: Overview", lambda: page.goto(url), figures)
+    page.screenshot(path=str(shots / "overview.png"))
     timed(page, "filter: one task type", lambda: pick_task_type(page), figures)
     page.keyboard.press("Escape")
     for title in ("Flows", "Items", "Inspector", "Compare", "Overview"):
@@ -143,9 +146,12 @@ def interactions(browser, url: str, figures: dict[str, float]) -> None:
     timed(page, "switch to Items (again)", nav(page, "Items"), figures)
     timed(page, "Items: sort by disagreement", lambda: choose(page, "Sort by", "disagreement"), figures)
     timed(page, "Items: next page", lambda: page.locator('[data-testid="stPaginationNext"]').first.click(), figures)
+    page.screenshot(path=str(shots / "items-page-2.png"))
     timed(page, "Items: open a row in the Inspector", lambda: click_row(page, 0, 0, ROW_PX), figures)
+    page.screenshot(path=str(shots / "inspector.png"))
     timed(page, "switch to Flows (again)", nav(page, "Flows"), figures)
     timed(page, "Flows: open a flow's items", lambda: click_row(page, 0, 0, FLOW_ROW_PX), figures)
+    page.screenshot(path=str(shots / "flow-items.png"))
     context.close()
 
 
@@ -191,7 +197,9 @@ def run_store(browser, store: Path, workdir: Path) -> dict[str, float]:
     stop_server(server)
     server = cold_overview(browser, store, log, "cold Overview, fresh server (cache folder kept)", figures)
     try:
-        interactions(browser, f"{server.url}/{QUERY}", figures)
+        shots = workdir / f"screenshots-{store.name}"
+        shots.mkdir(exist_ok=True)
+        interactions(browser, f"{server.url}/{QUERY}", figures, shots)
         figures["peak_mb"] = max(first_peak, peak_rss_mb(server.process.pid))
     finally:
         stop_server(server)
