@@ -12,10 +12,9 @@ from backend.flows import CLASS_HELP, CLASSES
 from backend.palette import CORRECT, WRONG, model_colours
 from backend.views import SORTS
 from backend.selection import Selection
-from pages.common import data, state, ui, walk
+from pages.common import data, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
-from pages.common.sparkline import confidence_svg
 from store.store import Store
 
 SIZES = (25, 50, 100)
@@ -64,7 +63,7 @@ def table_view(scope: data.Scope) -> None:
         trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
     )
     cols = ["item_id", "trajectory"] + (["confidence"] if has_conf else []) + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
-    shown["confidence"] = [confidence_svg(row) for row in page["confidence"]]  # a missing value is a gap, not an error cell
+    shown["confidence"] = [sparkline.confidence_svg(row) for row in page["confidence"]]  # a missing value is a gap, not an error cell
     if len(scope.models) > 1:
         cols.insert(cols.index("n_correct"), "disagreement")
     cols = [c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()]  # no all-empty column (no question text)
@@ -82,13 +81,14 @@ def table_view(scope: data.Scope) -> None:
         row_height=(row_h := max(35, 13 * len(scope.models) + 10)), height=min(len(shown), 12) * row_h + 40,
         column_config={
             "item_id": st.column_config.TextColumn("item", pinned=True),
-            "trajectory": st.column_config.ImageColumn("trajectory", width=max(100, 16 * len(scope.grid) + 20)),
+            # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
+            "trajectory": st.column_config.ImageColumn("trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24),
             "tags": st.column_config.ListColumn("tags", width="medium"),
             "task_type": st.column_config.TextColumn("task type", width="medium"),
             "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
             "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
             "disagreement": st.column_config.ProgressColumn("disagreement", min_value=0.0, max_value=1.0, format="%.2f"),
-            "confidence": st.column_config.ImageColumn("confidence", width=130, help="focus model, along the grid (0 to 1); gaps: no confidence"),
+            "confidence": st.column_config.ImageColumn("confidence", width=sparkline.column_width(row_h), help="focus model, along the grid (0 to 1); gaps: no confidence"),
             "question": st.column_config.TextColumn("question", width="large"),
         },
     )  # fmt: skip

@@ -33,3 +33,8 @@ def confidence_svg(values: list[float | None]) -> str | None:
     dots = "".join(f'<circle cx="{xs[i]:.1f}" cy="{ys[i]:.1f}" r="1.8" fill="{ACCENT}"/>' for i in np.flatnonzero(known))
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}">{lines}{dots}</svg>'
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def column_width(row_height: int) -> int:
+    """The column width that shows the whole sparkline: a cell scales its image to the row's height."""
+    return int((row_height - 8) * WIDTH / HEIGHT) + 24
