@@ -229,7 +229,8 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
                 st.image(files, caption=captions, width=96)
         else:  # a long strip wraps onto rows of smaller frames, so all of it is readable without scrolling
             with st.container(key=f"stripgrid-{row['config']}"):
-                st.image(files, caption=[c.split(" · ")[-1] for c in captions], width=72)
+                st.image(files, caption=[f"{'+' if i in added else ''}{t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)],
+                         width=72)  # fmt: skip
 
 
 ensure_entrypoint()
