@@ -281,7 +281,7 @@ def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str
 
 
 CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
-ENTRY_FORMAT = "v2"  # in the entry's name: a change of layout never reads an old entry
+ENTRY_FORMAT = "v3"  # in the entry's name: a change of layout never reads an old entry
 ARRAYS = ("correct", "confidence", "score")
 
 
@@ -307,11 +307,13 @@ def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: l
 
 def _write_entry(folder: Path, matrix: Matrix) -> None:
     folder.mkdir()
+    all_nan = [name for name in ARRAYS if matrix.n_items and not np.isfinite(getattr(matrix, name)).any()]
     for name in ARRAYS:
-        np.save(folder / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
+        if name not in all_nan:  # an all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell
+            np.save(folder / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
     feather.write_feather(pa.Table.from_pandas(matrix.items, preserve_index=False), folder / "items.arrow",
                           compression="uncompressed")  # fmt: skip
-    meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons}
+    meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons, "all_nan": all_nan}
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
@@ -319,11 +321,14 @@ def _read_entry(folder: Path, models: list[str], grid: list[str]) -> Matrix | No
     """The entry, memory-mapped: arrays and item columns are read from the page cache as used, not
     copied (read-only views: a matrix is never written in place)."""
     try:
-        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in ARRAYS}
-        items = feather.read_table(folder / "items.arrow", memory_map=True).to_pandas()
         meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
+        stored = [name for name in ARRAYS if name not in meta["all_nan"]]
+        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in stored}
+        items = feather.read_table(folder / "items.arrow", memory_map=True).to_pandas()
+    except (OSError, ValueError, KeyError):
         return None
+    shape = arrays["correct"].shape
+    arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
     return Matrix(models=list(models), grid=list(grid), items=items, **arrays, n_excluded=int(meta["n_excluded"]),
                   excluded_reasons=meta["excluded_reasons"])  # fmt: skip
 
