@@ -51,14 +51,20 @@ FLOW_ROW_PX = 35
 RECEIVED = {"bytes": 0}  # websocket bytes from the server, all sessions (one is driven at a time)
 
 # Logs every change of the app's script state with its time (performance.now()), from page load on.
+# Mutation records carry the value each change replaced, so a run that starts and ends between two
+# observer callbacks still logs its 'running'.
 OBSERVER = """
 window.__runs = [];
-new MutationObserver(() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const state = app && app.getAttribute('data-test-script-state');
+const push = (state) => {
   const last = window.__runs[window.__runs.length - 1];
   if (state && (!last || last.state !== state)) window.__runs.push({state, t: performance.now()});
-}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
+};
+new MutationObserver((records) => {
+  for (const r of records) if (r.type === 'attributes' && r.attributeName === 'data-test-script-state') push(r.oldValue);
+  const app = document.querySelector('[data-testid="stApp"]');
+  push(app && app.getAttribute('data-test-script-state'));
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
 """
 # The run after log entry `mark` is over: it went to running and back, nothing is left loading.
 DONE = """(mark) => {
