@@ -20,6 +20,7 @@ correctness at the chosen rung; cost is its frames.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,9 @@ from backend import cascade
 from backend.cascade import Ladder
 from backend.errors import UserError
 from store.ingest.videos import implied_videos
+
+if TYPE_CHECKING:  # sklearn is imported where it runs: it costs seconds of start-up
+    from sklearn.pipeline import Pipeline
 
 META_COLUMNS = ("task_type", "duration", "domain")
 LEVELS = np.round(np.linspace(0.05, 1.0, 20), 2)
@@ -76,7 +80,7 @@ def grouped_folds(groups: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray
     return fold
 
 
-def _pipeline(seed: int) -> Pipeline:  # noqa: F821 (imported inside: sklearn costs seconds of start-up)
+def _pipeline(seed: int) -> Pipeline:
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression

@@ -1,12 +1,12 @@
 """Compare: the selected models on their matched grid: headline numbers, confused-item overlap, disagreement."""
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from backend.compare import headline_table
-from backend.palette import ACCENT, INK, SEQUENTIAL, model_colours
+from backend.palette import INK, model_colours
+from backend.report import figures
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 
@@ -33,30 +33,6 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     fig.update_yaxes(title_text="share of items (%)")
     fig.update_xaxes(title_text="metric" if table["text_overwrite_rate"].notna().any() else "metric (text overwrite n/a: no text in the grid)")
     return ui.style(fig, "Headroom, confusion and overwrite side by side (95% CI)", height=420)
-
-
-def jaccard_figure(ov: dict) -> go.Figure:
-    models = ov["models"]
-    z = np.array([[np.nan if v is None else v for v in row] for row in ov["jaccard"]], dtype=float)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=models, y=models, zmin=0, zmax=1, colorscale=SEQUENTIAL, texttemplate="%{z:.2f}",
-        colorbar={"title": "Jaccard"}, hovertemplate="%{y} vs %{x}: Jaccard %{z:.2f}<extra></extra>",
-    ))  # fmt: skip
-    fig.update_yaxes(autorange="reversed", title_text="model")
-    fig.update_xaxes(title_text="model")
-    return ui.style(fig, "Overlap of confused items (Jaccard index)", height=140 + 60 * len(models))
-
-
-def intersections_figure(ov: dict) -> go.Figure:
-    rows = ov["intersections"][:15]
-    labels = [" + ".join(r["models"]) for r in rows]
-    fig = go.Figure(go.Bar(
-        x=[r["n"] for r in rows], y=labels, orientation="h", marker_color=ACCENT,
-        hovertemplate="confused by exactly %{y}: %{x} items<extra></extra>",
-    ))  # fmt: skip
-    fig.update_yaxes(autorange="reversed", title_text="confused by exactly these models")
-    fig.update_xaxes(title_text="items")
-    return ui.style(fig, "Confused items by the exact set of models confused", height=140 + 26 * len(rows))
 
 
 def _open_item(table: pd.DataFrame) -> None:
@@ -89,9 +65,9 @@ with ui.guard():
     c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
     with left:
-        ui.chart(jaccard_figure(ov), "confusion-jaccard")
+        ui.chart(ui.style(figures.jaccard(ov)), "confusion-jaccard")
         ui.downloads(pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"), "confusion-jaccard")
-    ui.chart(intersections_figure(ov), "confusion-intersections")
+    ui.chart(ui.style(figures.intersections(ov)), "confusion-intersections")
     ui.downloads(pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]), "confusion-intersections")
 
     st.subheader(f"Items the models disagree on most (top {TOP})")

@@ -2,24 +2,16 @@
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from backend.compare import headline_table
 from backend.metrics import WILSON_COLUMNS
-from backend.palette import CORRECT, WRONG, model_colours, rgba
+from backend.palette import model_colours
+from backend.report import figures
+from backend.report.tables import HEADLINES
 from pages.common import data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
-HEADLINES = (
-    ("best_fixed", "Best fixed"),
-    ("oracle_accuracy", "Oracle"),
-    ("oracle_headroom", "Oracle headroom"),
-    ("visual_confusion_rate", "Visual confusion"),
-    ("text_overwrite_rate", "Text overwrite"),
-    ("mean_churn", "Mean churn / step"),
-)
 HELP = {
     "best_fixed": "Highest accuracy of one configuration for every item (ties: the cheapest).",
     "oracle_accuracy": "Share of items correct at some configuration (per-item best budget).",
@@ -53,61 +45,6 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
         # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
         st.dataframe(ui.headline_text(table).astype(str).T.rename_axis("95% CI"), column_config={"_index": st.column_config.TextColumn(pinned=True)})
     ui.downloads(table, "headlines")
-
-
-def curve_and_flows(metrics: dict, colours: dict[str, str]) -> go.Figure:
-    """Accuracy per config (95% band) on top; rescued up / harmed down per transition below, same x."""
-    grid = metrics["grid"]
-    x = np.arange(len(grid))
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.05)
-    models = list(metrics["models"])
-    width = 0.8 / max(len(models), 1) * 0.9
-    for k, (model, rec) in enumerate(metrics["models"].items()):
-        colour = colours[model]
-        acc = np.array([rec["accuracy"][c] for c in grid]) * 100
-        ci = [rec["ci"].get(f"accuracy[{c}]") for c in grid]
-        if all(ci):
-            lo, hi = (np.array([v[j] for v in ci]) * 100 for j in (0, 1))
-            fig.add_trace(
-                go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself", mode="lines",
-                           fillcolor=rgba(colour, 0.15), line={"width": 0}, hoverinfo="skip", showlegend=False,
-                           legendgroup=model),
-                row=1, col=1,
-            )
-        fig.add_trace(
-            go.Scatter(
-                x=x, y=acc, mode="lines+markers", name=model, legendgroup=model,
-                line={"color": colour, "width": 2.5}, marker={"size": 8},
-                customdata=np.array([[c, *(v or [np.nan, np.nan])] for c, v in zip(grid, ci, strict=True)], dtype=object),
-                hovertemplate=f"<b>{model}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1%}}–%{{customdata[2]:.1%}})<extra></extra>",
-            ),
-            row=1, col=1,
-        )  # fmt: skip
-    for k, (model, rec) in enumerate(metrics["models"].items()):
-        colour = colours[model]
-        trans = rec["transitions"]
-        tx = np.arange(len(trans)) + 0.5 + (k - (len(models) - 1) / 2) * width
-        custom = [[t["from"], t["to"], t["rescued"], t["harmed"], 100 * t["net"], 100 * t["churn"], t["mcnemar_p"]] for t in trans]
-        hover = (
-            f"<b>{model}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
-            "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>"
-        )
-        for sign, kind, fill in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
-            fig.add_trace(
-                go.Bar(
-                    x=tx, y=[sign * t[kind] for t in trans], width=width, name=f"{kind}", legendgroup=kind,
-                    showlegend=k == 0, marker={"color": fill, "line": {"color": colour, "width": 2}},
-                    customdata=custom, hovertemplate=hover,
-                ),
-                row=2, col=1,
-            )  # fmt: skip
-    fig.update_layout(barmode="overlay", hovermode="closest")
-    fig.update_xaxes(tickvals=x, ticktext=grid, range=[-0.5, len(grid) - 0.5], row=2, col=1,
-                     title_text="configuration (frames, @pixels per frame, /sampling policy)")  # fmt: skip
-    fig.update_xaxes(tickvals=x, ticktext=grid, showticklabels=False, row=1, col=1)
-    fig.update_yaxes(title_text="accuracy (%)", row=1, col=1)
-    fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888", row=2, col=1)
-    return ui.style(fig, "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets", height=620)
 
 
 def transitions_table(metrics: dict) -> pd.DataFrame:
@@ -178,7 +115,7 @@ with ui.guard():
     if scope.beyond_noise:
         st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
                    "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
-    ui.chart(curve_and_flows(metrics, colours), "scaling-curve-and-flows")
+    ui.chart(ui.style(figures.curve_and_flows(metrics, colours), height=620), "scaling-curve-and-flows")
     with st.expander("Transitions (rescued, harmed, net, churn, McNemar p)"):
         trans = transitions_table(metrics)
         st.dataframe(

@@ -33,15 +33,16 @@ KIND_TEXT = {"rescued": "rescued (wrong → correct)", "harmed": "harmed (correc
              "stable-correct": "stayed correct", "stable-wrong": "stayed wrong"}  # fmt: skip
 
 
-def style(fig: go.Figure, title: str, height: int) -> go.Figure:
-    """The dashboard's chart look (title top left, white template, legend on top), sized for a printed page."""
+def style(fig: go.Figure, title: str, height: int | None, font: dict = FONT, title_size: int = 15) -> go.Figure:
+    """One chart look for the report and the dashboard (title top left, white template, legend on top); the
+    dashboard passes its own font (``pages.common.ui.style``)."""
     fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top", "font": {"size": 15}},
-        font=FONT,
+        title={"text": title, "x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top", "font": {"size": title_size}},
+        font=font,
         template="plotly_white",
         margin={"l": 60, "r": 30, "t": 90, "b": 50},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
-        height=height,
+        **({"height": height} if height else {}),
     )
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from backend.errors import UserError
 from backend.palette import CORRECT, INK, WRONG
+from backend.report import figures
 from backend.scope import command_line
 from pages.common import data, state
 
@@ -68,19 +69,10 @@ def headline_text(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def style(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
-    """One look for every chart: title, font, white background, compact margins."""
-    fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top", "font": {"size": 16}},
-        font=FONT,
-        template="plotly_white",
-        margin={"l": 60, "r": 30, "t": 90, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
-        **({"height": height} if height else {}),
-    )
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    return fig
+def style(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
+    """The charts' one look (``backend.report.figures.style``) in the dashboard's font; ``title`` None keeps the
+    figure's own (builders shared with the report title their figures)."""
+    return figures.style(fig, fig.layout.title.text if title is None else title, height, font=FONT, title_size=16)
 
 
 def chart(fig: go.Figure, name: str) -> None:
