@@ -146,3 +146,15 @@ def test_emptied_default_store_offers_the_demo_on_request(tmp_path, monkeypatch)
     assert Store(tmp_path / "emptied").is_empty()
     assert any("holds no responses" in i.value for i in at.info)
     assert [b.label for b in at.button] == ["Build the demo store here"]
+
+
+def test_models_sharing_no_configuration_say_so(tmp_path, monkeypatch):
+    from tests.matrix_fixtures import build_store
+
+    build_store(tmp_path / "s", {"A": {"8f": [1, 0], "16f": [1, 1]}, "B": {"32f": [0, 1], "64f": [1, 1]}})
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "s"))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    at.query_params.update({"bench": "bench", "models": "A,B"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("share no configuration on bench" in i.value for i in at.info), [i.value for i in at.info]

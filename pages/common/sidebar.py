@@ -136,6 +136,11 @@ def draw() -> data.Scope | None:
         "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
     )  # fmt: skip
     grid = configs.order(grid)
+    if len(shared) < 2:
+        have = "no configuration" if not shared else f"only {ui.code(shared[0])}"
+        st.info(f"The selected models share {have} on {ui.escape_md(bench)}, so there is no grid to compare them on: "
+                "drop a model in the sidebar (`trajaudit info` lists each model's configurations).", icon="👈")  # fmt: skip
+        return None
     if len(grid) < 2:
         st.info("Select at least two configurations for the grid in the sidebar.", icon="👈")
         return None
