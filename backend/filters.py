@@ -35,6 +35,13 @@ class ItemFilter:
         if self.search is not None and not self.search.strip():
             object.__setattr__(self, "search", None)
 
+    def to_argv(self) -> list[str]:
+        """The command-line flags that select these items (the CLI twins pages print)."""
+        flags = [("--task-type", self.task_types), ("--duration", self.durations), ("--domain", self.domains),
+                 ("--annotation-tag", self.tags), ("--item-ids", self.item_ids)]  # fmt: skip
+        argv = [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
+        return argv + (["--search", self.search] if self.search else [])
+
     def is_empty(self) -> bool:
         """True when the filter selects every item (pages say "all items" instead of listing filters)."""
         return self == ItemFilter()

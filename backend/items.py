@@ -53,3 +53,12 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.D
     out["confidence"] = _per_config(matrix.confidence[m, keep].astype(np.float64).round(6), matrix.grid)
     out.attrs.update(grid=list(matrix.grid), n_excluded=matrix.n_excluded, model=model)
     return out
+
+
+def flat_table(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
+    """The CSV shape: tags joined by ';', one column per config (0/1), one per confidence."""
+    flat = table.drop(columns=["trajectory", "confidence"])
+    flat["tags"] = table["tags"].map(";".join)
+    correct = table["trajectory"].struct.explode()[grid]
+    conf = table["confidence"].struct.explode()[grid].add_prefix("confidence:")
+    return pd.concat([flat, correct, conf], axis=1)

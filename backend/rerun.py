@@ -28,10 +28,11 @@ from backend.errors import UserError
 from backend.sampling import policy_name
 from backend.video import default_video_root, resolve_video
 from store.configs import ConfigLabelError, parse
-from store.queue import MAX_QUEUED, Job, JobQueue
+from store.queue import MAX_QUEUED, STATES, Job, JobQueue
 from store.store import Store
 
 FINAL_STATES = ("done", "failed", "cancelled")
+JOB_STATES = STATES  # every state a job passes through, in order (pages list them without touching the queue)
 MAX_SEED = 2**63 - 1  # responses.seed and the queue's seed column are signed 64-bit
 _RESULT_COLUMNS = (
     "run, origin, answer, correct, confidence, score, option_probs, letter_mass, frames, pixels, policy, seed, "
@@ -216,3 +217,8 @@ def wait(store_root: str | os.PathLike, job_id: int, timeout_s: float | None = N
         if deadline is not None and time.monotonic() >= deadline:
             return outcome(req, job, None, timed_out=True)
         time.sleep(poll_s)
+
+
+def cancel(store_root: str | os.PathLike, job_id: int) -> Job:
+    """Cancel a queued job (``trajaudit jobs --cancel``, the Workers page, the re-run panel); UserError otherwise."""
+    return JobQueue(store_root).cancel(job_id)

@@ -80,14 +80,10 @@ class Scope:
 
     def to_argv(self, *, model_flag: str = "--models") -> list[str]:
         """The CLI flags that select this scope (the pages print them as the view's CLI twin)."""
-        f = self.item_filter
         argv = [model_flag, ",".join(self.models)]
         argv += ["--benchmark", self.benchmark] if self.benchmark else []
         argv += ["--grid", ",".join(self.grid)] if self.grid else []
-        flags = [("--task-type", f.task_types), ("--duration", f.durations), ("--domain", f.domains),
-                 ("--annotation-tag", f.tags), ("--item-ids", f.item_ids)]  # fmt: skip
-        argv += [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
-        argv += ["--search", f.search] if f.search else []
+        argv += self.item_filter.to_argv()
         argv += ["--tag", self.tag] if self.tag else []
         argv += ["--tag-model", self.tag_model] if self.tag_model and self.tag_model != self.models[0] else []
         argv += ["--beyond-noise"] if self.beyond_noise else []

@@ -16,7 +16,6 @@ from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
 from backend import crossflows, interventions, isocompute, noise, registry
-from backend.cli.metrics import filter_args
 from backend.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import load_matrix
@@ -35,7 +34,7 @@ FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of 
 def command(scope: data.Scope, *args: str) -> str:
     """The CLI line printing a tab's numbers (store, benchmark and the sidebar's item filters included)."""
     parts = ["trajaudit", "audit", args[0], "--store", scope.root, "--benchmark", scope.benchmark, *args[1:],
-             *filter_args(scope.item_filter), "--json"]  # fmt: skip
+             *scope.item_filter.to_argv(), "--json"]  # fmt: skip
     return ui.code(shlex.join(parts))
 
 

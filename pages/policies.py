@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend import cascade, predictor
-from backend.cli.metrics import filter_args
 from backend.errors import UserError
 from backend.filters import ItemFilter
 from backend.palette import CORRECT, INK, NEUTRAL, model_colours
@@ -58,7 +57,7 @@ def predictor_report(root: str, version: int, model: str, labels: tuple[str, ...
 def command(name: str, scope: data.Scope, ladder: list[str], *extra: str) -> str:
     """The CLI line that prints the numbers of a section."""
     args = ["trajaudit", name, "--store", scope.root, "--model", scope.focus, "--benchmark", scope.benchmark,
-            "--ladder", ",".join(ladder), *filter_args(scope.item_filter), *extra, "--json"]  # fmt: skip
+            "--ladder", ",".join(ladder), *scope.item_filter.to_argv(), *extra, "--json"]  # fmt: skip
     return shlex.join(args)
 
 

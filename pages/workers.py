@@ -11,13 +11,12 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from backend import lifeline
+from backend import lifeline, rerun
 from backend.errors import UserError
 from backend.workers import overview, stop_local_workers
 from pages.common import state as url_state
 from pages.common import ui
 from pages.common.boot import ensure_entrypoint
-from store.queue import STATES, JobQueue
 
 REFRESH_S = 2.0
 RECENT_JOBS = 50
@@ -45,7 +44,7 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 @st.fragment(run_every=REFRESH_S)
 def live(root: str) -> None:
     view = overview(root, limit=RECENT_JOBS)
-    for col, state in zip(st.columns(len(STATES)), STATES, strict=True):
+    for col, state in zip(st.columns(len(rerun.JOB_STATES)), rerun.JOB_STATES, strict=True):
         col.metric(state, f"{view['counts'][state]:,}")
 
     st.subheader("Online workers")
@@ -92,7 +91,7 @@ def live(root: str) -> None:
         job_id = left.selectbox("Queued job", queued, key="cancel-job")
         if right.button("Cancel job", width="stretch"):
             try:
-                JobQueue(root).cancel(int(job_id))
+                rerun.cancel(root, int(job_id))
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             st.rerun()

@@ -8,14 +8,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
 import pyarrow as pa
 
 from backend import reports
 from backend.annotations import with_annotations
 from backend.cli.common import add_store, print_json, split_list
 from backend.errors import UserError
-from backend.items import trajectory_table
+from backend.items import flat_table, trajectory_table
 from backend.scope import Scope, add_scope_args
 from backend.views import SORTS
 from store.store import Store
@@ -38,15 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def flatten(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
-    """The CSV shape: tags joined by ';', one column per config (0/1), one per confidence."""
-    flat = table.drop(columns=["trajectory", "confidence"])
-    flat["tags"] = table["tags"].map(";".join)
-    correct = table["trajectory"].struct.explode()[grid]
-    conf = table["confidence"].struct.explode()[grid].add_prefix("confidence:")
-    return pd.concat([flat, correct, conf], axis=1)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise UserError("--limit must be >= 0")
@@ -64,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     grid = table.attrs["grid"]
     if args.limit is not None:
         table = table.head(args.limit)
-    out = flatten(table, grid) if args.format == "csv" else table
+    out = flat_table(table, grid) if args.format == "csv" else table
     if args.annotations:
         out = with_annotations(out, store, args.benchmark)
     if args.format == "csv":

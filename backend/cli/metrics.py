@@ -34,14 +34,6 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
     )
 
 
-def filter_args(item_filter: ItemFilter) -> list[str]:
-    """The command-line options that select ``item_filter``'s items (pages print them for reproduction)."""
-    flags = [("--task-type", item_filter.task_types), ("--duration", item_filter.durations),
-             ("--domain", item_filter.domains), ("--annotation-tag", item_filter.tags)]  # fmt: skip
-    out = [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
-    return out + (["--search", item_filter.search] if item_filter.search else [])
-
-
 def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
     """'a:b,c:d' -> [('a', 'b'), ('c', 'd')]."""
     if value is None:

@@ -18,9 +18,8 @@ import pandas as pd
 import streamlit as st
 
 from backend import flows, inspector, noise, reports
-from backend.cli.items import flatten
 from backend.filters import ItemFilter
-from backend.items import trajectory_table
+from backend.items import flat_table, trajectory_table
 from backend.matrix import Matrix, available, load_matrix, narrow
 from backend.scope import Resolved, tag_subset
 from backend.scope import Scope as BackendScope
@@ -131,7 +130,7 @@ def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, 
 def items_export(scope: Scope, model: str) -> pd.DataFrame:
     """Every filtered item of ``model``, flat: the same table as ``trajaudit items --format csv``."""
     table = trajectory_table(matrix(scope), model)
-    return flatten(table, table.attrs["grid"])
+    return flat_table(table, table.attrs["grid"])
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

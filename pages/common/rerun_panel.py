@@ -25,7 +25,6 @@ from backend.workers import ensure_local_worker, job_status, local_worker
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
-from store.queue import JobQueue
 
 POLICIES = ("uniform", "midpoint", "vlmeval", "random", "dense-start")
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
@@ -158,7 +157,7 @@ def _live_status(root: str, job_id: int, model: str) -> None:
                    f"{ui.code(f'trajaudit worker --store {root} --model {model} --device cuda')}.")
     if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
         try:
-            JobQueue(root).cancel(job_id)
+            rerun.cancel(root, job_id)
         except UserError as exc:
             st.error(ui.escape_md(exc), icon=":material/warning:")
         st.rerun()
