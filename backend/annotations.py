@@ -15,7 +15,7 @@ import uuid
 
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.store import Store
 
 # Evidence pathways a researcher can attribute a behaviour to (the paper's and its readers' vocabulary).

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import Matrix, load_matrix
 from backend.stats import bootstrap_means, percentile_interval

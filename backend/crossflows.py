@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import Matrix, load_matrix
 from backend.metrics import transition_between

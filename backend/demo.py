@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from store.configs import parse
 from store.demo import MAIN_GRID, MODELS, SUBSET_CONFIGS, build_demo
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.metrics import FLOW_KINDS, transition
 from backend.tags import changes, monotone_gain

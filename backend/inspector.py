@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import config_indices, timestamps
 from backend.video import VideoInfo, probe, resolve_video
 from store import configs

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from backend import rerun
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import Matrix, load_matrix, main_only
 from backend.stats import bootstrap_means, percentile_interval, wilson_interval

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.interventions import store_labels
 from backend.matrix import Matrix, load_matrix

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.tags import TAGS, tag_lists, tag_masks
 

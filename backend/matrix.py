@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from backend import diskcache
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter, filter_sql
 from store import configs
 from store.store import Store

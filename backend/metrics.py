@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.stats import distinct_rows, mcnemar_exact, pattern_bootstrap_means, percentile_interval, wilson_interval
 from backend.tags import confused, terminal_regression, text_overwrite, top_index

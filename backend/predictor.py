@@ -27,7 +27,7 @@ import pandas as pd
 
 from backend import cascade
 from backend.cascade import Ladder
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest.videos import implied_videos
 
 if TYPE_CHECKING:  # sklearn is imported where it runs: it costs seconds of start-up

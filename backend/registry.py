@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference import base as inference
 
 REGISTRY_FILE = "models.toml"

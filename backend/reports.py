@@ -11,7 +11,7 @@ import numpy as np
 
 from backend import cascade, compare, flows, noise, predictor, views
 from backend.continuous import continuous_metrics
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.scope import Resolved

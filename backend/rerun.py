@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import policy_name
 from backend.video import default_video_root, resolve_video
 from store.configs import ConfigLabelError, parse

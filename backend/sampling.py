@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.configs import DEFAULT_POLICY, ConfigLabelError, parse
 
 _RANDOM = re.compile(r"^random(?:-s(?P<seed>\d+))?$")

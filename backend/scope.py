@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import Matrix, available, canonical_grid, load_matrix, restrict
 from backend.tags import TAGS, tag_masks

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from backend import reports, rerun
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.scope import Resolved
 from backend.metrics import FLOW_KINDS, flow_items

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from backend.errors import UserError
+from store.errors import UserError
 
 VIDEO_ROOT_ENV = "TRAJAUDIT_VIDEO_ROOT"
 

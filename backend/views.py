@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import Matrix
 from backend.tags import changes, tag_lists, tag_masks
 from store import configs

@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.cell import ColdCell, answer_cold, item_fields
 from backend.inference.records import ModelContext, library_versions, response_row
 from backend.registry import ModelSpec

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backend import registry, rerun
-from backend.errors import UserError
+from store.errors import UserError
 from store.queue import Job, JobQueue
 
 LOG_DIR = "logs"

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
 from backend import crossflows, interventions, isocompute, noise, registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import load_matrix
 from backend.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inspector import frame_plan, trajectory_rows
 from backend.ladders import ladders
 from backend.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend import cascade, predictor
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.palette import CORRECT, INK, NEUTRAL, model_colours
 from backend.scope import default_grid

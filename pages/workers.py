@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import lifeline, rerun
-from backend.errors import UserError
+from store.errors import UserError
 from backend.workers import overview, stop_local_workers
 from pages.common import state as url_state
 from pages.common import ui

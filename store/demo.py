@@ -62,7 +62,7 @@ import av
 import numpy as np
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import config_indices, policy_name
 from store.configs import parse
 from store.store import Store

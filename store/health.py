@@ -36,7 +36,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backend.errors import StoreError
+from store.errors import StoreError
 from store.schema import SCHEMAS, TABLES
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.errors import UserError
+from store.errors import UserError
 
 QUEUE_FILE = "jobs.sqlite"
 STATES = ("queued", "running", "done", "failed", "cancelled")

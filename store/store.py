@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backend.errors import REPAIR_HINT, StoreError
+from store.errors import REPAIR_HINT, StoreError
 from store.schema import SCHEMAS, TABLES, conform
 
 DEFAULT_STORE = "./trajaudit-data"

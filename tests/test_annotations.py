@@ -10,7 +10,7 @@ import pytest
 
 from backend.annotations import add_annotation, annotations_for, delete_annotation, item_annotation_summary
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter, filter_sql
 from store.store import Store
 

@@ -11,7 +11,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from backend import crossflows, interventions, isocompute, noise
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import load_matrix
 from tests import policy_fixtures as fx
 

@@ -9,7 +9,7 @@ import pytest
 
 from backend import cascade
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from tests import policy_fixtures as fx
 
 LADDER = ["16f", "32f", "64f", "128f"]

@@ -11,7 +11,7 @@ import pytest
 from backend.cli import main
 from backend.cli.common import print_json
 from backend.rerun import MAX_SEED, parse_seed
-from backend.errors import UserError
+from store.errors import UserError
 from tests.ingest_fixtures import write_table
 from tests.rerun_fixtures import build_store
 from tests.test_ingest_gate import snapshot

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import config_indices
 from backend.video import decode_frames, default_video_root, probe, resolve_video
 from store.configs import lower_matrix, parse

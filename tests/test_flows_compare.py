@@ -11,7 +11,7 @@ import pytest
 
 from backend.cli import main
 from backend.compare import confusion_overlap, disagreement, headline_table
-from backend.errors import UserError
+from store.errors import UserError
 from backend.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
 from backend.inspector import frame_plan, item_detail
 from backend.matrix import available, load_matrix

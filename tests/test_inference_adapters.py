@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import (
     FAMILIES,
     InferenceRequest,

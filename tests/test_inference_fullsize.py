@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.fullsize import DEFAULT_PRESET, build_random_fullsize
 
 # Published parameter counts of the checkpoints the presets copy (model cards).

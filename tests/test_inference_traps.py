@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import InferenceRequest
 from backend.inference.scoring import letter_token_ids
 from backend.inference.tiny_tokenizers import bytelevel_tokenizer, metaspace_tokenizer

@@ -24,7 +24,7 @@ from ingest_fixtures import (
     write_wide,
 )
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest import detect, ingest_paths
 from store.ingest.videomme import strip_trailing_commas
 from store.ingest.vlmevalkit import parse_name

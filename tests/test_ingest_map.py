@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest import detect, ingest_paths
 from tests.test_ingest_gate import refused, snapshot
 

@@ -10,7 +10,7 @@ import pytest
 from ingest_fixtures import table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
 
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest import ingest_paths
 
 

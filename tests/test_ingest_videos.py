@@ -13,7 +13,7 @@ from ingest_fixtures import QIDS, lmms_samples, table_frame, vlmevalkit_frame, w
 from backend import predictor
 from backend.cli import main
 from backend.cli.ingest import format_summary
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest import ingest_paths
 from store.ingest.common import budget_hint
 from store.store import Store

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.matrix import available, load_matrix
 from backend.metrics import (

@@ -10,7 +10,7 @@ import pytest
 
 from backend import cascade, predictor
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from tests import policy_fixtures as fx
 
 LADDER = ["8f", "16f", "32f"]

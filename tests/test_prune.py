@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.pruned import drop_tokens, unit_mask, unit_scores
 from backend.inference.pruning import PruneSpec, keep_mask
 from backend.inference.reuse import answer_group

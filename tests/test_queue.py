@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.queue import JobQueue
 
 

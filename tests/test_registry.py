@@ -9,7 +9,7 @@ import pytest
 
 from backend import registry
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from backend.registry import ModelSpec
 
 

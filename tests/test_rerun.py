@@ -10,7 +10,7 @@ import pytest
 
 from backend import rerun
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from store.queue import JobQueue
 from store.store import Store
 from tests.rerun_fixtures import build_store

@@ -18,7 +18,7 @@ import pytest
 from backend import registry, rerun
 from backend.cli import main
 from backend.demo import DEMO_MAX_FRAMES, DEMO_MODEL
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inspector import item_detail, trajectory_rows
 from backend.workers import ensure_local_worker, local_worker, overview, stop_local_workers
 from store.queue import JobQueue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import POLICIES, config_indices, frame_indices, policy_name, timestamps
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from backend import registry, reports, selection
 from backend.cli import main
-from backend.errors import UserError
+from store.errors import UserError
 from backend.filters import ItemFilter
 from backend.ladders import ladders
 from backend.scope import Scope

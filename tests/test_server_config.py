@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.serverconfig import ServerConfig, load
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from backend import registry
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import FAMILIES
 from backend.sweep import accounting
 from backend.sweep.engine import Reuse

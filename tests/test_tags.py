@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.items import trajectory_table
 from backend.scope import Scope
 from backend.matrix import load_matrix

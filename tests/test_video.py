@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import backend.video as video
-from backend.errors import UserError
+from store.errors import UserError
 
 N_FRAMES, FPS, W, H = 24, 12, 64, 48
 

@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from backend.errors import UserError, user_message
+from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
 # table without importing any module; a command's module (and its heavy libraries) is imported only

@@ -7,7 +7,7 @@ import argparse
 from backend import crossflows, interventions, isocompute, noise
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import load_matrix
 from store.store import Store
 

@@ -9,7 +9,7 @@ import argparse
 
 from backend import reports
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.errors import UserError
+from store.errors import UserError
 from backend.flows import CLASSES, flow_table
 from backend.metrics import FLOW_KINDS
 from backend.scope import Scope, add_scope_args

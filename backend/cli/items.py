@@ -13,7 +13,7 @@ import pyarrow as pa
 from backend import reports
 from backend.annotations import with_annotations
 from backend.cli.common import add_store, print_json, split_list
-from backend.errors import UserError
+from store.errors import UserError
 from backend.items import flat_table, trajectory_table
 from backend.scope import Scope, add_scope_args
 from backend.views import SORTS

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from backend.cli.common import add_store
-from backend.errors import UserError
+from store.errors import UserError
 from backend.report import FORMATS, build
 from backend.scope import Scope, add_scope_args
 from store.store import Store

@@ -15,7 +15,7 @@ import time
 
 from backend import rerun, selection
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.errors import UserError
+from store.errors import UserError
 from backend.scope import Scope, add_scope_args
 from store.queue import JobQueue
 from store.store import Store, resolve_root

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sweep.accounting import PHASES, REUSES
 from backend.sweep.plan import DEFAULT_BATCH
 

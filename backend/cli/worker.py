@@ -9,7 +9,7 @@ import sys
 
 from backend import lifeline
 from backend.cli.common import add_store
-from backend.errors import UserError
+from store.errors import UserError
 from store.store import resolve_root
 
 

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.pruning import PruneSpec
 
 FAMILIES = ("qwen2_5_vl", "qwen3_vl", "llava_next_video", "internvl")

@@ -29,7 +29,7 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.hf import TORCH_DTYPES
 
 _QWEN_TOKENS = dict(

@@ -26,7 +26,7 @@ import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import InferenceRequest, InferenceResult
 from backend.inference.frames import fit_to_budget
 from backend.inference.prompting import option_letters, user_text

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.hf import HFAdapter
 from backend.inference.kept_patches import buckets, encode_bucket
 from backend.inference.pruned import unit_scores

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.hf import HFAdapter
 from backend.inference.kept_patches import buckets, encode_bucket, run_layers
 from backend.inference.pruned import unit_scores

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.errors import UserError
+from store.errors import UserError
 
 _SPEC = re.compile(r"^prune:(?P<body>[a-z]+=[0-9.]+(?:,[a-z]+=[0-9.]+)*)$")
 

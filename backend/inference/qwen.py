@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import InferenceRequest
 from backend.inference.hf import HFAdapter
 from backend.inference.pruned import unit_scores

@@ -29,7 +29,7 @@ from transformers.vision_utils import (
     get_vision_position_ids,
 )
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import InferenceRequest
 from backend.inference.pruned import remap_segments
 from backend.inference.qwen import QwenAdapter

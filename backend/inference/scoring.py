@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from backend.errors import UserError
+from store.errors import UserError
 
 
 @dataclass(frozen=True)

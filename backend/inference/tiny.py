@@ -44,7 +44,7 @@ from transformers import (
     Qwen3VLVideoProcessor,
 )
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.base import FAMILIES, MARKER_FILE
 from backend.inference.tiny_tokenizers import bytelevel_tokenizer, metaspace_tokenizer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.report import html, tables
 from backend.report.data import report_data
 from backend.scope import Resolved

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from backend import predictor, reports
-from backend.errors import UserError
+from store.errors import UserError
 from backend.matrix import available
 from backend.palette import model_colours
 from backend.report.gallery import gallery

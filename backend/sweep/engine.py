@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.inference.cell import item_request, prune_spec
 from backend.inference.reuse import FrameFeatures, ReuseCounters, answer_group
 from backend.sampling import frame_indices, policy_name

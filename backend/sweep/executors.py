@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sweep.plan import VideoGroup
 from backend.sweep.shard import Outcome, ShardReport, ShardRunner, ShardSettings
 from backend.sweep.verify import pick

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.sampling import policy_name
 from store.configs import DEFAULT_POLICY, ConfigLabelError, order, parse
 from store.store import Store

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import annotations
-from backend.errors import UserError
+from store.errors import UserError
 from pages.common import ui
 from store.store import Store
 

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend import registry, rerun, selection
-from backend.errors import UserError
+from store.errors import UserError
 from backend.selection import Selection
 from backend.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.sampling import timestamps

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.errors import UserError
+from store.errors import UserError
 from backend.palette import CORRECT, INK, WRONG
 from backend.report import figures
 from backend.scope import command_line

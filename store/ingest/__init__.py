@@ -18,7 +18,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from backend.errors import UserError
+from store.errors import UserError
 from store import configs
 from store.ingest import gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit
 from store.ingest.common import Batch, IngestOptions, fail

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.errors import UserError
+from store.errors import UserError
 from store import configs
 from store.answers import extract_letter
 from store.ingest import gate

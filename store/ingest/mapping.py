@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest.common import as_text
 from store.ingest.gate import fail
 

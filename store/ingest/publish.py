@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.errors import UserError
+from store.errors import UserError
 from store.ingest.common import ITEM_COLUMNS, RESPONSE_COLUMNS, Batch, count_flags
 from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY
 from store.store import Store, Writer
