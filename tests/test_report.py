@@ -22,6 +22,8 @@ from backend.report.data import report_data
 from backend.scope import Scope
 from store.store import Store
 
+pytest_plugins = ["tests.browser_fixtures"]  # the session's one browser (a second sync Playwright would clash)
+
 MODELS = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
 BENCH = "synthetic-videomme"
 GENERATED = re.compile(rb'<time id="generated">[^<]*</time>')
@@ -198,76 +200,66 @@ def only(url: str, asked: list[str]):
 
 
 @pytest.mark.browser
-def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store, demo_html, hostile, tmp_path, capsys):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        pytest.skip(f"Chromium not found at {chromium}")
+def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store, demo_html, hostile, tmp_path, capsys, browser):
     files = {"demo": tmp_path / "demo.html", "hostile": tmp_path / "hostile.html"}
     files["demo"].write_bytes(demo_html)
     files["hostile"].write_bytes(build(hostile, hostile_scope(hostile), "html", gallery_items=6))
     capsys.readouterr()
     main(["metrics", "--store", str(demo_store), "--models", ",".join(MODELS), "--benchmark", BENCH, "--json"])
     metrics = json.loads(capsys.readouterr().out)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu"])
-        for name, path in files.items():
-            page = browser.new_page(viewport={"width": 1000, "height": 1200})
-            asked, problems, dialogs = [], [], []
-            page.route("**/*", only(path.as_uri(), asked))
-            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda exc: problems.append(str(exc)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(path.as_uri())
-            page.wait_for_function("document.body.dataset.charts", timeout=60_000)
-            assert page.evaluate("document.body.dataset.charts") == "drawn", page.inner_text("#js-status")
-            for fig in page.locator(".fig").all():
-                assert fig.locator(".main-svg").count() > 0, fig.get_attribute("id")
-            page.wait_for_timeout(500)
-            assert asked == [path.as_uri()] and problems == [] and dialogs == []
-            assert page.locator("img[src='x']").count() == 0
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"report-{name}.png"), full_page=False)
-            if name == "demo":
-                shown = page.eval_on_selector_all(
-                    "#table-headlines td[data-key]", "cells => cells.map(c => [c.closest('tr').dataset.row, c.dataset.key, c.dataset.value])"
-                )
-                for model, key, value in shown:
-                    rec = metrics["models"][model]
-                    want = rec["best_fixed"]["accuracy"] if key == "best_fixed" else rec[key]
-                    assert float(value) == pytest.approx(want, abs=0), (model, key)
-                assert page.locator("#table-headlines").inner_text().count("[") == 6 * len(MODELS)
-            page.close()
-        browser.close()
+    # one Playwright per process: the session's browser (tests.browser_fixtures)
+    for name, path in files.items():
+        page = browser.new_page(viewport={"width": 1000, "height": 1200})
+        asked, problems, dialogs = [], [], []
+        page.route("**/*", only(path.as_uri(), asked))
+        page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        page.wait_for_function("document.body.dataset.charts", timeout=60_000)
+        assert page.evaluate("document.body.dataset.charts") == "drawn", page.inner_text("#js-status")
+        for fig in page.locator(".fig").all():
+            assert fig.locator(".main-svg").count() > 0, fig.get_attribute("id")
+        page.wait_for_timeout(500)
+        assert asked == [path.as_uri()] and problems == [] and dialogs == []
+        assert page.locator("img[src='x']").count() == 0
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"report-{name}.png"), full_page=False)
+        if name == "demo":
+            shown = page.eval_on_selector_all(
+                "#table-headlines td[data-key]", "cells => cells.map(c => [c.closest('tr').dataset.row, c.dataset.key, c.dataset.value])"
+            )
+            for model, key, value in shown:
+                rec = metrics["models"][model]
+                want = rec["best_fixed"]["accuracy"] if key == "best_fixed" else rec[key]
+                assert float(value) == pytest.approx(want, abs=0), (model, key)
+            assert page.locator("#table-headlines").inner_text().count("[") == 6 * len(MODELS)
+        page.close()
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monkeypatch):
+def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monkeypatch, browser):
     """The button builds with the CLI's function: the file it serves equals ``trajaudit report`` run with the
     command line printed inside it (both with ``SOURCE_DATE_EPOCH``, so even the timestamp agrees)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, build_small_demo, screenshot, start_server, stop_server, wait_idle
+    from tests.browser_fixtures import build_small_demo, screenshot, start_server, stop_server, wait_idle
 
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}")
     epoch = "1700000000"
     store = build_small_demo(tmp_path / "store")
     server = start_server(store, tmp_path / "streamlit.log", {"SOURCE_DATE_EPOCH": epoch})
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-            page.set_default_timeout(120_000)
-            page.goto(f"{server.url}/overview")
-            wait_idle(page)
-            button = page.get_by_role("button", name="Download report")
-            button.scroll_into_view_if_needed()
-            screenshot(page, "overview-download-report")
-            with page.expect_download(timeout=120_000) as download:
-                button.click()
-            served = Path(download.value.path()).read_bytes()
-            browser.close()
+        # one Playwright per process: the session's browser (tests.browser_fixtures)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+        page.set_default_timeout(120_000)
+        page.goto(f"{server.url}/overview")
+        wait_idle(page)
+        button = page.get_by_role("button", name="Download report")
+        button.scroll_into_view_if_needed()
+        screenshot(page, "overview-download-report")
+        with page.expect_download(timeout=120_000) as download:
+            button.click()
+        served = Path(download.value.path()).read_bytes()
+        page.close()
     finally:
         stop_server(server)
     command = re.search(r'<p class="muted">This file:</p><code class="cmd">(.*?)</code>', served.decode())[1]
