@@ -14,7 +14,8 @@ import streamlit as st
 from backend import cascade, predictor
 from store.errors import UserError
 from backend.filters import ItemFilter
-from backend.palette import CORRECT, INK, NEUTRAL, model_colours
+from backend.palette import INK, model_colours
+from backend.report import figures
 from backend.scope import default_grid
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
@@ -108,44 +109,7 @@ def matching_numbers(sweep: dict) -> None:
 
 def frontier_figure(refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str) -> go.Figure:
     """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
-    fig = go.Figure()
-    fixed = [r for r in refs if r["policy"] == "fixed"]
-    fig.add_trace(go.Scatter(
-        x=[r["mean_frames"] for r in fixed], y=[100 * r["accuracy"] for r in fixed], mode="markers+text", name="fixed budgets",
-        text=[r["label"] for r in fixed], textposition="bottom right", marker={"color": NEUTRAL, "size": 11, "line": {"color": INK, "width": 1}},
-        hovertemplate="fixed %{text}: %{y:.1f}% at %{x:.0f} frames<extra></extra>",
-    ))  # fmt: skip
-    oracle = next(r for r in refs if r["policy"] == "oracle")
-    fig.add_trace(go.Scatter(
-        x=[oracle["mean_frames"]], y=[100 * oracle["accuracy"]], mode="markers", name="oracle (cheapest correct)",
-        marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
-        hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
-    ))  # fmt: skip
-    if sweep is not None:
-        front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
-        fig.add_trace(go.Scatter(
-            x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
-            line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
-            hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
-        ))  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=front["mean_frames_unshared"], y=100 * front["accuracy"], mode="lines", name="cascade (no sharing)",
-            line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
-            hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-        ))  # fmt: skip
-        match = sweep["matching"]
-        if match is not None:
-            ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
-            fig.add_trace(go.Scatter(
-                x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {sweep['ladder'][-1]}",
-                marker={"color": colour, "size": 15, "symbol": "diamond", "line": {"color": INK, "width": 1.5}},
-                error_y={"type": "data", "symmetric": False, "array": [100 * (ci[1] - match["accuracy"])],
-                         "arrayminus": [100 * (match["accuracy"] - ci[0])], "color": INK, "thickness": 1.5},
-                hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
-            ))  # fmt: skip
-            fig.add_annotation(x=match["mean_frames_shared"], y=100 * match["accuracy"], ax=90, ay=-95, showarrow=True, arrowcolor=INK,
-                               text=f"t={match['threshold']:.3g}: saves {ui.pct(match['saving'], 0)} of frames",
-                               bgcolor="rgba(255,255,255,0.85)", bordercolor=INK, borderpad=3)  # fmt: skip
+    fig = figures.frontier(refs, sweep, colour, model)
     if point is not None:
         fig.add_trace(go.Scatter(
             x=[point["mean_frames_shared"]], y=[100 * point["accuracy"]], mode="markers", name=f"threshold {point['threshold']:g}",
@@ -166,10 +130,7 @@ def frontier_figure(refs: list[dict], sweep: dict | None, point: dict | None, re
             marker={"color": INK, "size": 12, "symbol": "square"},
             hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
         ))  # fmt: skip
-    top = fixed[-1]["mean_frames"]
-    fig.update_xaxes(title_text="mean frames per item (frames shared across budgets)", range=[0, top * 1.08], rangemode="tozero")
-    fig.update_yaxes(title_text="accuracy (%)")
-    return ui.style(fig, f"{model}: accuracy vs frame cost of adaptive budgets", height=560)
+    return ui.style(fig, height=560)
 
 
 def predictor_controls() -> tuple[int, int]:

@@ -147,9 +147,9 @@ def intersections(overlap: dict) -> go.Figure:
     return style(fig, "Confused items by the exact set of models confused", height=150 + 26 * max(len(rows), 1))
 
 
-def frontier(policy: dict, colour: str) -> go.Figure:
-    """Accuracy (%) vs mean frames per item: fixed budgets, the oracle, the cascade frontier and its matching point."""
-    refs, sweep = policy["reference"], policy["sweep"]
+def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> go.Figure:
+    """Accuracy (%) vs mean frames per item: fixed budgets, the oracle, the cascade frontier and its matching point
+    (no cascade when ``sweep`` is None). The Policies page adds its chosen point and the predictor to it."""
     fig = go.Figure()
     fixed = [r for r in refs if r["policy"] == "fixed"]
     fig.add_trace(go.Scatter(
@@ -163,13 +163,19 @@ def frontier(policy: dict, colour: str) -> go.Figure:
         marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
         hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
     ))  # fmt: skip
-    front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
-    fig.add_trace(go.Scatter(
-        x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
-        line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
-        hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
-    ))  # fmt: skip
-    match = sweep["matching"]
+    match = None if sweep is None else sweep["matching"]
+    if sweep is not None:
+        front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
+        fig.add_trace(go.Scatter(
+            x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
+            line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
+            hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
+        ))  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=front["mean_frames_unshared"], y=100 * front["accuracy"], mode="lines", name="cascade (no sharing)",
+            line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
+            hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+        ))  # fmt: skip
     if match is not None:
         ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
         fig.add_trace(go.Scatter(
@@ -179,9 +185,12 @@ def frontier(policy: dict, colour: str) -> go.Figure:
                      "arrayminus": [100 * (match["accuracy"] - ci[0])], "color": INK, "thickness": 1.5},
             hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
         ))  # fmt: skip
+        fig.add_annotation(x=match["mean_frames_shared"], y=100 * match["accuracy"], ax=90, ay=-95, showarrow=True, arrowcolor=INK,
+                           text=f"t={match['threshold']:.3g}: saves {100 * match['saving']:.0f}% of frames",
+                           bgcolor="rgba(255,255,255,0.85)", bordercolor=INK, borderpad=3)  # fmt: skip
     fig.update_xaxes(title_text="mean frames per item (frames shared across budgets)", range=[0, fixed[-1]["mean_frames"] * 1.08])
     fig.update_yaxes(title_text="accuracy (%)")
-    return style(fig, f"{escape(policy['model'])}: accuracy vs frame cost of adaptive budgets", height=480)
+    return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 
 
 def figures(data: dict) -> dict[str, go.Figure]:
@@ -191,5 +200,6 @@ def figures(data: dict) -> dict[str, go.Figure]:
     if data["overlap"] is not None:
         out |= {"fig-jaccard": jaccard(data["overlap"]), "fig-intersections": intersections(data["overlap"])}
     if data["policy"]["available"]:
-        out["fig-frontier"] = frontier(data["policy"], colours[data["policy"]["model"]])
+        policy = data["policy"]
+        out["fig-frontier"] = frontier(policy["reference"], policy["sweep"], colours[policy["model"]], policy["model"])
     return out
