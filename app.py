@@ -19,7 +19,6 @@ st.set_page_config(page_title="trajaudit", page_icon=str(ASSETS / "favicon.svg")
 state.init()
 
 
-
 def _root() -> None:
     """Never drawn: the entry point sends the bare URL to ``/overview`` before anything is drawn."""
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from backend.runtime.video import VIDEO_ROOT_ENV, default_video_root
 from store.errors import UserError
-from backend.video import VIDEO_ROOT_ENV, default_video_root
 from store.store import resolve_root
 
 STORE_ENV = "TRAJAUDIT_STORE"
@@ -56,7 +56,9 @@ class ServerConfig:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would print usage and exit the server
-        raise UserError(f"dashboard arguments: {message} (expected --store [NAME=]DIR, --video-root DIR, --config FILE)")
+        raise UserError(
+            f"dashboard arguments: {message} (expected --store [NAME=]DIR, --video-root DIR, --config FILE)"
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,7 +117,9 @@ def load(argv: list[str], env: dict[str, str]) -> ServerConfig:
     args = _parser().parse_args(argv)
     config_file = args.config or env.get(CONFIG_ENV)
     file_stores, file_root = _read_file(config_file) if config_file else ({}, None)
-    env_specs = ([env[STORE_ENV]] if env.get(STORE_ENV) else []) + [s for s in env.get(STORES_ENV, "").split(",") if s.strip()]
+    env_specs = ([env[STORE_ENV]] if env.get(STORE_ENV) else []) + [
+        s for s in env.get(STORES_ENV, "").split(",") if s.strip()
+    ]
     stores = (
         _named(args.store, "--store")
         or _named(env_specs, f"${STORE_ENV} / ${STORES_ENV}")

@@ -1,103 +1,138 @@
-"""Small decisions every view shares: which models a fresh view compares, which configurations they
-share, and how the item table sorts and pages on the server so a browser only ever receives one
-page of rows. (The default grid and the tag filter belong to ``backend.scope``.)
+"""One report per view: the dict a page draws is the dict its CLI twin prints with ``--json``.
+
+Each function takes a resolved ``Scope`` and its matched matrix (pages cache the matrix; the CLI
+loads it once) and returns plain data, with the scope itself under ``"scope"`` so a reader always
+knows which grid, items and exclusions a number belongs to.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from store.errors import UserError
-from backend.matrix import Matrix
-from backend.tags import changes, tag_lists, tag_masks
+from backend.analysis import cascade, compare, flows, noise, predictor
+from backend.analysis.continuous import continuous_metrics
+from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.scope import paging
+from backend.scope.matrix import Matrix
+from backend.scope.resolve import Resolved
 from store import configs
-
-SORTS = {
-    "item": "item id",
-    "task_type": "task type",
-    "n_correct": "configs correct (focus model)",
-    "changes": "changes of correctness (focus model)",
-    "mean_confidence": "mean confidence (focus model)",
-    "disagreement": "disagreement between models",
-}
+from store.errors import UserError
+from store.store import Store
 
 
-def shared_configs(available: dict, models: list[str], benchmark: str | None, reruns: bool = False) -> list[str]:
-    """Configurations every model in ``models`` has on ``benchmark`` (all benchmarks when None).
+def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
+             pairs: list[tuple[str, str]] | None = None) -> dict:  # fmt: skip
+    """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables.
 
-    Main runs only, unless ``reruns``: then configurations only live re-runs reached count too.
+    With ``beyond_noise`` each model's ``transitions`` count only flips beyond the item's repeat
+    noise (the bars' view); the curve and the headline numbers always count every item.
     """
-    per_model = []
-    for m in models:
-        kinds = [available["configs"].get(m, {})] + ([available["reruns"].get(m, {})] if reruns else [])
-        labels = {c for by_bench in kinds for b, cs in by_bench.items() if benchmark in (None, b) for c in cs}
-        per_model.append(labels)
-    return configs.order(list(set.intersection(*per_model))) if per_model else []
+    if bootstrap < 0:
+        raise UserError("--bootstrap must be >= 0")
+    out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
+    out["excluded_reasons"] = matrix.excluded_reasons
+    if np.isfinite(matrix.score).any():
+        for model in matrix.models:
+            cont = continuous_metrics(matrix, model, bootstrap=bootstrap, seed=seed)
+            if cont is not None:
+                out["models"][model]["continuous"] = cont
+    out["task_types"] = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
+    if resolved.scope.beyond_noise:
+        profile = noise.noise_profile(store, matrix)
+        for model in matrix.models:
+            out["models"][model]["transitions"] = noise.transitions_without_noise(matrix, profile, model)
+    out["scope"] = resolved.header(matrix)
+    return out
 
 
-def default_models(available: dict, benchmark: str, limit: int = 4) -> list[str]:
-    """Models a fresh view compares: greedily, those that keep at least two shared configurations.
+def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str] | None = None,
+               kind: str | None = None, limit: int | None = 100) -> dict:  # fmt: skip
+    """The Flows page (``trajaudit flows``): the Sankey's nodes and links, trajectory classes, a flow's items."""
+    if kind is not None and (kind not in FLOW_KINDS or pair is None):
+        raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
+    if limit is not None and limit < 0:
+        raise UserError("--limit must be >= 0")
+    out = flows.sankey(matrix, model, None if pair is None else list(pair))
+    profile = noise.noise_profile(store, matrix) if resolved.scope.beyond_noise else None
+    if profile is not None:
+        out = noise.sankey_without_noise(out, matrix, profile)
+    out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
+    if kind is not None and pair is not None:
+        items = flow_items(matrix, model, pair[0], pair[1], kind)
+        if profile is not None:
+            items = noise.drop_within_noise(items, matrix, profile, model, pair[0], pair[1])
+        out["n_flow_items"] = len(items)
+        out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
+    out["scope"] = resolved.header(matrix)
+    return out
 
-    Models with more configurations go first; a model that would leave the group fewer than two
-    shared configurations is skipped (it stays one click away), so the default view is never empty.
-    """
-    have = {m: set(b.get(benchmark, [])) for m, b in available["configs"].items() if benchmark in b}
-    chosen: list[str] = []
-    shared: set[str] = set()
-    for model in sorted(have, key=lambda m: (-len(have[m]), m)):
-        common = have[model] if not chosen else shared & have[model]
-        if len(common) >= 2:
-            chosen.append(model)
-            shared = common
-        if len(chosen) == limit:
-            break
-    return chosen or sorted(have)[:1]
+
+def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
+               page: int = 1, page_size: int = 50) -> dict:  # fmt: skip
+    """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
+    rows, n_pages = paging.item_page(matrix, model, sort, descending, page, page_size)
+    return {
+        "model": model,
+        "sort": sort,
+        "descending": descending,
+        "page": min(max(1, int(page)), n_pages),
+        "page_size": page_size,
+        "n_pages": n_pages,
+        "rows": rows.to_dict("records"),
+        "scope": resolved.header(matrix),
+    }
 
 
-def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
-    """Per item (matrix order) the values the item table sorts on, computed for every item at once."""
-    m = matrix.model_index(model)
-    y = matrix.correct.astype(np.float32)
-    conf = matrix.confidence[m].astype(np.float64)
-    seen = (~np.isnan(conf)).sum(axis=1)
-    mean_conf = np.where(seen > 0, np.nansum(conf, axis=1) / np.maximum(seen, 1), np.nan)
-    share = y.mean(axis=0)
-    return pd.DataFrame(
-        {
-            "item": matrix.items["item_id"].to_numpy(),
-            "task_type": matrix.items["task_type"].fillna("").to_numpy(),
-            "n_correct": y[m].sum(axis=1).astype(np.int64),
-            "changes": changes(matrix.correct[m].astype(bool)),
-            "mean_confidence": mean_conf,
-            "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
-        }
+def compare_view(
+    resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0
+) -> dict:
+    """The Compare page (``trajaudit compare``): headline metrics side by side, confused-item overlap, disagreement."""
+    if (top is not None and top < 0) or bootstrap < 0:
+        raise UserError("--top and --bootstrap must be >= 0")
+    metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
+    out = {
+        "grid": metrics["grid"],
+        "n_items": metrics["n_items"],
+        "n_excluded": metrics["n_excluded"],
+        "metrics": metrics["models"],
+    }
+    if len(matrix.models) > 1:
+        ov = compare.confusion_overlap(matrix)
+        ov["shared_share"] = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
+        out["overlap"] = ov
+        out["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
+    out["scope"] = resolved.header(matrix)
+    return out
+
+
+def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[str]:
+    """The budgets the Policies page and ``cascade``/``predictor`` use: the given ones, else the
+    visual configurations of the scope's grid (so a default view's ladder is the default grid's)."""
+    if ladder:
+        return cascade.check_ladder(ladder)
+    visual = [c for c in resolved.scope.grid if not configs.parse(c).is_text]
+    return cascade.check_ladder(visual)
+
+
+def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = None) -> cascade.Ladder:
+    """The focus model's responses on the policy ladder, on the scope's items (main runs only)."""
+    s = resolved.scope
+    return cascade.load_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
+
+
+def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | None = None, points: int = cascade.DEFAULT_POINTS,
+                 bootstrap: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+    """``trajaudit cascade``: the frontier over thresholds (``threshold`` None) or one threshold."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise UserError(f"--threshold must be in [0, 1] (got {threshold:g})")
+    out = (
+        cascade.sweep(ladder, points, bootstrap, seed)
+        if threshold is None
+        else cascade.evaluate(ladder, threshold, bootstrap, seed)
     )
+    return out | {"scope": resolved.header()}
 
 
-def item_page(
-    matrix: Matrix, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
-) -> tuple[pd.DataFrame, int]:
-    """One page of the item table and the number of pages.
-
-    Rows keep ``position`` (the item's index in ``matrix``) so the caller can draw trajectories of
-    any model for just these rows. Ties sort by item id; NaN confidences sort last.
-    """
-    if sort not in SORTS:
-        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
-    if page_size < 1:
-        raise UserError("page size must be at least 1")
-    keys = sort_keys(matrix, model)
-    n_pages = max(1, -(-matrix.n_items // page_size))
-    page = min(max(1, int(page)), n_pages)
-    order = keys.sort_values([sort, "item"], ascending=[not descending, True], na_position="last", kind="stable").index
-    rows = order.to_numpy()[(page - 1) * page_size : page * page_size]
-    m = matrix.model_index(model)
-    y = matrix.correct[m, rows].astype(bool)
-    out = matrix.items.loc[rows, ["benchmark", "item_id", "task_type", "duration", "question"]].reset_index(drop=True)
-    out.insert(0, "position", rows)
-    out["tags"] = tag_lists(tag_masks(y, matrix.grid, matrix.lower))
-    out = pd.concat([out, keys.loc[rows, ["n_correct", "changes", "mean_confidence", "disagreement"]].reset_index(drop=True)], axis=1)
-    conf = matrix.confidence[m, rows].astype(np.float64).round(4)
-    out["confidence"] = pd.DataFrame(conf).astype(object).where(~np.isnan(conf), None).to_numpy().tolist()
-    return out, n_pages
+def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> dict:
+    """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
+    return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}

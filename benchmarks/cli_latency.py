@@ -4,7 +4,7 @@ For each store (1M and 10M responses: 4 models x N items x 10 configurations, ge
 ``benchmarks/policies.py`` and reused under ``--workdir``), every command runs as a fresh process:
 
 * once right after the store's cache folder is removed (what the first command after a write pays:
-  counting the store and loading the matrix from Parquet, ``backend.diskcache``);
+  counting the store and loading the matrix from Parquet, ``backend.scope.diskcache``);
 * then ``--repeat`` times, reporting the median (the usual case: nothing was written since).
 
 Commands: ``trajaudit --help``, ``info --json``, ``metrics --json`` (4 models, default 1,000
@@ -31,7 +31,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from policies import MODELS, build  # noqa: E402
 
-TRAJAUDIT = [sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())"]  # the `trajaudit` script, from cwd
+TRAJAUDIT = [
+    sys.executable,
+    "-c",
+    "import sys; from backend.cli import main; sys.exit(main())",
+]  # the `trajaudit` script, from cwd
 APP_DIR = {"path": REPO}
 
 
@@ -53,7 +57,19 @@ def commands(store: Path) -> dict[str, list[str]]:
     return {
         "info": [*TRAJAUDIT, "info", "--json", *s],
         "metrics": [*TRAJAUDIT, "metrics", "--json", *s, "--models", ",".join(MODELS), "--benchmark", "bench"],
-        "items": [*TRAJAUDIT, "items", *s, "--model", MODELS[0], "--benchmark", "bench", "--tag", "confused", "--limit", "50"],
+        "items": [
+            *TRAJAUDIT,
+            "items",
+            *s,
+            "--model",
+            MODELS[0],
+            "--benchmark",
+            "bench",
+            "--tag",
+            "confused",
+            "--limit",
+            "50",
+        ],
     }
 
 
@@ -62,8 +78,11 @@ def main() -> None:
     ap.add_argument("--items", default="25000,250000", help="items per store (x 40 = responses)")
     ap.add_argument("--workdir", default="/work/bench-stores")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--app-dir", default=str(REPO), help="the checkout whose CLI runs (e.g. an older commit, unpacked "
-                    "with `git archive`, for a before/after run)")
+    ap.add_argument(
+        "--app-dir",
+        default=str(REPO),
+        help="the checkout whose CLI runs (e.g. an older commit, unpacked with `git archive`, for a before/after run)",
+    )
     args = ap.parse_args()
     APP_DIR["path"] = Path(args.app_dir).resolve()
     print(f"running the CLI of {APP_DIR['path']}")

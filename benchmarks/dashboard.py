@@ -59,7 +59,9 @@ def main() -> None:
     figures["warm"] = timed("Overview again (warm caches)", at.run)
     task = at.sidebar.multiselect(key="w_task")
     figures["filter"] = timed("filter change: one task type", lambda: task.select(task.options[0]).run())
-    figures["unfilter"] = timed("filter cleared (cached)", lambda: at.sidebar.multiselect(key="w_task").set_value([]).run())
+    figures["unfilter"] = timed(
+        "filter cleared (cached)", lambda: at.sidebar.multiselect(key="w_task").set_value([]).run()
+    )
     for page in ("flows", "items", "inspector", "compare"):
         figures[page] = timed(f"switch to {page}", lambda p=page: at.switch_page(f"pages/{p}.py").run())
     at.switch_page("pages/items.py").run()
@@ -67,7 +69,9 @@ def main() -> None:
         at.selectbox(key="w_sort").select("disagreement"), at.toggle(key="w_desc").set_value(True))[0].run())  # fmt: skip
     figures["back"] = timed("switch back to Overview (cached)", lambda: at.switch_page("pages/overview.py").run())
     slowest = max(v for k, v in figures.items() if k not in ("cold",))
-    print(f"cold first render {figures['cold']:.2f} s (target < 3 s); slowest interaction {slowest:.2f} s (target < 0.5 s)")
+    print(
+        f"cold first render {figures['cold']:.2f} s (target < 3 s); slowest interaction {slowest:.2f} s (target < 0.5 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -92,7 +92,10 @@ def timed(page, label: str, action, figures: dict[str, float]) -> float:
     if errors.count():
         raise SystemExit(f"{label}: the page raised: {errors.first.inner_text()[:500]}")
     figures[label] = seconds
-    print(f"  {label:<52} {seconds:7.2f} s  ({(RECEIVED['bytes'] - before) / 1e6:6.2f} MB sent to the browser)", flush=True)
+    print(
+        f"  {label:<52} {seconds:7.2f} s  ({(RECEIVED['bytes'] - before) / 1e6:6.2f} MB sent to the browser)",
+        flush=True,
+    )
     return seconds
 
 
@@ -217,8 +220,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", default="25000,250000", help="items per store (x 40 = responses)")
     ap.add_argument("--workdir", default="/work/bench-stores")
-    ap.add_argument("--app-dir", default=str(REPO), help="the checkout whose app.py is served (e.g. an older commit, "
-                    "unpacked with `git archive`, for a before/after run)")
+    ap.add_argument(
+        "--app-dir",
+        default=str(REPO),
+        help="the checkout whose app.py is served (e.g. an older commit, "
+        "unpacked with `git archive`, for a before/after run)",
+    )
     args = ap.parse_args()
     browser_fixtures.REPO = Path(args.app_dir).resolve()  # start_server runs `streamlit run app.py` there
     print(f"serving {browser_fixtures.REPO / 'app.py'}")
@@ -236,7 +243,9 @@ def main() -> None:
     last = results[max(results)]
     slowest = max(v for k, v in last.items() if not k.startswith(("cold", "new session")) and k != "peak_mb")
     tag = f"dashboard{max(results) * len(MODELS) * 10 // 1_000_000}m"
-    print(f"{tag}: cold {last['cold Overview, fresh server (cache folder kept)']:.2f} s, slowest interaction {slowest:.2f} s")
+    print(
+        f"{tag}: cold {last['cold Overview, fresh server (cache folder kept)']:.2f} s, slowest interaction {slowest:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -31,16 +31,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.inference.base import FAMILIES, InferenceRequest, load_adapter  # noqa: E402
-from backend.inference.cell import item_request  # noqa: E402
-from backend.inference.fullsize import load_random_fullsize  # noqa: E402
-from backend.inference.pruning import PruneSpec  # noqa: E402
-from backend.inference.records import ModelContext, library_versions  # noqa: E402
-from backend.sweep.engine import Reuse  # noqa: E402
-from backend.sweep.executors import twins  # noqa: E402
-from backend.sweep.plan import build_plan, expand_grid  # noqa: E402
-from backend.sweep.shard import ShardRunner, ShardSettings  # noqa: E402
-from backend.sweep.verify import drift  # noqa: E402
+from backend.runtime.inference.base import FAMILIES, InferenceRequest, load_adapter  # noqa: E402
+from backend.runtime.inference.cell import item_request  # noqa: E402
+from backend.runtime.inference.fullsize import load_random_fullsize  # noqa: E402
+from backend.runtime.inference.pruning import PruneSpec  # noqa: E402
+from backend.runtime.inference.records import ModelContext, library_versions  # noqa: E402
+from backend.runtime.sweep.engine import Reuse  # noqa: E402
+from backend.runtime.sweep.executors import twins  # noqa: E402
+from backend.runtime.sweep.plan import build_plan, expand_grid  # noqa: E402
+from backend.runtime.sweep.shard import ShardRunner, ShardSettings  # noqa: E402
+from backend.runtime.sweep.verify import drift  # noqa: E402
 from benchmarks.sweep import HEIGHT, WIDTH, build_store  # noqa: E402
 from store.store import Store  # noqa: E402
 
@@ -54,8 +54,8 @@ def load(family: str, ckpt: Path, device: str):
 
 def one_request(root: Path, frames: int) -> InferenceRequest:
     """The first item of the store at ``frames`` uniformly sampled frames, decoded now."""
-    from backend.sampling import frame_indices
-    from backend.video import decode_frames, probe
+    from backend.runtime.sampling import frame_indices
+    from backend.runtime.video import decode_frames, probe
 
     item = Store(root).query("SELECT * FROM items ORDER BY item_id LIMIT 1").to_dict("records")[0]
     path = root / "videos" / item["video"]
@@ -85,8 +85,11 @@ def check_family(family: str, root: Path, args) -> dict:
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     adapter = load(family, ckpt, args.device)
-    row = {"family": family, "params_b": sum(p.numel() for p in adapter.model.parameters()) / 1e9,
-           "load_s": time.perf_counter() - t0}
+    row = {
+        "family": family,
+        "params_b": sum(p.numel() for p in adapter.model.parameters()) / 1e9,
+        "load_s": time.perf_counter() - t0,
+    }
     request = one_request(root, args.frames)
     adapter.answer(dataclasses.replace(request, frames=request.frames[:2], frame_indices=request.frame_indices[:2]))
     exact = adapter.answer(request)  # after a warm-up call (kernels, allocator)
@@ -94,15 +97,22 @@ def check_family(family: str, root: Path, args) -> dict:
     row["visual_tokens"] = exact.token_counts["visual"]
     cold = sweep(root, family, adapter, Reuse.without(["decode", "prefix", "vision"]), args.grid, args.device)
     reused = sweep(root, family, adapter, Reuse(), args.grid, args.device)
-    row |= {"sweep_cold_s": cold["seconds"], "sweep_reuse_s": reused["seconds"],
-            "sweep_speedup": cold["seconds"] / reused["seconds"], "sweep_drift": reused["drift"] + cold["drift"]}
+    row |= {
+        "sweep_cold_s": cold["seconds"],
+        "sweep_reuse_s": reused["seconds"],
+        "sweep_speedup": cold["seconds"] / reused["seconds"],
+        "sweep_drift": reused["drift"] + cold["drift"],
+    }
     t0 = time.perf_counter()
     adapter.answer(request)
     exact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     pruned = adapter.answer(dataclasses.replace(request, prune=PruneSpec(0.85)))
-    row |= {"prune_vision_s": pruned.timings["vision"], "prune_speedup": exact_s / (time.perf_counter() - t0),
-            "prune_moved": int(pruned.answer != exact.answer)}
+    row |= {
+        "prune_vision_s": pruned.timings["vision"],
+        "prune_speedup": exact_s / (time.perf_counter() - t0),
+        "prune_moved": int(pruned.answer != exact.answer),
+    }
     if args.device != "cpu":
         row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
     del adapter
@@ -113,11 +123,21 @@ def check_family(family: str, root: Path, args) -> dict:
 
 
 COLUMNS = [
-    ("family", "{:<17}"), ("params_b", "{:>6.2f}"), ("load_s", "{:>6.1f}"), ("visual_tokens", "{:>6d}"),
-    ("rerun_preprocess", "{:>7.3f}"), ("rerun_vision", "{:>7.3f}"), ("rerun_prefill", "{:>7.3f}"),
-    ("sweep_cold_s", "{:>7.2f}"), ("sweep_reuse_s", "{:>7.2f}"), ("sweep_speedup", "{:>6.2f}"),
-    ("sweep_drift", "{:>5d}"), ("prune_vision_s", "{:>7.3f}"), ("prune_speedup", "{:>6.2f}"),
-    ("prune_moved", "{:>5d}"), ("peak_gib", "{:>7.1f}"),
+    ("family", "{:<17}"),
+    ("params_b", "{:>6.2f}"),
+    ("load_s", "{:>6.1f}"),
+    ("visual_tokens", "{:>6d}"),
+    ("rerun_preprocess", "{:>7.3f}"),
+    ("rerun_vision", "{:>7.3f}"),
+    ("rerun_prefill", "{:>7.3f}"),
+    ("sweep_cold_s", "{:>7.2f}"),
+    ("sweep_reuse_s", "{:>7.2f}"),
+    ("sweep_speedup", "{:>6.2f}"),
+    ("sweep_drift", "{:>5d}"),
+    ("prune_vision_s", "{:>7.3f}"),
+    ("prune_speedup", "{:>6.2f}"),
+    ("prune_moved", "{:>5d}"),
+    ("peak_gib", "{:>7.1f}"),
 ]
 
 

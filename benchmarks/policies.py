@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend import cascade, predictor
+from backend.analysis import cascade, predictor
 from store.store import Store
 
 GRID = ["text", "8f", "16f", "32f", "64f", "128f", "32f@50k", "32f@200k", "64f/random-s1", "64f/dense-start"]

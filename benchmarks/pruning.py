@@ -31,12 +31,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.inference.base import InferenceRequest, load_adapter
-from backend.inference.pruning import PruneSpec
-from backend.inference.reuse import answer_group
-from backend.inference.tiny import build_tiny
-from backend.sweep import accounting
-from backend.sweep.accounting import PHASES
+from backend.runtime.inference.base import InferenceRequest, load_adapter
+from backend.runtime.inference.pruning import PruneSpec
+from backend.runtime.inference.reuse import answer_group
+from backend.runtime.inference.tiny import build_tiny
+from backend.runtime.sweep import accounting
 
 KEEPS = (1.0, 0.85, 0.5)
 WIDTH, HEIGHT = 224, 168
@@ -59,9 +58,7 @@ def clips(frames: int) -> dict[str, np.ndarray]:
 
 def requests(frames: np.ndarray, pixels: int | None) -> list[InferenceRequest]:
     k = len(frames)
-    return [
-        InferenceRequest(q, OPTIONS, frames, list(range(0, 4 * k, 4)), 8.0, 4 * k, pixels) for q in QUESTIONS
-    ]
+    return [InferenceRequest(q, OPTIONS, frames, list(range(0, 4 * k, 4)), 8.0, 4 * k, pixels) for q in QUESTIONS]
 
 
 def timed(fn) -> tuple[list, float]:
@@ -113,16 +110,24 @@ def family_report(family: str, scale: int, n_frames: int, repeats: int, root: Pa
     reqs = [requests(c, pixels) for c in clips(n_frames).values()]
     for spec, share in ((None, False), (PruneSpec(0.5), True)):  # warm-up: first calls allocate and plan
         run_mode(adapter, reqs[:1], spec, share)
-    modes = {"exact": (None, False), **{f"keep {k}": (PruneSpec(k), False) for k in KEEPS},
-             "reuse": (None, True), "keep 0.85 + reuse": (PruneSpec(0.85), True)}
+    modes = {
+        "exact": (None, False),
+        **{f"keep {k}": (PruneSpec(k), False) for k in KEEPS},
+        "reuse": (None, True),
+        "keep 0.85 + reuse": (PruneSpec(0.85), True),
+    }
     m = measure(adapter, reqs, modes, repeats)
     exact, exact_wall, exact_t = m["exact"]
     f_vision = exact_t["vision"] / sum(exact_t.values())
-    print(f"{family} x{scale}: {n_frames} frames at {WIDTH}x{HEIGHT}, clips static + moving, 3 questions each; "
-          f"exact: {exact_wall:.2f} s, vision share {100 * f_vision:.1f}%, "
-          f"prefill share {100 * exact_t['prefill'] / sum(exact_t.values()):.1f}%")
-    print("  keep   visual tokens   vision s  vision-only ceiling   f(vision+prefill)  s       ceiling  measured  "
-          "choice/correct drift  pathological")
+    print(
+        f"{family} x{scale}: {n_frames} frames at {WIDTH}x{HEIGHT}, clips static + moving, 3 questions each; "
+        f"exact: {exact_wall:.2f} s, vision share {100 * f_vision:.1f}%, "
+        f"prefill share {100 * exact_t['prefill'] / sum(exact_t.values()):.1f}%"
+    )
+    print(
+        "  keep   visual tokens   vision s  vision-only ceiling   f(vision+prefill)  s       ceiling  measured  "
+        "choice/correct drift  pathological"
+    )
     rows = {}
     for keep in KEEPS:
         results, wall, t = m[f"keep {keep}"]
@@ -132,17 +137,21 @@ def family_report(family: str, scale: int, n_frames: int, repeats: int, root: Pa
         measured = exact_wall / wall
         tokens = sum(r.token_counts["visual"] for r in results)
         rows[keep] = {**row, "measured": measured, "choice": choice, "correct": correct, "pathological": bad}
-        print(f"  {keep:4.2f}   {tokens:13d}   {vision['s']:6.2f}x  {vision['ceiling']:6.2f}x              "
-              f"{row['f']:.3f}              {row['s']:5.2f}x  {row['ceiling']:5.2f}x  "
-              f"  {measured:5.2f}x   {choice}/{correct} of {len(results)}                 {bad}")
+        print(
+            f"  {keep:4.2f}   {tokens:13d}   {vision['s']:6.2f}x  {vision['ceiling']:6.2f}x              "
+            f"{row['f']:.3f}              {row['s']:5.2f}x  {row['ceiling']:5.2f}x  "
+            f"  {measured:5.2f}x   {choice}/{correct} of {len(results)}                 {bad}"
+        )
     _, prune_wall, prune_t = m["keep 0.85"]
     _, reuse_wall, reuse_t = m["reuse"]
     both, both_wall, _ = m["keep 0.85 + reuse"]
     predicted = accounting.composed(exact_t, prune_t, reuse_t)
-    print(f"  composition audit (prune 0.85 + prefix reuse): prune alone {exact_wall / prune_wall:.2f}x, "
-          f"reuse alone {exact_wall / reuse_wall:.2f}x, product {exact_wall ** 2 / (prune_wall * reuse_wall):.2f}x, "
-          f"predicted from phase times {predicted:.2f}x, measured {exact_wall / both_wall:.2f}x "
-          f"(choice drift vs exact {drift(exact, both)[0]})")
+    print(
+        f"  composition audit (prune 0.85 + prefix reuse): prune alone {exact_wall / prune_wall:.2f}x, "
+        f"reuse alone {exact_wall / reuse_wall:.2f}x, product {exact_wall**2 / (prune_wall * reuse_wall):.2f}x, "
+        f"predicted from phase times {predicted:.2f}x, measured {exact_wall / both_wall:.2f}x "
+        f"(choice drift vs exact {drift(exact, both)[0]})"
+    )
     return rows
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from backend.report import html  # noqa: E402
 from backend.report.data import report_data  # noqa: E402
-from backend.scope import Scope  # noqa: E402
+from backend.scope.resolve import Scope  # noqa: E402
 from store.store import Store  # noqa: E402
 
 
@@ -48,9 +48,13 @@ def measure(name: str, store: Store, benchmark: str, models: list[str], out: Pat
     text = html.render(data)
     t2 = time.perf_counter()
     n = store.query("SELECT count(*) AS n FROM responses").n[0]
-    print(f"{name}: {n:,} responses, {data['scope']['n_items']:,} matched items, grid {','.join(data['scope']['grid'])}")
-    print(f"  trajaudit report (fresh process): {wall:.2f} s wall, {cpu:.2f} s CPU (load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores) -> {out.stat().st_size / 1e6:.2f} MB")
+    print(
+        f"{name}: {n:,} responses, {data['scope']['n_items']:,} matched items, grid {','.join(data['scope']['grid'])}"
+    )
+    print(
+        f"  trajaudit report (fresh process): {wall:.2f} s wall, {cpu:.2f} s CPU (load average {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores) -> {out.stat().st_size / 1e6:.2f} MB"
+    )
     print(f"  in process: data {t1 - t0:.2f} s, HTML {t2 - t1:.2f} s, {len(text.encode()) / 1e6:.2f} MB, "
           f"{len(data['gallery'])} gallery items, {sum(len(s['jpeg_base64']) for g in data['gallery'] for s in g['frames'])} thumbnails")  # fmt: skip
 
@@ -65,10 +69,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     demo = Store(work / "demo")
     if demo.is_empty():
-        from store.demo import build_demo
+        from backend.demo.synthetic import build_demo
 
         build_demo(demo.root, seed=0)
-    measure("demo", demo, "synthetic-videomme", ["synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B"], work / "demo.html")
+    measure(
+        "demo", demo, "synthetic-videomme", ["synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B"], work / "demo.html"
+    )
     if not args.skip_1m:
         from policies import MODELS, build
 

@@ -4,7 +4,7 @@ The store holds ``--benchmarks`` generated benchmarks (``benchmarks/policies.py`
 seed per benchmark) of 4 models x ``--items`` items x 10 configurations, written one
 (model, benchmark) per Parquet file, never all in memory. Then, each as a fresh process:
 
-* ``info --json`` (the first one counts every file once: ``backend.diskcache``), then again;
+* ``info --json`` (the first one counts every file once: ``backend.scope.diskcache``), then again;
 * ``metrics --json`` for the 4 models over every benchmark (one matched matrix of all their items:
   the 100M cells), first from Parquet, then from the cache folder; wall time and peak memory.
 
@@ -41,10 +41,13 @@ def build(root: Path, n_benchmarks: int, n_items: int) -> Store:
         responses, items = generate(n_items, seed=b)
         bench = f"bench-{b:02d}"
         store.append({"items": items.assign(benchmark=bench)})
-        for model, rows in responses.groupby("model", sort=False):
+        for _model, rows in responses.groupby("model", sort=False):
             store.append({"responses": rows.assign(benchmark=bench)})
         del responses, items
-        print(f"  {bench}: {n_items * len(MODELS) * 10 * (b + 1):,} responses written ({time.perf_counter() - t:.0f} s)", flush=True)
+        print(
+            f"  {bench}: {n_items * len(MODELS) * 10 * (b + 1):,} responses written ({time.perf_counter() - t:.0f} s)",
+            flush=True,
+        )
     return store
 
 

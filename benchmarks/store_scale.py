@@ -61,6 +61,7 @@ def generate(n_items: int, seed: int = 0) -> pd.DataFrame:
 
 # -- phases (each runs in a child process) ------------------------------------------------------
 
+
 def _ingest(store_dir: str, path: str) -> dict:
     from store.ingest import ingest_paths
     from store.store import Store
@@ -72,8 +73,8 @@ def _ingest(store_dir: str, path: str) -> dict:
 
 def _metrics(store_dir: str, models: list[str], bootstrap: int, fresh: bool) -> dict:
     """``fresh``: the store's cache folder removed first (the first read after a write)."""
-    from backend.matrix import load_matrix
-    from backend.metrics import mcqa_metrics
+    from backend.analysis.metrics import mcqa_metrics
+    from backend.scope.matrix import load_matrix
     from store.store import Store
 
     if fresh:
@@ -83,14 +84,18 @@ def _metrics(store_dir: str, models: list[str], bootstrap: int, fresh: bool) -> 
     t_load = time.perf_counter() - t
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=0)
     total = time.perf_counter() - t
-    return {"seconds": total, "load_seconds": t_load, "n_items": out["n_items"],
-            "oracle": out["models"][models[0]]["oracle_accuracy"]}
+    return {
+        "seconds": total,
+        "load_seconds": t_load,
+        "n_items": out["n_items"],
+        "oracle": out["models"][models[0]]["oracle_accuracy"],
+    }
 
 
 def _items_query(store_dir: str) -> dict:
     """The Items view with a trajectory tag: one model's matrix, then the tagged rows."""
-    from backend.items import trajectory_table
-    from backend.matrix import load_matrix
+    from backend.scope.items import trajectory_table
+    from backend.scope.matrix import load_matrix
     from store.store import Store
 
     store = Store(store_dir)
@@ -157,7 +162,9 @@ def dir_size_mb(path: Path) -> float:
 
 def run_size(n_responses: int, workdir: Path) -> None:
     n_items = n_responses // (len(MODELS) * len(GRID))
-    print(f"\n=== {n_items * len(MODELS) * len(GRID):,} responses ({len(MODELS)} models x {n_items:,} items x {len(GRID)} configs)")
+    print(
+        f"\n=== {n_items * len(MODELS) * len(GRID):,} responses ({len(MODELS)} models x {n_items:,} items x {len(GRID)} configs)"
+    )
     workdir.mkdir(parents=True, exist_ok=True)
     data = generate(n_items)
     pq_path, csv_path = workdir / "long.parquet", workdir / "long.csv"
@@ -171,8 +178,10 @@ def run_size(n_responses: int, workdir: Path) -> None:
         shutil.rmtree(store_dir, ignore_errors=True)
         r = measure(_ingest, str(store_dir), str(path))
         results[kind] = r
-        print(f"ingest {kind:8s}: {r['rows']:,} rows in {r['seconds']:.2f} s = {r['rows'] / r['seconds']:,.0f} rows/s "
-              f"(peak {r['peak_rss_mb']:.0f} MB)")
+        print(
+            f"ingest {kind:8s}: {r['rows']:,} rows in {r['seconds']:.2f} s = {r['rows'] / r['seconds']:,.0f} rows/s "
+            f"(peak {r['peak_rss_mb']:.0f} MB)"
+        )
     store_dir = str(workdir / "store-parquet")
     print(f"store size on disk: {dir_size_mb(Path(store_dir)):.1f} MB")
 
@@ -182,11 +191,13 @@ def run_size(n_responses: int, workdir: Path) -> None:
         boot = measure(_metrics, store_dir, models, 1000, False)
         base = measure(_pandas_metrics, store_dir, models)
         assert ours["n_items"] == base["n_items"] and abs(ours["oracle"] - base["oracle"]) < 1e-12, "results differ"
-        print(f"metrics {label:17s}: trajaudit {ours['seconds']:.3f} s (load {ours['load_seconds']:.3f} s from the cache "
-              f"folder, peak {ours['peak_rss_mb']:.0f} MB); first read after a write {first['seconds']:.3f} s (load "
-              f"{first['load_seconds']:.3f} s from Parquet); with 1000 bootstrap {boot['seconds']:.3f} s; "
-              f"pandas {base['seconds']:.3f} s (peak {base['peak_rss_mb']:.0f} MB); ratio pandas/trajaudit "
-              f"{base['seconds'] / ours['seconds']:.1f}x (first read: {base['seconds'] / first['seconds']:.1f}x)")
+        print(
+            f"metrics {label:17s}: trajaudit {ours['seconds']:.3f} s (load {ours['load_seconds']:.3f} s from the cache "
+            f"folder, peak {ours['peak_rss_mb']:.0f} MB); first read after a write {first['seconds']:.3f} s (load "
+            f"{first['load_seconds']:.3f} s from Parquet); with 1000 bootstrap {boot['seconds']:.3f} s; "
+            f"pandas {base['seconds']:.3f} s (peak {base['peak_rss_mb']:.0f} MB); ratio pandas/trajaudit "
+            f"{base['seconds'] / ours['seconds']:.1f}x (first read: {base['seconds'] / first['seconds']:.1f}x)"
+        )
     q = measure(_items_query, store_dir)
     print(f"items with tag 'confused' (1 model): {q['rows']:,} rows in {q['seconds'] * 1000:.0f} ms")
 

@@ -42,14 +42,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from backend import registry
-from backend.inference.base import detect_family
-from backend.inference.tiny import build_tiny
-from backend.sweep import accounting
-from backend.sweep.accounting import PHASES, REUSES
-from backend.sweep.engine import Reuse
-from backend.sweep.plan import expand_grid
-from backend.sweep.runner import SweepRequest, run_sweep
+from backend.runtime import registry
+from backend.runtime.inference.base import detect_family
+from backend.runtime.inference.tiny import build_tiny
+from backend.runtime.sweep import accounting
+from backend.runtime.sweep.accounting import PHASES, REUSES
+from backend.runtime.sweep.engine import Reuse
+from backend.runtime.sweep.plan import expand_grid
+from backend.runtime.sweep.runner import SweepRequest, run_sweep
 from store.store import Store
 
 GRID = ["text", "8f", "16f", "32f", "64f"]
@@ -104,13 +104,23 @@ def build_store(root: Path, n_videos: int, family: str, scale: int) -> Path:
         _write(root / "videos" / rel, frames)
         for q, (question, key) in enumerate(QUESTIONS):
             options = list(rng.permutation(list(COLOURS)))
-            rows.append({
-                "item_id": f"clip-{v:03d}-{q + 1}", "question": question, "video": rel,
-                "options": json.dumps([f"{'ABCD'[k]}. {c.title()}." for k, c in enumerate(options)]),
-                "target": "ABCD"[options.index(truth[key])],
-            })
-    items = pd.DataFrame(rows).assign(benchmark="bench-videomme", split="short", answer_type="mcqa",
-                                      duration="short", duration_s=float(SECONDS), written_at=datetime.now(UTC))
+            rows.append(
+                {
+                    "item_id": f"clip-{v:03d}-{q + 1}",
+                    "question": question,
+                    "video": rel,
+                    "options": json.dumps([f"{'ABCD'[k]}. {c.title()}." for k, c in enumerate(options)]),
+                    "target": "ABCD"[options.index(truth[key])],
+                }
+            )
+    items = pd.DataFrame(rows).assign(
+        benchmark="bench-videomme",
+        split="short",
+        answer_type="mcqa",
+        duration="short",
+        duration_s=float(SECONDS),
+        written_at=datetime.now(UTC),
+    )
     Store(root).append({"items": items})
     ckpt = build_tiny(family, root / "models" / f"{family}-x{scale}", scale=scale)
     return ckpt
@@ -118,11 +128,13 @@ def build_store(root: Path, n_videos: int, family: str, scale: int) -> Path:
 
 def sweep(root: Path, ckpt: Path, model: str, reuse: Reuse) -> dict:
     """One sweep of the grid under a fresh model name (same checkpoint), so nothing is skipped."""
-    spec = registry.ModelSpec(model, detect_family(ckpt), str(ckpt), dtype="float32",
-                              device="cpu", default_pixels=WIDTH * HEIGHT)
+    spec = registry.ModelSpec(
+        model, detect_family(ckpt), str(ckpt), dtype="float32", device="cpu", default_pixels=WIDTH * HEIGHT
+    )
     registry.add(root, spec, replace=True)
-    request = SweepRequest(str(root), model, "bench-videomme", expand_grid(GRID), reuse=reuse, progress=False,
-                           batch_size=32)
+    request = SweepRequest(
+        str(root), model, "bench-videomme", expand_grid(GRID), reuse=reuse, progress=False, batch_size=32
+    )
     return run_sweep(request)
 
 
@@ -157,8 +169,10 @@ def _shares(summary: dict) -> str:
 
 def _counters(summary: dict) -> str:
     k = summary["counters"]
-    return (f"frames decoded {k['frames_decoded']}, processor calls {k['processor_calls']}, "
-            f"frames encoded {k['frames_encoded']}, prefill tokens {k['prefill_tokens']}")
+    return (
+        f"frames decoded {k['frames_decoded']}, processor calls {k['processor_calls']}, "
+        f"frames encoded {k['frames_encoded']}, prefill tokens {k['prefill_tokens']}"
+    )
 
 
 def main() -> None:
@@ -167,11 +181,19 @@ def main() -> None:
     parser.add_argument("--videos", type=int, default=4)
     parser.add_argument("--family", default="llava_next_video")
     parser.add_argument("--scale", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: on a shared machine more threads time the neighbours)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: on a shared machine more threads time the neighbours)",
+    )
     parser.add_argument("--repeats", type=int, default=2, help="runs of each sweep (the fastest is kept)")
-    parser.add_argument("--no-per-reuse", dest="per_reuse", action="store_false",
-                        help="skip the three extra sweeps that time each reuse alone")
+    parser.add_argument(
+        "--no-per-reuse",
+        dest="per_reuse",
+        action="store_false",
+        help="skip the three extra sweeps that time each reuse alone",
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
@@ -179,9 +201,11 @@ def main() -> None:
     shutil.rmtree(root, ignore_errors=True)
     ckpt = build_store(root, args.videos, args.family, args.scale)
     cells = args.videos * 3 * len(GRID)
-    print(f"store: {args.videos} clips x 3 questions, grid {','.join(GRID)} = {cells} cells; "
-          f"model: tiny {args.family} x{args.scale} on the CPU, frames at {WIDTH}x{HEIGHT}; "
-          f"each sweep run {args.repeats}x, fastest kept")
+    print(
+        f"store: {args.videos} clips x 3 questions, grid {','.join(GRID)} = {cells} cells; "
+        f"model: tiny {args.family} x{args.scale} on the CPU, frames at {WIDTH}x{HEIGHT}; "
+        f"each sweep run {args.repeats}x, fastest kept"
+    )
     variants = {"cold": Reuse.without(REUSES), "reuse": Reuse()}
     if args.per_reuse:
         variants |= {f"only-{r}": Reuse(**{x: x == r for x in REUSES}) for r in REUSES}
@@ -193,8 +217,9 @@ def main() -> None:
     cold, reused = best["cold"], best["reuse"]
     ratio = cold["sweep_seconds"] / reused["sweep_seconds"]
     for name, s in (("baseline (no reuse)", cold), ("optimised (decode, prefix, vision)", reused)):
-        print(f"{name}: {s['sweep_seconds']:.2f} s for {s['cells']['done']} cells "
-              f"({s['cells_per_second']:.1f} cells/s)")
+        print(
+            f"{name}: {s['sweep_seconds']:.2f} s for {s['cells']['done']} cells ({s['cells_per_second']:.1f} cells/s)"
+        )
         print(f"  phase shares: {_shares(s)}")
         print(f"  {_counters(s)}")
     print(f"wall time ratio: {ratio:.2f}x")
@@ -205,16 +230,20 @@ def main() -> None:
             only = best[f"only-{reuse}"]
             row = accounting.reuse_table(cold["phase_totals"], only["phase_totals"], [reuse])[0]
             measured = cold["sweep_seconds"] / only["sweep_seconds"]
-            print(f"    {reuse:>6} on {'+'.join(row['phases']):<27} f={row['f']:.3f}  s={row['s']:5.2f}x  "
-                  f"ceiling {row['ceiling']:.2f}x  measured {measured:.2f}x")
+            print(
+                f"    {reuse:>6} on {'+'.join(row['phases']):<27} f={row['f']:.3f}  s={row['s']:5.2f}x  "
+                f"ceiling {row['ceiling']:.2f}x  measured {measured:.2f}x"
+            )
     print("  all reuses on (phase groups overlap, so these ceilings do not multiply):")
     for row in accounting.reuse_table(cold["phase_totals"], reused["phase_totals"]):
         print(f"    {'+'.join(row['phases']):<34} f={row['f']:.3f}  s={row['s']:5.2f}x  ceiling {row['ceiling']:.2f}x")
     together = accounting.speedup(cold["phase_totals"], reused["phase_totals"])
     print(f"    measured {ratio:.2f}x end to end ({together:.2f}x over the phases alone)")
     drift = paired_drift(root)
-    print(f"drift check (every cell, reused vs cold): {drift['cells']} cells, choice drift {drift['choice_drift']}, "
-          f"correctness drift {drift['correctness_drift']}, max probability difference {drift['max_prob_diff']:.2e}")
+    print(
+        f"drift check (every cell, reused vs cold): {drift['cells']} cells, choice drift {drift['choice_drift']}, "
+        f"correctness drift {drift['correctness_drift']}, max probability difference {drift['max_prob_diff']:.2e}"
+    )
     print(f"speedup: {ratio:.2f} drift: {drift['choice_drift']}")
 
 

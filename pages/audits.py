@@ -1,7 +1,7 @@
 """Audits: is a flip the budget's doing? Sampling interventions, iso-compute allocations, repeat noise, cross-model flows.
 
-Each tab draws one ``trajaudit audit ...`` command's JSON (``backend.interventions``,
-``backend.isocompute``, ``backend.noise``, ``backend.crossflows``) for the sidebar's focus model,
+Each tab draws one ``trajaudit audit ...`` command's JSON (``backend.analysis.interventions``,
+``backend.analysis.isocompute``, ``backend.analysis.noise``, ``backend.analysis.crossflows``) for the sidebar's focus model,
 benchmark and item filters; the command line that prints the same numbers is under each tab.
 Only the open tab is computed.
 """
@@ -15,17 +15,23 @@ import streamlit as st
 from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
-from backend import crossflows, interventions, isocompute, noise, registry
-from store.errors import UserError
-from backend.filters import ItemFilter
-from backend.matrix import load_matrix
-from backend.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
+from backend.analysis import crossflows, interventions, isocompute, noise
+from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
+from backend.runtime import registry, rerun
+from backend.scope.filters import ItemFilter
+from backend.scope.matrix import load_matrix
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
+from store.errors import UserError
 from store.store import Store
 
-TABS = {"intervention": "Sampling intervention", "isocompute": "Iso-compute", "noise": "Noise", "crossmodel": "Cross-model flows"}
+TABS = {
+    "intervention": "Sampling intervention",
+    "isocompute": "Iso-compute",
+    "noise": "Noise",
+    "crossmodel": "Cross-model flows",
+}
 CROSS_ITEM_COLUMNS = ("benchmark", "item_id", "task_type", "question")
 CROSS_LIMIT = 500
 FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
@@ -49,7 +55,9 @@ def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def requests(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str) -> list[dict]:
+def requests(
+    root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str
+) -> list[dict]:
     """Re-run requests for the terminal regressions of the audited grid (as ``--enqueue LABEL`` builds them)."""
     matrix = load_matrix(Store(root), [model], bench, list(grid), flt)
     return interventions.intervention_requests(matrix, model, label)
@@ -61,7 +69,9 @@ def iso(root: str, version: int, model: str, bench: str, flt: ItemFilter, tolera
 
 
 @st.cache_data(show_spinner="Counting repeats…", max_entries=16)
-def noise_audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> tuple[dict, pd.DataFrame]:
+def noise_audit(
+    root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter
+) -> tuple[dict, pd.DataFrame]:
     """``audit noise --json`` and the items with repeats (noisiest first)."""
     store = Store(root)
     matrix = load_matrix(store, [model], bench, list(grid), flt)
@@ -73,7 +83,9 @@ def noise_audit(root: str, version: int, model: str, grid: tuple[str, ...], benc
 
 @st.cache_data(show_spinner="Matching the two models…", max_entries=16)
 def cross(root: str, version: int, a: str, b: str, ca: str, cb: str, bench: str, flt: ItemFilter) -> dict:
-    return crossflows.cross_flows(Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS)
+    return crossflows.cross_flows(
+        Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS
+    )
 
 
 def _open_item(frame: pd.DataFrame, key: str) -> None:
@@ -106,12 +118,16 @@ def recovery_figure(rows: list[dict], top: str) -> go.Figure:
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text=f"protocol at the top budget {top}")
     fig.update_yaxes(title_text="share of items (%)", rangemode="tozero")
-    return ui.style(fig, f"Recovery of the terminal regressions at {top} under each protocol (Wilson 95% CI)", height=400)
+    return ui.style(
+        fig, f"Recovery of the terminal regressions at {top} under each protocol (Wilson 95% CI)", height=400
+    )
 
 
 def agreement_tables(out: dict) -> None:
     kappas = pd.DataFrame([{"protocol": row["protocol"], **c} for row in out["protocols"] for c in row["per_config"]])
-    st.markdown("**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)")
+    st.markdown(
+        "**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)"
+    )
     for col, row in zip(st.columns(max(len(out["protocols"]), 4)), out["protocols"], strict=False):
         kappa = row["kappa_pooled"]
         col.metric(f"kappa · {row['protocol']}", "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
@@ -125,13 +141,19 @@ def agreement_tables(out: dict) -> None:
     tags = pd.DataFrame([{"protocol": row["protocol"], "tag": tag, "on the base": c["base"], "under the protocol": c["protocol"],
                           "both": c["both"], "gained": c["gained"], "lost": c["lost"]}
                          for row in out["protocols"] for tag, c in row["tag_changes"].items()])  # fmt: skip
-    st.markdown(f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)")
+    st.markdown(
+        f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)"
+    )
     st.dataframe(tags, hide_index=True)
     ui.downloads(tags, "protocol-tag-changes")
 
 
-def intervention_runner(scope: data.Scope, grid: list[str], top: str, available: list[str], recovered: list[dict]) -> None:
-    st.markdown("**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy")
+def intervention_runner(
+    scope: data.Scope, grid: list[str], top: str, available: list[str], recovered: list[dict]
+) -> None:
+    st.markdown(
+        "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
+    )
     label = state.bind(st.selectbox, "apolicy", "Re-run at", options=interventions.intervention_labels(top, available),
                        help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
     if label is None:
@@ -149,7 +171,7 @@ def intervention_runner(scope: data.Scope, grid: list[str], top: str, available:
     if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=why is not None,
                  icon=":material/play_arrow:", help=why):  # fmt: skip
         try:
-            done = interventions.run_intervention(Store(scope.root), reqs)
+            done = rerun.submit_many(scope.root, reqs)
         except UserError as exc:
             st.error(str(exc), icon="⚠️")
             return
@@ -158,10 +180,17 @@ def intervention_runner(scope: data.Scope, grid: list[str], top: str, available:
         if done["errors"]:
             st.dataframe(pd.DataFrame(done["errors"]), hide_index=True)
         try:
-            st.page_link("pages/workers.py", label="Follow the jobs on the Workers page", icon=":material/memory:", query_params=state.params())
+            st.page_link(
+                "pages/workers.py",
+                label="Follow the jobs on the Workers page",
+                icon=":material/memory:",
+                query_params=state.params(),
+            )
         except StreamlitAPIException:  # the page run on its own (no navigation registered)
             st.caption("Follow the jobs with `trajaudit jobs`.")
-    st.caption(f"Same as {command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid), '--enqueue', label)}")
+    st.caption(
+        f"Same as {command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid), '--enqueue', label)}"
+    )
 
 
 def intervention_tab(scope: data.Scope) -> None:
@@ -183,7 +212,11 @@ def intervention_tab(scope: data.Scope) -> None:
     rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
     if rows:
         ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
-        table = pd.DataFrame(rows).drop(columns=["recovery_ci"]).assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
+        table = (
+            pd.DataFrame(rows)
+            .drop(columns=["recovery_ci"])
+            .assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
+        )
         st.dataframe(table, hide_index=True, column_config={
             "n_terminal": st.column_config.NumberColumn("n_terminal", help="terminal regressions that have this protocol's answer at the top budget"),
             "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
@@ -194,7 +227,10 @@ def intervention_tab(scope: data.Scope) -> None:
         st.caption("Each protocol is read on the items that have its answer at the top budget as well as the whole base grid: "
                    "n_terminal counts the terminal regressions among them (the run below covers every one of the grid).")  # fmt: skip
     elif out["protocols"]:
-        st.info(f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).", icon="🔁")
+        st.info(
+            f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).",
+            icon="🔁",
+        )
     if out["protocols"]:
         agreement_tables(out)
     intervention_runner(scope, grid, out["top"], available, rows)
@@ -225,7 +261,9 @@ def group_figure(group: dict, colour: str) -> go.Figure:
     fig.update_yaxes(title_text="accuracy (%)", range=[0, 105], row=1, col=1)
     fig.update_yaxes(title_text="items", row=1, col=2)
     budget = cfgs[0]["pixel_budget"]
-    return ui.style(fig, f"Allocations of ~{budget / 1e6:.2f} M pixels: {', '.join(c['config'] for c in cfgs)}", height=400)
+    return ui.style(
+        fig, f"Allocations of ~{budget / 1e6:.2f} M pixels: {', '.join(c['config'] for c in cfgs)}", height=400
+    )
 
 
 def isocompute_tab(scope: data.Scope, colour: str) -> None:
@@ -237,7 +275,15 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
     pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
                         step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
                         "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
-    out = iso(scope.root, scope.version, scope.focus, scope.benchmark, scope.item_filter, float(tolerance), int(pixels) or None)
+    out = iso(
+        scope.root,
+        scope.version,
+        scope.focus,
+        scope.benchmark,
+        scope.item_filter,
+        float(tolerance),
+        int(pixels) or None,
+    )
     pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
     st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
                f"{command(scope, 'isocompute', '--model', scope.focus, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
@@ -248,11 +294,23 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
         with st.container(border=True):
             ci = group["complementarity_ci"]
             m1, m2, m3, m4 = st.columns(4)
-            m1.metric("Best single", ui.pct(group["best_single"]["accuracy"]), delta=group["best_single"]["config"], delta_color="off", delta_arrow="off")
+            m1.metric(
+                "Best single",
+                ui.pct(group["best_single"]["accuracy"]),
+                delta=group["best_single"]["config"],
+                delta_color="off",
+                delta_arrow="off",
+            )
             m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
             m3.metric("Complementarity", ui.pct(group["complementarity"]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off",
                       help="Oracle minus the best single allocation: what choosing the allocation per item could gain.")  # fmt: skip
-            m4.metric("Items", f"{group['n_items']:,}", delta=f"{group['n_excluded']:,} excluded (incomplete)", delta_color="off", delta_arrow="off")
+            m4.metric(
+                "Items",
+                f"{group['n_items']:,}",
+                delta=f"{group['n_excluded']:,} excluded (incomplete)",
+                delta_color="off",
+                delta_arrow="off",
+            )
             ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
             table = pd.DataFrame(group["configs"])
             st.dataframe(table, hide_index=True, column_config={
@@ -279,7 +337,9 @@ def noise_figure(summary: dict) -> go.Figure:
     fig.update_layout(barmode="relative")
     fig.update_xaxes(title_text="transition between configurations")
     fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888")
-    return ui.style(fig, f"{summary['model']}: flips beyond the item's repeat noise, within it, or unmeasured", height=460)
+    return ui.style(
+        fig, f"{summary['model']}: flips beyond the item's repeat noise, within it, or unmeasured", height=460
+    )
 
 
 def noise_tab(scope: data.Scope) -> None:
@@ -294,7 +354,13 @@ def noise_tab(scope: data.Scope) -> None:
                 icon=":material/repeat:")  # fmt: skip
         return
     c1, c2, c3 = st.columns(3)
-    c1.metric("Items with repeats", f"{summary['n_items_with_repeats']:,}", delta=f"of {summary['n_items']:,} items", delta_color="off", delta_arrow="off")
+    c1.metric(
+        "Items with repeats",
+        f"{summary['n_items_with_repeats']:,}",
+        delta=f"of {summary['n_items']:,} items",
+        delta_color="off",
+        delta_arrow="off",
+    )
     c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
     c3.metric("Mean item flip rate", ui.pct(summary["mean_item_flip_rate"]),
               help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.")  # fmt: skip
@@ -329,7 +395,9 @@ def cross_figure(out: dict) -> go.Figure:
     fig.update_xaxes(title_text="items (← harmed, rescued →)", zeroline=True, zerolinecolor="#888", range=[-reach * 1.05, reach * 1.05],
                      tickvals=ticks, ticktext=[str(abs(t)) for t in ticks])  # fmt: skip
     fig.update_yaxes(title_text="task type", type="category")
-    title = f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type"
+    title = (
+        f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type"
+    )
     return ui.style(fig, title, height=160 + 28 * len(by))
 
 
@@ -340,7 +408,9 @@ def crossmodel_tab(scope: data.Scope) -> None:
     left, right = st.columns(2)
     a = state.bind(left.selectbox, "xa", "From model", options=models, default=scope.focus)
     a_cfgs = configs.order(info["configs"][a][scope.benchmark])
-    ca = state.bind(left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1])
+    ca = state.bind(
+        left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1]
+    )
     b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
     b_cfgs = configs.order(info["configs"][b][scope.benchmark])
     cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
@@ -356,11 +426,19 @@ def crossmodel_tab(scope: data.Scope) -> None:
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
     c3.metric("Rescued", f"{out['rescued']:,}")
     c4.metric("Harmed", f"{out['harmed']:,}")
-    c5.metric("Net", f"{100 * out['net']:+.1f} pp", delta=f"McNemar p = {out['mcnemar_p']:.3g}", delta_color="off", delta_arrow="off")
+    c5.metric(
+        "Net",
+        f"{100 * out['net']:+.1f} pp",
+        delta=f"McNemar p = {out['mcnemar_p']:.3g}",
+        delta_color="off",
+        delta_arrow="off",
+    )
     ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
     shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
-    st.markdown(f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)")
+    st.markdown(
+        f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
+    )
     if not harmed.empty:
         st.dataframe(harmed, hide_index=True, key="harmeditems", on_select=lambda: _open_item(harmed, "harmeditems"),
                      selection_mode="single-row", column_config={"question": st.column_config.TextColumn(width="large")})  # fmt: skip
@@ -375,11 +453,18 @@ ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Audits")
 with ui.guard():
-    st.caption(f"**{ui.escape_md(scope.benchmark)}** · focus model **{ui.escape_md(scope.focus)}** · the sidebar's item filters apply; the trajectory tag does not.")
+    st.caption(
+        f"**{ui.escape_md(scope.benchmark)}** · focus model **{ui.escape_md(scope.focus)}** · the sidebar's item filters apply; the trajectory tag does not."
+    )
     colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
     current = TABS.get(state.get("atab"), TABS["intervention"])
     tabs = st.tabs(list(TABS.values()), default=current, key="w_atab", on_change=_tab_changed)
-    draw = {"intervention": intervention_tab, "isocompute": lambda s: isocompute_tab(s, colour), "noise": noise_tab, "crossmodel": crossmodel_tab}
+    draw = {
+        "intervention": intervention_tab,
+        "isocompute": lambda s: isocompute_tab(s, colour),
+        "noise": noise_tab,
+        "crossmodel": crossmodel_tab,
+    }
     for name, tab in zip(TABS, tabs, strict=True):
         if tab.open:
             with tab:

@@ -4,9 +4,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.compare import headline_table
-from backend.palette import INK, model_colours
+from backend.analysis.compare import headline_table
 from backend.report import figures
+from backend.report.palette import INK, model_colours
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 
@@ -31,7 +31,11 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
         ))  # fmt: skip
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="share of items (%)")
-    fig.update_xaxes(title_text="metric" if table["text_overwrite_rate"].notna().any() else "metric (text overwrite n/a: no text in the grid)")
+    fig.update_xaxes(
+        title_text="metric"
+        if table["text_overwrite_rate"].notna().any()
+        else "metric (text overwrite n/a: no text in the grid)"
+    )
     return ui.style(fig, "Headroom, confusion and overwrite side by side (95% CI)", height=420)
 
 
@@ -53,27 +57,41 @@ with ui.guard():
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
     report = data.compare_view(scope, TOP)
     table = headline_table({"models": report["metrics"]})
-    st.dataframe(ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")})
+    st.dataframe(
+        ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")}
+    )
     ui.downloads(table, "compare-headlines")
     ui.chart(bars(table, colours), "compare-headlines")
 
     st.subheader("Are the confused items the same items?")
     ov = report["overlap"]
     c1, c2, c3 = st.columns(3)
-    c1.metric("Confused by every model", f"{ov['confused_by_all']:,}", help="Visually confused items shared by all selected models.")
+    c1.metric(
+        "Confused by every model",
+        f"{ov['confused_by_all']:,}",
+        help="Visually confused items shared by all selected models.",
+    )
     c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
     c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
     with left:
         ui.chart(ui.style(figures.jaccard(ov)), "confusion-jaccard")
-        ui.downloads(pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"), "confusion-jaccard")
+        ui.downloads(
+            pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"),
+            "confusion-jaccard",
+        )
     ui.chart(ui.style(figures.intersections(ov)), "confusion-intersections")
-    ui.downloads(pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]), "confusion-intersections")
+    ui.downloads(
+        pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]),
+        "confusion-intersections",
+    )
 
     st.subheader(f"Items the models disagree on most (top {TOP})")
     dis = pd.DataFrame(report["disagreement"])
     acc_cols = [c for c in dis.columns if c.startswith("accuracy:")]
-    st.caption("Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it.")
+    st.caption(
+        "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
+    )
     st.dataframe(
         dis.drop(columns=["benchmark"]), hide_index=True, key="disagree", on_select=lambda: _open_item(dis), selection_mode="single-row",
         column_config={"disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),

@@ -9,10 +9,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.flows import flow_table
-from backend.metrics import FLOW_KINDS
-from backend.palette import FLOW_COLOURS, STATE_COLOURS
-from backend.selection import Selection
+from backend.analysis.flows import flow_table
+from backend.analysis.metrics import FLOW_KINDS
+from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
+from backend.runtime.selection import Selection
 from pages.common import data, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
@@ -31,11 +31,16 @@ def sankey_figure(view: dict) -> go.Figure:
     xs = [0.001 + 0.998 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]
     share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
     ys = [
-        0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
+        0.02 + 0.45 * share_correct[n["config"]]
+        if n["state"] == "correct"
+        else 0.98 - 0.45 * (1 - share_correct[n["config"]])
         for n in nodes
     ]
     links = [link for link in view["links"] if link["count"] > 0]
-    custom = [[lk["from"], lk["to"], KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"], lk["harmed"], lk["mcnemar_p"]] for lk in links]
+    custom = [
+        [lk["from"], lk["to"], KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"], lk["harmed"], lk["mcnemar_p"]]
+        for lk in links
+    ]
     fig = go.Figure(
         go.Sankey(
             arrangement="fixed",
@@ -43,7 +48,11 @@ def sankey_figure(view: dict) -> go.Figure:
             node={
                 "label": [f"{n['config']} {'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],
                 "color": [STATE_COLOURS[n["state"]] for n in nodes],
-                "x": xs, "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
+                "x": xs,
+                "y": ys,
+                "pad": 18,
+                "thickness": 18,
+                "line": {"width": 0},
                 "customdata": [[n["config"], n["state"], 100 * n["share"]] for n in nodes],
                 "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
             },
@@ -128,7 +137,9 @@ def items_panel(scope: data.Scope, sel: Selection) -> None:
     shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
     conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
     has_conf = bool(items[conf].notna().to_numpy().any())
-    cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (conf if has_conf else [])
+    cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (
+        conf if has_conf else []
+    )
     key = f"flowitems-{tag}-{page}"
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
     c1.caption("Select a row to open the item in the Inspector, which then walks these items."
@@ -157,7 +168,9 @@ with ui.guard():
     ui.need_items(scope)
     ui.scope_caption(scope)
     grid = list(scope.grid)
-    mode = state.bind(st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get)
+    mode = state.bind(
+        st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get
+    )
     configs = None
     if mode == "pair":
         left, right = st.columns(2)
@@ -193,7 +206,13 @@ with ui.guard():
     if sel is not None:
         items_panel(scope, sel)
     else:
-        st.info("Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.", icon="👆")
-    flow = ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]] if sel is not None and sel.kind == "flow" else []
+        st.info(
+            "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.", icon="👆"
+        )
+    flow = (
+        ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
+        if sel is not None and sel.kind == "flow"
+        else []
+    )
     pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
     ui.twin(scope, ["flows", "--model", scope.focus], *pair, *flow)

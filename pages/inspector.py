@@ -9,15 +9,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from store.errors import UserError
-from backend.inspector import frame_plan, trajectory_rows
-from backend.ladders import ladders
-from backend.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
+from backend.analysis.ladders import ladders
+from backend.report.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
+from backend.scope.inspector import frame_plan, trajectory_rows
 from pages.common import data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
 from store import configs
+from store.errors import UserError
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
 STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
@@ -36,7 +36,9 @@ def pick_item(scope: data.Scope) -> str:
     try:
         ids = walk.ids(scope.with_noise(bool(state.get("noise"))), scope.focus, sel)
     except UserError as exc:  # a walk that no longer fits the view (another grid or model)
-        st.warning(f"The walk {ui.code(sel.describe())} does not fit this view ({ui.escape_md(exc)}); walking the filtered items.")
+        st.warning(
+            f"The walk {ui.code(sel.describe())} does not fit this view ({ui.escape_md(exc)}); walking the filtered items."
+        )
         sel, ids = None, walk.ids(scope, scope.focus, None)
         state.put("walk", None)
     current = state.get("item") or (ids[0] if ids else "")
@@ -70,7 +72,12 @@ def item_header(item: dict) -> None:
         letter = str(option).split(".", 1)[0].strip()
         text = ui.escape_md(option)
         st.markdown(f"- **{text} ✓**" if letter == target else f"- {text}")
-    facts = [item.get("task_type"), item.get("duration"), item.get("domain"), f"video {item['video']}" if item.get("video") else None]
+    facts = [
+        item.get("task_type"),
+        item.get("duration"),
+        item.get("domain"),
+        f"video {item['video']}" if item.get("video") else None,
+    ]
     st.caption(" · ".join([f"target **{ui.escape_md(target)}**"] + [ui.escape_md(f) for f in facts if f]))
 
 
@@ -117,11 +124,17 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
     )  # fmt: skip
     fig.update_xaxes(title_text="configuration", type="category")
     fig.update_yaxes(autorange="reversed", type="category", title_text="model")
-    return ui.style(fig, "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)", height=140 + 44 * len(models))
+    return ui.style(
+        fig,
+        "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
+        height=140 + 44 * len(models),
+    )
 
 
-def confidence_chart(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]) -> go.Figure:
-    """Each model's logged values joined only along a budget ladder (``backend.ladders``); other
+def confidence_chart(
+    rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]
+) -> go.Figure:
+    """Each model's logged values joined only along a budget ladder (``backend.analysis.ladders``); other
     protocols (another resolution or policy at one budget) as separate diamonds; live re-runs as stars."""
     value, axis = value_column(pd.concat([rows, reruns]))
     fig = go.Figure()
@@ -148,7 +161,9 @@ def confidence_chart(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str]
     return ui.style(fig, title, height=360)
 
 
-def _points(pts: pd.DataFrame, name: str, mode: str, symbol: str, size: int, colour: str, value: str, **kwargs) -> go.Scatter:
+def _points(
+    pts: pd.DataFrame, name: str, mode: str, symbol: str, size: int, colour: str, value: str, **kwargs
+) -> go.Scatter:
     """One series: marker colour says correct (green) or wrong (red); the outline is the model's colour."""
     line = {"color": colour, "width": 2}
     return go.Scatter(
@@ -183,7 +198,11 @@ def timeline(plan: pd.DataFrame, info) -> go.Figure:
                 marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}, customdata=frames,
                 hovertemplate=f"{label}: frame #%{{customdata}} at %{{x:.2f}}{unit} ({name})<extra></extra>",
             ))  # fmt: skip
-    for name, colour, symbol in (("kept from the row above", FRAME_KEPT, "line-ns-open"), ("added", FRAME_ADDED, "line-ns"), ("dropped", INK, "x-thin")):
+    for name, colour, symbol in (
+        ("kept from the row above", FRAME_KEPT, "line-ns-open"),
+        ("added", FRAME_ADDED, "line-ns"),
+        ("dropped", INK, "x-thin"),
+    ):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
                                  marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}))  # fmt: skip
     fig.update_xaxes(title_text="time in the video (s)" if fps else "frame index (video unavailable: no timestamps)",
@@ -210,9 +229,19 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         ui.chart(timeline(plan, info), f"frames-{item['item_id']}")
         ui.downloads(plan, f"frame-plan-{item['item_id']}")
     for _, row in plan.iterrows():
-        source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[row["source"]]
-        owners = f" ({ui.escape_md(', '.join(row['models']))})" if row["models"] and len(row["models"]) < len(scope.models) else ""
-        change = "" if row["added"] is None else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
+        source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[
+            row["source"]
+        ]
+        owners = (
+            f" ({ui.escape_md(', '.join(row['models']))})"
+            if row["models"] and len(row["models"]) < len(scope.models)
+            else ""
+        )
+        change = (
+            ""
+            if row["added"] is None
+            else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
+        )
         n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
         st.markdown(f"**{ui.escape_md(row['config'])}**{owners} · {n} frames · {source}{change}")
         if row["indices"] is None:
@@ -223,7 +252,10 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
             continue
         files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
         added = set(row["added"] or [])
-        captions = [f"{'+' if i in added else ''}#{i} · {t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)]
+        captions = [
+            f"{'+' if i in added else ''}#{i} · {t:.2f}s"
+            for i, t in zip(row["indices"], row["timestamps"], strict=True)
+        ]
         if len(files) <= STRIP_ROW:
             with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
                 st.image(files, caption=captions, width=96)
@@ -266,4 +298,8 @@ with ui.guard():
         frame_strips(scope, item, responses)
     rerun_panel(scope, item, thumb_cache())
     annotation_panel(scope.root, scope.benchmark, item_id, list(scope.models))
-    ui.show_twin(shlex.join(["trajaudit", "inspect", "--store", scope.root, "--benchmark", scope.benchmark, "--item", item_id, "--json"]))
+    ui.show_twin(
+        shlex.join(
+            ["trajaudit", "inspect", "--store", scope.root, "--benchmark", scope.benchmark, "--item", item_id, "--json"]
+        )
+    )

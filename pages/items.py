@@ -7,11 +7,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.annotations import with_annotations
-from backend.flows import CLASS_HELP, CLASSES
-from backend.palette import CORRECT, WRONG, model_colours
-from backend.views import SORTS
-from backend.selection import Selection
+from backend.analysis.flows import CLASS_HELP, CLASSES
+from backend.report.palette import CORRECT, WRONG, model_colours
+from backend.runtime.selection import Selection
+from backend.scope.annotations import with_annotations
+from backend.scope.paging import SORTS
 from pages.common import data, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
@@ -43,13 +43,21 @@ def selection_actions(scope: data.Scope, ids: list[str]) -> None:
             state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
         selection_panel(scope, sel, ids, key="batch-picked")
     else:
-        st.caption("Pick rows in the table to walk or re-run them; without a pick, the re-run below takes every filtered item.")
+        st.caption(
+            "Pick rows in the table to walk or re-run them; without a pick, the re-run below takes every filtered item."
+        )
         selection_panel(scope, None, walk.ids(scope, scope.focus, None), key="batch-filtered")
 
 
 def table_view(scope: data.Scope) -> None:
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
-    pick = state.bind(c4.toggle, "pick", "Pick rows", default=False, help="Pick several rows to walk them in the Inspector or re-run them together")
+    pick = state.bind(
+        c4.toggle,
+        "pick",
+        "Pick rows",
+        default=False,
+        help="Pick several rows to walk them in the Inspector or re-run them together",
+    )
     sort = state.bind(c1.selectbox, "sort", "Sort by", options=list(SORTS), default="item", format_func=SORTS.get)
     desc = state.bind(c2.toggle, "desc", "Descending", default=False)
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
@@ -62,18 +70,28 @@ def table_view(scope: data.Scope) -> None:
     shown = page.drop(columns=["position"]).assign(
         trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
     )
-    cols = ["item_id", "trajectory"] + (["confidence"] if has_conf else []) + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
-    shown["confidence"] = [sparkline.confidence_svg(row) for row in page["confidence"]]  # a missing value is a gap, not an error cell
+    cols = (
+        ["item_id", "trajectory"]
+        + (["confidence"] if has_conf else [])
+        + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
+    )
+    shown["confidence"] = [
+        sparkline.confidence_svg(row) for row in page["confidence"]
+    ]  # a missing value is a gap, not an error cell
     if len(scope.models) > 1:
         cols.insert(cols.index("n_correct"), "disagreement")
-    cols = [c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()]  # no all-empty column (no question text)
+    cols = [
+        c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()
+    ]  # no all-empty column (no question text)
     colours = model_colours(data.store_info(scope.root, scope.version)["models"])
     order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
     st.html(
         f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "
         f"({html.escape(' → '.join(scope.grid))}); green correct, red wrong. Tags, counts and confidence are "
-        f"{html.escape(scope.focus)}'s. " + ("" if has_conf else "No confidences in this store for these items, so no confidence column. ")
-        + ("Pick rows to walk or re-run them." if pick else "Select a row to open it in the Inspector.") + "</small>"
+        f"{html.escape(scope.focus)}'s. "
+        + ("" if has_conf else "No confidences in this store for these items, so no confidence column. ")
+        + ("Pick rows to walk or re-run them." if pick else "Select a row to open it in the Inspector.")
+        + "</small>"
     )
     st.dataframe(
         shown[cols], hide_index=True, key="itemtable", on_select="rerun" if pick else (lambda: _open_item(page)),
@@ -135,7 +153,9 @@ def heatmap_figure(view: dict) -> go.Figure:
     fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
     fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
     sampled = "" if view["stride"] == 1 else f" (every {view['stride']}th of {view['n_items']:,} items)"
-    fig = ui.style(fig, f"{view['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640)
+    fig = ui.style(
+        fig, f"{view['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
+    )
     fig.update_layout(margin={"r": 200})
     return fig
 
@@ -156,7 +176,9 @@ st.title("Items")
 with ui.guard():
     ui.need_items(scope)
     ui.scope_caption(scope)
-    view = state.bind(st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get)
+    view = state.bind(
+        st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get
+    )
     if view == "heatmap":
         heatmap_view(scope)
     else:

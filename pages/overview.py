@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from backend.compare import headline_table
-from backend.metrics import WILSON_COLUMNS
-from backend.palette import model_colours
+from backend.analysis.compare import headline_table
+from backend.analysis.metrics import WILSON_COLUMNS
 from backend.report import figures
+from backend.report.palette import model_colours
 from backend.report.tables import HEADLINES
 from pages.common import data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
@@ -40,22 +40,35 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
             ci = None if np.isnan(row[f"{name}_lo"]) else [row[f"{name}_lo"], row[f"{name}_hi"]]
             if name == "best_fixed":
                 label = f"{label} ({row['best_fixed_config']})"
-            col.metric(label, ui.pct(row[name]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off", help=HELP[name])
+            col.metric(
+                label, ui.pct(row[name]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off", help=HELP[name]
+            )
     if len(table) > 1:
         # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
-        st.dataframe(ui.headline_text(table).astype(str).T.rename_axis("95% CI"), column_config={"_index": st.column_config.TextColumn(pinned=True)})
+        st.dataframe(
+            ui.headline_text(table).astype(str).T.rename_axis("95% CI"),
+            column_config={"_index": st.column_config.TextColumn(pinned=True)},
+        )
     ui.downloads(table, "headlines")
 
 
 def transitions_table(metrics: dict) -> pd.DataFrame:
     rows = [dict(model=m, **t) for m, rec in metrics["models"].items() for t in rec["transitions"]]
     hidden = ["hidden_rescued", "hidden_harmed"] if rows and "hidden_rescued" in rows[0] else []  # noise toggle on
-    return pd.DataFrame(rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden])
+    return pd.DataFrame(
+        rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden]
+    )
 
 
 def ci_column(lo: pd.Series, hi: pd.Series) -> pd.Series:
     """Intervals as text, "[20, 57]" in percent; empty where there is none."""
-    text = "[" + (100 * lo).round().astype("Int64").astype(str) + ", " + (100 * hi).round().astype("Int64").astype(str) + "]"
+    text = (
+        "["
+        + (100 * lo).round().astype("Int64").astype(str)
+        + ", "
+        + (100 * hi).round().astype("Int64").astype(str)
+        + "]"
+    )
     return text.where(lo.notna(), "")
 
 
@@ -77,7 +90,9 @@ def task_table(scope: data.Scope, report: dict) -> None:
     shown = table[["task_type", "n", "size"]].copy()
     for col in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate"):
         interval = ci_column(table[f"{col}_lo"], table[f"{col}_hi"]) if col in WILSON_COLUMNS else ""
-        shown[col.replace("_", " ")] = (100 * table[col]).round().astype("Int64").astype(str).str.replace("<NA>", "n/a") + "% " + interval
+        shown[col.replace("_", " ")] = (
+            (100 * table[col]).round().astype("Int64").astype(str).str.replace("<NA>", "n/a") + "% " + interval
+        )
     st.caption(f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
                "Brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
     st.dataframe(shown, hide_index=True,

@@ -1,7 +1,7 @@
 """Policies: adaptive budgets on the stored responses: the confidence cascade and the budget predictor on one frontier.
 
 Nothing here runs a model: both policies are read off the focus model's responses on a ladder of
-budgets (``backend.cascade``, ``backend.predictor``), so every number is also printed by
+budgets (``backend.analysis.cascade``, ``backend.analysis.predictor``), so every number is also printed by
 ``trajaudit cascade`` / ``trajaudit predictor`` with the command line shown under each section.
 """
 
@@ -11,15 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend import cascade, predictor
-from store.errors import UserError
-from backend.filters import ItemFilter
-from backend.palette import INK, model_colours
+from backend.analysis import cascade, predictor
 from backend.report import figures
-from backend.scope import default_grid
+from backend.report.palette import INK, model_colours
+from backend.scope.filters import ItemFilter
+from backend.scope.resolve import default_grid
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
+from store.errors import UserError
 from store.store import Store
 
 DEFAULT_THRESHOLD = 0.5
@@ -27,7 +27,9 @@ DEFAULT_FOLDS = 5
 
 
 @st.cache_resource(show_spinner="Loading the ladder…", max_entries=8)
-def _ladder(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> cascade.Ladder:
+def _ladder(
+    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter
+) -> cascade.Ladder:
     return cascade.load_ladder(Store(root), model, list(labels), bench, flt)
 
 
@@ -38,7 +40,9 @@ def cascade_sweep(root: str, version: int, model: str, labels: tuple[str, ...], 
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def cascade_at(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, threshold: float) -> dict:
+def cascade_at(
+    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, threshold: float
+) -> dict:
     """``trajaudit cascade --threshold T --json``."""
     return cascade.evaluate(_ladder(root, version, model, labels, bench, flt), threshold)
 
@@ -50,7 +54,9 @@ def reference(root: str, version: int, model: str, labels: tuple[str, ...], benc
 
 
 @st.cache_data(show_spinner="Cross-validating the budget predictor…", max_entries=16)
-def predictor_report(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, folds: int, seed: int) -> dict:
+def predictor_report(
+    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, folds: int, seed: int
+) -> dict:
     """``trajaudit predictor --json``."""
     return predictor.report(_ladder(root, version, model, labels, bench, flt), folds, seed)
 
@@ -80,7 +86,13 @@ def frame_delta(cost: float | None, top: str) -> str:
 def cascade_numbers(point: dict, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Accuracy", ui.pct(point["accuracy"]), delta=ui.ci_text(point.get("accuracy_ci")), delta_color="off", delta_arrow="off")
+    c1.metric(
+        "Accuracy",
+        ui.pct(point["accuracy"]),
+        delta=ui.ci_text(point.get("accuracy_ci")),
+        delta_color="off",
+        delta_arrow="off",
+    )
     c2.metric("Mean frames, shared", f"{point['mean_frames_shared']:.1f}", delta=frame_delta(point["cost_vs_top_shared"], top),
               delta_color="off", delta_arrow="off", help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.")  # fmt: skip
     c3.metric("Mean frames, not shared", f"{point['mean_frames_unshared']:.1f}", delta=frame_delta(point["cost_vs_top_unshared"], top),
@@ -94,20 +106,31 @@ def matching_numbers(sweep: dict) -> None:
     top = sweep["ladder"][-1]
     match = sweep["matching"]
     if match is None:
-        st.info(f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep['top_accuracy'])}) on these items.", icon="🎯")
+        st.info(
+            f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep['top_accuracy'])}) on these items.",
+            icon="🎯",
+        )
         return
     with st.container(border=True):
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep['top_accuracy'])} on these items)")
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Threshold", f"{match['threshold']:.3f}")
-        c2.metric("Accuracy", ui.pct(match["accuracy"]), delta=ui.ci_text(match.get("accuracy_ci")), delta_color="off", delta_arrow="off")
+        c2.metric(
+            "Accuracy",
+            ui.pct(match["accuracy"]),
+            delta=ui.ci_text(match.get("accuracy_ci")),
+            delta_color="off",
+            delta_arrow="off",
+        )
         c3.metric("Frame saving vs top", ui.pct(match["saving"]), delta=ui.ci_text(match.get("saving_ci")), delta_color="off",
                   delta_arrow="off", help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
         c4.metric("Mean frames, shared", f"{match['mean_frames_shared']:.1f}", delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
                   delta_color="off", delta_arrow="off")  # fmt: skip
 
 
-def frontier_figure(refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str) -> go.Figure:
+def frontier_figure(
+    refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str
+) -> go.Figure:
     """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
     fig = figures.frontier(refs, sweep, colour, model)
     if point is not None:
@@ -135,7 +158,9 @@ def frontier_figure(refs: list[dict], sweep: dict | None, point: dict | None, re
 
 def predictor_controls() -> tuple[int, int]:
     c1, c2, _ = st.columns([1, 1, 4])
-    folds = state.bind(c1.number_input, "folds", "Folds (grouped by video)", default=DEFAULT_FOLDS, min_value=2, max_value=20, step=1)
+    folds = state.bind(
+        c1.number_input, "folds", "Folds (grouped by video)", default=DEFAULT_FOLDS, min_value=2, max_value=20, step=1
+    )
     seed = state.bind(c2.number_input, "pseed", "Seed", default=0, min_value=0, step=1)
     return int(folds), int(seed)
 
@@ -144,10 +169,30 @@ def predictor_numbers(report: dict) -> None:
     rows = pd.DataFrame(report["frontier"])
     arg = rows[rows["label"] == "argmax"].iloc[0]
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Argmax accuracy", ui.pct(arg["accuracy"]), delta=f"{arg['mean_frames']:.1f} frames per item", delta_color="off", delta_arrow="off")
-    c2.metric("Target hit rate", ui.pct(report["target_hit_rate"]), help="Share of items whose predicted budget is exactly the cheapest sufficient one.")
-    c3.metric("Never correct", ui.pct(report["never_correct_share"]), help="Items no budget answers: their target is the top budget.")
-    c4.metric("Video groups", f"{report['n_groups']:,}", delta=f"{report['n_items']:,} items, {report['folds']} folds", delta_color="off", delta_arrow="off")
+    c1.metric(
+        "Argmax accuracy",
+        ui.pct(arg["accuracy"]),
+        delta=f"{arg['mean_frames']:.1f} frames per item",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    c2.metric(
+        "Target hit rate",
+        ui.pct(report["target_hit_rate"]),
+        help="Share of items whose predicted budget is exactly the cheapest sufficient one.",
+    )
+    c3.metric(
+        "Never correct",
+        ui.pct(report["never_correct_share"]),
+        help="Items no budget answers: their target is the top budget.",
+    )
+    c4.metric(
+        "Video groups",
+        f"{report['n_groups']:,}",
+        delta=f"{report['n_items']:,} items, {report['folds']} folds",
+        delta_color="off",
+        delta_arrow="off",
+    )
 
 
 ensure_entrypoint()

@@ -1,6 +1,6 @@
 """Workers: who serves re-runs (online workers, the local ones this store started), the queue per state, recent jobs.
 
-Everything shown is ``backend.workers.overview``, the object ``trajaudit jobs --json`` prints. The
+Everything shown is ``backend.runtime.worker_pool.overview``, the object ``trajaudit jobs --json`` prints. The
 view redraws itself every few seconds (a fragment), so a job moving through the queue is seen
 without reloading.
 """
@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from backend import lifeline, rerun
-from store.errors import UserError
-from backend.workers import overview, stop_local_workers
+from backend.runtime import lifeline, rerun
+from backend.runtime.worker_pool import overview, stop_local_workers
 from pages.common import state as url_state
 from pages.common import ui
 from pages.common.boot import ensure_entrypoint
+from store.errors import UserError
 
 REFRESH_S = 2.0
 RECENT_JOBS = 50
@@ -67,7 +67,9 @@ def live(root: str) -> None:
         st.markdown("**Local workers started by the dashboard**")
         for w in local:
             left, right = st.columns([6, 1], vertical_alignment="center")
-            left.markdown(f"{ui.code(w['model'])} · pid {w['pid']} · {w['device']} · **{w['state']}** · log {ui.code(w['log'])}")
+            left.markdown(
+                f"{ui.code(w['model'])} · pid {w['pid']} · {w['device']} · **{w['state']}** · log {ui.code(w['log'])}"
+            )
             left.caption(started_by(w["started_by"]))
             if right.button("Stop", key=f"stop-{w['model']}"):
                 stop_local_workers(root, w["model"])
@@ -100,6 +102,8 @@ def live(root: str) -> None:
 ensure_entrypoint()
 scope = st.session_state["scope"]
 st.title("Workers")
-st.caption(f"Re-run queue of **{ui.escape_md(scope.root)}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same")
+st.caption(
+    f"Re-run queue of **{ui.escape_md(scope.root)}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same"
+)
 with ui.guard():
     live(scope.root)

@@ -166,7 +166,14 @@ def make_label(frames: int, pixels_k: float | None = None, policy: str | None = 
 def sort_key(label: str) -> tuple:
     """Display order: text first, then frames, then pixels (default first), then policy."""
     c = parse(label)
-    return (c.frames, -1 if c.pixels is None else c.pixels, c.policy != DEFAULT_POLICY, c.policy, c.keep is not None, c.label)
+    return (
+        c.frames,
+        -1 if c.pixels is None else c.pixels,
+        c.policy != DEFAULT_POLICY,
+        c.policy,
+        c.keep is not None,
+        c.label,
+    )
 
 
 def order(labels: list[str]) -> list[str]:

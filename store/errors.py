@@ -14,7 +14,9 @@ class StoreError(UserError):
     """A store folder that cannot be read or written as it is (a file, read-only, damaged)."""
 
 
-REPAIR_HINT = "run `trajaudit check` to see what is wrong and `trajaudit repair` to rebuild the store from its intact files"
+REPAIR_HINT = (
+    "run `trajaudit check` to see what is wrong and `trajaudit repair` to rebuild the store from its intact files"
+)
 
 
 def user_message(exc: BaseException) -> str | None:

@@ -69,7 +69,9 @@ class Report:
         return asdict(self)
 
 
-def _file_problem(root: Path, table: str, rel: str, expected_rows: int | None, deep: bool) -> tuple[str | None, int | None]:
+def _file_problem(
+    root: Path, table: str, rel: str, expected_rows: int | None, deep: bool
+) -> tuple[str | None, int | None]:
     """(what is wrong or None, rows the file holds when readable)."""
     path = root / rel
     if not path.is_file():

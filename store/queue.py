@@ -193,7 +193,9 @@ class JobQueue:
         with self._write() as con:
             (n,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
             if n >= max_queued:
-                raise UserError(f"queue full ({n} queued): wait for the workers or cancel jobs (trajaudit jobs --cancel ID)")
+                raise UserError(
+                    f"queue full ({n} queued): wait for the workers or cancel jobs (trajaudit jobs --cancel ID)"
+                )
             cur = con.execute(
                 "INSERT INTO jobs (model, benchmark, item_id, config, seed, force, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (model, benchmark, item_id, config, seed, int(force), now),
@@ -244,7 +246,9 @@ class JobQueue:
     def _holder_update(self, sql: str, params: tuple, job_id: int, worker_id: str) -> bool:
         """Run an update that only the worker holding the running job may make."""
         with self._write() as con:
-            cur = con.execute(f"{sql} WHERE id = ? AND worker_id = ? AND state = 'running'", (*params, job_id, worker_id))
+            cur = con.execute(
+                f"{sql} WHERE id = ? AND worker_id = ? AND state = 'running'", (*params, job_id, worker_id)
+            )
             return cur.rowcount == 1
 
     def renew(self, job_id: int, worker_id: str, lease_s: float) -> bool:

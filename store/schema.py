@@ -81,7 +81,7 @@ ANNOTATIONS = pa.schema(
         ("benchmark", pa.string()),
         ("item_id", pa.string()),
         ("model", pa.string()),  # null = about the item for every model
-        ("tag", pa.string()),  # controlled vocabulary (backend.annotations)
+        ("tag", pa.string()),  # controlled vocabulary (backend.scope.annotations)
         ("note", pa.string()),
         ("author", pa.string()),
         ("deleted", pa.bool_()),

@@ -78,7 +78,9 @@ class Manifest:
             raise StoreError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
 
     def dump(self) -> str:
-        return json.dumps({"version": self.version, "files": self.files, "retired": self.retired, "rows": self.rows}, indent=1)
+        return json.dumps(
+            {"version": self.version, "files": self.files, "retired": self.retired, "rows": self.rows}, indent=1
+        )
 
     def save(self, target: Path) -> None:
         """Publish: write a temporary file beside ``target``, then atomically replace it."""
@@ -101,7 +103,9 @@ class Store:
     def require_folder(self) -> None:
         """A file where the folder should be is named here, before mkdir or a read trips on it."""
         if self.root.exists() and not self.root.is_dir():
-            raise StoreError(f"{self.root} is a file, not a store folder; pass --store with a folder (or set TRAJAUDIT_STORE)")
+            raise StoreError(
+                f"{self.root} is a file, not a store folder; pass --store with a folder (or set TRAJAUDIT_STORE)"
+            )
 
     def version(self) -> int:
         """Increases with every published write: the cache key for everything read from the store."""
@@ -151,7 +155,9 @@ class Store:
             self.root.mkdir(parents=True, exist_ok=True)
             lock = open(self.root / LOCK, "a+")
         except PermissionError as exc:
-            raise StoreError(f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write") from None
+            raise StoreError(
+                f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write"
+            ) from None
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
@@ -177,7 +183,9 @@ class Store:
                 w.publish()
             except PermissionError as exc:
                 w.abandon()
-                raise StoreError(f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write") from None
+                raise StoreError(
+                    f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write"
+                ) from None
 
     def append(self, tables: dict[str, pd.DataFrame | pa.Table]) -> int:
         """Publish one batch across tables atomically; returns the new store version."""

@@ -44,8 +44,8 @@ class Server:
 
 
 def build_small_demo(root: Path) -> Path:
-    """The demo store with its random-weights re-run model (backend.demo), as a fresh install has it."""
-    from backend.demo import build_demo_store
+    """The demo store with its random-weights re-run model (backend.demo.model), as a fresh install has it."""
+    from backend.demo.model import build_demo_store
 
     build_demo_store(root, n_items=DEMO_ITEMS, seed=0)
     return root
@@ -53,7 +53,11 @@ def build_small_demo(root: Path) -> Path:
 
 def start_server(store: Path, log: Path, env_extra: dict[str, str] | None = None) -> Server:
     port = free_port()
-    env = os.environ | {"TRAJAUDIT_STORE": str(store), "TRAJAUDIT_THUMB_CACHE": str(store.parent / "thumbs")} | (env_extra or {})
+    env = (
+        os.environ
+        | {"TRAJAUDIT_STORE": str(store), "TRAJAUDIT_THUMB_CACHE": str(store.parent / "thumbs")}
+        | (env_extra or {})
+    )
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]  # fmt: skip
     with open(log, "w") as out:
@@ -75,7 +79,7 @@ def start_server(store: Path, log: Path, env_extra: dict[str, str] | None = None
 
 def stop_server(server: Server) -> None:
     """Stop streamlit and the detached workers it started for re-runs (they outlive it otherwise)."""
-    from backend.workers import stop_local_workers
+    from backend.runtime.worker_pool import stop_local_workers
 
     server.process.terminate()
     try:
@@ -91,14 +95,18 @@ def app_server(tmp_path_factory) -> Iterator[Server]:
         pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
     base = tmp_path_factory.mktemp("browser")
     store = build_small_demo(base / "store")
-    server = start_server(store, base / "streamlit.log", {"TRAJAUDIT_DEMO_ITEMS": "8"})  # a demo built on request stays small
+    server = start_server(
+        store, base / "streamlit.log", {"TRAJAUDIT_DEMO_ITEMS": "8"}
+    )  # a demo built on request stays small
     yield server
     stop_server(server)
 
 
 @pytest.fixture(scope="session")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test extra (pip install -e '.[test]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is a test extra (pip install -e '.[test]')"
+    )
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
     with sync_api.sync_playwright() as pw:

@@ -44,7 +44,7 @@ def _restore_main_module():
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory) -> Path:
     """A small demo store (60 items, with videos), built once per test module that asks for it."""
-    from store.demo import build_demo
+    from backend.demo.synthetic import build_demo
 
     root = tmp_path_factory.mktemp("demo") / "store"
     build_demo(root, n_items=60, seed=0)

@@ -101,7 +101,10 @@ def write_lmms_old_json(root: Path, *, repr_strings: bool = True) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     path = root / "videomme.json"
     doc = {
-        "args": {"model": "qwen2_vl", "model_args": "pretrained=Qwen/Qwen2-VL-7B-Instruct,max_num_frames=16,max_pixels=151200"},
+        "args": {
+            "model": "qwen2_vl",
+            "model_args": "pretrained=Qwen/Qwen2-VL-7B-Instruct,max_num_frames=16,max_pixels=151200",
+        },
         "model_configs": {"dtype": "bfloat16"},
         "logs": lmms_samples(repr_strings=repr_strings),
     }
@@ -147,7 +150,11 @@ def write_vlmevalkit(root: Path, ext: str = "xlsx", *, scored: bool = False, dat
 def write_videomme_json(root: Path, *, long_keys: bool = False, trailing_commas: bool = True) -> Path:
     """The official result JSON; ``long_keys`` uses duration_category / video_category / video_subcategory."""
     root.mkdir(parents=True, exist_ok=True)
-    keys = ("duration_category", "video_category", "video_subcategory") if long_keys else ("duration", "domain", "sub_category")
+    keys = (
+        ("duration_category", "video_category", "video_subcategory")
+        if long_keys
+        else ("duration", "domain", "sub_category")
+    )
     videos = []
     for vid in ("001", "002"):
         its = [(it, raw) for it, raw in zip(ITEMS, RAW) if it["qid"].startswith(vid)]
@@ -173,7 +180,9 @@ def write_videomme_json(root: Path, *, long_keys: bool = False, trailing_commas:
         )
     text = json.dumps(videos, indent=2)
     if trailing_commas:  # as real copies have them: after the last option and the last question
-        text = text.replace('option D."\n', 'option D.",\n').replace('"response": "Answer: A"\n      }', '"response": "Answer: A"\n      },')
+        text = text.replace('option D."\n', 'option D.",\n').replace(
+            '"response": "Answer: A"\n      }', '"response": "Answer: A"\n      },'
+        )
         assert text.count('",\n') > 0 and "},\n    ]" in text
     path = root / "videomme_results.json"
     path.write_text(text)

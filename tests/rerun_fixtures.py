@@ -16,7 +16,7 @@ import av
 import numpy as np
 import pandas as pd
 
-from backend import registry
+from backend.runtime import registry
 from store.store import Store
 
 N_FRAMES, FPS = 48, 8
@@ -59,9 +59,24 @@ def build_store(root: Path, max_frames: int = 32) -> Path:
         }
     )
     logged = pd.DataFrame(
-        [{"model": "m", "benchmark": "bench", "item_id": "q1", "config": "16f", "run": "main", "origin": "ingest",
-          "answer": "B", "correct": 1, "confidence": 0.7, "option_probs": json.dumps({"A": 0.1, "B": 0.7, "C": 0.1, "D": 0.1}),
-          "frames": 16, "policy": "uniform", "frame_indices": list(range(0, 48, 3)), "written_at": now}]
+        [
+            {
+                "model": "m",
+                "benchmark": "bench",
+                "item_id": "q1",
+                "config": "16f",
+                "run": "main",
+                "origin": "ingest",
+                "answer": "B",
+                "correct": 1,
+                "confidence": 0.7,
+                "option_probs": json.dumps({"A": 0.1, "B": 0.7, "C": 0.1, "D": 0.1}),
+                "frames": 16,
+                "policy": "uniform",
+                "frame_indices": list(range(0, 48, 3)),
+                "written_at": now,
+            }
+        ]
     )
     Store(root).append({"items": items, "responses": logged})
     ckpt = root / "ckpt"
@@ -89,7 +104,7 @@ class FakeAdapter:
         self.requests = []
 
     def answer(self, request):
-        from backend.inference.base import InferenceResult
+        from backend.runtime.inference.base import InferenceResult
 
         self.requests.append(request)
         if self.on_answer is not None:
@@ -113,7 +128,7 @@ class FakeAdapter:
 
 def serve(root: str, delay: float, lease_s: float) -> None:
     """Run a worker for model "m" with a slow fake adapter (used as a subprocess by the worker tests)."""
-    from backend.worker import Worker
+    from backend.runtime.worker import Worker
 
     worker = Worker(root, "m", device="cpu", lease_s=lease_s, poll_s=0.1, adapter_factory=lambda *a: FakeAdapter(delay))
     print(f"served {worker.run(once=True)}", flush=True)

@@ -25,6 +25,9 @@ fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONUNBUFFERED=1
+# Lint and format first: a style diff fails the run like a failing test ([tool.ruff] in pyproject.toml).
+.venv/bin/ruff check .
+.venv/bin/ruff format --check --quiet .
 set +e
 .venv/bin/python -m pytest tests -q -ra --timeout=900 "$@"
 rc=$?

@@ -8,10 +8,10 @@ import multiprocessing as mp
 import pandas as pd
 import pytest
 
-from backend.annotations import add_annotation, annotations_for, delete_annotation, item_annotation_summary
 from backend.cli import main
+from backend.scope.annotations import add_annotation, annotations_for, delete_annotation, item_annotation_summary
+from backend.scope.filters import ItemFilter, filter_sql
 from store.errors import UserError
-from backend.filters import ItemFilter, filter_sql
 from store.store import Store
 
 

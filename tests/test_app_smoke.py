@@ -117,7 +117,13 @@ def test_fresh_launch_store_builds_the_demo(tmp_path, monkeypatch):
 
 def test_link_cannot_point_the_server_elsewhere(demo, tmp_path):
     """``?store=`` and ``?vroot=`` are ignored (with a notice): the view and its frames stay the server's."""
-    at = open_app("pages/inspector.py", models=MODELS, item="001-1", store=str(tmp_path / "typed"), vroot=str(tmp_path / "no-videos"))
+    at = open_app(
+        "pages/inspector.py",
+        models=MODELS,
+        item="001-1",
+        store=str(tmp_path / "typed"),
+        vroot=str(tmp_path / "no-videos"),
+    )
     assert not (tmp_path / "typed").exists()
     assert at.title[0].value == "Inspector"
     assert len(at.get("image")) == 5  # frames from the configured video root

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from backend import crossflows, interventions, isocompute, noise
+from backend.analysis import crossflows, interventions, isocompute, noise
 from backend.cli import main
+from backend.runtime import rerun
+from backend.scope.matrix import load_matrix
 from store.errors import UserError
-from backend.matrix import load_matrix
 from tests import policy_fixtures as fx
 
 GRID = ["16f", "32f", "64f"]
@@ -59,7 +60,11 @@ def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store
     dense, rand = out["protocols"]
     assert dense["recovery"] is None and dense["grid"] == ["16f", "32f/dense-start", "64f"]
     (row,) = dense["per_config"]
-    assert row["config"] == "32f" and row["agreement"] == pytest.approx(5 / 6) and (row["rescued"], row["harmed"]) == (0, 1)
+    assert (
+        row["config"] == "32f"
+        and row["agreement"] == pytest.approx(5 / 6)
+        and (row["rescued"], row["harmed"]) == (0, 1)
+    )
     terminal = rand["tag_changes"]["terminal-regression"]
     assert terminal == {"base": 3, "protocol": 2, "both": 1, "gained": 1, "lost": 2}  # base q0,q1,q2 -> q1,q4
     assert rand["recovery"]["n_recovered"] == 2
@@ -74,7 +79,7 @@ def test_intervention_requests_are_the_terminal_regressions(protocol_store):
     with pytest.raises(UserError, match="not another protocol"):
         interventions.intervention_requests(matrix, "m", "32f/random-s2")
     with pytest.raises(UserError, match="no re-run could be queued: unknown model 'm'"):
-        interventions.run_intervention(protocol_store, reqs)  # nothing registered: refused before queueing
+        rerun.submit_many(protocol_store.root, reqs)  # nothing registered: refused before queueing
 
 
 def test_isocompute_grouping():
@@ -158,14 +163,13 @@ def test_audit_cli_commands(protocol_store, capsys):
     pd.testing.assert_index_equal(pd.Index([r["benchmark"] for r in flows["by_benchmark"]]), pd.Index(["bench"]))
 
 
-def test_run_intervention_queues_what_it_can_and_reports_the_rest(tmp_path):
+def test_submit_many_queues_what_it_can_and_reports_the_rest(tmp_path):
     from store.queue import JobQueue
-    from store.store import Store
     from tests.rerun_fixtures import build_store
 
     root = build_store(tmp_path / "s")
     reqs = [{"model": "m", "benchmark": "bench", "item_id": q, "config": "16f/random-s2"} for q in ("q1", "q2")]
-    out = interventions.run_intervention(Store(root), reqs)
+    out = rerun.submit_many(root, reqs)
     assert (out["requested"], out["queued"], out["from_store"]) == (2, 1, 0)
     assert [e["item_id"] for e in out["errors"]] == ["q2"]  # its video path escapes the video root
     (job,) = JobQueue(root).list_jobs()

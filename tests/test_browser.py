@@ -29,7 +29,9 @@ CAPTION = '[data-testid="stMain"] [data-testid="stCaptionContainer"]'
 def goto(page, server, path: str) -> None:
     page.goto(f"{server.url}/{path}")
     wait_idle(page)
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]'
+    ).first.inner_text()
 
 
 def main_text(page) -> str:
@@ -41,7 +43,8 @@ def rerun_after(page, action, probe: str = '[data-testid="stMain"]') -> str:
     before = page.locator(probe).first.inner_text()
     action()
     page.wait_for_function(
-        "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }", arg=[probe, before]
+        "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+        arg=[probe, before],
     )
     wait_idle(page)
     return page.locator(probe).first.inner_text()
@@ -62,7 +65,9 @@ def test_page_loads_without_exception(app_server, page, name):
     if name in ("overview", "compare"):
         assert page.locator(".js-plotly-plot").count() >= 1
     if name == "flows":  # the clickable Sankey draws inside its component's iframe (pages/common/sankey.py)
-        page.frame_locator('iframe[title*="sankey"]').locator('#chart[data-ready="1"] .js-plotly-plot, #chart.js-plotly-plot').first.wait_for()
+        page.frame_locator('iframe[title*="sankey"]').locator(
+            '#chart[data-ready="1"] .js-plotly-plot, #chart.js-plotly-plot'
+        ).first.wait_for()
     screenshot(page, name)
 
 
@@ -73,7 +78,9 @@ def test_filter_narrows_items_and_lands_in_url(app_server, page):
     box = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(has_text="Task type")
     box.locator("input").click()
     page.keyboard.press("ArrowDown")  # opens the list even where the box sits at the window's bottom edge
-    caption = rerun_after(page, lambda: page.locator('[role="option"]').filter(has_not_text="Select all").first.click(), CAPTION)
+    caption = rerun_after(
+        page, lambda: page.locator('[role="option"]').filter(has_not_text="Select all").first.click(), CAPTION
+    )
     page.keyboard.press("Escape")
     n_after = int(caption.split("·")[1].split()[0].replace(",", ""))
     n_before = int(before.split(" matched items")[0].split("·")[-1].strip().replace(",", ""))
@@ -97,13 +104,17 @@ def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
     first_item = parse_qs(urlparse(page.url).query)["item"][0]
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Inspector"
     assert first_item in page.locator('[data-testid="stMain"] input').first.input_value()
-    imgs = page.locator('[data-testid="stMain"] [data-testid="stImage"] img, [data-testid="stMain"] [data-testid="stFullScreenFrame"] img')
+    imgs = page.locator(
+        '[data-testid="stMain"] [data-testid="stImage"] img, [data-testid="stMain"] [data-testid="stFullScreenFrame"] img'
+    )
     imgs.first.scroll_into_view_if_needed()
     page.wait_for_function(
         """() => { const imgs = [...document.querySelectorAll('[data-testid="stMain"] img')].filter(i => i.src.includes('/media/'));
                    return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }"""
     )
-    widths = page.eval_on_selector_all('[data-testid="stMain"] img', "els => els.filter(i => i.src.includes('/media/')).map(i => i.naturalWidth)")
+    widths = page.eval_on_selector_all(
+        '[data-testid="stMain"] img', "els => els.filter(i => i.src.includes('/media/')).map(i => i.naturalWidth)"
+    )
     assert len(widths) >= 8 and min(widths) > 0
     screenshot(page, "inspector-frames")
 
@@ -146,7 +157,9 @@ RERUN_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch, loads th
 
 def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_server, page):
     goto(page, app_server, f"inspector?{BASE}&model=synthetic-A-7B")
-    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
+    panel = (
+        page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
+    )
     frames = panel.locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
     frames.scroll_into_view_if_needed()
     frames.fill(str(RERUN_FRAMES))
@@ -161,7 +174,8 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
     )
     screenshot(page, "inspector-rerun-status")
     page.wait_for_function(
-        "() => /Job \\d+ done in/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)", timeout=RERUN_TIMEOUT_MS
+        "() => /Job \\d+ done in/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+        timeout=RERUN_TIMEOUT_MS,
     )
     wait_idle(page)
     text = main_text(page)
@@ -173,7 +187,9 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
     assert live, [t[0] for t in traces]
     assert any(f"{RERUN_FRAMES}f" in x for _, x, _ in live)
     # Its frame strip: one thumbnail per frame the worker decoded, every image loaded.
-    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
+    panel = (
+        page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
+    )
     panel.locator("img").last.scroll_into_view_if_needed()
     page.wait_for_function(
         """() => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.includes('Re-run this item'));
@@ -182,11 +198,21 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
                    return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }"""
     )
     assert panel.locator("img").count() >= RERUN_FRAMES
-    titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.layout?.title?.text || '')")
-    assert any(t.startswith("Phase timings") for t in titles) and any(t.startswith("Option probabilities") for t in titles), titles
+    titles = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.layout?.title?.text || '')"
+    )
+    assert any(t.startswith("Phase timings") for t in titles) and any(
+        t.startswith("Option probabilities") for t in titles
+    ), titles
     screenshot(page, "inspector-rerun")
     goto(page, app_server, f"workers?{BASE}")
-    assert page.locator('[data-testid="stMetric"]').filter(has_text="done").locator('[data-testid="stMetricValue"]').inner_text() != "0"
+    assert (
+        page.locator('[data-testid="stMetric"]')
+        .filter(has_text="done")
+        .locator('[data-testid="stMetricValue"]')
+        .inner_text()
+        != "0"
+    )
     screenshot(page, "workers")
 
 
@@ -196,8 +222,15 @@ def test_policies_and_audits_pages_draw(app_server, page, tab):
         goto(page, app_server, f"policies?{BASE}&ladder=16f,32f,64f,128f")
         assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Policies"
         assert "Cheapest threshold matching fixed 128f" in main_text(page)
-        names = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => (p.data || []).map(t => t.name))")
-        assert {"cascade (frames shared)", "budget predictor (levels q)", "fixed budgets", "oracle (cheapest correct)"} <= set(names)
+        names = page.evaluate(
+            "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => (p.data || []).map(t => t.name))"
+        )
+        assert {
+            "cascade (frames shared)",
+            "budget predictor (levels q)",
+            "fixed budgets",
+            "oracle (cheapest correct)",
+        } <= set(names)
         screenshot(page, "policies")
     goto(page, app_server, f"audits?{BASE}&atab={tab}&pix=100000")
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Audits"

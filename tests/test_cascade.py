@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from backend import cascade
+from backend.analysis import cascade
 from backend.cli import main
 from store.errors import UserError
 from tests import policy_fixtures as fx

@@ -10,7 +10,7 @@ import pytest
 
 from backend.cli import main
 from backend.cli.common import print_json
-from backend.rerun import MAX_SEED, parse_seed
+from backend.runtime.rerun import MAX_SEED, parse_seed
 from store.errors import UserError
 from tests.ingest_fixtures import write_table
 from tests.rerun_fixtures import build_store
@@ -49,7 +49,9 @@ def test_read_only_store(tmp_path, capsys, monkeypatch):
         return real_open(file, mode, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", denied)
-    err = one_line_error(["ingest", str(write_table(tmp_path / "in2", name="other")), "--store", str(root), "--run", "r2"], capsys)
+    err = one_line_error(
+        ["ingest", str(write_table(tmp_path / "in2", name="other")), "--store", str(root), "--run", "r2"], capsys
+    )
     assert f"cannot write to the store {root}" in err and "Permission denied" in err
     monkeypatch.undo()
     assert snapshot(root) == before

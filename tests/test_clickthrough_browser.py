@@ -25,19 +25,21 @@ RERUN_TIMEOUT_MS = 300_000  # a CPU worker loads the tiny model, then answers ea
 def goto(page, server, path: str) -> None:
     page.goto(f"{server.url}/{path}")
     wait_idle(page)
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]'
+    ).first.inner_text()
 
 
 def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = None) -> dict:
     """The Flows page's numbers, from the backend its table is drawn from (``trajaudit flows --json``)."""
-    from backend import reports
-    from backend.filters import ItemFilter
-    from backend.scope import Scope
+    from backend import views
+    from backend.scope.filters import ItemFilter
+    from backend.scope.resolve import Scope
     from store.store import Store
 
     store = Store(server.store)
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    return reports.flows_view(store, resolved, resolved.load(store), MODEL, pair, kind, limit=None)
+    return views.flows_view(store, resolved, resolved.load(store), MODEL, pair, kind, limit=None)
 
 
 def sankey_frame(page):
@@ -128,7 +130,8 @@ def test_a_flows_items_rerun_together_and_compare(app_server, page):
     wait_idle(page)
     page.get_by_role("button", name=re.compile(rf"^Re-run {small['count']} items?$")).click()
     page.wait_for_function(
-        "() => /Of the \\d+ items/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)", timeout=RERUN_TIMEOUT_MS
+        "() => /Of the \\d+ items/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+        timeout=RERUN_TIMEOUT_MS,
     )
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
@@ -154,7 +157,9 @@ def test_picked_item_rows_are_walked_in_the_inspector(app_server, page):
     for row in (0, 2):  # tick two rows' checkboxes (the grid is a canvas: by position)
         before = page.locator('[data-testid="stMain"]').inner_text()
         page.mouse.click(box["x"] + 18, box["y"] + row_px + row_px * row + row_px / 2)
-        page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+        page.wait_for_function(
+            "old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before
+        )
         wait_idle(page)
     screenshot(page, "clickthrough-items-picked")
     page.get_by_role("button", name="Walk the 2 picked items in the Inspector").click()

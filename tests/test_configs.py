@@ -34,8 +34,14 @@ def test_parse_rejects_with_the_label_named(bad):
 
 @pytest.mark.parametrize(
     "name, label",
-    [("textonly", "text"), ("64f_151k", "64f@151k"), ("8f_151k", "8f@151k"), ("128f_input224", "128f_input224"),
-     ("128f_fallback", "128f_fallback"), ("16f", "16f")],
+    [
+        ("textonly", "text"),
+        ("64f_151k", "64f@151k"),
+        ("8f_151k", "8f@151k"),
+        ("128f_input224", "128f_input224"),
+        ("128f_fallback", "128f_fallback"),
+        ("16f", "16f"),
+    ],
 )
 def test_from_scalegrid(name, label):
     assert configs.from_scalegrid(name) == label
@@ -69,8 +75,14 @@ def test_lower_matrix_is_a_partial_order_by_cost():
 
 @pytest.mark.parametrize(
     "spelling, label",
-    [("08f", "8f"), ("16f/uniform", "16f"), ("64f@151.0k", "64f@151k"), ("64f@0151k/random-s1", "64f@151k/random-s1"),
-     ("32f~prune85", "32f~prune85"), ("064f@151k~prune050", "64f@151k~prune50")],
+    [
+        ("08f", "8f"),
+        ("16f/uniform", "16f"),
+        ("64f@151.0k", "64f@151k"),
+        ("64f@0151k/random-s1", "64f@151k/random-s1"),
+        ("32f~prune85", "32f~prune85"),
+        ("064f@151k~prune050", "64f@151k~prune50"),
+    ],
 )
 def test_one_canonical_spelling_per_configuration(spelling, label):
     assert configs.canonical(spelling) == label
@@ -79,8 +91,14 @@ def test_one_canonical_spelling_per_configuration(spelling, label):
 
 @pytest.mark.parametrize(
     "bad, says",
-    [("8f@0k", "pixels per frame"), ("8f@0px", "pixels per frame"), ("9999999999f", "at most 16,384 frames"),
-     ("8f@99999px", "pixels per frame"), ("32f~prune0", "keeps 1..99"), ("32f~prune100", "keeps 1..99")],
+    [
+        ("8f@0k", "pixels per frame"),
+        ("8f@0px", "pixels per frame"),
+        ("9999999999f", "at most 16,384 frames"),
+        ("8f@99999px", "pixels per frame"),
+        ("32f~prune0", "keeps 1..99"),
+        ("32f~prune100", "keeps 1..99"),
+    ],
 )
 def test_out_of_range_labels_are_refused_with_the_bound(bad, says):
     with pytest.raises(ConfigLabelError) as err:

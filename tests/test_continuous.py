@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.continuous import continuous_metrics, token_f1
-from backend.matrix import load_matrix
+from backend.analysis.continuous import continuous_metrics, token_f1
+from backend.scope.matrix import load_matrix
 from tests.matrix_fixtures import build_store
 
 

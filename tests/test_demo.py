@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from store.errors import UserError
-from backend.sampling import config_indices
-from backend.video import decode_frames, default_video_root, probe, resolve_video
+from backend.demo.synthetic import FPS, MAIN_GRID, MODELS, REPEAT_RUNS, SOURCE, SUBSET_CONFIGS, build_demo
+from backend.runtime.sampling import config_indices
+from backend.runtime.video import decode_frames, default_video_root, probe, resolve_video
 from store.configs import lower_matrix, parse
-from store.demo import FPS, MAIN_GRID, MODELS, REPEAT_RUNS, SOURCE, SUBSET_CONFIGS, build_demo
+from store.errors import UserError
 from store.store import Store
 
 KEY = ["model", "benchmark", "item_id", "config", "run"]
@@ -198,5 +198,5 @@ def test_demo_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, store.demo, backend.cli.demo; sys.exit('torch' in sys.modules)"
+    code = "import sys, backend.demo.synthetic, backend.cli.demo; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

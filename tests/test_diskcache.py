@@ -1,4 +1,4 @@
-"""The store's cache folder (backend.diskcache): cached answers equal freshly computed ones, and a
+"""The store's cache folder (backend.scope.diskcache): cached answers equal freshly computed ones, and a
 write changes the key so a stale entry is never read."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend import matrix as matrix_module
-from backend.filters import ItemFilter
-from backend.matrix import available, load_matrix, narrow
+from backend.scope import matrix as matrix_module
+from backend.scope.filters import ItemFilter
+from backend.scope.matrix import available, load_matrix, narrow
 from tests.matrix_fixtures import item_rows, response_rows
 
 DATA = {
@@ -68,7 +68,11 @@ def test_cached_matrix_equals_the_loaded_one_and_a_write_changes_the_key(tmp_pat
     for name in ("correct", "confidence", "score"):
         assert np.array_equal(getattr(first, name), getattr(again, name), equal_nan=True)
     pd.testing.assert_frame_equal(first.items, again.items)
-    assert (again.n_excluded, again.excluded_reasons, again.grid) == (first.n_excluded, first.excluded_reasons, first.grid)
+    assert (again.n_excluded, again.excluded_reasons, again.grid) == (
+        first.n_excluded,
+        first.excluded_reasons,
+        first.grid,
+    )
     more = {m: {"32f": [1, 1, 0, 0, 1, 1]} for m in DATA}
     store.append({"responses": response_rows(more)})  # a write: new files, so a new key
     after = load_matrix(store, ["a", "b"])
@@ -78,7 +82,12 @@ def test_cached_matrix_equals_the_loaded_one_and_a_write_changes_the_key(tmp_pat
 
 @pytest.mark.parametrize(
     "item_filter",
-    [ItemFilter(task_types=("x",)), ItemFilter(search="i1"), ItemFilter(item_ids=("i0", "i5")), ItemFilter(task_types=("z",))],
+    [
+        ItemFilter(task_types=("x",)),
+        ItemFilter(search="i1"),
+        ItemFilter(item_ids=("i0", "i5")),
+        ItemFilter(task_types=("z",)),
+    ],
 )
 def test_a_filter_cut_in_memory_equals_a_filtered_load(tmp_path, item_filter):
     from store.store import Store

@@ -9,7 +9,6 @@ headless Chromium must show all of it literally and never request those URLs. Li
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import urlencode, urlparse
 
 import pytest
@@ -46,7 +45,7 @@ def _rows() -> list[dict]:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A served store holding hostile text; ``elsewhere`` holds the item's video, outside the video root."""
-    from backend.annotations import VOCABULARY, add_annotation
+    from backend.scope.annotations import VOCABULARY, add_annotation
     from store.ingest import ingest_paths
     from store.store import Store
     from tests.rerun_fixtures import write_video
@@ -85,7 +84,9 @@ def test_hostile_text_is_shown_as_text_and_loads_nothing(hostile, page):
     assert f"about {EVIL_MODEL}" in main
     assert EVIL_MODEL in sidebar  # the model picker's chip
     assert page.locator("iframe").count() == 0
-    assert ATTACKER not in page.eval_on_selector_all("a[href]", "els => els.map(e => new URL(e.href).hostname)")  # no link
+    assert ATTACKER not in page.eval_on_selector_all(
+        "a[href]", "els => els.map(e => new URL(e.href).hostname)"
+    )  # no link
     assert page.locator('img[src="x"]').count() == 0
     assert page.get_by_text("OVERLAY", exact=True).count() == 0  # never an element of its own
     fetched = [u for u in requests if urlparse(u).hostname == ATTACKER or urlparse(u).path.endswith("/x")]
@@ -100,7 +101,11 @@ def test_link_cannot_move_the_store_or_the_video_root(hostile, page):
     main = page.locator('[data-testid="stMain"]').inner_text()
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == "Inspector"
-    assert str(server.store) in sidebar and "store= parameter is ignored" in sidebar and "vroot= parameter is ignored" in sidebar
+    assert (
+        str(server.store) in sidebar
+        and "store= parameter is ignored" in sidebar
+        and "vroot= parameter is ignored" in sidebar
+    )
     assert "Video unavailable" in main and str(base / "videos") in main and str(elsewhere) not in main
     assert page.locator('[data-testid="stImage"]').count() == 0  # no frame decoded from the other folder
     assert not other.exists()  # no demo store built, nothing half-built there

@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from backend.analysis.compare import confusion_overlap, disagreement, headline_table
+from backend.analysis.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
+from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
-from backend.compare import confusion_overlap, disagreement, headline_table
+from backend.runtime.video import VideoInfo
+from backend.scope.inspector import frame_plan, item_detail
+from backend.scope.matrix import available, load_matrix
+from backend.scope.paging import default_models, item_page
+from backend.scope.resolve import default_grid, tag_subset
 from store.errors import UserError
-from backend.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
-from backend.inspector import frame_plan, item_detail
-from backend.matrix import available, load_matrix
-from backend.metrics import mcqa_metrics
-from backend.video import VideoInfo
-from backend.scope import default_grid, tag_subset
-from backend.views import default_models, item_page
 from tests.matrix_fixtures import build_store
 
 # Items i0..i3. A: i0 regressing (1,1,0), i1 gain (0,1,1), i2 oscillating (1,0,1), i3 stable-wrong.
@@ -82,7 +82,13 @@ def test_trajectory_classes_and_heatmap_order(hand):
     full = heatmap(matrix, "A")
     assert full["rows"]["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
     assert full["z"].tolist() == [[0, 1, 1], [1, 1, 0], [1, 0, 1], [0, 0, 0]]
-    assert full["class_counts"] == {"stable-correct": 0, "monotone-gain": 1, "regressing": 1, "oscillating": 1, "stable-wrong": 1}
+    assert full["class_counts"] == {
+        "stable-correct": 0,
+        "monotone-gain": 1,
+        "regressing": 1,
+        "oscillating": 1,
+        "stable-wrong": 1,
+    }
     thin = heatmap(matrix, "A", max_rows=2)
     assert thin["stride"] == 2 and thin["rows"]["item_id"].tolist() == ["i1", "i2"]
     assert thin["class_counts"] == full["class_counts"]  # counts always cover every item
@@ -134,11 +140,19 @@ def test_default_grid_is_the_budget_ladder():
     avail = _available({"A": {"b": full}, "B": {"b": dict.fromkeys(["text", "8f", "16f", "32f@50k"], 10)}})
     assert default_grid(avail, ["A", "B"], "b") == ["text", "8f", "16f"]
     only_variants = _available({"A": {"b": dict.fromkeys(["32f@50k", "32f@200k", "8f@50k", "64f/random-s1"], 10)}})
-    assert default_grid(only_variants, ["A"], "b") == ["8f@50k", "32f@50k"]  # the spatial budget with most frame budgets
+    assert default_grid(only_variants, ["A"], "b") == [
+        "8f@50k",
+        "32f@50k",
+    ]  # the spatial budget with most frame budgets
 
 
 def test_default_grid_leaves_out_configurations_under_90_percent_coverage():
-    avail = _available({"A": {"b": {"text": 10, "8f": 10, "16f": 9, "32f": 8}}, "B": {"b": {"text": 10, "8f": 10, "16f": 10, "32f": 10}}})
+    avail = _available(
+        {
+            "A": {"b": {"text": 10, "8f": 10, "16f": 9, "32f": 8}},
+            "B": {"b": {"text": 10, "8f": 10, "16f": 10, "32f": 10}},
+        }
+    )
     assert default_grid(avail, ["A", "B"], "b") == ["text", "8f", "16f"]
     assert default_grid(avail, ["B"], "b") == ["text", "8f", "16f", "32f"]
 
@@ -212,7 +226,23 @@ def test_cli_twins_match_the_backend(hand, capsys):
     assert out["links"] == json.loads(json.dumps(sankey(matrix, "A", ["text", "16f"])["links"]))
     assert [r["item_id"] for r in out["items"]] == ["i0"] and out["n_flow_items"] == 1
     assert out["trajectory_classes"]["oscillating"] == 1
-    assert main(["compare", "--store", str(store.root), "--models", "A,B", "--grid", "text,8f,16f", "--bootstrap", "0", "--json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--store",
+                str(store.root),
+                "--models",
+                "A,B",
+                "--grid",
+                "text,8f,16f",
+                "--bootstrap",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["overlap"]["confused"] == {"A": 2, "B": 1}
     assert out["disagreement"][0]["item_id"] == "i1"

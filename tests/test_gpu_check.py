@@ -11,8 +11,20 @@ def test_gpu_check_smoke_mode_prints_one_row_per_family(tmp_path, capsys):
     pytest.importorskip("torchvision", reason="transformers' video processors need torchvision")
     from benchmarks.gpu_check import COLUMNS, main
 
-    out = main(["--device", "cpu", "--families", "llava_next_video", "--frames", "4", "--grid", "text,4f",
-                "--workdir", str(tmp_path)])
+    out = main(
+        [
+            "--device",
+            "cpu",
+            "--families",
+            "llava_next_video",
+            "--frames",
+            "4",
+            "--grid",
+            "text,4f",
+            "--workdir",
+            str(tmp_path),
+        ]
+    )
     header, _, row = out.splitlines()
     assert header.split(" | ") == [name for name, _ in COLUMNS]
     cells = [c.strip() for c in row.split(" | ")]

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from store.errors import UserError
-from backend.inference.base import (
+from backend.runtime.inference.base import (
     FAMILIES,
     InferenceRequest,
     checkpoint_fingerprint,
@@ -17,6 +16,7 @@ from backend.inference.base import (
     load_adapter,
     read_marker,
 )
+from store.errors import UserError
 from tests.tiny_models import OPTIONS, request, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -40,7 +40,7 @@ def test_tiny_checkpoint_reloads_through_auto_classes(tiny, family):
 def test_build_is_deterministic(tiny, tmp_path):
     from safetensors.torch import load_file
 
-    from backend.inference.tiny import build_tiny
+    from backend.runtime.inference.tiny import build_tiny
 
     again = build_tiny("qwen2_5_vl", tmp_path / "again")
     first = load_file(tiny.dir("qwen2_5_vl") / "model.safetensors")
@@ -114,9 +114,7 @@ def test_greedy_loop_matches_generate(tiny, family):
     with torch.inference_mode():
         first = adapter.forward(prepared, adapter.encode_vision(prepared.inputs), use_cache=True)
         ours = adapter.greedy(first, prepared, max_new_tokens=6)
-        theirs = adapter.model.generate(
-            **prepared.inputs, max_new_tokens=len(ours), do_sample=False
-        )
+        theirs = adapter.model.generate(**prepared.inputs, max_new_tokens=len(ours), do_sample=False)
     assert ours == theirs[0, prepared.inputs["input_ids"].shape[1] :].tolist()
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from backend.runtime.inference.fullsize import DEFAULT_PRESET, build_random_fullsize
 from store.errors import UserError
-from backend.inference.fullsize import DEFAULT_PRESET, build_random_fullsize
 
 # Published parameter counts of the checkpoints the presets copy (model cards).
 PUBLISHED = {"qwen2_5_vl": 8.29e9, "qwen3_vl": 8.77e9, "llava_next_video": 7.06e9, "internvl": 7.94e9}

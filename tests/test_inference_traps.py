@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+from backend.runtime.inference.base import InferenceRequest
+from backend.runtime.inference.scoring import letter_token_ids
+from backend.runtime.inference.tiny_tokenizers import bytelevel_tokenizer, metaspace_tokenizer
 from store.errors import UserError
-from backend.inference.base import InferenceRequest
-from backend.inference.scoring import letter_token_ids
-from backend.inference.tiny_tokenizers import bytelevel_tokenizer, metaspace_tokenizer
 from tests.tiny_models import FPS, OPTIONS, TOTAL, frames, request, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -146,7 +146,9 @@ def test_processor_size_semantics(tiny, family, size, grids):
     found = []
     for k in (8, 16):
         prompt, meta = adapter.render_prompt(request(k)), [_meta(range(k))]
-        out = _call_processor(adapter, prompt, frames(k, side=112), video_metadata=meta, do_sample_frames=False, size=size)
+        out = _call_processor(
+            adapter, prompt, frames(k, side=112), video_metadata=meta, do_sample_frames=False, size=size
+        )
         found.append(out["video_grid_thw"][0, 1:].tolist())
     assert found == grids
 

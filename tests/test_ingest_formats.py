@@ -121,7 +121,11 @@ def test_lmms_mvbench_key_is_composed_with_a_note(tmp_path, store):
                 "target": gt,
                 "filtered_resps": [raw],
                 "doc_hash": "x",
-                "mvbench_accuracy": {"pred_answer": raw.strip("()"), "gt_answer": gt, "score": int(raw.strip("()") == gt[1])},
+                "mvbench_accuracy": {
+                    "pred_answer": raw.strip("()"),
+                    "gt_answer": gt,
+                    "score": int(raw.strip("()") == gt[1]),
+                },
                 "input": "Question: What does the person do?\nOptions:\n(A) running\n(B) walking\n(C) sitting\nOnly give the best option.",
             }
         )

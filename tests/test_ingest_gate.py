@@ -18,7 +18,11 @@ from tests.ingest_fixtures import table_frame, write_answers, write_per_item, wr
 
 def snapshot(root: Path) -> dict[str, str]:
     """sha256 of every file under the store folder."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture

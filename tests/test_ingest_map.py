@@ -21,8 +21,20 @@ from tests.test_ingest_gate import refused, snapshot
 # Another project's per-item results: its own key names, the item id split over two fields, the
 # target given as the option's text, the model's answer as a letter.
 FOREIGN = [
-    {"category": "Action Sequence", "qid": 0, "pred": "B", "gt": "Candles", "choices": ["Apples", "Candles", "Berries"]},
-    {"category": "Action Sequence", "qid": 1, "pred": "The answer is A", "gt": "Apples", "choices": ["Apples", "Candles", "Berries"]},
+    {
+        "category": "Action Sequence",
+        "qid": 0,
+        "pred": "B",
+        "gt": "Candles",
+        "choices": ["Apples", "Candles", "Berries"],
+    },
+    {
+        "category": "Action Sequence",
+        "qid": 1,
+        "pred": "The answer is A",
+        "gt": "Apples",
+        "choices": ["Apples", "Candles", "Berries"],
+    },
     {"category": "Counting", "qid": 0, "pred": "C", "gt": "Berries", "choices": ["Apples", "Candles", "Berries"]},
     {"category": "Counting", "qid": 1, "pred": "A", "gt": "Berries", "choices": ["Apples", "Candles", "Berries"]},
 ]
@@ -90,13 +102,19 @@ def test_the_same_map_reads_every_container(tmp_path, store, ext):
 
 
 def test_json_array_given_format_table_without_map(tmp_path, store):
-    rows = [{"model": "m", "benchmark": "b", "item_id": f"q{i}", "config": "8f", "correct": c} for i, c in enumerate([1, 0, 0, 1, 1])]
+    rows = [
+        {"model": "m", "benchmark": "b", "item_id": f"q{i}", "config": "8f", "correct": c}
+        for i, c in enumerate([1, 0, 0, 1, 1])
+    ]
     path = write_json(tmp_path / "long.json", rows)
     assert detect(path) == "table"
     ingest_paths(store, [path], format="table")
     assert accuracy(store) == 3 / 5
     bad = write_json(tmp_path / "other.json", [{"id": 1, "ok": True}])
-    with pytest.raises(UserError, match=r"other.json: missing column\(s\) model, benchmark, item_id, config for a long table; the file has: id, ok; map them"):
+    with pytest.raises(
+        UserError,
+        match=r"other.json: missing column\(s\) model, benchmark, item_id, config for a long table; the file has: id, ok; map them",
+    ):
         ingest_paths(store, [bad], format="table")
 
 
@@ -150,13 +168,33 @@ def test_mapped_correct_is_used_and_its_disagreements_counted(tmp_path, store, c
     assert s.flagged == {"harness-mismatch": 3}
     assert responses(store)["correct"].tolist() == [1, 0, 0, 1, 0] and accuracy(store) == 2 / 5  # as the file says
     root = tmp_path / "cli-store"
-    assert main(["ingest", str(path), "--store", str(root), "--map", "item_id=id,prediction=pred,target=gt,correct=is_right", *CLI]) == 0
+    assert (
+        main(
+            [
+                "ingest",
+                str(path),
+                "--store",
+                str(root),
+                "--map",
+                "item_id=id,prediction=pred,target=gt,correct=is_right",
+                *CLI,
+            ]
+        )
+        == 0
+    )
     assert "flagged: harness-mismatch 3" in capsys.readouterr().out
 
 
 def test_command_line_fills_what_the_file_does_not_carry(tmp_path, store):
     doc = [{"id": "q1", "ok": 1, "cfg": "32f"}, {"id": "q2", "ok": 0, "cfg": None}]
-    s = ingest_paths(store, [write_json(tmp_path / "c.json", doc)], field_map="item_id=id,correct=ok,config=cfg", model="m", benchmark="b", config="8f")
+    s = ingest_paths(
+        store,
+        [write_json(tmp_path / "c.json", doc)],
+        field_map="item_id=id,correct=ok,config=cfg",
+        model="m",
+        benchmark="b",
+        config="8f",
+    )
     assert s.configs == ["8f", "32f"]
     assert dict(zip(responses(store)["item_id"], responses(store)["config"], strict=True)) == {"q1": "32f", "q2": "8f"}
 
@@ -180,7 +218,10 @@ def seeded_store(tmp_path) -> Path:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("item_id=category+qidd,prediction=pred,target=gt", r"--map item_id=category\+qidd: no column or key 'qidd' in the file; it has: category, qid, pred, gt, choices"),
+        (
+            "item_id=category+qidd,prediction=pred,target=gt",
+            r"--map item_id=category\+qidd: no column or key 'qidd' in the file; it has: category, qid, pred, gt, choices",
+        ),
         ("item_id=qid,prediction=pred,target=gt.text", r"--map target=gt.text: no column or key 'gt.text'"),
         ("item_id=qid,target=gt,target=pred", r"--map: target is mapped twice \(target=gt and target=pred\)"),
         ("item_id=qid,answer_text=gt", r"--map 'answer_text=gt': 'answer_text' is not a long-table field"),
@@ -198,7 +239,10 @@ def test_a_target_matching_no_option_is_refused_with_its_record(tmp_path, seeded
     doc[2]["gt"] = "Cherries"
     path = write_json(tmp_path / "new" / "results.json", doc)
     err = refused(seeded_store, [str(path), "--map", FOREIGN_MAP, *CLI], capsys)
-    assert "results.json record 3: `target` 'Cherries' is neither a letter nor the text of an option (A. Apples; B. Candles; C. Berries)" in err
+    assert (
+        "results.json record 3: `target` 'Cherries' is neither a letter nor the text of an option (A. Apples; B. Candles; C. Berries)"
+        in err
+    )
 
 
 def test_map_with_another_format_is_refused(tmp_path, seeded_store, capsys):

@@ -16,7 +16,9 @@ from store.ingest import ingest_paths
 
 def snapshot(store) -> tuple:
     """Everything a reader could see: manifest version and the rows of every table."""
-    tables = {t: store.query(f"SELECT * EXCLUDE (written_at) FROM {t} ORDER BY ALL") for t in ("responses", "items_all")}
+    tables = {
+        t: store.query(f"SELECT * EXCLUDE (written_at) FROM {t} ORDER BY ALL") for t in ("responses", "items_all")
+    }
     runs = store.query("SELECT run_id, n_rows FROM runs ORDER BY ALL")
     return store.version(), (store.root / "manifest.json").read_text(), tables, runs
 
@@ -64,7 +66,9 @@ def test_conflicting_answers_are_refused_then_replaced(tmp_path, seeded):
         ingest_paths(seeded, [path])
     msg = str(err.value)
     assert msg.startswith("1 row(s) contradict the store")
-    assert "model=m1 benchmark=videomme item_id=001-1 config=16f run=main: stored A (correct 1), new B (correct 0)" in msg
+    assert (
+        "model=m1 benchmark=videomme item_id=001-1 config=16f run=main: stored A (correct 1), new B (correct 0)" in msg
+    )
     assert f"{path} line 2" in msg and "--replace" in msg
     assert_same(before, snapshot(seeded))
 
@@ -83,7 +87,9 @@ def test_conflicting_target_for_a_stored_item_is_refused(tmp_path, seeded):
     df.loc[2, "target"] = "C"  # 001-3 is stored with target D
     path = write_table(tmp_path, "csv", df)
     before = snapshot(seeded)
-    with pytest.raises(UserError, match=r"1 item\(s\) have a different target in the store: videomme/001-3 \(stored D, new C\)"):
+    with pytest.raises(
+        UserError, match=r"1 item\(s\) have a different target in the store: videomme/001-3 \(stored D, new C\)"
+    ):
         ingest_paths(seeded, [path])
     assert_same(before, snapshot(seeded))
     ingest_paths(seeded, [path], replace=True)

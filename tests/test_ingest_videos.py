@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from ingest_fixtures import QIDS, lmms_samples, table_frame, vlmevalkit_frame, write_table
 
-from backend import predictor
+from backend.analysis import predictor
 from backend.cli import main
 from backend.cli.ingest import format_summary
 from store.errors import UserError

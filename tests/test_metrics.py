@@ -8,27 +8,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from store.errors import UserError
-from backend.filters import ItemFilter
-from backend.matrix import available, load_matrix
-from backend.metrics import (
+from backend.analysis.metrics import (
+    _indicators,
+    _summaries,
     best_fixed_index,
     flow_items,
     mcqa_metrics,
-    _indicators,
-    _summaries,
     task_type_breakdown,
     transition,
     transition_between,
 )
-from backend.stats import (
+from backend.analysis.stats import (
     bootstrap_means,
     bootstrap_weights,
     distinct_rows,
     mcnemar_exact,
     percentile_interval,
 )
+from backend.scope.filters import ItemFilter
+from backend.scope.matrix import available, load_matrix
 from store.configs import lower_matrix
+from store.errors import UserError
 from tests.matrix_fixtures import build_store, item_rows, response_rows, store_from_rows
 
 # Five items on text < 8f < 16f < 32f (one resolution, so cost follows frames):
@@ -139,7 +139,7 @@ def test_confusion_and_terminal_follow_cost_not_grid_position(tmp_path):
     # All four tie at 2/3; 32f@25k is cheaper than every other one, though last in the grid.
     assert m["best_fixed"] == {"config": "32f@25k", "accuracy": pytest.approx(2 / 3)}
     assert m["text_overwrite_rate"] is None and m["text_overwrite_of_text_correct"] is None
-    from backend.tags import item_tags
+    from backend.analysis.tags import item_tags
 
     tags = item_tags(mx).set_index("item_id")
     assert tags["confused"].to_dict() == {"i0": False, "i1": True, "i2": False}
@@ -268,7 +268,7 @@ def test_bootstrap_weights_are_paired_multinomial_counts(monkeypatch):
     w = np.concatenate(list(bootstrap_weights(50, 120, seed=3)))
     assert w.shape == (120, 50) and (w.sum(axis=1) == 50).all()
     assert np.array_equal(w, np.concatenate(list(bootstrap_weights(50, 120, seed=3))))
-    monkeypatch.setattr("backend.stats.CACHE_CELLS", 0)  # large matrices are streamed: same numbers
+    monkeypatch.setattr("backend.analysis.stats.CACHE_CELLS", 0)  # large matrices are streamed: same numbers
     assert np.array_equal(w, np.concatenate(list(bootstrap_weights(50, 120, seed=3))))
     x = np.arange(50, dtype=float)[:, None]
     means = bootstrap_means(x, 120, seed=3)

@@ -19,9 +19,10 @@ import pytest
 pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page tests")
 from streamlit.testing.v1 import AppTest
 
-from backend import annotations, registry
 from backend.cli import main
-from backend.scope import Scope
+from backend.runtime import registry
+from backend.scope import annotations
+from backend.scope.resolve import Scope
 from pages.common import data, ui
 from store.queue import JobQueue
 from store.store import Store
@@ -108,7 +109,9 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert lines["threshold 0.6"]["x"] == pytest.approx([point["mean_frames_shared"]])
     assert lines[f"matches {sweep['ladder'][-1]}"]["y"] == pytest.approx([100 * match["accuracy"]])
     fixed = lines["fixed budgets"]
-    assert fixed["text"] == LADDER.split(",") and fixed["y"] == pytest.approx([100 * f["accuracy"] for f in sweep["fixed"]])
+    assert fixed["text"] == LADDER.split(",") and fixed["y"] == pytest.approx(
+        [100 * f["accuracy"] for f in sweep["fixed"]]
+    )
 
     report = cli(capsys, "predictor", *base, "--folds", "5", "--seed", "0", "--json")
     rows = pd.DataFrame(report["frontier"])
@@ -122,7 +125,9 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
 def test_policies_says_why_without_confidences(tmp_path):
     store = Store(tmp_path / "s")
     y = [[0, 1], [1, 1], [0, 0], [1, 0], [0, 1], [1, 1]]
-    fx.build(store, fx.responses("m", ["16f", "32f"], y), item_rows=fx.items(6, question=[f"how many {k}" for k in range(6)]))
+    fx.build(
+        store, fx.responses("m", ["16f", "32f"], y), item_rows=fx.items(6, question=[f"how many {k}" for k in range(6)])
+    )
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
     serve(store)
     at.query_params.update({"bench": "bench", "models": "m"})
@@ -131,7 +136,11 @@ def test_policies_says_why_without_confidences(tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     assert any("no confidences stored for model 'm'" in i.value for i in at.info)
     names = set(traces(at))
-    assert {"fixed budgets", "oracle (cheapest correct)", "budget predictor (argmax)"} <= names  # the predictor needs none
+    assert {
+        "fixed budgets",
+        "oracle (cheapest correct)",
+        "budget predictor (argmax)",
+    } <= names  # the predictor needs none
     assert not any(n.startswith("cascade") for n in names)
 
 
@@ -146,7 +155,9 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         recovered = {r["protocol"]: r["recovery"] for r in out["protocols"]}
         assert table["protocol"].tolist() == list(recovered)
         assert table["n_terminal"].tolist() == [r["n_terminal"] for r in recovered.values()]
-        assert table["recovery_rate"].tolist() == pytest.approx([r["recovery_rate"] for r in recovered.values()], nan_ok=True)
+        assert table["recovery_rate"].tolist() == pytest.approx(
+            [r["recovery_rate"] for r in recovered.values()], nan_ok=True
+        )
         assert any(b.label.startswith("Run the intervention: ") for b in at.button)
     elif tab == "isocompute":
         out = cli(capsys, "audit", "isocompute", *base, "--model", MODEL, "--default-pixels", "100000", "--json")
@@ -161,7 +172,9 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         bars = traces(at)
         assert bars["harmed, within noise"]["y"] == [-t["harmed_within"] for t in out["transitions"]]
     else:
-        out = cli(capsys, "audit", "crossmodel", *base, "--models", f"{MODEL},synthetic-B-13B", "--config", "128f", "--json")
+        out = cli(
+            capsys, "audit", "crossmodel", *base, "--models", f"{MODEL},synthetic-B-13B", "--config", "128f", "--json"
+        )
         shown = dict((label, v) for label, v, _ in metrics(at))
         assert (shown["Rescued"], shown["Harmed"]) == (str(out["rescued"]), str(out["harmed"]))
         harmed = at.dataframe[0].value
@@ -170,7 +183,7 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
 
 def test_run_intervention_queues_the_terminal_regressions(tmp_path):
     """The page alone (AppTest drops a click's trigger when the multipage app re-resolves its page)."""
-    from store.demo import build_demo
+    from backend.demo.synthetic import build_demo
 
     root = tmp_path / "s"
     build_demo(root, n_items=60, seed=0)  # enough items for terminal regressions at 64f
@@ -194,7 +207,9 @@ def test_run_intervention_queues_the_terminal_regressions(tmp_path):
 
 
 def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
-    at = open_page(demo, "pages/flows.py", grid=GRID, noise="1", flowview="pair", **{"from": "32f", "to": "64f", "kind": "harmed"})
+    at = open_page(
+        demo, "pages/flows.py", grid=GRID, noise="1", flowview="pair", **{"from": "32f", "to": "64f", "kind": "harmed"}
+    )
     assert at.sidebar.toggle(key="w_noise").value is True
     out = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH,
               "--grid", GRID, "--from", "32f", "--to", "64f", "--kind", "harmed", "--beyond-noise", "--json")  # fmt: skip
@@ -222,7 +237,7 @@ def _panel_app(root: str) -> None:
 
 
 def test_annotation_panel_adds_filters_exports_and_deletes(tmp_path, capsys):
-    from store.demo import build_demo
+    from backend.demo.synthetic import build_demo
 
     root = tmp_path / "s"
     build_demo(root, n_items=24, seed=0)
@@ -244,7 +259,25 @@ def test_annotation_panel_adds_filters_exports_and_deletes(tmp_path, capsys):
 
     items = open_page(root, "pages/items.py", atag="counting")
     assert any("1 matched items" in c.value for c in items.caption)
-    assert main(["items", "--store", str(root), "--model", MODEL, "--benchmark", BENCH, "--grid", GRID, "--annotations", "--format", "csv"]) == 0
+    assert (
+        main(
+            [
+                "items",
+                "--store",
+                str(root),
+                "--model",
+                MODEL,
+                "--benchmark",
+                BENCH,
+                "--grid",
+                GRID,
+                "--annotations",
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     export = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("item_id")
     assert (export.loc["001-1", "annotation_tags"], export.loc["001-1", "n_annotations"]) == ("counting", 1)
     assert export.loc["001-1", "annotation_notes"] == "tester: counts the red balls"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend import cascade, predictor
+from backend.analysis import cascade, predictor
 from backend.cli import main
 from store.errors import UserError
 from tests import policy_fixtures as fx
@@ -82,7 +82,11 @@ def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_stor
 
 def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
     y = np.tile([[0, 1, 1], [1, 1, 1]], (6, 1))
-    fx.build(store, fx.responses("m", LADDER, y), item_rows=fx.items(12, question=["q"] * 12, video=[f"v{i}" for i in range(12)]))
+    fx.build(
+        store,
+        fx.responses("m", LADDER, y),
+        item_rows=fx.items(12, question=["q"] * 12, video=[f"v{i}" for i in range(12)]),
+    )
     out = predictor.report(cascade.load_ladder(store, "m", LADDER), n_folds=3)
     assert not any(r["policy"] == "cascade" for r in out["frontier"])
     assert "no confidences stored" in out["cascade_note"]

@@ -11,10 +11,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from backend.runtime.inference.pruned import drop_tokens, unit_mask, unit_scores
+from backend.runtime.inference.pruning import PruneSpec, keep_mask
+from backend.runtime.inference.reuse import answer_group
 from store.errors import UserError
-from backend.inference.pruned import drop_tokens, unit_mask, unit_scores
-from backend.inference.pruning import PruneSpec, keep_mask
-from backend.inference.reuse import answer_group
 from tests.tiny_models import request, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -127,16 +127,26 @@ def test_shared_prefix_with_pruning_matches_the_cold_pruned_answers(tiny, family
 
 
 def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_exact_twin(tiny, tmp_path):
-    from backend.sweep.plan import approximate, expand_grid
-    from backend.sweep.runner import SweepRequest, run_sweep
+    from backend.runtime.sweep.plan import approximate, expand_grid
+    from backend.runtime.sweep.runner import SweepRequest, run_sweep
     from store.store import Store
     from tests.test_sweep import build_sweep_store
 
     root = build_sweep_store(tmp_path, ["llava_next_video"], tiny)
     configs = approximate(expand_grid(["text", "4f", "8f"]), 85)
     assert configs == ["4f~prune85", "8f~prune85"]  # text-only has nothing to prune
-    summary = run_sweep(SweepRequest(str(root), "llava_next_video", "bench", configs, verify=100, progress=False,
-                                     threshold=40.0, item_ids=["v1-1", "v1-2", "v2-1"]))
+    summary = run_sweep(
+        SweepRequest(
+            str(root),
+            "llava_next_video",
+            "bench",
+            configs,
+            verify=100,
+            progress=False,
+            threshold=40.0,
+            item_ids=["v1-1", "v1-2", "v2-1"],
+        )
+    )
     stored = Store(root).query("SELECT DISTINCT config FROM responses WHERE model = 'llava_next_video'")
     assert sorted(stored["config"]) == configs
     verify = summary["verify"]
@@ -150,7 +160,7 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
     layer): equal to ``get_video_features``; padded buckets equal unpadded ones to float tolerance."""
     import torch
 
-    from backend.inference import llava_next_video as llava
+    from backend.runtime.inference import llava_next_video as llava
 
     adapter = tiny.adapter("llava_next_video")
     inputs = adapter.prepare(request(4)).inputs
@@ -169,13 +179,19 @@ def test_a_cold_cell_of_a_prune_label_prunes_as_a_rerun_does(tiny, tmp_path):
     """Re-runs answer through ``answer_cold``: a ``~prune50`` label keeps half the vision tokens of its twin."""
     import json
 
-    from backend.inference.cell import answer_cold
+    from backend.runtime.inference.cell import answer_cold
     from store.configs import parse
     from tests.rerun_fixtures import write_video
 
     write_video(tmp_path / "a.mp4")
-    item = {"item_id": "i", "question": "What colour?", "video": "a.mp4", "options": json.dumps(
-        ["A. Red.", "B. Green.", "C. Blue.", "D. Black."]), "references": None, "answer_type": "mcqa"}
+    item = {
+        "item_id": "i",
+        "question": "What colour?",
+        "video": "a.mp4",
+        "options": json.dumps(["A. Red.", "B. Green.", "C. Blue.", "D. Black."]),
+        "references": None,
+        "answer_type": "mcqa",
+    }
     adapter = tiny.adapter("qwen2_5_vl")
     exact = answer_cold(adapter, item, parse("4f"), tmp_path, None, None)
     pruned = answer_cold(adapter, item, parse("4f~prune50"), tmp_path, None, None)

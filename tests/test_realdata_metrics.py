@@ -19,10 +19,24 @@ CELL = "LLaVA-NeXT-Video-7B_V1_short"
 
 
 def test_scalegrid_cell_reproduces_the_release_json(realdata, tmp_path, capsys):
-    assert main(["ingest", str(realdata / f"{CELL}_predictions_wide.csv"), "--answers",
-                 str(realdata / "videomme_answers.csv"), "--store", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "ingest",
+                str(realdata / f"{CELL}_predictions_wide.csv"),
+                "--answers",
+                str(realdata / "videomme_answers.csv"),
+                "--store",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["metrics", "--store", str(tmp_path), "--models", "LLaVA-NeXT-Video-7B", "--bootstrap", "0", "--json"]) == 0
+    assert (
+        main(["metrics", "--store", str(tmp_path), "--models", "LLaVA-NeXT-Video-7B", "--bootstrap", "0", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     expected = json.loads((realdata / f"{CELL}.json").read_text())
 

@@ -7,10 +7,10 @@ import tomllib
 
 import pytest
 
-from backend import registry
 from backend.cli import main
+from backend.runtime import registry
+from backend.runtime.registry import ModelSpec
 from store.errors import UserError
-from backend.registry import ModelSpec
 
 
 @pytest.fixture
@@ -22,7 +22,9 @@ def ckpt(tmp_path):
 
 def test_round_trip_keeps_every_field(tmp_path, ckpt):
     root = tmp_path / "store"
-    odd = ModelSpec('Qwen2.5-VL "7B" / ünï', "qwen2_5_vl", str(ckpt), "bfloat16", "cuda", 128, 151_000, "line1\nline2\x7f")
+    odd = ModelSpec(
+        'Qwen2.5-VL "7B" / ünï', "qwen2_5_vl", str(ckpt), "bfloat16", "cuda", 128, 151_000, "line1\nline2\x7f"
+    )
     plain = ModelSpec("tiny", "internvl", str(ckpt))
     registry.add(root, odd)
     registry.add(root, plain)
@@ -80,14 +82,34 @@ def test_unknown_model_duplicates_and_broken_file(tmp_path, ckpt):
 
 def test_cli_add_list_remove(tmp_path, ckpt, capsys):
     root = str(tmp_path / "store")
-    rc = main(["models", "add", "m", "--store", root, "--family", "llava_next_video", "--path", str(ckpt), "--max-frames", "32"])
+    rc = main(
+        [
+            "models",
+            "add",
+            "m",
+            "--store",
+            root,
+            "--family",
+            "llava_next_video",
+            "--path",
+            str(ckpt),
+            "--max-frames",
+            "32",
+        ]
+    )
     assert rc == 0
     capsys.readouterr()
     assert main(["models", "list", "--store", root, "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)
     assert entry | {"path": None} == {
-        "name": "m", "family": "llava_next_video", "path": None, "dtype": "auto", "device": "auto",
-        "max_frames": 32, "default_pixels": None, "note": "",
+        "name": "m",
+        "family": "llava_next_video",
+        "path": None,
+        "dtype": "auto",
+        "device": "auto",
+        "max_frames": 32,
+        "default_pixels": None,
+        "note": "",
     }
     assert entry["path"] == str(ckpt.resolve())
     assert main(["models", "add", "bad", "--store", root, "--family", "nope", "--path", str(ckpt)]) == 2

@@ -19,7 +19,7 @@ import pytest
 from backend.cli import main
 from backend.report import build, tables
 from backend.report.data import report_data
-from backend.scope import Scope
+from backend.scope.resolve import Scope
 from store.store import Store
 
 pytest_plugins = ["tests.browser_fixtures"]  # the session's one browser (a second sync Playwright would clash)
@@ -47,7 +47,7 @@ def demo_html(demo_store) -> bytes:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Store:
     """Two models (one named with live HTML and TeX specials) on 12 items whose question and task type are hostile too."""
-    from backend.annotations import VOCABULARY, add_annotation
+    from backend.scope.annotations import VOCABULARY, add_annotation
     from store.ingest import ingest_paths
 
     base = tmp_path_factory.mktemp("hostile-report")
@@ -78,7 +78,10 @@ def test_same_scope_and_seed_give_the_same_bytes(demo_store, demo_html, monkeypa
     assert first == build(store, demo_scope(store), "html", gallery_items=24, seed=0)
     assert b'<time id="generated">2023-11-14T22:13:20Z</time>' in first
     other_seed = build(store, demo_scope(store), "json", gallery_items=24, seed=1)
-    assert json.loads(other_seed)["overview"] != json.loads(build(store, demo_scope(store), "json", gallery_items=24, seed=0))["overview"]
+    assert (
+        json.loads(other_seed)["overview"]
+        != json.loads(build(store, demo_scope(store), "json", gallery_items=24, seed=0))["overview"]
+    )
 
 
 def test_demo_report_with_24_gallery_items_is_self_contained_and_under_5_mb(demo_html):
@@ -103,13 +106,17 @@ def test_json_is_exactly_what_the_html_draws_and_matches_metrics(demo_store, dem
         rec = data["overview"]["models"][model]
         assert cells["best_fixed"] == rec["best_fixed"]["accuracy"]
         assert cells["visual_confusion_rate"] == rec["visual_confusion_rate"]
-    figures = json.loads(re.search(r'<script type="application/json" id="report-figures">(.*?)</script>', html, flags=re.S)[1])
+    figures = json.loads(
+        re.search(r'<script type="application/json" id="report-figures">(.*?)</script>', html, flags=re.S)[1]
+    )
     from backend.report.figures import figures as build_figures
 
     assert set(figures) == set(build_figures(data))
     assert data["gallery"][0]["frames"][0]["jpeg_base64"][0] in html
     capsys.readouterr()
-    assert main(["metrics", "--store", str(demo_store), "--models", ",".join(MODELS), "--benchmark", BENCH, "--json"]) == 0
+    assert (
+        main(["metrics", "--store", str(demo_store), "--models", ",".join(MODELS), "--benchmark", BENCH, "--json"]) == 0
+    )
     metrics = json.loads(capsys.readouterr().out)
     assert data["overview"]["models"] == metrics["models"]
     assert data["overview"]["grid"] == metrics["grid"] and data["scope"]["n_items"] == metrics["n_items"]
@@ -128,7 +135,9 @@ def test_hostile_text_is_escaped_in_html(hostile):
     assert "Frames not shown: video &#x27;missing.mp4&#x27; not found" in html  # no video: a note, no image
     figures = re.search(r'id="report-figures">(.*?)</script>', html, flags=re.S)[1]
     names = [trace.get("name") or "" for trace in json.loads(figures)["fig-curve"]["data"]]
-    assert "<" not in figures and any(n.startswith("evil&lt;script&gt;") for n in names)  # Plotly shows entities as text
+    assert "<" not in figures and any(
+        n.startswith("evil&lt;script&gt;") for n in names
+    )  # Plotly shows entities as text
 
 
 def test_latex_and_markdown_keep_hostile_names_literal(hostile):
@@ -142,7 +151,10 @@ def test_latex_and_markdown_keep_hostile_names_literal(hostile):
         depth += 1 if ch == "{" else -1
         assert depth >= 0
     assert depth == 0
-    assert r"evil\textless{}script\textgreater{}" in tex and r"\_\&\%\$\#\{\}\textasciitilde{}\textasciicircum{}\textbackslash{}" in tex
+    assert (
+        r"evil\textless{}script\textgreater{}" in tex
+        and r"\_\&\%\$\#\{\}\textasciitilde{}\textasciicircum{}\textbackslash{}" in tex
+    )
     assert r"task\_\&\%\$\#\{\}\textless{}b\textgreater{}" in tex
     for body in re.findall(r"\\midrule\n(.*?)\\bottomrule", tex, flags=re.S):
         header_cols = None
@@ -161,7 +173,17 @@ def test_latex_and_markdown_keep_hostile_names_literal(hostile):
 
 
 def test_cli_writes_each_format_and_refuses_bad_input_in_one_line(demo_store, tmp_path, capsys):
-    base = ["report", "--store", str(demo_store), "--models", "synthetic-A-7B", "--benchmark", BENCH, "--bootstrap", "50"]
+    base = [
+        "report",
+        "--store",
+        str(demo_store),
+        "--models",
+        "synthetic-A-7B",
+        "--benchmark",
+        BENCH,
+        "--bootstrap",
+        "50",
+    ]
     assert main([*base, "--format", "markdown", "--out", str(tmp_path / "t.md")]) == 0
     assert (tmp_path / "t.md").read_text().count("| synthetic-A-7B |") >= 1
     assert main([*base, "--format", "json", "--gallery", "2", "--out", str(tmp_path / "r.json")]) == 0
@@ -200,7 +222,9 @@ def only(url: str, asked: list[str]):
 
 
 @pytest.mark.browser
-def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store, demo_html, hostile, tmp_path, capsys, browser):
+def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(
+    demo_store, demo_html, hostile, tmp_path, capsys, browser
+):
     files = {"demo": tmp_path / "demo.html", "hostile": tmp_path / "hostile.html"}
     files["demo"].write_bytes(demo_html)
     files["hostile"].write_bytes(build(hostile, hostile_scope(hostile), "html", gallery_items=6))
@@ -212,9 +236,11 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store
         page = browser.new_page(viewport={"width": 1000, "height": 1200})
         asked, problems, dialogs = [], [], []
         page.route("**/*", only(path.as_uri(), asked))
-        page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda exc: problems.append(str(exc)))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on(
+            "console", lambda m, problems=problems: problems.append(m.text) if m.type in ("error", "warning") else None
+        )
+        page.on("pageerror", lambda exc, problems=problems: problems.append(str(exc)))
+        page.on("dialog", lambda d, dialogs=dialogs: (dialogs.append(d.message), d.dismiss()))
         page.goto(path.as_uri())
         page.wait_for_function("document.body.dataset.charts", timeout=60_000)
         assert page.evaluate("document.body.dataset.charts") == "drawn", page.inner_text("#js-status")
@@ -227,7 +253,8 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(demo_store
         page.screenshot(path=str(SCREENSHOTS / f"report-{name}.png"), full_page=False)
         if name == "demo":
             shown = page.eval_on_selector_all(
-                "#table-headlines td[data-key]", "cells => cells.map(c => [c.closest('tr').dataset.row, c.dataset.key, c.dataset.value])"
+                "#table-headlines td[data-key]",
+                "cells => cells.map(c => [c.closest('tr').dataset.row, c.dataset.key, c.dataset.value])",
             )
             for model, key, value in shown:
                 rec = metrics["models"][model]

@@ -8,12 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend import rerun
 from backend.cli import main
+from backend.runtime import rerun
 from store.errors import UserError
 from store.queue import JobQueue
 from store.store import Store
 from tests.rerun_fixtures import build_store
+
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
@@ -107,7 +108,14 @@ def test_cli_rerun_json_wait_timeout_and_errors(root, capsys):
 
 
 def test_seed_matters_only_for_a_bare_random_label(root):
-    base = {"model": "m", "benchmark": "bench", "item_id": "q1", "answer": "A", "correct": 0, "written_at": pd.Timestamp.now(tz="UTC")}
+    base = {
+        "model": "m",
+        "benchmark": "bench",
+        "item_id": "q1",
+        "answer": "A",
+        "correct": 0,
+        "written_at": pd.Timestamp.now(tz="UTC"),
+    }
     rows = [base | {"config": "8f/random-s1", "run": "main"}, base | {"config": "8f/random", "run": "main", "seed": 4}]
     Store(root).append({"responses": pd.DataFrame(rows)})
     assert rerun.submit(root, "m", "bench", "q1", "8f/random-s1")["from_store"]  # ingested: seed column empty

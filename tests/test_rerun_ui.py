@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend import registry, rerun
 from backend.cli import main
-from backend.demo import DEMO_MAX_FRAMES, DEMO_MODEL
+from backend.demo.model import DEMO_MAX_FRAMES, DEMO_MODEL
+from backend.runtime import registry, rerun
+from backend.runtime.worker_pool import ensure_local_worker, local_worker, overview, stop_local_workers
+from backend.scope.inspector import item_detail, trajectory_rows
 from store.errors import UserError
-from backend.inspector import item_detail, trajectory_rows
-from backend.workers import ensure_local_worker, local_worker, overview, stop_local_workers
 from store.queue import JobQueue
 from store.store import Store
 from tests.rerun_fixtures import build_store
@@ -53,7 +53,7 @@ def _until(predicate, timeout_s: float, what: str):
 def test_build_demo_store_registers_a_random_weights_model_without_importing_torch(tmp_path):
     root = tmp_path / "demo"
     code = (
-        "import json, sys; from backend.demo import build_demo_store; seen = []\n"
+        "import json, sys; from backend.demo.model import build_demo_store; seen = []\n"
         "s = build_demo_store(sys.argv[1], n_items=8, videos=False, progress=lambda f, m: seen.append(f))\n"
         "print(json.dumps({'summary': s, 'progress': seen, 'torch': 'torch' in sys.modules}))"
     )
@@ -67,7 +67,9 @@ def test_build_demo_store_registers_a_random_weights_model_without_importing_tor
     assert spec.max_frames == DEMO_MAX_FRAMES == 128  # the demo grid's largest budget fits the ceiling
     marker = json.loads((spec.resolved_path(root) / "trajaudit.json").read_text())
     assert marker["random_weights"] is True
-    assert DEMO_MODEL in Store(root).query("SELECT DISTINCT model FROM responses")["model"].tolist()  # joins a trajectory
+    assert (
+        DEMO_MODEL in Store(root).query("SELECT DISTINCT model FROM responses")["model"].tolist()
+    )  # joins a trajectory
 
 
 # -- local workers -------------------------------------------------------------------------------
@@ -111,7 +113,9 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
 @pytest.mark.slow
 def test_a_worker_that_cannot_start_is_reported_with_its_log(root):
     first = ensure_local_worker(root, "m")  # "m" has a config.json but no weights: the worker exits
-    exited = _until(lambda: (s := local_worker(root, "m"))["state"] == "exited" and s, WORKER_ONLINE_S, "the worker to exit")
+    exited = _until(
+        lambda: (s := local_worker(root, "m"))["state"] == "exited" and s, WORKER_ONLINE_S, "the worker to exit"
+    )
     assert exited["pid"] == first["pid"] and exited["log_tail"] and "starting" in Path(exited["log"]).read_text()
     again = ensure_local_worker(root, "m")  # a dead worker is replaced on the next request
     assert again["started"] and again["pid"] != first["pid"]
@@ -143,7 +147,11 @@ def _add_rerun(root: Path, config: str, answer: str, confidence: float) -> None:
 
 
 def test_item_detail_marks_reruns_and_trajectory_rows_keeps_them_apart(root):
-    registry.add(root, registry.ModelSpec("m", "qwen2_5_vl", str(root / "ckpt"), note="random weights: pipeline demo"), replace=True)
+    registry.add(
+        root,
+        registry.ModelSpec("m", "qwen2_5_vl", str(root / "ckpt"), note="random weights: pipeline demo"),
+        replace=True,
+    )
     _add_rerun(root, "16f", "C", 0.4)  # the same config as the logged answer (a forced re-run)
     _add_rerun(root, "12f", "B", 0.5)  # a budget nothing logged
     responses = item_detail(Store(root), "bench", "q1")["responses"]
@@ -152,7 +160,9 @@ def test_item_detail_marks_reruns_and_trajectory_rows_keeps_them_apart(root):
     assert set(live["config"]) == {"12f", "16f"} and set(live["rerun_note"]) == {"random weights: pipeline demo"}
     assert responses.loc[~responses["live_rerun"], "rerun_note"].isna().all()
     logged, reruns = trajectory_rows(responses)
-    assert logged[["config", "answer"]].to_dict("records") == [{"config": "16f", "answer": "B"}]  # the logged answer stays
+    assert logged[["config", "answer"]].to_dict("records") == [
+        {"config": "16f", "answer": "B"}
+    ]  # the logged answer stays
     assert sorted(reruns["config"]) == ["12f", "16f"]
 
 
@@ -164,7 +174,7 @@ AppTest = pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTes
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    from store.demo import build_demo
+    from backend.demo.synthetic import build_demo
 
     root = tmp_path_factory.mktemp("rerun-ui") / "store"
     build_demo(root, n_items=8, seed=0)
@@ -172,14 +182,14 @@ def demo(tmp_path_factory) -> Path:
 
 
 def _scope(store: Path):
-    from backend.scope import Scope
+    from backend.scope.resolve import Scope
     from pages.common import data
 
     return data.Scope.of(str(store), Scope("synthetic-videomme", (DEMO_MODEL,), ("8f", "16f")))
 
 
 def _panel_script(scope, item_id: str, thumbs: str) -> None:
-    from backend.inspector import item_detail
+    from backend.scope.inspector import item_detail
     from pages.common.rerun_panel import rerun_panel
     from store.store import Store
 
@@ -187,7 +197,9 @@ def _panel_script(scope, item_id: str, thumbs: str) -> None:
 
 
 def _panel(store: Path, item_id: str = "001-1") -> AppTest:
-    at = AppTest.from_function(_panel_script, args=(_scope(store), item_id, str(store.parent / "thumbs")), default_timeout=120)
+    at = AppTest.from_function(
+        _panel_script, args=(_scope(store), item_id, str(store.parent / "thumbs")), default_timeout=120
+    )
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -203,7 +215,11 @@ def _register_fake(store: Path) -> None:
     ckpt = store / "fake-ckpt"
     ckpt.mkdir(exist_ok=True)
     (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
-    registry.add(store, registry.ModelSpec(DEMO_MODEL, "qwen2_5_vl", str(ckpt), max_frames=128, note=registry.DEMO_NOTE), replace=True)
+    registry.add(
+        store,
+        registry.ModelSpec(DEMO_MODEL, "qwen2_5_vl", str(ckpt), max_frames=128, note=registry.DEMO_NOTE),
+        replace=True,
+    )
 
 
 def test_panel_without_models_says_how_to_register_one(demo):

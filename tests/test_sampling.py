@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from backend.runtime.sampling import POLICIES, config_indices, frame_indices, policy_name, timestamps
 from store.errors import UserError
-from backend.sampling import POLICIES, config_indices, frame_indices, policy_name, timestamps
 
 
 def test_uniform_is_nested_for_powers_of_two():

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.scope import Scope
+from backend.scope.resolve import Scope
 from store.store import Store
 
 BENCH = "synthetic-videomme"
@@ -64,14 +64,16 @@ def append_reruns(root: Path) -> None:
         "SELECT * FROM responses WHERE model = ? AND benchmark = ? AND config = '32f' AND run = 'main' ORDER BY item_id LIMIT 1",
         [MODEL, BENCH],
     )
-    new = pd.concat([base.assign(config="24f"), base.assign(correct=(1 - base["correct"]).astype("int8"))], ignore_index=True)
+    new = pd.concat(
+        [base.assign(config="24f"), base.assign(correct=(1 - base["correct"]).astype("int8"))], ignore_index=True
+    )
     new = new.assign(run=["rerun-t1", "rerun-t2"], run_id=["rerun-t1", "rerun-t2"], origin="rerun")
     store.append({"responses": new})
 
 
 @pytest.fixture(scope="module")
 def overlay_store(tmp_path_factory) -> Path:
-    from store.demo import build_demo
+    from backend.demo.synthetic import build_demo
 
     root = tmp_path_factory.mktemp("overlay") / "store"
     build_demo(root, n_items=60, seed=0)
@@ -103,7 +105,14 @@ def test_a_rerun_leaves_every_default_number_byte_identical(overlay_store, capsy
 def test_default_grid_is_stated_with_what_it_leaves_out(overlay_store, capsys):
     out = json.loads(cli_json(capsys, *default_views(overlay_store)["metrics"]))
     scope = out["scope"]
-    assert scope["grid_source"] == "default" and scope["grid"] == out["grid"] == ["text", "8f", "16f", "32f", "64f", "128f"]
+    assert scope["grid_source"] == "default" and scope["grid"] == out["grid"] == [
+        "text",
+        "8f",
+        "16f",
+        "32f",
+        "64f",
+        "128f",
+    ]
     assert set(scope["grid_excluded"]) >= {"32f@50k", "32f@200k", "64f/dense-start", "64f/random-s1"}
     assert all("under 90%" in why for label, why in scope["grid_excluded_why"].items() if label != "24f")
 
@@ -117,7 +126,7 @@ def test_unknown_model_or_benchmark_is_named(overlay_store, capsys):
 
 def test_scope_round_trips_through_its_flags():
     from backend.cli import build_parser
-    from backend.filters import ItemFilter
+    from backend.scope.filters import ItemFilter
 
     scope = Scope(BENCH, (MODEL, OTHER), ("text", "8f"), ItemFilter(task_types=("counting",), search="red ball"),
                   tag="confused", tag_model=OTHER, beyond_noise=True, include_reruns=True)  # fmt: skip
@@ -170,14 +179,19 @@ PAGES = {
 @pytest.mark.usefixtures("app_env")
 @pytest.mark.parametrize("page", list(PAGES))
 def test_each_page_draws_what_its_cli_twin_prints(demo_store, page, monkeypatch, capsys):
-    at = _open(page, monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", task="Counting Problem,OCR Problems")
+    at = _open(
+        page, monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", task="Counting Problem,OCR Problems"
+    )
     scope = at.session_state["scope"]
     drawn = _as_printed(PAGES[page](scope), capsys)
     argv = _twin(at)
     assert "--grid" not in argv, " ".join(argv)  # the default grid: the twin resolves it the same way
     printed = json.loads(cli_json(capsys, *argv))
     assert printed == drawn
-    assert printed["scope"]["grid_source"] == "default" and printed["scope"]["item_filter"]["task_types"] == ["Counting Problem", "OCR Problems"]
+    assert printed["scope"]["grid_source"] == "default" and printed["scope"]["item_filter"]["task_types"] == [
+        "Counting Problem",
+        "OCR Problems",
+    ]
 
 
 @pytest.mark.usefixtures("app_env")

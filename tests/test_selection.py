@@ -1,4 +1,4 @@
-"""The current selection and its batch re-run (backend.selection), the ``rerun --flow/--items`` twin,
+"""The current selection and its batch re-run (backend.runtime.selection), the ``rerun --flow/--items`` twin,
 Wilson intervals and budget ladders, checked by hand against the matched matrix."""
 
 from __future__ import annotations
@@ -8,14 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from backend import registry, reports, selection
+from backend import views
+from backend.analysis.ladders import ladders
+from backend.analysis.stats import mcnemar_exact, wilson_interval
 from backend.cli import main
+from backend.runtime import registry, selection
+from backend.runtime.selection import Selection
+from backend.scope.filters import ItemFilter
+from backend.scope.resolve import Scope
 from store.errors import UserError
-from backend.filters import ItemFilter
-from backend.ladders import ladders
-from backend.scope import Scope
-from backend.selection import Selection
-from backend.stats import mcnemar_exact, wilson_interval
 from store.queue import JobQueue
 from store.store import Store
 
@@ -50,14 +51,18 @@ def test_selection_parses_describes_and_refuses_bad_specs():
 
 def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
     store, resolved, matrix = view
-    out = reports.flows_view(store, resolved, matrix, MODEL)
+    out = views.flows_view(store, resolved, matrix, MODEL)
     for link in (lk for lk in out["links"] if lk["count"] > 0):
         sel = Selection("flow", (link["from"], link["to"], link["kind"]))
         ids = selection.selected_ids(store, resolved, matrix, MODEL, sel)
-        listed = reports.flows_view(store, resolved, matrix, MODEL, (link["from"], link["to"]), link["kind"], limit=None)["items"]
+        listed = views.flows_view(store, resolved, matrix, MODEL, (link["from"], link["to"]), link["kind"], limit=None)[
+            "items"
+        ]
         assert ids == [r["item_id"] for r in listed] and len(ids) == link["count"]
     for node in out["nodes"]:
-        assert len(selection.item_ids(matrix, MODEL, Selection("state", (node["config"], node["state"])))) == node["count"]
+        assert (
+            len(selection.item_ids(matrix, MODEL, Selection("state", (node["config"], node["state"])))) == node["count"]
+        )
     assert selection.item_ids(matrix, MODEL, Selection("filtered")) == matrix.items["item_id"].tolist()
     assert selection.item_ids(matrix, MODEL, Selection("items", ("b", "a", "b"))) == ["b", "a"]
 
@@ -75,15 +80,22 @@ def test_compare_counts_rescued_and_harmed_by_hand(view):
     assert out["mcnemar_p"] == pytest.approx(mcnemar_exact(rescued, harmed))
     lo, hi = out["accuracy_new"]["ci95"]
     assert lo <= y16.mean() <= hi
-    assert out["sentence"].startswith(f"Of the 20 items (first 20), {int(y16.sum())} of the 20 answered are correct under 16f")
+    assert out["sentence"].startswith(
+        f"Of the 20 items (first 20), {int(y16.sum())} of the 20 answered are correct under 16f"
+    )
     missing = selection.compare(str(store.root), MODEL, BENCH, ids, "8f/random-s9", "8f")
     assert missing["n_compared"] == 0 and missing["n_missing"] == 20 and missing["accuracy_new"]["value"] is None
 
 
 def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
     store, resolved, matrix = view
-    link = next(lk for lk in reports.flows_view(store, resolved, matrix, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"])
-    flow, other = f"{link['from']}:{link['to']}:harmed", next(c for c in matrix.grid if c not in (link["from"], link["to"]))
+    link = next(
+        lk for lk in views.flows_view(store, resolved, matrix, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"]
+    )
+    flow, other = (
+        f"{link['from']}:{link['to']}:harmed",
+        next(c for c in matrix.grid if c not in (link["from"], link["to"])),
+    )
     argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--flow", flow,
             "--config", other, "--wait", "--json"]  # fmt: skip
     assert main(argv) == 0
@@ -92,7 +104,9 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
     assert out["batch"]["item_ids"] == ids and len(ids) == link["count"]
     assert out["batch"]["from_store"] == len(ids)  # a logged config: answered from the store, nothing queued
     assert out["progress"]["finished"] and out["progress"]["counts"]["done"] == len(ids)
-    expected = selection.compare(str(store.root), MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe())
+    expected = selection.compare(
+        str(store.root), MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe()
+    )
     assert out["comparison"] == json.loads(json.dumps(expected))
     assert out["comparison"]["correct_baseline"] == 0  # harmed at TO: wrong there by definition
     assert JobQueue(store.root).counts()["queued"] == 0
@@ -120,7 +134,9 @@ def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
     with pytest.raises(UserError, match="empty"):
         selection.submit(str(store.root), MODEL, BENCH, [], "8f")
     with pytest.raises(UserError, match="unknown item"):
-        selection.submit(str(store.root), MODEL, BENCH, [matrix.items["item_id"].iloc[0], "no-such-item"], "8f/random-s3")
+        selection.submit(
+            str(store.root), MODEL, BENCH, [matrix.items["item_id"].iloc[0], "no-such-item"], "8f/random-s3"
+        )
     with pytest.raises(UserError, match="above the ceiling"):
         selection.submit(str(store.root), MODEL, BENCH, matrix.items["item_id"].tolist()[:2], "256f")
     assert JobQueue(store.root).counts() == before
@@ -128,7 +144,24 @@ def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
     empty.write_text("\n\n")
     with pytest.raises(UserError, match="lists no item id"):
         selection.read_ids(str(empty))
-    assert main(["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--flow", "text:8f", "--config", "8f"]) == 2
+    assert (
+        main(
+            [
+                "rerun",
+                "--store",
+                str(store.root),
+                "--model",
+                MODEL,
+                "--benchmark",
+                BENCH,
+                "--flow",
+                "text:8f",
+                "--config",
+                "8f",
+            ]
+        )
+        == 2
+    )
 
 
 def test_wilson_interval_matches_known_values():
@@ -140,7 +173,9 @@ def test_wilson_interval_matches_known_values():
 
 
 def test_ladders_join_budget_steps_only():
-    lines, alone = ladders(["text", "8f", "16f", "32f@50k", "32f@200k", "32f", "64f/dense-start", "64f", "64f/random-s1"])
+    lines, alone = ladders(
+        ["text", "8f", "16f", "32f@50k", "32f@200k", "32f", "64f/dense-start", "64f", "64f/random-s1"]
+    )
     assert lines == [["text", "8f", "16f", "32f", "64f"]]
     assert set(alone) == {"32f@50k", "32f@200k", "64f/dense-start", "64f/random-s1"}
     assert ladders(["text", "8f@151k", "16f@151k", "32f@151k"]) == ([["text", "8f@151k", "16f@151k", "32f@151k"]], [])

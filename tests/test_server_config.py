@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from store.errors import UserError
 from backend.serverconfig import ServerConfig, load
+from store.errors import UserError
 
 
 def test_default_is_the_launch_store_with_its_videos(tmp_path, monkeypatch):
@@ -19,7 +19,9 @@ def test_default_is_the_launch_store_with_its_videos(tmp_path, monkeypatch):
 
 def test_command_line_wins_and_names_stores(tmp_path):
     env = {"TRAJAUDIT_STORE": str(tmp_path / "env"), "TRAJAUDIT_VIDEO_ROOT": str(tmp_path / "env-videos")}
-    config = load(["--store", str(tmp_path / "a"), "--store", f"real={tmp_path / 'b'}", "--video-root", str(tmp_path / "v")], env)
+    config = load(
+        ["--store", str(tmp_path / "a"), "--store", f"real={tmp_path / 'b'}", "--video-root", str(tmp_path / "v")], env
+    )
     assert config.stores == {"a": tmp_path / "a", "real": tmp_path / "b"}
     assert config.default == "a"
     assert config.video_root_for(tmp_path / "a") == tmp_path / "v"

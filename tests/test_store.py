@@ -49,8 +49,12 @@ def test_unknown_column_is_refused(store):
 
 def test_items_view_keeps_latest_row_per_item(store):
     t0, t1 = pd.Timestamp("2026-01-01", tz="UTC"), pd.Timestamp("2026-01-02", tz="UTC")
-    store.append({"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["old"], "written_at": [t0]})})
-    store.append({"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["new"], "written_at": [t1]})})
+    store.append(
+        {"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["old"], "written_at": [t0]})}
+    )
+    store.append(
+        {"items": pd.DataFrame({"benchmark": ["b"], "item_id": ["1"], "question": ["new"], "written_at": [t1]})}
+    )
     assert store.query("select question from items").question.tolist() == ["new"]
     assert store.query("select count(*) n from items_all").n[0] == 2
 

@@ -90,7 +90,9 @@ def test_two_concurrent_conflicting_ingests_cannot_both_pass(tmp_path):
     store = tmp_path / "store"
     cli = str(Path(sys.executable).parent / "trajaudit")
     procs = [
-        subprocess.Popen([cli, "ingest", str(p), "--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [cli, "ingest", str(p), "--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for p in (a, b)
     ]
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]

@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend import registry
+from backend.runtime import registry
+from backend.runtime.inference.base import FAMILIES
+from backend.runtime.sweep import accounting
+from backend.runtime.sweep.engine import Reuse
+from backend.runtime.sweep.plan import build_plan, expand_grid
+from backend.runtime.sweep.runner import SweepRequest, run_sweep
 from store.errors import UserError
-from backend.inference.base import FAMILIES
-from backend.sweep import accounting
-from backend.sweep.engine import Reuse
-from backend.sweep.plan import build_plan, expand_grid
-from backend.sweep.runner import SweepRequest, run_sweep
 from store.store import Store
 from tests.rerun_fixtures import write_video
 from tests.tiny_models import tiny  # noqa: F401  (a fixture)
@@ -57,15 +57,28 @@ def swept(tiny, tmp_path_factory):
     for family in FAMILIES:
         root = build_sweep_store(tmp_path_factory.mktemp(family), [family], tiny)
         grid = [*GRID, "8f@2k"]
-        request = SweepRequest(str(root), family, "bench", expand_grid(grid, ["uniform", "random:1"]), verify=100,
-                               batch_size=5, progress=False)
+        request = SweepRequest(
+            str(root),
+            family,
+            "bench",
+            expand_grid(grid, ["uniform", "random:1"]),
+            verify=100,
+            batch_size=5,
+            progress=False,
+        )
         out[family] = (root, run_sweep(request))
     return out
 
 
 def test_expand_grid_crosses_policies_and_keeps_text_once():
     assert expand_grid(["text", "8f", "16f"], ["uniform", "random:0", "random-s1"]) == [
-        "text", "8f", "8f/random-s0", "8f/random-s1", "16f", "16f/random-s0", "16f/random-s1",
+        "text",
+        "8f",
+        "8f/random-s0",
+        "8f/random-s1",
+        "16f",
+        "16f/random-s0",
+        "16f/random-s1",
     ]
     assert expand_grid(["64f@151k", "8f/midpoint"], ["random:2"]) == ["8f/midpoint", "64f@151k/random-s2"]
     with pytest.raises(UserError, match="unknown sampling policy"):
@@ -148,8 +161,15 @@ def test_baseline_is_one_cold_answer_per_cell(tiny, tmp_path, monkeypatch):
     calls = []
     original = adapter_class.answer
     monkeypatch.setattr(adapter_class, "answer", lambda self, r: calls.append(r.n_frames) or original(self, r))
-    request = SweepRequest(str(root), "internvl", "bench", GRID, item_ids=["v1-1", "v1-2", "v1-3", "t-1"],
-                           reuse=Reuse.without(["decode", "prefix", "vision"]), progress=False)
+    request = SweepRequest(
+        str(root),
+        "internvl",
+        "bench",
+        GRID,
+        item_ids=["v1-1", "v1-2", "v1-3", "t-1"],
+        reuse=Reuse.without(["decode", "prefix", "vision"]),
+        progress=False,
+    )
     summary = run_sweep(request)
     assert summary["reuse"] == [] and summary["cells"]["done"] == 3 * 3 + 1
     assert sorted(calls) == [0] * 4 + [4] * 3 + [8] * 3  # every cell through answer, nothing shared
@@ -165,8 +185,8 @@ def test_text_cells_never_touch_the_video(tiny, tmp_path, monkeypatch):
         raise AssertionError("a text-only sweep opened a video")
 
     for name in ("probe", "resolve_video"):
-        monkeypatch.setattr(f"backend.sweep.engine.{name}", refuse)
-    monkeypatch.setattr("backend.sweep.frames.decode_frames", refuse)
+        monkeypatch.setattr(f"backend.runtime.sweep.engine.{name}", refuse)
+    monkeypatch.setattr("backend.runtime.sweep.frames.decode_frames", refuse)
     summary = run_sweep(SweepRequest(str(root), "qwen3_vl", "bench", ["text"], progress=False))
     assert summary["cells"]["done"] == 7 and summary["counters"]["videos_opened"] == 0
 
@@ -185,7 +205,7 @@ def test_refuses_stored_cells_without_resume_and_resumes(tiny, tmp_path):
 
 def test_cli_json_summary_and_drift_failure(tiny, tmp_path, capsys, monkeypatch):
     from backend.cli import main
-    from backend.sweep.shard import Outcome, ShardRunner
+    from backend.runtime.sweep.shard import Outcome, ShardRunner
 
     root = build_sweep_store(tmp_path / "s", ["qwen2_5_vl"], tiny)
     base = ["sweep", "--store", str(root), "--model", "qwen2_5_vl", "--benchmark", "bench", "--items"]
@@ -227,19 +247,36 @@ def test_random_fullsize_option_times_a_full_architecture(tiny, tmp_path, monkey
     model's processor: the token ids line up and the cells are stored as random-weight timings."""
     import copy
 
-    from backend.inference import fullsize
+    from backend.runtime.inference import fullsize
 
     family, model_class, config_class, kwargs = fullsize.PRESETS["qwen2.5-vl-7b"]
     small = copy.deepcopy(kwargs)
-    small["text_config"].update(hidden_size=64, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                                num_key_value_heads=2, rope_parameters={"rope_type": "default",
-                                                                        "mrope_section": [2, 3, 3], "rope_theta": 1e6})
-    small["vision_config"].update(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=64,
-                                  fullatt_block_indexes=[0])
+    small["text_config"].update(
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+    )
+    small["vision_config"].update(
+        depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=64, fullatt_block_indexes=[0]
+    )
     monkeypatch.setitem(fullsize.PRESETS, "qwen2.5-vl-7b", (family, model_class, config_class, small))
     root = build_sweep_store(tmp_path / "s", ["qwen2_5_vl"], tiny)
-    summary = run_sweep(SweepRequest(str(root), "qwen2_5_vl", "bench", ["text", "4f"], item_ids=["v1-1", "v1-2"],
-                                     random_fullsize="", device="cpu", progress=False, verify=2))
+    summary = run_sweep(
+        SweepRequest(
+            str(root),
+            "qwen2_5_vl",
+            "bench",
+            ["text", "4f"],
+            item_ids=["v1-1", "v1-2"],
+            random_fullsize="",
+            device="cpu",
+            progress=False,
+            verify=2,
+        )
+    )
     assert summary["cells"]["done"] == 4 and summary["random_fullsize"] == ""
     assert summary["verify"]["choice_drift"] == 0
     prov = json.loads(Store(root).query("SELECT provenance FROM responses LIMIT 1")["provenance"][0])

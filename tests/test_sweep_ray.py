@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from backend.sweep.runner import SweepRequest, run_sweep
+from backend.runtime.sweep.runner import SweepRequest, run_sweep
 from store.store import Store
 from tests.test_sweep import build_sweep_store
 from tests.tiny_models import tiny  # noqa: F401  (a fixture)
@@ -38,8 +38,19 @@ def _answers(root) -> dict:
 def test_ray_actors_store_what_a_local_sweep_stores(tiny, tmp_path, local_ray):
     roots = {name: build_sweep_store(tmp_path / name, ["llava_next_video"], tiny) for name in ("local", "ray")}
     runs = {
-        name: run_sweep(SweepRequest(str(root), "llava_next_video", "bench", GRID, executor=name, workers=2,
-                                     verify=3, batch_size=4, progress=False))
+        name: run_sweep(
+            SweepRequest(
+                str(root),
+                "llava_next_video",
+                "bench",
+                GRID,
+                executor=name,
+                workers=2,
+                verify=3,
+                batch_size=4,
+                progress=False,
+            )
+        )
         for name, root in roots.items()
     }
     assert runs["ray"]["shards"] == 2 and runs["ray"]["verify"]["choice_drift"] == 0

@@ -22,7 +22,7 @@ GRID = "text,4f,8f"
 def slow_sweep(root: str, delay: float) -> None:
     """The CLI sweep with every answered cell slowed down (run as a subprocess by the test)."""
     from backend.cli import main
-    from backend.sweep.shard import ShardRunner
+    from backend.runtime.sweep.shard import ShardRunner
 
     add = ShardRunner._add
 

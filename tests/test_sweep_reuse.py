@@ -1,4 +1,4 @@
-"""The reuse path inside the adapters (``backend.inference.reuse``), checked against cold ``answer`` calls."""
+"""The reuse path inside the adapters (``backend.runtime.inference.reuse``), checked against cold ``answer`` calls."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from backend.inference.base import FAMILIES, InferenceRequest
-from backend.inference.reuse import FrameFeatures, ReuseCounters, answer_group, compose
+from backend.runtime.inference.base import FAMILIES, InferenceRequest
+from backend.runtime.inference.reuse import FrameFeatures, ReuseCounters, answer_group, compose
 from tests.tiny_models import FPS, OPTIONS, TOTAL, frames, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -20,8 +20,15 @@ def requests(k: int, pixels: int | None = None, answer_types=("mcqa", "mcqa", "m
     rows = np.arange(k) * 16 // k
     return [
         InferenceRequest(
-            question=q, options=OPTIONS, frames=CLIP[rows], frame_indices=(rows * (TOTAL // 16)).tolist(),
-            native_fps=FPS, total_frames=TOTAL, pixels=pixels, answer_type=t, references=["a red car"],
+            question=q,
+            options=OPTIONS,
+            frames=CLIP[rows],
+            frame_indices=(rows * (TOTAL // 16)).tolist(),
+            native_fps=FPS,
+            total_frames=TOTAL,
+            pixels=pixels,
+            answer_type=t,
+            references=["a red car"],
             max_new_tokens=4,
         )
         for q, t in zip(QUESTIONS, answer_types, strict=True)
@@ -72,8 +79,9 @@ def test_question_before_the_video_falls_back_to_separate_prefixes(tiny, monkeyp
 
     def question_first(request):
         content = [{"type": "text", "text": request.question}, {"type": "video"}]
-        return adapter.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
-                                                     add_generation_prompt=True)
+        return adapter.processor.apply_chat_template(
+            [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+        )
 
     monkeypatch.setattr(adapter, "render_prompt", question_first)
     batch = requests(4)
@@ -94,8 +102,9 @@ def test_per_frame_features_carry_across_budgets(tiny, family):
         assert counters.frames_encoded - before == fresh  # only frames no smaller budget encoded
         assert_same_answers(got, [adapter.answer(r) for r in batch])
     assert len(features) == 16
-    budgeted = answer_group(adapter, requests(8, pixels=32 * 32), share_prefix=True, features=features,
-                            counters=counters)
+    budgeted = answer_group(
+        adapter, requests(8, pixels=32 * 32), share_prefix=True, features=features, counters=counters
+    )
     assert len(features) == 24  # another pixel budget is another key
     assert_same_answers(budgeted, [adapter.answer(r) for r in requests(8, pixels=32 * 32)])
 

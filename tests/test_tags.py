@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from store.errors import UserError
-from backend.items import trajectory_table
-from backend.scope import Scope
-from backend.matrix import load_matrix
-from backend.tags import TAGS, changes, item_tags, tag_masks, top_index
+from backend.analysis.tags import TAGS, changes, item_tags, tag_masks, top_index
+from backend.scope.items import trajectory_table
+from backend.scope.matrix import load_matrix
+from backend.scope.resolve import Scope
 from store.configs import lower_matrix
+from store.errors import UserError
 from tests.matrix_fixtures import build_store
 from tests.test_metrics import BASIC
 

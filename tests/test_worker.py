@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from backend import registry, rerun
 from backend.cli import main
-from backend.sampling import frame_indices
-from backend.worker import Worker
+from backend.runtime import registry, rerun
+from backend.runtime.sampling import frame_indices
+from backend.runtime.worker import Worker
 from store.queue import JobQueue
 from store.store import Store
 from tests.rerun_fixtures import FPS, N_FRAMES, FakeAdapter, build_store
@@ -54,7 +54,14 @@ def serve():
         code = f"from tests.rerun_fixtures import serve; serve({str(root)!r}, {delay}, {lease_s})"
         env = os.environ | {"PYTHONPATH": str(REPO)}
         procs.append(
-            subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         )
         return procs[-1]
 
@@ -77,7 +84,13 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
     assert request.native_fps == FPS and request.total_frames == N_FRAMES and request.pixels is None
     (row,) = _rows(root, job.id).to_dict("records")
     assert json.loads(row["raw_output"]) == expected  # exactly those frames were decoded and shown
-    assert (row["origin"], row["run_id"], row["answer"], row["correct"], row["frames"]) == ("rerun", f"rerun-{job.id}", "B", 1, 8)
+    assert (row["origin"], row["run_id"], row["answer"], row["correct"], row["frames"]) == (
+        "rerun",
+        f"rerun-{job.id}",
+        "B",
+        1,
+        8,
+    )
     assert (row["policy"], row["seed"], list(row["frame_indices"])) == ("random-s3", 3, expected)
     prov = json.loads(row["provenance"])
     assert prov["device"] == "cpu" and prov["dtype"] == "float32" and prov["job_id"] == job.id
@@ -182,17 +195,40 @@ def test_signal_while_computing_releases(root):
 
 @pytest.mark.slow
 def test_end_to_end_with_a_tiny_model(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("backend.inference.qwen2_5_vl", reason="the Qwen2.5-VL adapter is not in this checkout")
+    pytest.importorskip("backend.runtime.inference.qwen2_5_vl", reason="the Qwen2.5-VL adapter is not in this checkout")
     root = tmp_path / "store"
     monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
     build_store(root)
     assert main(["models", "demo", "tiny", "--store", str(root)]) == 0
     capsys.readouterr()
-    request = ["rerun", "--store", str(root), "--model", "tiny", "--benchmark", "bench", "--item", "q1", "--config", "4f", "--json"]
+    request = [
+        "rerun",
+        "--store",
+        str(root),
+        "--model",
+        "tiny",
+        "--benchmark",
+        "bench",
+        "--item",
+        "q1",
+        "--config",
+        "4f",
+        "--json",
+    ]
     assert main(request) == 0
     job_id = json.loads(capsys.readouterr().out)["job_id"]
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    cmd = [str(Path(sys.executable).parent / "trajaudit"), "worker", "--store", str(root), "--model", "tiny", "--device", "cpu", "--once"]
+    cmd = [
+        str(Path(sys.executable).parent / "trajaudit"),
+        "worker",
+        "--store",
+        str(root),
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--once",
+    ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert JobQueue(root).get(job_id).state == "done", done.stdout + done.stderr

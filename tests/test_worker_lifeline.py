@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from backend import lifeline
-from backend.demo import register_demo_model_isolated
-from backend.worker import Worker
-from backend.workers import LOCAL_IDLE_TIMEOUT_S, local_worker, stop_local_workers
+from backend.demo.model import register_demo_model_isolated
+from backend.runtime import lifeline
+from backend.runtime.worker import Worker
+from backend.runtime.worker_pool import LOCAL_IDLE_TIMEOUT_S, local_worker, stop_local_workers
 from tests.rerun_fixtures import FakeAdapter, build_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ ONLINE_TIMEOUT_S = 240  # the worker imports torch and loads the tiny model on a
 EXIT_WITHIN_S = 5.0
 # Stands in for the dashboard: starts the worker through the backend function, then idles.
 FAKE_DASHBOARD = (
-    "import sys, time; from backend.workers import ensure_local_worker; "
+    "import sys, time; from backend.runtime.worker_pool import ensure_local_worker; "
     "print(ensure_local_worker(sys.argv[1], 'tiny')['pid'], flush=True); time.sleep(600)"
 )
 
@@ -60,7 +60,9 @@ def test_dashboard_started_worker_stops_when_the_dashboard_is_killed(tmp_path):
     root = build_store(tmp_path / "store")
     register_demo_model_isolated(root, "tiny")
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    dashboard = subprocess.Popen([sys.executable, "-c", FAKE_DASHBOARD, str(root)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    dashboard = subprocess.Popen(
+        [sys.executable, "-c", FAKE_DASHBOARD, str(root)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         worker_pid = int(dashboard.stdout.readline())
         _wait(lambda: local_worker(root, "tiny")["state"] == "online", ONLINE_TIMEOUT_S, "the worker came online")

@@ -27,12 +27,12 @@ class TinyModels:
         self.adapter = cache(self._load)
 
     def _build(self, family: str) -> Path:
-        from backend.inference.tiny import build_tiny
+        from backend.runtime.inference.tiny import build_tiny
 
         return build_tiny(family, self.root / family)
 
     def _load(self, family: str):
-        from backend.inference.base import load_adapter
+        from backend.runtime.inference.base import load_adapter
 
         return load_adapter(family, self.dir(family))
 
@@ -60,7 +60,7 @@ def request(
     max_new_tokens: int = 4,
 ):
     """An InferenceRequest for ``k`` uniformly spaced frames of the 100-frame clip (``k=None``: text only)."""
-    from backend.inference.base import InferenceRequest
+    from backend.runtime.inference.base import InferenceRequest
 
     clip = None if k is None else frames(k, side, height=height)
     indices = None if k is None else (np.arange(k) * TOTAL // k).tolist()

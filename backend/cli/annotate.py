@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from backend import annotations
 from backend.cli.common import add_json, add_store, print_json
+from backend.scope import annotations
 from store.store import Store
 
 
@@ -54,12 +54,20 @@ def _show(row: dict, verb: str, as_json: bool) -> None:
     if as_json:
         print_json(row)
     else:
-        print(f"{verb} {row['annotation_id']}: {row['benchmark']}/{row['item_id']} [{row['tag']}] {row['note'] or ''}".rstrip())
+        print(
+            f"{verb} {row['annotation_id']}: {row['benchmark']}/{row['item_id']} [{row['tag']}] {row['note'] or ''}".rstrip()
+        )
 
 
 def run_add(args: argparse.Namespace) -> int:
     row = annotations.add_annotation(
-        Store(args.store), args.benchmark, args.item_id, args.tag, args.note, args.author or annotations.default_author(), args.model
+        Store(args.store),
+        args.benchmark,
+        args.item_id,
+        args.tag,
+        args.note,
+        args.author or annotations.default_author(),
+        args.model,
     )
     _show(row, "added", args.json)
     return 0

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from backend import crossflows, interventions, isocompute, noise
+from backend.analysis import crossflows, interventions, isocompute, noise
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
+from backend.runtime import rerun
+from backend.scope.matrix import load_matrix
 from store.errors import UserError
-from backend.matrix import load_matrix
 from store.store import Store
 
 
@@ -41,7 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(a)
     a.add_argument("--grid", default=None, help="base grid (default: the model's uniform-protocol configs)")
     a.add_argument("--protocols", default=None, help="only these protocols, e.g. random-s1,dense-start")
-    a.add_argument("--enqueue", default=None, metavar="LABEL", help="queue re-runs of the terminal regressions at LABEL")
+    a.add_argument(
+        "--enqueue", default=None, metavar="LABEL", help="queue re-runs of the terminal regressions at LABEL"
+    )
     _boot(a)
     a.set_defaults(func=run_interventions)
 
@@ -81,7 +84,7 @@ def run_interventions(args: argparse.Namespace) -> int:
     if args.enqueue:
         matrix = load_matrix(store, [args.model], args.benchmark, out["grid"], item_filter)
         requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
-        out["enqueued"] = interventions.run_intervention(store, requests)
+        out["enqueued"] = rerun.submit_many(store.root, requests)
     if args.json:
         print_json(out)
         return 0
@@ -90,8 +93,13 @@ def run_interventions(args: argparse.Namespace) -> int:
         print("  no other protocol at these budgets in the store")
     for row in out["protocols"]:
         rec = row["recovery"]
-        rec_txt = "no counterpart at the top" if rec is None or rec["recovery_rate"] is None else (
-            f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)")
+        rec_txt = (
+            "no counterpart at the top"
+            if rec is None or rec["recovery_rate"] is None
+            else (
+                f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)"
+            )
+        )
         print(f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {row['n_items']} items; {rec_txt}")
     if "enqueued" in out:
         e = out["enqueued"]

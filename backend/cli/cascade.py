@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from backend import cascade, reports
+from backend import views
+from backend.analysis import cascade
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
-from backend.scope import Resolved, Scope
+from backend.scope.resolve import Resolved, Scope
 from store.store import Store
 
 
@@ -24,7 +25,7 @@ def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
     store = Store(args.store)
     resolved = Scope(benchmark=args.benchmark, models=(args.model,), item_filter=item_filter_from(args)).resolve(store)
-    return reports.load_ladder(store, resolved, split_list(args.ladder)), resolved
+    return views.load_ladder(store, resolved, split_list(args.ladder)), resolved
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     ladder, resolved = load(args)
     threshold = None if args.sweep else args.threshold
-    out = reports.cascade_view(ladder, resolved, threshold, args.points, args.bootstrap, args.seed)
+    out = views.cascade_view(ladder, resolved, threshold, args.points, args.bootstrap, args.seed)
     if args.json:
         print_json(out)
         return 0
@@ -68,5 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if m is None:
         print("no threshold matches the top budget's accuracy")
     else:
-        print(f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {100 * m['saving']:.1f}% of frames")
+        print(
+            f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {100 * m['saving']:.1f}% of frames"
+        )
     return 0

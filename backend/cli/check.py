@@ -47,7 +47,9 @@ def run_check(args: argparse.Namespace) -> int:
         for p in report.problems:
             print(f"  {p.file}: {p.problem}" + (f" ({p.rows} rows)" if p.rows is not None else ""))
         if report.orphans:
-            print(f"  {len(report.orphans)} file(s) left by an interrupted write (harmless; `trajaudit repair` removes them)")
+            print(
+                f"  {len(report.orphans)} file(s) left by an interrupted write (harmless; `trajaudit repair` removes them)"
+            )
     return 0 if report.sound else 1
 
 
@@ -65,7 +67,9 @@ def run_repair(args: argparse.Namespace) -> int:
         print(f"dropped {p.file}: {p.problem}")
     if out.dropped:
         unknown = f" (+ {out.responses_lost_unknown} file(s) of unknown size)" if out.responses_lost_unknown else ""
-        print(f"responses lost: {out.responses_lost}{unknown}; damaged files kept in {', '.join(out.moved_to_damaged) or '-'}")
+        print(
+            f"responses lost: {out.responses_lost}{unknown}; damaged files kept in {', '.join(out.moved_to_damaged) or '-'}"
+        )
     if out.removed_orphans:
         print(f"removed {len(out.removed_orphans)} file(s) left by an interrupted write")
     return 0

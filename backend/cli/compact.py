@@ -27,7 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     elif merged:
-        print(", ".join(f"{t}: {n} files -> 1" for t, n in merged.items()) + f" (store version {result['store_version']})")
+        print(
+            ", ".join(f"{t}: {n} files -> 1" for t, n in merged.items()) + f" (store version {result['store_version']})"
+        )
     else:
         print("nothing to compact")
     return 0

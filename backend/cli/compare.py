@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from backend import reports
+from backend import views
+from backend.analysis.compare import headline_table
 from backend.cli.common import add_json, add_store, print_json
-from backend.compare import headline_table
-from backend.scope import Scope, add_scope_args
+from backend.scope.resolve import Scope, add_scope_args
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="the Compare page: models side by side on their matched grid, confused-item overlap")
+    p = sub.add_parser(
+        "compare", help="the Compare page: models side by side on their matched grid, confused-item overlap"
+    )
     add_store(p)
     add_scope_args(p)
     p.add_argument("--top", type=int, default=50, help="items in the disagreement ranking (0 = all)")
@@ -25,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> dict:
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
-    return reports.compare_view(resolved, resolved.load(store), top=args.top, bootstrap=args.bootstrap, seed=args.seed)
+    return views.compare_view(resolved, resolved.load(store), top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"grid: {', '.join(out['grid'])}   items: {out['n_items']}   excluded: {out['n_excluded']}")
     table = headline_table({"models": out["metrics"]}).set_index("model")
-    print((table.filter(regex=r"^(best_fixed|oracle_headroom|visual_confusion_rate|text_overwrite_rate)$") * 100).round(1).to_string())
+    print(
+        (table.filter(regex=r"^(best_fixed|oracle_headroom|visual_confusion_rate|text_overwrite_rate)$") * 100)
+        .round(1)
+        .to_string()
+    )
     if "overlap" in out:
         ov = out["overlap"]
         print(f"confused by every model: {ov['confused_by_all']}   by any: {ov['confused_by_any']}")

@@ -1,5 +1,5 @@
-"""``trajaudit demo``: build the synthetic demo store (labelled synthetic everywhere, see store/demo.py)
-and register its random-weights demo model (backend/demo.py), so re-runs work without a checkpoint."""
+"""``trajaudit demo``: build the synthetic demo store (labelled synthetic everywhere, see backend/demo/synthetic.py)
+and register its random-weights demo model (backend/demo/model.py), so re-runs work without a checkpoint."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 from tqdm import tqdm
 
 from backend.cli.common import add_json, add_store, print_json
-from backend.demo import DEMO_MODEL, build_demo_store
-from store.demo import DEFAULT_ITEMS
+from backend.demo.model import DEMO_MODEL, build_demo_store
+from backend.demo.synthetic import DEFAULT_ITEMS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

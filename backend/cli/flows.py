@@ -1,23 +1,25 @@
 """``trajaudit flows``: the Flows page as JSON: state nodes and aggregated links, trajectory classes, flow items.
 
-``--beyond-noise`` is the pages' "hide within-noise flips" toggle (``backend.noise``).
+``--beyond-noise`` is the pages' "hide within-noise flips" toggle (``backend.analysis.noise``).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from backend import reports
+from backend import views
+from backend.analysis.flows import CLASSES, flow_table
+from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
-from backend.flows import CLASSES, flow_table
-from backend.metrics import FLOW_KINDS
-from backend.scope import Scope, add_scope_args
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("flows", help="the Flows page: correct/wrong flows between configurations (the Sankey), with items")
+    p = sub.add_parser(
+        "flows", help="the Flows page: correct/wrong flows between configurations (the Sankey), with items"
+    )
     add_store(p)
     p.add_argument("--model", required=True, help="the model whose flows are drawn")
     add_scope_args(p, models=False, noise=True)
@@ -38,7 +40,7 @@ def compute(args: argparse.Namespace) -> dict:
     resolved = Scope.from_args(args, models=models).resolve(store)
     matrix = resolved.load(store)
     pair = None if args.frm is None else (args.frm, args.to)
-    return reports.flows_view(store, resolved, matrix, args.model, pair, args.kind, args.limit)
+    return views.flows_view(store, resolved, matrix, args.model, pair, args.kind, args.limit)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}")
+    print(
+        f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
+    )
     print(flow_table(out).to_string(index=False))
     if out.get("within_noise_hidden"):
         print(f"{out['n_hidden']} within-noise flips left out")

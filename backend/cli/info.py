@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json
-from backend.matrix import available
+from backend.scope.matrix import available
 from store.store import Store
 
 
@@ -33,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
     if overlay:
         print(f"live re-runs (an overlay, never in default grids; {out['n_rerun_responses']} responses):")
     for model, bench, labels in overlay:
-        print(f"  {model:<{wm}}  {bench:<{wb}}  " + ", ".join(f"{c} ({n} item{'s' * (n != 1)})" for c, n in labels.items()))
+        print(
+            f"  {model:<{wm}}  {bench:<{wb}}  "
+            + ", ".join(f"{c} ({n} item{'s' * (n != 1)})" for c, n in labels.items())
+        )
     if out["task_types"]:
         print(f"task types: {', '.join(out['task_types'])}")
     return 0

@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model name, where the file does not say it")
     p.add_argument("--benchmark", help="benchmark name, where the file does not say it")
     p.add_argument("--split", help="split name")
-    p.add_argument("--config", help="configuration label (text, 16f, 64f@151k, 32f/random-s1) where the file does not say it")
+    p.add_argument(
+        "--config", help="configuration label (text, 16f, 64f@151k, 32f/random-s1) where the file does not say it"
+    )
     p.add_argument("--answers", help="answers file (question_id, answer, ...) for the scale-grid wide CSV")
     p.add_argument("--run", default="main", help="repeat id of these responses (default: main)")
     p.add_argument("--replace", action="store_true", help="overwrite stored rows this input contradicts")
@@ -75,6 +77,8 @@ def format_summary(s: IngestSummary) -> str:
         f"total: {s.rows} rows, {s.new} new, {s.already_stored} already stored, {s.replaced} replaced, "
         f"{s.duplicates} duplicate; flagged: {_flags_text(s.flagged)}; {s.items_written} item rows written"
     )
-    lines.append(f"models: {', '.join(s.models)}; benchmarks: {', '.join(s.benchmarks)}; configs: {', '.join(s.configs)}")
+    lines.append(
+        f"models: {', '.join(s.models)}; benchmarks: {', '.join(s.benchmarks)}; configs: {', '.join(s.configs)}"
+    )
     lines.append(f"store version {s.store_version}")
     return "\n".join(lines)

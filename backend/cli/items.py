@@ -10,13 +10,13 @@ import sys
 
 import pyarrow as pa
 
-from backend import reports
-from backend.annotations import with_annotations
+from backend import views
 from backend.cli.common import add_store, print_json, split_list
+from backend.scope.annotations import with_annotations
+from backend.scope.items import flat_table, trajectory_table
+from backend.scope.paging import SORTS
+from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
-from backend.items import flat_table, trajectory_table
-from backend.scope import Scope, add_scope_args
-from backend.views import SORTS
 from store.store import Store
 
 
@@ -48,7 +48,11 @@ def run(args: argparse.Namespace) -> int:
     resolved = scope.resolve(store)
     matrix = resolved.load(store)
     if args.page is not None or args.sort is not None:
-        print_json(reports.items_page(resolved, matrix, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
+        print_json(
+            views.items_page(
+                resolved, matrix, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size
+            )
+        )
         return 0
     table = trajectory_table(matrix, args.model)
     grid = table.attrs["grid"]

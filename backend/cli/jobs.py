@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json
-from backend.workers import overview
+from backend.runtime.worker_pool import overview
 from store.queue import STATES, JobQueue
 from store.store import resolve_root
 

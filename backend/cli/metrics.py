@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from backend import reports
+from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.scope.filters import ItemFilter
+from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
-from backend.filters import ItemFilter
-from backend.scope import Scope, add_scope_args
 from store.store import Store
 
 
@@ -50,7 +50,9 @@ def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="the Overview: accuracy, oracle, confusion, overwrite, transitions (95%% CIs), task types")
+    p = sub.add_parser(
+        "metrics", help="the Overview: accuracy, oracle, confusion, overwrite, transitions (95%% CIs), task types"
+    )
     add_store(p)
     add_scope_args(p, noise=True)
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
@@ -61,11 +63,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace) -> dict:
-    """The JSON contract: ``backend.reports.overview`` for the scope the flags name."""
+    """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
     matrix = resolved.load(store)
-    return reports.overview(store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs))
+    return views.overview(
+        store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs)
+    )
 
 
 def _pp(x: float | None) -> str:
@@ -78,7 +82,9 @@ def _with_ci(x: float | None, ci: list | None) -> str:
 
 def render(out: dict) -> str:
     """A readable report: percentage points with 95% intervals."""
-    lines = [f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"]
+    lines = [
+        f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
+    ]
     lines += [f"left out of the grid: {label} ({n} items: {out['scope']['grid_excluded_why'][label]})"
               for label, n in out["scope"]["grid_excluded"].items()]  # fmt: skip
     for model, m in out["models"].items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from backend import registry
 from backend.cli.common import add_json, add_store, print_json
+from backend.runtime import registry
 from store.store import resolve_root
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from backend import reports
+from backend import views
 from backend.cli.cascade import add_ladder, load
 from backend.cli.common import add_json, add_store, print_json
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     ladder, resolved = load(args)
-    out = reports.predictor_view(ladder, resolved, args.folds, args.seed)
+    out = views.predictor_view(ladder, resolved, args.folds, args.seed)
     if args.json:
         print_json(out)
         return 0

@@ -7,21 +7,36 @@ import os
 from pathlib import Path
 
 from backend.cli.common import add_store
-from store.errors import UserError
 from backend.report import FORMATS, build
-from backend.scope import Scope, add_scope_args
+from backend.scope.resolve import Scope, add_scope_args
+from store.errors import UserError
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="a shareable report of the scope: one offline HTML file, LaTeX/Markdown tables or JSON")
+    p = sub.add_parser(
+        "report", help="a shareable report of the scope: one offline HTML file, LaTeX/Markdown tables or JSON"
+    )
     add_store(p)
     add_scope_args(p, noise=True)
-    p.add_argument("--gallery", type=int, default=24, help="items in the gallery of the most informative items (0 = none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals and of the gallery's tie-breaks")
+    p.add_argument(
+        "--gallery", type=int, default=24, help="items in the gallery of the most informative items (0 = none)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap intervals and of the gallery's tie-breaks"
+    )
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
-    p.add_argument("--video-root", default=None, help="where the items' videos are (default: $TRAJAUDIT_VIDEO_ROOT or <store>/videos)")
-    p.add_argument("--format", default="html", choices=FORMATS, help="html (default), json (the data the HTML draws), latex, markdown")
+    p.add_argument(
+        "--video-root",
+        default=None,
+        help="where the items' videos are (default: $TRAJAUDIT_VIDEO_ROOT or <store>/videos)",
+    )
+    p.add_argument(
+        "--format",
+        default="html",
+        choices=FORMATS,
+        help="html (default), json (the data the HTML draws), latex, markdown",
+    )
     p.add_argument("--out", required=True, help="file to write ('-' for standard output)")
     p.set_defaults(func=run)
 

@@ -13,10 +13,10 @@ import argparse
 import sys
 import time
 
-from backend import rerun, selection
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.runtime import rerun, selection
+from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
-from backend.scope import Scope, add_scope_args
 from store.queue import JobQueue
 from store.store import Store, resolve_root
 
@@ -31,16 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(unless --force), else queues it for `trajaudit worker --model NAME`.",
     )
     add_store(p)
-    p.add_argument("--model", required=True, help="a registered model (trajaudit models list); a selection's flow is this model's")
+    p.add_argument(
+        "--model", required=True, help="a registered model (trajaudit models list); a selection's flow is this model's"
+    )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--item", dest="item_id", help="one item id")
-    which.add_argument("--items", dest="items_file", metavar="FILE", help="item ids, one a line (or a CSV with an item_id column)")
+    which.add_argument(
+        "--items", dest="items_file", metavar="FILE", help="item ids, one a line (or a CSV with an item_id column)"
+    )
     which.add_argument("--flow", metavar="FROM:TO:KIND", help="the items of a flow, e.g. text:8f:harmed")
     which.add_argument("--state", metavar="CONFIG:STATE", help="the items in a state, e.g. 8f:wrong")
     add_scope_args(p, models=False, noise=True)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--config", required=True, help="config label, e.g. 32f, 64f@151k, 32f/random-s1")
-    p.add_argument("--baseline", default=None, help="a selection's comparison config (default: the flow's TO, the state's config)")
+    p.add_argument(
+        "--baseline", default=None, help="a selection's comparison config (default: the flow's TO, the state's config)"
+    )
     p.add_argument("--seed", default=None, help="seed of a bare 'random' policy (an integer in 0..2**63-1)")
     p.add_argument("--force", action="store_true", help="run even when the result is already stored")
     p.add_argument("--wait", action="store_true", help="wait for the job(s) and print the result")
@@ -95,7 +101,9 @@ def run_selection(args: argparse.Namespace, root) -> int:
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(root)
     resolved = Scope.from_args(args, models=models).resolve(store)
-    out = selection.rerun_selection(store, resolved, resolved.load(store), args.model, sel, args.config, args.baseline, args.seed, args.force)
+    out = selection.rerun_selection(
+        store, resolved, resolved.load(store), args.model, sel, args.config, args.baseline, args.seed, args.force
+    )
     batch = out["batch"]
     if args.wait and not out["progress"]["finished"]:
         _warn_no_worker(root, args.model)
@@ -107,6 +115,8 @@ def run_selection(args: argparse.Namespace, root) -> int:
         print_json(out)
     else:
         counts = ", ".join(f"{k} {v}" for k, v in out["progress"]["counts"].items() if v)
-        print(f"{args.model} {batch['benchmark']} {sel.describe()}: {len(batch['item_ids'])} items at {batch['config']} ({counts})")
+        print(
+            f"{args.model} {batch['benchmark']} {sel.describe()}: {len(batch['item_ids'])} items at {batch['config']} ({counts})"
+        )
         print(out["comparison"]["sentence"])
     return 0 if out["progress"]["finished"] or not args.wait else 1

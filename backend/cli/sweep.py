@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.runtime.sweep.accounting import PHASES, REUSES
+from backend.runtime.sweep.plan import DEFAULT_BATCH
 from store.errors import UserError
-from backend.sweep.accounting import PHASES, REUSES
-from backend.sweep.plan import DEFAULT_BATCH
 
 
 def register(sub) -> None:
@@ -27,8 +27,11 @@ def register(sub) -> None:
     p.add_argument("--model", required=True, help="registered model name (trajaudit models list)")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--grid", required=True, help="configuration labels, e.g. text,8f,16f,32f,64f or 64f@151k")
-    p.add_argument("--policies", default=None,
-                   help="sampling policies crossed with the visual labels: uniform,random:0,random:1 (default uniform)")
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="sampling policies crossed with the visual labels: uniform,random:0,random:1 (default uniform)",
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--items", default=None, metavar="FILE", help="file of item ids to sweep, one per line")
     which.add_argument("--limit", type=int, default=None, metavar="N", help="the first N items (by video, id)")
@@ -38,29 +41,43 @@ def register(sub) -> None:
     p.add_argument("--resume", action="store_true", help="skip cells already stored (else refuse to start)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="cells per store write")
     p.add_argument("--no-reuse", default="", metavar="LIST", help=f"reuses to switch off: {','.join(REUSES)}")
-    p.add_argument("--approx", default=None, metavar="SPEC",
-                   help="approximate protocol (C-VISION), e.g. prune:keep=0.85: static vision units (max-abs RGB "
-                        "difference against the previous sampled frame, on the model's token grid) are dropped "
-                        "before the encoder; the visual labels run as <label>~prune<keep%%>, text-only is skipped; "
-                        "compare with the exact twin by --verify K")
-    p.add_argument("--threshold", type=float, default=None, metavar="RGB",
-                   help="with --approx: drop only units whose max-abs RGB difference (0..255) is at most this "
-                        "(keep= then bounds how many may go); recorded in the rows, not in the label")
+    p.add_argument(
+        "--approx",
+        default=None,
+        metavar="SPEC",
+        help="approximate protocol (C-VISION), e.g. prune:keep=0.85: static vision units (max-abs RGB "
+        "difference against the previous sampled frame, on the model's token grid) are dropped "
+        "before the encoder; the visual labels run as <label>~prune<keep%%>, text-only is skipped; "
+        "compare with the exact twin by --verify K",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="RGB",
+        help="with --approx: drop only units whose max-abs RGB difference (0..255) is at most this "
+        "(keep= then bounds how many may go); recorded in the rows, not in the label",
+    )
     p.add_argument("--verify", type=int, default=0, metavar="K", help="re-run K random cells cold (drift check)")
     p.add_argument("--verify-seed", type=int, default=0)
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    p.add_argument("--random-fullsize", nargs="?", const="", default=None, metavar="PRESET",
-                   help="time a full-size random-weight build of the model's family (no checkpoint needed); "
-                        "answers are noise")
+    p.add_argument(
+        "--random-fullsize",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PRESET",
+        help="time a full-size random-weight build of the model's family (no checkpoint needed); answers are noise",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from backend.sweep.engine import Reuse
-    from backend.sweep.plan import expand_grid, read_item_ids
-    from backend.sweep.runner import SweepRequest, run_sweep
+    from backend.runtime.sweep.engine import Reuse
+    from backend.runtime.sweep.plan import expand_grid, read_item_ids
+    from backend.runtime.sweep.runner import SweepRequest, run_sweep
     from store.store import resolve_root
 
     if args.batch_size < 1:
@@ -73,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threshold is not None and args.approx is None:
         raise UserError("--threshold needs --approx prune:keep=<rate> (the keep rate names the label)")
     if args.approx is not None:
-        from backend.inference.pruning import PruneSpec
-        from backend.sweep.plan import approximate
+        from backend.runtime.inference.pruning import PruneSpec
+        from backend.runtime.sweep.plan import approximate
 
         spec = PruneSpec.parse(args.approx, args.threshold)
         configs = approximate(configs, spec.keep_percent)
@@ -109,8 +126,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(summary))
     verify = summary["verify"]
     if verify and verify["choice_drift"] and summary["approximate"]:
-        print(f"trajaudit sweep: approximate protocol: {verify['choice_drift']} of {verify['cells']} verified cells "
-              "answer differently from their exact twin (rows kept under their ~prune labels)", file=sys.stderr)
+        print(
+            f"trajaudit sweep: approximate protocol: {verify['choice_drift']} of {verify['cells']} verified cells "
+            "answer differently from their exact twin (rows kept under their ~prune labels)",
+            file=sys.stderr,
+        )
     elif verify and verify["choice_drift"]:
         print(
             f"trajaudit sweep: DRIFT: {verify['choice_drift']} of {verify['cells']} verified cells changed their "
@@ -120,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     if summary["cells"]["failed"]:
-        print(f"trajaudit sweep: {summary['cells']['failed']} cell(s) failed (see above); --resume retries them",
-              file=sys.stderr)
+        print(
+            f"trajaudit sweep: {summary['cells']['failed']} cell(s) failed (see above); --resume retries them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

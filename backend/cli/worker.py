@@ -7,8 +7,8 @@ import os
 import signal
 import sys
 
-from backend import lifeline
 from backend.cli.common import add_store
+from backend.runtime import lifeline
 from store.errors import UserError
 from store.store import resolve_root
 
@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true", help="exit when no job for the model is left in the queue")
     p.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls when idle")
     p.add_argument("--lease", type=float, default=60.0, metavar="S", help="job lease, renewed every S/3 seconds")
-    p.add_argument("--idle-timeout", type=float, metavar="S", help="exit after S seconds without a job (default: never)")
+    p.add_argument(
+        "--idle-timeout", type=float, metavar="S", help="exit after S seconds without a job (default: never)"
+    )
     p.add_argument("--parent-pid", type=int, metavar="PID",
                    help="exit when process PID is gone (the dashboard passes its own pid)")  # fmt: skip
     p.set_defaults(func=run)
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--idle-timeout {args.idle_timeout:g}: expected a positive number of seconds")
     if args.parent_pid is not None:  # watched from the start: loading the model takes a while
         lifeline.watch(args.parent_pid, lambda: _parent_gone(args.parent_pid))
-    from backend.worker import Worker  # torch and transformers load only for this command
+    from backend.runtime.worker import Worker  # torch and transformers load only for this command
 
     worker = Worker(resolve_root(args.store), args.model, device=args.device, lease_s=args.lease, poll_s=args.poll)
     print(f"worker {worker.worker_id}: model {worker.spec.name} on {worker.device} ({worker.dtype})", flush=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store.errors import UserError
 from backend.report import html, tables
 from backend.report.data import report_data
-from backend.scope import Resolved
+from backend.scope.resolve import Resolved
+from store.errors import UserError
 from store.store import Store
 
 FORMATS = ("html", "json", "latex", "markdown")

@@ -2,7 +2,7 @@
 
 The HTML, LaTeX and Markdown renderers draw only from this dict, so ``--format json`` is exactly
 the data the file draws. The numbers come from the same functions the pages and their CLI twins
-use (``backend.reports``). Nothing here depends on
+use (``backend.views``). Nothing here depends on
 the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (reproducible builds).
 """
 
@@ -15,13 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from backend import predictor, reports
-from store.errors import UserError
-from backend.matrix import available
-from backend.palette import model_colours
+from backend import views
+from backend.analysis import predictor
 from backend.report.gallery import gallery
-from backend.scope import Resolved, command_line
-from backend.video import default_video_root
+from backend.report.palette import model_colours
+from backend.runtime.video import default_video_root
+from backend.scope.matrix import available
+from backend.scope.resolve import Resolved, command_line
+from store.errors import UserError
 from store.store import Store
 
 LIBRARIES = ("trajaudit", "numpy", "pandas", "duckdb", "plotly", "scipy", "pillow")
@@ -64,12 +65,17 @@ def _clean(value):
 def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> dict:
     """The focus model's cascade frontier with fixed budgets and the oracle, or why it is not available."""
     try:
-        ladder = reports.load_ladder(store, resolved)
-        sweep = reports.cascade_view(ladder, resolved, bootstrap=bootstrap, seed=seed)
+        ladder = views.load_ladder(store, resolved)
+        sweep = views.cascade_view(ladder, resolved, bootstrap=bootstrap, seed=seed)
     except UserError as exc:
         return {"available": False, "why": str(exc)}
     sweep.pop("scope")
-    return {"available": True, "model": resolved.scope.focus, "reference": predictor.reference_rows(ladder), "sweep": sweep}
+    return {
+        "available": True,
+        "model": resolved.scope.focus,
+        "reference": predictor.reference_rows(ladder),
+        "sweep": sweep,
+    }
 
 
 def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
@@ -80,15 +86,17 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
     scope = resolved.scope
     matrix = resolved.load(store, include_answers=True)  # the gallery shows the answers
     if matrix.n_items == 0:
-        raise UserError(f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model")
-    overview = reports.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
+        raise UserError(
+            f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model"
+        )
+    overview = views.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
     overview.pop("scope")  # stated once, below
     task_types = overview.pop("task_types")[scope.focus]  # the Overview's table: the focus model's, Wilson intervals
-    flows = reports.flows_view(store, resolved, matrix, scope.focus)
+    flows = views.flows_view(store, resolved, matrix, scope.focus)
     flows.pop("scope")
     overlap = None
     if len(matrix.models) > 1:
-        overlap = reports.compare_view(resolved, matrix, top=1, bootstrap=0)["overlap"]
+        overlap = views.compare_view(resolved, matrix, top=1, bootstrap=0)["overlap"]
     extra = ["--seed", str(seed), "--bootstrap", str(bootstrap)]
     root = Path(video_root) if video_root is not None else default_video_root(store.root)
     out = {

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from backend.palette import ACCENT, CORRECT, FLOW_COLOURS, INK, NEUTRAL, SEQUENTIAL, STATE_COLOURS, WRONG, rgba
+from backend.report.palette import ACCENT, CORRECT, FLOW_COLOURS, INK, NEUTRAL, SEQUENTIAL, STATE_COLOURS, WRONG, rgba
 
 # System fonts only: the file opens offline, and nothing is fetched to draw text.
 FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
@@ -74,7 +74,18 @@ def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
     for k, (model, rec) in enumerate(overview["models"].items()):
         name, colour, trans = escape(model), colours[model], rec["transitions"]
         tx = np.arange(len(trans)) + 0.5 + (k - (len(models) - 1) / 2) * width
-        custom = [[escape(t["from"]), escape(t["to"]), t["rescued"], t["harmed"], 100 * t["net"], 100 * t["churn"], t["mcnemar_p"]] for t in trans]
+        custom = [
+            [
+                escape(t["from"]),
+                escape(t["to"]),
+                t["rescued"],
+                t["harmed"],
+                100 * t["net"],
+                100 * t["churn"],
+                t["mcnemar_p"],
+            ]
+            for t in trans
+        ]
         hover = (f"<b>{name}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
                  "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>")  # fmt: skip
         for sign, kind, fill in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
@@ -188,7 +199,9 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
         fig.add_annotation(x=match["mean_frames_shared"], y=100 * match["accuracy"], ax=90, ay=-95, showarrow=True, arrowcolor=INK,
                            text=f"t={match['threshold']:.3g}: saves {100 * match['saving']:.0f}% of frames",
                            bgcolor="rgba(255,255,255,0.85)", bordercolor=INK, borderpad=3)  # fmt: skip
-    fig.update_xaxes(title_text="mean frames per item (frames shared across budgets)", range=[0, fixed[-1]["mean_frames"] * 1.08])
+    fig.update_xaxes(
+        title_text="mean frames per item (frames shared across budgets)", range=[0, fixed[-1]["mean_frames"] * 1.08]
+    )
     fig.update_yaxes(title_text="accuracy (%)")
     return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 

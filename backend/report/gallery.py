@@ -3,10 +3,10 @@
 "Most informative" is read off the matched matrix, in three rankings taken in turn so each kind of
 item shows up: terminal regressions (correct cheaper, wrong at the top budget; most models first),
 visually confused items (most models confused first, then the most flips) and the items the models
-disagree on most (``backend.compare.disagreement``). Ties are broken by a permutation drawn from
+disagree on most (``backend.analysis.compare.disagreement``). Ties are broken by a permutation drawn from
 the report's seed, so the gallery is fixed for a given store version, scope and seed.
 
-Frames come from ``backend.inspector.frame_plan`` (stored indices, else the sampling policy); each
+Frames come from ``backend.scope.inspector.frame_plan`` (stored indices, else the sampling policy); each
 budget's strip shows at most ``THUMBS_PER_BUDGET`` of them, evenly spread, as small JPEGs inlined
 in the file. Without the video the strip says why (``locate_video``'s reason) and shows no image.
 """
@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from backend import compare
-from backend.annotations import annotations_for
-from backend.inspector import _json_list as option_list  # items.options as the inspector reads it
-from backend.inspector import frame_plan, locate_video
-from backend.matrix import Matrix, main_only
-from backend.tags import changes, tag_masks
-from backend.video import decode_frames
+from backend.analysis import compare
+from backend.analysis.tags import changes, tag_masks
+from backend.runtime.video import decode_frames
+from backend.scope.annotations import annotations_for
+from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
+from backend.scope.inspector import frame_plan, locate_video
+from backend.scope.matrix import Matrix, main_only
 from store.store import Store
 
 THUMBS_PER_BUDGET = 8
@@ -50,10 +50,12 @@ def rankings(matrix: Matrix, seed: int) -> tuple[dict[str, np.ndarray], pd.DataF
     )
     if n_models > 1:
         dis = compare.disagreement(matrix, top=None)
-        position = pd.Series(np.arange(matrix.n_items), index=pd.MultiIndex.from_frame(matrix.items[["benchmark", "item_id"]]))
-        evidence.loc[position.loc[list(zip(dis["benchmark"], dis["item_id"], strict=True))].to_numpy(), "disagreement"] = dis[
-            "disagreement"
-        ].to_numpy()
+        position = pd.Series(
+            np.arange(matrix.n_items), index=pd.MultiIndex.from_frame(matrix.items[["benchmark", "item_id"]])
+        )
+        evidence.loc[
+            position.loc[list(zip(dis["benchmark"], dis["item_id"], strict=True))].to_numpy(), "disagreement"
+        ] = dis["disagreement"].to_numpy()
     tie = np.random.default_rng(seed).permutation(matrix.n_items)
     t, c, f, d = (evidence[k].to_numpy() for k in ("terminal", "confused", "flips", "disagreement"))
     order = {
@@ -120,7 +122,9 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
     wanted = sorted({i for s in shown for i in s})
     images = {}
     if path is not None and wanted:
-        images = {i: jpeg_base64(f) for i, f in zip(wanted, decode_frames(path, wanted, size=THUMB_HEIGHT), strict=True)}
+        images = {
+            i: jpeg_base64(f) for i, f in zip(wanted, decode_frames(path, wanted, size=THUMB_HEIGHT), strict=True)
+        }
     strips = [
         {
             "config": row["config"],
@@ -128,7 +132,9 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
             "source": row["source"],
             "n_frames": None if row["indices"] is None else len(row["indices"]),
             "shown": idx,
-            "timestamps": None if row["timestamps"] is None else [row["timestamps"][row["indices"].index(i)] for i in idx],
+            "timestamps": None
+            if row["timestamps"] is None
+            else [row["timestamps"][row["indices"].index(i)] for i in idx],
             "jpeg_base64": [images[i] for i in idx] if images else [],
             "note": row["note"],
         }
@@ -149,7 +155,9 @@ def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> pd.DataFra
         return con.execute(sql, {"models": list(matrix.models), "grid": list(matrix.grid)}).df()
 
 
-def entry(matrix: Matrix, position: int, reasons: list[str], responses: pd.DataFrame, video_root, notes: pd.DataFrame) -> dict:
+def entry(
+    matrix: Matrix, position: int, reasons: list[str], responses: pd.DataFrame, video_root, notes: pd.DataFrame
+) -> dict:
     """One gallery item: metadata, per-model trajectory over the grid (correct, answer, confidence), frames, annotations."""
     item = matrix.items.iloc[position]
     trajectories = {
@@ -175,7 +183,8 @@ def entry(matrix: Matrix, position: int, reasons: list[str], responses: pd.DataF
         "video_problem": problem,
         "frames": strips,
         "annotations": [
-            {k: _text(r[k]) for k in ("author", "tag", "model", "note")} for r in mine.sort_values("annotation_id").to_dict("records")
+            {k: _text(r[k]) for k in ("author", "tag", "model", "note")}
+            for r in mine.sort_values("annotation_id").to_dict("records")
         ],
     }
 
@@ -194,8 +203,17 @@ def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list
     rows = frame_rows(store, matrix, positions)
     by_item = dict(iter(rows.groupby(["benchmark", "item_id"], sort=False)))
     empty = rows.iloc[:0]
-    notes = pd.concat([annotations_for(store, b) for b in sorted(set(matrix.items["benchmark"].iloc[positions]))], ignore_index=True)
+    notes = pd.concat(
+        [annotations_for(store, b) for b in sorted(set(matrix.items["benchmark"].iloc[positions]))], ignore_index=True
+    )
     return [
-        entry(matrix, p, reasons, by_item.get(tuple(matrix.items.iloc[p][["benchmark", "item_id"]]), empty), video_root, notes)
+        entry(
+            matrix,
+            p,
+            reasons,
+            by_item.get(tuple(matrix.items.iloc[p][["benchmark", "item_id"]]), empty),
+            video_root,
+            notes,
+        )
         for p, reasons in picks
     ]

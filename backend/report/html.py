@@ -25,9 +25,9 @@ from html import escape
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from backend.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
+from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
 
@@ -152,9 +152,15 @@ def scope_section(data: dict) -> str:
         ("Store", f"<code>{e(meta['store'])}</code> (version {e(meta['store_version'])})"),
         ("Benchmark", e(scope["benchmark"] or "all benchmarks")),
         ("Models", ", ".join(chip(data["colours"][m], m) for m in scope["models"])),
-        ("Grid", f"{e(' → '.join(scope['grid']))} ({'default grid' if scope['grid_source'] == 'default' else 'given'})"),
+        (
+            "Grid",
+            f"{e(' → '.join(scope['grid']))} ({'default grid' if scope['grid_source'] == 'default' else 'given'})",
+        ),
         ("Items", f"{scope['n_items']:,} matched, {scope['n_excluded']:,} excluded (a model lacks a configuration)"),
-        ("Filters", e("; ".join(f"{k}: {v if isinstance(v, str) else ', '.join(v)}" for k, v in flt.items()) or "none")),
+        (
+            "Filters",
+            e("; ".join(f"{k}: {v if isinstance(v, str) else ', '.join(v)}" for k, v in flt.items()) or "none"),
+        ),
         ("Trajectory tag", e(f"{scope['tag']} (of {scope['tag_model']})" if scope["tag"] else "none")),
         ("Flips within noise", "hidden from the transition counts" if scope["beyond_noise"] else "counted"),
         ("Re-runs", "included" if scope["include_reruns"] else "not counted (overlay only)"),
@@ -169,7 +175,11 @@ def scope_section(data: dict) -> str:
 
 def headline_section(data: dict) -> str:
     ov = data["overview"]
-    note = "" if "text" in ov["grid"] else '<p class="note">Text overwrite is n/a: the grid has no text-only configuration.</p>'
+    note = (
+        ""
+        if "text" in ov["grid"]
+        else '<p class="note">Text overwrite is n/a: the grid has no text-only configuration.</p>'
+    )
     return (f'<section id="headlines"><h2>Headline numbers</h2>{table_html(tables.headline_table(data), data["colours"])}{note}'
             f'<div class="fig" id="fig-curve"></div>{table_html(tables.transitions_table(data), data["colours"])}</section>')  # fmt: skip
 
@@ -234,7 +244,9 @@ def strips_html(item: dict) -> str:
     for s in item["frames"]:
         if not s["shown"] and not s["jpeg_base64"] and item["video_problem"]:
             continue  # neither indices nor frames: the note above says why
-        label = f"{e(s['config'])} · " + (f"{len(s['shown'])} of {s['n_frames']} frames" if s["n_frames"] is not None else "frames unknown")
+        label = f"{e(s['config'])} · " + (
+            f"{len(s['shown'])} of {s['n_frames']} frames" if s["n_frames"] is not None else "frames unknown"
+        )
         imgs = "".join(f'<img alt="frame {i}" title="frame {i}" src="data:image/jpeg;base64,{b}">'
                        for i, b in zip(s["shown"], s["jpeg_base64"], strict=False))  # fmt: skip
         if not imgs:

@@ -62,7 +62,9 @@ def headline_table(data: dict) -> Table:
     caption = (f"Headline metrics on {scope['n_items']:,} matched items, grid {', '.join(scope['grid'])} ({UNITS}). "
                "Terminal regressions: items correct at a cheaper configuration and wrong at the top one.")  # fmt: skip
     columns = ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
-    return Table("headlines", caption, columns, rows, values, [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"])
+    return Table(
+        "headlines", caption, columns, rows, values, [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"]
+    )
 
 
 def transitions_table(data: dict) -> Table:
@@ -76,7 +78,9 @@ def transitions_table(data: dict) -> Table:
     caption = ("Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
                "net and churn in percentage points, exact McNemar p.")  # fmt: skip
     columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
-    return Table("transitions", caption, columns, rows, values, [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"])
+    return Table(
+        "transitions", caption, columns, rows, values, [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
+    )
 
 
 TASK_COLUMNS = (("best_fixed", "Best fixed"), ("oracle_accuracy", "Oracle"), ("oracle_headroom", "Oracle headroom"),

@@ -1,6 +1,6 @@
 """The annotation panel of an item: its tags and notes, with delete, and a form to add one.
 
-Annotations live in the store (``backend.annotations``: append-only, tombstones for deletes), so
+Annotations live in the store (``backend.scope.annotations``: append-only, tombstones for deletes), so
 the panel only draws them and hands the user's actions to the backend. Every write bumps the store
 version, which is the cache key of the listing, so the panel shows the new state on the next run.
 The author is remembered for the session, starting from ``$TRAJAUDIT_AUTHOR`` or the login name.
@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend import annotations
-from store.errors import UserError
+from backend.scope import annotations
 from pages.common import ui
+from store.errors import UserError
 from store.store import Store
 
 AUTHOR_KEY = "annotation_author"
@@ -46,7 +46,9 @@ def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
     st.session_state[AUTHOR_KEY] = values["author"]
     model = None if values["model"] == EVERY_MODEL else values["model"]
     try:
-        row = annotations.add_annotation(Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model)
+        row = annotations.add_annotation(
+            Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model
+        )
         _flash("success", f"Added *{ui.escape_md(row['tag'])}* to {ui.escape_md(item_id)}.")
         st.session_state[f"{form}-note"] = ""
     except UserError as exc:
@@ -92,5 +94,9 @@ def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, mo
         if f"{form}-author" not in st.session_state:
             st.session_state[f"{form}-author"] = st.session_state[AUTHOR_KEY]
         c3.text_input("Author", key=f"{form}-author")
-        st.text_area("Note", key=f"{form}-note", placeholder="what you saw, e.g. the answer is in the last 5 s", height=80)
-        st.form_submit_button("Add annotation", icon=":material/add:", on_click=_add, args=(root, benchmark, item_id, form))
+        st.text_area(
+            "Note", key=f"{form}-note", placeholder="what you saw, e.g. the answer is in the last 5 s", height=80
+        )
+        st.form_submit_button(
+            "Add annotation", icon=":material/add:", on_click=_add, args=(root, benchmark, item_id, form)
+        )

@@ -1,8 +1,8 @@
 """Cached backend calls: every page asks here, so a filter change recomputes only what changed.
 
 Each cache key holds the store's root and version (``Store.version()`` grows with every write, so
-new data invalidates everything read before) and the view's resolved ``backend.scope.Scope``. The
-numbers come from ``backend.reports``, the same functions the CLI twins print, so a page and its
+new data invalidates everything read before) and the view's resolved ``backend.scope.resolve.Scope``. The
+numbers come from ``backend.views``, the same functions the CLI twins print, so a page and its
 ``--json`` twin cannot disagree. The matrix is a ``cache_resource`` (shared, never copied: pages
 treat it as read-only); reports derived from it are small and go through ``cache_data``.
 """
@@ -17,13 +17,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend import flows, inspector, noise, reports
-from backend.filters import ItemFilter
-from backend.items import flat_table, trajectory_table
-from backend.matrix import Matrix, available, load_matrix, narrow
-from backend.scope import Resolved, tag_subset
-from backend.scope import Scope as BackendScope
-from backend.video import thumbnails
+from backend import views
+from backend.analysis import flows, noise
+from backend.runtime.video import thumbnails
+from backend.scope import inspector
+from backend.scope.filters import ItemFilter
+from backend.scope.items import flat_table, trajectory_table
+from backend.scope.matrix import Matrix, available, load_matrix, narrow
+from backend.scope.resolve import Resolved, tag_subset
+from backend.scope.resolve import Scope as BackendScope
 from store.store import Store
 
 BOOTSTRAP = 1000
@@ -65,8 +67,10 @@ def store_info(root: str, version: int) -> dict:
 
 
 @st.cache_resource(show_spinner="Loading the response matrix…", max_entries=8)
-def _matched(root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter, reruns: bool) -> Matrix:
-    """A filter change cuts the cached unfiltered matrix in memory (``backend.matrix.narrow``) when
+def _matched(
+    root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter, reruns: bool
+) -> Matrix:
+    """A filter change cuts the cached unfiltered matrix in memory (``backend.scope.matrix.narrow``) when
     that is exact, instead of rescanning every response."""
     if not item_filter.is_empty():
         full = _matched(root, version, models, benchmark, grid, ItemFilter(), reruns)
@@ -80,7 +84,9 @@ def _matched(root: str, version: int, models: tuple, benchmark: str, grid: tuple
 def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) -> dict[str, list[str]]:
     """Filter choices present among the matched items (durations ordered by their length in seconds)."""
     items = _matched(root, version, models, benchmark, grid, ItemFilter(), False).items
-    durations = items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
+    durations = (
+        items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
+    )
     return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist()}
 
 
@@ -95,13 +101,13 @@ def matrix(scope: Scope) -> Matrix:
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32)
 def overview(scope: Scope) -> dict:
     """``trajaudit metrics --json`` for the view."""
-    return reports.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
+    return views.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> dict:
     """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
-    return reports.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
+    return views.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -123,7 +129,7 @@ def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
 @st.cache_data(show_spinner=False, max_entries=64)
 def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> dict:
     """``trajaudit items --sort S --page P --json`` for the view."""
-    return reports.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
+    return views.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
 
 
 @st.cache_data(show_spinner="Preparing the export…", max_entries=8)
@@ -146,7 +152,7 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 @st.cache_data(show_spinner="Comparing models…", max_entries=16)
 def compare_view(scope: Scope, top: int) -> dict:
     """``trajaudit compare --json`` for the view."""
-    return reports.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
+    return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -162,5 +168,5 @@ def video(video_root: str, rel: str | None) -> tuple[Path | None, inspector.Vide
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
-    """Thumbnail files (cached on disk by ``backend.video.thumbnails``; keyed on the file's mtime)."""
+    """Thumbnail files (cached on disk by ``backend.runtime.video.thumbnails``; keyed on the file's mtime)."""
     return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]

@@ -1,9 +1,9 @@
 """The inspector's live re-run panel: run this item under another budget, watch the job, see its answer.
 
 The form names a configuration (frames, spatial budget, sampling policy, seed) for a registered
-model; Run hands it to ``backend.rerun.submit``, which answers from the store when an identical
+model; Run hands it to ``backend.runtime.rerun.submit``, which answers from the store when an identical
 request is stored, or queues a job. When no worker of the model is online, a local one is started
-(``backend.workers.ensure_local_worker``). The job's state is polled by a fragment that reruns
+(``backend.runtime.worker_pool.ensure_local_worker``). The job's state is polled by a fragment that reruns
 every second, without reloading the page; once the job ends the whole page reruns, so the
 inspector's charts pick up the new point from the store, and the result is drawn here: answer,
 option probabilities, phase timings and the frames it saw.
@@ -16,15 +16,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend import registry, rerun, selection
-from store.errors import UserError
-from backend.selection import Selection
-from backend.palette import ACCENT, CORRECT, NEUTRAL, WRONG
-from backend.sampling import timestamps
-from backend.workers import ensure_local_worker, job_status, local_worker
+from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
+from backend.runtime import registry, rerun, selection
+from backend.runtime.sampling import timestamps
+from backend.runtime.selection import Selection
+from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
+from store.errors import UserError
 
 POLICIES = ("uniform", "midpoint", "vlmeval", "random", "dense-start")
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
@@ -69,7 +69,9 @@ def rerun_panel(scope: data.Scope, item: dict, thumb_dir: str) -> None:
             _live_status(scope.root, last["job_id"], last["model"])
 
 
-def _request(scope: data.Scope, specs: list[registry.ModelSpec], what: str, prefix: str = "rerun") -> tuple[str, str] | None:
+def _request(
+    scope: data.Scope, specs: list[registry.ModelSpec], what: str, prefix: str = "rerun"
+) -> tuple[str, str] | None:
     """The request widgets (model, frames, spatial budget, policy, seed): (model, label), or None if invalid."""
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
@@ -101,12 +103,19 @@ def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: 
     try:
         # The dashboard cannot see GPUs: a worker it starts runs on the CPU unless the registry pins
         # the model to CUDA. GPU workers are started by hand (README).
-        worker = ensure_local_worker(root, model, device="cuda" if spec is not None and spec.device == "cuda" else "cpu")
+        worker = ensure_local_worker(
+            root, model, device="cuda" if spec is not None and spec.device == "cuda" else "cpu"
+        )
     except UserError as exc:
-        st.warning(f"{jobs} queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:")
+        st.warning(
+            f"{jobs} queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:"
+        )
     else:
         if worker["started"]:
-            st.toast(f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…", icon=":material/rocket_launch:")
+            st.toast(
+                f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…",
+                icon=":material/rocket_launch:",
+            )
 
 
 def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
@@ -139,22 +148,34 @@ def _live_status(root: str, job_id: int, model: str) -> None:
     job = status["job"]
     if status["state"] in rerun.FINAL_STATES:
         st.rerun()
-    elapsed = f"waiting {job['waited_s']:.1f} s" if job["ran_s"] is None else f"running {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s)"
+    elapsed = (
+        f"waiting {job['waited_s']:.1f} s"
+        if job["ran_s"] is None
+        else f"running {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s)"
+    )
     who = f" on worker {ui.code(job['worker_id'])}" if job["worker_id"] else ""
-    st.markdown(f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job['config'])} · **{status['state']}** · {elapsed}{who}")
+    st.markdown(
+        f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job['config'])} · **{status['state']}** · {elapsed}{who}"
+    )
     if status["state"] != "queued":
         return
     worker = local_worker(root, model)
     if worker["state"] == "starting":
-        st.caption(f"Starting a local {_device_text(worker['device'])} worker (pid {worker['pid']}): loading the model…")
+        st.caption(
+            f"Starting a local {_device_text(worker['device'])} worker (pid {worker['pid']}): loading the model…"
+        )
     elif worker["state"] == "online":
-        st.caption(f"Worker {ui.code(worker['worker_id'])} ({worker['device']}) is online; the job runs after those ahead of it.")
+        st.caption(
+            f"Worker {ui.code(worker['worker_id'])} ({worker['device']}) is online; the job runs after those ahead of it."
+        )
     elif worker["state"] == "exited":
         st.error(f"The local worker exited (log: {ui.code(worker['log'])}):", icon=":material/report:")
         st.code("\n".join(worker["log_tail"]) or "(empty log)", language=None)
     else:
-        st.caption(f"No worker of {ui.escape_md(model)} is online. Start one where the model is: "
-                   f"{ui.code(f'trajaudit worker --store {root} --model {model} --device cuda')}.")
+        st.caption(
+            f"No worker of {ui.escape_md(model)} is online. Start one where the model is: "
+            f"{ui.code(f'trajaudit worker --store {root} --model {model} --device cuda')}."
+        )
     if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
         try:
             rerun.cancel(root, job_id)
@@ -167,13 +188,19 @@ def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
     """A finished request: its verdict, option probabilities, phase timings and frame strip."""
     label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
     if out["state"] == "failed":
-        st.error(f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}", icon=":material/error:")
+        st.error(
+            f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}",
+            icon=":material/error:",
+        )
         return
     if out["state"] == "cancelled":
         st.info(f"Job {out['job_id']} ({ui.escape_md(out['config'])}) was cancelled.", icon=":material/block:")
         return
     if out["from_store"]:
-        st.info(f"Answered from the store: an identical request is stored (run {ui.code(out['run'])}). Tick *Force* to run it again.", icon=":material/inventory_2:")
+        st.info(
+            f"Answered from the store: an identical request is stored (run {ui.code(out['run'])}). Tick *Force* to run it again.",
+            icon=":material/inventory_2:",
+        )
     else:
         job = out["job"]
         st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
@@ -181,16 +208,23 @@ def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
     spec = registry.load(scope.root).get(out["model"])
     note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
     if note:
-        st.warning(f"{ui.escape_md(out['model'])}: {ui.escape_md(note)}. Its answers are noise; the point shows the pipeline, not the model.", icon=":material/casino:")
+        st.warning(
+            f"{ui.escape_md(out['model'])}: {ui.escape_md(note)}. Its answers are noise; the point shows the pipeline, not the model.",
+            icon=":material/casino:",
+        )
     verdict = {1: "✓ correct", 0: "✗ wrong"}.get(out["correct"], "")
     conf = "" if out["confidence"] is None else f" · confidence {out['confidence']:.3f}"
     conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
-    st.markdown(f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
-                f"(target {ui.escape_md(item.get('target'))}){conf}")
+    st.markdown(
+        f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
+        f"(target {ui.escape_md(item.get('target'))}){conf}"
+    )
     left, right = st.columns(2)
     with left:
         if out["option_probs"]:
-            ui.chart(_probs_chart(out["option_probs"], out["answer"], item.get("target")), f"rerun-probs-{item['item_id']}")
+            ui.chart(
+                _probs_chart(out["option_probs"], out["answer"], item.get("target")), f"rerun-probs-{item['item_id']}"
+            )
         else:
             st.caption("No option probabilities for this answer.")
     with right:
@@ -243,7 +277,6 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
         st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
 
 
-
 # -- re-running a selection ----------------------------------------------------------------------
 _BATCH = "_rerun_batch"  # session state: (store, benchmark, selection) -> {"batch", "baseline", "label"}
 
@@ -252,7 +285,7 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
     """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
 
     The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
-    drawn is its ``comparison`` (``backend.selection.batch_report``).
+    drawn is its ``comparison`` (``backend.runtime.selection.batch_report``).
     """
     sel = sel or Selection("filtered")
     label = sel.describe()
@@ -268,7 +301,9 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
         request = _request(scope, specs, f"{_items(len(ids))} ({ui.escape_md(label)})", prefix=key)
         remembered = (scope.root, scope.benchmark, tuple(sel.to_url()))
         baseline = sel.baseline(list(scope.grid))
-        run = st.button(f"Re-run {_items(len(ids))}", type="primary", key=f"{key}-run", disabled=request is None or not ids)
+        run = st.button(
+            f"Re-run {_items(len(ids))}", type="primary", key=f"{key}-run", disabled=request is None or not ids
+        )
         if run and request is not None:
             model, config = request
             try:
@@ -276,9 +311,18 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             else:
-                st.session_state.setdefault(_BATCH, {})[remembered] = {"batch": batch, "baseline": baseline, "label": label}
+                st.session_state.setdefault(_BATCH, {})[remembered] = {
+                    "batch": batch,
+                    "baseline": baseline,
+                    "label": label,
+                }
                 if batch["from_store"] < len(ids):
-                    _start_worker(scope.root, model, registry.load(scope.root).get(model), f"{len(ids) - batch['from_store']} jobs")
+                    _start_worker(
+                        scope.root,
+                        model,
+                        registry.load(scope.root).get(model),
+                        f"{len(ids) - batch['from_store']} jobs",
+                    )
         last = st.session_state.get(_BATCH, {}).get(remembered)
         if last is None:
             return
@@ -306,7 +350,10 @@ def _batch_progress(root: str, remembered: tuple) -> None:
         st.rerun()
     counts = progress["counts"]
     ended = counts["done"] + counts["failed"] + counts["cancelled"]
-    st.progress(ended / progress["n"], text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+    st.progress(
+        ended / progress["n"],
+        text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v),
+    )
     if st.button("Cancel the queued jobs", key=f"batch-cancel-{remembered[2]}"):
         n = selection.cancel(root, last["batch"])
         st.toast(f"Cancelled {n} queued jobs (running ones finish).", icon=":material/block:")
@@ -319,15 +366,27 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
     counts = report["progress"]["counts"]
-    failed = f" {counts['failed']} failed, {counts['cancelled']} cancelled." if counts["failed"] or counts["cancelled"] else ""
+    failed = (
+        f" {counts['failed']} failed, {counts['cancelled']} cancelled."
+        if counts["failed"] or counts["cancelled"]
+        else ""
+    )
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
     spec = registry.load(scope.root).get(batch["model"])
     if spec is not None and spec.note:
-        st.warning(f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.", icon=":material/casino:")
-    shares = [(f"correct under {cmp['config']}", cmp["accuracy_new"]), (f"correct at {cmp['baseline']}", cmp["accuracy_baseline"])]
+        st.warning(
+            f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",
+            icon=":material/casino:",
+        )
+    shares = [
+        (f"correct under {cmp['config']}", cmp["accuracy_new"]),
+        (f"correct at {cmp['baseline']}", cmp["accuracy_baseline"]),
+    ]
     cols = st.columns(4)
     for col, (name, share) in zip(cols, shares, strict=False):
-        ci = "" if share["ci95"] is None else f"Wilson 95% [{100 * share['ci95'][0]:.0f}, {100 * share['ci95'][1]:.0f}]%"
+        ci = (
+            "" if share["ci95"] is None else f"Wilson 95% [{100 * share['ci95'][0]:.0f}, {100 * share['ci95'][1]:.0f}]%"
+        )
         col.metric(name, f"{share['k']} of {share['n']}", help=ci or None)
         col.caption(ci)
     cols[2].metric("rescued / harmed", f"{cmp['rescued']} / {cmp['harmed']}")
@@ -335,4 +394,13 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     st.dataframe(pd.DataFrame(cmp["items"]), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
-    ui.twin(scope, ["rerun", "--model", batch["model"]], *which, "--config", batch["config"], "--baseline", cmp["baseline"], "--wait")
+    ui.twin(
+        scope,
+        ["rerun", "--model", batch["model"]],
+        *which,
+        "--config",
+        batch["config"],
+        "--baseline",
+        cmp["baseline"],
+        "--wait",
+    )

@@ -2,7 +2,7 @@
 
 Every choice is URL state (``pages.common.state``). The grid offers the configurations every
 selected model has (the matched grid); a fresh view starts on their budget ladder
-(``backend.views.default_grid``). An empty store gets the demo store, built with a progress bar.
+(``backend.scope.paging.default_grid``). An empty store gets the demo store, built with a progress bar.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from backend import serverconfig
-from backend.annotations import VOCABULARY
-from backend.demo import build_demo_store
-from backend.filters import ItemFilter
-from backend.tags import TAGS
-from backend.scope import Scope, default_grid
-from backend.views import default_models, shared_configs
+from backend.analysis.tags import TAGS
+from backend.demo.model import build_demo_store
+from backend.demo.synthetic import DEFAULT_ITEMS
+from backend.scope.annotations import VOCABULARY
+from backend.scope.filters import ItemFilter
+from backend.scope.paging import default_models, shared_configs
+from backend.scope.resolve import Scope, default_grid
 from pages.common import data, state, ui
 from store import configs
-from store.demo import DEFAULT_ITEMS
 from store.store import MANIFEST, Store
 
-DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: store.demo's)
+DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: backend.demo.synthetic's)
 MAX_DEFAULT_MODELS = 4
 ANY_TAG = "any"
 
@@ -163,7 +163,9 @@ def draw() -> data.Scope | None:
         benchmark=bench,
         models=tuple(models),
         grid=() if grid == default else tuple(grid),  # the default grid stays "default" in the CLI twin
-        item_filter=ItemFilter(task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)),
+        item_filter=ItemFilter(
+            task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)
+        ),
         tag=None if tag == ANY_TAG else tag,
         tag_model=focus,
         include_reruns=reruns,

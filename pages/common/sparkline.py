@@ -11,7 +11,7 @@ import base64
 
 import numpy as np
 
-from backend.palette import ACCENT
+from backend.report.palette import ACCENT
 
 WIDTH, HEIGHT, PAD = 120, 30, 3
 
@@ -30,7 +30,9 @@ def confidence_svg(values: list[float | None]) -> str | None:
         for run in runs
         if known[run[0]] and len(run) > 1
     )
-    dots = "".join(f'<circle cx="{xs[i]:.1f}" cy="{ys[i]:.1f}" r="1.8" fill="{ACCENT}"/>' for i in np.flatnonzero(known))
+    dots = "".join(
+        f'<circle cx="{xs[i]:.1f}" cy="{ys[i]:.1f}" r="1.8" fill="{ACCENT}"/>' for i in np.flatnonzero(known)
+    )
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}">{lines}{dots}</svg>'
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 

@@ -32,7 +32,7 @@ PARAMS: dict[str, type] = {
     "to": str,
     "kind": str,  # flow kind opened on the flows page
     "node": list,  # flows page: a Sankey node opened, [config, "correct"|"wrong"]
-    "walk": list,  # the selection the Inspector walks (backend.selection.Selection.to_url); none: the filtered items
+    "walk": list,  # the selection the Inspector walks (backend.runtime.selection.Selection.to_url); none: the filtered items
     "pick": bool,  # items page: pick rows (multi-select) instead of opening one
     "minn": int,  # overview: the smallest task-type group shown without a small-n mark
     "tsort": str,  # overview: task-type table sort
@@ -153,7 +153,15 @@ def _clamp(key: str, value: Any, default: Any, low: Any, high: Any) -> Any:
     return clamped
 
 
-def bind(widget: Callable[..., Any], key: str, label: str | None, *, options: list | None = None, default: Any = None, **kwargs: Any) -> Any:
+def bind(
+    widget: Callable[..., Any],
+    key: str,
+    label: str | None,
+    *,
+    options: list | None = None,
+    default: Any = None,
+    **kwargs: Any,
+) -> Any:
     """Draw ``widget`` showing the state ``key``; the user's changes go back to the state.
 
     With ``options``, a stale value (from an old link, or options that changed) falls back to

@@ -13,11 +13,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from store.errors import UserError
-from backend.palette import CORRECT, INK, WRONG
 from backend.report import figures
-from backend.scope import command_line
+from backend.report.palette import CORRECT, INK, WRONG
+from backend.scope.resolve import command_line
 from pages.common import data, state
+from store.errors import UserError
 
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
 EXPORT_FORMATS = ("png", "svg")
@@ -59,11 +59,14 @@ HEADLINE_LABELS = {
 
 
 def headline_text(table: pd.DataFrame) -> pd.DataFrame:
-    """``backend.compare.headline_table`` as text, one row per model: "68.3% [61.7, 75.6]", "n/a"."""
+    """``backend.analysis.compare.headline_table`` as text, one row per model: "68.3% [61.7, 75.6]", "n/a"."""
     out = pd.DataFrame(index=table["model"])
     for name, label in HEADLINE_LABELS.items():
         value, lo, hi = (table[c].to_numpy() for c in (name, f"{name}_lo", f"{name}_hi"))
-        out[label] = [pct(v) + ("" if np.isnan(a) else f" [{100 * a:.1f}, {100 * b:.1f}]") for v, a, b in zip(value, lo, hi, strict=True)]
+        out[label] = [
+            pct(v) + ("" if np.isnan(a) else f" [{100 * a:.1f}, {100 * b:.1f}]")
+            for v, a, b in zip(value, lo, hi, strict=True)
+        ]
     out["best fixed config"] = table["best_fixed_config"].to_numpy()
     out["terminal regressions"] = table["terminal_regressions"].to_numpy()
     return out
@@ -85,7 +88,9 @@ def chart(fig: go.Figure, name: str) -> None:
     st.plotly_chart(fig, config=config, theme=None)
 
 
-def downloads(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = "") -> None:
+def downloads(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = ""
+) -> None:
     """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click."""
     get = frame if callable(frame) else (lambda: frame)
     cols = st.columns([1, 1, 6] if parquet else [1, 7])
@@ -176,14 +181,21 @@ def scope_caption(scope: data.Scope) -> None:
         f"{m.n_items:,} matched items",
         f"{m.n_excluded:,} excluded (incomplete)" if m.n_excluded else None,
         f"{source} {escape_md(' → '.join(scope.grid))}",
-        f"only items tagged *{scope.tag}* for {escape_md(scope.focus)}: every number is conditioned on that tag" if scope.tag else None,
+        f"only items tagged *{scope.tag}* for {escape_md(scope.focus)}: every number is conditioned on that tag"
+        if scope.tag
+        else None,
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
     excluded = scope.resolved.grid_excluded
     if excluded:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
-            st.caption("  \n".join(f"**{escape_md(label)}**: {e['n_items']:,} items, {escape_md(e['why'])}" for label, e in excluded.items()))
+            st.caption(
+                "  \n".join(
+                    f"**{escape_md(label)}**: {e['n_items']:,} items, {escape_md(e['why'])}"
+                    for label, e in excluded.items()
+                )
+            )
 
 
 def twin(scope: data.Scope, command: list[str], *extra: str) -> None:

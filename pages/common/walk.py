@@ -1,8 +1,8 @@
 """The current selection on the pages: which items the Inspector walks and a batch re-run takes.
 
-The selection lives in the URL (``walk``, ``backend.selection.Selection.to_url``), so a copied
+The selection lives in the URL (``walk``, ``backend.runtime.selection.Selection.to_url``), so a copied
 Inspector link reopens the same walk at the same item. Without one the walk is the filtered list.
-Item lists are computed by ``backend.selection`` (the ``rerun --flow/--state/--items`` twin's
+Item lists are computed by ``backend.runtime.selection`` (the ``rerun --flow/--state/--items`` twin's
 functions) and cached per view.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from backend import selection
-from backend.selection import Selection
+from backend.runtime import selection
+from backend.runtime.selection import Selection
 from pages.common import data, state
 
 

@@ -12,14 +12,14 @@ import csv
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from tqdm import tqdm
 
-from store.errors import UserError
 from store import configs
+from store.errors import UserError
 from store.ingest import gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit
 from store.ingest.common import Batch, IngestOptions, fail
 from store.ingest.publish import FileResult, publish_batches
@@ -88,7 +88,9 @@ def detect(path: Path) -> str:
         if '"prediction"' in head:
             return "vlmevalkit"
         if '"accuracy_by_config"' in head:
-            raise UserError(f"{path}: a scale-grid summary (per-cell numbers), not per-item data; ingest the *_predictions_wide.csv beside it")
+            raise UserError(
+                f"{path}: a scale-grid summary (per-cell numbers), not per-item data; ingest the *_predictions_wide.csv beside it"
+            )
     elif suffix == ".csv":
         header = next(csv.reader([head.split("\n", 1)[0]]), [])
         if {"sample_id", "predicted_option"} <= set(header):
@@ -166,7 +168,9 @@ def ingest_paths(
     fields = mapping.parse(field_map, table.KNOWN)
     if fields and format not in ("auto", "table"):
         raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
-    opts = IngestOptions(model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields)
+    opts = IngestOptions(
+        model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields
+    )
     chosen = "table" if fields and format == "auto" else format
     batches = []
     for p in tqdm(paths, desc="reading", disable=not progress or len(paths) < 2):

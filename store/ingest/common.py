@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from store.errors import UserError
 from store import configs
 from store.answers import extract_letter
+from store.errors import UserError
 from store.ingest import gate
 from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
@@ -140,7 +140,12 @@ def sha256(path: Path) -> str:
 
 
 def require_columns(
-    path: Path, columns: list[str] | pd.Index, needed: list[str], what: str, hint: str = "", shown: pd.Index | None = None
+    path: Path,
+    columns: list[str] | pd.Index,
+    needed: list[str],
+    what: str,
+    hint: str = "",
+    shown: pd.Index | None = None,
 ) -> None:
     """Refuse a file lacking ``needed`` columns, listing what it has (``shown``: the file's own
     columns where ``columns`` are the fields read from them)."""
@@ -148,7 +153,10 @@ def require_columns(
     if missing:
         listed = columns if shown is None else shown
         has = ", ".join(map(str, listed[:30])) + (" ..." if len(listed) > 30 else "")
-        raise fail(path, f"missing column(s) {', '.join(missing)} for {what}; the file has: {has}" + (f"; {hint}" if hint else ""))
+        raise fail(
+            path,
+            f"missing column(s) {', '.join(missing)} for {what}; the file has: {has}" + (f"; {hint}" if hint else ""),
+        )
 
 
 def json_rows(df: pd.DataFrame) -> pd.Series:
@@ -302,7 +310,9 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
     frames = np.asarray([c.frames for c in parsed] + [np.nan], dtype="float64")[codes]
     pixels = np.asarray([np.nan if c.pixels is None else c.pixels for c in parsed] + [np.nan], dtype="float64")[codes]
     if "frames" in rows:  # the reader's count wins; the label fills the rest
-        frames = np.where(rows["frames"].isna().to_numpy(), frames, rows["frames"].to_numpy(dtype="float64", na_value=np.nan))
+        frames = np.where(
+            rows["frames"].isna().to_numpy(), frames, rows["frames"].to_numpy(dtype="float64", na_value=np.nan)
+        )
     if "pixels" in rows:  # the label wins; the reader's count fills labels without a spatial part
         pixels = np.where(np.isnan(pixels), rows["pixels"].to_numpy(dtype="float64", na_value=np.nan), pixels)
     rows["frames"], rows["pixels"] = frames, pixels
@@ -316,7 +326,9 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     rows["target"] = categorical(t_codes, targets)
     target = np.asarray(targets, dtype=object)[t_codes]
     has_target = np.asarray([t is not None for t in targets])[t_codes]
-    letter_n = np.asarray([LETTERS.index(t) + 1 if t and t in LETTERS else np.nan for t in targets], dtype="float64")[t_codes]
+    letter_n = np.asarray([LETTERS.index(t) + 1 if t and t in LETTERS else np.nan for t in targets], dtype="float64")[
+        t_codes
+    ]
     is_letter = ~np.isnan(letter_n)
     kind = np.where(is_letter, "mcqa", np.where(has_target, "open", None))
     if "answer_type" in rows:
@@ -354,7 +366,9 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     if has_raw:  # a verdict the file gives beside a prediction and a letter target: is it ours?
         judged = ~np.isnan(given) & is_letter & rows["raw_output"].notna().to_numpy()
         mismatch |= judged & (given != computed)
-    unparseable = rows["harness_unparseable"].fillna(False).to_numpy(dtype=bool) if "harness_unparseable" in rows else False
+    unparseable = (
+        rows["harness_unparseable"].fillna(False).to_numpy(dtype=bool) if "harness_unparseable" in rows else False
+    )
     note = False
     if "protocol_note" in rows:
         codes, uniq = factorize(rows["protocol_note"])
@@ -369,7 +383,11 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
 def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:
     """Options per row: the reader's count, else the options list, else enough letters for the
     benchmark's targets (at least A-D)."""
-    n = rows["n_options"].to_numpy(dtype="float64", na_value=np.nan) if "n_options" in rows else np.full(len(rows), np.nan)
+    n = (
+        rows["n_options"].to_numpy(dtype="float64", na_value=np.nan)
+        if "n_options" in rows
+        else np.full(len(rows), np.nan)
+    )
     if "options" in rows:
         listed = options_count(rows["options"])
         n = np.where(np.isnan(n) & (listed >= 2), listed, n)
@@ -381,7 +399,9 @@ def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:
 
 FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note")
 # Flag text for each bit pattern (bit i = FLAG_NAMES[i]); pattern 0 = no flag.
-_FLAG_TEXT = [",".join(f for i, f in enumerate(FLAG_NAMES) if code >> i & 1) or None for code in range(1 << len(FLAG_NAMES))]
+_FLAG_TEXT = [
+    ",".join(f for i, f in enumerate(FLAG_NAMES) if code >> i & 1) or None for code in range(1 << len(FLAG_NAMES))
+]
 
 
 def count_flags(flags: pd.Series) -> dict[str, int]:

@@ -35,8 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from store.errors import UserError
 from store import configs
+from store.errors import UserError
 
 MAX_FILE_BYTES = 2 * 1024**3  # read whole into memory: larger inputs should be split (ingest takes many files)
 MAX_FIELD_CHARS = 1_000_000  # a raw output or question longer than this is a broken export, not an answer
@@ -166,7 +166,9 @@ def counts(path: Path, rows: pd.DataFrame, word: str) -> None:
         ok = np.isnan(v) | ((v >= low) & (v <= high) & (v == np.floor(v)))
         if col == "frames":
             ok |= (v == 0) & (rows["config"].astype("str") == "text").to_numpy()
-        _refuse_first(path, ~ok, rows[col], rows["_line"], word, f"`{col}` must be an integer in {low}..{high:,} or empty")
+        _refuse_first(
+            path, ~ok, rows[col], rows["_line"], word, f"`{col}` must be an integer in {low}..{high:,} or empty"
+        )
         rows[col] = v
 
 
@@ -191,7 +193,9 @@ def _probs_problem(text: str) -> str | None:
     if not isinstance(probs, dict) or not probs:
         return "must be a JSON object {letter: probability}"
     values = list(probs.values())
-    if not all(isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) and 0 <= p <= 1 for p in values):
+    if not all(
+        isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) and 0 <= p <= 1 for p in values
+    ):
         return "must hold numbers in [0, 1]"
     if abs(sum(values) - 1) > PROB_TOLERANCE:
         return f"must sum to 1 (within {PROB_TOLERANCE}); the sum is {sum(values):.4g}"

@@ -340,7 +340,9 @@ def _config(path: Path, harness: dict) -> tuple[str, str | None]:
     try:
         label = config_from_model_args(harness.get("model_args", {}))
     except (ValueError, configs.ConfigLabelError) as exc:
-        raise fail(path, f"the harness settings do not fix the visual budget ({exc}); pass --config, e.g. --config 32f") from None
+        raise fail(
+            path, f"the harness settings do not fix the visual budget ({exc}); pass --config, e.g. --config 32f"
+        ) from None
     if label is not None:
         return label, None
     hint = budget_hint(path)

@@ -70,7 +70,13 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
     dropped = _duplicates(rows, keys, batches)
     keep = ~dropped
     results = [
-        FileResult(str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"]), config_hint=b.settings.get("config_hint"))
+        FileResult(
+            str(b.path),
+            b.format,
+            len(b.rows),
+            flagged=count_flags(b.rows["flags"]),
+            config_hint=b.settings.get("config_hint"),
+        )
         for b in batches
     ]
     src = rows["_src"].to_numpy()
@@ -144,18 +150,22 @@ def _classify(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarr
     found = con.sql(
         f"""SELECT b._row,
                    bool_and(s.answer IS NOT DISTINCT FROM b.answer AND s.correct = b.correct) AS same
-            FROM b JOIN responses s ON {_on('b')} GROUP BY b._row"""
+            FROM b JOIN responses s ON {_on("b")} GROUP BY b._row"""
     ).df()
     status[found["_row"].to_numpy()] = np.where(found["same"].to_numpy(dtype=bool), STORED, CONFLICT)
     return status
 
 
-def _conflict_message(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], conflicts: np.ndarray) -> str:
+def _conflict_message(
+    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], conflicts: np.ndarray
+) -> str:
     sample = rows.iloc[conflicts[:SHOW]]
-    con.register("c", pa.Table.from_pandas(sample[RESPONSE_KEY + ["answer", "correct", "_src", "_line"]], preserve_index=False))
+    con.register(
+        "c", pa.Table.from_pandas(sample[RESPONSE_KEY + ["answer", "correct", "_src", "_line"]], preserve_index=False)
+    )
     shown = con.sql(
         f"""SELECT c.*, s.answer AS s_answer, s.correct AS s_correct
-            FROM c JOIN responses s ON {_on('c')} QUALIFY row_number() OVER (PARTITION BY c._line, c._src) = 1
+            FROM c JOIN responses s ON {_on("c")} QUALIFY row_number() OVER (PARTITION BY c._line, c._src) = 1
             ORDER BY c._src, c._line"""
     ).df()
     examples = "; ".join(
@@ -188,7 +198,9 @@ def _drop_stored(w: Writer, con: duckdb.DuckDBPyConnection, keys: pd.DataFrame) 
         w.add("responses", kept.to_arrow_table(), supersedes=[paths[path]])
 
 
-def _merge_items(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], replace: bool) -> pd.DataFrame:
+def _merge_items(
+    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], replace: bool
+) -> pd.DataFrame:
     """The item rows to write: new items, and stored items whose merged fields changed."""
     cols = [c for c in ITEM_COLUMNS if c not in ITEM_KEY]
     absent = {c: pa.nulls(len(rows), ITEMS.field(c).type) for c in cols if c not in rows}
@@ -225,7 +237,10 @@ def _merge_items(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: li
     ).df()
     clash = out[out["target_conflict"]]
     if len(clash) and not replace:
-        ex = ", ".join(f"{r.benchmark}/{r.item_id} (stored {r.stored_target}, new {r.target})" for r in clash.head(SHOW).itertuples())
+        ex = ", ".join(
+            f"{r.benchmark}/{r.item_id} (stored {r.stored_target}, new {r.target})"
+            for r in clash.head(SHOW).itertuples()
+        )
         raise UserError(
             f"{len(clash)} item(s) have a different target in the store: {ex}. Nothing was written; "
             "pass --replace to overwrite (responses already stored keep the correctness they were stored with)."
@@ -249,7 +264,12 @@ def _runs(batches: list[Batch], results: list[FileResult], options: dict, now: p
                 {
                     "options": options,
                     "settings": b.settings,
-                    "counts": {"new": r.new, "already_stored": r.already_stored, "replaced": r.replaced, "duplicates": r.duplicates},
+                    "counts": {
+                        "new": r.new,
+                        "already_stored": r.already_stored,
+                        "replaced": r.replaced,
+                        "duplicates": r.duplicates,
+                    },
                 },
                 default=str,
             ),

@@ -35,7 +35,9 @@ N_LETTERS = 8  # the release's predictions are letters A-H
 def benchmark_of_split(split: pd.Series) -> pd.Series:
     """V1_short / V2_medium -> videomme; MLVU -> mlvu; anything else -> missing."""
     s = split.astype("str")
-    out = pd.Series(np.where(s.str.match(r"^V\d+_"), "videomme", np.where(s.str.upper() == "MLVU", "mlvu", None)), index=split.index)
+    out = pd.Series(
+        np.where(s.str.match(r"^V\d+_"), "videomme", np.where(s.str.upper() == "MLVU", "mlvu", None)), index=split.index
+    )
     return out.astype("str")
 
 
@@ -72,7 +74,9 @@ def read_per_item(path: Path, opts: IngestOptions) -> Batch:
     correct = pd.Series(gate.numbers(path, df["correct"], pd.Series(lines), "correct"))
     bad = ~correct.isin([0, 1])
     if bad.any():
-        raise fail(path, f"`correct` must be 0 or 1, got {df['correct'][bad].iloc[0]!r}", lines[bad.to_numpy().argmax()])
+        raise fail(
+            path, f"`correct` must be 0 or 1, got {df['correct'][bad].iloc[0]!r}", lines[bad.to_numpy().argmax()]
+        )
     rows = pd.DataFrame(
         {
             "_line": lines,
@@ -103,12 +107,17 @@ def read_wide(path: Path, opts: IngestOptions) -> Batch:
     if not is_wide_header(list(df.columns)):
         raise fail(path, f"expected `sample_id` then scale-grid config columns, got: {', '.join(df.columns)}")
     if opts.answers is None:
-        raise fail(path, "the wide scale-grid CSV has no ground truth; pass --answers FILE (columns question_id, answer)")
+        raise fail(
+            path, "the wide scale-grid CSV has no ground truth; pass --answers FILE (columns question_id, answer)"
+        )
     name = _WIDE_NAME.match(path.stem)
     model = opts.model or (name["model"] if name else None)
     split = opts.split or (name["split"] if name else None)
     if not model or not split:
-        raise fail(path, "cannot read model and split from the file name (<Model>_<Split>_predictions_wide.csv); pass --model and --split")
+        raise fail(
+            path,
+            "cannot read model and split from the file name (<Model>_<Split>_predictions_wide.csv); pass --model and --split",
+        )
     answers = _answers(Path(opts.answers))
     lines = pd.Series(np.arange(len(df)) + 2, index=df["sample_id"])
     missing = df.loc[~df["sample_id"].isin(answers.index), "sample_id"]
@@ -145,4 +154,8 @@ def _require_benchmark(path: Path, rows: pd.DataFrame) -> None:
     bad = rows["benchmark"].isna()
     if bad.any():
         split = rows.loc[bad, "split"].iloc[0]
-        raise fail(path, f"split {split!r} names no known benchmark (V1_*/V2_* = videomme, MLVU = mlvu); pass --benchmark", rows.loc[bad, "_line"].iloc[0])
+        raise fail(
+            path,
+            f"split {split!r} names no known benchmark (V1_*/V2_* = videomme, MLVU = mlvu); pass --benchmark",
+            rows.loc[bad, "_line"].iloc[0],
+        )

@@ -61,10 +61,18 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     extra = [c for c in rest.columns if c not in native]  # a column named like a mapped field lands here
     known = pd.concat([fields, rest[native]], axis=1)
     given = {"model": opts.model, "benchmark": opts.benchmark, "config": opts.config}
-    hint = "map them with --map FIELD=SOURCE" if not opts.field_map else "map them too, or pass --model/--benchmark/--config"
-    require_columns(path, known.columns, [c for c in KEY_COLUMNS if given.get(c) is None], "a long table", hint, df.columns)
+    hint = (
+        "map them with --map FIELD=SOURCE"
+        if not opts.field_map
+        else "map them too, or pass --model/--benchmark/--config"
+    )
+    require_columns(
+        path, known.columns, [c for c in KEY_COLUMNS if given.get(c) is None], "a long table", hint, df.columns
+    )
     if "correct" not in known:
-        require_columns(path, known.columns, ["prediction", "target"], "a long table without `correct`", hint, df.columns)
+        require_columns(
+            path, known.columns, ["prediction", "target"], "a long table without `correct`", hint, df.columns
+        )
     for col in STRING_COLUMNS:
         if col in known:
             known[col] = as_text(known[col])
@@ -100,7 +108,9 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
     if start in ("[", "{"):
         return _json_document(path, text)
     # Numbers are read as text so the gate can name the line of a bad one (Arrow's own parse cannot).
-    table = gate.read_csv(path, data, delimiter="\t" if suffix == ".tsv" else ",", strings=STRING_COLUMNS + FLOAT_COLUMNS)
+    table = gate.read_csv(
+        path, data, delimiter="\t" if suffix == ".tsv" else ",", strings=STRING_COLUMNS + FLOAT_COLUMNS
+    )
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
     return table.to_pandas(), np.arange(table.num_rows) + 2, "line"
@@ -108,9 +118,7 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
 
 def _decode_dictionaries(table: pa.Table) -> pa.Table:
     """Dictionary (categorical) columns as plain values: Arrow's cast is C++, pandas' is per element."""
-    fields = [
-        pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema
-    ]
+    fields = [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema]
     return table.cast(pa.schema(fields))
 
 
@@ -143,15 +151,23 @@ def _json_document(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str
     if isinstance(doc, dict):
         arrays = [k for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
         if len(arrays) != 1:
-            found = f"arrays of objects under {', '.join(map(repr, arrays))}" if arrays else f"keys {', '.join(map(repr, list(doc)[:12]))}"
-            raise fail(path, f"expected a JSON array of objects, or an object holding exactly one such array; found {found}")
+            found = (
+                f"arrays of objects under {', '.join(map(repr, arrays))}"
+                if arrays
+                else f"keys {', '.join(map(repr, list(doc)[:12]))}"
+            )
+            raise fail(
+                path, f"expected a JSON array of objects, or an object holding exactly one such array; found {found}"
+            )
         doc = doc[arrays[0]]
     if not isinstance(doc, list) or not doc:
         raise fail(path, "expected a non-empty JSON array of objects (one per response)")
     return _records(path, doc, np.arange(len(doc)) + 1, "record", "expected a JSON object (one per response)")
 
 
-def _records(path: Path, records: list, numbers: np.ndarray, word: str, message: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+def _records(
+    path: Path, records: list, numbers: np.ndarray, word: str, message: str
+) -> tuple[pd.DataFrame, np.ndarray, str]:
     """Objects as columns; values kept as the JSON gave them (an integer stays an integer)."""
     if not records:
         raise fail(path, "empty file (no rows)")
@@ -175,7 +191,9 @@ def _zero_one(path: Path, values: pd.Series, lines: pd.Series, word: str) -> pd.
     bad = np.flatnonzero(mapped.isna().to_numpy())
     if bad.size:
         i = int(np.flatnonzero(np.isin(codes, bad))[0])
-        raise fail(path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r} (true/false also read)", lines.iloc[i], word)
+        raise fail(
+            path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r} (true/false also read)", lines.iloc[i], word
+        )
     out = np.where(codes >= 0, mapped.to_numpy(dtype="float64")[np.maximum(codes, 0)], np.nan)
     return pd.Series(out, index=values.index).astype("Int8")
 
@@ -194,8 +212,13 @@ def _options(path: Path, rows: pd.DataFrame, word: str) -> tuple[np.ndarray, lis
         else:
             texts.append(_option_texts(entries) or None)
             continue
-        raise fail(path, f"`options` {problem}, got {value[:80]!r}", rows["_line"].iloc[int(np.argmax(codes == i))], word)
-    stored = [None if t is None else json.dumps([f"{LETTERS[k]}. {x}" for k, x in enumerate(t)], ensure_ascii=False) for t in texts]
+        raise fail(
+            path, f"`options` {problem}, got {value[:80]!r}", rows["_line"].iloc[int(np.argmax(codes == i))], word
+        )
+    stored = [
+        None if t is None else json.dumps([f"{LETTERS[k]}. {x}" for k, x in enumerate(t)], ensure_ascii=False)
+        for t in texts
+    ]
     rows["options"] = pd.Series(np.asarray([*stored, None], dtype=object)[codes], index=rows.index, dtype="str")
     rows["n_options"] = np.asarray([np.nan if t is None else len(t) for t in texts] + [np.nan])[codes]
     return codes, [*texts, None]
@@ -220,7 +243,9 @@ def _option_texts(entries: list[str]) -> list[str]:
     return [e.strip() for e in entries]
 
 
-def _targets(path: Path, rows: pd.DataFrame, o_codes: np.ndarray, texts: list[list[str] | None], word: str) -> pd.Series:
+def _targets(
+    path: Path, rows: pd.DataFrame, o_codes: np.ndarray, texts: list[list[str] | None], word: str
+) -> pd.Series:
     """Letter targets stay; a target naming an option's text becomes that option's letter; on a row
     with options, a target matching none is refused. Once per distinct (options, target) pair."""
     t_codes, t_uniq = pd.factorize(rows["target"])
@@ -237,7 +262,9 @@ def _targets(path: Path, rows: pd.DataFrame, o_codes: np.ndarray, texts: list[li
         if letter is None:
             listed = "; ".join(f"{LETTERS[j]}. {x}" for j, x in enumerate(options or []))[:200]
             line = rows["_line"].iloc[int(np.argmax(p_codes == k))]
-            raise fail(path, f"`target` {target[:80]!r} is neither a letter nor the text of an option ({listed})", line, word)
+            raise fail(
+                path, f"`target` {target[:80]!r} is neither a letter nor the text of an option ({listed})", line, word
+            )
         out.append(letter)
     return pd.Series(np.asarray(out, dtype=object)[p_codes], index=rows.index, dtype="str")
 

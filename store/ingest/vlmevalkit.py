@@ -24,7 +24,16 @@ import numpy as np
 import pandas as pd
 
 from store.ingest import gate
-from store.ingest.common import Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes, require_columns
+from store.ingest.common import (
+    Batch,
+    IngestOptions,
+    budget_hint,
+    fail,
+    json_rows,
+    make_batch,
+    read_text_bytes,
+    require_columns,
+)
 
 FORMAT = "vlmevalkit"
 DATASETS = {"Video-MME": "videomme", "MVBench": "mvbench", "MLVU": "mlvu", "LongVideoBench": "longvideobench"}
@@ -141,7 +150,9 @@ def _json_frame(path: Path, obj: object) -> pd.DataFrame:
     raise fail(path, "expected VLMEvalKit predictions: a JSON list of rows or a dict of columns")
 
 
-def _item_ids(path: Path, df: pd.DataFrame, index: pd.Series, benchmark: str, lines: np.ndarray) -> tuple[pd.Series, str]:
+def _item_ids(
+    path: Path, df: pd.DataFrame, index: pd.Series, benchmark: str, lines: np.ndarray
+) -> tuple[pd.Series, str]:
     for col in ("question_id", "id"):
         if col in df and df[col].notna().all():
             return df[col].astype("str"), f"the file's {col} column"
@@ -195,5 +206,8 @@ def _config(path: Path, name: dict) -> tuple[str, str | None]:
         )
     hint = budget_hint(path)
     if hint is None:
-        raise fail(path, "neither the dataset name (like _8frame) nor the file or folder name states a single frame budget; pass --config")
+        raise fail(
+            path,
+            "neither the dataset name (like _8frame) nor the file or folder name states a single frame budget; pass --config",
+        )
     return hint[0], f"config {hint[0]} from {hint[1]}"

@@ -1,0 +1,103 @@
+"""Model comparison on one matched matrix: headline numbers side by side, confused-item overlap, disagreement.
+
+Matching (METRICS.md) makes the models comparable: the same items and the same configurations.
+The overlap answers "are the confused items the same items for every model?" (a property of the
+items) or "does each model fail its own items?" (a property of the models); the disagreement
+ranking lists the items the models split on most, the ones worth opening first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from backend.analysis.tags import confused
+from backend.scope.matrix import Matrix
+from store.errors import UserError
+
+HEADLINES = (
+    "best_fixed",
+    "oracle_accuracy",
+    "oracle_headroom",
+    "visual_confusion_rate",
+    "text_overwrite_rate",
+    "text_overwrite_of_text_correct",
+    "mean_churn",
+)
+
+
+def headline_table(metrics: dict) -> pd.DataFrame:
+    """One row per model of ``backend.analysis.metrics.mcqa_metrics`` output: each headline with its 95% interval.
+
+    Columns ``<name>``, ``<name>_lo``, ``<name>_hi`` (fractions; NaN where not available, e.g. text
+    overwrite without ``text`` in the grid), plus ``best_fixed_config`` and ``terminal_regressions``.
+    """
+    rows = []
+    for model, rec in metrics["models"].items():
+        row: dict = {"model": model, "best_fixed_config": rec["best_fixed"]["config"]}
+        for name in HEADLINES:
+            value = rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
+            lo, hi = rec["ci"].get(name) or (None, None)
+            row |= {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
+        row["terminal_regressions"] = rec["terminal_regressions"]
+        rows.append(row)
+    return pd.DataFrame(rows).astype(
+        {n: float for n in HEADLINES} | {f"{n}_{s}": float for n in HEADLINES for s in ("lo", "hi")}
+    )
+
+
+def _need_models(matrix: Matrix, what: str) -> None:
+    if len(matrix.models) < 2:
+        raise UserError(f"{what} needs at least two models (got {', '.join(matrix.models)})")
+    if matrix.n_items == 0:
+        raise UserError(f"{what}: no matched item ({matrix.n_excluded} excluded)")
+
+
+def confusion_overlap(matrix: Matrix) -> dict:
+    """Which items each model finds visually confusing, and how much those sets overlap.
+
+    ``jaccard[a][b]`` = |C_a & C_b| / |C_a | C_b| (None when both sets are empty);
+    ``intersections`` counts items by their exact set of confused models, largest first.
+    """
+    _need_models(matrix, "confusion overlap")
+    conf = confused(matrix.correct.astype(bool), matrix.lower)  # [M, I]
+    per_model = conf.sum(axis=1)
+    inter = conf.astype(np.int64) @ conf.T.astype(np.int64)  # [M, M]
+    union = per_model[:, None] + per_model[None, :] - inter
+    jaccard = np.where(union > 0, inter / np.maximum(union, 1), np.nan)
+    codes = (conf.T.astype(np.int64) << np.arange(len(matrix.models), dtype=np.int64)).sum(axis=1)
+    uniq, counts = np.unique(codes[codes > 0], return_counts=True)
+    order = np.lexsort((uniq, -counts))
+    return {
+        "models": list(matrix.models),
+        "grid": list(matrix.grid),
+        "n_items": matrix.n_items,
+        "confused": {m: int(k) for m, k in zip(matrix.models, per_model, strict=True)},
+        "confused_by_all": int(conf.all(axis=0).sum()),
+        "confused_by_any": int(conf.any(axis=0).sum()),
+        "jaccard": [[None if np.isnan(v) else float(v) for v in row] for row in jaccard],
+        "intersections": [
+            {"models": [m for k, m in enumerate(matrix.models) if uniq[j] >> k & 1], "n": int(counts[j])} for j in order
+        ],
+    }
+
+
+def disagreement(matrix: Matrix, top: int | None = 50) -> pd.DataFrame:
+    """Items ranked by how much the models disagree on them across the grid.
+
+    At each config the split is ``1 - |2 s - 1|`` for ``s`` the share of models correct (0 when all
+    agree, 1 at an even split); ``disagreement`` is its mean over the grid and ``split_configs`` the
+    number of configs where the models do not all agree. ``accuracy:<model>`` is the share of the
+    grid each model gets right on the item. ``top=None`` keeps every item.
+    """
+    _need_models(matrix, "disagreement")
+    y = matrix.correct.astype(np.float32)  # [M, I, C]
+    share = y.mean(axis=0)  # [I, C]
+    split = 1.0 - np.abs(2.0 * share - 1.0)
+    out = matrix.items[["benchmark", "item_id", "task_type", "question"]].copy()
+    out["disagreement"] = split.mean(axis=1).astype(np.float64)
+    out["split_configs"] = ((share > 0) & (share < 1)).sum(axis=1)
+    for m, model in enumerate(matrix.models):
+        out[f"accuracy:{model}"] = y[m].mean(axis=1).astype(np.float64)
+    out = out.sort_values(["disagreement", "split_configs", "item_id"], ascending=[False, False, True], kind="stable")
+    return (out if top is None else out.head(top)).reset_index(drop=True)

@@ -1,0 +1,86 @@
+"""Continuous scores (open-ended QA, summaries, dialogue): Token-F1 and score trajectories (METRICS.md).
+
+``token_f1`` scores one prediction when a response is written; the matrix then carries the score
+per (model, item, config) and ``continuous_metrics`` summarises it like the MCQA metrics: mean per
+config, the oracle gap, and per consecutive transition the share of items whose score drops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+from backend.analysis.metrics import best_fixed_index
+from backend.analysis.stats import bootstrap_means, percentile_interval
+from backend.scope.matrix import Matrix
+
+_PUNCT = re.compile(r"[^\w\s]|_")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def normalize_tokens(text: str | None) -> list[str]:
+    """Lower-case, strip punctuation and the articles a/an/the, split on white space."""
+    text = _PUNCT.sub("", (text or "").lower())  # deleted, as SQuAD does: "don't" -> "dont"
+    return _ARTICLES.sub(" ", text).split()
+
+
+def _f1(pred: list[str], ref: list[str]) -> float:
+    if not pred or not ref:
+        return float(not pred and not ref)  # both empty: 1; exactly one empty: 0
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str | None, references: str | list[str] | None) -> float:
+    """Token-F1 of the prediction against each reference (multisets of tokens), the best one.
+
+    No references at all counts as one empty reference.
+    """
+    refs = [references] if isinstance(references, str) or references is None else list(references)
+    pred = normalize_tokens(prediction)
+    return max(_f1(pred, normalize_tokens(r)) for r in refs or [""])
+
+
+def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0) -> dict | None:
+    """Score summaries of one model on the items scored at every config of the grid.
+
+    Items with a missing score somewhere are left out (counted in ``n_unscored``); None when no
+    item is scored everywhere. Rates are fractions.
+    """
+    s = matrix.score[matrix.model_index(model)].astype(np.float64)  # [I, C]
+    scored = np.isfinite(s).all(axis=1)
+    if not scored.any():
+        return None
+    s = s[scored]
+    grid = matrix.grid
+    pairs = list(zip(grid[:-1], grid[1:], strict=True))
+    drops = s[:, 1:] < s[:, :-1]  # [I, C-1]
+    x = np.concatenate([s, s.max(axis=1, keepdims=True), drops], axis=1)
+    means = x.mean(axis=0)
+    n_cfg = len(grid)
+    best = best_fixed_index(means[:n_cfg], matrix.lower)
+    out = {
+        "n_items": int(scored.sum()),
+        "n_unscored": int((~scored).sum()),
+        "mean_score": {label: float(means[c]) for c, label in enumerate(grid)},
+        "best_fixed": {"config": grid[best], "mean_score": float(means[best])},
+        "oracle_mean": float(means[n_cfg]),
+        "oracle_gap": float(means[n_cfg] - means[:n_cfg].max()),
+        "transitions": [
+            {"from": a, "to": b, "regression_rate": float(means[n_cfg + 1 + k])} for k, (a, b) in enumerate(pairs)
+        ],
+        "ci": {},
+    }
+    if bootstrap:
+        boot = bootstrap_means(x, bootstrap, seed).astype(np.float64)
+        named = {f"mean_score[{label}]": boot[:, c] for c, label in enumerate(grid)}
+        named["oracle_gap"] = boot[:, n_cfg] - boot[:, :n_cfg].max(axis=1)
+        named |= {f"regression_rate[{a}->{b}]": boot[:, n_cfg + 1 + k] for k, (a, b) in enumerate(pairs)}
+        iv = percentile_interval(np.stack(list(named.values()), axis=1))
+        out["ci"] = {name: [float(iv[0, k]), float(iv[1, k])] for k, name in enumerate(named)}
+    return out

@@ -1,0 +1,76 @@
+"""Cross-model and cross-checkpoint flows: which items one model (or a fine-tune) gains or loses over another.
+
+The flow machinery is ``backend.analysis.metrics.transition_between`` on a matched matrix of the two models,
+so the numbers mean exactly what the within-model flows mean. Matching follows METRICS.md: both
+models need every configuration asked for (``config`` and ``config_b``) and only the items with all
+of those responses count. The record is broken down by benchmark and by task type (e.g. a base
+model vs its video fine-tune on image and video benchmarks), and lists the items behind each flow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from backend.analysis.metrics import transition_between
+from backend.analysis.stats import mcnemar_exact
+from backend.scope.filters import ItemFilter
+from backend.scope.matrix import Matrix, load_matrix
+from store import configs
+from store.errors import UserError
+from store.store import Store
+
+
+def _breakdown(flows: pd.DataFrame, by: str) -> list[dict]:
+    """Rescued/harmed/net/churn per value of ``by`` (vectorised groupby over per-item flags)."""
+    g = flows.groupby(flows[by].fillna("(none)"), sort=True)
+    table = pd.DataFrame({"n": g.size(), "rescued": g["rescued"].sum(), "harmed": g["harmed"].sum()})
+    table["net"] = (table["rescued"] - table["harmed"]) / table["n"]
+    table["churn"] = (table["rescued"] + table["harmed"]) / table["n"]
+    table["mcnemar_p"] = np.atleast_1d(mcnemar_exact(table["rescued"].to_numpy(), table["harmed"].to_numpy()))
+    return table.reset_index(names=by).to_dict(orient="records")
+
+
+def flow_flags(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> pd.DataFrame:
+    """Per item of the matrix: benchmark, item_id, task_type and whether it is rescued or harmed."""
+    ya = matrix.correct[matrix.model_index(source[0]), :, matrix.config_index(source[1])].astype(bool)
+    yb = matrix.correct[matrix.model_index(target[0]), :, matrix.config_index(target[1])].astype(bool)
+    return matrix.items[["benchmark", "item_id", "task_type"]].assign(rescued=~ya & yb, harmed=ya & ~yb)
+
+
+def cross_flows(
+    store: Store,
+    model_a: str,
+    model_b: str,
+    config: str,
+    config_b: str | None = None,
+    benchmark: str | None = None,
+    item_filter: ItemFilter | None = None,
+    limit: int = 50,
+    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
+) -> dict:
+    """The ``audit crossmodel --json`` contract: flows from (model_a, config) to (model_b, config_b).
+
+    ``item_columns`` (columns of ``Matrix.items``) are what the harmed and rescued item lists carry.
+    """
+    if model_a == model_b and (config_b is None or configs.canonical(config_b) == configs.canonical(config)):
+        raise UserError("crossmodel needs two different models, or two configs of one model")
+    cb = config if config_b is None else config_b
+    grid = list(dict.fromkeys([configs.canonical(config), configs.canonical(cb)]))
+    matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
+    source, target = (model_a, grid[0]), (model_b, grid[-1])
+    record = transition_between(matrix, source, target)
+    flags = flow_flags(matrix, source, target)
+    ids = {
+        kind: matrix.items.loc[flags[kind].to_numpy(), list(item_columns)].head(limit) for kind in ("rescued", "harmed")
+    }
+    return record | {
+        "n_items": matrix.n_items,
+        "n_excluded": matrix.n_excluded,
+        "accuracy_from": float(matrix.correct[matrix.model_index(model_a), :, matrix.config_index(grid[0])].mean()),
+        "accuracy_to": float(matrix.correct[matrix.model_index(model_b), :, matrix.config_index(grid[-1])].mean()),
+        "by_benchmark": _breakdown(flags, "benchmark"),
+        "by_task_type": _breakdown(flags, "task_type"),
+        "harmed_items": ids["harmed"].to_dict(orient="records"),
+        "rescued_items": ids["rescued"].to_dict(orient="records"),
+    }

@@ -1,0 +1,261 @@
+"""MCQA metrics on the matched matrix (METRICS.md), with paired-bootstrap intervals.
+
+Every metric is a mean over items of a per-item indicator (correct at c, correct somewhere,
+confused, text overwrite, flipped between two configs), so all of them, per model, are stacked
+into one matrix ``X[I, K]``; its rows are a function of the item's trajectory pattern, so the
+bootstrap resamples pattern counts (``backend.analysis.stats.pattern_bootstrap_means``). Derived
+numbers (best fixed, headroom, the overwrite share of text-correct items, mean churn) are then
+recomputed per resample, so their intervals respect the pairing too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from backend.analysis.stats import (
+    distinct_rows,
+    mcnemar_exact,
+    pattern_bootstrap_means,
+    percentile_interval,
+    wilson_interval,
+)
+from backend.analysis.tags import confused, terminal_regression, text_overwrite, top_index
+from backend.scope.matrix import Matrix
+from store.errors import UserError
+
+FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")
+WILSON_COLUMNS = ("best_fixed", "oracle_accuracy", "visual_confusion_rate", "text_overwrite_rate")
+
+
+def best_fixed_index(values: np.ndarray, lower: np.ndarray) -> int:
+    """The config attaining the maximum; ties go to the cheapest under ``lower``.
+
+    Among the configs attaining the maximum, those with no cheaper tied config are kept (one when
+    a cheapest exists); the first of them in grid order wins.
+    """
+    tied = values == values.max()
+    cheaper_tied = (tied[:, None] & lower).any(axis=0)  # [c]: some tied config is cheaper than c
+    return int(np.flatnonzero(tied & ~cheaper_tied)[0])
+
+
+def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rescued, harmed) counts over the item axis (-1) of boolean arrays; with ``weights`` the last
+    axis is patterns, each standing for ``weights`` items."""
+    if weights is None:
+        return (~ya & yb).sum(axis=-1), (ya & ~yb).sum(axis=-1)
+    return (~ya & yb) @ weights, (ya & ~yb) @ weights
+
+
+def _flow_record(frm: str, to: str, rescued: int, harmed: int, n: int) -> dict:
+    return {
+        "from": frm,
+        "to": to,
+        "rescued": int(rescued),
+        "harmed": int(harmed),
+        "net": (int(rescued) - int(harmed)) / n,
+        "churn": (int(rescued) + int(harmed)) / n,
+        "mcnemar_p": mcnemar_exact(int(rescued), int(harmed)),
+    }
+
+
+def _require_items(matrix: Matrix) -> None:
+    if matrix.n_items == 0:
+        why = "; ".join(f"{k}: {v}" for k, v in matrix.excluded_reasons.items()) or "no items in scope"
+        raise UserError(
+            f"no item has a response for every (model, config) of {', '.join(matrix.models)} on grid "
+            f"{','.join(matrix.grid)} ({matrix.n_excluded} excluded; {why})"
+        )
+
+
+def _pair_indices(matrix: Matrix, pairs: list[tuple[str, str]] | None) -> list[tuple[int, int]]:
+    if pairs is None:
+        return [(k, k + 1) for k in range(len(matrix.grid) - 1)]
+    return [(matrix.config_index(a), matrix.config_index(b)) for a, b in pairs]
+
+
+def _indicators(y: np.ndarray, matrix: Matrix) -> tuple[np.ndarray, dict[str, slice]]:
+    """Per-item indicators ``[M, I, K]`` and where each block sits along K."""
+    overwrite = text_overwrite(y, matrix.grid)
+    blocks: list[tuple[str, np.ndarray]] = [
+        ("accuracy", y),
+        ("oracle", y.any(axis=-1, keepdims=True)),
+        ("confused", confused(y, matrix.lower)[..., None]),
+        ("flip", y[..., 1:] != y[..., :-1]),
+    ]
+    if overwrite is not None:
+        blocks += [("overwrite", overwrite[..., None]), ("text_correct", y[..., [matrix.grid.index("text")]])]
+    where, start = {}, 0
+    for name, block in blocks:
+        where[name] = slice(start, start + block.shape[-1])
+        start += block.shape[-1]
+    return np.concatenate([b for _, b in blocks], axis=-1), where
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _summaries(v: np.ndarray, where: dict[str, slice], has_text: bool) -> dict[str, np.ndarray]:
+    """Headline statistics from per-item means ``v[..., K]`` (point estimate or one per resample)."""
+    acc = v[..., where["accuracy"]]
+    best = acc.max(axis=-1)
+    oracle = v[..., where["oracle"]][..., 0]
+    flips = v[..., where["flip"]]
+    nan = np.full(best.shape, np.nan)
+    return {
+        "best_fixed": best,
+        "oracle_accuracy": oracle,
+        "oracle_headroom": oracle - best,
+        "visual_confusion_rate": v[..., where["confused"]][..., 0],
+        "text_overwrite_rate": v[..., where["overwrite"]][..., 0] if has_text else nan,
+        "text_overwrite_of_text_correct": (
+            _ratio(v[..., where["overwrite"]][..., 0], v[..., where["text_correct"]][..., 0]) if has_text else nan
+        ),
+        "mean_churn": flips.mean(axis=-1) if flips.shape[-1] else nan,
+    }
+
+
+def _patterns(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One model's distinct trajectories ``[P, C]`` (bool), how many items follow each, and each item's.
+
+    Every per-model metric is a function of the item's trajectory, and at most 2^|G| of them exist
+    however many items there are, so indicators, counts and resamples are computed per pattern.
+    """
+    first, counts, inverse = distinct_rows(correct)
+    return correct[first].astype(bool), counts, inverse
+
+
+def _value(x: float) -> float | None:
+    """A rate for the JSON contract: None where it is not available (never 0)."""
+    return None if np.isnan(x) else float(x)
+
+
+def mcqa_metrics(
+    matrix: Matrix, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None
+) -> dict:
+    """The ``metrics --json`` contract: grid, n_items, n_excluded and, per model, every MCQA metric.
+
+    ``pairs`` replaces the default consecutive transitions (``mean_churn`` always uses the
+    consecutive ones); ``bootstrap = 0`` skips the intervals (``ci`` is then empty).
+    """
+    _require_items(matrix)
+    n_models, n_items, _ = matrix.correct.shape
+    grid = matrix.grid
+    has_text = "text" in grid
+    top = top_index(grid, matrix.lower)
+    pair_idx = _pair_indices(matrix, pairs)
+    a_idx = np.array([a for a, _ in pair_idx], dtype=int)
+    b_idx = np.array([b for _, b in pair_idx], dtype=int)
+    patterns = [_patterns(matrix.correct[m])[:2] for m in range(n_models)]  # per model: ([P, C], [P])
+    indicators = [_indicators(y, matrix) for y, _ in patterns]  # per pattern: [P, K]
+    where = indicators[0][1]
+    counts = np.stack([w @ ind for (_, w), (ind, _) in zip(patterns, indicators, strict=True)])  # [M, K] exact
+    point = _summaries(counts / n_items, where, has_text)
+    terminal = [w @ terminal_regression(y, matrix.lower, top) for y, w in patterns]
+    flows = [_flows(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
+
+    intervals: dict[str, np.ndarray] = {}
+    if bootstrap:
+        # Each model's resamples are its pattern counts resampled (backend.analysis.stats): every interval
+        # reported is one model's, paired across its configurations.
+        boot = np.stack(
+            [pattern_bootstrap_means(ind, w, bootstrap, (seed, m)) for m, ((_, w), (ind, _)) in
+             enumerate(zip(patterns, indicators, strict=True))], axis=1)  # fmt: skip
+        stats = _summaries(boot, where, has_text)
+        stats |= {f"accuracy[{label}]": boot[..., where["accuracy"]][..., c] for c, label in enumerate(grid)}
+        intervals = {name: percentile_interval(s) for name, s in stats.items()}  # each [2, M]
+
+    models: dict[str, dict] = {}
+    for m, model in enumerate(matrix.models):
+        acc = counts[m, where["accuracy"]]
+        best = best_fixed_index(acc, matrix.lower)
+        models[model] = {
+            "accuracy": {label: float(acc[c] / n_items) for c, label in enumerate(grid)},
+            "best_fixed": {"config": grid[best], "accuracy": float(acc[best] / n_items)},
+            "oracle_accuracy": float(point["oracle_accuracy"][m]),
+            "oracle_headroom": float(point["oracle_headroom"][m]),
+            "visual_confusion_rate": float(point["visual_confusion_rate"][m]),
+            "text_overwrite_rate": _value(point["text_overwrite_rate"][m]),
+            "text_overwrite_of_text_correct": _value(point["text_overwrite_of_text_correct"][m]),
+            "terminal_regressions": int(terminal[m]),
+            "mean_churn": _value(point["mean_churn"][m]),
+            "transitions": [
+                _flow_record(grid[a], grid[b], flows[m][0][p], flows[m][1][p], n_items)
+                for p, (a, b) in enumerate(pair_idx)
+            ],
+            "ci": {
+                name: None if np.isnan(iv[:, m]).any() else [float(iv[0, m]), float(iv[1, m])]
+                for name, iv in intervals.items()
+            },
+        }
+    return {"grid": list(grid), "n_items": n_items, "n_excluded": matrix.n_excluded, "models": models}
+
+
+def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> dict:
+    """Flows from (model_a, config_a) to (model_b, config_b) on the matrix's items.
+
+    The two sides may be different models (cross-model flows) since the items are matched.
+    """
+    _require_items(matrix)
+    (ma, ca), (mb, cb) = source, target
+    ia, ib = matrix.config_index(ca), matrix.config_index(cb)
+    ya = matrix.correct[matrix.model_index(ma), :, ia].astype(bool)
+    yb = matrix.correct[matrix.model_index(mb), :, ib].astype(bool)
+    rescued, harmed = _flows(ya, yb)
+    return _flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items) | {
+        "from_model": ma,
+        "to_model": mb,
+    }
+
+
+def transition(matrix: Matrix, model: str, a: str, b: str) -> dict:
+    """Flows of one model from config ``a`` to config ``b`` (any pair, not only consecutive)."""
+    record = transition_between(matrix, (model, a), (model, b))
+    del record["from_model"], record["to_model"]
+    return record
+
+
+def flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
+    """The items behind one flow of ``a -> b``, with the confidence on each side."""
+    if kind not in FLOW_KINDS:
+        raise UserError(f"unknown flow {kind!r}: expected one of {', '.join(FLOW_KINDS)}")
+    m, ia, ib = matrix.model_index(model), matrix.config_index(a), matrix.config_index(b)
+    ya = matrix.correct[m, :, ia].astype(bool)
+    yb = matrix.correct[m, :, ib].astype(bool)
+    want_a, want_b = {"rescued": (0, 1), "harmed": (1, 0), "stable-correct": (1, 1), "stable-wrong": (0, 0)}[kind]
+    mask = (ya == bool(want_a)) & (yb == bool(want_b))
+    out = matrix.items.loc[mask].copy()
+    out["confidence_from"] = matrix.confidence[m, mask, ia]
+    out["confidence_to"] = matrix.confidence[m, mask, ib]
+    return out.reset_index(drop=True)
+
+
+def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
+    """Per task type: n, accuracy per config, best fixed, oracle, headroom, confusion and overwrite rates.
+
+    Sorted by n (largest first); ``text_overwrite_rate`` is NaN when ``text`` is not in the grid.
+    The proportions of ``WILSON_COLUMNS`` carry ``<col>_lo``/``<col>_hi``: Wilson 95% intervals.
+    Items without a task type are grouped under "(none)".
+    """
+    _require_items(matrix)
+    patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
+    ind, where = _indicators(patterns, matrix)
+    # Items per (task type, pattern), then each type's means from its pattern counts: no per-item frame.
+    types, names = pd.factorize(matrix.items["task_type"].fillna("(none)"))  # first-seen order, as groupby(sort=False)
+    joint = np.bincount(types * len(patterns) + inverse, minlength=len(names) * len(patterns)).reshape(len(names), -1)
+    n = joint.sum(axis=1)
+    mean = (joint @ ind.astype(np.int64)) / n[:, None]  # [T, K]: exact counts over n
+    acc_cols = [f"accuracy[{label}]" for label in matrix.grid]
+    out = pd.DataFrame(mean[:, where["accuracy"]], columns=acc_cols, index=pd.Index(names, name="task_type"))
+    out["oracle_accuracy"] = mean[:, where["oracle"]][:, 0]
+    out["visual_confusion_rate"] = mean[:, where["confused"]][:, 0]
+    out["text_overwrite_rate"] = mean[:, where["overwrite"]][:, 0] if "overwrite" in where else np.nan
+    out.insert(0, "n", n)
+    best = out[acc_cols].to_numpy().max(axis=1)
+    out.insert(1 + len(acc_cols), "best_fixed", best)
+    out.insert(out.columns.get_loc("oracle_accuracy") + 1, "oracle_headroom", out["oracle_accuracy"] - best)
+    for col in WILSON_COLUMNS:  # groups are small (13 items): Wilson intervals, valid at small n, not the bootstrap
+        out[f"{col}_lo"], out[f"{col}_hi"] = wilson_interval(np.rint(out[col] * out["n"]), out["n"])
+    return out.reset_index().sort_values(["n", "task_type"], ascending=[False, True], ignore_index=True)

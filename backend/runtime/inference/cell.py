@@ -1,0 +1,110 @@
+"""One (item, configuration) cell answered cold: probe, sample, decode exactly those frames, ask.
+
+This is what a re-run job does (``backend.runtime.worker``) and what the sweep's drift check compares the
+reused path against, so both call the same function. Text-only cells never touch the video.
+Imports no torch (the adapter is passed in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backend.runtime.inference.base import InferenceRequest
+from backend.runtime.inference.pruning import PruneSpec
+from backend.runtime.sampling import frame_indices
+from backend.runtime.video import decode_frames, probe, resolve_video
+from store.configs import Config
+
+
+def _json_list(value: Any) -> list:
+    return json.loads(value) if isinstance(value, str) else []
+
+
+def item_fields(item: Mapping[str, Any]) -> tuple[list[str], list[str], str]:
+    """(options, references, answer_type) of an ``items`` row, with the store's defaults for missing values."""
+    answer_type = item["answer_type"] if isinstance(item["answer_type"], str) else "mcqa"
+    return _json_list(item["options"]), _json_list(item["references"]), answer_type
+
+
+def prune_spec(cfg: Config, threshold: float | None = None) -> PruneSpec | None:
+    """The approximate protocol a label names (``32f~prune85``: keep 85%), None for an exact label.
+
+    The label does not carry a threshold; a sweep or re-run that used one records it in its arguments."""
+    return None if cfg.is_exact or cfg.is_text else PruneSpec(cfg.keep / 100, threshold)
+
+
+def item_request(
+    item: Mapping[str, Any],
+    frames: np.ndarray | None,
+    indices: np.ndarray,
+    fps: float | None,
+    total: int | None,
+    pixels: int | None,
+    prune: PruneSpec | None = None,
+) -> InferenceRequest:
+    """The request that asks ``item`` with these frames (``frames=None``: text-only)."""
+    options, references, answer_type = item_fields(item)
+    return InferenceRequest(
+        question=item["question"],
+        options=options,
+        frames=frames,
+        frame_indices=None if frames is None else [int(i) for i in indices],
+        native_fps=fps,
+        total_frames=total,
+        pixels=pixels,
+        answer_type=answer_type,
+        references=references,
+        prune=prune,
+    )
+
+
+@dataclass
+class ColdCell:
+    """A cold answer and how it was obtained."""
+
+    result: Any  # InferenceResult
+    indices: np.ndarray  # frame indices shown (empty for text-only)
+    fps: float | None
+    pixels: int | None
+    timings: dict[str, float] = field(default_factory=dict)  # decode + the adapter's phases
+
+
+def video_of(item: Mapping[str, Any]) -> str | None:
+    """``items.video`` or None (missing values come back from the store as None or NaN)."""
+    video = item["video"]
+    return None if video is None or pd.isna(video) else str(video)
+
+
+def answer_cold(
+    adapter: Any,
+    item: Mapping[str, Any],
+    cfg: Config,
+    video_root: str | os.PathLike,
+    seed: int | None,
+    default_pixels: int | None,
+    threshold: float | None = None,
+) -> ColdCell:
+    """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
+    label prunes, with ``threshold`` if the run set one)."""
+    timings: dict[str, float] = {}
+    frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
+    if not cfg.is_text:
+        path = resolve_video(video_root, video_of(item))
+        info = probe(path)
+        fps, total = info.fps, info.n_frames
+        indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, seed)
+        t0 = time.perf_counter()
+        frames = decode_frames(path, indices)
+        timings["decode"] = time.perf_counter() - t0
+    pixels = cfg.pixels if cfg.pixels is not None else default_pixels
+    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg, threshold)))
+    timings |= dict(result.timings or {})
+    return ColdCell(result, indices, fps, pixels, timings)

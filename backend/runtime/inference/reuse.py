@@ -1,0 +1,359 @@
+"""Answering several questions on one clip at one configuration with the shared work done once.
+
+A sweep asks every question of a video (Video-MME has three) under every configuration. Cold, each
+(question, configuration) cell runs the processor on the frames, the vision encoder and a prefill
+over the whole prompt. Here, for the questions that share a clip and a configuration:
+
+* **one processor call** (``compose``): the frames are processed with the first question's prompt;
+  the other questions' token ids are that expanded prompt up to the end of the visual block followed
+  by their own tail, tokenised from their unexpanded prompt. This is exact because visual
+  placeholders are added special tokens: text between special tokens tokenises the same wherever it
+  sits. The rule is checked on the first question against the processor's real output (and the
+  text before the video must be the same for every question); when a check fails every question
+  gets its own processor call instead;
+* **one vision pass**, and with a :class:`FrameFeatures` cache (families that encode frames
+  independently, ``adapter.per_frame_vision``) only the frames no earlier budget encoded at this
+  resolution go through the encoder;
+* **one prefill of the prefix** (everything up to the last visual token, ``adapter.prefix_end``)
+  into a ``DynamicCache``; each question then runs only its suffix, with ``position_ids`` sliced
+  from its full sequence's positions (never the model's stored ``rope_deltas``, INFERENCE.md), and
+  the cache is cropped back to the prefix (``crop`` with a negative count) for the next question.
+  Questions whose prefix ids (and positions) differ get their own prefix. The multiple-choice
+  questions of one prefix run their suffixes as one padded batch (:func:`run_suffixes`); the prefix
+  prefill skips the last layer's work that no suffix reads (:mod:`backend.runtime.inference.kv_prefill`).
+
+Each switch is independent; with both off this is exactly ``adapter.answer`` per request.
+
+Pruning (an approximate request, ``request.prune``): the one vision pass prunes (one keep mask,
+since the questions share the frames) and every question's prompt loses the same placeholder
+tokens (:mod:`backend.runtime.inference.pruned`). Per-frame features are not reused then: a frame's kept
+units depend on the frame before it, which differs between budgets.
+
+Phase accounting: work done once for several requests is timed once and split equally among the
+requests that share it (the processor call and the vision pass among the questions of the group,
+a prefix prefill among the questions on that prefix); work done per request is its own. So each
+request's ``timings`` add up, over the group, to the time the group took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from backend.runtime.inference.base import InferenceRequest, InferenceResult
+from backend.runtime.inference.hf import HFAdapter, PhaseTimer, Prepared
+from backend.runtime.inference.kv_prefill import last_layer_kv_only
+from backend.runtime.inference.pruned import drop_tokens, prune
+
+SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
+PHASES = ("preprocess", "vision", "prefill", "generate")
+
+
+@dataclass
+class ReuseCounters:
+    """What was computed, beside what a cold run of the same requests computes."""
+
+    requests: int = 0
+    processor_calls: int = 0
+    processor_calls_cold: int = 0
+    frames_encoded: int = 0
+    frames_encoded_cold: int = 0
+    prefill_tokens: int = 0
+    prefill_tokens_cold: int = 0
+    prefixes: int = 0  # prefix prefills run
+    composed: int = 0  # requests whose ids were composed instead of processed
+
+    def add(self, other: ReuseCounters) -> ReuseCounters:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class FrameFeatures:
+    """Vision-encoder outputs of one video's frames, keyed by (frame index, pixel budget).
+
+    Only valid for encoders that see each frame alone; the processed pixels of a frame depend on
+    the frame and the budget only, so the key identifies the features exactly within one video.
+    Where the processor also treats frames alone (``adapter.per_frame_processor``) the processed
+    pixels are kept the same way, so each frame is resized and normalised once per budget.
+    """
+
+    def __init__(self) -> None:
+        self._features: dict[tuple[int, int | None], torch.Tensor] = {}
+        self._pixels: dict[tuple[int, int | None], torch.Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self._features)
+
+    def prepare(self, adapter: HFAdapter, request: InferenceRequest) -> Prepared:
+        """``adapter.prepare(request)``, processing only the frames this video has not processed at this budget."""
+        if not adapter.per_frame_processor or request.frames is None:
+            return adapter.prepare(request)
+        keys = [(int(i), request.pixels) for i in request.frame_indices]
+        missing = [j for j, key in enumerate(keys) if key not in self._pixels]
+        if missing:
+            frames = adapter.resize_for_budget(request.frames[missing], request.pixels)
+            for j, pixels in zip(missing, adapter.process_frames(frames)):
+                self._pixels[keys[j]] = pixels
+        prompt = adapter.render_prompt(request)
+        return adapter.prepared(prompt, adapter.process_pixels(prompt, torch.stack([self._pixels[k] for k in keys])))
+
+    def encode(self, adapter: HFAdapter, prepared: Prepared, request: InferenceRequest) -> tuple[dict[str, Any], int]:
+        """(``mm_encoder_outputs`` for the request's frames, frames encoded): only missing frames are encoded."""
+        keys = [(int(i), request.pixels) for i in request.frame_indices]
+        missing = [j for j, key in enumerate(keys) if key not in self._features]
+        if missing:
+            pixels = adapter.frame_pixels(prepared.inputs)[missing]
+            for j, feature in zip(missing, adapter.encode_frames(pixels)):
+                self._features[keys[j]] = feature
+        return adapter.join_frames(torch.stack([self._features[key] for key in keys])), len(missing)
+
+
+def _token_ids(adapter: HFAdapter, prompt: str) -> list[int]:
+    return adapter.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def _placeholders(adapter: HFAdapter) -> set[int]:
+    """Ids of the visual placeholders in an unexpanded prompt (InternVL's ``<video>`` is not a visual token)."""
+    names = [getattr(adapter.processor, n, None) for n in ("image_token", "video_token")]
+    named = {adapter.tokenizer.convert_tokens_to_ids(t) for t in names if isinstance(t, str)}
+    return set(adapter.visual_token_ids) | named
+
+
+def _last_visual(ids: list[int], visual: set[int]) -> int:
+    return max((i for i, t in enumerate(ids) if t in visual), default=-1)
+
+
+def compose(
+    adapter: HFAdapter, requests: list[InferenceRequest], features: FrameFeatures | None = None
+) -> tuple[list[Prepared], int]:
+    """Prepared inputs of requests sharing frames and budget, with one processor call when exact
+    (through ``features`` when given: frames processed once per video and budget).
+
+    Returns the prepared inputs and the number of processor calls made (1, or one per request).
+    """
+    first = adapter.prepare(requests[0]) if features is None else features.prepare(adapter, requests[0])
+    if len(requests) == 1:
+        return [first], 1
+    visual = _placeholders(adapter)
+    unexpanded = [_token_ids(adapter, adapter.render_prompt(r)) for r in requests]
+    cuts = [_last_visual(ids, visual) for ids in unexpanded]
+    heads = {tuple(ids[: cut + 1]) for ids, cut in zip(unexpanded, cuts)}
+    tails = [ids[cut + 1 :] for ids, cut in zip(unexpanded, cuts)]
+    expanded = first.inputs["input_ids"]
+    base = expanded.shape[-1] - len(tails[0])
+    exact = (
+        min(cuts) >= 0
+        and len(heads) == 1  # the video comes before anything question-specific
+        and base >= adapter.prefix_end(expanded) > 0
+        and expanded[0, base:].tolist() == tails[0]  # the tail tokenises the same after the expansion
+        and int(expanded[0, base - 1]) in adapter.tokenizer.added_tokens_decoder  # ... at a special-token boundary
+        and all(k in SEQUENCE_KEYS for k, v in first.inputs.items() if torch.is_tensor(v) and v.shape == expanded.shape)
+    )
+    if not exact:
+        return [first, *(adapter.prepare(r) for r in requests[1:])], len(requests)
+    out = [first]
+    for request, tail in zip(requests[1:], tails[1:]):
+        ids = torch.cat([expanded[:, :base], expanded.new_tensor([tail])], dim=1)
+        inputs = dict(first.inputs, input_ids=ids)
+        if "attention_mask" in inputs:
+            inputs["attention_mask"] = torch.ones_like(ids)
+        if "mm_token_type_ids" in inputs:
+            types = first.inputs["mm_token_type_ids"]
+            inputs["mm_token_type_ids"] = torch.cat([types[:, :base], types.new_zeros((1, len(tail)))], dim=1)
+        out.append(Prepared(adapter.render_prompt(request), inputs, adapter.position_ids(inputs), first.resolution))
+    return out, 1
+
+
+def _prefix_key(prepared: Prepared, split: int) -> tuple[bytes, bytes]:
+    ids = prepared.inputs["input_ids"][0, :split].cpu().numpy().tobytes()
+    pos = b"" if prepared.position_ids is None else prepared.position_ids[..., :split].cpu().numpy().tobytes()
+    return ids, pos
+
+
+def prefill_prefix(adapter: HFAdapter, prepared: Prepared, encoded: dict[str, Any] | None, split: int):
+    """The KV cache of the first ``split`` prompt tokens (the visual block and everything before it);
+    the last decoder layer only computes the keys and values the suffixes read (:mod:`kv_prefill`)."""
+    kwargs = {
+        k: (v[..., :split] if k in SEQUENCE_KEYS else v) for k, v in prepared.inputs.items() if k != adapter.pixel_key
+    }
+    positions = None if prepared.position_ids is None else prepared.position_ids[..., :split]
+    with last_layer_kv_only(adapter.model):
+        return adapter.model(
+            **kwargs, position_ids=positions, mm_encoder_outputs=encoded, use_cache=True, logits_to_keep=1
+        ).cache
+
+
+def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
+    """The rest of the prompt on top of the cached prefix, with its slice of the full sequence's positions."""
+    inputs = prepared.inputs
+    kwargs = {k: inputs[k][..., split:] for k in ("input_ids", "mm_token_type_ids") if k in inputs}
+    positions = None if prepared.position_ids is None else prepared.position_ids[..., split:]
+    return adapter.model(
+        **kwargs,
+        attention_mask=inputs.get("attention_mask"),
+        position_ids=positions,
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+
+
+def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int) -> list[SimpleNamespace]:
+    """The suffixes of several questions on one cached prefix in one batched forward (MCQA: last-position
+    logits only). Shorter suffixes are padded *before* their first token and masked, so every row's last
+    position is its own last token; each row keeps its slice of its full sequence's positions. The cache
+    is repeated along the batch and is spent afterwards."""
+    n = len(prepared)
+    tails = [p.inputs["input_ids"][0, split:] for p in prepared]
+    width = max(len(t) for t in tails)
+    device = tails[0].device
+    ids = torch.full((n, width), adapter.pad_id, dtype=tails[0].dtype, device=device)
+    mask = torch.zeros((n, split + width), dtype=torch.long, device=device)
+    mask[:, :split] = 1
+    rows = []
+    for i, (p, tail) in enumerate(zip(prepared, tails)):
+        ids[i, width - len(tail) :] = tail
+        mask[i, split + width - len(tail) :] = 1
+        full = p.position_ids
+        if full is None:
+            full = torch.arange(p.inputs["input_ids"].shape[-1], device=device)[None]
+        own = full[..., split:]  # [1, len] or [3, 1, len]
+        pad = own[..., :1].expand(*own.shape[:-1], width - len(tail))
+        rows.append(torch.cat([pad, own], dim=-1))
+    positions = torch.cat(rows, dim=-2)
+    extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
+    cache.batch_repeat_interleave(n)
+    out = adapter.model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=positions,
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+        **extra,
+    )
+    return [SimpleNamespace(logits=out.logits[i : i + 1]) for i in range(n)]
+
+
+def _share(timings: list[dict[str, float]], members: list[int], phase: str, seconds: float) -> None:
+    for i in members:
+        timings[i][phase] += seconds / len(members)
+
+
+def answer_group(
+    adapter: HFAdapter,
+    requests: list[InferenceRequest],
+    *,
+    share_prefix: bool,
+    features: FrameFeatures | None = None,
+    counters: ReuseCounters | None = None,
+) -> list[InferenceResult]:
+    """Answers to requests that share frames, frame indices and pixel budget (one clip, one configuration).
+
+    ``share_prefix``: one processor call, vision pass and prefix prefill for all of them.
+    ``features``: per-frame encoder outputs reused across calls (ignored unless the family encodes
+    frames independently). Both off: ``adapter.answer`` per request, nothing shared.
+    """
+    counters = counters if counters is not None else ReuseCounters()
+    spec = requests[0].prune
+    features = features if adapter.per_frame_vision and spec is None else None
+    n = len(requests)
+    visual = requests[0].frames is not None
+    counters.requests += n
+    counters.processor_calls_cold += n
+    counters.frames_encoded_cold += n * requests[0].n_frames
+    if not visual or (not share_prefix and features is None):
+        results = [adapter.answer(r) for r in requests]
+        counters.processor_calls += n
+        counters.frames_encoded += n * requests[0].n_frames
+        for r in results:
+            counters.prefill_tokens += r.token_counts["prompt"]
+            counters.prefill_tokens_cold += r.token_counts["prompt"]
+        return results
+
+    everyone = list(range(n))
+    timers = [PhaseTimer(adapter.device) for _ in requests]
+    timings = [t.timings for t in timers]
+    shared = PhaseTimer(adapter.device)
+    if share_prefix:
+        with shared("preprocess"):
+            prepared, calls = compose(adapter, requests, features)
+        _share(timings, everyone, "preprocess", shared.timings["preprocess"])
+        counters.composed += n - 1 if calls == 1 else 0
+    else:
+        prepared, calls = [], n
+        for r, t in zip(requests, timers):
+            with t("preprocess"):
+                prepared.append(adapter.prepare(r) if features is None else features.prepare(adapter, r))
+    counters.processor_calls += calls
+    letters = []
+    for r, p, t in zip(requests, prepared, timers):
+        with t("preprocess"):
+            letters.append(adapter.letters(r, p.prompt))
+
+    results: list[InferenceResult | None] = [None] * n
+    with torch.inference_mode():
+        encoded = [None] * n
+        for i in range(1 if share_prefix else n):
+            clock = PhaseTimer(adapter.device)
+            with clock("vision"):
+                if spec is not None:
+                    prepared[i], encoded[i], mask = prune(adapter, prepared[i], spec)
+                    if share_prefix:  # the other questions lose the same placeholder tokens
+                        prepared[1:] = [drop_tokens(adapter, p, mask) for p in prepared[1:]]
+                    fresh = requests[i].n_frames
+                elif features is not None:
+                    encoded[i], fresh = features.encode(adapter, prepared[i], requests[i])
+                else:
+                    encoded[i], fresh = adapter.encode_vision(prepared[i].inputs), requests[i].n_frames
+            counters.frames_encoded += fresh
+            _share(timings, everyone if share_prefix else [i], "vision", clock.timings["vision"])
+        if not share_prefix:
+            for i, (r, p) in enumerate(zip(requests, prepared)):
+                with timers[i]("prefill"):
+                    out = adapter.forward(p, encoded[i], use_cache=r.answer_type != "mcqa")
+                counters.prefill_tokens += p.inputs["input_ids"].shape[-1]
+                counters.prefill_tokens_cold += p.inputs["input_ids"].shape[-1]
+                results[i] = adapter.conclude(r, p, out, *letters[i], timers[i])
+            return results
+
+        groups: dict[tuple[int, bytes, bytes], list[int]] = {}
+        for i, p in enumerate(prepared):
+            split = adapter.prefix_end(p.inputs["input_ids"])
+            groups.setdefault((split, *_prefix_key(p, split)), []).append(i)
+        for (split, *_), members in groups.items():
+            clock = PhaseTimer(adapter.device)
+            with clock("prefill"):
+                cache = prefill_prefix(adapter, prepared[members[0]], encoded[0], split)
+            _share(timings, members, "prefill", clock.timings["prefill"])
+            counters.prefixes += 1
+            counters.prefill_tokens += split
+            # open-ended questions first, one at a time (generation continues each cache), then every
+            # MCQA question of the prefix in one batched suffix pass (which spends the cache)
+            mcqa = [i for i in members if requests[i].answer_type == "mcqa"]
+            single = [i for i in members if i not in mcqa] + (mcqa if len(mcqa) == 1 else [])
+            for i in single:
+                p = prepared[i]
+                with timers[i]("prefill"):
+                    out = run_suffix(adapter, p, cache, split)
+                results[i] = adapter.conclude(requests[i], p, out, *letters[i], timers[i])
+                cache.crop(split - cache.get_seq_length())  # back to the prefix for the next question
+            if len(mcqa) > 1:
+                clock = PhaseTimer(adapter.device)
+                with clock("prefill"):
+                    outs = run_suffixes(adapter, [prepared[i] for i in mcqa], cache, split)
+                _share(timings, mcqa, "prefill", clock.timings["prefill"])
+                for i, out in zip(mcqa, outs):
+                    results[i] = adapter.conclude(requests[i], prepared[i], out, *letters[i], timers[i])
+            for i in members:
+                length = prepared[i].inputs["input_ids"].shape[-1]
+                counters.prefill_tokens += length - split
+                counters.prefill_tokens_cold += length
+    return results

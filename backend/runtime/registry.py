@@ -1,0 +1,175 @@
+"""The model registry: ``<store>/models.toml``, the local checkpoints a worker may load.
+
+Re-runs name a model; the registry says which adapter family loads it, from which local path
+(nothing is ever downloaded), with which dtype and device, and the model's context ceiling
+(``max_frames``) and default resolution (``default_pixels``), which the re-run form validates
+against before anything is queued. TOML because people edit it by hand; it is read with
+``tomllib`` and written by the small writer below, through a temporary file and ``os.replace`` so
+a reader never sees half a file. Relative paths are relative to the store folder (the demo model
+lives under ``<store>/models/``), so a store can be moved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+import uuid
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from backend.runtime.inference import base as inference
+from store.errors import UserError
+
+REGISTRY_FILE = "models.toml"
+FAMILIES = inference.FAMILIES
+DTYPES = ("auto", *inference.DTYPES)  # auto: bfloat16 on a GPU, float32 on the CPU
+DEVICES = ("auto", "cuda", "cpu")
+DEFAULT_MAX_FRAMES = 64
+DEMO_NOTE = "random weights: pipeline demo"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registered model."""
+
+    name: str
+    family: str
+    path: str  # absolute, or relative to the store folder
+    dtype: str = "auto"
+    device: str = "auto"
+    max_frames: int = DEFAULT_MAX_FRAMES  # context ceiling: the largest frame budget accepted
+    default_pixels: int | None = None  # pixels per frame for labels without a spatial part; None = the processor's
+    note: str = ""
+
+    def resolved_path(self, store_root: str | os.PathLike) -> Path:
+        return (Path(store_root) / self.path).resolve()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _path(store_root: str | os.PathLike) -> Path:
+    return Path(store_root) / REGISTRY_FILE
+
+
+def _check(spec: ModelSpec, store_root: str | os.PathLike) -> None:
+    """Refuse a spec a worker could not load or a request could not be checked against."""
+    where = f"model {spec.name!r}"
+    if not spec.name.strip():
+        raise UserError("a model needs a non-empty name")
+    if spec.family not in FAMILIES:
+        raise UserError(f"{where}: unknown family {spec.family!r}; known families: {', '.join(FAMILIES)}")
+    if spec.dtype not in DTYPES:
+        raise UserError(f"{where}: unknown dtype {spec.dtype!r}; expected one of {', '.join(DTYPES)}")
+    if spec.device not in DEVICES:
+        raise UserError(f"{where}: unknown device {spec.device!r}; expected one of {', '.join(DEVICES)}")
+    if not isinstance(spec.max_frames, int) or spec.max_frames < 1:
+        raise UserError(f"{where}: max_frames must be a positive integer (got {spec.max_frames!r})")
+    if spec.default_pixels is not None and (not isinstance(spec.default_pixels, int) or spec.default_pixels < 1):
+        raise UserError(f"{where}: default_pixels must be a positive integer (got {spec.default_pixels!r})")
+    if not spec.resolved_path(store_root).exists():
+        raise UserError(f"{where}: checkpoint path {spec.path!r} does not exist")
+
+
+def load(store_root: str | os.PathLike) -> dict[str, ModelSpec]:
+    """Every registered model by name ({} when there is no registry yet)."""
+    path = _path(store_root)
+    if not path.exists():
+        return {}
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from exc
+    known = {f.name for f in fields(ModelSpec)} - {"name"}
+    out = {}
+    for name, entry in raw.get("models", {}).items():
+        unknown = set(entry) - known
+        if unknown:
+            raise UserError(f"{path}: model {name!r} has unknown keys {sorted(unknown)}")
+        try:
+            out[name] = ModelSpec(name=name, **entry)
+        except TypeError as exc:
+            raise UserError(f"{path}: model {name!r}: {exc}") from exc
+    return out
+
+
+def _toml_str(value: str) -> str:
+    """A TOML basic string. JSON's escapes are a subset of TOML's; DEL must be escaped too."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return _toml_str(str(value))
+
+
+def dumps(models: dict[str, ModelSpec]) -> str:
+    """The registry as TOML: one ``[models."<name>"]`` table per model; None values are left out."""
+    parts = ["# trajaudit model registry (trajaudit models add/list/remove)\n"]
+    for name in sorted(models):
+        entry = {k: v for k, v in models[name].to_dict().items() if k != "name" and v is not None}
+        body = "".join(f"{k} = {_toml_value(v)}\n" for k, v in entry.items())
+        parts.append(f"\n[models.{_toml_str(name)}]\n{body}")
+    return "".join(parts)
+
+
+def _save(store_root: str | os.PathLike, models: dict[str, ModelSpec]) -> None:
+    path = _path(store_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{REGISTRY_FILE}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(dumps(models))
+    os.replace(tmp, path)
+
+
+def list_models(store_root: str | os.PathLike) -> list[ModelSpec]:
+    return [spec for _, spec in sorted(load(store_root).items())]
+
+
+def get(store_root: str | os.PathLike, name: str) -> ModelSpec:
+    models = load(store_root)
+    if name not in models:
+        known = ", ".join(sorted(models)) or "none registered (trajaudit models add NAME --family F --path P)"
+        raise UserError(f"unknown model {name!r}; registered models: {known}")
+    return models[name]
+
+
+def add(store_root: str | os.PathLike, spec: ModelSpec, replace: bool = False) -> ModelSpec:
+    """Register a model (checked first); an existing name is refused unless ``replace``."""
+    _check(spec, store_root)
+    models = load(store_root)
+    if spec.name in models and not replace:
+        raise UserError(f"model {spec.name!r} is already registered (remove it first)")
+    models[spec.name] = spec
+    _save(store_root, models)
+    return spec
+
+
+def remove(store_root: str | os.PathLike, name: str) -> ModelSpec:
+    models = load(store_root)
+    spec = get(store_root, name)
+    del models[name]
+    _save(store_root, models)
+    return spec
+
+
+def register_demo_model(
+    store_root: str | os.PathLike, name: str, family: str = "qwen2_5_vl", max_frames: int = DEFAULT_MAX_FRAMES
+) -> ModelSpec:
+    """Build a tiny randomly initialised model of ``family`` under ``<store>/models/<name>`` and register it.
+
+    Its answers are noise; it exists so the whole re-run pipeline (queue, worker, decode, adapter,
+    store write) runs on any machine without a checkpoint. ``max_frames`` is the ceiling the
+    registry accepts (a demo store's grid may go past the default).
+    """
+    from backend.runtime.inference.tiny import build_tiny  # torch: only imported when a demo model is built
+
+    if family not in FAMILIES:
+        raise UserError(f"unknown family {family!r}; known families: {', '.join(FAMILIES)}")
+    rel = Path("models") / name
+    build_tiny(family, Path(store_root) / rel)
+    spec = ModelSpec(name=name, family=family, path=str(rel), dtype="float32", max_frames=max_frames, note=DEMO_NOTE)
+    return add(store_root, spec, replace=True)

@@ -1,0 +1,248 @@
+"""Re-run requests: validate, answer from the store when possible, else enqueue; read results back.
+
+Everything a request could get wrong is checked here, before anything is queued, so a bad request
+never reaches a worker: the model is registered, the item exists, the label parses and names a
+known sampling policy, the frame budget fits the model's ceiling, pixels per frame are positive
+(``store.configs``), the seed is an integer in 0..2**63-1 and the item's video resolves inside the video root (text-only needs no video).
+
+A seed only matters to a policy that draws at random; for the others it is normalised to None, so
+"the same request" means the same model, benchmark, item and label (and seed, for a bare
+``random``). Such a request whose answer is already stored is answered from the store (logged
+``run="main"`` rows first, else the newest re-run) unless ``force``; one already queued or running
+is not queued twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.runtime import registry
+from backend.runtime.sampling import policy_name
+from backend.runtime.video import default_video_root, resolve_video
+from store.configs import ConfigLabelError, parse
+from store.errors import UserError
+from store.queue import MAX_QUEUED, STATES, Job, JobQueue
+from store.store import Store
+
+FINAL_STATES = ("done", "failed", "cancelled")
+JOB_STATES = STATES  # every state a job passes through, in order (pages list them without touching the queue)
+MAX_SEED = 2**63 - 1  # responses.seed and the queue's seed column are signed 64-bit
+_RESULT_COLUMNS = (
+    "run, origin, answer, correct, confidence, score, option_probs, letter_mass, frames, pixels, policy, seed, "
+    "frame_indices, raw_output, flags, provenance, written_at"
+)
+
+
+@dataclass(frozen=True)
+class RerunRequest:
+    """A validated, normalised request (canonical label; seed None unless the policy draws at random)."""
+
+    model: str
+    benchmark: str
+    item_id: str
+    config: str
+    seed: int | None = None
+    force: bool = False
+
+
+def parse_seed(seed: object) -> int | None:
+    """A non-negative integer seed from an int or its decimal spelling; None stays None."""
+    if seed is None or (isinstance(seed, str) and not seed.strip()):
+        return None
+    if isinstance(seed, bool):
+        raise UserError(f"seed must be a non-negative integer (got {seed!r})")
+    if isinstance(seed, int):
+        value = seed
+    elif isinstance(seed, str) and seed.strip().isdecimal():
+        value = int(seed.strip())
+    else:
+        raise UserError(f"seed must be a non-negative integer (got {seed!r})")
+    if not 0 <= value <= MAX_SEED:
+        raise UserError(f"seed must be a non-negative integer at most {MAX_SEED} (signed 64-bit); got {value}")
+    return value
+
+
+def _effective_seed(label: str, policy: str, seed: int | None) -> int | None:
+    name, named_seed = policy_name(policy)
+    if name != "random":
+        return None
+    if named_seed is not None and seed is not None and seed != named_seed:
+        raise UserError(f"config {label!r} names seed {named_seed} but --seed {seed} was given")
+    return parse_seed(named_seed) if named_seed is not None else (seed or 0)
+
+
+def validate(
+    store_root: str | os.PathLike,
+    model: str,
+    benchmark: str,
+    item_id: str,
+    config: str,
+    seed: object = None,
+    force: bool = False,
+) -> RerunRequest:
+    """Check a request against the registry, the store and the video root; ``UserError`` if it cannot run."""
+    spec = registry.get(store_root, model)
+    try:
+        cfg = parse(config)
+    except ConfigLabelError as exc:
+        raise UserError(str(exc)) from exc
+    if cfg.tag is not None and cfg.pixels is None:
+        raise UserError(
+            f"config {config!r} carries the scale-grid tag {cfg.tag!r}, which names no reproducible protocol; "
+            f"ask for a label such as '{cfg.frames}f' or '{cfg.frames}f@<n>k'"
+        )
+    if cfg.frames > spec.max_frames:
+        raise UserError(
+            f"config {cfg.label!r} asks for {cfg.frames} frames, above the ceiling of model {model!r}: "
+            f"max_frames = {spec.max_frames} in the registry"
+        )
+    eff_seed = _effective_seed(cfg.label, cfg.policy, parse_seed(seed))
+    item = Store(store_root).query(
+        "SELECT video FROM items WHERE benchmark = ? AND item_id = ?", [benchmark, str(item_id)]
+    )
+    if item.empty:
+        raise UserError(f"unknown item {item_id!r} in benchmark {benchmark!r} (not in the store's items table)")
+    if not cfg.is_text:
+        video = item["video"].iloc[0]
+        resolve_video(default_video_root(store_root), None if pd.isna(video) else str(video))
+    return RerunRequest(model, benchmark, str(item_id), cfg.label, eff_seed, bool(force))
+
+
+def _plain(value: object) -> object:
+    """A cell as plain Python: NA/NaN -> None, NumPy scalars and arrays -> int/float/list."""
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or pd.isna(value):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _result_dict(row: pd.Series) -> dict:
+    """A stored responses row as the re-run result (option_probs, provenance decoded from JSON)."""
+    out = {k: _plain(v) for k, v in row.items()}
+    out["option_probs"] = json.loads(out["option_probs"]) if out["option_probs"] else None
+    out["provenance"] = json.loads(out["provenance"]) if out["provenance"] else {}
+    out["timings"] = out["provenance"].get("timings")
+    out["written_at"] = None if out["written_at"] is None else out["written_at"].isoformat()
+    return out
+
+
+def stored_result(store_root: str | os.PathLike, req: RerunRequest) -> dict | None:
+    """The stored answer to an identical request: the logged ``main`` run first, else the newest re-run.
+
+    The seed column is compared only for a bare ``random`` label; any other label says everything
+    (``random-s3`` carries its seed, and ingested rows often leave the column empty).
+    """
+    seed = req.seed if parse(req.config).policy == "random" else None
+    df = Store(store_root).query(
+        f"SELECT {_RESULT_COLUMNS} FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? "
+        "AND (?::BIGINT IS NULL OR seed = ?::BIGINT) ORDER BY run = 'main' DESC, written_at DESC LIMIT 1",
+        [req.model, req.benchmark, req.item_id, req.config, seed, seed],
+    )
+    return None if df.empty else _result_dict(df.iloc[0])
+
+
+def job_result(store_root: str | os.PathLike, job: Job) -> dict | None:
+    """The response a done job wrote (looked up by the key in ``result_ref``)."""
+    if not job.result_ref:
+        return None
+    key = json.loads(job.result_ref)
+    df = Store(store_root).query(
+        f"SELECT {_RESULT_COLUMNS} FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? "
+        "AND run = ? LIMIT 1",
+        [key["model"], key["benchmark"], key["item_id"], key["config"], key["run"]],
+    )
+    return None if df.empty else _result_dict(df.iloc[0])
+
+
+def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: bool = False) -> dict:
+    """The JSON the CLI prints and the page shows: the request, job id/state, and the result fields."""
+    out = {
+        "from_store": job is None,
+        "job_id": None if job is None else job.id,
+        "state": "done" if job is None else job.state,
+        "error": None if job is None else job.error,
+        "timed_out": timed_out,
+        "model": req.model,
+        "benchmark": req.benchmark,
+        "item_id": req.item_id,
+        "config": req.config,
+        "seed": req.seed,
+    }
+    empty = dict.fromkeys(("run", "answer", "correct", "confidence", "option_probs", "frame_indices", "timings"))
+    return out | empty | (result or {})
+
+
+def submit(
+    store_root: str | os.PathLike,
+    model: str,
+    benchmark: str,
+    item_id: str,
+    config: str,
+    seed: object = None,
+    force: bool = False,
+    max_queued: int = MAX_QUEUED,
+) -> dict:
+    """Validate, then answer from the store, join an identical pending job, or enqueue a new one."""
+    req = validate(store_root, model, benchmark, item_id, config, seed, force)
+    if not req.force:
+        hit = stored_result(store_root, req)
+        if hit is not None:
+            return outcome(req, None, hit)
+    queue = JobQueue(store_root)
+    job = None if req.force else queue.find_pending(req.model, req.benchmark, req.item_id, req.config, req.seed)
+    if job is None:
+        job = queue.enqueue(req.model, req.benchmark, req.item_id, req.config, req.seed, req.force, max_queued)
+    return outcome(req, job, None)
+
+
+def submit_many(store_root: str | os.PathLike, requests: list[dict], seed: int | None = None) -> dict:
+    """Submit each request (``submit``'s keywords) in turn: validated, stored answers reused, duplicates joined.
+
+    A request that cannot run (no video, queue full) is reported, not fatal; when every request
+    fails the first reason is raised, since it is then about the intervention, not one item.
+    """
+    outcomes, errors = [], []
+    for req in requests:  # one queue transaction each; bounded by the queue's capacity
+        try:
+            outcomes.append(submit(store_root, seed=seed, **req))
+        except UserError as exc:
+            errors.append({"item_id": req["item_id"], "error": str(exc)})
+    if requests and not outcomes:
+        raise UserError(f"no re-run could be queued: {errors[0]['error']}")
+    frame = pd.DataFrame(outcomes, columns=["from_store", "job_id", "state"])
+    return {
+        "requested": len(requests),
+        "queued": int((~frame["from_store"].astype(bool)).sum()) if len(frame) else 0,
+        "from_store": int(frame["from_store"].astype(bool).sum()) if len(frame) else 0,
+        "job_ids": [int(j) for j in frame["job_id"].dropna()],
+        "errors": errors,
+    }
+
+
+def wait(store_root: str | os.PathLike, job_id: int, timeout_s: float | None = None, poll_s: float = 0.5) -> dict:
+    """Poll the job until it is done, failed or cancelled (or ``timeout_s`` passes); its outcome."""
+    queue = JobQueue(store_root)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        job = queue.get(job_id)
+        if job is None:
+            raise UserError(f"no job {job_id} in {Path(store_root) / 'jobs.sqlite'}")
+        req = RerunRequest(job.model, job.benchmark, job.item_id, job.config, job.seed, job.force)
+        if job.state in FINAL_STATES:
+            return outcome(req, job, job_result(store_root, job) if job.state == "done" else None)
+        if deadline is not None and time.monotonic() >= deadline:
+            return outcome(req, job, None, timed_out=True)
+        time.sleep(poll_s)
+
+
+def cancel(store_root: str | os.PathLike, job_id: int) -> Job:
+    """Cancel a queued job (``trajaudit jobs --cancel``, the Workers page, the re-run panel); UserError otherwise."""
+    return JobQueue(store_root).cancel(job_id)

@@ -1,0 +1,175 @@
+"""A whole sweep: plan, run the shards, check drift, account for the time, summarise.
+
+The summary (``run_sweep``'s return value, ``trajaudit sweep --json``) holds every number the
+sweep reports: cells done / skipped / failed, wall time, phase totals and shares, reuse counters
+(frames decoded, processor calls, frames encoded, prefill tokens, each beside its cold count), and
+with ``verify`` the paired drift check and, from the same cold/reused pairs, the per-reuse phase
+share, component speed-up, ceiling and the measured speed-up.
+
+A choice drift withdraws the sweep's rows from the store (the reused path is not exact for this
+model, so nothing it produced is kept) and the summary says so; the CLI then exits non-zero.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tqdm import tqdm
+
+from backend.runtime import registry
+from backend.runtime.sweep import accounting
+from backend.runtime.sweep.engine import EngineCounters, Reuse
+from backend.runtime.sweep.executors import run_local, run_ray
+from backend.runtime.sweep.plan import DEFAULT_BATCH, build_plan
+from backend.runtime.sweep.shard import ShardReport, ShardSettings
+from backend.runtime.sweep.verify import drift
+from store.configs import parse
+from store.store import Store
+
+EXECUTORS = ("local", "ray")
+MAX_FAILURES_SHOWN = 20
+
+
+@dataclass
+class SweepRequest:
+    store_root: str
+    model: str
+    benchmark: str
+    configs: list[str]  # expanded, canonical labels (plan.expand_grid)
+    item_ids: list[str] | None = None
+    limit: int | None = None
+    resume: bool = False
+    batch_size: int = DEFAULT_BATCH
+    reuse: Reuse = field(default_factory=Reuse)
+    verify: int = 0
+    verify_seed: int = 0
+    executor: str = "local"
+    workers: int | None = None
+    ray_address: str | None = None
+    device: str = "auto"
+    random_fullsize: str | None = None
+    threshold: float | None = None  # pixel-difference threshold for ``~prune`` labels
+    progress: bool = True
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def new_sweep_id() -> str:
+    return f"sweep-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def withdraw(store: Store, files: list[str]) -> None:
+    """Retire a sweep's files in one write (readers stop seeing its rows at once)."""
+    with store.writer() as w:
+        for rel in files:
+            w.retire(rel.split("/", 1)[0], [rel])
+
+
+def run_sweep(req: SweepRequest) -> dict[str, Any]:
+    """Run the sweep described by ``req`` and return its summary."""
+    started = time.perf_counter()
+    store = Store(req.store_root)
+    registry.get(store.root, req.model)  # an unknown model fails before anything runs
+    plan = build_plan(
+        store, req.model, req.benchmark, req.configs, item_ids=req.item_ids, limit=req.limit, resume=req.resume
+    )
+    settings = ShardSettings(
+        str(store.root),
+        req.model,
+        req.benchmark,
+        new_sweep_id(),
+        reuse=req.reuse,
+        batch_size=req.batch_size,
+        device=req.device,
+        random_fullsize=req.random_fullsize,
+        threshold=req.threshold,
+        args=req.args,
+    )
+    bar = tqdm(
+        total=plan.pending,
+        unit="cell",
+        desc="sweep",
+        disable=not req.progress or not plan.pending,
+        smoothing=0.1,
+        dynamic_ncols=True,
+    )
+    try:
+        if req.executor == "ray":
+            reports, chosen, cold = run_ray(
+                plan.groups, settings, bar.update, req.verify, req.verify_seed, req.workers, req.ray_address
+            )
+        else:
+            reports, chosen, cold = run_local(plan.groups, settings, bar.update, req.verify, req.verify_seed)
+    finally:
+        bar.close()
+    summary = summarise(plan, settings, reports, time.perf_counter() - started, req)
+    # An approximate protocol is compared with its exact twin: its drift is the measurement, reported,
+    # and its rows (labelled ``~prune``) stay; only an exact sweep's drift withdraws its rows.
+    approximate = any(not parse(label).is_exact for label in plan.configs)
+    summary["approximate"] = approximate
+    if chosen:
+        summary["verify"] = verification(chosen, cold, settings.reuse.enabled() + (["prune"] if approximate else []))
+        if summary["verify"]["choice_drift"] and not approximate:
+            withdraw(store, [f for r in reports for f in r.files])
+            summary["withdrawn"] = True
+    return summary
+
+
+def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: float, req: SweepRequest) -> dict:
+    counters = EngineCounters()
+    for r in reports:
+        counters.add(r.counters)
+    phase_totals = accounting.totals(o.timings for r in reports for o in r.outcomes)
+    failures = [f for r in reports for f in r.failures]
+    compute = max((r.compute_seconds for r in reports), default=0.0)
+    done = sum(r.cells for r in reports)
+    return {
+        "sweep_id": settings.sweep_id,
+        "model": plan.model,
+        "benchmark": plan.benchmark,
+        "configs": plan.configs,
+        "executor": req.executor,
+        "shards": len(reports),
+        "reuse": settings.reuse.enabled(),
+        "random_fullsize": settings.random_fullsize,
+        "cells": {
+            "grid": plan.n_items * len(plan.configs),
+            "skipped": plan.stored,
+            "pending": plan.pending,
+            "done": done,
+            "raced": sum(r.raced for r in reports),
+            "failed": len(failures),
+        },
+        "failures": [f.__dict__ for f in failures[:MAX_FAILURES_SHOWN]],
+        "batches": sum(r.batches for r in reports),
+        "wall_seconds": wall,
+        "load_seconds": max((r.load_seconds for r in reports), default=0.0),
+        "sweep_seconds": compute,
+        "cells_per_second": done / compute if compute > 0 else None,
+        "phase_totals": phase_totals,
+        # shares of the busiest shard's compute time for one shard; of the phases' sum across shards
+        "phase_shares": accounting.shares(phase_totals, compute if len(reports) == 1 else None),
+        "counters": counters.to_dict(),
+        "verify": None,
+        "withdrawn": False,
+    }
+
+
+def verification(chosen, cold, modes: list[str]) -> dict[str, Any]:
+    """The drift check plus the phase accounting of the same cells, cold (exact twin) vs the sweep's path.
+
+    ``modes``: the reuses on, plus ``prune`` for an approximate sweep; each gets its ceiling row."""
+    report = drift(chosen, cold)
+    reused_t = accounting.totals(o.timings for o in chosen)
+    cold_t = accounting.totals(o.timings for o in cold)
+    report |= {
+        "cold_phase_totals": cold_t,
+        "reused_phase_totals": reused_t,
+        "cold_phase_shares": accounting.shares(cold_t),
+        "measured_speedup": accounting.speedup(cold_t, reused_t),
+        "reuse_ceilings": accounting.reuse_table(cold_t, reused_t, modes),
+    }
+    return report

@@ -1,0 +1,233 @@
+"""One shard of a sweep: a loaded model, the engine, and the batches it appends to the store.
+
+A shard is what one process (this one, or one Ray actor) runs: it loads the model once, answers
+the video groups it is given, and appends ``responses`` rows (``origin="sweep"``, ``run="main"``)
+plus one ``runs`` row per batch in one atomic store write per batch, so a crash loses at most the
+batch in flight. Each batch re-checks the store under the writers' lock and drops cells another
+writer stored meanwhile, so no cell is ever stored twice.
+
+Run ids: ``<sweep id>-s<shard>-b<batch>`` per batch (``runs.source`` = ``sweep:<sweep id>``), so
+every row leads to its batch and every batch to its sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from backend.runtime import registry
+from backend.runtime.inference.cell import answer_cold, item_fields
+from backend.runtime.inference.records import ModelContext, library_versions, response_row
+from backend.runtime.sweep.accounting import PHASES
+from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
+from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
+from backend.runtime.video import default_video_root
+from store.configs import parse
+from store.store import Store
+
+
+@dataclass(frozen=True)
+class ShardSettings:
+    """Everything a shard needs, picklable (sent to Ray actors)."""
+
+    store_root: str
+    model: str
+    benchmark: str
+    sweep_id: str
+    shard: int = 0
+    reuse: Reuse = field(default_factory=Reuse)
+    batch_size: int = DEFAULT_BATCH
+    device: str = "auto"
+    random_fullsize: str | None = None  # a fullsize preset name, "" for the family's default; None: the checkpoint
+    threshold: float | None = None  # pixel-difference threshold of ``~prune`` labels (None: keep rate only)
+    args: dict[str, Any] = field(default_factory=dict)  # the command's arguments, stored in runs.args
+
+
+@dataclass
+class Outcome:
+    """What the drift check and the summary need from one stored cell."""
+
+    item_id: str
+    config: str
+    answer: str | None
+    correct: int | None
+    option_probs: dict[str, float]
+    raw_output: str
+    timings: dict[str, float]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], timings: dict[str, float]) -> Outcome:
+        probs = json.loads(row["option_probs"]) if row["option_probs"] else {}
+        return cls(row["item_id"], row["config"], row["answer"], row["correct"], probs, row["raw_output"], timings)
+
+
+@dataclass
+class ShardReport:
+    shard: int
+    cells: int = 0  # answered and stored by this shard
+    raced: int = 0  # answered but already stored by another writer when the batch landed
+    batches: int = 0
+    files: list[str] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    failures: list[Failed] = field(default_factory=list)
+    counters: EngineCounters = field(default_factory=EngineCounters)
+    load_seconds: float = 0.0
+    compute_seconds: float = 0.0
+
+    def phase_totals(self) -> dict[str, float]:
+        return {p: sum(o.timings.get(p, 0.0) for o in self.outcomes) for p in PHASES}
+
+
+def load_model(settings: ShardSettings) -> tuple[Any, ModelContext, int | None]:
+    """(adapter, provenance context, default pixels) for the sweep's model."""
+    from backend.runtime.inference.base import checkpoint_fingerprint
+    from backend.runtime.worker import load_registered_adapter, resolve_device, resolve_dtype
+
+    spec = registry.get(settings.store_root, settings.model)
+    path = spec.resolved_path(settings.store_root)
+    device = resolve_device(spec.device if settings.device == "auto" else settings.device)
+    dtype = resolve_dtype(spec.dtype, device)
+    if settings.random_fullsize is None:
+        adapter = load_registered_adapter(spec, path, device, dtype)
+        fingerprint, checkpoint = checkpoint_fingerprint(path), str(path)
+    else:
+        from backend.runtime.inference.fullsize import DEFAULT_PRESET, load_random_fullsize
+
+        preset = settings.random_fullsize or DEFAULT_PRESET[spec.family]
+        adapter = load_random_fullsize(spec.family, path, preset, device=device, dtype=dtype)
+        fingerprint, checkpoint = f"random-fullsize:{preset}", f"random weights at the size of {preset}"
+    context = ModelContext(spec.name, spec.family, checkpoint, fingerprint, library_versions(), device, dtype)
+    return adapter, context, spec.default_pixels
+
+
+class ShardRunner:
+    """Runs video groups for one shard and writes their rows in batches."""
+
+    def __init__(self, settings: ShardSettings, loaded: tuple[Any, ModelContext, int | None] | None = None):
+        t0 = time.perf_counter()
+        self.settings = settings
+        self.store = Store(settings.store_root)
+        self.adapter, self.context, default_pixels = loaded or load_model(settings)
+        self.video_root = default_video_root(self.store.root)
+        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels, settings.threshold)
+        self.report = ShardReport(settings.shard, load_seconds=time.perf_counter() - t0)
+        self._rows: list[dict[str, Any]] = []
+        self._pending: list[Outcome] = []
+
+    def run(self, groups: list[VideoGroup], on_cell: Callable[[int], None] | None = None) -> ShardReport:
+        """Answer every cell of ``groups``; full batches are written as they fill."""
+        t0 = time.perf_counter()
+        for group in groups:
+            for done in self.engine.run(group):
+                if isinstance(done, Failed):
+                    self.report.failures.append(done)
+                else:
+                    self._add(done)
+                if on_cell is not None:
+                    on_cell(1)
+        self.report.compute_seconds += time.perf_counter() - t0
+        self.report.counters = self.engine.counters
+        return self.report
+
+    def finish(self) -> ShardReport:
+        """Write the last, partial batch."""
+        t0 = time.perf_counter()
+        self.flush()
+        self.report.compute_seconds += time.perf_counter() - t0
+        return self.report
+
+    def _row(self, done: Answered) -> dict[str, Any]:
+        s = self.settings
+        key = {"model": s.model, "benchmark": s.benchmark, "item_id": done.item["item_id"], "config": done.cfg.label}
+        return response_row(
+            key={**key, "run": RUN},
+            item=done.item,
+            cfg=done.cfg,
+            answer_type=item_fields(done.item)[2],
+            indices=done.indices,
+            fps=done.fps,
+            pixels=done.pixels,
+            seed=done.seed,
+            result=done.result,
+            timings=done.timings,
+            run_id="",  # set when the batch is written
+            origin="sweep",
+            context=self.context,
+            extra={"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
+            | ({} if s.threshold is None else {"prune_threshold": s.threshold}),
+            now=datetime.now(UTC),
+        )
+
+    def _add(self, done: Answered) -> None:
+        row = self._row(done)
+        self._rows.append(row)
+        self._pending.append(Outcome.from_row(row, done.timings))
+        if len(self._rows) >= self.settings.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Publish the buffered rows as one batch, minus cells stored meanwhile (checked under the lock)."""
+        if not self._rows:
+            return
+        s, rows, outcomes = self.settings, pd.DataFrame(self._rows), self._pending
+        self._rows, self._pending = [], []
+        run_id = f"{s.sweep_id}-s{s.shard}-b{self.report.batches + 1:04d}"
+        with self.store.writer() as w:
+            with w.connect() as con:
+                present = con.execute(
+                    "SELECT DISTINCT item_id, config FROM responses WHERE model = ? AND benchmark = ? AND run = ? "
+                    "AND list_contains(?, item_id)",
+                    [s.model, s.benchmark, RUN, rows["item_id"].unique().tolist()],
+                ).df()
+            fresh = ~pd.MultiIndex.from_frame(rows[["item_id", "config"]]).isin(
+                pd.MultiIndex.from_frame(present[["item_id", "config"]])
+            )
+            self.report.raced += int((~fresh).sum())
+            rows = rows[fresh].assign(run_id=run_id)
+            if rows.empty:
+                return
+            run = {
+                "run_id": run_id,
+                "origin": "sweep",
+                "source": f"sweep:{s.sweep_id}",
+                "format": "sweep",
+                "args": json.dumps({**s.args, "shard": s.shard, "batch": self.report.batches + 1}, default=str),
+                "n_rows": len(rows),
+                "code_version": self.context.versions.get("trajaudit"),
+                "created_at": datetime.now(UTC),
+            }
+            self.report.files += [f for f in (w.add("responses", rows), w.add("runs", pd.DataFrame([run]))) if f]
+        self.report.batches += 1
+        self.report.cells += len(rows)
+        self.report.outcomes += [o for o, keep in zip(outcomes, fresh) if keep]
+
+    def answer_cold(self, cells: list[tuple[str, str]]) -> list[Outcome]:
+        """Each cell answered from scratch (the drift check's reference), nothing written."""
+        ids = sorted({item_id for item_id, _ in cells})
+        items = self.store.query(
+            "SELECT * FROM items WHERE benchmark = ? AND list_contains(?, item_id)", [self.settings.benchmark, ids]
+        )
+        by_id = {row["item_id"]: row for row in items.to_dict("records")}
+        out = []
+        for item_id, label in cells:
+            cfg, item = parse(label), by_id[item_id]
+            cold = answer_cold(
+                self.adapter,
+                item,
+                cfg,
+                self.video_root,
+                label_seed(cfg),
+                self.engine.default_pixels,
+                self.engine.threshold,
+            )
+            row = self._row(
+                Answered(item, cfg, label_seed(cfg), cold.indices, cold.fps, cold.pixels, cold.result, cold.timings)
+            )
+            out.append(Outcome.from_row(row, {p: cold.timings.get(p, 0.0) for p in PHASES}))
+        return out

@@ -1,0 +1,310 @@
+"""The re-run worker: claims jobs for one registered model, runs them, stores one response per job.
+
+One worker serves one model: it loads the adapter once and keeps it. For each job it probes the
+video, picks the frame indices with the job's sampling policy, decodes only those frames (at native
+size: the model's processor resizes, as in the harness that produced the logged answer), asks the
+adapter, and publishes one ``responses`` row plus its ``runs`` row in one atomic store write.
+
+Run ids. Every job's result is stored under ``run = run_id = "rerun-<job id>"``, never ``main``:
+``main`` is the logged answer a harness produced, and a re-run is a repeat beside it, so a re-run
+can neither replace nor masquerade as the logged result (the response matrix prefers non-re-run
+rows and uses a re-run only where nothing else exists). A run id tied to the job also makes the
+write idempotent:
+
+* before running, a job whose row already exists (its previous worker died after writing but
+  before completing) is completed from that row;
+* the write itself re-checks under the store's writers' lock, so two workers that both ran a job
+  (one lost its lease while still computing) store one row between them;
+* only the lease holder can complete a job (``store.queue``).
+
+A background thread renews the lease every third of its length and sends heartbeats. SIGINT or
+SIGTERM stops the worker: a job whose answer is already computed (only the write and the queue
+update remain) is finished; a job still being computed is released back to the queue untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from backend.runtime import registry
+from backend.runtime.inference.cell import ColdCell, answer_cold, item_fields
+from backend.runtime.inference.records import ModelContext, library_versions, response_row
+from backend.runtime.registry import ModelSpec
+from backend.runtime.video import default_video_root
+from store.configs import Config, parse
+from store.errors import UserError
+from store.queue import Job, JobQueue
+from store.schema import RESPONSE_KEY
+from store.store import Store
+
+DEFAULT_LEASE_S = 60.0
+DEFAULT_POLL_S = 1.0
+
+# (model spec, resolved checkpoint path, device, dtype) -> an object with .answer(InferenceRequest)
+AdapterFactory = Callable[[ModelSpec, Path, str, str], Any]
+
+
+class _Interrupted(BaseException):
+    """Raised by the signal handler while a job is being computed (BaseException: adapters' ``except
+    Exception`` must not swallow it)."""
+
+
+def load_registered_adapter(spec: ModelSpec, path: Path, device: str, dtype: str) -> Any:
+    """The default factory: the family's adapter from ``backend.runtime.inference``."""
+    from backend.runtime.inference.base import load_adapter
+
+    return load_adapter(spec.family, str(path), device=device, dtype=dtype)
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; asking for an absent GPU is an error."""
+    if requested not in registry.DEVICES:
+        raise UserError(f"unknown device {requested!r}; expected one of {', '.join(registry.DEVICES)}")
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if requested == "cuda" and not has_cuda:
+        raise UserError("--device cuda: no CUDA device is visible to this process")
+    if requested == "auto":
+        return "cuda" if has_cuda else "cpu"
+    return requested
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``auto`` -> bfloat16 on a GPU, float32 on the CPU (half precision on CPUs is slow and lossy)."""
+    if dtype != "auto":
+        return dtype
+    return "bfloat16" if device == "cuda" else "float32"
+
+
+def result_key(job: Job) -> dict[str, str]:
+    """The response key a job's result is stored under (``RESPONSE_KEY`` order)."""
+    return dict(zip(RESPONSE_KEY, (job.model, job.benchmark, job.item_id, job.config, job.run)))
+
+
+def _stored(con, job: Job) -> bool:
+    (n,) = con.execute(
+        "SELECT count(*) FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? AND run = ?",
+        list(result_key(job).values()),
+    ).fetchone()
+    return n > 0
+
+
+class _LeaseKeeper:
+    """Renews one job's lease and heartbeats from a background thread while the job runs."""
+
+    def __init__(self, worker: Worker, job: Job):
+        self.worker, self.job = worker, job
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{job.id}", daemon=True)
+
+    def _loop(self) -> None:
+        w = self.worker
+        while not self._done.wait(w.lease_s / 3):
+            try:
+                if not w.queue.renew(self.job.id, w.worker_id, w.lease_s):
+                    # Taken over after a missed renewal: finishing is still safe (the write is
+                    # idempotent and only the new holder can complete), so just stop renewing.
+                    print(f"worker: lease on job {self.job.id} lost to another worker", file=sys.stderr, flush=True)
+                    return
+                w.queue.heartbeat(w.worker_id, w.spec.name, w.device, self.job.id)
+            except sqlite3.Error as exc:  # a locked or busy queue: try again at the next tick
+                print(f"worker: lease renewal for job {self.job.id} failed: {exc}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+class Worker:
+    """One worker process's state: the model, its adapter, its id and the stop flag."""
+
+    def __init__(
+        self,
+        store_root: str | os.PathLike,
+        model: str,
+        device: str = "auto",
+        lease_s: float = DEFAULT_LEASE_S,
+        poll_s: float = DEFAULT_POLL_S,
+        adapter_factory: AdapterFactory = load_registered_adapter,
+    ):
+        self.store = Store(store_root)
+        self.queue = JobQueue(self.store.root)
+        self.spec = registry.get(self.store.root, model)
+        self.path = self.spec.resolved_path(self.store.root)
+        if not self.path.exists():
+            raise UserError(f"model {model!r}: checkpoint path {self.path} does not exist")
+        self.device = resolve_device(self.spec.device if device == "auto" else device)
+        self.dtype = resolve_dtype(self.spec.dtype, self.device)
+        self.lease_s, self.poll_s = float(lease_s), float(poll_s)
+        self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.video_root = default_video_root(self.store.root)
+        self._stop = threading.Event()
+        self._computing = False
+        from backend.runtime.inference.base import checkpoint_fingerprint
+
+        self.fingerprint = checkpoint_fingerprint(self.path)
+        self.versions = library_versions()
+        self.context = ModelContext(
+            self.spec.name, self.spec.family, str(self.path), self.fingerprint, self.versions, self.device, self.dtype
+        )
+        self.adapter = adapter_factory(self.spec, self.path, self.device, self.dtype)
+
+    # -- the loop --------------------------------------------------------------------------
+    def _on_signal(self, signum: int, frame) -> None:
+        self._stop.set()
+        if self._computing:
+            self._computing = False
+            raise _Interrupted(signal.Signals(signum).name)
+
+    def run(self, once: bool = False, idle_timeout_s: float | None = None) -> int:
+        """Serve jobs until stopped; with ``once``, exit when no job for this model is queued; with
+        ``idle_timeout_s``, exit after that long without a job (a worker nobody uses frees its memory).
+
+        Returns the number of jobs this worker finished (done or failed; released ones not counted).
+        """
+        handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        done = 0
+        idle_since = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)
+                job = self.queue.claim(self.worker_id, self.spec.name, self.lease_s)
+                if job is None:
+                    if once:
+                        break
+                    if idle_timeout_s is not None and time.monotonic() - idle_since >= idle_timeout_s:
+                        print(f"worker: no job for {idle_timeout_s:g} s: stopping", flush=True)
+                        break
+                    self._stop.wait(self.poll_s)
+                    continue
+                done += self.run_job(job) in ("done", "failed")
+                idle_since = time.monotonic()
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+            self.queue.sign_off(self.worker_id)
+        return done
+
+    def run_job(self, job: Job) -> str:
+        """Run one claimed job to ``done``, ``failed`` or (interrupted) ``queued``; the state reached."""
+        with _LeaseKeeper(self, job):
+            try:
+                if self._stop.is_set():
+                    raise _Interrupted("stop requested")
+                with self.store.connect() as con:
+                    if _stored(con, job):  # written by a worker that died before completing
+                        return self._complete(job, "result already stored")
+                self._computing = True
+                if self._stop.is_set():  # a signal that came before the flag was raised
+                    raise _Interrupted("stop requested")
+                rows = self.compute(job)
+                self._computing = False
+                self._write(job, rows)
+                return self._complete(job, _summary(rows["responses"]))
+            except _Interrupted as why:
+                self._computing = False
+                self.queue.release(job.id, self.worker_id)
+                print(f"worker: {why}: job {job.id} released to the queue", flush=True)
+                return "queued"
+            except Exception as exc:
+                self._computing = False
+                traceback.print_exc(file=sys.stderr)
+                message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                self.queue.fail(job.id, self.worker_id, message)
+                print(f"worker: job {job.id} failed: {message}", flush=True)
+                return "failed"
+
+    def _complete(self, job: Job, summary: str) -> str:
+        ref = json.dumps(result_key(job))
+        if self.queue.complete(job.id, self.worker_id, ref):
+            print(f"worker: job {job.id} done: {summary}", flush=True)
+            return "done"
+        print(f"worker: job {job.id}: lease lost to another worker; its result is stored once", flush=True)
+        return "lost"
+
+    def _write(self, job: Job, rows: dict[str, pd.DataFrame]) -> None:
+        """Publish the rows unless this job's result is already stored (checked under the writers' lock)."""
+        with self.store.writer() as w:
+            with w.connect() as con:
+                if _stored(con, job):
+                    return
+            for table, df in rows.items():
+                w.add(table, df)
+
+    # -- one job ---------------------------------------------------------------------------
+    def compute(self, job: Job) -> dict[str, pd.DataFrame]:
+        """Decode, infer and build the ``responses`` and ``runs`` rows of one job (nothing written)."""
+        items = self.store.query(
+            "SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [job.benchmark, job.item_id]
+        )
+        if items.empty:
+            raise UserError(f"item {job.item_id!r} of benchmark {job.benchmark!r} is not in the store")
+        item = items.iloc[0]
+        cfg = parse(job.config)
+        cell = answer_cold(self.adapter, item, cfg, self.video_root, job.seed, self.spec.default_pixels)
+        return self._rows(job, item, cfg, cell)
+
+    def _rows(
+        self,
+        job: Job,
+        item: pd.Series,
+        cfg: Config,
+        cell: ColdCell,
+    ) -> dict[str, pd.DataFrame]:
+        now = datetime.now(UTC)
+        response = response_row(
+            key=result_key(job),
+            item=item,
+            cfg=cfg,
+            answer_type=item_fields(item)[2],
+            indices=cell.indices,
+            fps=cell.fps,
+            pixels=cell.pixels,
+            seed=job.seed,
+            result=cell.result,
+            timings=cell.timings,
+            run_id=job.run,
+            origin="rerun",
+            context=self.context,
+            extra={"job_id": job.id, "attempt": job.attempts, "worker_id": self.worker_id},
+            now=now,
+        )
+        run = {
+            "run_id": job.run,
+            "origin": "rerun",
+            "source": f"job:{job.id}",
+            "format": "rerun",
+            "args": json.dumps(
+                {k: getattr(job, k) for k in ("model", "benchmark", "item_id", "config", "seed", "force")}
+            ),
+            "n_rows": 1,
+            "code_version": self.versions["trajaudit"],
+            "created_at": now,
+        }
+        return {"responses": pd.DataFrame([response]), "runs": pd.DataFrame([run])}
+
+
+def _summary(responses: pd.DataFrame) -> str:
+    row = responses.iloc[0]
+    verdict = {1: "correct", 0: "wrong"}.get(row["correct"], "scored")
+    return f"answer {row['answer']!r} ({verdict}), {row['frames']} frames"

@@ -1,0 +1,259 @@
+"""Workers on demand and the queue at a glance: what the re-run panel and the Workers page ask.
+
+On a fresh machine only ``streamlit run app.py`` runs, so a re-run would wait forever for a worker
+nobody started. ``ensure_local_worker`` starts one (``trajaudit worker``) as a detached background
+process when no worker of that model is online, logging to ``<store>/logs/worker-<model>.log``.
+Such a worker belongs to the dashboard process that started it: it watches that process and stops
+when it is gone (``--parent-pid``, ``backend.runtime.lifeline``), and it stops after ``LOCAL_IDLE_TIMEOUT_S``
+without a job, so a dashboard left open does not hold a model in memory for nothing. Its pid file
+records who started it (dashboard pid, user, time), which the Workers page shows.
+It is idempotent across sessions and server processes: the check and the start happen under a
+per-model lock file, and a pid file remembers the process it started, so a second call while that
+worker is still loading (no heartbeat yet) starts nothing. The dashboard process itself never
+imports torch: the worker is a separate program.
+
+``overview`` is the queue's state with the derived timings (queue wait, run time, heartbeat age);
+``trajaudit jobs --json`` prints the same object.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from backend.runtime import registry, rerun
+from store.errors import UserError
+from store.queue import Job, JobQueue
+
+LOG_DIR = "logs"
+ONLINE_WITHIN_S = 30.0  # a heartbeat younger than this means the worker is online
+LOG_TAIL_LINES = 12
+LOCAL_IDLE_TIMEOUT_S = 1800.0  # a dashboard-started worker stops after 30 minutes without a job
+# The ``trajaudit`` command line, run by this interpreter (works without the console script on PATH).
+CLI = (sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())")
+
+
+def _stem(model: str) -> str:
+    """A file-name-safe form of a model name (names may hold slashes or spaces)."""
+    return "worker-" + re.sub(r"[^A-Za-z0-9._-]", "_", model)
+
+
+def _files(store_root: str | os.PathLike, model: str) -> tuple[Path, Path, Path]:
+    """(log, pid file, lock file) of the local worker of ``model``."""
+    base = Path(store_root) / LOG_DIR / _stem(model)
+    return base.with_suffix(".log"), base.with_suffix(".pid"), base.with_suffix(".lock")
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``: one check-then-start at a time, across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _alive(pid: int, model: str) -> bool:
+    """Whether ``pid`` is still a running worker of ``model``.
+
+    A worker this process started and that exited is a zombie until reaped (``kill(pid, 0)``
+    would call it alive), so it is reaped first; on Linux the command line is checked too, so a
+    recycled pid is not mistaken for the worker.
+    """
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: another server process started it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if cmdline.parent.is_dir():
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return b"worker" in args and model.encode() in args
+    return True
+
+
+def _started(store_root: str | os.PathLike) -> list[tuple[Path, dict]]:
+    """(pid file, its record) of every worker started here: ``{"pid", "model", "device", "started_at",
+    "parent_pid", "user", "idle_timeout_s"}`` (the last three absent in records of older versions)."""
+    return [(p, json.loads(p.read_text())) for p in sorted((Path(store_root) / LOG_DIR).glob("worker-*.pid"))]
+
+
+def _log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    if not log.is_file():
+        return []
+    with open(log, "rb") as fh:
+        fh.seek(max(0, log.stat().st_size - 16_384))
+        return fh.read().decode(errors="replace").splitlines()[-lines:]
+
+
+def local_worker(store_root: str | os.PathLike, model: str) -> dict:
+    """The state of ``model``'s worker, starting nothing.
+
+    ``state``: ``online`` (a worker of the model, here or elsewhere, sent a heartbeat within
+    ``ONLINE_WITHIN_S``), ``starting`` (the local process is alive but has not sent one yet: it is
+    loading the model), ``exited`` (the local process is gone; ``log_tail`` says why) or ``none``.
+    ``started_by`` is who started the local process (``{"parent_pid", "user", "started_at",
+    "idle_timeout_s"}``), None when this store started none.
+    """
+    log, pid_file, _ = _files(store_root, model)
+    online = [w for w in JobQueue(store_root).workers(ONLINE_WITHIN_S) if w.model == model]
+    started = json.loads(pid_file.read_text()) if pid_file.is_file() else None
+    who = (
+        None if started is None else {k: started.get(k) for k in ("parent_pid", "user", "started_at", "idle_timeout_s")}
+    )
+    out = {
+        "model": model,
+        "log": str(log),
+        "pid": None,
+        "worker_id": None,
+        "device": None,
+        "log_tail": [],
+        "started_by": who,
+    }
+    if online:
+        w = online[0]
+        return out | {"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device}
+    if started is None:
+        return out | {"state": "none"}
+    out |= {"pid": started["pid"], "device": started["device"]}
+    if _alive(started["pid"], model):
+        return out | {"state": "starting"}
+    return out | {"state": "exited", "log_tail": _log_tail(log)}
+
+
+def _user() -> str:
+    """The login name (containers may have none: then the uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"
+
+
+def ensure_local_worker(
+    store_root: str | os.PathLike, model: str, device: str = "cpu", parent_pid: int | None = None
+) -> dict:
+    """Start ``trajaudit worker --model MODEL --device DEVICE`` here unless one is online or starting.
+
+    The worker stops when process ``parent_pid`` (default: this one, the dashboard) is gone, or
+    after ``LOCAL_IDLE_TIMEOUT_S`` without a job.
+
+    Returns :func:`local_worker`'s dict plus ``started`` (True when this call started it; its
+    ``state`` is then ``starting``). ``UserError`` for an unregistered model or a checkpoint that
+    is not on this machine (start a worker where it is instead).
+    """
+    root = Path(store_root)
+    spec = registry.get(root, model)
+    if not spec.resolved_path(root).exists():
+        raise UserError(
+            f"model {model!r}: checkpoint {spec.path!r} is not on this machine; start its worker where it is"
+        )
+    if device not in registry.DEVICES:
+        raise UserError(f"unknown device {device!r}; expected one of {', '.join(registry.DEVICES)}")
+    log, pid_file, lock = _files(root, model)
+    with _locked(lock):
+        status = local_worker(root, model)
+        if status["state"] in ("online", "starting"):
+            return status | {"started": False}
+        parent = os.getpid() if parent_pid is None else parent_pid
+        cmd = [*CLI, "worker", "--store", str(root.resolve()), "--model", model, "--device", device,
+               "--parent-pid", str(parent), "--idle-timeout", f"{LOCAL_IDLE_TIMEOUT_S:g}"]  # fmt: skip
+        env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        with open(log, "a") as out:
+            out.write(
+                f"--- {datetime.now(UTC).isoformat()} starting: trajaudit worker --model {model} --device {device}\n"
+            )
+            out.flush()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)  # fmt: skip
+        tmp = pid_file.with_suffix(".pid.tmp")
+        who = {"parent_pid": parent, "user": _user(), "started_at": time.time(), "idle_timeout_s": LOCAL_IDLE_TIMEOUT_S}
+        tmp.write_text(json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
+        os.replace(tmp, pid_file)
+    return status | {
+        "state": "starting",
+        "pid": proc.pid,
+        "device": device,
+        "log_tail": [],
+        "started_by": who,
+        "started": True,
+    }
+
+
+def stop_local_workers(store_root: str | os.PathLike, model: str | None = None, timeout_s: float = 20.0) -> list[int]:
+    """Stop the workers :func:`ensure_local_worker` started for this store (of ``model``, or all); the pids stopped.
+
+    SIGTERM first (the worker returns a job it is computing to the queue), SIGKILL after
+    ``timeout_s``.
+    """
+    stopped = []
+    for pid_file, started in _started(store_root):
+        pid, name = started["pid"], started["model"]
+        if model is not None and name != model:
+            continue
+        with _locked(_files(store_root, name)[2]):  # not while a session is starting it
+            if _alive(pid, name):
+                stopped.append(pid)
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if not _alive(pid, name):
+                    break
+                os.kill(pid, sig)
+                deadline = time.monotonic() + timeout_s
+                while _alive(pid, name) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            pid_file.unlink(missing_ok=True)
+    return stopped
+
+
+def job_row(job: Job, now: float) -> dict:
+    """A job as JSON plus ``waited_s`` (queued until claimed, or until now) and ``ran_s`` (since claimed)."""
+    end = job.finished_at if job.finished_at is not None else now
+    waited = (job.started_at if job.started_at is not None else end) - job.created_at
+    ran = None if job.started_at is None else end - job.started_at
+    return job.to_dict() | {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
+
+
+def job_status(store_root: str | os.PathLike, job_id: int) -> dict:
+    """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting) and its timings."""
+    job = JobQueue(store_root).get(job_id)
+    if job is None:
+        raise UserError(f"no job {job_id} in this store's queue")
+    return rerun.wait(store_root, job_id, timeout_s=0) | {"job": job_row(job, time.time())}
+
+
+def overview(
+    store_root: str | os.PathLike, state: str | None = None, model: str | None = None, limit: int = 100
+) -> dict:
+    """The queue at a glance: ``counts`` per state, newest ``jobs`` (with timings), online ``workers``
+    (with ``age_s`` since their last heartbeat) and the ``local`` worker processes this store started."""
+    queue = JobQueue(store_root)
+    jobs = queue.list_jobs(state=state, model=model, limit=limit)
+    now = time.time()
+    return {
+        "counts": queue.counts(),
+        "jobs": [job_row(j, now) for j in jobs],
+        "workers": [w.to_dict() | {"age_s": round(now - w.seen_at, 1)} for w in queue.workers(ONLINE_WITHIN_S)],
+        "local": [local_worker(store_root, started["model"]) for _, started in _started(store_root)],
+    }

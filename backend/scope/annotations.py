@@ -1,0 +1,188 @@
+"""Item annotations: a controlled vocabulary of evidence pathways plus free notes, kept in the store.
+
+Why append-only: the dashboard, the CLI and several users write at once, and the store publishes
+whole batches through its manifest under the writers' lock, so an ``append`` can never lose a
+concurrent one. Deleting therefore appends a *tombstone* (the same ``annotation_id`` with
+``deleted=True`` and a later ``created_at``); the live state of an annotation is its latest row.
+``backend.scope.filters`` applies the same rule when the item browser filters by tag.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import uuid
+
+import pandas as pd
+
+from store.errors import UserError
+from store.store import Store
+
+# Evidence pathways a researcher can attribute a behaviour to (the paper's and its readers' vocabulary).
+VOCABULARY: dict[str, str] = {
+    "evidence-missed-by-sampling": "the frames that answer the question were not sampled",
+    "distractor-frames": "added frames carry misleading evidence that pulls the answer away",
+    "counting": "the question counts objects or events",
+    "text-prior-overridden": "the text-only answer was right and visual input overrode it",
+    "letter-prior": "the answer follows a preference for an option letter, not the evidence",
+    "temporal-order": "the question needs the order of events",
+    "ocr": "the answer needs text read from the frames",
+    "other": "none of the above; say what in the note",
+}
+
+COLUMNS = ["annotation_id", "benchmark", "item_id", "model", "tag", "note", "author", "created_at"]
+
+# The live rows: the latest row of each annotation_id, unless that row is a tombstone.
+_LIVE_SQL = """
+    SELECT annotation_id, benchmark, item_id, model, tag, note, author, created_at
+    FROM (SELECT * FROM annotations
+          QUALIFY row_number() OVER (PARTITION BY annotation_id ORDER BY created_at DESC) = 1)
+    WHERE NOT coalesce(deleted, false)
+"""
+
+
+def default_author() -> str:
+    """``$TRAJAUDIT_AUTHOR``, else the login name (containers may have none: then "anonymous")."""
+    try:
+        return os.environ.get("TRAJAUDIT_AUTHOR") or getpass.getuser()
+    except (KeyError, OSError):
+        return "anonymous"
+
+
+def check_tag(tag: str) -> str:
+    """The tag if it is in the vocabulary, else a ``UserError`` listing the allowed ones."""
+    if tag not in VOCABULARY:
+        raise UserError(f"unknown annotation tag {tag!r}: use one of {', '.join(VOCABULARY)}")
+    return tag
+
+
+def _require(value: str | None, what: str) -> str:
+    if value is None or not str(value).strip():
+        raise UserError(f"annotation {what} is empty")
+    return str(value).strip()
+
+
+def _item_known(store: Store, benchmark: str, item_id: str) -> bool:
+    sql = (
+        "SELECT EXISTS (SELECT 1 FROM items_all WHERE benchmark = $b AND item_id = $i) "
+        "OR EXISTS (SELECT 1 FROM responses WHERE benchmark = $b AND item_id = $i)"
+    )
+    with store.connect() as con:
+        return bool(con.execute(sql, {"b": benchmark, "i": item_id}).fetchone()[0])
+
+
+def add_annotation(
+    store: Store,
+    benchmark: str,
+    item_id: str,
+    tag: str,
+    note: str | None,
+    author: str,
+    model: str | None = None,
+) -> dict:
+    """Record one annotation on an item (optionally about one model); returns the row written.
+
+    The item must be known to the store (in ``items`` or ``responses``), so a typo in an id does not
+    leave an annotation that no view will ever show.
+    """
+    check_tag(tag)
+    benchmark, item_id, author = (
+        _require(benchmark, "benchmark"),
+        _require(item_id, "item id"),
+        _require(author, "author"),
+    )
+    if not _item_known(store, benchmark, item_id):
+        raise UserError(f"unknown item {item_id!r} in benchmark {benchmark!r}: nothing to annotate")
+    row = {
+        "annotation_id": uuid.uuid4().hex,
+        "benchmark": benchmark,
+        "item_id": item_id,
+        "model": model or None,
+        "tag": tag,
+        "note": (note or "").strip() or None,
+        "author": author,
+        "deleted": False,
+        "created_at": pd.Timestamp.now(tz="UTC"),
+    }
+    store.append({"annotations": pd.DataFrame([row])})
+    return {k: row[k] for k in COLUMNS}
+
+
+def delete_annotation(store: Store, annotation_id: str, author: str | None = None) -> dict:
+    """Retire one live annotation by appending its tombstone; returns the annotation deleted.
+
+    Read and write happen under the writers' lock, so two deletes of the same id cannot both pass
+    the "is it live" check. The tombstone's time is after the original's even on a skewed clock.
+    """
+    with store.writer() as w:
+        with w.connect() as con:
+            live = con.execute(f"SELECT * FROM ({_LIVE_SQL}) WHERE annotation_id = ?", [annotation_id]).df()
+        if live.empty:
+            raise UserError(f"no live annotation with id {annotation_id!r} (unknown or already deleted)")
+        original = live.iloc[0]
+        now = pd.Timestamp.now(tz="UTC")
+        tomb = live.assign(
+            deleted=True,
+            author=author or original["author"],
+            created_at=max(now, original["created_at"] + pd.Timedelta(microseconds=1)),
+        )
+        w.add("annotations", tomb)
+    return {k: (None if pd.isna(original[k]) else original[k]) for k in COLUMNS}
+
+
+def annotations_for(
+    store: Store,
+    benchmark: str | None = None,
+    item_id: str | None = None,
+    tag: str | None = None,
+    model: str | None = None,
+) -> pd.DataFrame:
+    """Live annotations (tombstones applied), newest first, optionally narrowed; columns ``COLUMNS``.
+
+    ``model`` keeps the annotations about that model and those about the item for every model.
+    """
+    if tag is not None:
+        check_tag(tag)
+    sql = (
+        f"SELECT * FROM ({_LIVE_SQL}) WHERE ($b IS NULL OR benchmark = $b) AND ($i IS NULL OR item_id = $i) "
+        "AND ($t IS NULL OR tag = $t) AND ($m IS NULL OR model IS NULL OR model = $m) "
+        "ORDER BY created_at DESC, annotation_id"
+    )
+    with store.connect() as con:
+        return con.execute(sql, {"b": benchmark, "i": item_id, "t": tag, "m": model}).df()
+
+
+def item_annotation_summary(store: Store, benchmark: str | None = None) -> pd.DataFrame:
+    """One row per annotated item: its distinct tags and its notes joined, for item exports.
+
+    Columns: ``benchmark, item_id, annotation_tags`` ("a;b", sorted), ``annotation_notes``
+    ("author: note" joined by " | ", oldest first) and ``n_annotations``.
+    """
+    sql = f"""
+        SELECT benchmark, item_id,
+               array_to_string(list_sort(list(DISTINCT tag)), ';') AS annotation_tags,
+               array_to_string(list(author || ': ' || note ORDER BY created_at) FILTER (note IS NOT NULL), ' | ')
+                   AS annotation_notes,
+               count(*) AS n_annotations
+        FROM ({_LIVE_SQL}) WHERE ($b IS NULL OR benchmark = $b)
+        GROUP BY benchmark, item_id ORDER BY benchmark, item_id
+    """
+    with store.connect() as con:
+        return con.execute(sql, {"b": benchmark}).df()
+
+
+SUMMARY_COLUMNS = ["annotation_tags", "annotation_notes", "n_annotations"]
+
+
+def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = None) -> pd.DataFrame:
+    """``frame`` (one row per item: benchmark, item_id, ...) with its ``item_annotation_summary`` columns.
+
+    Items without annotations get empty tags and notes and ``n_annotations = 0``, so an export has
+    the same columns whatever was annotated.
+    """
+    summary = item_annotation_summary(store, benchmark)
+    out = frame.merge(summary, on=["benchmark", "item_id"], how="left", validate="many_to_one")
+    out["annotation_tags"] = out["annotation_tags"].fillna("")
+    out["annotation_notes"] = out["annotation_notes"].fillna("")
+    out["n_annotations"] = out["n_annotations"].fillna(0).astype("int64")
+    return out

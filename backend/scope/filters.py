@@ -1,0 +1,86 @@
+"""Which items a view is about: the sidebar's filters as one frozen value compiled to SQL.
+
+The value is frozen and hashable so Streamlit can cache on it, and it compiles to a parameterised
+WHERE fragment over the ``items`` view, so filtering happens in DuckDB before any item reaches NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Item selection; every empty field means "no constraint".
+
+    ``tags`` are user annotation tags (the ``annotations`` table): an item passes when it carries at
+    least one of them, for any model, in an annotation whose latest row is not deleted. Trajectory
+    tags (stable-correct, confused, ...) depend on model and grid and are applied after the metrics
+    (``backend.scope.items.items_table(tag=...)``).
+    """
+
+    task_types: tuple[str, ...] = ()
+    durations: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    search: str | None = None
+    item_ids: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Lists would make the value unhashable (and so uncacheable); accept them, store tuples.
+        for name in ("task_types", "durations", "domains", "item_ids", "tags"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        if self.search is not None and not self.search.strip():
+            object.__setattr__(self, "search", None)
+
+    def to_argv(self) -> list[str]:
+        """The command-line flags that select these items (the CLI twins pages print)."""
+        flags = [("--task-type", self.task_types), ("--duration", self.durations), ("--domain", self.domains),
+                 ("--annotation-tag", self.tags), ("--item-ids", self.item_ids)]  # fmt: skip
+        argv = [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
+        return argv + (["--search", self.search] if self.search else [])
+
+    def is_empty(self) -> bool:
+        """True when the filter selects every item (pages say "all items" instead of listing filters)."""
+        return self == ItemFilter()
+
+
+def _in(column: str, values: tuple[str, ...]) -> tuple[str, list]:
+    return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
+
+
+def filter_sql(item_filter: ItemFilter | None, alias: str = "items") -> tuple[str, list]:
+    """A WHERE fragment (``TRUE`` when unconstrained) and its parameters, over ``items`` as ``alias``.
+
+    Free-text search is a case-insensitive substring match on question, options and item id.
+    """
+    f = item_filter or ItemFilter()
+    clauses: list[str] = []
+    params: list = []
+    for column, values in (
+        ("task_type", f.task_types),
+        ("duration", f.durations),
+        ("domain", f.domains),
+        ("item_id", f.item_ids),
+    ):
+        if values:
+            sql, p = _in(f"{alias}.{column}", values)
+            clauses.append(sql)
+            params += p
+    if f.search is not None:
+        term = f.search.strip().lower()
+        columns = ("question", "options", "item_id")
+        clauses.append("(" + " OR ".join(f"contains(lower(coalesce({alias}.{c}, '')), ?)" for c in columns) + ")")
+        params += [term] * 3
+    if f.tags:
+        tag_in, p = _in("a.tag", f.tags)
+        clauses.append(
+            "EXISTS (SELECT 1 FROM (SELECT * FROM annotations QUALIFY row_number() OVER "
+            "(PARTITION BY annotation_id ORDER BY created_at DESC) = 1) a "
+            f"WHERE a.benchmark = {alias}.benchmark AND a.item_id = {alias}.item_id "
+            f"AND NOT coalesce(a.deleted, false) AND {tag_in})"
+        )
+        params += p
+    return (" AND ".join(clauses) if clauses else "TRUE"), params

@@ -1,0 +1,467 @@
+"""The matched response matrix: models x items x configurations, loaded from the store in one pass.
+
+Every metric is computed on the *matched grid* (METRICS.md): the configurations every chosen model
+has and the items with a response for every (model, configuration). DuckDB selects and codes the
+rows (model, item and config become integers); NumPy scatters them into dense arrays with fancy
+indexing, so nothing loops over items and nothing pivots millions of rows in pandas.
+
+When one (model, item, config) has several rows (repeats under different ``run`` ids, or live
+re-runs with ``origin = 'rerun'``) the matrix uses one: not a re-run first, then run ``main``, then
+the earliest written. One scan fetches every row with its preference; NumPy picks the winners.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.feather as feather
+
+from backend.scope import diskcache
+from backend.scope.filters import ItemFilter, filter_sql
+from store import configs
+from store.errors import UserError
+from store.store import Store
+
+# Item columns carried into Matrix.items, in this order (beside the integer position).
+ITEM_COLUMNS = (
+    "benchmark", "item_id", "split", "task_type", "duration", "domain", "sub_category",
+    "question", "options", "target", "answer_type", "video", "duration_s",
+)  # fmt: skip
+
+
+@dataclass
+class Matrix:
+    """Dense per-cell arrays over the matched grid; axis order is (model, item, config).
+
+    ``correct`` is 0/1 (a missing ``correct`` on a present response counts as 0, as for open-ended
+    rows that carry only a score); ``confidence`` and ``score`` are NaN where the row has none.
+    ``excluded_reasons`` counts, per (model, config) cell, the excluded items that lack it.
+    """
+
+    models: list[str]
+    grid: list[str]
+    items: pd.DataFrame
+    correct: np.ndarray
+    confidence: np.ndarray
+    score: np.ndarray
+    answer: np.ndarray | None = None
+    n_excluded: int = 0
+    excluded_reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_items(self) -> int:
+        return int(self.correct.shape[1])
+
+    def model_index(self, model: str) -> int:
+        try:
+            return self.models.index(model)
+        except ValueError:
+            raise UserError(f"model {model!r} is not in this matrix (models: {', '.join(self.models)})") from None
+
+    def config_index(self, label: str) -> int:
+        try:
+            return self.grid.index(configs.canonical(label))
+        except (ValueError, configs.ConfigLabelError):
+            raise UserError(f"config {label!r} is not in the grid {','.join(self.grid)}") from None
+
+    @cached_property
+    def lower(self) -> np.ndarray:
+        """``lower[a, b]``: config a is strictly cheaper than b (``store.configs.lower_matrix``)."""
+        return configs.lower_matrix(self.grid)
+
+
+def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
+    """The same matrix on the items where ``keep`` is True (exclusion counts unchanged)."""
+    keep = np.asarray(keep, dtype=bool)
+    return dataclasses.replace(
+        matrix,
+        items=matrix.items.loc[keep].reset_index(drop=True),
+        correct=matrix.correct[:, keep],
+        confidence=matrix.confidence[:, keep],
+        score=matrix.score[:, keep],
+        answer=None if matrix.answer is None else matrix.answer[:, keep],
+    )
+
+
+def canonical_grid(grid: list[str]) -> list[str]:
+    out = []
+    for label in grid:
+        try:
+            canon = configs.canonical(label)
+        except configs.ConfigLabelError as exc:
+            raise UserError(f"grid: {exc}") from None
+        if canon in out:
+            raise UserError(f"grid: config {canon!r} is listed twice")
+        out.append(canon)
+    if not out:
+        raise UserError("grid is empty")
+    return out
+
+
+def main_only(alias: str = "") -> str:
+    """The predicate of main-run rows. Re-runs are an overlay (METRICS.md): unless asked for, no
+    query that builds a matrix or a default grid sees them."""
+    return f"coalesce({alias}origin, '') <> 'rerun'"
+
+
+def _matched_grid(
+    info: dict, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
+) -> list[str]:
+    """The grid ``G_M``: the configs every model has, or the given ones checked against each model.
+
+    Read from ``available(store)`` (cached per set of files), not from a scan of the responses.
+    """
+    by_model: dict[str, set[str]] = {}
+    for m in models:
+        sources = [info["configs"].get(m, {})] + ([info["reruns"].get(m, {})] if reruns else [])
+        have = {label for src in sources for b, labels in src.items() if benchmark in (None, b) for label in labels}
+        if have:
+            by_model[m] = have
+    scope = f" on benchmark {benchmark!r}" if benchmark else ""
+    for m in models:
+        if m not in by_model:
+            raise UserError(f"model {m!r} has no responses{scope}")
+    if grid is None:
+        common = set.intersection(*(by_model[m] for m in models))
+        if not common:
+            raise UserError(f"models {', '.join(models)} share no configuration{scope}")
+        return configs.order(list(common))
+    grid = canonical_grid(grid)
+    for m in models:
+        for label in grid:
+            if label not in by_model[m]:
+                raise UserError(f"model {m!r} has no responses at config {label!r}{scope}")
+    return grid
+
+
+def _fetch_cells(
+    con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool, reruns: bool
+) -> dict:
+    """Every response of the scope, coded: model m, item i, config c, values, and its preference.
+
+    ``tier`` is 0 for rows that win outright (not a re-run, run ``main``), else 2 x re-run + not-main;
+    ``written`` (microseconds, nulls last) breaks ties within a tier.
+    """
+    answer = ", r.answer" if answers else ""
+    sql = f"""
+        SELECT (list_position($models, r.model) - 1)::TINYINT AS m, s.i,
+               (list_position($grid, r.config) - 1)::SMALLINT AS c,
+               coalesce(r.correct, 0)::TINYINT AS correct,
+               coalesce(r.confidence::FLOAT, 'nan'::FLOAT) AS confidence,
+               coalesce(r.score::FLOAT, 'nan'::FLOAT) AS score,
+               (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT
+                  + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT AS tier,
+               coalesce(epoch_us(r.written_at), 9223372036854775807) AS written {answer}
+        FROM responses r JOIN scope s ON r.benchmark = s.benchmark AND r.item_id = s.item_id
+        WHERE list_contains($models, r.model) AND list_contains($grid, r.config) {"" if reruns else "AND " + main_only("r.")}
+    """
+    return con.execute(sql, {"models": models, "grid": grid}).fetchnumpy()
+
+
+def _first_per_cell(flat: np.ndarray, tier: np.ndarray, written: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Of ``rows``, the preferred one per cell: lowest tier, then earliest written."""
+    order = rows[np.lexsort((written[rows], tier[rows], flat[rows]))]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = flat[order][1:] != flat[order][:-1]
+    return order[first]
+
+
+def _winners(cells: dict, shape: tuple[int, int, int]) -> np.ndarray:
+    """Row indices of the one response used per (model, item, config), in scatter order.
+
+    Tier-0 rows are unique per cell when the store keeps ``RESPONSE_KEY``; then only the other
+    rows (usually few) are sorted, and the tier-0 rows come last so they overwrite them. A store
+    that breaks the key still resolves correctly, by sorting every row.
+    """
+    flat = np.ravel_multi_index((cells["m"], cells["i"], cells["c"]), shape)
+    tier, written = np.asarray(cells["tier"]), np.asarray(cells["written"])
+    preferred = tier == 0
+    if np.bincount(flat[preferred], minlength=int(np.prod(shape))).max(initial=0) > 1:
+        return _first_per_cell(flat, tier, written, np.arange(len(flat)))
+    others = _first_per_cell(flat, tier, written, np.flatnonzero(~preferred))
+    return np.concatenate([others, np.flatnonzero(preferred)])
+
+
+def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[np.ndarray, ...]:
+    """Dense arrays from the coded cells, one response per cell (see ``_winners``)."""
+    rows = _winners(cells, shape)
+    idx = (cells["m"][rows], cells["i"][rows], cells["c"][rows])
+    present = np.zeros(shape, dtype=bool)
+    present[idx] = True
+    correct = np.zeros(shape, dtype=np.int8)
+    correct[idx] = cells["correct"][rows]
+    confidence = np.full(shape, np.nan, dtype=np.float32)
+    confidence[idx] = cells["confidence"][rows]
+    score = np.full(shape, np.nan, dtype=np.float32)
+    score[idx] = cells["score"][rows]
+    answer = None
+    if answers:
+        a = cells["answer"]
+        answer = np.full(shape, None, dtype=object)
+        answer[idx] = np.where(np.ma.getmaskarray(a), None, np.ma.getdata(a))[rows]
+    return present, correct, confidence, score, answer
+
+
+def load_matrix(
+    store: Store,
+    models: list[str],
+    benchmark: str | None = None,
+    grid: list[str] | None = None,
+    item_filter: ItemFilter | None = None,
+    include_answers: bool = False,
+    include_reruns: bool = False,
+) -> Matrix:
+    """Load the matched matrix of ``models`` on ``benchmark`` (all when None) over ``grid``.
+
+    Without ``grid``, the configurations every model has, in ``configs.order``; with it, exactly
+    those in that order (``UserError`` for a malformed label or a model lacking one). Items in scope
+    are those passing ``item_filter`` with at least one response in the grid; the ones lacking some
+    (model, config) are excluded and counted. Live re-runs (``origin = 'rerun'``) are left out
+    unless ``include_reruns``: they are an overlay, never part of a matrix by default.
+
+    The unfiltered matrix of a large store is kept in the store's cache folder (``_load_cached``)
+    and a filter is applied to it in memory when that is exact (``narrow``).
+    """
+    models = list(dict.fromkeys(models))
+    if not models:
+        raise UserError("no model given")
+    grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
+    if include_answers:
+        return _load(store, models, benchmark, grid, item_filter, True, include_reruns)
+    full = _load_cached(store, models, benchmark, grid, include_reruns)
+    cut = narrow(store, full, item_filter)
+    return cut if cut is not None else _load(store, models, benchmark, grid, item_filter, False, include_reruns)
+
+
+def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
+          include_answers: bool, include_reruns: bool) -> Matrix:  # fmt: skip
+    """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""
+    with store.connect() as con:
+        bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])
+        fsql, fparams = filter_sql(item_filter, alias="it")
+        cols = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
+        con.execute(
+            f"""CREATE TEMP TABLE scope AS
+            SELECT r.benchmark, r.item_id, {cols},
+                   (row_number() OVER (ORDER BY r.benchmark, r.item_id) - 1)::INTEGER AS i
+            FROM (SELECT DISTINCT benchmark, item_id FROM responses
+                  WHERE list_contains(?, model) AND list_contains(?, config) {bench_sql}
+                  {"" if include_reruns else "AND " + main_only()}) r
+            LEFT JOIN items it ON it.benchmark = r.benchmark AND it.item_id = r.item_id
+            WHERE {fsql}""",
+            [models, grid, *bench_params, *fparams],
+        )
+        # Through Arrow: about 2.5x faster than .df() for the string columns.
+        items = con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table().to_pandas()
+        cells = _fetch_cells(con, models, grid, include_answers, include_reruns)
+    shape = (len(models), len(items), len(grid))
+    present, correct, confidence, score, answer = _scatter(cells, shape, include_answers)
+    complete = present.all(axis=(0, 2))
+    missing = (~present[:, ~complete, :]).sum(axis=1)
+    reasons = {f"{models[m]} lacks {grid[c]}": int(missing[m, c]) for m, c in zip(*np.nonzero(missing), strict=True)}
+    return Matrix(
+        models=models,
+        grid=grid,
+        items=items.loc[complete].reset_index(drop=True),
+        correct=correct[:, complete, :],
+        confidence=confidence[:, complete, :],
+        score=score[:, complete, :],
+        answer=None if answer is None else answer[:, complete, :],
+        n_excluded=int((~complete).sum()),
+        excluded_reasons=reasons,
+    )
+
+
+CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
+ENTRY_FORMAT = "v3"  # in the entry's name: a change of layout never reads an old entry
+ARRAYS = ("correct", "confidence", "score")
+
+
+def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Matrix:
+    """The unfiltered matched matrix, from ``<store>/.cache/matrix-<key>/`` when present.
+
+    Keyed on the store's files and the scope (``backend.scope.diskcache``); written only when the
+    manifest did not move during the load, so an entry always matches its key.
+    """
+    manifest = store.manifest()
+    key = diskcache.file_set_key(manifest, ("responses", "items"), models, benchmark, grid, reruns)
+    entry = diskcache.folder(store) / f"matrix-{ENTRY_FORMAT}-{key}"
+    cached = _read_entry(entry, models, grid)
+    if cached is not None and diskcache.all_files_present(store, manifest):
+        return cached
+    matrix = _load(store, models, benchmark, grid, None, False, reruns)
+    cells = len(models) * matrix.n_items * len(grid)
+    if cells >= CACHE_MIN_CELLS and store.manifest().version == manifest.version:
+        if diskcache.write_atomic(entry, lambda tmp: _write_entry(tmp, matrix)):
+            diskcache.prune(entry.parent, "matrix-*")
+    return matrix
+
+
+def _write_entry(folder: Path, matrix: Matrix) -> None:
+    folder.mkdir()
+    all_nan = [name for name in ARRAYS if matrix.n_items and not np.isfinite(getattr(matrix, name)).any()]
+    for name in ARRAYS:
+        if name not in all_nan:  # an all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell
+            np.save(folder / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
+    feather.write_feather(pa.Table.from_pandas(matrix.items, preserve_index=False), folder / "items.arrow",
+                          compression="uncompressed")  # fmt: skip
+    meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons, "all_nan": all_nan}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _read_entry(folder: Path, models: list[str], grid: list[str]) -> Matrix | None:
+    """The entry, memory-mapped: arrays and item columns are read from the page cache as used, not
+    copied (read-only views: a matrix is never written in place)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+        stored = [name for name in ARRAYS if name not in meta["all_nan"]]
+        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in stored}
+        items = feather.read_table(folder / "items.arrow", memory_map=True).to_pandas()
+    except (OSError, ValueError, KeyError):
+        return None
+    shape = arrays["correct"].shape
+    arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
+    return Matrix(models=list(models), grid=list(grid), items=items, **arrays, n_excluded=int(meta["n_excluded"]),
+                  excluded_reasons=meta["excluded_reasons"])  # fmt: skip
+
+
+def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:
+    """The matrix of ``item_filter`` cut from the unfiltered ``full`` one, or None when that is not exact.
+
+    When ``full`` excludes no item, every item in scope is complete, so the filtered scope is the
+    subset of ``full``'s items passing the filter, in the same order, with nothing excluded: exactly
+    what a filtered load returns, without rescanning the responses. Otherwise the exclusion counts
+    depend on the filter, and the caller loads it.
+    """
+    if item_filter is None or item_filter.is_empty():
+        return full
+    if full.n_excluded:
+        return None
+    fsql, fparams = filter_sql(item_filter, alias="it")
+    used = [c for c in full.items.columns if f"it.{c}" in fsql]  # DuckDB converts only the columns it reads
+    with store.connect() as con:  # the annotations view, for a tag filter
+        con.register("scope_items", full.items[used].assign(i=np.arange(full.n_items)))
+        keep = con.execute(f"SELECT i FROM scope_items it WHERE {fsql}", fparams).fetchnumpy()["i"]
+    mask = np.zeros(full.n_items, dtype=bool)
+    mask[keep] = True
+    return restrict(full, mask)
+
+
+def _cells_of_file(store: Store, rel: str) -> dict:
+    """Rows and distinct items per (model, benchmark, config, re-run?) of one responses file, and
+    distinct main-run items per (model, benchmark). Files never change, so this is computed once per
+    file (the first read after the write that added it) and kept in the store's cache folder."""
+    path = diskcache.folder(store) / "files" / (rel.replace("/", "__") + ".json")
+    cached = diskcache.read_json(path)
+    if isinstance(cached, dict):
+        return cached
+    source = f"read_parquet('{str(store.root / rel).replace(chr(39), chr(39) * 2)}')"
+    with duckdb.connect(":memory:") as con:
+        cells = con.execute(
+            f"""SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, count(*), count(DISTINCT item_id)
+            FROM {source} GROUP BY ALL"""
+        ).fetchall()
+        per_model = con.execute(
+            f"SELECT model, benchmark, count(DISTINCT item_id) FROM {source} WHERE {main_only()} GROUP BY ALL"
+        ).fetchall()
+    out = {"cells": [list(r) for r in cells], "model_items": [list(r) for r in per_model]}
+    diskcache.write_json(path, out)
+    return out
+
+
+def _distinct_across_files(store: Store, keys: list[tuple], files: set[str], columns: list[str], main: bool) -> dict:
+    """Exact distinct item counts for the ``keys`` (over ``columns``) that several files contribute to."""
+    where = f"WHERE {main_only()}" if main else ""
+    rerun = f", NOT ({main_only()}) AS rerun" if "rerun" in columns else ""
+    on = " AND ".join(f"r.{c} = w.{c}" for c in columns)
+    with duckdb.connect(":memory:") as con:
+        con.register("wanted", pd.DataFrame(keys, columns=columns))
+        rows = con.execute(
+            f"""SELECT {", ".join(f"r.{c}" for c in columns)}, count(DISTINCT r.item_id)
+            FROM (SELECT model, benchmark, config, item_id {rerun}
+                  FROM read_parquet($files, union_by_name=false) {where}) r JOIN wanted w ON {on} GROUP BY ALL""",
+            {"files": [str(store.root / f) for f in sorted(files)]},
+        ).fetchall()
+    return {tuple(r[:-1]): int(r[-1]) for r in rows}
+
+
+def _combine(
+    store: Store, per_file: dict[str, dict], block: str, columns: list[str], main: bool
+) -> dict[tuple, list[int]]:
+    """Sum one block of the per-file counts; distinct items where several files share a key are
+    recounted over exactly those files (a repeat or a later ingest of the same cell)."""
+    totals: dict[tuple, list[int]] = {}
+    sources: dict[tuple, set[str]] = {}
+    for rel, agg in per_file.items():
+        for row in agg[block]:
+            key, counts = tuple(row[: len(columns)]), row[len(columns) :]
+            now = totals.setdefault(key, [0] * len(counts))
+            totals[key] = [a + int(b) for a, b in zip(now, counts, strict=True)]
+            sources.setdefault(key, set()).add(rel)
+    shared = [key for key, files in sources.items() if len(files) > 1]
+    if shared:
+        files = set().union(*(sources[k] for k in shared))
+        for key, n in _distinct_across_files(store, shared, files, columns, main).items():
+            totals[key][-1] = n
+    return totals
+
+
+def available(store: Store) -> dict:
+    """What the store holds (the ``info`` contract): models, benchmarks, configs per model and benchmark.
+
+    ``configs``, ``coverage`` (items per configuration) and ``model_items`` count main runs only;
+    live re-runs are listed apart under ``reruns`` (items per configuration), so one exploratory
+    re-run never adds a configuration to what the views analyse.
+
+    Counting distinct items over 10M responses takes seconds, so the counts are kept per file and
+    the answer per set of files, in the store's cache folder (``backend.scope.diskcache``).
+    """
+    manifest = store.manifest()
+    cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
+    cached = diskcache.read_json(cache)
+    if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
+        return cached
+    with store.connect() as con:  # names a listed file that is missing
+        n_items, task_types, durations, domains = con.execute(
+            "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
+            "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
+            "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
+        ).fetchone()
+    per_file = {rel: _cells_of_file(store, rel) for rel in manifest.files["responses"]}
+    rows = _combine(store, per_file, "cells", ["model", "benchmark", "config", "rerun"], main=False)
+    per_model = _combine(store, per_file, "model_items", ["model", "benchmark"], main=True)
+    coverage: dict[str, dict[str, dict[str, int]]] = {}
+    reruns: dict[str, dict[str, dict[str, int]]] = {}
+    n_main = n_rerun = 0
+    for (model, bench, label, rerun), (n_rows, n) in sorted(rows.items()):
+        (reruns if rerun else coverage).setdefault(model, {}).setdefault(bench, {})[label] = int(n)
+        n_rerun, n_main = (n_rerun + n_rows, n_main) if rerun else (n_rerun, n_main + n_rows)
+    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage.items()}
+    model_items: dict[str, dict[str, int]] = {}
+    for (model, bench), (n,) in per_model.items():
+        model_items.setdefault(model, {})[bench] = int(n)
+    out = {
+        "models": sorted(cfgs),
+        "benchmarks": sorted({b for per in cfgs.values() for b in per}),
+        "configs": cfgs,
+        "coverage": coverage,
+        "model_items": model_items,
+        "reruns": reruns,
+        "task_types": task_types or [],
+        "durations": durations or [],
+        "domains": domains or [],
+        "n_responses": n_main,
+        "n_rerun_responses": n_rerun,
+        "n_items": int(n_items),
+    }
+    if diskcache.write_json(cache, out):
+        diskcache.prune(cache.parent, "available-*.json")
+    return out

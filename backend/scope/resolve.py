@@ -1,0 +1,322 @@
+"""What a view is about, as one value: the contract between the sidebar, the URL, the CLI and the reports.
+
+A ``Scope`` names a benchmark, models, a grid (or "the default grid"), item filters, a trajectory
+tag, the within-noise toggle and whether re-runs are compared. Every page builds one from the
+sidebar and every CLI command from its flags (``from_args``); ``resolve`` turns "the default grid"
+into METRICS.md's default grid, stating which configurations it left out and why
+(``grid_excluded``); ``load`` gives the matched matrix. Because both sides go through these three
+steps, a page and its CLI twin (``to_argv``) cannot disagree about what they look at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+
+from backend.analysis.tags import TAGS, tag_masks
+from backend.runtime import registry
+from backend.scope.filters import ItemFilter
+from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, restrict
+from store import configs
+from store.errors import UserError
+from store.store import Store
+
+COVERAGE = 0.9  # METRICS.md: a default-grid configuration covers at least 90% of the benchmark's items
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A view's selection. Hashable, so pages cache every result on it.
+
+    ``grid`` empty means "the default grid" (resolved per store by ``resolve``). ``tag`` selects
+    the items carrying that trajectory tag for ``tag_model`` (default: the first model).
+    """
+
+    benchmark: str | None
+    models: tuple[str, ...]
+    grid: tuple[str, ...] = ()
+    item_filter: ItemFilter = field(default_factory=ItemFilter)
+    tag: str | None = None
+    tag_model: str | None = None
+    beyond_noise: bool = False
+    include_reruns: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "models", tuple(dict.fromkeys(self.models)))
+        object.__setattr__(self, "grid", tuple(self.grid))
+        if not self.models:
+            raise UserError("no model given")
+        if self.tag is not None and self.tag not in TAGS:
+            raise UserError(f"unknown trajectory tag {self.tag!r}: expected one of {', '.join(TAGS)}")
+        if self.tag_model is not None and self.tag_model not in self.models:
+            raise UserError(f"tag model {self.tag_model!r} is not one of the models ({', '.join(self.models)})")
+
+    @property
+    def focus(self) -> str:
+        """The model whose trajectory tags select items (and that single-model views draw)."""
+        return self.tag_model or self.models[0]
+
+    def resolve(self, store: Store, info: dict | None = None) -> Resolved:
+        """The grid this scope means on ``store``: the given one, or METRICS.md's default grid."""
+        info = info if info is not None else available(store)
+        self._check_names(info)
+        if self.grid:
+            grid = tuple(canonical_grid(list(self.grid)))
+            return Resolved(dataclasses.replace(self, grid=grid), "given", excluded_configs(info, self, grid))
+        grid = tuple(default_grid(info, list(self.models), self.benchmark, store.root))
+        return Resolved(dataclasses.replace(self, grid=grid), "default", excluded_configs(info, self, grid))
+
+    def _check_names(self, info: dict) -> None:
+        if self.benchmark is not None and self.benchmark not in info["benchmarks"]:
+            raise UserError(
+                f"unknown benchmark {self.benchmark!r}: the store has {', '.join(info['benchmarks']) or 'none'}"
+            )
+        for m in self.models:
+            have = info["configs"].get(m, {})
+            if not have or (self.benchmark is not None and self.benchmark not in have):
+                where = f" on {self.benchmark!r}" if self.benchmark else ""
+                known = [k for k in info["models"] if self.benchmark is None or self.benchmark in info["configs"][k]]
+                raise UserError(f"model {m!r} has no responses{where}: models there are {', '.join(known) or 'none'}")
+
+    def to_argv(self, *, model_flag: str = "--models") -> list[str]:
+        """The CLI flags that select this scope (the pages print them as the view's CLI twin)."""
+        argv = [model_flag, ",".join(self.models)]
+        argv += ["--benchmark", self.benchmark] if self.benchmark else []
+        argv += ["--grid", ",".join(self.grid)] if self.grid else []
+        argv += self.item_filter.to_argv()
+        argv += ["--tag", self.tag] if self.tag else []
+        argv += ["--tag-model", self.tag_model] if self.tag_model and self.tag_model != self.models[0] else []
+        argv += ["--beyond-noise"] if self.beyond_noise else []
+        argv += ["--include-reruns"] if self.include_reruns else []
+        return argv
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, models: list[str] | None = None) -> Scope:
+        """The scope named by ``add_scope_args``' flags (``models`` overrides ``--models``)."""
+        models = models if models is not None else split_list(getattr(args, "models", None)) or []
+        if not models:
+            raise UserError("--models is empty")
+        return cls(
+            benchmark=args.benchmark,
+            models=tuple(models),
+            grid=tuple(split_list(args.grid) or ()),
+            item_filter=ItemFilter(
+                task_types=tuple(split_list(args.task_type) or ()),
+                durations=tuple(split_list(args.duration) or ()),
+                domains=tuple(split_list(args.domain) or ()),
+                search=args.search,
+                tags=tuple(split_list(args.annotation_tag) or ()),
+                item_ids=tuple(split_list(args.item_ids) or ()),
+            ),
+            tag=getattr(args, "tag", None),
+            tag_model=getattr(args, "tag_model", None),
+            beyond_noise=bool(getattr(args, "beyond_noise", False)),
+            include_reruns=bool(getattr(args, "include_reruns", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A scope with its grid fixed, where the grid came from, and what it left out (with why)."""
+
+    scope: Scope
+    grid_source: str  # "default" | "given"
+    grid_excluded: dict[str, dict] = field(default_factory=dict, hash=False, compare=False)
+
+    def load(self, store: Store, include_answers: bool = False) -> Matrix:
+        """The matched matrix of the scope, narrowed to its trajectory tag."""
+        s = self.scope
+        if len(s.grid) == 0:
+            raise UserError(no_grid_message(s))
+        matrix = load_matrix(
+            store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns
+        )
+        return tag_subset(matrix, s.focus, s.tag)
+
+    def to_argv(self) -> list[str]:
+        """The flags of the scope as the user chose it: a default grid stays "default" (no ``--grid``)."""
+        chosen = dataclasses.replace(self.scope, grid=()) if self.grid_source == "default" else self.scope
+        return chosen.to_argv()
+
+    def header(self, matrix: Matrix | None = None) -> dict:
+        """The scope as every report's JSON states it (``scope`` key)."""
+        s = self.scope
+        out = {
+            "benchmark": s.benchmark,
+            "models": list(s.models),
+            "grid": list(s.grid),
+            "grid_source": self.grid_source,
+            "grid_excluded": {label: e["n_items"] for label, e in self.grid_excluded.items()},
+            "grid_excluded_why": {label: e["why"] for label, e in self.grid_excluded.items()},
+            "item_filter": dataclasses.asdict(s.item_filter),
+            "tag": s.tag,
+            "tag_model": s.focus if s.tag else None,
+            "beyond_noise": s.beyond_noise,
+            "include_reruns": s.include_reruns,
+        }
+        if matrix is not None:
+            out |= {"n_items": matrix.n_items, "n_excluded": matrix.n_excluded}
+        return out
+
+
+def split_list(value: str | None) -> list[str] | None:
+    """'a,b, c' -> ['a', 'b', 'c']; None stays None."""
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def no_grid_message(scope: Scope) -> str:
+    where = f" on {scope.benchmark}" if scope.benchmark else ""
+    return (
+        f"models {', '.join(scope.models)} share no configuration covering {COVERAGE:.0%} of the items{where}: "
+        "name one with --grid (see `trajaudit info`)"
+    )
+
+
+def _ceiling(store_root, models: list[str]) -> dict[str, int]:
+    """Context ceilings (``max_frames``) of the registered models among ``models``."""
+    try:
+        specs = registry.load(store_root)
+    except UserError:
+        return {}
+    return {m: specs[m].max_frames for m in models if m in specs}
+
+
+def _coverage(info: dict, model: str, benchmark: str | None) -> tuple[dict[str, int], int]:
+    """Items per main-run configuration of ``model`` and the model's items, on one benchmark or all."""
+    per_bench = info["coverage"].get(model, {})
+    benches = [benchmark] if benchmark else list(per_bench)
+    counts: dict[str, int] = {}
+    for b in benches:
+        for label, n in per_bench.get(b, {}).items():
+            counts[label] = counts.get(label, 0) + n
+    n_items = sum(info["model_items"].get(model, {}).get(b, 0) for b in benches)
+    return counts, n_items
+
+
+def _ladder(labels: list[str]) -> list[str]:
+    """METRICS.md's budget ladder: text plus uniform frame budgets at one spatial budget.
+
+    The model's default resolution (labels without ``@``) where the store has it, else the
+    spatial budget with the most frame budgets (ties: the larger pixel count). Protocol variants,
+    kept scale-grid tags and approximate protocols are never on the ladder.
+    """
+    parsed = [configs.parse(c) for c in labels]
+    uniform = [
+        c for c in parsed if not c.is_text and c.policy == configs.DEFAULT_POLICY and c.tag is None and c.is_exact
+    ]
+    by_pixels: dict[int | None, list[str]] = {}
+    for c in uniform:
+        by_pixels.setdefault(c.pixels, []).append(c.label)
+    if not by_pixels:
+        chosen: list[str] = []
+    elif None in by_pixels:
+        chosen = by_pixels[None]
+    else:
+        chosen = by_pixels[max(by_pixels, key=lambda p: (len(by_pixels[p]), p))]
+    text = ["text"] if any(c.is_text for c in parsed) else []
+    return configs.order(text + chosen)
+
+
+def default_grid(info: dict, models: list[str], benchmark: str | None, store_root=None) -> list[str]:
+    """METRICS.md's default grid for ``models`` on ``benchmark`` (all benchmarks when None).
+
+    Candidates are main-run configurations (``info`` never lists re-runs among them) that every
+    model covers on at least ``COVERAGE`` of the benchmark's items (the most items any of the
+    models answered there), within each registered model's context ceiling; the grid is their
+    budget ladder.
+    """
+    ceilings = _ceiling(store_root, models) if store_root is not None else {}
+    shared: set[str] | None = None
+    per_model = {m: _coverage(info, m, benchmark) for m in models}
+    n_bench = max((n for _, n in per_model.values()), default=0)
+    for m, (counts, _) in per_model.items():
+        ok = {
+            c
+            for c, n in counts.items()
+            if n >= COVERAGE * n_bench and configs.parse(c).frames <= ceilings.get(m, configs.MAX_FRAMES)
+        }
+        shared = ok if shared is None else shared & ok
+    return _ladder(sorted(shared or ()))
+
+
+def excluded_configs(info: dict, scope: Scope, grid: tuple[str, ...]) -> dict[str, dict]:
+    """Every configuration some model of the scope has that the grid leaves out: items covered and why.
+
+    ``n_items`` is the most items any model of the scope has at that configuration (main runs
+    and re-runs), so "24f: 1 item, re-runs only" reads straight off it.
+    """
+    per_model = {m: _coverage(info, m, scope.benchmark) for m in scope.models}
+    n_bench = max((n for _, n in per_model.values()), default=0)
+    reruns: dict[str, dict[str, int]] = {}
+    for m in scope.models:
+        for b, labels in info["reruns"].get(m, {}).items():
+            if scope.benchmark is None or b == scope.benchmark:
+                for label, n in labels.items():
+                    reruns.setdefault(label, {})[m] = reruns.setdefault(label, {}).get(m, 0) + n
+    labels = {c for counts, _ in per_model.values() for c in counts} | set(reruns)
+    out: dict[str, dict] = {}
+    for label in configs.order(list(labels - set(grid))):
+        main = {m: per_model[m][0].get(label, 0) for m in scope.models}
+        n = max(main[m] + reruns.get(label, {}).get(m, 0) for m in scope.models)
+        out[label] = {"n_items": n, "why": _why(label, main, reruns.get(label, {}), n_bench)}
+    return out
+
+
+def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int) -> str:
+    c = configs.parse(label)
+    if not any(main.values()):
+        return "re-runs only"
+    if not c.is_exact:
+        return "approximate protocol (compared with its exact twin by paired drift)"
+    thin = [m for m, n in main.items() if n < COVERAGE * n_bench]
+    if thin:
+        return "covers " + ", ".join(f"{main[m]} of {n_bench} items for {m}" for m in thin) + f" (under {COVERAGE:.0%})"
+    if c.tag is not None:
+        return "scale-grid variant"
+    if c.policy != configs.DEFAULT_POLICY:
+        return "sampling-policy variant"
+    return "other spatial budget"
+
+
+def tag_subset(matrix: Matrix, model: str, tag: str | None) -> Matrix:
+    """Items carrying trajectory ``tag`` for ``model`` (the sidebar's tag filter); all when None."""
+    if tag is None:
+        return matrix
+    y = matrix.correct[matrix.model_index(model)].astype(bool)
+    return restrict(matrix, tag_masks(y, matrix.grid, matrix.lower)[tag])
+
+
+def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool = True, noise: bool = False) -> None:
+    """The flags of a ``Scope``: the sidebar's choices."""
+    if models:
+        p.add_argument("--models", required=True, help="models, comma-separated (items are matched over all of them)")
+    p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
+    p.add_argument("--grid", default=None,
+                   help="configs in order, e.g. text,16f,32f,64f (default: METRICS.md's default grid, as on the pages)")  # fmt: skip
+    p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
+    p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
+    p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
+    p.add_argument("--search", default=None, help="case-insensitive substring of question, options or item id")
+    p.add_argument("--annotation-tag", default=None, help="only items carrying one of these annotation tags")
+    p.add_argument("--item-ids", default=None, help="only these item ids (comma-separated)")
+    if tag:
+        p.add_argument("--tag", default=None, choices=TAGS, help="only items with this trajectory tag (of --tag-model)")
+        p.add_argument(
+            "--tag-model", default=None, help="the model whose trajectory --tag selects items (default: the first)"
+        )
+    if noise:
+        p.add_argument("--beyond-noise", action="store_true",
+                       help="leave out flips within the item's own repeat noise (the pages' 'hide within-noise flips')")  # fmt: skip
+    p.add_argument("--include-reruns", action="store_true",
+                   help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)")  # fmt: skip
+
+
+def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str) -> str:
+    """The exact ``trajaudit ...`` line of a view (its CLI twin), ready to copy."""
+    argv = ["trajaudit", *command]
+    argv += ["--store", str(store.root if isinstance(store, Store) else store)] if store else []
+    return shlex.join([*argv, *resolved.to_argv(), *extra])
