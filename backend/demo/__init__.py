@@ -1,0 +1,2 @@
+"""The demo: a deterministic synthetic store (``synthetic``) and its random-weights re-run model
+(``model``), labelled synthetic everywhere they show."""
