@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json
+from backend.runtime import rerun
 from backend.runtime.worker_pool import overview
-from store.queue import STATES, JobQueue
 from store.store import resolve_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list re-run jobs and workers; cancel a queued job")
     add_store(p)
-    p.add_argument("--state", choices=STATES, default=None, help="only jobs in this state")
+    p.add_argument("--state", choices=rerun.JOB_STATES, default=None, help="only jobs in this state")
     p.add_argument("--model", default=None, help="only jobs for this model")
     p.add_argument("--limit", type=int, default=100, help="newest N jobs (default 100)")
     p.add_argument("--cancel", type=int, default=None, metavar="ID", help="cancel the queued job ID")
@@ -22,26 +22,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    queue = JobQueue(resolve_root(args.store))
+    root = resolve_root(args.store)
     if args.cancel is not None:
-        job = queue.cancel(args.cancel)
+        job = rerun.cancel(root, args.cancel)
         if args.json:
             print_json(job.to_dict())
         else:
             print(f"cancelled job {job.id}")
         return 0
-    if args.json:  # the Workers page shows this same object
-        print_json(overview(resolve_root(args.store), state=args.state, model=args.model, limit=args.limit))
+    out = overview(root, state=args.state, model=args.model, limit=args.limit)  # what the Workers page shows
+    if args.json:
+        print_json(out)
         return 0
-    jobs = queue.list_jobs(state=args.state, model=args.model, limit=args.limit)
-    workers = queue.workers()
-    print("  ".join(f"{state} {n}" for state, n in queue.counts().items()))
-    for j in jobs:
-        extra = j.error or j.result_ref or ""
-        print(f"{j.id}\t{j.state}\t{j.model}\t{j.benchmark}/{j.item_id}\t{j.config}\tattempts {j.attempts}\t{extra}")
-    for w in workers:
-        doing = f"job {w.current_job}" if w.current_job else "idle"
-        print(f"worker {w.worker_id}\t{w.model}\t{w.device}\t{doing}")
-    if not workers:
+    print("  ".join(f"{state} {n}" for state, n in out["counts"].items()))
+    for j in out["jobs"]:
+        extra = j["error"] or j["result_ref"] or ""
+        where = f"{j['benchmark']}/{j['item_id']}"
+        print(f"{j['id']}\t{j['state']}\t{j['model']}\t{where}\t{j['config']}\tattempts {j['attempts']}\t{extra}")
+    for w in out["workers"]:
+        doing = f"job {w['current_job']}" if w["current_job"] else "idle"
+        print(f"worker {w['worker_id']}\t{w['model']}\t{w['device']}\t{doing}")
+    if not out["workers"]:
         print("no worker online (start one: trajaudit worker --model NAME)")
     return 0

@@ -15,9 +15,9 @@ import time
 
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.runtime import rerun, selection
+from backend.runtime.worker_pool import overview
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
-from store.queue import JobQueue
 from store.store import Store, resolve_root
 
 POLL_S = 0.5
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warn_no_worker(root, model: str) -> None:
-    if not any(w.model == model for w in JobQueue(root).workers()):
+    if not any(w["model"] == model for w in overview(root, limit=0)["workers"]):
         print(f"no worker online for {model}: start one with `trajaudit worker --model {model}`", file=sys.stderr)
 
 
