@@ -17,6 +17,7 @@ from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
 from store import configs
+from store.answers import letter_of
 from store.errors import UserError
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
@@ -69,9 +70,8 @@ def item_header(item: dict) -> None:
     st.markdown(f"#### {ui.escape_md(item.get('question') or '(no question text)')}")
     target = item.get("target")
     for option in item["options"]:
-        letter = str(option).split(".", 1)[0].strip()
         text = ui.escape_md(option)
-        st.markdown(f"- **{text} ✓**" if letter == target else f"- {text}")
+        st.markdown(f"- **{text} ✓**" if letter_of(option) == target else f"- {text}")
     facts = [
         item.get("task_type"),
         item.get("duration"),

@@ -1,13 +1,27 @@
-"""MCQA answer extraction, compatible with the Video-MME rule (FORMATS.md, "Answer extraction").
+"""Option letters: the one home for the letters an item allows, lettered option text, letter
+targets, and the letter in a model's raw output (the Video-MME rule, FORMATS.md "Answer extraction").
 
-Strip a leading phrase such as "The best answer is"; then the first standalone option letter among
-those the item allows is the answer. No letter means no answer: it counts as wrong, and the caller
-flags the row so the summary can count it. The raw text is always kept by the caller.
+Every layer that reads or writes a letter uses this module: the ingesters (options, targets, the
+answer in raw text), the re-run prompt and its letter scoring (``backend.runtime.inference``) and
+the pages. The letters are A..H in order; an item allows the first ``n_options`` of them.
+
+Extraction: strip a leading phrase such as "The best answer is"; then the first standalone option
+letter among those the item allows is the answer. No letter means no answer: it counts as wrong,
+and the caller flags the row so the summary can count it. The raw text is always kept by the caller.
 """
 
 from __future__ import annotations
 
 import re
+
+LETTERS = "ABCDEFGH"
+"""The option letters, in order; an item has at most ``len(LETTERS)`` options."""
+
+_LETTER = f"[{LETTERS[0]}-{LETTERS[-1]}]"
+# "A. text", "(A) text", "A: text": the letter, its mark, the white space after it, the option's text.
+_LETTERED = re.compile(rf"^\s*\(?({_LETTER})[.):](\s*)(.*?)\s*$", re.DOTALL)
+# A target written as a letter: "a", "B", "(C)", "D.", "E)" (already stripped).
+_LETTER_TARGET = re.compile(rf"^\(?({_LETTER})[).:]?$", re.IGNORECASE)
 
 _PREFIXES = [
     "the best answer is",
@@ -23,6 +37,60 @@ _PREFIXES = [
 _PREFIX_RE = re.compile(r"^\s*(?:" + "|".join(re.escape(p) for p in _PREFIXES) + r")\s*:?\s*", re.IGNORECASE)
 
 
+def allowed_letters(n_options: int) -> str:
+    """The letters an item with ``n_options`` options allows (A..D for four; at least A, at most H)."""
+    return LETTERS[: max(1, min(int(n_options), len(LETTERS)))]
+
+
+def option_letters(options: list[str]) -> list[str]:
+    """Letters of the options by position (A, B, C, ...): the answer key of every stored benchmark."""
+    return list(LETTERS[: len(options)])
+
+
+def split_lettered(option: object, *, spaced: bool = False) -> tuple[str, str] | None:
+    """(letter, text) of a lettered option ("A. Apples", "(B) Dogs", "C: cats"); None when it has no letter.
+
+    ``spaced``: white space must follow the letter's mark, so that "A.M. radio" is a bare option.
+    """
+    m = _LETTERED.match(str(option))
+    if m is None or (spaced and not m[2]):
+        return None
+    return m[1], m[3]
+
+
+def letter_of(option: object) -> str | None:
+    """The letter a lettered option starts with ("B. blue" -> "B"), or None."""
+    found = split_lettered(option)
+    return found[0] if found else None
+
+
+def is_letter(value: object) -> bool:
+    """Whether ``value`` is one option letter ("C"; not "c", not "CD")."""
+    return isinstance(value, str) and len(value) == 1 and value in LETTERS
+
+
+def with_letters(texts: list[str]) -> list[str]:
+    """Option texts as stored and shown: ["A. red", "B. blue", ...] (letters by position)."""
+    return [f"{letter}. {text}" for letter, text in zip(LETTERS, texts)]
+
+
+def lettered(options: list[str]) -> list[str]:
+    """Options as shown to a model: lettered ones ("A. ...") stay; bare ones get their letter."""
+    return [opt if split_lettered(opt, spaced=True) else f"{letter}. {opt}" for letter, opt in zip(LETTERS, options)]
+
+
+def letter_or_text(value: object) -> str | None:
+    """A target written as a letter ('a', ' B ', '(C)', 'D.') -> the letter; other text stripped
+    (an open-ended reference); empty or missing -> None."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    s = str(value).strip()
+    if not s:
+        return None
+    m = _LETTER_TARGET.match(s)
+    return m[1].upper() if m else s
+
+
 def extract_letter(text: object, n_options: int = 4) -> str | None:
     """The option letter in a model's raw output, or None when there is none.
 
@@ -34,6 +102,5 @@ def extract_letter(text: object, n_options: int = 4) -> str | None:
     if not s:
         return None
     s = _PREFIX_RE.sub("", s, count=1)
-    letters = "ABCDEFGH"[: max(1, min(n_options, 8))]
-    m = re.search(rf"(?<![A-Za-z])([{letters}])(?![A-Za-z])", s)
+    m = re.search(rf"(?<![A-Za-z])([{allowed_letters(n_options)}])(?![A-Za-z])", s)
     return m.group(1) if m else None

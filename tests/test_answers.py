@@ -2,6 +2,7 @@
 
 import pytest
 
+from store import answers
 from store.answers import extract_letter
 
 
@@ -27,3 +28,43 @@ from store.answers import extract_letter
 )
 def test_extract_letter(raw, n, expected):
     assert extract_letter(raw, n) == expected
+
+
+@pytest.mark.parametrize(
+    "option, loose, spaced",
+    [
+        ("A. Apples", ("A", "Apples"), ("A", "Apples")),
+        ("(B) Dogs ", ("B", "Dogs"), ("B", "Dogs")),
+        ("  C: cats", ("C", "cats"), ("C", "cats")),
+        ("A.M. radio", ("A", "M. radio"), None),  # no space after the mark: a bare option when spaced
+        ("D.", ("D", ""), None),
+        ("I. nine", None, None),  # I is beyond H
+        ("a. lower", None, None),
+        ("Apples", None, None),
+    ],
+)
+def test_split_lettered(option, loose, spaced):
+    assert answers.split_lettered(option) == loose
+    assert answers.split_lettered(option, spaced=True) == spaced
+
+
+def test_letter_lists_and_lettering():
+    assert answers.LETTERS == "ABCDEFGH"
+    assert answers.allowed_letters(4) == "ABCD" and answers.allowed_letters(0) == "A"
+    assert answers.allowed_letters(12) == "ABCDEFGH"
+    assert answers.option_letters(["x", "y", "z"]) == ["A", "B", "C"]
+    assert answers.with_letters(["red", "blue"]) == ["A. red", "B. blue"]
+    assert answers.lettered(["A. Apples.", "Candles", "(C) Dogs", "A.M. radio"]) == [
+        "A. Apples.",
+        "B. Candles",
+        "(C) Dogs",
+        "D. A.M. radio",
+    ]
+    assert answers.letter_of("B. blue") == "B" and answers.letter_of("(C) Dogs") == "C"
+    assert answers.letter_of("blue") is None
+
+
+def test_letter_targets():
+    got = [answers.letter_or_text(v) for v in ["a", " B ", "(C)", "D.", "E)", "", None, float("nan"), "the cat"]]
+    assert got == ["A", "B", "C", "D", "E", None, None, None, "the cat"]
+    assert [answers.is_letter(v) for v in ["C", "c", "CD", "I", None, ""]] == [True, False, False, False, False, False]

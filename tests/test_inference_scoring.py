@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from backend.runtime.inference.frames import budget_shape, fit_to_budget, resize_frames
-from backend.runtime.inference.prompting import MCQA_INSTRUCTION, lettered, option_letters, user_text
+from backend.runtime.inference.prompting import MCQA_INSTRUCTION, user_text
 from backend.runtime.inference.scoring import score_letters
+from store.answers import lettered, option_letters
 
 
 def test_score_letters_renormalises_over_the_letters():

@@ -155,6 +155,14 @@ def test_lettered_options_and_letter_targets_pass_through(tmp_path, store):
     assert accuracy(store) == 1 / 2
 
 
+def test_an_open_target_spelled_with_option_letters_stays_open(tmp_path, store):
+    """ "CD" is a reference answer, not option C: only a single letter makes an item multiple choice."""
+    doc = [{"id": "x", "gold": "CD", "ok": 1}, {"id": "y", "gold": "C", "said": "C"}]
+    ingest(store, write_json(tmp_path / "o.json", doc), "item_id=id,target=gold,correct=ok,prediction=said")
+    items = store.query("SELECT item_id, answer_type FROM items ORDER BY item_id")
+    assert items["answer_type"].tolist() == ["open", "mcqa"]
+
+
 def test_mapped_correct_is_used_and_its_disagreements_counted(tmp_path, store, capsys):
     doc = [
         {"id": "q1", "pred": "A", "gt": "A", "is_right": True},  # agrees (right)

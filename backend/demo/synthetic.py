@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from backend.runtime.sampling import config_indices, policy_name
+from store import answers
 from store.configs import parse
 from store.errors import UserError
 from store.store import Store
@@ -70,7 +71,7 @@ from store.store import Store
 Progress = Callable[[float, str], None]
 
 SOURCE = "synthetic demo (backend/demo/synthetic.py)"
-LETTERS = np.array(list("ABCD"))
+LETTERS = np.array(list(answers.LETTERS[:4]))  # the demo's items have four options
 MAIN_GRID = ["text", "8f", "16f", "32f", "64f", "128f"]
 SUBSET_CONFIGS = ["32f@50k", "32f@200k", "64f/random-s1", "64f/dense-start"]
 REPEAT_RUNS = {"seed-1": 1, "seed-2": 2}

@@ -39,14 +39,13 @@ import pandas as pd
 import pyarrow as pa
 
 from store import configs
-from store.answers import extract_letter
+from store.answers import LETTERS, extract_letter, is_letter, letter_or_text
 from store.errors import UserError
 from store.ingest import gate
 from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
 
-LETTERS = "ABCDEFGH"
 ITEM_COLUMNS = [f.name for f in ITEMS if f.name != "written_at"]
 RESPONSE_COLUMNS = [f.name for f in RESPONSES]
 TEXT_COLUMNS = list(dict.fromkeys(f.name for f in (*RESPONSES, *ITEMS) if pa.types.is_string(f.type)))
@@ -210,15 +209,6 @@ def _clean_text(v: object) -> str | None:
     return str(v).strip() or None
 
 
-_LETTER_TARGET = re.compile(r"^\(?([A-Ha-h])[\)\.:]?$")
-
-
-def letter_or_text(v: object) -> str | None:
-    s = _clean_text(v)
-    m = _LETTER_TARGET.match(s) if s else None
-    return m[1].upper() if m else s
-
-
 def normalise_letters(values: pd.Series) -> pd.Categorical:
     """'a', ' B ', '(C)', 'D.' -> the letter; other text unchanged (open-ended references); '' -> None."""
     codes, uniq = factorize(values)
@@ -326,11 +316,9 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     rows["target"] = categorical(t_codes, targets)
     target = np.asarray(targets, dtype=object)[t_codes]
     has_target = np.asarray([t is not None for t in targets])[t_codes]
-    letter_n = np.asarray([LETTERS.index(t) + 1 if t and t in LETTERS else np.nan for t in targets], dtype="float64")[
-        t_codes
-    ]
-    is_letter = ~np.isnan(letter_n)
-    kind = np.where(is_letter, "mcqa", np.where(has_target, "open", None))
+    letter_n = np.asarray([LETTERS.index(t) + 1 if is_letter(t) else np.nan for t in targets], dtype="float64")[t_codes]
+    letter_target = ~np.isnan(letter_n)
+    kind = np.where(letter_target, "mcqa", np.where(has_target, "open", None))
     if "answer_type" in rows:
         kind = np.where(rows["answer_type"].isna().to_numpy(), kind, rows["answer_type"].to_numpy(dtype=object))
     mcqa = kind == "mcqa"
@@ -346,7 +334,7 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     has_answer = pd.notna(answer)
     computed = has_answer & (answer == target)
     given = rows["correct"].to_numpy(dtype="float64", na_value=np.nan) if "correct" in rows else np.full(n, np.nan)
-    missing = np.isnan(given) & ~(has_raw & is_letter)
+    missing = np.isnan(given) & ~(has_raw & letter_target)
     if missing.any():
         raise fail(
             path,
@@ -359,12 +347,12 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     mismatch = np.zeros(n, dtype=bool)
     if "harness_answer" in rows:
         said = np.asarray(normalise_letters(rows["harness_answer"]), dtype=object)
-        mismatch |= is_letter & (said != answer) & ~(pd.isna(said) & ~has_answer)
+        mismatch |= letter_target & (said != answer) & ~(pd.isna(said) & ~has_answer)
     if "harness_correct" in rows:
         verdict = rows["harness_correct"].to_numpy(dtype="float64", na_value=np.nan)
         mismatch |= ~np.isnan(verdict) & (verdict != correct)
     if has_raw:  # a verdict the file gives beside a prediction and a letter target: is it ours?
-        judged = ~np.isnan(given) & is_letter & rows["raw_output"].notna().to_numpy()
+        judged = ~np.isnan(given) & letter_target & rows["raw_output"].notna().to_numpy()
         mismatch |= judged & (given != computed)
     unparseable = (
         rows["harness_unparseable"].fillna(False).to_numpy(dtype=bool) if "harness_unparseable" in rows else False

@@ -26,8 +26,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from store import configs
+from store.answers import LETTERS, split_lettered
 from store.ingest import gate
-from store.ingest.common import LETTERS, Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes
+from store.ingest.common import Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes
 
 FORMAT = "lmms-eval"
 # Metric payload key -> benchmark. "percetion" is lmms-eval's own spelling for MLVU.
@@ -59,7 +60,6 @@ PAYLOAD_FIELDS = {
 }
 FRAME_KEYS = ("max_frames_num", "max_num_frames", "num_frame", "num_frames", "nframes")
 _SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<task>.+)\.jsonl$")
-_OPTION = re.compile(r"^\s*\(?([A-H])[\.\):]\s*(.*?)\s*$")
 _OPTIONS_HEADER = re.compile(r"^\s*(options|choices|candidates)\s*:?\s*$", re.IGNORECASE)
 _INSTRUCTION = re.compile(r"best answer|respond with only|answer with the option|select the", re.IGNORECASE)
 
@@ -186,10 +186,10 @@ def parse_prompt(prompt: str | None) -> tuple[str | None, list[str]]:
     options: list[str] = []
     first = None
     for i, line in enumerate(lines):
-        m = _OPTION.match(line)
-        if m and len(options) < len(LETTERS) and m[1] == LETTERS[len(options)]:
+        found = split_lettered(line)
+        if found and len(options) < len(LETTERS) and found[0] == LETTERS[len(options)]:
             first = i if first is None else first
-            options.append(f"{m[1]}. {m[2]}")
+            options.append(f"{found[0]}. {found[1]}")
         elif options:
             break
     if len(options) < 2:
@@ -206,12 +206,12 @@ def _target_letter(target: object, options: list[str]) -> object:
     if not isinstance(target, str):
         return target
     t = target.strip()
-    m = re.match(r"^\(?([A-H])[\)\.:](?:\s|$)", t)
-    if m:
-        return m[1]
-    for opt in options:
-        if opt[3:].strip().rstrip(".").lower() == t.rstrip(".").lower() and t:
-            return opt[0]
+    found = split_lettered(f"{t} ", spaced=True)  # "(B) text", "(B)", "B.": white space or the end after the mark
+    if found:
+        return found[0]
+    for letter, text in filter(None, map(split_lettered, options)):
+        if text.rstrip(".").lower() == t.rstrip(".").lower() and t:
+            return letter
     return t
 
 

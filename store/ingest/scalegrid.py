@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from store import configs
+from store.answers import LETTERS
 from store.ingest import gate
 from store.ingest.common import Batch, IngestOptions, fail, json_rows, make_batch, read_text_bytes, require_columns
 
@@ -29,7 +30,7 @@ FORMAT = "scalegrid"
 PER_ITEM_COLUMNS = ["sample_id", "model", "split", "config", "predicted_option", "ground_truth_option", "correct"]
 _WIDE_NAME = re.compile(r"^(?P<model>.+)_(?P<split>V\d+_[A-Za-z]+|MLVU)_predictions_wide$")
 ANSWER_METADATA = ["duration", "task_type", "domain", "sub_category"]
-N_LETTERS = 8  # the release's predictions are letters A-H
+N_LETTERS = len(LETTERS)  # the release's predictions are letters A-H
 
 
 def benchmark_of_split(split: pd.Series) -> pd.Series:

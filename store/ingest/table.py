@@ -21,7 +21,6 @@ is on distinct values: answer extraction, option lists, (options, target) pairs.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +28,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store.answers import LETTERS, is_letter, letter_or_text, split_lettered, with_letters
 from store.ingest import gate, mapping
 from store.ingest.common import (
-    LETTERS,
     Batch,
     IngestOptions,
     as_text,
     fail,
     json_rows,
-    letter_or_text,
     make_batch,
     read_text_bytes,
     require_columns,
@@ -51,7 +49,6 @@ STRING_COLUMNS = KEY_COLUMNS + [
 ]  # fmt: skip
 FLOAT_COLUMNS = ["confidence", "score", "letter_mass"]  # parsed and range-checked by the gate
 KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct"}
-_LETTERED = re.compile(r"^\s*\(?([A-H])[\)\.:]\s*(.*?)\s*$", re.DOTALL)
 
 
 def read(path: Path, opts: IngestOptions) -> Batch:
@@ -215,10 +212,7 @@ def _options(path: Path, rows: pd.DataFrame, word: str) -> tuple[np.ndarray, lis
         raise fail(
             path, f"`options` {problem}, got {value[:80]!r}", rows["_line"].iloc[int(np.argmax(codes == i))], word
         )
-    stored = [
-        None if t is None else json.dumps([f"{LETTERS[k]}. {x}" for k, x in enumerate(t)], ensure_ascii=False)
-        for t in texts
-    ]
+    stored = [None if t is None else json.dumps(with_letters(t), ensure_ascii=False) for t in texts]
     rows["options"] = pd.Series(np.asarray([*stored, None], dtype=object)[codes], index=rows.index, dtype="str")
     rows["n_options"] = np.asarray([np.nan if t is None else len(t) for t in texts] + [np.nan])[codes]
     return codes, [*texts, None]
@@ -237,9 +231,9 @@ def _option_list(value: str) -> list[str] | None:
 
 def _option_texts(entries: list[str]) -> list[str]:
     """Each option's own text: lettered entries (A, B, C... in order) lose their letter."""
-    found = [_LETTERED.match(e) for e in entries]
-    if all(m and m[1] == LETTERS[k] for k, m in enumerate(found)):
-        return [m[2] for m in found]
+    found = [split_lettered(e) for e in entries]
+    if all(f and f[0] == LETTERS[k] for k, f in enumerate(found)):
+        return [f[1] for f in found]
     return [e.strip() for e in entries]
 
 
@@ -260,7 +254,7 @@ def _targets(
         target = t_uniq[t]
         letter = _match(options, target)
         if letter is None:
-            listed = "; ".join(f"{LETTERS[j]}. {x}" for j, x in enumerate(options or []))[:200]
+            listed = "; ".join(with_letters(options or []))[:200]
             line = rows["_line"].iloc[int(np.argmax(p_codes == k))]
             raise fail(
                 path, f"`target` {target[:80]!r} is neither a letter nor the text of an option ({listed})", line, word
@@ -273,10 +267,10 @@ def _match(options: list[str] | None, target: str) -> str | None:
     """The target's letter; the target itself without options (an open-ended reference); None when
     options exist and none matches."""
     as_letter = letter_or_text(target)
-    if options is None or as_letter is None or (len(as_letter) == 1 and as_letter in LETTERS):
+    if options is None or as_letter is None or is_letter(as_letter):
         return as_letter
     wanted = target.strip()
-    for k, text in enumerate(options):
-        if text == wanted or f"{LETTERS[k]}. {text}" == wanted:
-            return LETTERS[k]
+    for letter, text, shown in zip(LETTERS, options, with_letters(options)):
+        if wanted in (text, shown):
+            return letter
     return None

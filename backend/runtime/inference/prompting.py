@@ -8,22 +8,12 @@ checkpoint wraps this text (and the video) in the model's own conversation marku
 
 from __future__ import annotations
 
-import re
+from store.answers import lettered, option_letters  # the letters' one home (store.answers)
 
-LETTERS = "ABCDEFGH"
+__all__ = ["MCQA_INSTRUCTION", "OPEN_INSTRUCTION", "lettered", "option_letters", "user_text"]
+
 MCQA_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 OPEN_INSTRUCTION = "Answer the question using a single word or phrase."
-_LETTERED = re.compile(r"^\s*\(?([A-H])[.):]\s")
-
-
-def option_letters(options: list[str]) -> list[str]:
-    """Letters of the options by position (A, B, C, ...): the answer key of every stored benchmark."""
-    return list(LETTERS[: len(options)])
-
-
-def lettered(options: list[str]) -> list[str]:
-    """Options as shown to the model: stored ones already read "A. ..."; bare ones get their letter."""
-    return [opt if _LETTERED.match(opt) else f"{letter}. {opt}" for letter, opt in zip(LETTERS, options)]
 
 
 def user_text(question: str, options: list[str], answer_type: str) -> str:

@@ -14,7 +14,7 @@ import string
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-LETTERS = "ABCDEFGH"
+from store.answers import LETTERS
 
 
 def bytelevel_tokenizer(
