@@ -36,7 +36,9 @@ def test_metrics_json_contract(store_dir, capsys):
     assert m["best_fixed"] == {"config": "32f", "accuracy": 0.6}
     assert m["oracle_accuracy"] == pytest.approx(0.8) and m["terminal_regressions"] == 1
     assert set(m["transitions"][0]) == {"from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p"}
-    assert all(len(v) == 2 and v[0] <= v[1] for v in m["ci"].values())
+    intervals = [v for k, v in m["ci"].items() if k != "accuracy"] + list(m["ci"]["accuracy"].values())
+    assert list(m["ci"]["accuracy"]) == out["grid"] and len(intervals) == 7 + 4
+    assert all(len(v) == 2 and v[0] <= v[1] for v in intervals)
     assert "continuous" not in m
 
 

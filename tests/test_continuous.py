@@ -47,8 +47,11 @@ def test_continuous_metrics_by_hand(tmp_path):
     assert [t["regression_rate"] for t in out["transitions"]] == pytest.approx([1 / 3, 1 / 3])
     lo, hi = out["ci"]["oracle_gap"]
     assert lo <= out["oracle_gap"] + 1e-6 <= hi + 2e-6
-    assert set(out["ci"]) == {"mean_score[8f]", "mean_score[16f]", "mean_score[32f]", "oracle_gap",
-                              "regression_rate[8f->16f]", "regression_rate[16f->32f]"}  # fmt: skip
+    assert set(out["ci"]) == {"mean_score", "oracle_gap", "regression_rate"}
+    assert list(out["ci"]["mean_score"]) == ["8f", "16f", "32f"]  # keyed by config
+    assert len(out["ci"]["regression_rate"]) == len(out["transitions"])  # one per transition, in order
+    for (lo, hi), value in zip(out["ci"]["mean_score"].values(), out["mean_score"].values(), strict=True):
+        assert lo <= value + 1e-6 <= hi + 2e-6
 
 
 def test_no_scores_means_not_available(tmp_path):

@@ -50,7 +50,8 @@ def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: 
     """Score summaries of one model on the items scored at every config of the grid.
 
     Items with a missing score somewhere are left out (counted in ``n_unscored``); None when no
-    item is scored everywhere. Rates are fractions.
+    item is scored everywhere. Rates are fractions. ``ci`` has the shape of the numbers it qualifies:
+    ``mean_score`` per config, ``oracle_gap``, ``regression_rate`` per transition (``[lo, hi]`` each).
     """
     s = matrix.score[matrix.model_index(model)].astype(np.float64)  # [I, C]
     scored = np.isfinite(s).all(axis=1)
@@ -78,9 +79,12 @@ def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: 
     }
     if bootstrap:
         boot = bootstrap_means(x, bootstrap, seed).astype(np.float64)
-        named = {f"mean_score[{label}]": boot[:, c] for c, label in enumerate(grid)}
-        named["oracle_gap"] = boot[:, n_cfg] - boot[:, :n_cfg].max(axis=1)
-        named |= {f"regression_rate[{a}->{b}]": boot[:, n_cfg + 1 + k] for k, (a, b) in enumerate(pairs)}
-        iv = percentile_interval(np.stack(list(named.values()), axis=1))
-        out["ci"] = {name: [float(iv[0, k]), float(iv[1, k])] for k, name in enumerate(named)}
+        # Columns: mean score per config, the oracle gap, regression rate per transition.
+        stacked = np.column_stack([boot[:, :n_cfg], boot[:, n_cfg] - boot[:, :n_cfg].max(axis=1), boot[:, n_cfg + 1 :]])
+        iv = [[float(lo), float(hi)] for lo, hi in percentile_interval(stacked).T]
+        out["ci"] = {
+            "mean_score": dict(zip(grid, iv[:n_cfg], strict=True)),
+            "oracle_gap": iv[n_cfg],
+            "regression_rate": iv[n_cfg + 1 :],  # one per transition, in the order of ``transitions``
+        }
     return out

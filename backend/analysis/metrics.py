@@ -132,13 +132,29 @@ def _value(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
 
+def _interval(iv: np.ndarray) -> list[float] | None:
+    """``[lo, hi]`` of one ``[2]`` interval; None where it is not available (NaN)."""
+    return None if np.isnan(iv).any() else [float(iv[0]), float(iv[1])]
+
+
+def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_intervals: np.ndarray | None) -> dict:
+    """Model ``m``'s intervals shaped like its metrics: ``accuracy`` per config, one per headline
+    number (``best_fixed`` is its accuracy's); empty without bootstrap."""
+    if acc_intervals is None:
+        return {}
+    accuracy = {label: _interval(acc_intervals[:, m, c]) for c, label in enumerate(grid)}
+    return {"accuracy": accuracy} | {name: _interval(iv[:, m]) for name, iv in intervals.items()}
+
+
 def mcqa_metrics(
     matrix: Matrix, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None
 ) -> dict:
     """The ``metrics --json`` contract: grid, n_items, n_excluded and, per model, every MCQA metric.
 
     ``pairs`` replaces the default consecutive transitions (``mean_churn`` always uses the
-    consecutive ones); ``bootstrap = 0`` skips the intervals (``ci`` is then empty).
+    consecutive ones); ``bootstrap = 0`` skips the intervals (``ci`` is then empty). ``ci`` has the
+    shape of the numbers it qualifies: ``ci["accuracy"][config]`` and ``ci[name]`` for each headline
+    number, each ``[lo, hi]`` (None where the number is).
     """
     _require_items(matrix)
     n_models, n_items, _ = matrix.correct.shape
@@ -156,16 +172,16 @@ def mcqa_metrics(
     terminal = [w @ terminal_regression(y, matrix.lower, top) for y, w in patterns]
     flows = [_flows(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
 
-    intervals: dict[str, np.ndarray] = {}
+    intervals: dict[str, np.ndarray] = {}  # headline name -> [2, M]
+    acc_intervals = None  # [2, M, C]
     if bootstrap:
         # Each model's resamples are its pattern counts resampled (backend.analysis.stats): every interval
         # reported is one model's, paired across its configurations.
         boot = np.stack(
             [pattern_bootstrap_means(ind, w, bootstrap, (seed, m)) for m, ((_, w), (ind, _)) in
              enumerate(zip(patterns, indicators, strict=True))], axis=1)  # fmt: skip
-        stats = _summaries(boot, where, has_text)
-        stats |= {f"accuracy[{label}]": boot[..., where["accuracy"]][..., c] for c, label in enumerate(grid)}
-        intervals = {name: percentile_interval(s) for name, s in stats.items()}  # each [2, M]
+        intervals = {name: percentile_interval(s) for name, s in _summaries(boot, where, has_text).items()}
+        acc_intervals = percentile_interval(boot[..., where["accuracy"]])
 
     models: dict[str, dict] = {}
     for m, model in enumerate(matrix.models):
@@ -185,10 +201,7 @@ def mcqa_metrics(
                 _flow_record(grid[a], grid[b], flows[m][0][p], flows[m][1][p], n_items)
                 for p, (a, b) in enumerate(pair_idx)
             ],
-            "ci": {
-                name: None if np.isnan(iv[:, m]).any() else [float(iv[0, m]), float(iv[1, m])]
-                for name, iv in intervals.items()
-            },
+            "ci": _model_ci(m, grid, intervals, acc_intervals),
         }
     return {"grid": list(grid), "n_items": n_items, "n_excluded": matrix.n_excluded, "models": models}
 

@@ -91,7 +91,7 @@ def render(out: dict) -> str:
         ci = m["ci"]
         lines += ["", f"== {model}", "accuracy (pp):"]
         for label, acc in m["accuracy"].items():
-            lines.append(f"  {label:>14}  {_with_ci(acc, ci.get(f'accuracy[{label}]'))}")
+            lines.append(f"  {label:>14}  {_with_ci(acc, ci.get('accuracy', {}).get(label))}")
         best = m["best_fixed"]
         lines.append(f"{'best fixed':<31} {best['config']}  {_with_ci(best['accuracy'], ci.get('best_fixed'))}")
         for key in ("oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",

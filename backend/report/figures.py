@@ -60,7 +60,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
     for model, rec in overview["models"].items():
         name, colour = escape(model), colours[model]
         acc = np.array([rec["accuracy"][c] for c in grid]) * 100
-        ci = [rec["ci"].get(f"accuracy[{c}]") for c in grid]
+        ci = [rec["ci"].get("accuracy", {}).get(c) for c in grid]
         if all(ci):
             lo, hi = (np.array([v[j] for v in ci]) * 100 for j in (0, 1))
             fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself", mode="lines",
