@@ -12,6 +12,8 @@ import numpy as np
 from backend.analysis import cascade, compare, flows, noise, predictor
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope import paging
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
@@ -21,7 +23,7 @@ from store.store import Store
 
 
 def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
-             pairs: list[tuple[str, str]] | None = None) -> dict:  # fmt: skip
+             pairs: list[tuple[str, str]] | None = None) -> OverviewReport:  # fmt: skip
     """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables.
 
     With ``beyond_noise`` each model's ``transitions`` count only flips beyond the item's repeat
@@ -46,7 +48,7 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
 
 
 def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str] | None = None,
-               kind: str | None = None, limit: int | None = 100) -> dict:  # fmt: skip
+               kind: str | None = None, limit: int | None = 100) -> FlowsReport:  # fmt: skip
     """The Flows page (``trajaudit flows``): the Sankey's nodes and links, trajectory classes, a flow's items."""
     if kind is not None and (kind not in FLOW_KINDS or pair is None):
         raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
@@ -68,7 +70,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
 
 
 def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
-               page: int = 1, page_size: int = 50) -> dict:  # fmt: skip
+               page: int = 1, page_size: int = 50) -> ItemsPage:  # fmt: skip
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
     rows, n_pages = paging.item_page(matrix, model, sort, descending, page, page_size)
     return {
@@ -85,7 +87,7 @@ def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item
 
 def compare_view(
     resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0
-) -> dict:
+) -> CompareReport:
     """The Compare page (``trajaudit compare``): headline metrics side by side, confused-item overlap, disagreement."""
     if (top is not None and top < 0) or bootstrap < 0:
         raise UserError("--top and --bootstrap must be >= 0")
@@ -108,10 +110,7 @@ def compare_view(
 def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[str]:
     """The budgets the Policies page and ``cascade``/``predictor`` use: the given ones, else the
     visual configurations of the scope's grid (so a default view's ladder is the default grid's)."""
-    if ladder:
-        return cascade.check_ladder(ladder)
-    visual = [c for c in resolved.scope.grid if not configs.parse(c).is_text]
-    return cascade.check_ladder(visual)
+    return cascade.check_ladder(ladder or configs.visual(list(resolved.scope.grid)))
 
 
 def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = None) -> cascade.Ladder:
@@ -121,7 +120,7 @@ def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = Non
 
 
 def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | None = None, points: int = cascade.DEFAULT_POINTS,
-                 bootstrap: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+                 bootstrap: int = 1000, seed: int = 0) -> CascadeThresholdReport | CascadeSweepReport:  # fmt: skip
     """``trajaudit cascade``: the frontier over thresholds (``threshold`` None) or one threshold."""
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise UserError(f"--threshold must be in [0, 1] (got {threshold:g})")
@@ -133,6 +132,6 @@ def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | 
     return out | {"scope": resolved.header()}
 
 
-def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> dict:
+def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
     """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}

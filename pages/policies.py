@@ -70,9 +70,9 @@ def command(name: str, scope: data.Scope, ladder: list[str], *extra: str) -> str
 
 def pick_ladder(scope: data.Scope) -> list[str]:
     have = data.store_info(scope.root, scope.version)["configs"].get(scope.focus, {}).get(scope.benchmark, [])
-    visual = [c for c in configs.order(have) if not configs.parse(c).is_text]
+    visual = configs.visual(configs.order(have))
     grid = default_grid(data.store_info(scope.root, scope.version), [scope.focus], scope.benchmark, scope.root)
-    default = [c for c in grid if not configs.parse(c).is_text]  # as `trajaudit cascade` without --ladder
+    default = configs.visual(grid)  # as `trajaudit cascade` without --ladder (views.policy_ladder)
     chosen = state.bind(st.multiselect, "ladder", "Ladder (budgets, cheapest first)", options=visual, default=default or visual,
                         help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
                         "last; the predictor picks one budget per item from its question, options and metadata.")  # fmt: skip

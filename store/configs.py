@@ -70,6 +70,26 @@ class Config:
         return self.frames == 0
 
     @property
+    def ladder_key(self) -> tuple:
+        """What the steps of one budget ladder share: everything but the frame count (pixels per
+        frame, sampling policy, approximate protocol, scale-grid tag)."""
+        return (self.pixels, self.policy, self.keep, self.tag)
+
+    @property
+    def is_budget_step(self) -> bool:
+        """A step of a budget ladder (METRICS.md, "Grid"): visual, default sampling, no scale-grid
+        tag, exact processing, so that only its frames and pixels say what it is."""
+        return not self.is_text and self.policy == DEFAULT_POLICY and self.tag is None and self.keep is None
+
+    @property
+    def protocol(self) -> str:
+        """What else the label says besides its budget: the sampling policy, else the scale-grid tag
+        (an ``input<side>`` tag is a resolution, not a protocol), else ``uniform``."""
+        if self.policy != DEFAULT_POLICY:
+            return self.policy
+        return self.tag if self.tag and not self.tag.startswith("input") else DEFAULT_POLICY
+
+    @property
     def cost(self) -> float | None:
         """Visual pixels fed (frames x pixels per frame); None when the resolution is the default."""
         if self.is_text:
@@ -179,6 +199,11 @@ def sort_key(label: str) -> tuple:
 def order(labels: list[str]) -> list[str]:
     """Sort labels into the default grid order, dropping duplicates."""
     return sorted(set(labels), key=sort_key)
+
+
+def visual(labels: list[str]) -> list[str]:
+    """The labels that feed frames (all but text), in the order given."""
+    return [label for label in labels if not parse(label).is_text]
 
 
 def lower_matrix(labels: list[str]) -> np.ndarray:

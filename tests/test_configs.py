@@ -112,3 +112,28 @@ def test_prune_suffix_names_its_exact_twin():
     assert configs.parse("32f").is_exact
     assert configs.make_label(32, None, None, keep=85) == "32f~prune85"
     assert configs.order(["32f~prune85", "32f", "16f"]) == ["16f", "32f", "32f~prune85"]
+
+
+@pytest.mark.parametrize(
+    "label, step, protocol",
+    [
+        ("16f", True, "uniform"),
+        ("32f@151k", True, "uniform"),
+        ("text", False, "uniform"),
+        ("64f/random-s1", False, "random-s1"),
+        ("64f/dense-start", False, "dense-start"),
+        ("32f~prune85", False, "uniform"),  # approximate processing: off the ladder, same sampling
+        ("128f_fallback", False, "fallback"),
+        ("128f_input224", False, "uniform"),  # an input-size tag is a resolution, not a protocol
+    ],
+)
+def test_budget_step_and_protocol(label, step, protocol):
+    c = configs.parse(label)
+    assert (c.is_budget_step, c.protocol) == (step, protocol)
+
+
+def test_ladder_key_is_everything_but_frames():
+    assert configs.parse("16f@50k").ladder_key == configs.parse("64f@50k").ladder_key
+    assert configs.parse("16f@50k").ladder_key != configs.parse("16f@200k").ladder_key
+    assert configs.parse("64f").ladder_key != configs.parse("64f/random-s1").ladder_key
+    assert configs.visual(["text", "8f", "64f/random-s1"]) == ["8f", "64f/random-s1"]

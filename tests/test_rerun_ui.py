@@ -263,6 +263,22 @@ def test_panel_answers_from_store_queues_and_refuses_bad_requests(demo, monkeypa
     assert JobQueue(demo).counts()["queued"] == 0 and len(started) == 1
 
 
+def test_panel_offers_every_sampling_policy_and_spells_its_label(demo):
+    from backend.runtime.sampling import NAMES
+
+    _register_fake(demo)
+    at = _panel(demo)
+    policy = next(b for b in at.selectbox if b.label == "Sampling policy")
+    assert tuple(policy.options) == NAMES  # fps included
+    next(n for n in at.number_input if n.label == "Frames").set_value(20).run()
+    next(b for b in at.selectbox if b.label == "Sampling policy").set_value("random").run()
+    next(n for n in at.number_input if n.label == "Seed").set_value(3).run()
+    assert any("20f/random-s3" in c.value for c in at.caption), [c.value for c in at.caption]
+    next(b for b in at.selectbox if b.label == "Sampling policy").set_value("fps").run()
+    next(n for n in at.number_input if n.label == "Rate (fps)").set_value(0.5).run()
+    assert any("20f/fps-0.5" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
 def test_workers_page_shows_the_queue_and_cancels_a_queued_job(demo):
     job = JobQueue(demo).enqueue(DEMO_MODEL, "synthetic-videomme", "001-1", "24f")
     at = AppTest.from_file(str(REPO / "pages" / "workers.py"), default_timeout=120)

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.runtime.sampling import POLICIES, config_indices, frame_indices, policy_name, timestamps
+from backend.runtime.sampling import (
+    NAMES,
+    POLICIES,
+    config_indices,
+    frame_indices,
+    label_policy,
+    policy_name,
+    spell,
+    takes_seed,
+    timestamps,
+)
 from store.errors import UserError
 
 
@@ -94,6 +104,35 @@ def test_policy_name_parsing():
     assert {policy_name(p)[0] for p in ["uniform", "midpoint", "vlmeval", "random-s1", "dense-start", "fps-1"]} == set(
         POLICIES
     )
+
+
+def test_spellings_round_trip_through_policy_name():
+    assert NAMES == tuple(POLICIES) and "fps" in NAMES
+    assert [spell(n, seed=2, rate=0.5) for n in NAMES] == [
+        "uniform",
+        "midpoint",
+        "vlmeval",
+        "random-s2",
+        "dense-start",
+        "fps-0.5",
+    ]
+    assert spell("random") == "random" and spell("fps", rate=1.0) == "fps-1"
+    assert policy_name(spell("random", seed=7)) == ("random", 7)
+    with pytest.raises(UserError, match="needs a rate"):
+        spell("fps")
+    with pytest.raises(UserError, match="unknown sampling policy"):
+        spell("sparse")
+
+
+def test_the_sweep_shorthand_reads_as_the_label_spelling():
+    assert label_policy(" random:3 ") == "random-s3"
+    assert label_policy("dense-start") == "dense-start"
+    with pytest.raises(UserError, match="known policies"):
+        label_policy("random:x")
+
+
+def test_only_a_bare_random_takes_its_seed_from_outside():
+    assert takes_seed("random") and not takes_seed("random-s1") and not takes_seed("uniform")
 
 
 def test_config_label_policy_maps_onto_policies():

@@ -21,6 +21,7 @@ import numpy as np
 
 from backend.analysis.stats import bootstrap_means, percentile_interval, wilson_interval
 from backend.analysis.tags import TAGS, tag_masks, terminal_regression, top_index
+from backend.contracts.audits import Agreement, InterventionsAudit, Recovery, TagChange
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix, main_only
 from store import configs
@@ -35,11 +36,8 @@ def budget_key(label: str) -> tuple[int, int | None]:
 
 
 def protocol(label: str) -> str:
-    """The label's sampling policy, else its scale-grid tag, else ``uniform``."""
-    c = configs.parse(label)
-    if c.policy != configs.DEFAULT_POLICY:
-        return c.policy
-    return c.tag if c.tag and not c.tag.startswith("input") else configs.DEFAULT_POLICY
+    """The label's protocol (``store.configs.Config.protocol``): policy, else scale-grid tag, else ``uniform``."""
+    return configs.parse(label).protocol
 
 
 def store_labels(store: Store, model: str, benchmark: str | None = None, reruns: bool = True) -> list[str]:
@@ -96,8 +94,7 @@ def intervention_labels(top: str, available: list[str]) -> list[str]:
     """Labels an intervention at ``top`` can re-run: other protocols already stored there, then standard ones."""
     top = configs.canonical(top)
     stored = [pairs[top] for pairs in counterparts([top], available).values() if top in pairs]
-    c = configs.parse(top)
-    if c.is_text or c.policy != configs.DEFAULT_POLICY or c.tag:
+    if not configs.parse(top).is_budget_step:  # only a plain budget step has standard alternatives
         return stored
     new = [configs.canonical(f"{top}/{p}") for p in STANDARD_ALTERNATIVES]
     return stored + [label for label in new if label not in stored]
@@ -143,7 +140,7 @@ def recovery(
     item_filter: ItemFilter | None = None,
     bootstrap: int = 1000,
     seed: int = 0,
-) -> dict:
+) -> Recovery:
     """Recovery of the base grid's terminal regressions when the top budget is run as ``policy_label``.
 
     Also ``harm_rate``: among the items right at the top under the base protocol, the share that
@@ -185,7 +182,7 @@ def recovery(
     return out
 
 
-def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: list[str]) -> dict[str, dict]:
+def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: list[str]) -> dict[str, TagChange]:
     mb = tag_masks(base, grid, configs.lower_matrix(grid))
     ma = tag_masks(alt, alt_grid, configs.lower_matrix(alt_grid))
     return {
@@ -217,7 +214,7 @@ def agreement(
     pairs: dict[str, str],
     benchmark: str | None = None,
     item_filter: ItemFilter | None = None,
-) -> dict:
+) -> Agreement:
     """Kappa per replaced config, pooled kappa, and tag changes between the base grid and ``proto``'s."""
     matrix, grid, alt_grid = protocol_matrix(store, model, grid, pairs, benchmark, item_filter)
     y = matrix.correct[0].astype(bool)
@@ -250,7 +247,7 @@ def audit(
     item_filter: ItemFilter | None = None,
     bootstrap: int = 1000,
     seed: int = 0,
-) -> dict:
+) -> InterventionsAudit:
     """The ``audit interventions --json`` contract: per protocol found in the store, agreement and recovery."""
     grid, top = _grid_top(grid)
     found = counterparts(grid, store_labels(store, model, benchmark))

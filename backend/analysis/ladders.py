@@ -22,8 +22,8 @@ def ladders(labels: list[str]) -> tuple[list[list[str]], list[str]]:
         if cfg.is_text:
             text.append(label)
         else:
-            groups.setdefault((cfg.pixels, cfg.policy, cfg.keep, cfg.tag), []).append(label)
-    uniform = [key for key in groups if key[1] == "uniform" and key[2] is None and key[3] is None]
+            groups.setdefault(cfg.ladder_key, []).append(label)
+    uniform = [key for key, steps in groups.items() if configs.parse(steps[0]).is_budget_step]
     if text and uniform:
         main = max(uniform, key=lambda k: (len(groups[k]), k[0] is None))
         groups[main] = text + groups[main]

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from backend.runtime import registry
-from backend.runtime.sampling import policy_name
+from backend.runtime.sampling import policy_name, takes_seed
 from backend.runtime.video import default_video_root, resolve_video
 from store.configs import ConfigLabelError, parse
 from store.errors import UserError
@@ -140,7 +140,7 @@ def stored_result(store_root: str | os.PathLike, req: RerunRequest) -> dict | No
     The seed column is compared only for a bare ``random`` label; any other label says everything
     (``random-s3`` carries its seed, and ingested rows often leave the column empty).
     """
-    seed = req.seed if parse(req.config).policy == "random" else None
+    seed = req.seed if takes_seed(parse(req.config).policy) else None
     df = Store(store_root).query(
         f"SELECT {_RESULT_COLUMNS} FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? "
         "AND (?::BIGINT IS NULL OR seed = ?::BIGINT) ORDER BY run = 'main' DESC, written_at DESC LIMIT 1",

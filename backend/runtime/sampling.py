@@ -23,6 +23,10 @@ these names:
     A fixed rate of ``x`` frames per second (``fps-1``, ``fps-0.5``): frames at ``t = j / x``. The
     budget caps the count: above it, a nested-uniform subset of those frames is kept.
 
+Spellings: a label spells a policy as above; :func:`spell` builds that spelling from a name and its
+seed or rate (the re-run panel), :func:`label_policy` reads a user's spelling, including the
+sweep's shorthand ``random:<seed>`` for ``random-s<seed>``, and :func:`policy_name` splits one.
+
 Clamping rule: every policy returns sorted, unique indices in ``[0, N)``; a budget of ``N`` frames
 or more returns every frame once (nothing is repeated to fill the budget).
 """
@@ -39,6 +43,7 @@ from store.configs import DEFAULT_POLICY, ConfigLabelError, parse
 from store.errors import UserError
 
 _RANDOM = re.compile(r"^random(?:-s(?P<seed>\d+))?$")
+_RANDOM_COLON = re.compile(r"^random:(?P<seed>\d+)$")  # the sweep's shorthand for random-s<seed>
 _FPS = re.compile(r"^fps-(?P<rate>\d+(?:\.\d+)?)$")
 
 PolicyFn = Callable[[int, float, int, "int | None", str], np.ndarray]
@@ -87,6 +92,7 @@ POLICIES: dict[str, PolicyFn] = {
     "dense-start": _dense_start,
     "fps": _fps,
 }
+NAMES = tuple(POLICIES)  # every policy, in the order a form lists them
 _SPELLINGS = "uniform, midpoint, vlmeval, random-s<seed>, dense-start, fps-<rate>"
 
 
@@ -104,6 +110,37 @@ def policy_name(label_policy: str) -> tuple[str, int | None]:
     if spec in POLICIES and spec not in ("random", "fps"):
         return spec, None
     raise UserError(f"unknown sampling policy {label_policy!r}: known policies are {_SPELLINGS}")
+
+
+def spell(name: str, seed: int | None = None, rate: float | None = None) -> str:
+    """A label's policy part from a policy name and what it takes: ``("random", seed=3)`` ->
+    ``random-s3``, ``("fps", rate=0.5)`` -> ``fps-0.5``; other names (and a seedless ``random``) as they are."""
+    if name == "random" and seed is not None:
+        spelling = f"random-s{int(seed)}"
+    elif name == "fps":
+        if rate is None:
+            raise UserError("the fps policy needs a rate (frames per second), e.g. fps-1")
+        spelling = f"fps-{float(rate):g}"
+    else:
+        spelling = name
+    policy_name(spelling)  # validates
+    return spelling
+
+
+def label_policy(spelling: str) -> str:
+    """A user's policy spelling as a label's policy part: ``random:1`` (the sweep's shorthand) ->
+    ``random-s1``; other spellings as labels write them. ``UserError`` names the known policies."""
+    spelling = spelling.strip()
+    m = _RANDOM_COLON.match(spelling)
+    label = f"random-s{m['seed']}" if m else spelling
+    policy_name(label)  # validates
+    return label
+
+
+def takes_seed(policy: str) -> bool:
+    """Whether the policy draws at random without naming its seed (a bare ``random``): only then does a
+    response's seed column say which frames it saw (``random-s3`` carries its seed)."""
+    return (policy or DEFAULT_POLICY).strip() == "random"
 
 
 def frame_indices(policy: str, n_frames: int, fps: float, budget: int, seed: int | None = None) -> np.ndarray:

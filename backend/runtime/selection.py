@@ -22,6 +22,7 @@ from backend import views
 from backend.analysis.metrics import FLOW_KINDS, flow_items
 from backend.analysis.stats import mcnemar_exact, wilson_interval
 from backend.runtime import rerun
+from backend.runtime.sampling import takes_seed
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
 from store import configs
@@ -189,7 +190,7 @@ def _answers(
     store: Store, model: str, benchmark: str, ids: list[str], config: str, seed: int | None, reruns: bool
 ) -> pd.DataFrame:
     """One answer per item at ``config`` (the logged main run first, else the newest re-run; like ``rerun.stored_result``)."""
-    random_seed = seed if configs.parse(config).policy == "random" else None
+    random_seed = seed if takes_seed(configs.parse(config).policy) else None
     origin = "" if reruns else "AND run = 'main'"
     return store.query(
         f"SELECT item_id, answer, correct, confidence, run FROM responses WHERE model = ? AND benchmark = ? AND config = ? "

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend.contracts.inspector import InspectReport
 from backend.runtime import registry
-from backend.runtime.sampling import config_indices, timestamps
+from backend.runtime.sampling import config_indices, takes_seed, timestamps
 from backend.runtime.video import VideoInfo, probe, resolve_video
 from store import configs
 from store.errors import UserError
@@ -130,7 +131,7 @@ def frame_plan(responses: pd.DataFrame, labels: list[str], info: VideoInfo | Non
             rows += [(label, models, "stored", np.array(idx, dtype=np.int64), "") for idx, models in variants.items()]
         elif info is not None:
             seeds = responses.loc[responses["config"] == label, "seed"].dropna()
-            seed = int(seeds.iloc[0]) if len(seeds) and configs.parse(label).policy.startswith("random") else None
+            seed = int(seeds.iloc[0]) if len(seeds) and takes_seed(configs.parse(label).policy) else None
             rows.append(
                 (
                     label,
@@ -165,7 +166,7 @@ def frame_plan(responses: pd.DataFrame, labels: list[str], info: VideoInfo | Non
 
 def inspect_record(
     store: Store, benchmark: str, item_id: str, video_root: str | Path, models: list[str] | None = None
-) -> dict:
+) -> InspectReport:
     """The ``inspect --json`` contract: item, responses, video status and frame plan."""
     detail = item_detail(store, benchmark, item_id, models)
     responses = detail["responses"]

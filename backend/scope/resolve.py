@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from backend.analysis.tags import TAGS, tag_masks
+from backend.contracts.common import ScopeHeader
 from backend.runtime import registry
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, restrict
@@ -140,7 +141,7 @@ class Resolved:
         chosen = dataclasses.replace(self.scope, grid=()) if self.grid_source == "default" else self.scope
         return chosen.to_argv()
 
-    def header(self, matrix: Matrix | None = None) -> dict:
+    def header(self, matrix: Matrix | None = None) -> ScopeHeader:
         """The scope as every report's JSON states it (``scope`` key)."""
         s = self.scope
         out = {
@@ -205,11 +206,8 @@ def _ladder(labels: list[str]) -> list[str]:
     kept scale-grid tags and approximate protocols are never on the ladder.
     """
     parsed = [configs.parse(c) for c in labels]
-    uniform = [
-        c for c in parsed if not c.is_text and c.policy == configs.DEFAULT_POLICY and c.tag is None and c.is_exact
-    ]
     by_pixels: dict[int | None, list[str]] = {}
-    for c in uniform:
+    for c in (c for c in parsed if c.is_budget_step):
         by_pixels.setdefault(c.pixels, []).append(c.label)
     if not by_pixels:
         chosen: list[str] = []

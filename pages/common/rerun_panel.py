@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
-from backend.runtime import registry, rerun, selection
+from backend.runtime import registry, rerun, sampling, selection
 from backend.runtime.sampling import timestamps
 from backend.runtime.selection import Selection
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker
@@ -26,7 +26,6 @@ from store import configs
 from store.configs import ConfigLabelError
 from store.errors import UserError
 
-POLICIES = ("uniform", "midpoint", "vlmeval", "random", "dense-start")
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 DEFAULT_FRAMES = 12
 POLL_S = 1.0
@@ -86,12 +85,17 @@ def _request(
     )  # fmt: skip
     pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
                                    help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
-    policy = top[3].selectbox("Sampling policy", POLICIES, key=f"{prefix}_policy")
-    seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
-                               help="For the random policy only.")  # fmt: skip
+    policy = top[3].selectbox("Sampling policy", sampling.NAMES, key=f"{prefix}_policy")
+    seed = rate = None
+    if policy == "fps":
+        rate = top[4].number_input("Rate (fps)", min_value=0.1, value=1.0, step=0.5, key=f"{prefix}_rate",
+                                   help="Frames per second; the frame count caps how many are kept.")  # fmt: skip
+    else:
+        seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
+                                   help="For the random policy only.")  # fmt: skip
     try:
-        label = configs.make_label(int(frames), pixels_k or None, f"random-s{seed}" if policy == "random" else policy)
-    except ConfigLabelError as exc:
+        label = configs.make_label(int(frames), pixels_k or None, sampling.spell(policy, seed, rate))
+    except (ConfigLabelError, UserError) as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
     st.caption(f"Asks {ui.escape_md(model)} for configuration {ui.code(label)} on {what}.")

@@ -8,30 +8,19 @@ one prompt prefix per configuration shared by the clip's questions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from backend.runtime.sampling import policy_name
+from backend.runtime.sampling import label_policy
 from store.configs import DEFAULT_POLICY, ConfigLabelError, order, parse
 from store.errors import UserError
 from store.store import Store
 
 RUN = "main"
 DEFAULT_BATCH = 64  # cells per store write: what a crash can lose
-_RANDOM_COLON = re.compile(r"^random:(\d+)$")
-
-
-def policy_label(spelling: str) -> str:
-    """A ``--policies`` entry as a label's policy part: ``random:1`` -> ``random-s1``; others as labels spell them."""
-    spelling = spelling.strip()
-    m = _RANDOM_COLON.match(spelling)
-    label = f"random-s{m[1]}" if m else spelling
-    policy_name(label)  # validates (UserError naming the known policies)
-    return label
 
 
 def expand_grid(grid: Sequence[str], policies: Sequence[str] | None = None) -> list[str]:
@@ -41,7 +30,7 @@ def expand_grid(grid: Sequence[str], policies: Sequence[str] | None = None) -> l
     """
     if not grid:
         raise UserError("--grid is empty: give labels such as text,8f,16f,32f,64f")
-    wanted = [policy_label(p) for p in (policies or [DEFAULT_POLICY])]
+    wanted = [label_policy(p) for p in (policies or [DEFAULT_POLICY])]  # random:1 -> random-s1
     labels = []
     for raw in grid:
         try:
