@@ -14,7 +14,7 @@ from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
-from backend.scope import paging
+from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
 from store import configs
@@ -72,7 +72,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
 def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
                page: int = 1, page_size: int = 50) -> ItemsPage:  # fmt: skip
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
-    rows, n_pages = paging.item_page(matrix, model, sort, descending, page, page_size)
+    rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
     return {
         "model": model,
         "sort": sort,

@@ -11,7 +11,7 @@ from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.runtime.selection import Selection
 from backend.scope.annotations import with_annotations
-from backend.scope.paging import SORTS
+from backend.scope.items import SORTS
 from pages.common import data, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel

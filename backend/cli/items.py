@@ -13,8 +13,7 @@ import pyarrow as pa
 from backend import views
 from backend.cli.common import add_store, print_json, split_list
 from backend.scope.annotations import with_annotations
-from backend.scope.items import flat_table, trajectory_table
-from backend.scope.paging import SORTS
+from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
 from store.store import Store

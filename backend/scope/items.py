@@ -1,9 +1,15 @@
 """The item table of one model on the matched grid: metadata, tags and the trajectory per item.
 
-This is what the items page pages through and what ``trajaudit items`` exports. Trajectories are
-``{label: 0/1}`` (confidence ``{label: float | None}``), held as Arrow structs and built column-wise
-from the matrix arrays, never item by item. Parsed answers are left out (a string per cell); a view
-of one item loads them with ``load_matrix(include_answers=True)``.
+One builder, :func:`item_rows` (metadata columns and trajectory tags of chosen matrix rows), serves
+both shapes of the table:
+
+* :func:`trajectory_table`: every item (or those carrying a tag), what ``trajaudit items`` exports.
+  Trajectories are ``{label: 0/1}`` (confidence ``{label: float | None}``), held as Arrow structs
+  and built column-wise from the matrix arrays, never item by item. Parsed answers are left out
+  (a string per cell); a view of one item loads them with ``load_matrix(include_answers=True)``.
+* :func:`item_page`: one sorted page (``SORTS``, :func:`sort_keys`) with its sort keys, what the Items
+  page draws and ``trajaudit items --page`` prints; sorting and paging run on the server so a
+  browser only ever receives one page of rows.
 """
 
 from __future__ import annotations
@@ -12,11 +18,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.analysis.tags import TAGS, tag_lists, tag_masks
+from backend.analysis.tags import TAGS, changes, tag_lists, tag_masks
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]
+PAGE_COLUMNS = ["benchmark", "item_id", "task_type", "duration", "question"]
+SORTS = {
+    "item": "item id",
+    "task_type": "task type",
+    "n_correct": "configs correct (focus model)",
+    "changes": "changes of correctness (focus model)",
+    "mean_confidence": "mean confidence (focus model)",
+    "disagreement": "disagreement between models",
+}
 
 
 def _per_config(values: np.ndarray, grid: list[str]) -> pd.Series:
@@ -36,6 +51,22 @@ def check_tag(tag: str | None) -> None:
         raise UserError(f"unknown tag {tag!r}: expected one of {', '.join(TAGS)}")
 
 
+def item_rows(
+    matrix: Matrix, model: str, rows: np.ndarray, columns: list[str], masks: dict[str, np.ndarray] | None = None
+) -> pd.DataFrame:
+    """The item table's metadata ``columns`` and ``model``'s trajectory tags for the matrix rows
+    ``rows`` (positions, in the order given). ``masks``: the tag masks of every item, when the caller
+    has them already."""
+    if masks is None:
+        masks = tag_masks(matrix.correct[matrix.model_index(model), rows].astype(bool), matrix.grid, matrix.lower)
+        tags = tag_lists(masks)
+    else:
+        tags = tag_lists(masks)[rows]
+    out = matrix.items[columns].iloc[rows].reset_index(drop=True)
+    out["tags"] = tags
+    return out
+
+
 def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.DataFrame:
     """The item rows of ``model`` in ``matrix`` (optionally only those carrying ``tag``).
 
@@ -43,16 +74,62 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.D
     """
     check_tag(tag)
     m = matrix.model_index(model)
-    y = matrix.correct[m].astype(bool)
-    masks = tag_masks(y, matrix.grid, matrix.lower)
+    masks = tag_masks(matrix.correct[m].astype(bool), matrix.grid, matrix.lower)
     keep = masks[tag] if tag is not None else np.ones(matrix.n_items, dtype=bool)
-    out = matrix.items.loc[keep, META_COLUMNS].reset_index(drop=True)
-    out["tags"] = tag_lists(masks)[keep]
+    out = item_rows(matrix, model, np.flatnonzero(keep), META_COLUMNS, masks)
     out["trajectory"] = _per_config(matrix.correct[m, keep], matrix.grid)
     # The matrix keeps float32; 6 decimals is its precision, without float32 -> float64 noise.
     out["confidence"] = _per_config(matrix.confidence[m, keep].astype(np.float64).round(6), matrix.grid)
     out.attrs.update(grid=list(matrix.grid), n_excluded=matrix.n_excluded, model=model)
     return out
+
+
+def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
+    """Per item (matrix order) the values the item table sorts on, computed for every item at once."""
+    m = matrix.model_index(model)
+    y = matrix.correct.astype(np.float32)
+    conf = matrix.confidence[m].astype(np.float64)
+    seen = (~np.isnan(conf)).sum(axis=1)
+    mean_conf = np.where(seen > 0, np.nansum(conf, axis=1) / np.maximum(seen, 1), np.nan)
+    share = y.mean(axis=0)
+    return pd.DataFrame(
+        {
+            "item": matrix.items["item_id"].to_numpy(),
+            "task_type": matrix.items["task_type"].fillna("").to_numpy(),
+            "n_correct": y[m].sum(axis=1).astype(np.int64),
+            "changes": changes(matrix.correct[m].astype(bool)),
+            "mean_confidence": mean_conf,
+            "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
+        }
+    )
+
+
+def item_page(
+    matrix: Matrix, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
+) -> tuple[pd.DataFrame, int]:
+    """One page of the item table and the number of pages.
+
+    Rows keep ``position`` (the item's index in ``matrix``) so the caller can draw trajectories of
+    any model for just these rows. Ties sort by item id; NaN confidences sort last.
+    """
+    if sort not in SORTS:
+        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
+    if page_size < 1:
+        raise UserError("page size must be at least 1")
+    keys = sort_keys(matrix, model)
+    n_pages = max(1, -(-matrix.n_items // page_size))
+    page = min(max(1, int(page)), n_pages)
+    order = keys.sort_values([sort, "item"], ascending=[not descending, True], na_position="last", kind="stable").index
+    rows = order.to_numpy()[(page - 1) * page_size : page * page_size]
+    out = item_rows(matrix, model, rows, PAGE_COLUMNS)
+    out.insert(0, "position", rows)
+    out = pd.concat(
+        [out, keys.loc[rows, ["n_correct", "changes", "mean_confidence", "disagreement"]].reset_index(drop=True)],
+        axis=1,
+    )
+    conf = matrix.confidence[matrix.model_index(model), rows].astype(np.float64).round(4)
+    out["confidence"] = pd.DataFrame(conf).astype(object).where(~np.isnan(conf), None).to_numpy().tolist()
+    return out, n_pages
 
 
 def flat_table(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:

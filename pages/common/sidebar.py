@@ -2,7 +2,7 @@
 
 Every choice is URL state (``pages.common.state``). The grid offers the configurations every
 selected model has (the matched grid); a fresh view starts on their budget ladder
-(``backend.scope.paging.default_grid``). An empty store gets the demo store, built with a progress bar.
+(``backend.scope.resolve.default_grid``). An empty store gets the demo store, built with a progress bar.
 """
 
 from __future__ import annotations
