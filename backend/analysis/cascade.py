@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import bootstrap_means, percentile_interval
+from backend.contracts.policies import CascadeAtThreshold, CascadePoint, CascadeSweep, FixedBudget
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix
 from store import configs
@@ -175,7 +176,7 @@ def frontier_thresholds(confidence: np.ndarray, max_points: int = DEFAULT_POINTS
     return np.unique(np.quantile(values, np.linspace(0.0, 1.0, max_points)).astype(np.float32))
 
 
-def _point(ladder: Ladder, threshold: float, totals: dict[str, np.ndarray], idx: int) -> dict:
+def _point(ladder: Ladder, threshold: float, totals: dict[str, np.ndarray], idx: int) -> CascadePoint:
     n, top = len(ladder.items), ladder.top_frames
     shared = totals["frames_shared"][idx] / n
     unshared = totals["frames_unshared"][idx] / n
@@ -195,7 +196,7 @@ def _per_item(ladder: Ladder, threshold: float) -> tuple[np.ndarray, np.ndarray]
     return ladder.correct[np.arange(len(stops)), stops], ladder.frames[stops]
 
 
-def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int = 0) -> dict:
+def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int = 0) -> CascadeAtThreshold:
     """The cascade at one threshold on the items with confidences at every rung (the CLI contract)."""
     if not np.isfinite(threshold):
         raise UserError(f"--threshold must be a number (got {threshold})")
@@ -210,7 +211,7 @@ def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int 
     return out
 
 
-def fixed_points(ladder: Ladder) -> list[dict]:
+def fixed_points(ladder: Ladder) -> list[FixedBudget]:
     """Each rung as a fixed budget: accuracy and frames, on the ladder's items."""
     acc = ladder.correct.mean(axis=0) if len(ladder.items) else np.full(len(ladder.labels), np.nan)
     top = ladder.top_frames
@@ -220,7 +221,7 @@ def fixed_points(ladder: Ladder) -> list[dict]:
     ]
 
 
-def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 1000, seed: int = 0) -> dict:
+def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 1000, seed: int = 0) -> CascadeSweep:
     """The frontier over thresholds and the cheapest threshold matching the top budget's accuracy.
 
     ``matching`` is the frontier point of least shared cost whose accuracy is at least that of the

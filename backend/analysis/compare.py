@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.tags import confused
+from backend.contracts.views import ConfusionOverlap
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
@@ -53,7 +54,7 @@ def _need_models(matrix: Matrix, what: str) -> None:
         raise UserError(f"{what}: no matched item ({matrix.n_excluded} excluded)")
 
 
-def confusion_overlap(matrix: Matrix) -> dict:
+def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     """Which items each model finds visually confusing, and how much those sets overlap.
 
     ``jaccard[a][b]`` = |C_a & C_b| / |C_a | C_b| (None when both sets are empty);

@@ -14,6 +14,7 @@ import numpy as np
 
 from backend.analysis.metrics import best_fixed_index
 from backend.analysis.stats import bootstrap_means, percentile_interval
+from backend.contracts.views import ContinuousMetrics
 from backend.scope.matrix import Matrix
 
 _PUNCT = re.compile(r"[^\w\s]|_")
@@ -46,7 +47,7 @@ def token_f1(prediction: str | None, references: str | list[str] | None) -> floa
     return max(_f1(pred, normalize_tokens(r)) for r in refs or [""])
 
 
-def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0) -> dict | None:
+def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0) -> ContinuousMetrics | None:
     """Score summaries of one model on the items scored at every config of the grid.
 
     Items with a missing score somewhere are left out (counted in ``n_unscored``); None when no

@@ -14,6 +14,7 @@ import pandas as pd
 
 from backend.analysis.metrics import transition_between
 from backend.analysis.stats import mcnemar_exact
+from backend.contracts.audits import CrossmodelAudit
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix
 from store import configs
@@ -48,7 +49,7 @@ def cross_flows(
     item_filter: ItemFilter | None = None,
     limit: int = 50,
     item_columns: tuple[str, ...] = ("benchmark", "item_id"),
-) -> dict:
+) -> CrossmodelAudit:
     """The ``audit crossmodel --json`` contract: flows from (model_a, config) to (model_b, config_b).
 
     ``item_columns`` (columns of ``Matrix.items``) are what the harmed and rescued item lists carry.

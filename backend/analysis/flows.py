@@ -16,6 +16,7 @@ import pandas as pd
 
 from backend.analysis.metrics import FLOW_KINDS, transition
 from backend.analysis.tags import changes, monotone_gain
+from backend.contracts.views import Sankey
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
@@ -53,7 +54,7 @@ def _require_items(matrix: Matrix) -> None:
         raise UserError(f"no matched item to draw flows for ({matrix.n_excluded} excluded)")
 
 
-def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> dict:
+def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sankey:
     """The ``flows --json`` contract: state nodes per config and aggregated links per consecutive pair.
 
     ``configs`` (default: the whole grid) is the sequence drawn; two labels give the flows between

@@ -24,6 +24,7 @@ import pandas as pd
 
 from backend.analysis.interventions import store_labels
 from backend.analysis.stats import bootstrap_means, percentile_interval
+from backend.contracts.audits import IsocomputeAudit, IsoGroup
 from backend.runtime import registry
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix
@@ -85,7 +86,9 @@ def item_patterns(matrix: Matrix, model: str) -> pd.Series:
     return pd.Series(_pattern_names(uniq, matrix.grid)[inverse], index=matrix.items.index, name="pattern")
 
 
-def compare_group(matrix: Matrix, model: str, budgets: dict[str, float], bootstrap: int = 1000, seed: int = 0) -> dict:
+def compare_group(
+    matrix: Matrix, model: str, budgets: dict[str, float], bootstrap: int = 1000, seed: int = 0
+) -> IsoGroup:
     """One group's allocations on the matched items: accuracies, unique wins, patterns, complementarity."""
     y = matrix.correct[matrix.model_index(model)].astype(bool)
     n = matrix.n_items
@@ -125,7 +128,7 @@ def isocompute(
     item_filter: ItemFilter | None = None,
     bootstrap: int = 1000,
     seed: int = 0,
-) -> dict:
+) -> IsocomputeAudit:
     """The ``audit isocompute --json`` contract: every iso-compute group of ``model``'s configurations."""
     labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
     groups = iso_groups(labels, tolerance, default_pixels)

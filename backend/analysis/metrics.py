@@ -21,6 +21,9 @@ from backend.analysis.stats import (
     wilson_interval,
 )
 from backend.analysis.tags import confused, terminal_regression, text_overwrite, top_index
+from backend.contracts.audits import CrossTransition
+from backend.contracts.common import Transition
+from backend.contracts.views import McqaMetrics, MetricsCI
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
@@ -47,7 +50,7 @@ def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) ->
     return (~ya & yb) @ weights, (ya & ~yb) @ weights
 
 
-def _flow_record(frm: str, to: str, rescued: int, harmed: int, n: int) -> dict:
+def _flow_record(frm: str, to: str, rescued: int, harmed: int, n: int) -> Transition:
     return {
         "from": frm,
         "to": to,
@@ -137,7 +140,7 @@ def _interval(iv: np.ndarray) -> list[float] | None:
     return None if np.isnan(iv).any() else [float(iv[0]), float(iv[1])]
 
 
-def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_intervals: np.ndarray | None) -> dict:
+def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_intervals: np.ndarray | None) -> MetricsCI:
     """Model ``m``'s intervals shaped like its metrics: ``accuracy`` per config, one per headline
     number (``best_fixed`` is its accuracy's); empty without bootstrap."""
     if acc_intervals is None:
@@ -148,7 +151,7 @@ def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_int
 
 def mcqa_metrics(
     matrix: Matrix, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None
-) -> dict:
+) -> McqaMetrics:
     """The ``metrics --json`` contract: grid, n_items, n_excluded and, per model, every MCQA metric.
 
     ``pairs`` replaces the default consecutive transitions (``mean_churn`` always uses the
@@ -206,7 +209,7 @@ def mcqa_metrics(
     return {"grid": list(grid), "n_items": n_items, "n_excluded": matrix.n_excluded, "models": models}
 
 
-def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> dict:
+def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> CrossTransition:
     """Flows from (model_a, config_a) to (model_b, config_b) on the matrix's items.
 
     The two sides may be different models (cross-model flows) since the items are matched.
@@ -223,7 +226,7 @@ def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[st
     }
 
 
-def transition(matrix: Matrix, model: str, a: str, b: str) -> dict:
+def transition(matrix: Matrix, model: str, a: str, b: str) -> Transition:
     """Flows of one model from config ``a`` to config ``b`` (any pair, not only consecutive)."""
     record = transition_between(matrix, (model, a), (model, b))
     del record["from_model"], record["to_model"]

@@ -30,6 +30,9 @@ import pandas as pd
 
 from backend.analysis.metrics import _flow_record, transition
 from backend.analysis.stats import mcnemar_exact
+from backend.contracts.audits import NoiseAudit
+from backend.contracts.common import NoiseTransition, QuietTransition
+from backend.contracts.views import Sankey
 from backend.scope.matrix import Matrix, main_only
 from store import configs
 from store.store import Store
@@ -124,7 +127,7 @@ def within_noise(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: s
     return flip_classes(matrix, profile, model, a, b) == "within"
 
 
-def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> dict:
+def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> NoiseTransition:
     """The transition record of ``backend.analysis.metrics`` plus rescued/harmed split by flip class.
 
     ``mcnemar_p_beyond`` tests rescued vs harmed among the beyond-noise flips only.
@@ -140,7 +143,9 @@ def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, 
     return record
 
 
-def summary(matrix: Matrix, profile: NoiseProfile, model: str, pairs: list[tuple[str, str]] | None = None) -> dict:
+def summary(
+    matrix: Matrix, profile: NoiseProfile, model: str, pairs: list[tuple[str, str]] | None = None
+) -> NoiseAudit:
     """The ``audit noise --json`` contract for one model: per config and per item noise, split transitions."""
     m = profile.models.index(model)
     rate = profile.flip_rate[m]
@@ -185,7 +190,7 @@ def item_noise(matrix: Matrix, profile: NoiseProfile, model: str, measured_only:
     return out.loc[measured].sort_values(["max_flip_rate", "item_id"], ascending=[False, True]).reset_index(drop=True)
 
 
-def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> dict:
+def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> QuietTransition:
     """The transition ``a -> b`` counting only the flips not within noise (net, churn, McNemar p redone).
 
     ``hidden_rescued`` / ``hidden_harmed`` say how many within-noise flips were dropped; the
@@ -199,13 +204,13 @@ def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, 
 
 def transitions_without_noise(
     matrix: Matrix, profile: NoiseProfile, model: str, pairs: list[tuple[str, str]] | None = None
-) -> list[dict]:
+) -> list[QuietTransition]:
     """``transition_without_noise`` for each pair (default: consecutive configs, as the Overview draws)."""
     pairs = pairs or list(zip(matrix.grid[:-1], matrix.grid[1:], strict=True))
     return [transition_without_noise(matrix, profile, model, a, b) for a, b in pairs]
 
 
-def sankey_without_noise(view: dict, matrix: Matrix, profile: NoiseProfile) -> dict:
+def sankey_without_noise(view: dict, matrix: Matrix, profile: NoiseProfile) -> Sankey:
     """A ``backend.analysis.flows.sankey`` view whose rescued/harmed links leave out within-noise flips.
 
     Stable links and the nodes (items per state at each config) are unchanged; each link's pair

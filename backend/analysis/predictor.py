@@ -27,6 +27,7 @@ import pandas as pd
 
 from backend.analysis import cascade
 from backend.analysis.cascade import Ladder
+from backend.contracts.policies import Predictor, PredictorRow
 from store.errors import UserError
 from store.ingest.videos import implied_videos
 
@@ -153,14 +154,14 @@ def rungs_at_levels(proba: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return (cum[:, :, None] >= levels[None, None, :]).argmax(axis=1)
 
 
-def _point(policy: str, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> dict:
+def _point(policy: str, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> PredictorRow:
     """One frontier row from per-item correctness and frames at the rung each item was given."""
     acc, cost = float(correct.mean()), float(frames.mean())
     return {"policy": policy, "label": label, "n_items": int(correct.shape[0]), "accuracy": acc,
             "mean_frames": cost, "cost_vs_top": cost / top if top else None}  # fmt: skip
 
 
-def reference_rows(ladder: Ladder) -> list[dict]:
+def reference_rows(ladder: Ladder) -> list[PredictorRow]:
     """Frontier rows that need no model: each fixed budget and the oracle (cheapest correct rung)."""
     y, f, top = ladder.correct, ladder.frames, ladder.top_frames
     target = sufficient_budget(y)
@@ -171,7 +172,7 @@ def reference_rows(ladder: Ladder) -> list[dict]:
 
 def frontier_table(
     ladder: Ladder, cv: CrossValidation, cascade_points: int = cascade.DEFAULT_POINTS
-) -> tuple[list[dict], str | None]:
+) -> tuple[list[PredictorRow], str | None]:
     """Fixed budgets, the oracle, the predictor (argmax and cumulative levels) and the cascade as rows.
 
     Cascade rows use shared frame cost on the items with confidences at every rung (their own
@@ -197,7 +198,7 @@ def frontier_table(
     return rows, None
 
 
-def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> dict:
+def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> Predictor:
     """The ``trajaudit predictor --json`` contract: CV setup, target distribution, the frontier table."""
     cv = cross_validate(ladder, n_folds, seed)
     rows, cascade_note = frontier_table(ladder, cv)

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from backend.contracts.store import JobRow, JobsOverview, LocalWorker
 from backend.runtime import registry, rerun
 from store.errors import UserError
 from store.queue import Job, JobQueue
@@ -109,7 +110,7 @@ def _log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
         return fh.read().decode(errors="replace").splitlines()[-lines:]
 
 
-def local_worker(store_root: str | os.PathLike, model: str) -> dict:
+def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     """The state of ``model``'s worker, starting nothing.
 
     ``state``: ``online`` (a worker of the model, here or elsewhere, sent a heartbeat within
@@ -227,7 +228,7 @@ def stop_local_workers(store_root: str | os.PathLike, model: str | None = None, 
     return stopped
 
 
-def job_row(job: Job, now: float) -> dict:
+def job_row(job: Job, now: float) -> JobRow:
     """A job as JSON plus ``waited_s`` (queued until claimed, or until now) and ``ran_s`` (since claimed)."""
     end = job.finished_at if job.finished_at is not None else now
     waited = (job.started_at if job.started_at is not None else end) - job.created_at
@@ -245,7 +246,7 @@ def job_status(store_root: str | os.PathLike, job_id: int) -> dict:
 
 def overview(
     store_root: str | os.PathLike, state: str | None = None, model: str | None = None, limit: int = 100
-) -> dict:
+) -> JobsOverview:
     """The queue at a glance: ``counts`` per state, newest ``jobs`` (with timings), online ``workers``
     (with ``age_s`` since their last heartbeat) and the ``local`` worker processes this store started."""
     queue = JobQueue(store_root)

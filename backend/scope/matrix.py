@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from backend.contracts.store import StoreContents
 from backend.scope import diskcache
 from backend.scope.filters import ItemFilter, filter_sql
 from store import configs
@@ -414,7 +415,7 @@ def _combine(
     return totals
 
 
-def available(store: Store) -> dict:
+def available(store: Store) -> StoreContents:
     """What the store holds (the ``info`` contract): models, benchmarks, configs per model and benchmark.
 
     ``configs``, ``coverage`` (items per configuration) and ``model_items`` count main runs only;

@@ -1,0 +1,165 @@
+"""One item in full: the Inspector page and ``trajaudit inspect --json`` (``backend.scope.inspector``)."""
+
+from typing import Literal, NotRequired, TypedDict
+
+
+class InspectedItem(TypedDict):
+    """The item's row of the ``items`` table (only benchmark, item_id and options when it has none).
+
+    benchmark: the benchmark
+    item_id: the item's id
+    options: the option texts, "A. ..." order
+    split: the benchmark split
+    question: the question text
+    target: the right option letter (MCQA) or reference text (open-ended)
+    references: the references as stored (a JSON list; open-ended)
+    answer_type: "mcqa" or "open"
+    task_type: the task type
+    video: the video id or path under the video root
+    duration: the duration category
+    duration_s: the video's length in seconds
+    domain: the domain
+    sub_category: the sub-category
+    """
+
+    benchmark: str
+    item_id: str
+    options: list[str]
+    split: NotRequired[str | None]
+    question: NotRequired[str | None]
+    target: NotRequired[str | None]
+    references: NotRequired[str | None]
+    answer_type: NotRequired[str | None]
+    task_type: NotRequired[str | None]
+    video: NotRequired[str | None]
+    duration: NotRequired[str | None]
+    duration_s: NotRequired[float | None]
+    domain: NotRequired[str | None]
+    sub_category: NotRequired[str | None]
+
+
+class ResponseRow(TypedDict):
+    """One stored response to the item, in grid order per model.
+
+    model: the model
+    config: the configuration label
+    run: the repeat id ("main" by default, "rerun-<job>" for a live re-run)
+    origin: where the row came from: ingest, demo, rerun or sweep
+    run_id: the run it belongs to (the runs table)
+    answer: the parsed option letter (null: none extracted)
+    correct: 1 right, 0 wrong (null: not scored)
+    confidence: the chosen option's probability
+    score: the continuous score in [0, 1] (open-ended)
+    option_probs: JSON {letter: probability}, renormalised over the options
+    letter_mass: probability on option letters before renormalising
+    raw_output: the model's raw output
+    frames: frames fed
+    pixels: pixels per frame (null: the model's default)
+    policy: the sampling policy
+    seed: the sampling seed
+    frame_indices: the frame indices the model saw, where stored
+    flags: comma-joined flags ("no-answer", "protocol-note", ...)
+    source_tag: the source's own configuration name
+    protocol_note: how the protocol differs, where it does
+    provenance: JSON: versions, device, dtype, timings, token counts
+    written_at: when the row was written (ISO-8601)
+    run_source: the run's source (file path, job id or sweep id)
+    run_format: the run's input format
+    live_rerun: true for a worker's re-run (shown apart from the logged trajectory)
+    rerun_note: the registry's note on a re-run's model
+    """
+
+    model: str
+    config: str
+    run: str
+    origin: str | None
+    run_id: str | None
+    answer: str | None
+    correct: int | None
+    confidence: float | None
+    score: float | None
+    option_probs: str | None
+    letter_mass: float | None
+    raw_output: str | None
+    frames: int | None
+    pixels: int | None
+    policy: str | None
+    seed: int | None
+    frame_indices: list[int] | None
+    flags: str | None
+    source_tag: str | None
+    protocol_note: str | None
+    provenance: str | None
+    written_at: str | None
+    run_source: str | None
+    run_format: str | None
+    live_rerun: bool
+    rerun_note: str | None
+
+
+class VideoProbe(TypedDict):
+    """What the video file says about itself.
+
+    n_frames: frames in the file
+    fps: frames per second
+    duration_s: length in seconds
+    width: frame width in pixels
+    height: frame height in pixels
+    """
+
+    n_frames: int
+    fps: float
+    duration_s: float
+    width: int
+    height: int
+
+
+class VideoStatus(TypedDict):
+    """The item's video under the video root.
+
+    path: the file (null when not found)
+    problem: why it cannot be shown (null when it can)
+    info: the probed file (null without one)
+    """
+
+    path: str | None
+    problem: str | None
+    info: VideoProbe | None
+
+
+class FramePlanRow(TypedDict):
+    """The frames one visual configuration saw (one row per distinct stored index set).
+
+    config: the configuration
+    models: whose stored indices these are (empty when computed)
+    source: "stored" (from the response), "policy" (recomputed) or "unknown"
+    indices: the frame indices (null when unknown)
+    timestamps: their times in seconds (null without the video)
+    added: indices new relative to the previous row (null on the first)
+    dropped: indices gone relative to the previous row (null on the first)
+    note: how the indices were found, when not stored
+    """
+
+    config: str
+    models: list[str]
+    source: Literal["stored", "policy", "unknown"]
+    indices: list[int] | None
+    timestamps: list[float] | None
+    added: list[int] | None
+    dropped: list[int] | None
+    note: str
+
+
+class InspectReport(TypedDict):
+    """The Inspector page and ``trajaudit inspect --json``.
+
+    item: the item's metadata
+    responses: every stored response, in grid order per model
+    video: the video's status
+    frames: the frame plan per visual configuration
+    """
+
+    item: InspectedItem
+    responses: list[ResponseRow]
+    video: VideoStatus
+    frames: list[FramePlanRow]

@@ -1,0 +1,236 @@
+"""The store and its queue: ``trajaudit info``, ``jobs``, ``check`` and ``repair`` with ``--json``."""
+
+from typing import Literal, TypedDict
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+
+
+class StoreContents(TypedDict):
+    """What the store holds (``backend.scope.matrix.available``); main runs only unless said.
+
+    models: models with main-run responses
+    benchmarks: benchmarks with main-run responses
+    configs: per model and benchmark, its configurations, cheapest first
+    coverage: per model, benchmark and configuration, the items with a response
+    model_items: per model and benchmark, the items with some response
+    reruns: live re-runs apart: per model, benchmark and configuration, the items re-run
+    task_types: the task types of the items
+    durations: the duration categories of the items
+    domains: the domains of the items
+    n_responses: main-run responses
+    n_rerun_responses: live re-run responses
+    n_items: items
+    """
+
+    models: list[str]
+    benchmarks: list[str]
+    configs: dict[str, dict[str, list[str]]]
+    coverage: dict[str, dict[str, dict[str, int]]]
+    model_items: dict[str, dict[str, int]]
+    reruns: dict[str, dict[str, dict[str, int]]]
+    task_types: list[str]
+    durations: list[str]
+    domains: list[str]
+    n_responses: int
+    n_rerun_responses: int
+    n_items: int
+
+
+class InfoReport(StoreContents):
+    """``trajaudit info --json`` (the sidebar's choices come from the same contents).
+
+    store_version: the manifest's version
+    store: the store folder
+    """
+
+    store_version: int
+    store: str
+
+
+class JobRecord(TypedDict):
+    """One re-run job (``store.queue.Job``); times are ISO-8601 UTC; ``jobs --cancel ID --json`` prints one.
+
+    id: the job's number
+    model: the model
+    benchmark: the benchmark
+    item_id: the item
+    config: the configuration label
+    seed: the sampling seed (null: the policy's default)
+    force: true to run even when a stored response answers it
+    state: queued, running, done, failed or cancelled
+    created_at: when it was queued
+    started_at: when a worker claimed it (null: not yet)
+    finished_at: when it ended (null: not yet)
+    worker_id: the worker that claimed it
+    lease_expires_at: when the worker's claim lapses unless renewed
+    attempts: claims so far
+    error: why it failed
+    result_ref: where its response is stored
+    """
+
+    id: int
+    model: str
+    benchmark: str
+    item_id: str
+    config: str
+    seed: int | None
+    force: bool
+    state: JobState
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    worker_id: str | None
+    lease_expires_at: str | None
+    attempts: int
+    error: str | None
+    result_ref: str | None
+
+
+class JobRow(JobRecord):
+    """A job with its timings (the Workers page's table).
+
+    waited_s: seconds queued until claimed (or until now)
+    ran_s: seconds since claimed until it ended (or until now; null: not claimed)
+    """
+
+    waited_s: float
+    ran_s: float | None
+
+
+class WorkerRow(TypedDict):
+    """A worker that sent a heartbeat recently.
+
+    worker_id: the worker's id
+    model: the model it serves
+    device: its device
+    current_job: the job it runs (null: idle)
+    pid: its process id
+    started_at: when it started (ISO-8601 UTC)
+    seen_at: its last heartbeat (ISO-8601 UTC)
+    age_s: seconds since that heartbeat
+    """
+
+    worker_id: str
+    model: str
+    device: str | None
+    current_job: int | None
+    pid: int | None
+    started_at: str
+    seen_at: str
+    age_s: float
+
+
+class StartedBy(TypedDict):
+    """Who started a local worker process (null fields in records of older versions).
+
+    parent_pid: the process whose exit stops the worker
+    user: the login name
+    started_at: when (Unix seconds)
+    idle_timeout_s: idle seconds after which it stops
+    """
+
+    parent_pid: int | None
+    user: str | None
+    started_at: float | None
+    idle_timeout_s: float | None
+
+
+class LocalWorker(TypedDict):
+    """A worker process this store started (``backend.runtime.worker_pool.local_worker``).
+
+    model: the model it serves
+    log: its log file
+    pid: its process id (null: none)
+    worker_id: its id once online
+    device: its device
+    log_tail: the log's last lines when it exited
+    started_by: who started it (null: this store started none)
+    state: online, starting (loading the model), exited or none
+    """
+
+    model: str
+    log: str
+    pid: int | None
+    worker_id: str | None
+    device: str | None
+    log_tail: list[str]
+    started_by: StartedBy | None
+    state: Literal["online", "starting", "exited", "none"]
+
+
+class JobsOverview(TypedDict):
+    """The Workers page and ``trajaudit jobs --json``: the queue at a glance.
+
+    counts: jobs per state
+    jobs: the newest jobs (at most --limit)
+    workers: workers online
+    local: worker processes this store started
+    """
+
+    counts: dict[str, int]
+    jobs: list[JobRow]
+    workers: list[WorkerRow]
+    local: list[LocalWorker]
+
+
+class StoreProblem(TypedDict):
+    """One thing wrong with the store (``store.health.Problem``).
+
+    file: the file, relative to the store
+    table: its table (null: not a table's file)
+    problem: what is wrong
+    rows: the rows it held, where recorded
+    """
+
+    file: str
+    table: str | None
+    problem: str
+    rows: int | None
+
+
+class CheckReport(TypedDict):
+    """``trajaudit check --json`` (``store.health.Report``).
+
+    store: the store folder
+    sound: true when nothing is wrong
+    version: the manifest's version (null: unreadable)
+    files: files the manifest lists
+    rows: per table, rows recorded
+    problems: what is wrong
+    orphans: files an interrupted write left (harmless)
+    """
+
+    store: str
+    sound: bool
+    version: int | None
+    files: int
+    rows: dict[str, int]
+    problems: list[StoreProblem]
+    orphans: list[str]
+
+
+class RepairReport(TypedDict):
+    """``trajaudit repair --json`` (``store.health.RepairReport``).
+
+    store: the store folder
+    changed: true when something was repaired
+    rebuilt_manifest: true when the manifest was rebuilt from the files on disk
+    version: the manifest's version afterwards
+    dropped: files dropped from the manifest, and why
+    responses_lost: responses in the dropped files
+    responses_lost_unknown: dropped response files whose row count was never recorded
+    moved_to_damaged: where the dropped files were moved
+    removed_orphans: files an interrupted write left, removed
+    taken: files a rebuilt manifest lists
+    """
+
+    store: str
+    changed: bool
+    rebuilt_manifest: bool
+    version: int | None
+    dropped: list[StoreProblem]
+    responses_lost: int
+    responses_lost_unknown: int
+    moved_to_damaged: list[str]
+    removed_orphans: list[str]
+    taken: list[str]

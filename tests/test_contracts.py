@@ -1,0 +1,292 @@
+"""The typed contracts (``backend.contracts``): every field described, the JSON-schema snapshot, and the
+real ``--json`` output of every command held to its contract on the demo store.
+
+After a deliberate change to a contract, regenerate the snapshot and review its diff:
+
+    .venv/bin/python -m tests.test_contracts --update
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import difflib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import get_type_hints
+
+import pytest
+
+from backend import contracts, views
+from backend.contracts import NAMED, REPORTS, audits, common, inspector, policies, store
+from backend.contracts import views as view_contracts
+from backend.contracts.schema import _class_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
+TITLE = "trajaudit --json reports (backend.contracts)"
+MODULES = (common, view_contracts, inspector, policies, audits, store)
+MODEL, OTHER = "synthetic-A-7B", "synthetic-B-13B"
+
+
+def current_schema() -> dict:
+    return json_schema(REPORTS, title=TITLE, named=NAMED)
+
+
+def schema_text(schema: dict) -> str:
+    return dumps(schema)
+
+
+def contract_classes() -> list[type]:
+    """Every TypedDict written as a class statement in backend/contracts/ (call-syntax bases have no docstring)."""
+    return [getattr(m, name) for m in MODULES for name in _class_bases(m.__name__)]
+
+
+def test_every_field_has_one_description_line():
+    classes = contract_classes()
+    assert len(classes) >= 60
+    problems = []
+    for cls in classes:
+        fields, docs = set(get_type_hints(cls)), field_docs(cls)
+        if not summary(cls):
+            problems.append(f"{cls.__name__}: no summary line")
+        if fields - set(docs):
+            problems.append(f"{cls.__name__}: undescribed {sorted(fields - set(docs))}")
+        if set(own_field_docs(cls)) - fields:
+            problems.append(f"{cls.__name__}: describes missing fields {sorted(set(own_field_docs(cls)) - fields)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_an_extending_contract_inherits_its_bases_descriptions():
+    docs = field_docs(view_contracts.OverviewReport)
+    assert docs["n_items"] == "matched items" and docs["scope"] == "the scope these numbers belong to"
+    assert field_docs(common.QuietTransition)["mcnemar_p"].startswith("exact two-sided McNemar")
+    assert "from" not in own_field_docs(common.QuietTransition) and "from" in field_docs(common.QuietTransition)
+
+
+def test_schema_snapshot_is_current():
+    """A change to a contract shows here as a diff; regenerate with ``python -m tests.test_contracts --update``."""
+    expected, actual = SNAPSHOT.read_text(), schema_text(current_schema())
+    diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "snapshot", "contracts"))
+    assert actual == expected, (
+        f"the contracts changed: review the diff, then run `python -m tests.test_contracts --update`\n{diff[:6000]}"
+    )
+
+
+def test_schema_describes_every_property():
+    schema = current_schema()
+    for name, definition in schema["$defs"].items():
+        assert definition["description"], name
+        props = definition.get("properties", {}) | definition.get("patternProperties", {})  # none: an alias
+        assert all(p["description"] for p in props.values()), name
+    assert set(schema["properties"]) == set(REPORTS)
+    # ci is keyed by what it qualifies (never flat "accuracy[16f]" keys)
+    ci = schema["$defs"]["MetricsCI"]
+    assert ci["properties"]["accuracy"]["additionalProperties"]["anyOf"][0] == {"$ref": "#/$defs/Interval"}
+    assert schema["$defs"]["Interval"]["prefixItems"] == [{"type": "number"}] * 2
+    assert schema["$defs"]["Interval"]["description"].startswith("A 95% interval [lo, hi] (a JSON array")
+    assert json.loads(schema_text(schema)) == schema
+    assert ci["required"] == [] and ci["additionalProperties"] is False
+    rows = schema["$defs"]["TaskTypeRow"]
+    assert list(rows["patternProperties"]) == [r"^accuracy\[.+\]$"]
+
+
+def test_views_and_analyses_return_their_contracts():
+    from backend.analysis import (
+        cascade,
+        compare,
+        continuous,
+        crossflows,
+        flows,
+        interventions,
+        isocompute,
+        metrics,
+        noise,
+        predictor,
+    )
+    from backend.runtime import worker_pool
+    from backend.scope import inspector as scope_inspector
+    from backend.scope import matrix, resolve
+
+    vc, pc, ac, sc = view_contracts, policies, audits, store
+    expected = {
+        views.overview: vc.OverviewReport, views.flows_view: vc.FlowsReport, views.items_page: vc.ItemsPage,
+        views.compare_view: vc.CompareReport, views.predictor_view: pc.PredictorReport,
+        views.cascade_view: pc.CascadeThresholdReport | pc.CascadeSweepReport,
+        metrics.mcqa_metrics: vc.McqaMetrics, metrics.transition: common.Transition,
+        metrics.transition_between: ac.CrossTransition, continuous.continuous_metrics: vc.ContinuousMetrics | None,
+        flows.sankey: vc.Sankey, compare.confusion_overlap: vc.ConfusionOverlap,
+        cascade.evaluate: pc.CascadeAtThreshold, cascade.sweep: pc.CascadeSweep, predictor.report: pc.Predictor,
+        noise.summary: ac.NoiseAudit, noise.split_transition: common.NoiseTransition,
+        noise.transition_without_noise: common.QuietTransition, noise.sankey_without_noise: vc.Sankey,
+        interventions.audit: ac.InterventionsAudit, interventions.recovery: ac.Recovery,
+        interventions.agreement: ac.Agreement, isocompute.isocompute: ac.IsocomputeAudit,
+        isocompute.compare_group: ac.IsoGroup, crossflows.cross_flows: ac.CrossmodelAudit,
+        scope_inspector.inspect_record: contracts.InspectReport, matrix.available: sc.StoreContents,
+        resolve.Resolved.header: common.ScopeHeader, worker_pool.overview: sc.JobsOverview,
+        worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker,
+    }  # fmt: skip
+    wrong = {
+        f.__qualname__: get_type_hints(f).get("return")
+        for f, t in expected.items()
+        if get_type_hints(f).get("return") != t
+    }
+    assert not wrong, wrong
+
+
+def test_dataclass_outputs_keep_their_contracts_fields():
+    """``check``, ``repair`` and ``jobs`` print dataclasses (``store/`` imports nothing from backend): same fields."""
+    from backend.runtime.video import VideoInfo
+    from backend.scope.filters import ItemFilter
+    from store.health import Problem, RepairReport, Report
+    from store.queue import Job, WorkerInfo
+
+    def names(dc) -> list[str]:
+        return [f.name for f in dataclasses.fields(dc)]
+
+    assert names(Report) == list(get_type_hints(store.CheckReport))
+    assert names(RepairReport) == list(get_type_hints(store.RepairReport))
+    assert names(Problem) == list(get_type_hints(store.StoreProblem))
+    assert names(Job) == list(get_type_hints(store.JobRecord))
+    assert names(WorkerInfo) + ["age_s"] == list(get_type_hints(store.WorkerRow))
+    assert names(VideoInfo) == list(get_type_hints(inspector.VideoProbe))
+    assert names(ItemFilter) == list(get_type_hints(common.ItemFilterSpec))
+
+
+def test_validator_says_where_a_value_breaks_its_contract():
+    schema = current_schema()
+    check = schema["properties"]["check"]
+    good = {"store": "s", "sound": True, "version": 3, "files": 2, "rows": {"items": 4}, "problems": [], "orphans": []}
+    assert violations(good, check, schema) == []
+    assert violations(good | {"version": 3.0}, check, schema) == []  # JSON Schema: 3.0 is an integer
+    bad = copy.deepcopy(good) | {"sound": 1, "extra": 0, "problems": [{"file": "f", "table": None, "problem": 2}]}
+    del bad["files"]
+    assert violations(bad, check, schema) == [
+        "$: missing key 'files'",
+        "$.sound: int where boolean is expected",
+        "$.problems[0]: missing key 'rows'",
+        "$.problems[0].problem: int where string is expected",
+        "$: unexpected key 'extra'",
+    ]
+    ci = {"accuracy": {"8f": [0.1, 0.3]}, "accuracy[8f]": [0.1, 0.3], "best_fixed": [0.2]}
+    assert violations(ci, schema["$defs"]["MetricsCI"], schema) == [
+        "$: unexpected key 'accuracy[8f]'",
+        "$.best_fixed: 1 items where 2 are expected",
+    ]
+
+
+def _cli(argv: list[str]):
+    from backend.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    assert code == 0, (argv, code)
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def outputs(demo_store) -> list[tuple[str, list[str], object]]:
+    """(contract, argv, parsed JSON) for every command of ``REPORTS``, some in several modes, on the demo store."""
+    from backend.runtime import registry, worker_pool
+    from store.queue import JobQueue
+
+    s = ["--store", str(demo_store)]
+    pair = f"{MODEL},{OTHER}"
+    runs: list[tuple[str, list[str]]] = [
+        ("metrics", ["metrics", *s, "--models", pair, "--bootstrap", "20"]),
+        ("metrics", ["metrics", *s, "--models", MODEL, "--bootstrap", "0", "--beyond-noise", "--grid", "text,16f,64f"]),
+        ("flows", ["flows", *s, "--model", MODEL, "--models", pair]),
+        ("flows", ["flows", *s, "--model", MODEL, "--from", "8f", "--to", "64f", "--kind", "harmed", "--beyond-noise"]),
+        ("items", ["items", *s, "--model", MODEL, "--annotations", "--limit", "5"]),
+        ("items", ["items", *s, "--model", MODEL, "--models", pair]),
+        ("items --page", ["items", *s, "--model", MODEL, "--models", pair, "--sort", "disagreement", "--page", "2"]),
+        ("compare", ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5"]),
+        ("compare", ["compare", *s, "--models", MODEL, "--bootstrap", "0"]),
+        ("cascade --sweep", ["cascade", *s, "--model", MODEL, "--sweep", "--bootstrap", "20"]),
+        ("cascade --threshold", ["cascade", *s, "--model", MODEL, "--threshold", "0.7", "--bootstrap", "20"]),
+        ("cascade --threshold", ["cascade", *s, "--model", MODEL, "--threshold", "0.5", "--bootstrap", "0"]),
+        ("predictor", ["predictor", *s, "--model", MODEL, "--folds", "3"]),
+        ("audit noise", ["audit", "noise", *s, "--model", MODEL]),
+        ("audit isocompute", ["audit", "isocompute", *s, "--model", MODEL, "--default-pixels", "100000",
+                              "--bootstrap", "20"]),
+        ("audit isocompute", ["audit", "isocompute", *s, "--model", MODEL]),
+        ("audit crossmodel", ["audit", "crossmodel", *s, "--models", pair, "--config", "16f", "--limit", "3"]),
+        ("info", ["info", *s]),
+        ("check", ["check", *s]),
+    ]  # fmt: skip
+    got = [(name, argv, _cli([*argv, "--json"])) for name, argv in runs]
+    items = got[4][2]
+    got.append(("inspect", ["inspect"], _cli(["inspect", *s, "--benchmark", items[0]["benchmark"],
+                                              "--item", items[0]["item_id"], "--json"])))  # fmt: skip
+
+    # The queue: re-runs of the terminal regressions (a registered model), then one job of each state.
+    ckpt = Path(demo_store).parent / "ckpt"
+    ckpt.mkdir(exist_ok=True)
+    (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    registry.add(demo_store, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=256))
+    argv = ["audit", "interventions", *s, "--model", MODEL, "--bootstrap", "20", "--enqueue", "128f/random-s7"]
+    got.append(("audit interventions", argv, _cli([*argv, "--json"])))
+    queue = JobQueue(demo_store)
+    for row in items[:4]:  # four more jobs, whatever the intervention queued
+        queue.enqueue(MODEL, row["benchmark"], row["item_id"], "128f/random-s8")
+    queue.heartbeat("w1", MODEL, "cpu", None)
+    for finish in (queue.complete, queue.fail):
+        job = queue.claim("w1", MODEL, lease_s=60)
+        finish(job.id, "w1", "done-ref" if finish == queue.complete else "it broke")
+    running = queue.claim("w1", MODEL, lease_s=60)
+    queue.heartbeat("w1", MODEL, "cpu", running.id)
+    pid_file = worker_pool._files(demo_store, OTHER)[1]
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.write_text(json.dumps({"pid": 2**22 + 1, "model": OTHER, "device": "cpu", "started_at": time.time()}))
+    queued = queue.list_jobs(state="queued", limit=1)[0]
+    got.append(("jobs --cancel", ["jobs", "--cancel"], _cli(["jobs", *s, "--cancel", str(queued.id), "--json"])))
+    got.append(("jobs", ["jobs"], _cli(["jobs", *s, "--json"])))
+    got.append(("repair", ["repair"], _cli(["repair", *s, "--json"])))
+    return got
+
+
+def test_every_command_prints_its_contract(outputs):
+    schema = current_schema()
+    assert {name for name, _, _ in outputs} == set(REPORTS)
+    problems = [f"{' '.join(argv)}: {v}" for name, argv, out in outputs
+                for v in violations(out, schema["properties"][name], schema)]  # fmt: skip
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_the_outputs_exercise_the_optional_keys(outputs):
+    """The modes above reach the keys only some flags add (so the contract's optional parts are checked too)."""
+    by = {}
+    for name, _, out in outputs:
+        by.setdefault(name, []).append(out)
+    quiet = by["metrics"][1]["models"][MODEL]["transitions"][0]
+    assert "hidden_rescued" in quiet and by["metrics"][1]["models"][MODEL]["ci"] == {}
+    assert "continuous" in by["metrics"][0]["models"][MODEL] and by["metrics"][0]["models"][MODEL]["ci"]["accuracy"]
+    assert (
+        by["flows"][1]["within_noise_hidden"]
+        and by["flows"][1]["items"]
+        and "hidden_within" in by["flows"][1]["links"][0]
+    )
+    assert "n_annotations" in by["items"][0][0] and "overlap" in by["compare"][0] and "overlap" not in by["compare"][1]
+    assert by["cascade --sweep"][0]["matching"] is not None and "accuracy_ci" in by["cascade --threshold"][0]
+    assert by["audit isocompute"][0]["groups"] and "note" in by["audit isocompute"][1]
+    assert by["audit interventions"][0]["enqueued"]["queued"] > 0
+    jobs = by["jobs"][0]
+    assert {j["state"] for j in jobs["jobs"]} == {"queued", "running", "done", "failed", "cancelled"}
+    assert jobs["workers"] and jobs["local"][0]["state"] == "exited"
+    assert by["inspect"][0]["video"]["info"] is not None and by["inspect"][0]["frames"]
+
+
+def _update() -> None:
+    SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+    SNAPSHOT.write_text(schema_text(current_schema()))
+    print(f"wrote {SNAPSHOT} ({len(current_schema()['$defs'])} contracts)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python -m tests.test_contracts --update   (rewrites tests/snapshots/contracts.schema.json)")
+    _update()
