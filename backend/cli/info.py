@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json
+from backend.contracts.store import InfoReport
 from backend.scope.matrix import available
 from store.store import Store
 
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    out = available(store) | {"store_version": store.version(), "store": str(store.root)}
+    out: InfoReport = available(store) | {"store_version": store.version(), "store": str(store.root)}
     if args.json:
         print_json(out)
         return 0
