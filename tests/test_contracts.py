@@ -230,9 +230,10 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     registry.add(demo_store, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=256))
     argv = ["audit", "interventions", *s, "--model", MODEL, "--bootstrap", "20", "--enqueue", "128f/random-s7"]
     got.append(("audit interventions", argv, _cli([*argv, "--json"])))
-    queue = JobQueue(demo_store)
     for row in items[:4]:  # four more jobs, whatever the intervention queued
-        queue.enqueue(MODEL, row["benchmark"], row["item_id"], "128f/random-s8")
+        _cli(["rerun", *s, "--model", MODEL, "--benchmark", row["benchmark"], "--item", row["item_id"],
+              "--config", "128f/random-s8", "--json"])  # fmt: skip
+    queue = JobQueue(demo_store)
     queue.heartbeat("w1", MODEL, "cpu", None)
     for finish in (queue.complete, queue.fail):
         job = queue.claim("w1", MODEL, lease_s=60)
