@@ -24,7 +24,7 @@ import pytest
 from backend import contracts, views
 from backend.contracts import NAMED, REPORTS, audits, common, inspector, policies, store
 from backend.contracts import views as view_contracts
-from backend.contracts.schema import _class_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
+from backend.contracts.schema import declared_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
@@ -42,7 +42,7 @@ def schema_text(schema: dict) -> str:
 
 def contract_classes() -> list[type]:
     """Every TypedDict written as a class statement in backend/contracts/ (call-syntax bases have no docstring)."""
-    return [getattr(m, name) for m in MODULES for name in _class_bases(m.__name__)]
+    return [getattr(m, name) for m in MODULES for name in declared_bases(m.__name__)]
 
 
 def test_every_field_has_one_description_line():

@@ -36,7 +36,7 @@ def own_field_docs(cls: type) -> dict[str, str]:
 
 
 @cache
-def _class_bases(module: str) -> dict[str, list[str]]:
+def declared_bases(module: str) -> dict[str, list[str]]:
     """Base class names per class of a module, read from its source (TypedDict forgets its bases)."""
     tree = ast.parse(inspect.getsource(sys.modules[module]))
     return {
@@ -49,7 +49,7 @@ def _class_bases(module: str) -> dict[str, list[str]]:
 def bases(cls: type) -> list[type]:
     """The TypedDicts ``cls`` extends, as written in its class statement."""
     module = sys.modules[cls.__module__]
-    found = [getattr(module, name, None) for name in _class_bases(cls.__module__).get(cls.__name__, [])]
+    found = [getattr(module, name, None) for name in declared_bases(cls.__module__).get(cls.__name__, [])]
     return [b for b in found if b is not None and is_typeddict(b)]
 
 
