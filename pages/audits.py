@@ -57,7 +57,7 @@ def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str
 @st.cache_data(show_spinner=False, max_entries=16)
 def requests(
     root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str
-) -> list[dict]:
+) -> list[rerun.RerunRequest]:
     """Re-run requests for the terminal regressions of the audited grid (as ``--enqueue LABEL`` builds them)."""
     matrix = load_matrix(Store(root), [model], bench, list(grid), flt)
     return interventions.intervention_requests(matrix, model, label)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from store.errors import UserError
+from store.rerun_request import RerunRequest
 
 QUEUE_FILE = "jobs.sqlite"
 STATES = ("queued", "running", "done", "failed", "cancelled")
@@ -88,6 +89,11 @@ class Job:
     def run(self) -> str:
         """The ``run`` (and ``run_id``) this job's result is stored under: one per job, never "main"."""
         return f"rerun-{self.id}"
+
+    @property
+    def request(self) -> RerunRequest:
+        """What the job asks (the request it was queued for)."""
+        return RerunRequest(self.model, self.benchmark, self.item_id, self.config, self.seed, self.force)
 
     def to_dict(self) -> dict:
         """JSON-ready form: times as ISO-8601 UTC strings."""
@@ -178,17 +184,8 @@ class JobQueue:
         )
 
     # -- producers -------------------------------------------------------------------------
-    def enqueue(
-        self,
-        model: str,
-        benchmark: str,
-        item_id: str,
-        config: str,
-        seed: int | None = None,
-        force: bool = False,
-        max_queued: int = MAX_QUEUED,
-    ) -> Job:
-        """Add a job; refuses (``UserError``) when ``max_queued`` jobs are already waiting."""
+    def enqueue(self, request: RerunRequest, max_queued: int = MAX_QUEUED) -> Job:
+        """Add a job for ``request``; refuses (``UserError``) when ``max_queued`` jobs are already waiting."""
         now = time.time()
         with self._write() as con:
             (n,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
@@ -198,17 +195,26 @@ class JobQueue:
                 )
             cur = con.execute(
                 "INSERT INTO jobs (model, benchmark, item_id, config, seed, force, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (model, benchmark, item_id, config, seed, int(force), now),
+                (
+                    request.model,
+                    request.benchmark,
+                    request.item_id,
+                    request.config,
+                    request.seed,
+                    int(request.force),
+                    now,
+                ),
             )
             return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (cur.lastrowid,)).fetchone())
 
-    def find_pending(self, model: str, benchmark: str, item_id: str, config: str, seed: int | None) -> Job | None:
-        """An identical job still queued or running (so a repeated request does not queue it twice)."""
+    def find_pending(self, request: RerunRequest) -> Job | None:
+        """A job for the same request still queued or running (so a repeated request does not queue it
+        twice); ``force`` does not tell two requests apart."""
         with self._connect() as con:
             row = con.execute(
                 "SELECT * FROM jobs WHERE state IN ('queued', 'running') AND model = ? AND benchmark = ? "
                 "AND item_id = ? AND config = ? AND seed IS ? ORDER BY id LIMIT 1",
-                (model, benchmark, item_id, config, seed),
+                (request.model, request.benchmark, request.item_id, request.config, request.seed),
             ).fetchone()
         return self._job(row)
 

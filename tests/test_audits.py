@@ -75,7 +75,7 @@ def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store
 def test_intervention_requests_are_the_terminal_regressions(protocol_store):
     matrix = load_matrix(protocol_store, ["m"], grid=GRID)
     reqs = interventions.intervention_requests(matrix, "m", "64f/random-s2")
-    assert [r["item_id"] for r in reqs] == ["q0", "q1", "q2"] and {r["config"] for r in reqs} == {"64f/random-s2"}
+    assert [r.item_id for r in reqs] == ["q0", "q1", "q2"] and {r.config for r in reqs} == {"64f/random-s2"}
     with pytest.raises(UserError, match="not another protocol"):
         interventions.intervention_requests(matrix, "m", "32f/random-s2")
     with pytest.raises(UserError, match="no re-run could be queued: unknown model 'm'"):
@@ -165,10 +165,11 @@ def test_audit_cli_commands(protocol_store, capsys):
 
 def test_submit_many_queues_what_it_can_and_reports_the_rest(tmp_path):
     from store.queue import JobQueue
+    from store.rerun_request import RerunRequest
     from tests.rerun_fixtures import build_store
 
     root = build_store(tmp_path / "s")
-    reqs = [{"model": "m", "benchmark": "bench", "item_id": q, "config": "16f/random-s2"} for q in ("q1", "q2")]
+    reqs = [RerunRequest("m", "bench", q, "16f/random-s2") for q in ("q1", "q2")]
     out = rerun.submit_many(root, reqs)
     assert (out["requested"], out["queued"], out["from_store"]) == (2, 1, 0)
     assert [e["item_id"] for e in out["errors"]] == ["q2"]  # its video path escapes the video root

@@ -10,10 +10,11 @@ import pytest
 
 from store.errors import UserError
 from store.queue import JobQueue
+from store.rerun_request import RerunRequest
 
 
 def _enqueue(q: JobQueue, item: str, model: str = "m", **kw):
-    return q.enqueue(model, "bench", item, "16f", **kw)
+    return q.enqueue(RerunRequest(model, "bench", item, "16f"), **kw)
 
 
 def test_wal_mode_and_fifo_claim_per_model(tmp_path):
@@ -100,9 +101,11 @@ def test_bounded_queue(tmp_path):
 
 def test_find_pending_and_heartbeats(tmp_path):
     q = JobQueue(tmp_path)
-    job = q.enqueue("m", "bench", "1", "32f/random", seed=4)
-    assert q.find_pending("m", "bench", "1", "32f/random", 4).id == job.id
-    assert q.find_pending("m", "bench", "1", "32f/random", 5) is None
+    job = q.enqueue(RerunRequest("m", "bench", "1", "32f/random", seed=4))
+    assert job.request == RerunRequest("m", "bench", "1", "32f/random", seed=4)
+    assert q.find_pending(RerunRequest("m", "bench", "1", "32f/random", 4)).id == job.id
+    assert q.find_pending(RerunRequest("m", "bench", "1", "32f/random", 4, force=True)).id == job.id
+    assert q.find_pending(RerunRequest("m", "bench", "1", "32f/random", 5)) is None
     q.heartbeat("w1", "m", "cpu", None)
     q.heartbeat("w1", "m", "cpu", job.id)
     (w,) = q.workers()

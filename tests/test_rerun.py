@@ -12,6 +12,7 @@ from backend.cli import main
 from backend.runtime import rerun
 from store.errors import UserError
 from store.queue import JobQueue
+from store.rerun_request import RerunRequest
 from store.store import Store
 from tests.rerun_fixtures import build_store
 
@@ -48,45 +49,45 @@ def _nothing_queued(root: Path) -> bool:
 def test_bad_requests_are_refused_with_nothing_queued(root, kwargs, message):
     request = dict(model="m", benchmark="bench", item_id="q1", config="8f") | kwargs
     with pytest.raises(UserError, match=message):
-        rerun.submit(root, **request)
+        rerun.submit(root, RerunRequest(**request))
     assert _nothing_queued(root)
 
 
 def test_missing_video_is_refused(root):
     (root / "videos" / "clips" / "a.mp4").unlink()
     with pytest.raises(UserError, match="video 'clips/a.mp4' not found"):
-        rerun.submit(root, "m", "bench", "q1", "8f")
+        rerun.submit(root, RerunRequest("m", "bench", "q1", "8f"))
     assert _nothing_queued(root)
 
 
 def test_identical_request_is_answered_from_the_store(root):
-    out = rerun.submit(root, "m", "bench", "q1", "16f")
+    out = rerun.submit(root, RerunRequest("m", "bench", "q1", "16f"))
     assert out["from_store"] and out["job_id"] is None and out["state"] == "done"
     assert (out["answer"], out["correct"], out["confidence"], out["run"]) == ("B", 1, 0.7, "main")
     assert out["option_probs"]["B"] == 0.7 and out["frame_indices"] == list(range(0, 48, 3))
     assert _nothing_queued(root)
-    forced = rerun.submit(root, "m", "bench", "q1", "16f", force=True)
+    forced = rerun.submit(root, RerunRequest("m", "bench", "q1", "16f", force=True))
     assert not forced["from_store"] and forced["state"] == "queued" and forced["answer"] is None
 
 
 def test_pending_request_is_not_queued_twice_and_seeds_normalise(root):
-    first = rerun.submit(root, "m", "bench", "q1", "8f", seed=5)
-    again = rerun.submit(root, "m", "bench", "q1", " 8f ")
+    first = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f", seed=5))
+    again = rerun.submit(root, RerunRequest("m", "bench", "q1", " 8f "))
     assert first["seed"] is None and again["job_id"] == first["job_id"]  # a seed means nothing to uniform
-    bare = rerun.submit(root, "m", "bench", "q1", "8f/random")
-    seeded = rerun.submit(root, "m", "bench", "q1", "8f/random", seed="5")
-    named = rerun.submit(root, "m", "bench", "q1", "8f/random-s5", seed=5)
+    bare = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random"))
+    seeded = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed="5"))
+    named = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s5", seed=5))
     assert (bare["seed"], seeded["seed"], named["seed"]) == (0, 5, 5)
     assert len({first["job_id"], bare["job_id"], seeded["job_id"], named["job_id"]}) == 4
-    text = rerun.submit(root, "m", "bench", "q3", "text")  # text-only needs no video
+    text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))  # text-only needs no video
     assert text["state"] == "queued"
     assert JobQueue(root).counts()["queued"] == 5
 
 
 def test_bounded_queue_refuses(root):
-    rerun.submit(root, "m", "bench", "q1", "8f", max_queued=1)
+    rerun.submit(root, RerunRequest("m", "bench", "q1", "8f"), max_queued=1)
     with pytest.raises(UserError, match=r"queue full \(1 queued\)"):
-        rerun.submit(root, "m", "bench", "q1", "4f", max_queued=1)
+        rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"), max_queued=1)
 
 
 def test_cli_rerun_json_wait_timeout_and_errors(root, capsys):
@@ -118,6 +119,8 @@ def test_seed_matters_only_for_a_bare_random_label(root):
     }
     rows = [base | {"config": "8f/random-s1", "run": "main"}, base | {"config": "8f/random", "run": "main", "seed": 4}]
     Store(root).append({"responses": pd.DataFrame(rows)})
-    assert rerun.submit(root, "m", "bench", "q1", "8f/random-s1")["from_store"]  # ingested: seed column empty
-    assert rerun.submit(root, "m", "bench", "q1", "8f/random", seed=4)["from_store"]
-    assert rerun.submit(root, "m", "bench", "q1", "8f/random", seed=5)["state"] == "queued"
+    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s1"))[
+        "from_store"
+    ]  # ingested: seed column empty
+    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=4))["from_store"]
+    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=5))["state"] == "queued"

@@ -22,6 +22,7 @@ from backend.runtime.worker_pool import ensure_local_worker, local_worker, overv
 from backend.scope.inspector import item_detail, trajectory_rows
 from store.errors import UserError
 from store.queue import JobQueue
+from store.rerun_request import RerunRequest
 from store.store import Store
 from tests.rerun_fixtures import build_store
 
@@ -94,7 +95,7 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
     assert not second["started"] and second["pid"] == first["pid"]  # still loading: nothing new started
     assert len(list((root / "logs").glob("worker-*.pid"))) == 1
 
-    out = rerun.submit(root, "tiny", "bench", "q1", "12f")
+    out = rerun.submit(root, RerunRequest("tiny", "bench", "q1", "12f"))
     assert not out["from_store"] and out["state"] == "queued"
     done = rerun.wait(root, out["job_id"], timeout_s=WORKER_ONLINE_S)
     assert done["state"] == "done", (done, local_worker(root, "tiny"))
@@ -122,7 +123,7 @@ def test_a_worker_that_cannot_start_is_reported_with_its_log(root):
 
 
 def test_overview_is_the_jobs_json_and_times_jobs(root, capsys):
-    job = JobQueue(root).enqueue("m", "bench", "q1", "8f")
+    job = JobQueue(root).enqueue(RerunRequest("m", "bench", "q1", "8f"))
     view = overview(root)
     assert view["counts"]["queued"] == 1 and view["workers"] == [] and view["local"] == []
     row = view["jobs"][0]
@@ -280,7 +281,7 @@ def test_panel_offers_every_sampling_policy_and_spells_its_label(demo):
 
 
 def test_workers_page_shows_the_queue_and_cancels_a_queued_job(demo):
-    job = JobQueue(demo).enqueue(DEMO_MODEL, "synthetic-videomme", "001-1", "24f")
+    job = JobQueue(demo).enqueue(RerunRequest(DEMO_MODEL, "synthetic-videomme", "001-1", "24f"))
     at = AppTest.from_file(str(REPO / "pages" / "workers.py"), default_timeout=120)
     at.session_state["scope"] = _scope(demo)
     at.run()

@@ -132,13 +132,14 @@ def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
     store, _, matrix = view
     before = JobQueue(store.root).counts()
     with pytest.raises(UserError, match="empty"):
-        selection.submit(str(store.root), MODEL, BENCH, [], "8f")
+        selection.submit(str(store.root), selection.batch_requests(MODEL, BENCH, [], "8f"))
     with pytest.raises(UserError, match="unknown item"):
-        selection.submit(
-            str(store.root), MODEL, BENCH, [matrix.items["item_id"].iloc[0], "no-such-item"], "8f/random-s3"
-        )
+        ids = [matrix.items["item_id"].iloc[0], "no-such-item"]
+        selection.submit(str(store.root), selection.batch_requests(MODEL, BENCH, ids, "8f/random-s3"))
     with pytest.raises(UserError, match="above the ceiling"):
-        selection.submit(str(store.root), MODEL, BENCH, matrix.items["item_id"].tolist()[:2], "256f")
+        selection.submit(
+            str(store.root), selection.batch_requests(MODEL, BENCH, matrix.items["item_id"].tolist()[:2], "256f")
+        )
     assert JobQueue(store.root).counts() == before
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")

@@ -18,6 +18,7 @@ from backend.runtime import registry, rerun
 from backend.runtime.sampling import frame_indices
 from backend.runtime.worker import Worker
 from store.queue import JobQueue
+from store.rerun_request import RerunRequest
 from store.store import Store
 from tests.rerun_fixtures import FPS, N_FRAMES, FakeAdapter, build_store
 
@@ -73,7 +74,7 @@ def serve():
 
 
 def test_job_runs_and_stores_one_row_with_provenance(root):
-    out = rerun.submit(root, "m", "bench", "q1", "8f/random-s3")
+    out = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s3"))
     adapter = FakeAdapter()
     assert _worker(root, adapter).run(once=True) == 1
     job = JobQueue(root).get(out["job_id"])
@@ -100,16 +101,17 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
     assert set(prov["timings"]) == {"decode", "preprocess", "vision", "prefill", "generate"}
     assert prov["token_counts"]["visual"] == 32 and prov["resolution"] == [48, 64]
     (run,) = Store(root).query("SELECT * FROM runs WHERE run_id = ?", [f"rerun-{job.id}"]).to_dict("records")
-    assert run["origin"] == "rerun" and run["n_rows"] == 1 and json.loads(run["args"])["config"] == "8f/random-s3"
-    again = rerun.submit(root, "m", "bench", "q1", "8f/random-s3")  # now answered from the store
+    assert run["origin"] == "rerun" and run["n_rows"] == 1
+    assert RerunRequest(**json.loads(run["args"])) == job.request == RerunRequest("m", "bench", "q1", "8f/random-s3", 3)
+    again = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s3"))  # now answered from the store
     assert again["from_store"] and again["run"] == f"rerun-{job.id}" and again["frame_indices"] == expected
     assert rerun.wait(root, job.id)["timings"]["decode"] >= 0
 
 
 def test_text_only_failures_and_pixels(root):
     registry.add(root, dataclasses.replace(registry.get(root, "m"), default_pixels=1000), replace=True)
-    text = rerun.submit(root, "m", "bench", "q3", "text")["job_id"]
-    sized = rerun.submit(root, "m", "bench", "q1", "4f@2k")["job_id"]
+    text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
+    sized = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f@2k"))["job_id"]
     adapter = FakeAdapter()
     assert _worker(root, adapter).run(once=True) == 2
     assert adapter.requests[0].frames is None and adapter.requests[0].frame_indices is None
@@ -117,14 +119,14 @@ def test_text_only_failures_and_pixels(root):
     (row,) = _rows(root, text).to_dict("records")
     assert (row["frames"], list(row["frame_indices"]), row["correct"], row["pixels"]) == (0, [], 0, 1000)
     assert JobQueue(root).get(sized).state == "done"
-    failing = rerun.submit(root, "m", "bench", "q1", "2f")["job_id"]
+    failing = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f"))["job_id"]
     assert _worker(root, FakeAdapter(fail="out of memory")).run(once=True) == 1
     job = JobQueue(root).get(failing)
     assert job.state == "failed" and job.error == "RuntimeError: out of memory" and _rows(root, failing).empty
 
 
 def test_worker_that_died_after_writing_leaves_one_row(root):
-    job_id = rerun.submit(root, "m", "bench", "q1", "4f")["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
     q = JobQueue(root)
     ghost = _worker(root, FakeAdapter(), lease_s=0.1)
     job = q.claim("ghost", "m", lease_s=0.1)
@@ -139,7 +141,7 @@ def test_worker_that_died_after_writing_leaves_one_row(root):
 
 @pytest.mark.slow
 def test_sigkilled_worker_job_is_retried_once_stored(root, serve):
-    job_id = rerun.submit(root, "m", "bench", "q1", "4f")["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
     proc = serve(root, delay=60, lease_s=1.0)
     _wait_state(root, job_id, "running")
     time.sleep(1.5)  # a few renewals: the lease is kept alive while the worker lives
@@ -155,7 +157,7 @@ def test_sigkilled_worker_job_is_retried_once_stored(root, serve):
 
 @pytest.mark.slow
 def test_sigterm_mid_job_releases_it_and_exits_cleanly(root, serve):
-    job_id = rerun.submit(root, "m", "bench", "q1", "4f")["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
     proc = serve(root, delay=60, lease_s=5.0)
     _wait_state(root, job_id, "running")
     proc.send_signal(signal.SIGTERM)
@@ -168,8 +170,8 @@ def test_sigterm_mid_job_releases_it_and_exits_cleanly(root, serve):
 
 
 def test_signal_after_the_answer_finishes_the_job(root, monkeypatch):
-    first = rerun.submit(root, "m", "bench", "q1", "4f")["job_id"]
-    second = rerun.submit(root, "m", "bench", "q1", "2f")["job_id"]
+    first = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+    second = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f"))["job_id"]
     worker = _worker(root, FakeAdapter())
     write = worker._write
 
@@ -185,7 +187,7 @@ def test_signal_after_the_answer_finishes_the_job(root, monkeypatch):
 
 
 def test_signal_while_computing_releases(root):
-    job_id = rerun.submit(root, "m", "bench", "q1", "4f")["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
     adapter = FakeAdapter(delay=5, on_answer=lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.monotonic()
     assert _worker(root, adapter).run() == 0

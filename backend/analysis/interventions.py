@@ -26,6 +26,7 @@ from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix, main_only
 from store import configs
 from store.errors import UserError
+from store.rerun_request import RerunRequest
 from store.store import Store
 
 
@@ -269,7 +270,7 @@ def audit(
     return {"model": model, "grid": grid, "top": top, "base_protocol": protocol(top), "protocols": out}
 
 
-def intervention_requests(matrix: Matrix, model: str, policy_label: str) -> list[dict]:
+def intervention_requests(matrix: Matrix, model: str, policy_label: str) -> list[RerunRequest]:
     """Re-run requests for the terminal regressions of ``model`` in this view, at ``policy_label``.
 
     ``policy_label`` must be the top budget under another protocol (same frames and pixels).
@@ -281,4 +282,4 @@ def intervention_requests(matrix: Matrix, model: str, policy_label: str) -> list
     y = matrix.correct[matrix.model_index(model)].astype(bool)
     terminal = terminal_regression(y, matrix.lower, matrix.grid.index(top))
     items = matrix.items.loc[terminal, ["benchmark", "item_id"]]
-    return [{"model": model, "benchmark": b, "item_id": i, "config": label} for b, i in items.itertuples(index=False)]
+    return [RerunRequest(model, b, i, label) for b, i in items.itertuples(index=False)]

@@ -57,11 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = resolve_root(args.store)
+    args.seed = rerun.parse_seed(args.seed)  # "3" on the command line -> 3
     if args.item_id is None:
         return run_selection(args, root)
     if args.benchmark is None:
         raise UserError("--item needs --benchmark")
-    out = rerun.submit(root, args.model, args.benchmark, args.item_id, args.config, args.seed, args.force)
+    request = rerun.RerunRequest(args.model, args.benchmark, args.item_id, args.config, args.seed, args.force)
+    out = rerun.submit(root, request)
     if args.wait and not out["from_store"]:
         _warn_no_worker(root, args.model)
         out = rerun.wait(root, out["job_id"], args.timeout)

@@ -10,6 +10,10 @@ A seed only matters to a policy that draws at random; for the others it is norma
 ``random``). Such a request whose answer is already stored is answered from the store (logged
 ``run="main"`` rows first, else the newest re-run) unless ``force``; one already queued or running
 is not queued twice.
+
+One request type travels the whole way: ``RerunRequest`` (``store.rerun_request``) is what a caller
+builds, what :func:`validate` returns normalised, what the queue stores (``Job.request``), what the
+worker runs and what its ``runs`` row records.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +33,7 @@ from backend.runtime.video import default_video_root, resolve_video
 from store.configs import ConfigLabelError, parse
 from store.errors import UserError
 from store.queue import MAX_QUEUED, STATES, Job, JobQueue
+from store.rerun_request import RerunRequest
 from store.store import Store
 
 FINAL_STATES = ("done", "failed", "cancelled")
@@ -38,18 +43,6 @@ _RESULT_COLUMNS = (
     "run, origin, answer, correct, confidence, score, option_probs, letter_mass, frames, pixels, policy, seed, "
     "frame_indices, raw_output, flags, provenance, written_at"
 )
-
-
-@dataclass(frozen=True)
-class RerunRequest:
-    """A validated, normalised request (canonical label; seed None unless the policy draws at random)."""
-
-    model: str
-    benchmark: str
-    item_id: str
-    config: str
-    seed: int | None = None
-    force: bool = False
 
 
 def parse_seed(seed: object) -> int | None:
@@ -78,16 +71,13 @@ def _effective_seed(label: str, policy: str, seed: int | None) -> int | None:
     return parse_seed(named_seed) if named_seed is not None else (seed or 0)
 
 
-def validate(
-    store_root: str | os.PathLike,
-    model: str,
-    benchmark: str,
-    item_id: str,
-    config: str,
-    seed: object = None,
-    force: bool = False,
-) -> RerunRequest:
-    """Check a request against the registry, the store and the video root; ``UserError`` if it cannot run."""
+def validate(store_root: str | os.PathLike, request: RerunRequest) -> RerunRequest:
+    """Check a request against the registry, the store and the video root; ``UserError`` if it cannot run.
+
+    Returns it normalised: the canonical label, the seed the policy uses (None unless it draws at
+    random; a seed given as its decimal spelling is read), ``force`` a bool.
+    """
+    model, benchmark, item_id, config = request.model, request.benchmark, str(request.item_id), request.config
     spec = registry.get(store_root, model)
     try:
         cfg = parse(config)
@@ -103,16 +93,14 @@ def validate(
             f"config {cfg.label!r} asks for {cfg.frames} frames, above the ceiling of model {model!r}: "
             f"max_frames = {spec.max_frames} in the registry"
         )
-    eff_seed = _effective_seed(cfg.label, cfg.policy, parse_seed(seed))
-    item = Store(store_root).query(
-        "SELECT video FROM items WHERE benchmark = ? AND item_id = ?", [benchmark, str(item_id)]
-    )
+    eff_seed = _effective_seed(cfg.label, cfg.policy, parse_seed(request.seed))
+    item = Store(store_root).query("SELECT video FROM items WHERE benchmark = ? AND item_id = ?", [benchmark, item_id])
     if item.empty:
         raise UserError(f"unknown item {item_id!r} in benchmark {benchmark!r} (not in the store's items table)")
     if not cfg.is_text:
         video = item["video"].iloc[0]
         resolve_video(default_video_root(store_root), None if pd.isna(video) else str(video))
-    return RerunRequest(model, benchmark, str(item_id), cfg.label, eff_seed, bool(force))
+    return replace(request, item_id=item_id, config=cfg.label, seed=eff_seed, force=bool(request.force))
 
 
 def _plain(value: object) -> object:
@@ -180,31 +168,26 @@ def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: 
     return out | empty | (result or {})
 
 
-def submit(
-    store_root: str | os.PathLike,
-    model: str,
-    benchmark: str,
-    item_id: str,
-    config: str,
-    seed: object = None,
-    force: bool = False,
-    max_queued: int = MAX_QUEUED,
-) -> dict:
-    """Validate, then answer from the store, join an identical pending job, or enqueue a new one."""
-    req = validate(store_root, model, benchmark, item_id, config, seed, force)
+def place(store_root: str | os.PathLike, req: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:
+    """A validated request's outcome: answered from the store, joined to an identical pending job, or queued."""
     if not req.force:
         hit = stored_result(store_root, req)
         if hit is not None:
             return outcome(req, None, hit)
     queue = JobQueue(store_root)
-    job = None if req.force else queue.find_pending(req.model, req.benchmark, req.item_id, req.config, req.seed)
+    job = None if req.force else queue.find_pending(req)
     if job is None:
-        job = queue.enqueue(req.model, req.benchmark, req.item_id, req.config, req.seed, req.force, max_queued)
+        job = queue.enqueue(req, max_queued)
     return outcome(req, job, None)
 
 
-def submit_many(store_root: str | os.PathLike, requests: list[dict], seed: int | None = None) -> dict:
-    """Submit each request (``submit``'s keywords) in turn: validated, stored answers reused, duplicates joined.
+def submit(store_root: str | os.PathLike, request: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:
+    """Validate, then answer from the store, join an identical pending job, or enqueue a new one."""
+    return place(store_root, validate(store_root, request), max_queued)
+
+
+def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> dict:
+    """Submit each request in turn: validated, stored answers reused, duplicates joined.
 
     A request that cannot run (no video, queue full) is reported, not fatal; when every request
     fails the first reason is raised, since it is then about the intervention, not one item.
@@ -212,9 +195,9 @@ def submit_many(store_root: str | os.PathLike, requests: list[dict], seed: int |
     outcomes, errors = [], []
     for req in requests:  # one queue transaction each; bounded by the queue's capacity
         try:
-            outcomes.append(submit(store_root, seed=seed, **req))
+            outcomes.append(submit(store_root, req))
         except UserError as exc:
-            errors.append({"item_id": req["item_id"], "error": str(exc)})
+            errors.append({"item_id": req.item_id, "error": str(exc)})
     if requests and not outcomes:
         raise UserError(f"no re-run could be queued: {errors[0]['error']}")
     frame = pd.DataFrame(outcomes, columns=["from_store", "job_id", "state"])
@@ -235,7 +218,7 @@ def wait(store_root: str | os.PathLike, job_id: int, timeout_s: float | None = N
         job = queue.get(job_id)
         if job is None:
             raise UserError(f"no job {job_id} in {Path(store_root) / 'jobs.sqlite'}")
-        req = RerunRequest(job.model, job.benchmark, job.item_id, job.config, job.seed, job.force)
+        req = job.request
         if job.state in FINAL_STATES:
             return outcome(req, job, job_result(store_root, job) if job.state == "done" else None)
         if deadline is not None and time.monotonic() >= deadline:

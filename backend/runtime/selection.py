@@ -28,6 +28,7 @@ from backend.scope.resolve import Resolved
 from store import configs
 from store.errors import UserError
 from store.queue import MAX_QUEUED, JobQueue
+from store.rerun_request import RerunRequest
 from store.store import Store
 
 KINDS = ("flow", "state", "items", "filtered")
@@ -142,27 +143,35 @@ def read_ids(path: str) -> list[str]:
     return ids
 
 
-def submit(
-    root: str, model: str, benchmark: str, ids: list[str], config: str, seed: object = None, force: bool = False
-) -> dict:
-    """Re-run every selected item under ``config``: each is validated first, so a bad request queues nothing.
+def batch_requests(
+    model: str, benchmark: str, ids: list[str], config: str, seed: int | None = None, force: bool = False
+) -> list[RerunRequest]:
+    """The requests of a batch re-run: the selected items, each asked the same way."""
+    return [RerunRequest(model, benchmark, item_id, config, seed, force) for item_id in ids]
+
+
+def submit(root: str, requests: list[RerunRequest]) -> dict:
+    """Re-run a batch (:func:`batch_requests`): every request is validated first, so a bad one queues nothing.
 
     Items whose identical request is stored are answered from the store (unless ``force``);
     the others join a pending identical job or are queued. Returns the batch: job ids per item.
     """
-    if not ids:
+    if not requests:
         raise UserError("the selection is empty: nothing to re-run")
-    if len(ids) > MAX_QUEUED:
+    if len(requests) > MAX_QUEUED:
         raise UserError(
-            f"a batch re-run takes at most {MAX_QUEUED} items (the queue's limit); the selection has {len(ids)}"
+            f"a batch re-run takes at most {MAX_QUEUED} items (the queue's limit); the selection has {len(requests)}"
         )
-    requests = [rerun.validate(root, model, benchmark, item, config, seed, force) for item in ids]
-    outs = [rerun.submit(root, model, benchmark, req.item_id, req.config, req.seed, force) for req in requests]
+    if len({(r.model, r.benchmark, r.config, r.seed, r.force) for r in requests}) > 1:
+        raise UserError("a batch re-run asks every item the same way (one model, benchmark, config and seed)")
+    validated = [rerun.validate(root, req) for req in requests]
+    outs = [rerun.place(root, req) for req in validated]
+    first = validated[0]
     return {
-        "model": model,
-        "benchmark": benchmark,
-        "config": requests[0].config,
-        "seed": requests[0].seed,
+        "model": first.model,
+        "benchmark": first.benchmark,
+        "config": first.config,
+        "seed": first.seed,
         "item_ids": [o["item_id"] for o in outs],
         "job_ids": [o["job_id"] for o in outs],
         "from_store": sum(o["from_store"] for o in outs),
@@ -274,12 +283,12 @@ def batch_report(root: str, batch: dict, baseline: str, label: str) -> dict:
 
 
 def rerun_selection(store: Store, resolved: Resolved, matrix: Matrix, model: str, sel: Selection, config: str,
-                    baseline: str | None = None, seed: object = None, force: bool = False) -> dict:  # fmt: skip
+                    baseline: str | None = None, seed: int | None = None, force: bool = False) -> dict:  # fmt: skip
     """Submit the selection's re-run under ``config`` and report it (``batch_report``)."""
     benchmark = resolved.scope.benchmark
     if benchmark is None:
         raise UserError("a selection re-run needs --benchmark")
     ids = selected_ids(store, resolved, matrix, model, sel)
     base = baseline or sel.baseline(list(matrix.grid))
-    batch = submit(str(store.root), model, benchmark, ids, config, seed, force)
-    return batch_report(str(store.root), batch, base, sel.describe())
+    submitted = submit(str(store.root), batch_requests(model, benchmark, ids, config, seed, force))
+    return batch_report(str(store.root), submitted, base, sel.describe())

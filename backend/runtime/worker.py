@@ -42,11 +42,11 @@ from typing import Any
 import pandas as pd
 
 from backend.runtime import registry
-from backend.runtime.inference.cell import ColdCell, answer_cold, item_fields
-from backend.runtime.inference.records import ModelContext, library_versions, response_row
+from backend.runtime.inference.cell import answer_cold
+from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
 from backend.runtime.registry import ModelSpec
 from backend.runtime.video import default_video_root
-from store.configs import Config, parse
+from store.configs import parse
 from store.errors import UserError
 from store.queue import Job, JobQueue
 from store.schema import RESPONSE_KEY
@@ -94,7 +94,8 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
 def result_key(job: Job) -> dict[str, str]:
     """The response key a job's result is stored under (``RESPONSE_KEY`` order)."""
-    return dict(zip(RESPONSE_KEY, (job.model, job.benchmark, job.item_id, job.config, job.run)))
+    req = job.request
+    return dict(zip(RESPONSE_KEY, (req.model, req.benchmark, req.item_id, req.config, job.run), strict=True))
 
 
 def _stored(con, job: Job) -> bool:
@@ -254,49 +255,38 @@ class Worker:
     # -- one job ---------------------------------------------------------------------------
     def compute(self, job: Job) -> dict[str, pd.DataFrame]:
         """Decode, infer and build the ``responses`` and ``runs`` rows of one job (nothing written)."""
+        req = job.request
         items = self.store.query(
-            "SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [job.benchmark, job.item_id]
+            "SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [req.benchmark, req.item_id]
         )
         if items.empty:
-            raise UserError(f"item {job.item_id!r} of benchmark {job.benchmark!r} is not in the store")
+            raise UserError(f"item {req.item_id!r} of benchmark {req.benchmark!r} is not in the store")
         item = items.iloc[0]
-        cfg = parse(job.config)
-        cell = answer_cold(self.adapter, item, cfg, self.video_root, job.seed, self.spec.default_pixels)
-        return self._rows(job, item, cfg, cell)
+        cfg = parse(req.config)
+        cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels)
+        answered = Answered(item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings)
+        return self._rows(job, answered)
 
-    def _rows(
-        self,
-        job: Job,
-        item: pd.Series,
-        cfg: Config,
-        cell: ColdCell,
-    ) -> dict[str, pd.DataFrame]:
+    def _rows(self, job: Job, answered: Answered) -> dict[str, pd.DataFrame]:
+        """The job's ``responses`` row and its ``runs`` row, which records the request."""
         now = datetime.now(UTC)
-        response = response_row(
-            key=result_key(job),
-            item=item,
-            cfg=cfg,
-            answer_type=item_fields(item)[2],
-            indices=cell.indices,
-            fps=cell.fps,
-            pixels=cell.pixels,
-            seed=job.seed,
-            result=cell.result,
-            timings=cell.timings,
-            run_id=job.run,
+        req = job.request
+        source = RowSource(
             origin="rerun",
+            model=req.model,
+            benchmark=req.benchmark,
+            run=job.run,
+            run_id=job.run,
             context=self.context,
             extra={"job_id": job.id, "attempt": job.attempts, "worker_id": self.worker_id},
-            now=now,
         )
+        response = response_row(answered, source, now)
         run = {
             "run_id": job.run,
             "origin": "rerun",
             "source": f"job:{job.id}",
             "format": "rerun",
-            "args": json.dumps(
-                {k: getattr(job, k) for k in ("model", "benchmark", "item_id", "config", "seed", "force")}
-            ),
+            "args": json.dumps(req.to_dict()),
             "n_rows": 1,
             "code_version": self.versions["trajaudit"],
             "created_at": now,

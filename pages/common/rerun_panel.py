@@ -131,7 +131,9 @@ def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dic
         return None
     model, label = request
     try:
-        out = rerun.submit(scope.root, model, scope.benchmark, str(item["item_id"]), label, force=force)
+        out = rerun.submit(
+            scope.root, rerun.RerunRequest(model, scope.benchmark, str(item["item_id"]), label, force=force)
+        )
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
@@ -311,7 +313,7 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
         if run and request is not None:
             model, config = request
             try:
-                batch = selection.submit(scope.root, model, scope.benchmark, ids, config)
+                batch = selection.submit(scope.root, selection.batch_requests(model, scope.benchmark, ids, config))
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             else:

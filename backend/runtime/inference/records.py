@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import metadata
 from typing import Any
@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backend.runtime.inference.cell import item_fields
 from backend.runtime.sampling import timestamps
 from store.configs import Config
+from store.schema import RESPONSE_KEY
 
 _VERSIONED = ("trajaudit", "torch", "transformers", "decord", "av", "numpy")
 
@@ -60,47 +62,61 @@ class ModelContext:
         }
 
 
-def response_row(
-    *,
-    key: Mapping[str, str],
-    item: Mapping[str, Any],
-    cfg: Config,
-    answer_type: str,
-    indices: np.ndarray,
-    fps: float | None,
-    pixels: int | None,
-    seed: int | None,
-    result: Any,
-    timings: Mapping[str, float],
-    run_id: str,
-    origin: str,
-    context: ModelContext,
-    extra: Mapping[str, Any],
-    now: datetime,
-) -> dict[str, Any]:
-    """One ``responses`` row (``key`` holds the RESPONSE_KEY columns); ``extra`` leads the provenance."""
-    mcqa = answer_type == "mcqa"
+@dataclass
+class Answered:
+    """One answered cell: the ``items`` row, the configuration, the frames fed and the adapter's result."""
+
+    item: Mapping[str, Any]  # the items row (``item_id``, ``target``, ``split``, ``answer_type``...)
+    cfg: Config
+    seed: int | None  # the sampling seed the frames were drawn with (None: not drawn at random)
+    indices: np.ndarray  # frame indices shown (empty for text-only)
+    fps: float | None  # the video's native rate (None for text-only)
+    pixels: int | None  # pixels per frame requested (None: the model's default)
+    result: Any  # InferenceResult
+    timings: Mapping[str, float]  # seconds per phase
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """Who stores rows and under which key: the writer's ``origin`` (``rerun`` or ``sweep``), the
+    model and benchmark, the ``run`` and ``run_id``, the model side of the provenance and what the
+    writer puts first in it (job or sweep ids)."""
+
+    origin: str
+    model: str
+    benchmark: str
+    run: str
+    run_id: str  # the runs row the responses belong to ("" when the writer sets it per batch)
+    context: ModelContext
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def response_row(answered: Answered, source: RowSource, now: datetime) -> dict[str, Any]:
+    """One ``responses`` row for ``answered`` as ``source`` stores it; ``source.extra`` leads the provenance."""
+    item, cfg, result, fps = answered.item, answered.cfg, answered.result, answered.fps
+    mcqa = item_fields(item)[2] == "mcqa"
     answer = (result.answer or None) if mcqa else None  # open-ended: the text is raw_output, scored by score
     correct = int(answer == item["target"]) if mcqa else None  # no answer counts as wrong (METRICS.md)
-    frame_list = [int(i) for i in indices]
+    frame_list = [int(i) for i in answered.indices]
     provenance = {
-        **extra,
-        **context.provenance(),
+        **source.extra,
+        **source.context.provenance(),
         "policy": cfg.policy,
-        "seed": seed,
+        "seed": answered.seed,
         "frame_indices": frame_list,
-        "timestamps_s": timestamps(indices, fps).round(6).tolist() if fps else [],
+        "timestamps_s": timestamps(answered.indices, fps).round(6).tolist() if fps else [],
         "native_fps": fps,
-        "pixels_requested": pixels,
+        "pixels_requested": answered.pixels,
         "resolution": result.resolution,
         "token_counts": result.token_counts,
-        "timings": dict(timings),
+        "timings": dict(answered.timings),
     }
+    key = (source.model, source.benchmark, str(item["item_id"]), cfg.label, source.run)
     return {
-        **key,
+        **dict(zip(RESPONSE_KEY, key, strict=True)),
         "split": item["split"],
-        "run_id": run_id,
-        "origin": origin,
+        "run_id": source.run_id,
+        "origin": source.origin,
         "raw_output": result.raw_output,
         "answer": answer,
         "correct": correct,
@@ -109,9 +125,9 @@ def response_row(
         "option_probs": None if result.option_probs is None else json.dumps(result.option_probs),
         "letter_mass": result.letter_mass,
         "frames": cfg.frames,
-        "pixels": pixels,
+        "pixels": answered.pixels,
         "policy": cfg.policy,
-        "seed": seed,
+        "seed": answered.seed,
         "frame_indices": frame_list,
         "flags": "no-answer" if mcqa and answer is None else None,
         "provenance": json.dumps(provenance, default=json_default),

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from backend.runtime.inference.cell import item_request, prune_spec
+from backend.runtime.inference.records import Answered  # one answered cell, as the worker's
 from backend.runtime.inference.reuse import FrameFeatures, ReuseCounters, answer_group
 from backend.runtime.sampling import frame_indices, policy_name
 from backend.runtime.sweep.accounting import PHASES, REUSES
@@ -54,20 +55,6 @@ class Reuse:
 
     def enabled(self) -> list[str]:
         return [name for name in REUSES if getattr(self, name)]
-
-
-@dataclass
-class Answered:
-    """One cell's answer with what a responses row needs."""
-
-    item: dict[str, Any]
-    cfg: Config
-    seed: int | None
-    indices: np.ndarray
-    fps: float | None
-    pixels: int | None
-    result: Any  # InferenceResult
-    timings: dict[str, float]
 
 
 @dataclass

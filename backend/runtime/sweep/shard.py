@@ -22,8 +22,8 @@ from typing import Any
 import pandas as pd
 
 from backend.runtime import registry
-from backend.runtime.inference.cell import answer_cold, item_fields
-from backend.runtime.inference.records import ModelContext, library_versions, response_row
+from backend.runtime.inference.cell import answer_cold
+from backend.runtime.inference.records import ModelContext, RowSource, library_versions, response_row
 from backend.runtime.sweep.accounting import PHASES
 from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
 from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
@@ -144,25 +144,11 @@ class ShardRunner:
 
     def _row(self, done: Answered) -> dict[str, Any]:
         s = self.settings
-        key = {"model": s.model, "benchmark": s.benchmark, "item_id": done.item["item_id"], "config": done.cfg.label}
-        return response_row(
-            key={**key, "run": RUN},
-            item=done.item,
-            cfg=done.cfg,
-            answer_type=item_fields(done.item)[2],
-            indices=done.indices,
-            fps=done.fps,
-            pixels=done.pixels,
-            seed=done.seed,
-            result=done.result,
-            timings=done.timings,
-            run_id="",  # set when the batch is written
-            origin="sweep",
-            context=self.context,
-            extra={"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
-            | ({} if s.threshold is None else {"prune_threshold": s.threshold}),
-            now=datetime.now(UTC),
-        )
+        extra = {"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
+        extra |= {} if s.threshold is None else {"prune_threshold": s.threshold}
+        # run_id is set when the batch is written
+        source = RowSource("sweep", s.model, s.benchmark, RUN, "", self.context, extra)
+        return response_row(done, source, datetime.now(UTC))
 
     def _add(self, done: Answered) -> None:
         row = self._row(done)
