@@ -107,7 +107,7 @@ def test_views_and_analyses_return_their_contracts():
         noise,
         predictor,
     )
-    from backend.runtime import worker_pool
+    from backend.runtime import rerun, worker_pool
     from backend.scope import inspector as scope_inspector
     from backend.scope import matrix, resolve
 
@@ -127,7 +127,7 @@ def test_views_and_analyses_return_their_contracts():
         isocompute.compare_group: ac.IsoGroup, crossflows.cross_flows: ac.CrossmodelAudit,
         scope_inspector.inspect_record: contracts.InspectReport, matrix.available: sc.StoreContents,
         resolve.Resolved.header: common.ScopeHeader, worker_pool.overview: sc.JobsOverview,
-        worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker,
+        worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker, rerun.submit_many: ac.Enqueued,
     }  # fmt: skip
     wrong = {
         f.__qualname__: get_type_hints(f).get("return")

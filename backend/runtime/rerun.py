@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend.contracts.audits import Enqueued
 from backend.runtime import registry
 from backend.runtime.sampling import policy_name, takes_seed
 from backend.runtime.video import default_video_root, resolve_video
@@ -186,7 +187,7 @@ def submit(store_root: str | os.PathLike, request: RerunRequest, max_queued: int
     return place(store_root, validate(store_root, request), max_queued)
 
 
-def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> dict:
+def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> Enqueued:
     """Submit each request in turn: validated, stored answers reused, duplicates joined.
 
     A request that cannot run (no video, queue full) is reported, not fatal; when every request
