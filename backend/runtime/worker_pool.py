@@ -71,13 +71,13 @@ def _locked(path: Path) -> Iterator[None]:
 def _alive(pid: int, model: str) -> bool:
     """Whether ``pid`` is still a running worker of ``model``.
 
-    A worker this process started and that exited is a zombie until reaped (``kill(pid, 0)``
-    would call it alive), so it is reaped first; on Linux the command line is checked too, so a
-    recycled pid is not mistaken for the worker.
+    A worker this process started is its child: alive until it exits (then a zombie until reaped,
+    which ``kill(pid, 0)`` would call alive), and its pid cannot be recycled before it is reaped, so
+    its command line is not read (just after the fork it is still this process's). For another
+    process's worker, on Linux the command line is checked, so a recycled pid is not mistaken for it.
     """
     try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
+        return os.waitpid(pid, os.WNOHANG)[0] != pid
     except ChildProcessError:
         pass  # not our child: another server process started it
     try:
