@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from backend.runtime.inference.base import FAMILIES, InferenceRequest
-from backend.runtime.inference.reuse import FrameFeatures, ReuseCounters, answer_group, compose
+from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_last_query
+from backend.runtime.inference.reuse import (
+    FrameFeatures,
+    ReuseCounters,
+    answer_group,
+    compose,
+    prefill_prefix,
+    run_suffix,
+)
 from tests.tiny_models import FPS, OPTIONS, TOTAL, frames, tiny  # noqa: F401  (tiny is a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -140,3 +148,31 @@ def test_frames_processed_once_per_budget_give_the_processors_own_inputs(tiny):
             for key, value in want.inputs.items():
                 assert torch.equal(got.inputs[key], value), key
     assert len(features._pixels) == 2 * 16
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_last_layer_computes_only_what_is_read(tiny, family):
+    """The prefix pass (last layer: keys and values only) and a suffix pass (last layer: every key and value,
+    the last query only) leave the cache a full forward leaves and the same last-position logits."""
+    adapter = tiny.adapter(family)
+    with torch.inference_mode():
+        (prepared,), _ = compose(adapter, requests(4)[:1])
+        encoded = adapter.encode_vision(prepared.inputs)
+        split = adapter.prefix_end(prepared.inputs["input_ids"])
+        for shortcut in (last_layer_kv_only, last_layer_last_query):
+            with shortcut(adapter.model) as applied:
+                assert applied  # every family's last layer takes the shortcut
+        full = adapter.model(
+            **{k: v for k, v in prepared.inputs.items() if k != adapter.pixel_key},
+            position_ids=prepared.position_ids,
+            mm_encoder_outputs=encoded,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = prefill_prefix(adapter, prepared, encoded, split)
+        out = run_suffix(adapter, prepared, cache, split)
+    assert torch.allclose(out.logits, full.logits, atol=1e-5, rtol=0)
+    assert cache.get_seq_length() == full.cache.get_seq_length() == prepared.inputs["input_ids"].shape[-1]
+    for mine, theirs in zip(cache.layers, full.cache.layers, strict=True):
+        assert torch.allclose(mine.keys, theirs.keys, atol=1e-5, rtol=0)
+        assert torch.allclose(mine.values, theirs.values, atol=1e-5, rtol=0)

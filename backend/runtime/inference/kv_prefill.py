@@ -1,20 +1,30 @@
-"""A prompt-prefix prefill that stops at what later tokens read: the last decoder layer's keys and values.
+"""The last decoder layer computes only what is read: keys and values for the cache, one query for the logits.
 
 Why: the sweep prefills the question-independent prefix once and runs each question's suffix on
-its cache. Nothing reads the prefix tokens' *outputs* (only the suffix's last position is scored),
-and the suffix reads the prefix only through each layer's cached keys and values. So in the last
-decoder layer the prefix tokens need just their key / value projections (with the key norm and the
-rotary embedding where the family has them); their queries, attention, output projection and MLP
-are work nobody reads. The cached keys and values are computed by the same modules on the same
-inputs as in a full forward, so every answer is unchanged (the sweep's paired drift check runs
-on it). What it saves is a share of the prefix prefill of about ``1 / depth`` (half of a 2-layer
-tiny model's, about 3% of a 28-layer 7B model's).
+its cache, and only the last position of a suffix is scored (``logits_to_keep=1``). In the last
+decoder layer no token's *output* is read except that last position's, and other tokens are read
+only through the layer's cached keys and values. So:
+
+* :func:`last_layer_kv_only` (the prefix prefill): the last layer computes the prefix tokens' key /
+  value projections (with the key norm and the rotary embedding where the family has them) and
+  writes them to the cache; their queries, attention, output projection and MLP are work nobody
+  reads;
+* :func:`last_layer_last_query` (a suffix pass): the last layer writes the keys and values of every
+  suffix token but the last the same way, then runs in full for the last token alone, which attends
+  to the whole cache (prefix, the other suffix tokens, itself) through its own row of the mask.
+
+The cached keys and values are computed by the same modules on the same inputs as in a full
+forward, and the last token's output by the layer's own ``forward``, so every answer is unchanged
+(the sweep's paired drift check runs on it; matrix products over fewer rows may round differently
+in the last float bit). The cache stays complete, so a suffix may still be continued by greedy
+generation or cropped back to the prefix. What it saves is about ``1 / depth`` of each pass (half
+of a 2-layer tiny model's, about 3% of a 28-layer 7B model's).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -30,18 +40,10 @@ def _kv_parts(layer) -> tuple | None:
     return attn, rope
 
 
-@contextmanager
-def last_layer_kv_only(model) -> Iterator[bool]:
-    """Within the block the language model's last decoder layer only writes its keys and values to the
-    cache and passes its input through. Yields whether it applied (False: the layer runs in full)."""
-    layer = model.model.language_model.layers[-1]
-    parts = _kv_parts(layer)
-    if parts is None:
-        yield False
-        return
-    attn, rope = parts
+def _kv_writer(layer, attn, rope) -> Callable[..., None]:
+    """Writes the layer's keys and values of ``hidden_states`` to the cache, as its attention would."""
 
-    def kv_only(hidden_states: torch.Tensor, *args, cache=None, position_embeddings=None, **kwargs) -> torch.Tensor:
+    def write(hidden_states: torch.Tensor, cache, position_embeddings, kwargs) -> None:
         h = layer.input_layernorm(hidden_states)
         shape = (*h.shape[:-1], -1, attn.head_dim)
         keys = attn.k_proj(h).view(shape)
@@ -52,10 +54,72 @@ def last_layer_kv_only(model) -> Iterator[bool]:
         cos, sin = position_embeddings
         _, keys = rope(keys, keys, cos, sin)
         cache.update(keys, values, attn.layer_idx, kwargs=kwargs)
-        return hidden_states
 
-    layer.forward = kv_only
+    return write
+
+
+@contextmanager
+def _last_layer(model, make: Callable) -> Iterator[bool]:
+    layer = model.model.language_model.layers[-1]
+    parts = _kv_parts(layer)
+    if parts is None:
+        yield False
+        return
+    layer.forward = make(layer, _kv_writer(layer, *parts), layer.forward)
     try:
         yield True
     finally:
         del layer.forward
+
+
+@contextmanager
+def last_layer_kv_only(model) -> Iterator[bool]:
+    """Within the block the language model's last decoder layer only writes its keys and values to the
+    cache and passes its input through. Yields whether it applied (False: the layer runs in full)."""
+
+    def make(layer, write, full):
+        def kv_only(hidden_states, *args, cache=None, position_embeddings=None, **kwargs):
+            write(hidden_states, cache, position_embeddings, kwargs)
+            return hidden_states
+
+        return kv_only
+
+    with _last_layer(model, make) as applied:
+        yield applied
+
+
+@contextmanager
+def last_layer_last_query(model) -> Iterator[bool]:
+    """Within the block the last decoder layer writes every token's keys and values to the cache but runs
+    in full for the last position only (the only one scored); the other positions pass their input
+    through. For a pass on a cache with ``logits_to_keep=1``. Yields whether it applied."""
+
+    def make(layer, write, full):
+        def last_query(
+            hidden_states, attention_mask=None, position_ids=None, cache=None, position_embeddings=None, **kwargs
+        ):
+            if cache is None or hidden_states.shape[1] == 1:
+                return full(
+                    hidden_states,
+                    attention_mask=attention_mask,
+                    position_ids=position_ids,
+                    cache=cache,
+                    position_embeddings=position_embeddings,
+                    **kwargs,
+                )
+            cos, sin = position_embeddings
+            write(hidden_states[:, :-1], cache, (cos[..., :-1, :], sin[..., :-1, :]), kwargs)
+            last = full(
+                hidden_states[:, -1:],
+                attention_mask=None if attention_mask is None else attention_mask[..., -1:, :],
+                position_ids=None if position_ids is None else position_ids[..., -1:],
+                cache=cache,
+                position_embeddings=(cos[..., -1:, :], sin[..., -1:, :]),
+                **kwargs,
+            )
+            return torch.cat([hidden_states[:, :-1], last], dim=1)
+
+        return last_query
+
+    with _last_layer(model, make) as applied:
+        yield applied

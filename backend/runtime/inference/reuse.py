@@ -37,7 +37,9 @@ request's ``timings`` add up, over the group, to the time the group took.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,7 +47,7 @@ import torch
 
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
 from backend.runtime.inference.hf import HFAdapter, PhaseTimer, Prepared
-from backend.runtime.inference.kv_prefill import last_layer_kv_only
+from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_last_query
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
@@ -195,14 +197,15 @@ def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
     inputs = prepared.inputs
     kwargs = {k: inputs[k][..., split:] for k in ("input_ids", "mm_token_type_ids") if k in inputs}
     positions = None if prepared.position_ids is None else prepared.position_ids[..., split:]
-    return adapter.model(
-        **kwargs,
-        attention_mask=inputs.get("attention_mask"),
-        position_ids=positions,
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
+    with last_layer_last_query(adapter.model):
+        return adapter.model(
+            **kwargs,
+            attention_mask=inputs.get("attention_mask"),
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
 
 
 def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int) -> list[SimpleNamespace]:
@@ -230,21 +233,61 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
     positions = torch.cat(rows, dim=-2)
     extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
     cache.batch_repeat_interleave(n)
-    out = adapter.model(
-        input_ids=ids,
-        attention_mask=mask,
-        position_ids=positions,
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=1,
-        **extra,
-    )
+    with last_layer_last_query(adapter.model):
+        out = adapter.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            **extra,
+        )
     return [SimpleNamespace(logits=out.logits[i : i + 1]) for i in range(n)]
 
 
 def _share(timings: list[dict[str, float]], members: list[int], phase: str, seconds: float) -> None:
     for i in members:
         timings[i][phase] += seconds / len(members)
+
+
+@dataclass
+class _Group:
+    """The state :func:`answer_group`'s steps hand on: the requests, their prepared inputs, letters,
+    encoder outputs, per-request phase timers, and the answers as they come."""
+
+    adapter: HFAdapter
+    requests: list[InferenceRequest]
+    counters: ReuseCounters
+    features: FrameFeatures | None
+    share_prefix: bool
+    timers: list[PhaseTimer] = field(init=False)
+    prepared: list[Prepared] = field(init=False, default_factory=list)
+    letters: list[tuple[list[str], list[int]]] = field(init=False, default_factory=list)
+    encoded: list[dict[str, Any] | None] = field(init=False)
+    results: list[InferenceResult | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.requests)
+        self.timers = [PhaseTimer(self.adapter.device) for _ in range(n)]
+        self.encoded, self.results = [None] * n, [None] * n
+
+    @property
+    def timings(self) -> list[dict[str, float]]:
+        return [t.timings for t in self.timers]
+
+    @contextmanager
+    def shared(self, members: list[int], phase: str) -> Iterator[None]:
+        """Times a block done once for ``members`` and splits its seconds among them."""
+        clock = PhaseTimer(self.adapter.device)
+        with clock(phase):
+            yield
+        _share(self.timings, members, phase, clock.timings[phase])
+
+    def conclude(self, i: int, out) -> None:
+        self.results[i] = self.adapter.conclude(
+            self.requests[i], self.prepared[i], out, *self.letters[i], self.timers[i]
+        )
 
 
 def answer_group(
@@ -260,100 +303,119 @@ def answer_group(
     ``share_prefix``: one processor call, vision pass and prefix prefill for all of them.
     ``features``: per-frame encoder outputs reused across calls (ignored unless the family encodes
     frames independently). Both off: ``adapter.answer`` per request, nothing shared.
+
+    Three paths, each a named step: :func:`_answer_cold` (text-only, or nothing shared); otherwise
+    :func:`_prepare` (processor), :func:`_encode` (vision), then :func:`_answer_each` (a full prefill
+    per request) or, sharing the prefix, :func:`_answer_on_prefixes`.
     """
     counters = counters if counters is not None else ReuseCounters()
-    spec = requests[0].prune
-    features = features if adapter.per_frame_vision and spec is None else None
+    features = features if adapter.per_frame_vision and requests[0].prune is None else None
     n = len(requests)
-    visual = requests[0].frames is not None
     counters.requests += n
     counters.processor_calls_cold += n
     counters.frames_encoded_cold += n * requests[0].n_frames
-    if not visual or (not share_prefix and features is None):
-        results = [adapter.answer(r) for r in requests]
-        counters.processor_calls += n
-        counters.frames_encoded += n * requests[0].n_frames
-        for r in results:
-            counters.prefill_tokens += r.token_counts["prompt"]
-            counters.prefill_tokens_cold += r.token_counts["prompt"]
-        return results
-
-    everyone = list(range(n))
-    timers = [PhaseTimer(adapter.device) for _ in requests]
-    timings = [t.timings for t in timers]
-    shared = PhaseTimer(adapter.device)
-    if share_prefix:
-        with shared("preprocess"):
-            prepared, calls = compose(adapter, requests, features)
-        _share(timings, everyone, "preprocess", shared.timings["preprocess"])
-        counters.composed += n - 1 if calls == 1 else 0
-    else:
-        prepared, calls = [], n
-        for r, t in zip(requests, timers):
-            with t("preprocess"):
-                prepared.append(adapter.prepare(r) if features is None else features.prepare(adapter, r))
-    counters.processor_calls += calls
-    letters = []
-    for r, p, t in zip(requests, prepared, timers):
-        with t("preprocess"):
-            letters.append(adapter.letters(r, p.prompt))
-
-    results: list[InferenceResult | None] = [None] * n
+    if requests[0].frames is None or (not share_prefix and features is None):
+        return _answer_cold(adapter, requests, counters)
+    group = _Group(adapter, requests, counters, features, share_prefix)
+    _prepare(group)
     with torch.inference_mode():
-        encoded = [None] * n
-        for i in range(1 if share_prefix else n):
-            clock = PhaseTimer(adapter.device)
-            with clock("vision"):
-                if spec is not None:
-                    prepared[i], encoded[i], mask = prune(adapter, prepared[i], spec)
-                    if share_prefix:  # the other questions lose the same placeholder tokens
-                        prepared[1:] = [drop_tokens(adapter, p, mask) for p in prepared[1:]]
-                    fresh = requests[i].n_frames
-                elif features is not None:
-                    encoded[i], fresh = features.encode(adapter, prepared[i], requests[i])
-                else:
-                    encoded[i], fresh = adapter.encode_vision(prepared[i].inputs), requests[i].n_frames
-            counters.frames_encoded += fresh
-            _share(timings, everyone if share_prefix else [i], "vision", clock.timings["vision"])
-        if not share_prefix:
-            for i, (r, p) in enumerate(zip(requests, prepared)):
-                with timers[i]("prefill"):
-                    out = adapter.forward(p, encoded[i], use_cache=r.answer_type != "mcqa")
-                counters.prefill_tokens += p.inputs["input_ids"].shape[-1]
-                counters.prefill_tokens_cold += p.inputs["input_ids"].shape[-1]
-                results[i] = adapter.conclude(r, p, out, *letters[i], timers[i])
-            return results
+        _encode(group)
+        if share_prefix:
+            _answer_on_prefixes(group)
+        else:
+            _answer_each(group)
+    return group.results
 
-        groups: dict[tuple[int, bytes, bytes], list[int]] = {}
-        for i, p in enumerate(prepared):
-            split = adapter.prefix_end(p.inputs["input_ids"])
-            groups.setdefault((split, *_prefix_key(p, split)), []).append(i)
-        for (split, *_), members in groups.items():
-            clock = PhaseTimer(adapter.device)
-            with clock("prefill"):
-                cache = prefill_prefix(adapter, prepared[members[0]], encoded[0], split)
-            _share(timings, members, "prefill", clock.timings["prefill"])
-            counters.prefixes += 1
-            counters.prefill_tokens += split
-            # open-ended questions first, one at a time (generation continues each cache), then every
-            # MCQA question of the prefix in one batched suffix pass (which spends the cache)
-            mcqa = [i for i in members if requests[i].answer_type == "mcqa"]
-            single = [i for i in members if i not in mcqa] + (mcqa if len(mcqa) == 1 else [])
-            for i in single:
-                p = prepared[i]
-                with timers[i]("prefill"):
-                    out = run_suffix(adapter, p, cache, split)
-                results[i] = adapter.conclude(requests[i], p, out, *letters[i], timers[i])
-                cache.crop(split - cache.get_seq_length())  # back to the prefix for the next question
-            if len(mcqa) > 1:
-                clock = PhaseTimer(adapter.device)
-                with clock("prefill"):
-                    outs = run_suffixes(adapter, [prepared[i] for i in mcqa], cache, split)
-                _share(timings, mcqa, "prefill", clock.timings["prefill"])
-                for i, out in zip(mcqa, outs):
-                    results[i] = adapter.conclude(requests[i], prepared[i], out, *letters[i], timers[i])
-            for i in members:
-                length = prepared[i].inputs["input_ids"].shape[-1]
-                counters.prefill_tokens += length - split
-                counters.prefill_tokens_cold += length
+
+def _answer_cold(
+    adapter: HFAdapter, requests: list[InferenceRequest], counters: ReuseCounters
+) -> list[InferenceResult]:
+    """``adapter.answer`` per request: the baseline, and every text-only request."""
+    results = [adapter.answer(r) for r in requests]
+    counters.processor_calls += len(requests)
+    counters.frames_encoded += len(requests) * requests[0].n_frames
+    for r in results:
+        counters.prefill_tokens += r.token_counts["prompt"]
+        counters.prefill_tokens_cold += r.token_counts["prompt"]
     return results
+
+
+def _prepare(group: _Group) -> None:
+    """Processor outputs and option letters: one composed call when sharing the prefix, else one per request
+    (through the per-frame cache when there is one)."""
+    adapter, requests, features = group.adapter, group.requests, group.features
+    if group.share_prefix:
+        with group.shared(list(range(len(requests))), "preprocess"):
+            group.prepared, calls = compose(adapter, requests, features)
+        group.counters.composed += len(requests) - 1 if calls == 1 else 0
+    else:
+        calls = len(requests)
+        for r, t in zip(requests, group.timers):
+            with t("preprocess"):
+                group.prepared.append(adapter.prepare(r) if features is None else features.prepare(adapter, r))
+    group.counters.processor_calls += calls
+    for r, p, t in zip(requests, group.prepared, group.timers):
+        with t("preprocess"):
+            group.letters.append(adapter.letters(r, p.prompt))
+
+
+def _encode(group: _Group) -> None:
+    """The vision pass: once for the group when sharing the prefix, else per request. Pruned (the other
+    questions then lose the same placeholder tokens), through the per-frame cache, or plain."""
+    adapter, requests, prepared = group.adapter, group.requests, group.prepared
+    spec = requests[0].prune
+    everyone = list(range(len(requests)))
+    for i in range(1 if group.share_prefix else len(requests)):
+        with group.shared(everyone if group.share_prefix else [i], "vision"):
+            if spec is not None:
+                prepared[i], group.encoded[i], mask = prune(adapter, prepared[i], spec)
+                if group.share_prefix:
+                    prepared[1:] = [drop_tokens(adapter, p, mask) for p in prepared[1:]]
+                fresh = requests[i].n_frames
+            elif group.features is not None:
+                group.encoded[i], fresh = group.features.encode(adapter, prepared[i], requests[i])
+            else:
+                group.encoded[i], fresh = adapter.encode_vision(prepared[i].inputs), requests[i].n_frames
+        group.counters.frames_encoded += fresh
+
+
+def _answer_each(group: _Group) -> None:
+    """A full prefill per request on its own encoder outputs (per-frame reuse without prefix sharing)."""
+    for i, (r, p) in enumerate(zip(group.requests, group.prepared)):
+        with group.timers[i]("prefill"):
+            out = group.adapter.forward(p, group.encoded[i], use_cache=r.answer_type != "mcqa")
+        group.counters.prefill_tokens += p.inputs["input_ids"].shape[-1]
+        group.counters.prefill_tokens_cold += p.inputs["input_ids"].shape[-1]
+        group.conclude(i, out)
+
+
+def _answer_on_prefixes(group: _Group) -> None:
+    """One prefix prefill per distinct prefix (ids and positions); on each, the open-ended questions one at
+    a time (generation continues each cache, cropped back after), then its MCQA questions in one batched
+    suffix pass (which spends the cache)."""
+    adapter, requests, prepared, counters = group.adapter, group.requests, group.prepared, group.counters
+    prefixes: dict[tuple[int, bytes, bytes], list[int]] = {}
+    for i, p in enumerate(prepared):
+        split = adapter.prefix_end(p.inputs["input_ids"])
+        prefixes.setdefault((split, *_prefix_key(p, split)), []).append(i)
+    for (split, *_), members in prefixes.items():
+        with group.shared(members, "prefill"):
+            cache = prefill_prefix(adapter, prepared[members[0]], group.encoded[0], split)
+        counters.prefixes += 1
+        counters.prefill_tokens += split
+        mcqa = [i for i in members if requests[i].answer_type == "mcqa"]
+        single = [i for i in members if i not in mcqa] + (mcqa if len(mcqa) == 1 else [])
+        for i in single:
+            with group.timers[i]("prefill"):
+                out = run_suffix(adapter, prepared[i], cache, split)
+            group.conclude(i, out)
+            cache.crop(split - cache.get_seq_length())  # back to the prefix for the next question
+        if len(mcqa) > 1:
+            with group.shared(mcqa, "prefill"):
+                outs = run_suffixes(adapter, [prepared[i] for i in mcqa], cache, split)
+            for i, out in zip(mcqa, outs):
+                group.conclude(i, out)
+        for i in members:
+            length = prepared[i].inputs["input_ids"].shape[-1]
+            counters.prefill_tokens += length - split
+            counters.prefill_tokens_cold += length
