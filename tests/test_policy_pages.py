@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page tests")
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main

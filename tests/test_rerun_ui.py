@@ -170,7 +170,7 @@ def test_item_detail_marks_reruns_and_trajectory_rows_keeps_them_apart(root):
 # -- the panel and the Workers page (AppTest: no browser) -----------------------------------------
 # The panel and the page run on their own (``from_function`` / the page file with a scope in the
 # session): AppTest loses button clicks on pages reached through ``st.navigation``.
-AppTest = pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest renders the pages").AppTest
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -136,7 +136,6 @@ def test_scope_round_trips_through_its_flags():
 
 # ---- parity: the dict each page draws equals its CLI twin's --json --------------------------------------
 
-pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page parity tests")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from backend.cli.common import print_json  # noqa: E402
