@@ -195,7 +195,7 @@ def intervention_runner(
 
 def intervention_tab(scope: data.Scope) -> None:
     available = store_labels(scope.root, scope.version, scope.focus, scope.benchmark)
-    visual = [g for g in scope.grid if not configs.parse(g).is_text]
+    visual = configs.visual(list(scope.grid))
     tops = interventions.protocol_tops(list(scope.grid), available)
     top = state.bind(st.selectbox, "atop", "Top budget of the audit", options=visual, default=(tops or visual)[-1],
                      help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "

@@ -213,7 +213,7 @@ def timeline(plan: pd.DataFrame, info) -> go.Figure:
 
 def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None:
     st.subheader("Frame strips")
-    visual = [c for c in configs.order(responses["config"].unique().tolist()) if not configs.parse(c).is_text]
+    visual = configs.visual(configs.order(responses["config"].unique().tolist()))
     if not visual:
         st.info("This item has only text-only responses: no frames to show.")
         return
