@@ -2,7 +2,8 @@
 
 A label names how the visual input was built: ``text``, ``<N>f``, ``<N>f@<spatial>``,
 ``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with an approximate-protocol suffix
-``~prune<keep%>`` (``32f~prune85``: vision tokens pruned by pixel difference, keeping 85%). ``<spatial>`` is ``<n>k`` (about n x 1000 pixels
+``~prune<keep%>`` (``32f~prune85``: vision tokens pruned by pixel difference, keeping 85%; ``32f~prune85t8``:
+dropping only units whose max-abs RGB difference is at most 8, at most 15% of them). ``<spatial>`` is ``<n>k`` (about n x 1000 pixels
 per frame) or ``<n>px`` (frames resized to n x n). The scale-grid release spells some labels its own
 way (``textonly``, ``64f_151k``, ``128f_input224``, ``128f_fallback``); :func:`from_scalegrid` maps
 them, keeping tags it cannot translate verbatim while still parsing frames and pixels. Every label
@@ -26,7 +27,7 @@ _CANONICAL = re.compile(
     r"^(?P<frames>\d+)f"
     r"(?:@(?P<spatial>\d+(?:\.\d+)?(?:k|px)))?"
     r"(?:/(?P<policy>[a-z][a-z0-9.\-]*))?"
-    r"(?:~prune(?P<keep>\d+))?$"
+    r"(?:~prune(?P<keep>\d+)(?:t(?P<threshold>\d+(?:\.\d+)?))?)?$"
 )
 # Scale-grid tags kept verbatim: "<N>f_<tag>", e.g. 128f_input224 or 128f_fallback.
 _TAGGED = re.compile(r"^(?P<frames>\d+)f_(?P<tag>[a-z][a-z0-9]*)$")
@@ -54,6 +55,7 @@ class Config:
     policy: str  # sampling policy; "uniform" when the label names none
     tag: str | None = None  # a scale-grid tag kept verbatim (e.g. "fallback")
     keep: int | None = None  # approximate protocol: vision tokens pruned, keeping this % (``~prune85``)
+    threshold: float | None = None  # ... only those whose pixel difference is at most this (``~prune85t8``)
 
     @property
     def is_exact(self) -> bool:
@@ -73,7 +75,7 @@ class Config:
     def ladder_key(self) -> tuple:
         """What the steps of one budget ladder share: everything but the frame count (pixels per
         frame, sampling policy, approximate protocol, scale-grid tag)."""
-        return (self.pixels, self.policy, self.keep, self.tag)
+        return (self.pixels, self.policy, self.keep, self.threshold, self.tag)
 
     @property
     def is_budget_step(self) -> bool:
@@ -134,10 +136,16 @@ def parse(label: str) -> Config:
         keep = None if m["keep"] is None else int(m["keep"])
         if keep is not None and not 1 <= keep <= 99:
             raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%> keeps 1..99 percent of the vision tokens")
+        threshold = None if m["threshold"] is None else float(m["threshold"])
+        if threshold is not None and threshold > 255:
+            raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%>t<threshold> takes an RGB difference 0..255")
         policy = m["policy"] or DEFAULT_POLICY
         text = f"{frames}f" + (f"@{spatial}" if spatial else "") + (f"/{policy}" if policy != DEFAULT_POLICY else "")
-        text += "" if keep is None else f"~prune{keep}"
-        return Config(text, frames, pixels, policy, keep=keep)
+        if keep is not None:
+            text += f"~prune{keep}"
+        if threshold is not None:
+            text += f"t{np.format_float_positional(threshold, trim='-')}"
+        return Config(text, frames, pixels, policy, keep=keep, threshold=threshold)
     m = _TAGGED.match(label)
     if m:
         frames = _frames(raw, m["frames"])
@@ -146,7 +154,7 @@ def parse(label: str) -> Config:
         return Config(label, frames, pixels, DEFAULT_POLICY, tag=m["tag"])
     raise ConfigLabelError(
         f"unknown config label {raw!r}: expected 'text', '<N>f', '<N>f@<n>k', '<N>f@<n>px', "
-        "'<N>f/<policy>', '<label>~prune<keep%>' or a combination such as '64f@151k/random-s1'"
+        "'<N>f/<policy>', '<label>~prune<keep%>[t<threshold>]' or a combination such as '64f@151k/random-s1'"
     )
 
 

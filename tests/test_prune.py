@@ -133,8 +133,9 @@ def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_ex
     from tests.test_sweep import build_sweep_store
 
     root = build_sweep_store(tmp_path, ["llava_next_video"], tiny)
-    configs = approximate(expand_grid(["text", "4f", "8f"]), 85)
-    assert configs == ["4f~prune85", "8f~prune85"]  # text-only has nothing to prune
+    assert approximate(expand_grid(["text", "4f", "8f"]), "~prune85") == ["4f~prune85", "8f~prune85"]  # no text
+    configs = approximate(expand_grid(["text", "4f", "8f"]), PruneSpec(0.85, threshold=40.0).suffix)
+    assert configs == ["4f~prune85t40", "8f~prune85t40"]  # the threshold is part of the label
     summary = run_sweep(
         SweepRequest(
             str(root),
@@ -143,7 +144,6 @@ def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_ex
             configs,
             verify=100,
             progress=False,
-            threshold=40.0,
             item_ids=["v1-1", "v1-2", "v2-1"],
         )
     )
@@ -175,14 +175,21 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
     assert torch.allclose(kept, padded, atol=1e-5)
 
 
-def test_a_cold_cell_of_a_prune_label_prunes_as_a_rerun_does(tiny, tmp_path):
-    """Re-runs answer through ``answer_cold``: a ``~prune50`` label keeps half the vision tokens of its twin."""
+def test_a_threshold_is_part_of_the_label_and_of_what_a_rerun_runs(tiny, tmp_path):
+    """``~prune50t8`` and ``~prune50`` are two protocols with two labels; re-runs answer through ``answer_cold``,
+    so a stored label re-runs as itself: ``~prune50`` keeps half the vision tokens of its twin."""
     import json
 
-    from backend.runtime.inference.cell import answer_cold
+    from backend.runtime.inference.cell import answer_cold, prune_spec
+    from backend.runtime.sweep.plan import expand_grid
     from store.configs import parse
     from tests.rerun_fixtures import write_video
 
+    assert prune_spec(parse("32f~prune50t08.0")) == PruneSpec(0.5, 8.0)
+    assert prune_spec(parse("32f~prune50")) == PruneSpec(0.5)
+    assert parse("32f~prune50t08.0").label == "32f~prune50t8" and parse("32f~prune50t8").exact_label == "32f"
+    assert PruneSpec.parse("prune:keep=0.5", threshold=2.5).suffix == "~prune50t2.5"
+    assert expand_grid(["8f~prune85t8"], ["uniform", "random:1"]) == ["8f~prune85t8", "8f/random-s1~prune85t8"]
     write_video(tmp_path / "a.mp4")
     item = {
         "item_id": "i",
@@ -193,6 +200,20 @@ def test_a_cold_cell_of_a_prune_label_prunes_as_a_rerun_does(tiny, tmp_path):
         "answer_type": "mcqa",
     }
     adapter = tiny.adapter("qwen2_5_vl")
-    exact = answer_cold(adapter, item, parse("4f"), tmp_path, None, None)
-    pruned = answer_cold(adapter, item, parse("4f~prune50"), tmp_path, None, None)
-    assert pruned.result.token_counts["visual"] == exact.result.token_counts["visual"] // 2
+
+    def visual(label: str) -> int:
+        return answer_cold(adapter, item, parse(label), tmp_path, None, None).result.token_counts["visual"]
+
+    exact, rate_only = visual("4f"), visual("4f~prune50")
+    assert rate_only == exact // 2
+    assert visual("4f~prune50t255") == rate_only  # every unit is a candidate: the rate alone decides
+    assert rate_only <= visual("4f~prune50t0") <= exact  # only units that did not change at all may go
+
+
+def test_approximate_labels_never_enter_a_default_grid():
+    """Fully covered ``~prune`` labels (rate-only or with a threshold) stay off the default grid."""
+    from backend.scope.resolve import default_grid
+
+    labels = ["text", "8f", "32f", "8f~prune85", "32f~prune85", "32f~prune85t8", "32f~prune50t0"]
+    info = {"coverage": {"m": {"b": dict.fromkeys(labels, 10)}}, "model_items": {"m": {"b": 10}}}
+    assert default_grid(info, ["m"], "b") == ["text", "8f", "32f"]

@@ -48,7 +48,7 @@ def register(sub) -> None:
         help="approximate protocol (C-VISION), e.g. prune:keep=0.85: static vision units (max-abs RGB "
         "difference against the previous sampled frame, on the model's token grid) are dropped "
         "before the encoder; the visual labels run as <label>~prune<keep%%>, text-only is skipped; "
-        "compare with the exact twin by --verify K",
+        "compare with the exact twin by --verify K. A label of the grid may name it too: 32f~prune85",
     )
     p.add_argument(
         "--threshold",
@@ -56,7 +56,7 @@ def register(sub) -> None:
         default=None,
         metavar="RGB",
         help="with --approx: drop only units whose max-abs RGB difference (0..255) is at most this "
-        "(keep= then bounds how many may go); recorded in the rows, not in the label",
+        "(keep= then bounds how many may go); the labels name it: <label>~prune<keep%%>t<RGB>",
     )
     p.add_argument("--verify", type=int, default=0, metavar="K", help="re-run K random cells cold (drift check)")
     p.add_argument("--verify-seed", type=int, default=0)
@@ -94,10 +94,9 @@ def run(args: argparse.Namespace) -> int:
         from backend.runtime.sweep.plan import approximate
 
         spec = PruneSpec.parse(args.approx, args.threshold)
-        configs = approximate(configs, spec.keep_percent)
+        configs = approximate(configs, spec.suffix)
         if not configs:
             raise UserError("--approx: the grid has no visual configuration to prune")
-        args.threshold = spec.threshold
     request = SweepRequest(
         store_root=str(resolve_root(args.store)),
         model=args.model,
@@ -115,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         device=args.device,
         random_fullsize=args.random_fullsize,
-        threshold=args.threshold,
         progress=not args.no_progress and not args.json,
         args={k: v for k, v in vars(args).items() if k not in ("func", "json", "store")},
     )

@@ -34,11 +34,11 @@ def item_fields(item: Mapping[str, Any]) -> tuple[list[str], list[str], str]:
     return _json_list(item["options"]), _json_list(item["references"]), answer_type
 
 
-def prune_spec(cfg: Config, threshold: float | None = None) -> PruneSpec | None:
-    """The approximate protocol a label names (``32f~prune85``: keep 85%), None for an exact label.
-
-    The label does not carry a threshold; a sweep or re-run that used one records it in its arguments."""
-    return None if cfg.is_exact or cfg.is_text else PruneSpec(cfg.keep / 100, threshold)
+def prune_spec(cfg: Config) -> PruneSpec | None:
+    """The approximate protocol a label names, None for an exact label: ``32f~prune85`` keeps 85% of the
+    vision units, ``32f~prune85t8`` drops only units whose pixel difference is at most 8 (at most 15%).
+    The label is the whole protocol, so a re-run of a stored label prunes exactly as its sweep did."""
+    return None if cfg.is_exact or cfg.is_text else PruneSpec(cfg.keep / 100, cfg.threshold)
 
 
 def item_request(
@@ -90,10 +90,9 @@ def answer_cold(
     video_root: str | os.PathLike,
     seed: int | None,
     default_pixels: int | None,
-    threshold: float | None = None,
 ) -> ColdCell:
     """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
-    label prunes, with ``threshold`` if the run set one)."""
+    label prunes as its label says)."""
     timings: dict[str, float] = {}
     frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
     if not cfg.is_text:
@@ -105,6 +104,6 @@ def answer_cold(
         frames = decode_frames(path, indices)
         timings["decode"] = time.perf_counter() - t0
     pixels = cfg.pixels if cfg.pixels is not None else default_pixels
-    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg, threshold)))
+    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg)))
     timings |= dict(result.timings or {})
     return ColdCell(result, indices, fps, pixels, timings)

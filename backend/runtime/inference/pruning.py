@@ -12,7 +12,8 @@ previous frame and is always kept.
 Selection (:func:`keep_mask`): ``keep`` is the share of units kept (the label's ``~prune<keep%>``);
 the lowest-scoring units are dropped first. ``threshold`` (optional, RGB levels) restricts the
 drop to units whose score is at most the threshold, so a clip with no static content loses
-nothing; ``keep`` then bounds how much may go. ``keep=1.0`` drops nothing.
+nothing; ``keep`` then bounds how much may go. ``keep=1.0`` drops nothing. The label names both
+(``32f~prune85t8``: :attr:`PruneSpec.suffix`), so two protocols never share a label.
 
 This module imports numpy only: the CLI validates ``--approx`` without loading torch. The scores
 themselves are computed on the model's device (:func:`backend.runtime.inference.pruned.unit_scores`).
@@ -41,13 +42,20 @@ class PruneSpec:
     def __post_init__(self) -> None:
         if not 0.0 < self.keep <= 1.0:
             raise UserError(f"prune keep rate must be in (0, 1], got {self.keep}")
-        if self.threshold is not None and self.threshold < 0:
-            raise UserError(f"prune threshold (max-abs RGB difference, 0..255) must be >= 0, got {self.threshold}")
+        if self.threshold is not None and not 0 <= self.threshold <= 255:
+            raise UserError(f"prune threshold (max-abs RGB difference) must be in 0..255, got {self.threshold}")
 
     @property
     def keep_percent(self) -> int:
         """The label's ``~prune<keep%>`` number (1..99; 100 is the exact protocol)."""
         return int(round(self.keep * 100))
+
+    @property
+    def suffix(self) -> str:
+        """The label suffix naming this protocol: ``~prune85``, or ``~prune85t8`` with a threshold."""
+        return f"~prune{self.keep_percent}" + (
+            "" if self.threshold is None else f"t{np.format_float_positional(self.threshold, trim='-')}"
+        )
 
     @property
     def is_exact(self) -> bool:

@@ -103,11 +103,9 @@ class Engine:
         video_root: str | os.PathLike,
         reuse: Reuse,
         default_pixels: int | None = None,
-        threshold: float | None = None,
     ):
         self.adapter, self.video_root, self.reuse = adapter, video_root, reuse
         self.default_pixels = default_pixels
-        self.threshold = threshold  # pixel-difference threshold of ``~prune`` labels (None: keep rate only)
         self.counters = EngineCounters()
 
     def _pixels(self, cfg: Config) -> int | None:
@@ -152,7 +150,7 @@ class Engine:
                 decode = [decode_s]
                 if not self.reuse.decode:  # the baseline decodes once per cell, as a cold cell does
                     decode += [clip.frames(indices, pixels)[1] for _ in ids[1:]]
-                spec = prune_spec(cfg, self.threshold)
+                spec = prune_spec(cfg)
                 requests = [item_request(items[i], frames, indices, info.fps, info.n_frames, pixels, spec) for i in ids]
                 results = answer_group(
                     self.adapter,

@@ -42,15 +42,16 @@ def expand_grid(grid: Sequence[str], policies: Sequence[str] | None = None) -> l
         if cfg.is_text or "/" in cfg.label:
             labels.append(cfg.label)
             continue
-        base = cfg.label
-        labels += [base if p == DEFAULT_POLICY else f"{base}/{p}" for p in wanted]
+        base, approx = cfg.exact_label, cfg.label[len(cfg.exact_label) :]  # a ~prune suffix stays last
+        labels += [(base if p == DEFAULT_POLICY else f"{base}/{p}") + approx for p in wanted]
     return order([parse(label).label for label in labels])
 
 
-def approximate(labels: Sequence[str], keep_percent: int) -> list[str]:
-    """The approximate twins ``<label>~prune<keep%>`` of the visual labels (text-only has nothing to prune)."""
+def approximate(labels: Sequence[str], suffix: str) -> list[str]:
+    """The approximate twins ``<label><suffix>`` (``~prune85``, ``~prune85t8``: :attr:`PruneSpec.suffix`)
+    of the visual labels (text-only has nothing to prune)."""
     visual = [parse(label) for label in labels if not parse(label).is_text]
-    return order([parse(f"{cfg.exact_label}~prune{keep_percent}").label for cfg in visual])
+    return order([parse(f"{cfg.exact_label}{suffix}").label for cfg in visual])
 
 
 @dataclass

@@ -52,7 +52,6 @@ class SweepRequest:
     ray_address: str | None = None
     device: str = "auto"
     random_fullsize: str | None = None
-    threshold: float | None = None  # pixel-difference threshold for ``~prune`` labels
     progress: bool = True
     args: dict[str, Any] = field(default_factory=dict)
 
@@ -85,7 +84,6 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
         batch_size=req.batch_size,
         device=req.device,
         random_fullsize=req.random_fullsize,
-        threshold=req.threshold,
         args=req.args,
     )
     bar = tqdm(

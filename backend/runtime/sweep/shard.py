@@ -45,7 +45,6 @@ class ShardSettings:
     batch_size: int = DEFAULT_BATCH
     device: str = "auto"
     random_fullsize: str | None = None  # a fullsize preset name, "" for the family's default; None: the checkpoint
-    threshold: float | None = None  # pixel-difference threshold of ``~prune`` labels (None: keep rate only)
     args: dict[str, Any] = field(default_factory=dict)  # the command's arguments, stored in runs.args
 
 
@@ -115,7 +114,7 @@ class ShardRunner:
         self.store = Store(settings.store_root)
         self.adapter, self.context, default_pixels = loaded or load_model(settings)
         self.video_root = default_video_root(self.store.root)
-        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels, settings.threshold)
+        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels)
         self.report = ShardReport(settings.shard, load_seconds=time.perf_counter() - t0)
         self._rows: list[dict[str, Any]] = []
         self._pending: list[Outcome] = []
@@ -145,7 +144,6 @@ class ShardRunner:
     def _row(self, done: Answered) -> dict[str, Any]:
         s = self.settings
         extra = {"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
-        extra |= {} if s.threshold is None else {"prune_threshold": s.threshold}
         # run_id is set when the batch is written
         source = RowSource("sweep", s.model, s.benchmark, RUN, "", self.context, extra)
         return response_row(done, source, datetime.now(UTC))
@@ -210,7 +208,6 @@ class ShardRunner:
                 self.video_root,
                 label_seed(cfg),
                 self.engine.default_pixels,
-                self.engine.threshold,
             )
             row = self._row(
                 Answered(item, cfg, label_seed(cfg), cold.indices, cold.fps, cold.pixels, cold.result, cold.timings)
