@@ -248,7 +248,7 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
             st.caption(ui.escape_md(row["note"]))
             continue
         if path is None:
-            st.code(" ".join(str(i) for i in row["indices"]), language=None)
+            st.text(" ".join(str(i) for i in row["indices"]))  # not st.code: its highlighter is a 1.5 MB script
             continue
         files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
         added = set(row["added"] or [])

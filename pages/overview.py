@@ -97,10 +97,11 @@ def task_table(scope: data.Scope, report: dict) -> None:
                "Brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
     st.dataframe(shown, hide_index=True,
                  column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items", "size": "group"})  # fmt: skip
-    with st.expander("Accuracy per configuration, by task type"):
-        st.dataframe(table[["task_type", "n", *acc]], hide_index=True,
-                     column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
-                     | {c: st.column_config.NumberColumn(c[len("accuracy["):-1], format="percent") for c in acc})  # fmt: skip
+    more = st.expander("Accuracy per configuration, by task type", key="task-acc", on_change="rerun")
+    if more.open:  # drawn when opened: a folded table still costs its serialisation and the browser's drawing
+        more.dataframe(table[["task_type", "n", *acc]], hide_index=True,
+                       column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
+                       | {c: st.column_config.NumberColumn(c[len("accuracy["):-1], format="percent") for c in acc})  # fmt: skip
     ui.downloads(table, f"task-types-{scope.focus}")
 
 
@@ -131,15 +132,17 @@ with ui.guard():
         st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
                    "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
     ui.chart(ui.style(figures.curve_and_flows(metrics, colours), height=620), "scaling-curve-and-flows")
-    with st.expander("Transitions (rescued, harmed, net, churn, McNemar p)"):
-        trans = transitions_table(metrics)
-        st.dataframe(
-            trans, hide_index=True,
-            column_config={"net": st.column_config.NumberColumn(format="percent"),
-                           "churn": st.column_config.NumberColumn(format="percent"),
-                           "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
-        )  # fmt: skip
-        ui.downloads(trans, "transitions")
+    box = st.expander("Transitions (rescued, harmed, net, churn, McNemar p)", key="transitions", on_change="rerun")
+    if box.open:  # drawn when opened, like the task types' accuracy table
+        with box:
+            trans = transitions_table(metrics)
+            st.dataframe(
+                trans, hide_index=True,
+                column_config={"net": st.column_config.NumberColumn(format="percent"),
+                               "churn": st.column_config.NumberColumn(format="percent"),
+                               "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
+            )  # fmt: skip
+            ui.downloads(trans, "transitions")
     task_table(scope, metrics)
     # The shareable report: built on click by the CLI's own function (same bytes as `trajaudit report` for this scope and seed).
     from backend.report import build as build_report

@@ -151,6 +151,8 @@ def _as_printed(obj, capsys) -> dict:
 
 
 def _twin(at: AppTest) -> list[str]:
+    at.session_state["cli-twin"] = True  # the twin is drawn once its expander is opened (pages.common.ui.show_twin)
+    at.run()
     (line,) = [c.value for c in at.code if c.value.startswith("trajaudit ")]
     return shlex.split(line)[1:]
 
