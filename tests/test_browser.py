@@ -64,10 +64,10 @@ def test_page_loads_without_exception(app_server, page, name):
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == name.capitalize()
     if name in ("overview", "compare"):
         assert page.locator(".js-plotly-plot").count() >= 1
-    if name == "flows":  # the clickable Sankey draws inside its component's iframe (pages/common/sankey.py)
-        page.frame_locator('iframe[title*="sankey"]').locator(
-            '#chart[data-ready="1"] .js-plotly-plot, #chart.js-plotly-plot'
-        ).first.wait_for()
+    if name == "flows":  # the clickable Sankey draws its SVG inside its component's iframe (pages/common/sankey.py)
+        frame = page.frame_locator('iframe[title*="sankey"]')
+        frame.locator('#chart[data-ready="1"] svg.sankey').wait_for()
+        assert frame.locator(".sankey-link").count() > 0 and frame.locator(".sankey-node").count() > 0
     screenshot(page, name)
 
 

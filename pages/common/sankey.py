@@ -1,40 +1,32 @@
-"""A clickable Sankey: Plotly in a Streamlit component that reports which link or node was clicked.
+"""A clickable Sankey: a Streamlit component that draws a Plotly Sankey figure as SVG and reports clicks.
 
 ``st.plotly_chart(on_select=...)`` reports box/lasso/point selections of cartesian traces only: a
 click on a Sankey link fires Plotly's ``plotly_click`` but Streamlit's selection stays empty
 (checked on Streamlit 1.67), so the Flows page draws its Sankey here. The component is one HTML
-file (``assets/sankey/index.html``) speaking Streamlit's component messages by hand; the Plotly
-JS it loads is the installed plotly package's own ``plotly.min.js``, copied beside it into a
-cache folder on first use, so nothing is fetched from a CDN at run time.
+file (``assets/sankey/index.html``) speaking Streamlit's component messages by hand. It draws the
+figure's Sankey trace (fixed arrangement: nodes where the figure puts them, links stacked as
+d3-sankey stacks them, the trace's hover templates) itself: loading Plotly's 4.6 MB script into
+the component's frame cost over a second of every first switch to the page
+(``benchmarks/dashboard_browser.py``). The figure is still built in Python, so the report and
+tests read one ``go.Figure``.
 """
 
 from __future__ import annotations
 
-import shutil
 from functools import cache
 from pathlib import Path
 
-import plotly
 import plotly.graph_objects as go
 import streamlit as st
 import streamlit.components.v1 as components
 
-SOURCE = Path(__file__).resolve().parents[2] / "assets" / "sankey" / "index.html"
-CACHE = Path("~/.cache/trajaudit/components").expanduser()
+FOLDER = Path(__file__).resolve().parents[2] / "assets" / "sankey"
 
 
 @cache
 def _component():
-    """Declare the component once per process, from a folder holding the page and plotly's JS."""
-    folder = CACHE / f"sankey-{plotly.__version__}"
-    folder.mkdir(parents=True, exist_ok=True)
-    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not (folder / "plotly.min.js").exists():
-        tmp = folder / "plotly.min.js.tmp"
-        shutil.copyfile(js, tmp)
-        tmp.replace(folder / "plotly.min.js")  # atomic: another session never reads half a file
-    shutil.copyfile(SOURCE, folder / "index.html")
-    return components.declare_component("trajaudit_sankey", path=str(folder))
+    """Declare the component once per process."""
+    return components.declare_component("trajaudit_sankey", path=str(FOLDER))
 
 
 def clickable_sankey(fig: go.Figure, key: str, height: int) -> dict | None:
