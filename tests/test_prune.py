@@ -160,7 +160,7 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
     layer): equal to ``get_video_features``; padded buckets equal unpadded ones to float tolerance."""
     import torch
 
-    from backend.runtime.inference import llava_next_video as llava
+    from backend.runtime.inference import kept_patches
 
     adapter = tiny.adapter("llava_next_video")
     inputs = adapter.prepare(request(4)).inputs
@@ -170,7 +170,7 @@ def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny
         assert torch.allclose(ours.reshape(theirs.shape), theirs, atol=1e-6)
         mask = unit_mask(adapter, adapter.prepare(request(4)), PruneSpec(0.5))
         kept = adapter._encode(inputs[adapter.pixel_key][0], mask)
-        monkeypatch.setattr(llava, "buckets", lambda counts: [torch.arange(len(counts))])  # one padded batch
+        monkeypatch.setattr(kept_patches, "buckets", lambda counts, slack: [torch.arange(len(counts))])  # one batch
         padded = adapter._encode(inputs[adapter.pixel_key][0], mask)
     assert torch.allclose(kept, padded, atol=1e-5)
 

@@ -151,7 +151,8 @@ def test_ceiling_formula():
     reused = {"decode": 1.0, "preprocess": 1.0, "vision": 1.0, "prefill": 1.0, "generate": 0.0}
     table = {r["reuse"]: r for r in accounting.reuse_table(cold, reused)}
     assert table["decode"]["f"] == pytest.approx(0.6) and table["decode"]["s"] == pytest.approx(3.0)
-    assert table["vision"]["ceiling"] == pytest.approx(1 / (0.8 + 0.1))
+    assert table["vision"]["phases"] == ["preprocess", "vision"]  # the cache keeps processed pixels too
+    assert table["vision"]["ceiling"] == pytest.approx(1 / (0.6 + 0.2))
     assert accounting.speedup(cold, reused) == pytest.approx(2.5)
 
 

@@ -20,7 +20,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from backend.runtime.inference.hf import HFAdapter
-from backend.runtime.inference.kept_patches import buckets, encode_bucket
+from backend.runtime.inference.kept_patches import encode_frames
 from backend.runtime.inference.pruned import unit_scores
 from store.errors import UserError
 
@@ -78,9 +78,7 @@ class InternVLAdapter(HFAdapter):
                 x = block(x)
             return norm(x)
 
-        features = hidden.new_zeros(frames, side_h * side_w, hidden.shape[-1])
-        for rows in buckets(patches.sum(1), slack=1.0):
-            features[rows] = encode_bucket(run, hidden[rows], patches[rows])
+        features = encode_frames(run, hidden, patches, slack=1.0)
         shuffled = model.pixel_shuffle(features.reshape(frames, side_h, side_w, -1), scale_factor=0.5)
         projected = model.multi_modal_projector(shuffled.reshape(frames, -1, shuffled.shape[-1]))
         kept = projected.reshape(frames * units.shape[0], -1)[keep.reshape(-1)]

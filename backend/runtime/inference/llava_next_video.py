@@ -26,7 +26,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from backend.runtime.inference.hf import HFAdapter
-from backend.runtime.inference.kept_patches import buckets, encode_bucket, run_layers
+from backend.runtime.inference.kept_patches import encode_frames, run_layers
 from backend.runtime.inference.pruned import unit_scores
 from store.errors import UserError
 
@@ -97,12 +97,9 @@ class LlavaNextVideoAdapter(HFAdapter):
         frames, units = mask.shape[0], mask[0].size
         keep = torch.from_numpy(mask).to(hidden.device)
         patches = keep.repeat_interleave(stride, 1).repeat_interleave(stride, 2).reshape(frames, -1)
-        layers = tower.encoder.layers[: self.feature_layers()]
-        features = hidden.new_zeros(frames, patches.shape[1], hidden.shape[-1])
-        for rows in buckets(patches.sum(1)):
-            features[rows] = encode_bucket(run_layers(layers), hidden[rows], patches[rows])
-        pooled = model.multi_modal_projector(model.vision_resampler(features))  # [F, units, hidden]
-        return pooled.reshape(frames * units, -1)[keep.reshape(-1)]
+        features = encode_frames(run_layers(tower.encoder.layers[: self.feature_layers()]), hidden, patches)
+        pooled = model.vision_resampler(features)  # [F, units, D]: a kept unit pools kept patches only
+        return model.multi_modal_projector(pooled.reshape(frames * units, -1)[keep.reshape(-1)])  # kept units only
 
 
 ADAPTER = LlavaNextVideoAdapter

@@ -9,8 +9,10 @@ model's behaviour.
 
 Sizes: frames are encoded at 56 x 56 (LLaVA-NeXT-Video, InternVL) or up to a small per-frame / total
 budget (Qwen), the language models have 2 layers of width 64; the configs follow INFERENCE.md.
-``scale`` widens every layer (benchmarks that need a real model's phase proportions); the default
-builds are unchanged by it.
+``scale`` widens every layer and ``vision_layers`` / ``text_layers`` deepen the encoder and the
+language model (benchmarks that need a real model's phase proportions: a real vision tower is 24-32
+layers deep, so its patch embedding and the pruning signal are a sliver of its time, not the fifth
+they are of a 2-layer one); the default builds are unchanged by them.
 """
 
 from __future__ import annotations
@@ -100,9 +102,10 @@ def _qwen_ids(tok) -> dict[str, int]:
     }
 
 
-def _text_config(tok, scale: int = 1, **extra) -> dict:
+def _text_config(tok, scale: int = 1, layers: int = 2, **extra) -> dict:
     return dict(
         TEXT,
+        num_hidden_layers=layers,
         hidden_size=TEXT["hidden_size"] * scale,
         intermediate_size=TEXT["intermediate_size"] * scale,
         vocab_size=len(tok),
@@ -113,14 +116,17 @@ def _text_config(tok, scale: int = 1, **extra) -> dict:
     )
 
 
-def _qwen2_5_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
+def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
     config = Qwen2_5_VLConfig(
         text_config=_text_config(
-            tok, s, rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4}
+            tok,
+            s,
+            text,
+            rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4},
         ),
         vision_config=dict(
-            depth=2,
+            depth=vision,
             hidden_size=32 * s,
             intermediate_size=64 * s,
             num_heads=2,
@@ -130,7 +136,8 @@ def _qwen2_5_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
             temporal_patch_size=2,
             tokens_per_second=2,  # as in the published Qwen2.5-VL configs
             window_size=112,
-            fullatt_block_indexes=[1],
+            # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
+            fullatt_block_indexes=list(range(3, vision, 4)) or [vision - 1],
         ),
         **_qwen_ids(tok),
     )
@@ -144,12 +151,13 @@ def _qwen2_5_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     return Qwen2_5_VLForConditionalGeneration(config), processor
 
 
-def _qwen3_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
+def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
     config = Qwen3VLConfig(
         text_config=_text_config(
             tok,
             s,
+            text,
             head_dim=16 * s,
             rope_parameters={
                 "rope_type": "default",
@@ -159,7 +167,7 @@ def _qwen3_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
             },
         ),
         vision_config=dict(
-            depth=2,
+            depth=vision,
             hidden_size=32 * s,
             intermediate_size=64 * s,
             num_heads=2,
@@ -184,7 +192,7 @@ def _qwen3_vl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     return Qwen3VLForConditionalGeneration(config), processor
 
 
-def _llava_next_video(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
+def _llava_next_video(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = metaspace_tokenizer(["<video>", "<image>"], named_tokens={"video_token": "<video>", "image_token": "<image>"})
     side = SIDE * s  # the encoder's input side grows with the scale
     pinpoints = [[side, 2 * side], [2 * side, side], [2 * side, 2 * side]]
@@ -193,13 +201,13 @@ def _llava_next_video(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
             model_type="clip_vision_model",
             hidden_size=32 * s,
             intermediate_size=64 * s,
-            num_hidden_layers=2,
+            num_hidden_layers=vision,
             num_attention_heads=2,
             image_size=side,
             patch_size=14,
             projection_dim=32 * s,
         ),
-        text_config=_text_config(tok, s, model_type="llama"),
+        text_config=_text_config(tok, s, text, model_type="llama"),
         image_token_index=tok.image_token_id,
         video_token_index=tok.video_token_id,
         image_grid_pinpoints=pinpoints,
@@ -220,7 +228,7 @@ def _llava_next_video(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     return LlavaNextVideoForConditionalGeneration(config), processor
 
 
-def _internvl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
+def _internvl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     named = {
         "start_image_token": "<img>",
         "end_image_token": "</img>",
@@ -239,12 +247,12 @@ def _internvl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
         vision_config=dict(
             hidden_size=32 * s,
             intermediate_size=64 * s,
-            num_hidden_layers=2,
+            num_hidden_layers=vision,
             num_attention_heads=2,
             image_size=side,
             patch_size=14,
         ),
-        text_config=_text_config(tok, s, model_type="qwen2"),
+        text_config=_text_config(tok, s, text, model_type="qwen2"),
         image_token_id=tok.context_image_token_id,
         image_seq_length=seq_len,
         downsample_ratio=0.5,
@@ -260,7 +268,7 @@ def _internvl(s: int = 1) -> tuple[PreTrainedModel, ProcessorMixin]:
     return InternVLForConditionalGeneration(config), processor
 
 
-_BUILDERS: dict[str, Callable[[int], tuple[PreTrainedModel, ProcessorMixin]]] = {
+_BUILDERS: dict[str, Callable[[int, int, int], tuple[PreTrainedModel, ProcessorMixin]]] = {
     "qwen2_5_vl": _qwen2_5_vl,
     "qwen3_vl": _qwen3_vl,
     "llava_next_video": _llava_next_video,
@@ -268,27 +276,31 @@ _BUILDERS: dict[str, Callable[[int], tuple[PreTrainedModel, ProcessorMixin]]] = 
 }
 
 
-def build_tiny(family: str, out_dir: Path, scale: int = 1) -> Path:
+def build_tiny(family: str, out_dir: Path, scale: int = 1, vision_layers: int = 2, text_layers: int = 2) -> Path:
     """Build, seed and save a tiny random model of ``family`` (model + processor + marker) into ``out_dir``.
 
-    ``scale`` multiplies every width (language model and vision encoder; layers and heads stay) and the
-    input side of the fixed-resolution encoders (LLaVA-NeXT-Video, InternVL), for benchmarks that need
-    the phases of a real model in proportion rather than the smallest model.
+    ``scale`` multiplies every width (language model and vision encoder; heads stay) and the input side
+    of the fixed-resolution encoders (LLaVA-NeXT-Video, InternVL); ``vision_layers`` and ``text_layers``
+    set the depths (2 each by default), for benchmarks that need the phases of a real model in proportion
+    rather than the smallest model.
     """
-    if not isinstance(scale, int) or scale < 1:
-        raise UserError(f"tiny model scale must be a positive integer, got {scale!r}")
+    for name, value in (("scale", scale), ("vision_layers", vision_layers), ("text_layers", text_layers)):
+        if not isinstance(value, int) or value < 1:
+            raise UserError(f"tiny model {name} must be a positive integer, got {value!r}")
     if family not in _BUILDERS:
         raise UserError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model, processor = _BUILDERS[family](scale)
+        model, processor = _BUILDERS[family](scale, vision_layers, text_layers)
     model.eval()
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
     marker = {"family": family, "random_weights": True, "label": "random weights: pipeline demo"}
     if scale != 1:
         marker["scale"] = scale
+    if (vision_layers, text_layers) != (2, 2):
+        marker |= {"vision_layers": vision_layers, "text_layers": text_layers}
     (out_dir / MARKER_FILE).write_text(json.dumps(marker, indent=2) + "\n")
     return out_dir

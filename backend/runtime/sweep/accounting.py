@@ -7,7 +7,8 @@ Python between phases) is ``other``.
 
 Each reuse acts on some phases (``REUSE_PHASES``): the frame cache on decoding and resizing
 (``decode``, ``preprocess``), the prompt prefix on the processor call, the vision pass and the
-prefill (``preprocess``, ``vision``, ``prefill``), per-frame features on ``vision``. For a reuse,
+prefill (``preprocess``, ``vision``, ``prefill``), per-frame features on ``preprocess`` and ``vision``
+(the cache also keeps each frame's processed pixels where the processor treats frames alone). For a reuse,
 ``f`` is the cold share of its phases, ``s`` the cold over reused time of those phases, and the
 ceiling the bound above. Reuses share phases, so per-reuse ceilings do not multiply; the measured
 end-to-end speed-up is reported beside them. Pruning (``prune``) is accounted the same way, against
@@ -29,7 +30,7 @@ REUSES = ("decode", "prefix", "vision")
 REUSE_PHASES: dict[str, tuple[str, ...]] = {
     "decode": ("decode", "preprocess"),
     "prefix": ("preprocess", "vision", "prefill"),
-    "vision": ("vision",),
+    "vision": ("preprocess", "vision"),
     # the approximate protocol (C-VISION): fewer units through the encoder, fewer tokens in the prefill
     "prune": ("vision", "prefill"),
 }

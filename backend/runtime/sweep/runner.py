@@ -146,6 +146,8 @@ def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: f
         "wall_seconds": wall,
         "load_seconds": max((r.load_seconds for r in reports), default=0.0),
         "sweep_seconds": compute,
+        # CPU time of the busiest shard's process: less moved than wall time by other work on a shared machine
+        "cpu_seconds": max((r.cpu_seconds for r in reports), default=0.0),
         "cells_per_second": done / compute if compute > 0 else None,
         "phase_totals": phase_totals,
         # shares of the busiest shard's compute time for one shard; of the phases' sum across shards

@@ -78,6 +78,7 @@ class ShardReport:
     counters: EngineCounters = field(default_factory=EngineCounters)
     load_seconds: float = 0.0
     compute_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time over the same span (all its threads)
 
     def phase_totals(self) -> dict[str, float]:
         return {p: sum(o.timings.get(p, 0.0) for o in self.outcomes) for p in PHASES}
@@ -121,7 +122,7 @@ class ShardRunner:
 
     def run(self, groups: list[VideoGroup], on_cell: Callable[[int], None] | None = None) -> ShardReport:
         """Answer every cell of ``groups``; full batches are written as they fill."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for group in groups:
             for done in self.engine.run(group):
                 if isinstance(done, Failed):
@@ -131,14 +132,16 @@ class ShardRunner:
                 if on_cell is not None:
                     on_cell(1)
         self.report.compute_seconds += time.perf_counter() - t0
+        self.report.cpu_seconds += time.process_time() - c0
         self.report.counters = self.engine.counters
         return self.report
 
     def finish(self) -> ShardReport:
         """Write the last, partial batch."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.flush()
         self.report.compute_seconds += time.perf_counter() - t0
+        self.report.cpu_seconds += time.process_time() - c0
         return self.report
 
     def _row(self, done: Answered) -> dict[str, Any]:
