@@ -9,9 +9,10 @@ only through the layer's cached keys and values. So:
   value projections (with the key norm and the rotary embedding where the family has them) and
   writes them to the cache; their queries, attention, output projection and MLP are work nobody
   reads;
-* :func:`last_layer_last_query` (a suffix pass): the last layer writes the keys and values of every
-  suffix token but the last the same way, then runs in full for the last token alone, which attends
-  to the whole cache (prefix, the other suffix tokens, itself) through its own row of the mask.
+* :func:`last_layer_rows` (a suffix pass): the last layer writes the keys and values of every suffix
+  token the same way, then runs in full for the scored tokens alone (the last one; with several
+  questions packed into one pass, the last of each), each attending to the cache through its own row
+  of the mask.
 
 The cached keys and values are computed by the same modules on the same inputs as in a full
 forward, and the last token's output by the layer's own ``forward``, so every answer is unchanged
@@ -88,17 +89,34 @@ def last_layer_kv_only(model) -> Iterator[bool]:
         yield applied
 
 
+class _Written:
+    """The cache as the last layer's attention sees it once every key and value of the pass is written:
+    ``update`` returns the layer's cached keys and values and adds nothing (the rows that run in full
+    compute exactly the keys and values already written for them)."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def update(self, keys, values, layer_idx, *args, **kwargs):
+        layer = self.cache.layers[layer_idx]
+        return layer.keys, layer.values
+
+
 @contextmanager
-def last_layer_last_query(model) -> Iterator[bool]:
+def last_layer_rows(model, rows: torch.Tensor | None = None) -> Iterator[bool]:
     """Within the block the last decoder layer writes every token's keys and values to the cache but runs
-    in full for the last position only (the only one scored); the other positions pass their input
-    through. For a pass on a cache with ``logits_to_keep=1``. Yields whether it applied."""
+    in full only for ``rows`` (positions along the sequence; default the last), the only ones scored; the
+    other positions pass their input through. For a pass on a cache whose logits are read at ``rows``
+    only (``logits_to_keep``). Rows other than the last need the pass's 4-D attention mask (their own
+    row of it says what they see). Yields whether it applied."""
 
     def make(layer, write, full):
-        def last_query(
+        def read_rows(
             hidden_states, attention_mask=None, position_ids=None, cache=None, position_embeddings=None, **kwargs
         ):
-            if cache is None or hidden_states.shape[1] == 1:
+            length = hidden_states.shape[1]
+            idx = torch.tensor([length - 1], device=hidden_states.device) if rows is None else rows
+            if cache is None or len(idx) == length:
                 return full(
                     hidden_states,
                     attention_mask=attention_mask,
@@ -107,19 +125,23 @@ def last_layer_last_query(model) -> Iterator[bool]:
                     position_embeddings=position_embeddings,
                     **kwargs,
                 )
+            if attention_mask is None and rows is not None:
+                raise ValueError("last_layer_rows: rows other than the last need the pass's attention mask")
+            write(hidden_states, cache, position_embeddings, kwargs)
             cos, sin = position_embeddings
-            write(hidden_states[:, :-1], cache, (cos[..., :-1, :], sin[..., :-1, :]), kwargs)
-            last = full(
-                hidden_states[:, -1:],
-                attention_mask=None if attention_mask is None else attention_mask[..., -1:, :],
-                position_ids=None if position_ids is None else position_ids[..., -1:],
-                cache=cache,
-                position_embeddings=(cos[..., -1:, :], sin[..., -1:, :]),
+            out = full(
+                hidden_states[:, idx],
+                attention_mask=None if attention_mask is None else attention_mask[..., idx, :],
+                position_ids=None if position_ids is None else position_ids[..., idx],
+                cache=_Written(cache),
+                position_embeddings=(cos[..., idx, :], sin[..., idx, :]),
                 **kwargs,
             )
-            return torch.cat([hidden_states[:, :-1], last], dim=1)
+            result = hidden_states.clone()
+            result[:, idx] = out
+            return result
 
-        return last_query
+        return read_rows
 
     with _last_layer(model, make) as applied:
         yield applied

@@ -19,8 +19,9 @@ over the whole prompt. Here, for the questions that share a clip and a configura
   from its full sequence's positions (never the model's stored ``rope_deltas``, INFERENCE.md), and
   the cache is cropped back to the prefix (``crop`` with a negative count) for the next question.
   Questions whose prefix ids (and positions) differ get their own prefix. The multiple-choice
-  questions of one prefix run their suffixes as one padded batch (:func:`run_suffixes`); the prefix
-  prefill skips the last layer's work that no suffix reads (:mod:`backend.runtime.inference.kv_prefill`).
+  questions of one prefix run their suffixes packed into one forward on the prefix's cache, each seeing
+  only the prefix and itself (:func:`run_suffixes`); the last decoder layer skips the work no answer
+  reads, in the prefix prefill and in the suffixes (:mod:`backend.runtime.inference.kv_prefill`).
 
 Each switch is independent; with both off this is exactly ``adapter.answer`` per request.
 
@@ -47,7 +48,7 @@ import torch
 
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
 from backend.runtime.inference.hf import HFAdapter, PhaseTimer, Prepared
-from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_last_query
+from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_rows
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
@@ -197,7 +198,7 @@ def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
     inputs = prepared.inputs
     kwargs = {k: inputs[k][..., split:] for k in ("input_ids", "mm_token_type_ids") if k in inputs}
     positions = None if prepared.position_ids is None else prepared.position_ids[..., split:]
-    with last_layer_last_query(adapter.model):
+    with last_layer_rows(adapter.model):
         return adapter.model(
             **kwargs,
             attention_mask=inputs.get("attention_mask"),
@@ -209,10 +210,57 @@ def run_suffix(adapter: HFAdapter, prepared: Prepared, cache, split: int):
 
 
 def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int) -> list[SimpleNamespace]:
-    """The suffixes of several questions on one cached prefix in one batched forward (MCQA: last-position
-    logits only). Shorter suffixes are padded *before* their first token and masked, so every row's last
-    position is its own last token; each row keeps its slice of its full sequence's positions. The cache
-    is repeated along the batch and is spent afterwards."""
+    """The suffixes of several questions on one cached prefix in one forward (MCQA: last-position logits only).
+
+    The suffixes are packed one after the other into a single sequence on the prefix's cache (batch 1, so
+    the cache is not copied per question) with a 4-D attention mask: each suffix token sees the prefix and
+    the tokens of its own suffix up to itself, nothing of the other suffixes, and keeps its slice of its
+    full sequence's positions. The logits are read at the last token of each suffix. Attention back ends
+    that take no custom mask get the suffixes as a padded batch instead (:func:`_padded_suffixes`). The
+    cache is spent afterwards."""
+    if adapter.model.config._attn_implementation not in ("sdpa", "eager"):
+        return _padded_suffixes(adapter, prepared, cache, split)
+    tails = [p.inputs["input_ids"][0, split:] for p in prepared]
+    device = tails[0].device
+    lengths = torch.tensor([len(t) for t in tails], device=device)
+    ends = lengths.cumsum(0)
+    total = int(ends[-1])
+    block = torch.repeat_interleave(torch.arange(len(tails), device=device), lengths)  # suffix of each token
+    step = torch.arange(total, device=device)
+    mask = torch.ones((1, 1, total, split + total), dtype=torch.bool, device=device)
+    mask[0, 0, :, split:] = (block[:, None] == block[None, :]) & (step[None, :] <= step[:, None])
+    if adapter.model.config._attn_implementation == "eager":  # eager attention adds its mask
+        mask = torch.zeros(mask.shape, dtype=adapter.dtype, device=device).masked_fill_(
+            ~mask, torch.finfo(adapter.dtype).min
+        )
+    positions = torch.cat([_own_positions(p, split) for p in prepared], dim=-1)
+    ids = torch.cat(tails)[None]
+    extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
+    rows = ends - 1
+    with last_layer_rows(adapter.model, rows):
+        out = adapter.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=rows,
+            **extra,
+        )
+    return [SimpleNamespace(logits=out.logits[:, i : i + 1]) for i in range(len(tails))]
+
+
+def _own_positions(p: Prepared, split: int) -> torch.Tensor:
+    """The suffix's slice of its full sequence's positions (``[1, len]`` or ``[3, 1, len]``)."""
+    full = p.position_ids
+    if full is None:
+        full = torch.arange(p.inputs["input_ids"].shape[-1], device=p.inputs["input_ids"].device)[None]
+    return full[..., split:]
+
+
+def _padded_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int) -> list[SimpleNamespace]:
+    """:func:`run_suffixes` as a batch: shorter suffixes padded *before* their first token and masked, so
+    every row's last position is its own last token; the cache is repeated along the batch."""
     n = len(prepared)
     tails = [p.inputs["input_ids"][0, split:] for p in prepared]
     width = max(len(t) for t in tails)
@@ -224,16 +272,13 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
     for i, (p, tail) in enumerate(zip(prepared, tails)):
         ids[i, width - len(tail) :] = tail
         mask[i, split + width - len(tail) :] = 1
-        full = p.position_ids
-        if full is None:
-            full = torch.arange(p.inputs["input_ids"].shape[-1], device=device)[None]
-        own = full[..., split:]  # [1, len] or [3, 1, len]
+        own = _own_positions(p, split)
         pad = own[..., :1].expand(*own.shape[:-1], width - len(tail))
         rows.append(torch.cat([pad, own], dim=-1))
     positions = torch.cat(rows, dim=-2)
     extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
     cache.batch_repeat_interleave(n)
-    with last_layer_last_query(adapter.model):
+    with last_layer_rows(adapter.model):
         out = adapter.model(
             input_ids=ids,
             attention_mask=mask,
