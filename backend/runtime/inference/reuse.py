@@ -234,20 +234,24 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
             ~mask, torch.finfo(adapter.dtype).min
         )
     positions = torch.cat([_own_positions(p, split) for p in prepared], dim=-1)
-    ids = torch.cat(tails)[None]
+    out = _suffix_pass(adapter, prepared, torch.cat(tails)[None], mask, positions, cache, ends - 1)
+    return [SimpleNamespace(logits=out.logits[:, i : i + 1]) for i in range(len(tails))]
+
+
+def _suffix_pass(adapter: HFAdapter, prepared: list[Prepared], ids, mask, positions, cache, rows=None):
+    """One forward of suffix tokens on the prefix cache, the last layer run in full only for ``rows``
+    (default: the last position of each batch row), the logits read there."""
     extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
-    rows = ends - 1
     with last_layer_rows(adapter.model, rows):
-        out = adapter.model(
+        return adapter.model(
             input_ids=ids,
             attention_mask=mask,
             position_ids=positions,
             cache=cache,
             use_cache=True,
-            logits_to_keep=rows,
+            logits_to_keep=1 if rows is None else rows,
             **extra,
         )
-    return [SimpleNamespace(logits=out.logits[:, i : i + 1]) for i in range(len(tails))]
 
 
 def _own_positions(p: Prepared, split: int) -> torch.Tensor:
@@ -275,19 +279,8 @@ def _padded_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split:
         own = _own_positions(p, split)
         pad = own[..., :1].expand(*own.shape[:-1], width - len(tail))
         rows.append(torch.cat([pad, own], dim=-1))
-    positions = torch.cat(rows, dim=-2)
-    extra = {"mm_token_type_ids": torch.zeros_like(ids)} if "mm_token_type_ids" in prepared[0].inputs else {}
     cache.batch_repeat_interleave(n)
-    with last_layer_rows(adapter.model):
-        out = adapter.model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=cache,
-            use_cache=True,
-            logits_to_keep=1,
-            **extra,
-        )
+    out = _suffix_pass(adapter, prepared, ids, mask, torch.cat(rows, dim=-2), cache)
     return [SimpleNamespace(logits=out.logits[i : i + 1]) for i in range(n)]
 
 
