@@ -196,3 +196,16 @@ def test_packed_suffixes_equal_the_padded_batch(tiny, family):
     for a, b in zip(packed, padded, strict=True):
         assert a.logits.shape == b.logits.shape == (1, 1, adapter.model.config.get_text_config().vocab_size)
         assert torch.allclose(a.logits, b.logits, atol=1e-5, rtol=0)
+
+
+def test_a_request_whose_frames_are_all_encoded_carries_no_pixels(tiny):
+    """Largest budget first: 16 frames encoded, then 8 of them need no pixels copied, and answer as cold."""
+    adapter = tiny.adapter("llava_next_video")
+    features = FrameFeatures()
+    with torch.inference_mode():
+        answer_group(adapter, requests(16), share_prefix=True, features=features)
+        prepared = features.prepare(adapter, requests(8)[0])
+    assert prepared.inputs[adapter.pixel_key].shape[:2] == (1, 0)
+    assert torch.equal(prepared.inputs["input_ids"], adapter.prepare(requests(8)[0]).inputs["input_ids"])
+    got = answer_group(adapter, requests(8), share_prefix=True, features=features)
+    assert_same_answers(got, [adapter.answer(r) for r in requests(8)])

@@ -40,12 +40,14 @@ class LlavaNextVideoAdapter(HFAdapter):
         """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone)."""
         return self.processor.video_processor(videos=[frames], return_tensors="pt")[self.pixel_key][0]
 
-    def process_pixels(self, prompt: str, pixels: torch.Tensor) -> dict[str, Any]:
+    def process_pixels(self, prompt: str, pixels: torch.Tensor, n_frames: int | None = None) -> dict[str, Any]:
         """What :meth:`process` returns, from processed pixels ``[F, C, S, S]``: the processor's expansion
-        rule (``replace_video_token``: patches per frame / 4 for the pooling, times the frames), tokenised."""
+        rule (``replace_video_token``: patches per frame / 4 for the pooling, times the frames), tokenised.
+        ``n_frames`` (default ``F``): the frames the prompt stands for, when ``pixels`` holds fewer."""
         p = self.processor
         per_frame = (pixels.shape[-2] // p.patch_size) * (pixels.shape[-1] // p.patch_size) // 4
-        text = prompt.replace(p.video_token, p.video_token * (per_frame * len(pixels)))
+        n_frames = len(pixels) if n_frames is None else n_frames
+        text = prompt.replace(p.video_token, p.video_token * (per_frame * n_frames))
         return {**self.tokenizer([text], return_tensors="pt"), self.pixel_key: pixels[None]}
 
     def _unit(self) -> tuple[int, int]:

@@ -84,7 +84,10 @@ class FrameFeatures:
     Only valid for encoders that see each frame alone; the processed pixels of a frame depend on
     the frame and the budget only, so the key identifies the features exactly within one video.
     Where the processor also treats frames alone (``adapter.per_frame_processor``) the processed
-    pixels are kept the same way, so each frame is resized and normalised once per budget.
+    pixels are kept the same way, so each frame is resized and normalised once per budget, and a
+    request whose every frame is already encoded carries no pixels at all (``[1, 0, C, H, W]``: the
+    encoder will not run for it, so nothing is copied for it); the sweep asks the largest budget first,
+    whose frames cover the smaller nested ones.
     """
 
     def __init__(self) -> None:
@@ -105,7 +108,11 @@ class FrameFeatures:
             for j, pixels in zip(missing, adapter.process_frames(frames)):
                 self._pixels[keys[j]] = pixels
         prompt = adapter.render_prompt(request)
-        return adapter.prepared(prompt, adapter.process_pixels(prompt, torch.stack([self._pixels[k] for k in keys])))
+        if all(key in self._features for key in keys):
+            pixels = self._pixels[keys[0]].new_empty((0, *self._pixels[keys[0]].shape))
+        else:
+            pixels = torch.stack([self._pixels[k] for k in keys])
+        return adapter.prepared(prompt, adapter.process_pixels(prompt, pixels, len(keys)))
 
     def encode(self, adapter: HFAdapter, prepared: Prepared, request: InferenceRequest) -> tuple[dict[str, Any], int]:
         """(``mm_encoder_outputs`` for the request's frames, frames encoded): only missing frames are encoded."""

@@ -112,7 +112,7 @@ class Engine:
         return cfg.pixels if cfg.pixels is not None else self.default_pixels
 
     def run(self, group: VideoGroup) -> Iterator[Answered | Failed]:
-        """Every pending cell of ``group``: text-only first, then visual configurations by budget."""
+        """Every pending cell of ``group``: text-only first, then visual configurations, largest budget first."""
         items = {row["item_id"]: row for row in group.items.to_dict("records")}
         by_config = {label: list(ids) for label, ids in group.cells.groupby("config", sort=False)["item_id"]}
         cfgs = [parse(label) for label in by_config]
@@ -121,7 +121,8 @@ class Engine:
                 yield self._text(items[item_id], cfg)
         visual = [c for c in cfgs if not c.is_text]
         if visual:
-            yield from self._visual(group, items, by_config, sorted(visual, key=lambda c: (c.frames, c.label)))
+            # largest budget first: its frames cover the nested smaller budgets' (decoded, processed, encoded)
+            yield from self._visual(group, items, by_config, sorted(visual, key=lambda c: (-c.frames, c.label)))
 
     def _text(self, item: dict[str, Any], cfg: Config) -> Answered:
         request = item_request(item, None, np.empty(0, dtype=np.int64), None, None, self._pixels(cfg))
