@@ -103,13 +103,17 @@ class FrameFeatures:
             return adapter.prepare(request)
         keys = [(int(i), request.pixels) for i in request.frame_indices]
         missing = [j for j, key in enumerate(keys) if key not in self._pixels]
+        processed = None
         if missing:
             frames = adapter.resize_for_budget(request.frames[missing], request.pixels)
-            for j, pixels in zip(missing, adapter.process_frames(frames)):
+            processed = adapter.process_frames(frames)
+            for j, pixels in zip(missing, processed):
                 self._pixels[keys[j]] = pixels
         prompt = adapter.render_prompt(request)
         if all(key in self._features for key in keys):
             pixels = self._pixels[keys[0]].new_empty((0, *self._pixels[keys[0]].shape))
+        elif len(missing) == len(keys):
+            pixels = processed  # every frame processed just now, in order: the processor's own tensor
         else:
             pixels = torch.stack([self._pixels[k] for k in keys])
         return adapter.prepared(prompt, adapter.process_pixels(prompt, pixels, len(keys)))
@@ -119,7 +123,8 @@ class FrameFeatures:
         keys = [(int(i), request.pixels) for i in request.frame_indices]
         missing = [j for j, key in enumerate(keys) if key not in self._features]
         if missing:
-            pixels = adapter.frame_pixels(prepared.inputs)[missing]
+            pixels = adapter.frame_pixels(prepared.inputs)
+            pixels = pixels if len(missing) == len(pixels) else pixels[missing]  # every row: no copy
             for j, feature in zip(missing, adapter.encode_frames(pixels)):
                 self._features[keys[j]] = feature
         return adapter.join_frames(torch.stack([self._features[key] for key in keys])), len(missing)
