@@ -6,10 +6,9 @@ import streamlit as st
 
 from backend.analysis.compare import headline_table
 from backend.analysis.metrics import WILSON_COLUMNS
-from backend.report import figures
 from backend.report.palette import model_colours
 from backend.report.tables import HEADLINES
-from pages.common import data, sidebar, state, ui
+from pages.common import charts, data, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
 HELP = {
@@ -131,7 +130,8 @@ with ui.guard():
     if scope.beyond_noise:
         st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
                    "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
-    ui.chart(ui.style(figures.curve_and_flows(metrics, colours), height=620), "scaling-curve-and-flows")
+    for k, spec in enumerate(charts.curve_and_flows(metrics, colours)):
+        ui.vega(spec, f"scaling-curve-and-flows-{k}")
     box = st.expander("Transitions (rescued, harmed, net, churn, McNemar p)", key="transitions", on_change="rerun")
     if box.open:  # drawn when opened, like the task types' accuracy table
         with box:

@@ -88,6 +88,13 @@ def chart(fig: go.Figure, name: str) -> None:
     st.plotly_chart(fig, config=config, theme=None)
 
 
+def vega(spec: dict, name: str) -> None:
+    """Draw a Vega-Lite spec (``pages.common.charts``) as the page's width; its toolbar downloads a PNG.
+
+    ``name`` is the chart's name (kept beside ``chart``'s, which names the Plotly export file)."""
+    st.vega_lite_chart(spec, width="stretch", theme=None, key=f"vega-{name}")
+
+
 def downloads(
     frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = ""
 ) -> None:

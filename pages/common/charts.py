@@ -1,0 +1,117 @@
+"""Vega-Lite versions of the charts on the pages a session opens first (Overview), drawn by ``ui.vega``.
+
+Why two chart libraries: a page with a Plotly chart makes the browser load and run Plotly's 4.7 MB
+script before it can draw (about 1 s of a new session on the 2-core benchmark machine, measured by
+``benchmarks/dashboard_browser.py``; Python's figure validation added 0.1-0.5 s a figure), while
+Streamlit's Vega-Lite chart is a quarter of that and its spec a plain dict. The shareable report
+and the other pages keep the Plotly figures of ``backend.report.figures``; each spec here draws the
+same numbers from the same report dict as its Plotly twin (``tests/test_charts.py`` compares them).
+
+Specs are plain JSON: data text (model and configuration names) travels as data values, never as
+markup, and labels Vega computes from an expression get their text through ``json.dumps``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from backend.report.palette import CORRECT, INK, WRONG
+
+FONT = "Source Sans Pro, Arial, sans-serif"
+CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)
+    "font": FONT,
+    "view": {"stroke": None},
+    "axis": {"labelColor": INK, "titleColor": INK, "labelFontSize": 12, "titleFontSize": 13, "titleFontWeight": "normal",
+             "gridColor": "#e8e8ec", "domainColor": "#c8c8cc", "tickColor": "#c8c8cc"},
+    "legend": {"orient": "top", "direction": "horizontal", "labelFontSize": 13, "titleFontSize": 13,
+               "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK},
+    "title": {"anchor": "start", "fontSize": 16, "fontWeight": "normal", "color": INK, "offset": 12},
+    "axisY": {"minExtent": 56, "maxExtent": 56},  # the same y-axis width on charts drawn one above the other
+}  # fmt: skip
+SCHEMA = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json"}
+CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
+
+
+def _num(x, scale: float = 1.0) -> float | None:
+    """``x * scale`` as a JSON number (``None`` for a missing value or NaN)."""
+    return None if x is None or math.isnan(x) else scale * float(x)
+
+
+def _labels(values: list[str]) -> str:
+    """A Vega expression naming integer tick ``datum.value`` by ``values`` (a JSON array literal: data text stays text)."""
+    return f"{json.dumps(values)}[datum.value] || ''"
+
+
+def _tip(*fields: tuple[str, ...]) -> list[dict]:
+    """Tooltip rows from ``(field, title[, d3 format])``."""
+    return [{"field": f[0], "title": f[1], **({"format": f[2]} if len(f) > 2 else {})} for f in fields]
+
+
+def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) -> list[dict]:
+    """``backend.report.figures.curve_and_flows`` in Vega-Lite: accuracy per config with its 95% band on top;
+    rescued up / harmed down per transition below, on the same configuration axis (two specs, drawn in turn)."""
+    grid = list(overview["grid"])
+    models = list(overview["models"])
+    curve, flows = [], []
+    width = 0.8 / max(len(models), 1) * 0.9
+    for k, (model, rec) in enumerate(overview["models"].items()):
+        cis = rec["ci"].get("accuracy", {})
+        for x, config in enumerate(grid):
+            ci = cis.get(config)
+            curve.append({"model": model, "colour": colours[model], "x": x, "config": config,
+                          "accuracy": _num(rec["accuracy"][config], 100),
+                          "lo": None if not ci else _num(ci[0], 100), "hi": None if not ci else _num(ci[1], 100)})  # fmt: skip
+        centre = (k - (len(models) - 1) / 2) * width
+        for t, tr in enumerate(rec["transitions"]):
+            x = t + 0.5 + centre
+            for kind, sign in (("rescued", 1), ("harmed", -1)):
+                flows.append({
+                    "model": model, "kind": kind, "x0": x - width / 2, "x1": x + width / 2, "items": sign * tr[kind],
+                    "step": f"{tr['from']} → {tr['to']}", "rescued": tr["rescued"], "harmed": tr["harmed"],
+                    "net": _num(tr["net"], 100), "churn": _num(tr["churn"], 100), "p": _num(tr["mcnemar_p"]),
+                })  # fmt: skip
+    x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
+    x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
+    colour = {"field": "model", "type": "nominal", "title": None,
+              "scale": {"domain": models, "range": [colours[m] for m in models]}}  # fmt: skip
+    curve_tip = _tip(("model", "model"), ("config", "configuration"), ("accuracy", "accuracy (%)", ".1f"),
+                     ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f"))  # fmt: skip
+    top = {
+        "height": int(height * 0.48),
+        "data": {"values": curve},
+        "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, "axis": {**x_axis, "labels": False, "ticks": False},
+                           "title": None}},
+        "layer": [
+            {"mark": {"type": "area", "opacity": 0.15}, "transform": [{"filter": "isValid(datum.lo)"}],
+             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": "accuracy (%)", "scale": {"zero": False}},
+                          "y2": {"field": "hi"}, "detail": {"field": "model"},
+                          "fill": {"field": "colour", "type": "nominal", "scale": None}}},  # the line's colour, no legend
+            {"mark": {"type": "line", "point": {"size": 70, "filled": True}, "strokeWidth": 2.5},
+             "encoding": {"y": {"field": "accuracy", "type": "quantitative"}, "color": colour, "tooltip": curve_tip}},
+        ],
+    }  # fmt: skip
+    flow_tip = _tip(("model", "model"), ("step", "transition"), ("rescued", "rescued"), ("harmed", "harmed"),
+                    ("net", "net (pp)", "+.1f"), ("churn", "churn (pp)", ".1f"), ("p", "McNemar p", ".3g"))  # fmt: skip
+    bottom = {
+        "height": int(height * 0.36),
+        "data": {"values": flows},
+        "layer": [
+            {"mark": {"type": "rect", "strokeWidth": 2},
+             "encoding": {
+                 "x": {"field": "x0", "type": "quantitative", "scale": x_scale, "axis": x_axis,
+                       "title": "configuration (frames, @pixels per frame, /sampling policy)"},
+                 "x2": {"field": "x1"},
+                 "y": {"field": "items", "type": "quantitative", "title": "items (↑ rescued, ↓ harmed)"},
+                 "y2": {"datum": 0},
+                 "fill": {"field": "kind", "type": "nominal", "title": None,
+                          "scale": {"domain": ["rescued", "harmed"], "range": [CORRECT, WRONG]}},
+                 "stroke": {**colour, "legend": None},
+                 "tooltip": flow_tip,
+             }},
+            {"mark": {"type": "rule", "color": "#888"}, "encoding": {"y": {"datum": 0}}},
+        ],
+    }  # fmt: skip
+    # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
+    # take the same room, so the configuration ticks line up.
+    return [{**SCHEMA, "title": CURVE_TITLE, "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]

@@ -1,0 +1,63 @@
+"""The dashboard's Vega-Lite charts (pages/common/charts.py) draw the same numbers as their Plotly twins
+in backend/report/figures.py, from the same report dict; data text stays data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from backend import views
+from backend.report import figures
+from backend.report.palette import model_colours
+from backend.scope.filters import ItemFilter
+from backend.scope.resolve import Scope
+from pages.common import charts
+from store.store import Store
+
+
+@pytest.fixture(scope="module")
+def overview(demo_store):
+    store = Store(demo_store)
+    resolved = Scope(
+        benchmark="synthetic-videomme", models=("synthetic-A-7B", "synthetic-B-13B"), grid=(), item_filter=ItemFilter()
+    ).resolve(store)
+    return views.overview(store, resolved, resolved.load(store), bootstrap=200)
+
+
+def _rows(spec: dict, **match) -> list[dict]:
+    return [r for r in spec["data"]["values"] if all(r[k] == v for k, v in match.items())]
+
+
+def test_curve_and_flows_draws_the_plotly_figures_numbers(overview):
+    colours = model_colours(list(overview["models"]))
+    top, bottom = charts.curve_and_flows(overview, colours)
+    fig = figures.curve_and_flows(overview, colours)
+    json.dumps([top, bottom], allow_nan=False)  # plain JSON: no NaN, nothing a browser could not parse
+    lines = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
+    bands = [t for t in fig.data if t.type == "scatter" and t.fill == "toself"]
+    assert set(lines) == set(overview["models"]) and len(bands) == len(overview["models"])
+    grid = overview["grid"]
+    for model, band in zip(overview["models"], bands, strict=True):
+        rows = _rows(top, model=model)
+        assert [r["config"] for r in rows] == grid and [r["x"] for r in rows] == list(range(len(grid)))
+        np.testing.assert_allclose([r["accuracy"] for r in rows], lines[model].y)
+        hi_lo = np.concatenate([[r["hi"] for r in rows], [r["lo"] for r in rows][::-1]])
+        np.testing.assert_allclose(hi_lo, band.y)  # the band: highs left to right, lows back
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 2 * len(overview["models"])
+    for model, (up, down) in zip(overview["models"], zip(bars[::2], bars[1::2], strict=True), strict=True):
+        for bar, kind in ((up, "rescued"), (down, "harmed")):
+            rows = _rows(bottom, model=model, kind=kind)
+            np.testing.assert_allclose([r["items"] for r in rows], bar.y)
+            np.testing.assert_allclose([(r["x0"] + r["x1"]) / 2 for r in rows], bar.x)
+            np.testing.assert_allclose([r["x1"] - r["x0"] for r in rows], bar.width)
+    assert top["title"] == charts.CURVE_TITLE == fig.layout.title.text
+
+
+def test_configuration_labels_are_a_json_literal_in_the_tick_expression():
+    hostile = ['8f"] + alert(1) + ["', "x\\", "<b>16f</b>", "32f\u2028"]
+    expr = charts._labels(hostile)
+    literal, rest = expr.split("[datum.value]")
+    assert json.loads(literal) == hostile and rest == " || ''"
