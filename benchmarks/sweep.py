@@ -132,9 +132,7 @@ def sweep(root: Path, ckpt: Path, model: str, reuse: Reuse) -> dict:
         model, detect_family(ckpt), str(ckpt), dtype="float32", device="cpu", default_pixels=WIDTH * HEIGHT
     )
     registry.add(root, spec, replace=True)
-    request = SweepRequest(
-        str(root), model, "bench-videomme", expand_grid(GRID), reuse=reuse, progress=False, batch_size=32
-    )
+    request = SweepRequest(str(root), model, "bench-videomme", expand_grid(GRID), reuse=reuse, progress=False)
     return run_sweep(request)
 
 

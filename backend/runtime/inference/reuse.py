@@ -105,7 +105,8 @@ class FrameFeatures:
         missing = [j for j, key in enumerate(keys) if key not in self._pixels]
         processed = None
         if missing:
-            frames = adapter.resize_for_budget(request.frames[missing], request.pixels)
+            frames = request.frames if len(missing) == len(keys) else request.frames[missing]
+            frames = adapter.resize_for_budget(frames, request.pixels)
             processed = adapter.process_frames(frames)
             for j, pixels in zip(missing, processed):
                 self._pixels[keys[j]] = pixels
