@@ -209,3 +209,18 @@ def test_a_request_whose_frames_are_all_encoded_carries_no_pixels(tiny):
     assert torch.equal(prepared.inputs["input_ids"], adapter.prepare(requests(8)[0]).inputs["input_ids"])
     got = answer_group(adapter, requests(8), share_prefix=True, features=features)
     assert_same_answers(got, [adapter.answer(r) for r in requests(8)])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_text_only_questions_share_the_start_of_their_prompts(tiny, family):
+    adapter = tiny.adapter(family)
+    batch = [
+        InferenceRequest(
+            q, OPTIONS, None, None, None, None, None, answer_type=t, references=["a car"], max_new_tokens=4
+        )
+        for q, t in zip(QUESTIONS, ("mcqa", "open", "mcqa"), strict=True)
+    ]
+    counters = ReuseCounters()
+    got = answer_group(adapter, batch, share_prefix=True, counters=counters)
+    assert_same_answers(got, [adapter.answer(r) for r in batch])
+    assert counters.prefixes == 1 and counters.prefill_tokens < counters.prefill_tokens_cold

@@ -355,22 +355,25 @@ def answer_group(
     ``features``: per-frame encoder outputs reused across calls (ignored unless the family encodes
     frames independently). Both off: ``adapter.answer`` per request, nothing shared.
 
-    Three paths, each a named step: :func:`_answer_cold` (text-only, or nothing shared); otherwise
-    :func:`_prepare` (processor), :func:`_encode` (vision), then :func:`_answer_each` (a full prefill
-    per request) or, sharing the prefix, :func:`_answer_on_prefixes`.
+    Three paths, each a named step: :func:`_answer_cold` (nothing shared, or a lone text-only request);
+    otherwise :func:`_prepare` (processor), :func:`_encode` (vision), then :func:`_answer_each` (a full
+    prefill per request) or, sharing the prefix, :func:`_answer_on_prefixes`. Text-only questions share
+    the tokens their prompts start with (the chat template's opening, and any common words).
     """
     counters = counters if counters is not None else ReuseCounters()
     features = features if adapter.per_frame_vision and requests[0].prune is None else None
     n = len(requests)
+    text = requests[0].frames is None
     counters.requests += n
     counters.processor_calls_cold += n
     counters.frames_encoded_cold += n * requests[0].n_frames
-    if requests[0].frames is None or (not share_prefix and features is None):
+    if (not share_prefix and (text or features is None)) or (text and n == 1):
         return _answer_cold(adapter, requests, counters)
     group = _Group(adapter, requests, counters, features, share_prefix)
     _prepare(group)
     with torch.inference_mode():
-        _encode(group)
+        if not text:
+            _encode(group)
         if share_prefix:
             _answer_on_prefixes(group)
         else:
@@ -445,9 +448,15 @@ def _answer_on_prefixes(group: _Group) -> None:
     a time (generation continues each cache, cropped back after), then its MCQA questions in one batched
     suffix pass (which spends the cache)."""
     adapter, requests, prepared, counters = group.adapter, group.requests, group.prepared, group.counters
+    if requests[0].frames is None:  # text-only: the tokens every prompt starts with
+        split = _common_start(prepared)
+        if split == 0:
+            return _answer_each(group)
+        splits = [split] * len(prepared)
+    else:
+        splits = [adapter.prefix_end(p.inputs["input_ids"]) for p in prepared]
     prefixes: dict[tuple[int, bytes, bytes], list[int]] = {}
-    for i, p in enumerate(prepared):
-        split = adapter.prefix_end(p.inputs["input_ids"])
+    for i, (p, split) in enumerate(zip(prepared, splits)):
         prefixes.setdefault((split, *_prefix_key(p, split)), []).append(i)
     for (split, *_), members in prefixes.items():
         with group.shared(members, "prefill"):
@@ -470,3 +479,13 @@ def _answer_on_prefixes(group: _Group) -> None:
             length = prepared[i].inputs["input_ids"].shape[-1]
             counters.prefill_tokens += length - split
             counters.prefill_tokens_cold += length
+
+
+def _common_start(prepared: list[Prepared]) -> int:
+    """How many leading tokens every prompt shares, leaving each at least one of its own."""
+    ids = [p.inputs["input_ids"][0].tolist() for p in prepared]
+    shortest = min(len(x) for x in ids)
+    n = 0
+    while n < shortest - 1 and all(x[n] == ids[0][n] for x in ids):
+        n += 1
+    return n

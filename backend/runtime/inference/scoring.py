@@ -32,11 +32,12 @@ class LetterScores:
 
 def letter_token_ids(tokenizer, prompt: str, letters: list[str]) -> list[int]:
     """The token id each option letter gets when written right after ``prompt``."""
-    base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     sep = "" if prompt[-1:].isspace() else " "
+    base, *fulls = tokenizer([prompt, *(prompt + sep + letter for letter in letters)], add_special_tokens=False)[
+        "input_ids"
+    ]  # one call: the same ids as one call per text
     ids = []
-    for letter in letters:
-        full = tokenizer(prompt + sep + letter, add_special_tokens=False)["input_ids"]
+    for letter, full in zip(letters, fulls):
         if len(full) != len(base) + 1 or full[: len(base)] != base:
             added = tokenizer.convert_ids_to_tokens(full[len(base) :]) if full[: len(base)] == base else full
             raise UserError(

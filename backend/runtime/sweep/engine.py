@@ -7,6 +7,7 @@ decode, exactly what a re-run job does):
             kept per pixel budget (:mod:`backend.runtime.sweep.frames`);
 ``prefix``  per configuration, one processor call, one vision pass and one prompt-prefix prefill
             shared by the clip's questions (:func:`backend.runtime.inference.reuse.answer_group`);
+            text-only questions share the tokens their prompts start with;
 ``vision``  per-frame encoder outputs kept across budgets, for families that encode frames
             independently (LLaVA-NeXT-Video, InternVL); never for Qwen (frame pairs).
 
@@ -117,17 +118,19 @@ class Engine:
         by_config = {label: list(ids) for label, ids in group.cells.groupby("config", sort=False)["item_id"]}
         cfgs = [parse(label) for label in by_config]
         for cfg in (c for c in cfgs if c.is_text):
-            for item_id in by_config[cfg.label]:
-                yield self._text(items[item_id], cfg)
+            yield from self._text([items[i] for i in by_config[cfg.label]], cfg)
         visual = [c for c in cfgs if not c.is_text]
         if visual:
             # largest budget first: its frames cover the nested smaller budgets' (decoded, processed, encoded)
             yield from self._visual(group, items, by_config, sorted(visual, key=lambda c: (-c.frames, c.label)))
 
-    def _text(self, item: dict[str, Any], cfg: Config) -> Answered:
-        request = item_request(item, None, np.empty(0, dtype=np.int64), None, None, self._pixels(cfg))
-        (result,) = answer_group(self.adapter, [request], share_prefix=False, counters=self.counters.reuse)
-        return Answered(item, cfg, None, np.empty(0, dtype=np.int64), None, request.pixels, result, _timings(result))
+    def _text(self, group_items: list[dict[str, Any]], cfg: Config) -> Iterator[Answered]:
+        """The clip's text-only questions: sharing the tokens their prompts start with, under ``prefix``."""
+        none = np.empty(0, dtype=np.int64)
+        requests = [item_request(item, None, none, None, None, self._pixels(cfg)) for item in group_items]
+        results = answer_group(self.adapter, requests, share_prefix=self.reuse.prefix, counters=self.counters.reuse)
+        for item, request, result in zip(group_items, requests, results):
+            yield Answered(item, cfg, None, none, None, request.pixels, result, _timings(result))
 
     def _visual(self, group, items, by_config, cfgs: list[Config]) -> Iterator[Answered | Failed]:
         try:
