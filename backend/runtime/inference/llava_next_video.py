@@ -47,8 +47,13 @@ class LlavaNextVideoAdapter(HFAdapter):
         p = self.processor
         per_frame = (pixels.shape[-2] // p.patch_size) * (pixels.shape[-1] // p.patch_size) // 4
         n_frames = len(pixels) if n_frames is None else n_frames
-        text = prompt.replace(p.video_token, p.video_token * (per_frame * n_frames))
-        return {**self.tokenizer([text], return_tensors="pt"), self.pixel_key: pixels[None]}
+        # the placeholder is an added special token, so the text around it tokenises the same whether it
+        # stands once or thousands of times: tokenise the short prompt and repeat the placeholder's id
+        short = self.tokenizer([prompt], return_tensors="pt")
+        video = short["input_ids"][0] == self.tokenizer.convert_tokens_to_ids(p.video_token)
+        repeats = torch.where(video, per_frame * n_frames, 1)
+        expanded = {k: v.repeat_interleave(repeats, dim=1) for k, v in short.items()}
+        return {**expanded, self.pixel_key: pixels[None]}
 
     def _unit(self) -> tuple[int, int]:
         """(patch side, pooling stride) in pixels and patches."""
