@@ -37,8 +37,9 @@ class LlavaNextVideoAdapter(HFAdapter):
     per_frame_processor = True  # resize, crop and normalise per frame; the prompt expands by frame count
 
     def process_frames(self, frames: np.ndarray) -> torch.Tensor:
-        """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone)."""
-        return self.processor.video_processor(videos=[frames], return_tensors="pt")[self.pixel_key][0]
+        """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone; its
+        list of one video, not a tensor, so the frames are not stacked into a batch of one again)."""
+        return self.processor.video_processor(videos=[frames], return_tensors=None)[self.pixel_key][0]
 
     def process_pixels(self, prompt: str, pixels: torch.Tensor, n_frames: int | None = None) -> dict[str, Any]:
         """What :meth:`process` returns, from processed pixels ``[F, C, S, S]``: the processor's expansion
