@@ -37,9 +37,15 @@ class LlavaNextVideoAdapter(HFAdapter):
     per_frame_processor = True  # resize, crop and normalise per frame; the prompt expands by frame count
 
     def process_frames(self, frames: np.ndarray) -> torch.Tensor:
-        """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone; its
-        list of one video, not a tensor, so the frames are not stacked into a batch of one again)."""
-        return self.processor.video_processor(videos=[frames], return_tensors=None)[self.pixel_key][0]
+        """Processed pixels ``[F, C, S, S]`` of frames resized to their budget (the video processor alone).
+
+        The frames go in as a channels-first *view* of the decoded ``[F, H, W, 3]`` array (channels-last
+        in memory): the processor then resizes without first copying them into planes, and its values
+        are the same to the bit (the tests compare them with :meth:`process`'s); the result stays
+        channels-last in memory. Its list of one video is taken as it is (no stack into a batch of one)."""
+        view = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
+        out = self.processor.video_processor(videos=[view], input_data_format="channels_first", return_tensors=None)
+        return out[self.pixel_key][0]
 
     def process_pixels(self, prompt: str, pixels: torch.Tensor, n_frames: int | None = None) -> dict[str, Any]:
         """What :meth:`process` returns, from processed pixels ``[F, C, S, S]``: the processor's expansion
