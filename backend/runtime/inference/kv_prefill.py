@@ -7,8 +7,8 @@ only through the layer's cached keys and values. So:
 
 * :func:`last_layer_kv_only` (the prefix prefill): the last layer computes the prefix tokens' key /
   value projections (with the key norm and the rotary embedding where the family has them) and
-  writes them to the cache; their queries, attention, output projection and MLP are work nobody
-  reads;
+  writes them to the cache; their queries, attention, output projection and MLP, and the final norm
+  over every position, are work nobody reads;
 * :func:`last_layer_rows` (a suffix pass): the last layer writes the keys and values of every suffix
   token the same way, then runs in full for the scored tokens alone (the last one; with several
   questions packed into one pass, the last of each), each attending to the cache through its own row
@@ -76,7 +76,8 @@ def _last_layer(model, make: Callable) -> Iterator[bool]:
 @contextmanager
 def last_layer_kv_only(model) -> Iterator[bool]:
     """Within the block the language model's last decoder layer only writes its keys and values to the
-    cache and passes its input through. Yields whether it applied (False: the layer runs in full)."""
+    cache and passes its input through, and its final norm passes its input through too: such a pass
+    is for its cache, its logits are nobody's. Yields whether it applied (False: the layer runs in full)."""
 
     def make(layer, write, full):
         def kv_only(hidden_states, *args, cache=None, position_embeddings=None, **kwargs):
@@ -85,8 +86,16 @@ def last_layer_kv_only(model) -> Iterator[bool]:
 
         return kv_only
 
+    norm = getattr(model.model.language_model, "norm", None)
     with _last_layer(model, make) as applied:
-        yield applied
+        if not applied or norm is None:
+            yield applied
+            return
+        norm.forward = lambda hidden_states, *args, **kwargs: hidden_states
+        try:
+            yield applied
+        finally:
+            del norm.forward
 
 
 class _Written:

@@ -240,12 +240,10 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
     total = int(ends[-1])
     block = torch.repeat_interleave(torch.arange(len(tails), device=device), lengths)  # suffix of each token
     step = torch.arange(total, device=device)
-    mask = torch.ones((1, 1, total, split + total), dtype=torch.bool, device=device)
-    mask[0, 0, :, split:] = (block[:, None] == block[None, :]) & (step[None, :] <= step[:, None])
-    if adapter.model.config._attn_implementation == "eager":  # eager attention adds its mask
-        mask = torch.zeros(mask.shape, dtype=adapter.dtype, device=device).masked_fill_(
-            ~mask, torch.finfo(adapter.dtype).min
-        )
+    # additive (0 where seen, the dtype's minimum elsewhere): what both back ends add to the scores
+    mask = torch.zeros((1, 1, total, split + total), dtype=adapter.dtype, device=device)
+    unseen = (block[:, None] != block[None, :]) | (step[None, :] > step[:, None])
+    mask[0, 0, :, split:].masked_fill_(unseen, torch.finfo(adapter.dtype).min)
     positions = torch.cat([_own_positions(p, split) for p in prepared], dim=-1)
     out = _suffix_pass(adapter, prepared, torch.cat(tails)[None], mask, positions, cache, ends - 1)
     return [SimpleNamespace(logits=out.logits[:, i : i + 1]) for i in range(len(tails))]
