@@ -4,15 +4,13 @@ import os
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend.analysis.ladders import ladders
-from backend.report.palette import CORRECT, FRAME_ADDED, FRAME_KEPT, INK, WRONG, model_colours
+from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import frame_plan, trajectory_rows
-from pages.common import data, sidebar, state, ui, walk
+from pages.common import charts, data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
@@ -22,7 +20,6 @@ from store.errors import UserError
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
 STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
-RERUN_SYMBOL = "star"  # live re-runs on the confidence chart (logged points are circles)
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
 
@@ -98,117 +95,82 @@ def value_column(rows: pd.DataFrame) -> tuple[str, str]:
     return "score", "score (Token-F1)"
 
 
-def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> go.Figure:
+def _state(correct) -> str | None:
+    return None if correct is None or correct != correct else ("correct" if correct == 1 else "wrong")
+
+
+def _value(x) -> float | None:
+    return None if x is None or x != x else float(x)
+
+
+def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> dict:
     """Logged answers, one row per model; each model's live re-runs on a row of their own below."""
     extra = rerun_rows(reruns)
     models = [m for m in models if m in set(rows["model"])] + list(dict.fromkeys(extra["model"]))
     rows = pd.concat([rows, extra], ignore_index=True)
-
-    def pivot(col: str) -> pd.DataFrame:
-        return rows.pivot(index="model", columns="config", values=col).reindex(index=models, columns=labels)
-
     value, _ = value_column(rows)
-    z = pivot("correct").to_numpy(dtype=float)
-    answers, values = pivot("answer"), pivot(value).to_numpy(dtype=float)
-    shown = answers.fillna("–").to_numpy().astype(str) if value == "confidence" else np.char.mod("%.2f", values)
-    text = np.where(np.isnan(z), "", shown)
-    conf = pivot(value)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z, x=labels, y=models, zmin=0, zmax=1, showscale=False, xgap=3, ygap=3,
-            colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
-            text=text, texttemplate="%{text}", textfont={"color": "white", "size": 14},
-            customdata=conf.to_numpy(dtype=float),
-            hovertemplate=f"%{{y}} at %{{x}}<br>%{{text}} · {value} %{{customdata:.2f}}<extra></extra>",
-        )
-    )  # fmt: skip
-    fig.update_xaxes(title_text="configuration", type="category")
-    fig.update_yaxes(autorange="reversed", type="category", title_text="model")
-    return ui.style(
-        fig,
-        "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
-        height=140 + 44 * len(models),
-    )
+    cells = [
+        {"model": r.model, "config": r.config, "state": _state(r.correct), "value": _value(getattr(r, value)),
+         "text": ("–" if r.answer is None or r.answer != r.answer else str(r.answer)) if value == "confidence"
+         else ("–" if _value(r.score) is None else f"{r.score:.2f}")}
+        for r in rows.itertuples() if _state(r.correct) is not None and r.model in models and r.config in labels
+    ]  # fmt: skip
+    return charts.answer_grid(cells, models, labels, value)
 
 
 def confidence_chart(
     rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]
-) -> go.Figure:
+) -> dict:
     """Each model's logged values joined only along a budget ladder (``backend.analysis.ladders``); other
     protocols (another resolution or policy at one budget) as separate diamonds; live re-runs as stars."""
     value, axis = value_column(pd.concat([rows, reruns]))
-    fig = go.Figure()
     live = rerun_rows(reruns)
     names = dict(zip(reruns["model"], live["model"], strict=True))  # model -> the name of its re-run series
     lines, alone = ladders(labels)
+    where = {c: k for k, ladder in enumerate(lines) for c in ladder}
+    points, series = [], {}
+
+    def add(r, name: str, kind: str, line: str | None, colour: str) -> None:
+        if _state(r.correct) is None or _value(getattr(r, value)) is None:
+            return
+        series.setdefault(name, colour)
+        answer = "–" if r.answer is None or r.answer != r.answer else str(r.answer)
+        points.append({"series": name, "config": r.config, "value": _value(getattr(r, value)), "state": _state(r.correct),
+                       "answer": answer, "kind": kind, "line": line})  # fmt: skip
+
     for model in [m for m in models if m in set(rows["model"])]:
-        r = rows[rows["model"] == model].set_index("config")
-        steps = [(ladder, "lines+markers", "circle", 11) for ladder in lines] + [(alone, "markers", "diamond", 12)]
-        for k, (cfgs, mode, symbol, size) in enumerate(steps):
-            pts = r.reindex([c for c in cfgs if c in r.index])
-            if pts.empty:
-                continue
-            other = mode == "markers"
-            fig.add_trace(_points(pts, f"{model} · other protocols" if other else model, mode, symbol, size, colours[model],
-                                  value, legendgroup=f"{model}-{other}", showlegend=other or k == 0))  # fmt: skip
+        for r in rows[rows["model"] == model].itertuples():
+            if r.config in where:
+                add(r, model, "ladder", f"{model}\x1f{where[r.config]}", colours[model])
+        for r in rows[rows["model"] == model].itertuples():
+            if r.config in alone:
+                add(r, f"{model} · other protocols", "other", None, colours[model])
     for model in [m for m in models if m in names]:
-        pts = live[live["model"] == names[model]].set_index("config").reindex(labels).dropna(subset=["correct"])
-        fig.add_trace(_points(pts, names[model], "markers", RERUN_SYMBOL, 18, colours[model], value))
+        for r in live[live["model"] == names[model]].itertuples():
+            add(r, names[model], "rerun", None, colours[model])
     order = [c for ladder in lines for c in ladder] + alone  # a ladder's steps side by side, other protocols after them
-    fig.update_xaxes(title_text="configuration", type="category", categoryorder="array", categoryarray=order)
-    fig.update_yaxes(title_text=axis, range=[0, 1.05])
-    title = f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)"
-    return ui.style(fig, title, height=360)
+    return charts.confidence_chart(points, order, series, value, axis)
 
 
-def _points(
-    pts: pd.DataFrame, name: str, mode: str, symbol: str, size: int, colour: str, value: str, **kwargs
-) -> go.Scatter:
-    """One series: marker colour says correct (green) or wrong (red); the outline is the model's colour."""
-    line = {"color": colour, "width": 2}
-    return go.Scatter(
-        x=pts.index.tolist(), y=pts[value], mode=mode, name=name, line=line,
-        marker={"size": size, "symbol": symbol, "color": [CORRECT if c == 1 else WRONG for c in pts["correct"]], "line": line},
-        customdata=pts["answer"].fillna("–"), hovertemplate=f"{name} %{{x}}: answer %{{customdata}}, {value} %{{y:.2f}}<extra></extra>",
-        **kwargs,
-    )  # fmt: skip
-
-
-def timeline(plan: pd.DataFrame, info) -> go.Figure:
+def timeline(plan: pd.DataFrame, info) -> dict:
     """Every strip's frames on one time axis (frame index without the video): added frames stand out."""
-    fig = go.Figure()
     fps = None if info is None else info.fps
-    unit = " s" if fps else ""
     duplicated = plan["config"].duplicated(keep=False)
+    marks, rows = [], []
     for k, row in plan.iterrows():
         if row["indices"] is None:
             continue
         label = f"{row['config']} ({', '.join(row['models'])})" if duplicated[k] else row["config"]
-        idx = np.array(row["indices"])
-        added = np.isin(idx, row["added"] or [])
-        dropped = np.array(row["dropped"] or [], dtype=int)
-        marks = (
-            (idx[~added], FRAME_KEPT, "line-ns-open", "kept"),
-            (idx[added], FRAME_ADDED, "line-ns", "added"),
-            (dropped, INK, "x-thin", "dropped"),
-        )
-        for frames, colour, symbol, name in marks:
-            fig.add_trace(go.Scatter(
-                x=frames / fps if fps else frames, y=[label] * len(frames), mode="markers", showlegend=False,
-                marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}, customdata=frames,
-                hovertemplate=f"{label}: frame #%{{customdata}} at %{{x:.2f}}{unit} ({name})<extra></extra>",
-            ))  # fmt: skip
-    for name, colour, symbol in (
-        ("kept from the row above", FRAME_KEPT, "line-ns-open"),
-        ("added", FRAME_ADDED, "line-ns"),
-        ("dropped", INK, "x-thin"),
-    ):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
-                                 marker={"color": colour, "size": 10, "symbol": symbol, "line": {"width": 2.5, "color": colour}}))  # fmt: skip
-    fig.update_xaxes(title_text="time in the video (s)" if fps else "frame index (video unavailable: no timestamps)",
-                     range=[0, info.duration_s] if fps else None)  # fmt: skip
-    fig.update_yaxes(title_text="configuration", type="category", autorange="reversed")
-    return ui.style(fig, "Frames sampled per configuration, on one timeline", height=140 + 34 * len(plan))
+        rows.append(label)
+        added = set(row["added"] or [])
+        frames = [(i, "added" if i in added else "kept from the row above") for i in row["indices"]]
+        frames += [(i, "dropped") for i in row["dropped"] or []]
+        marks += [
+            {"row": label, "frame": int(i), "x": i / fps if fps else int(i), "status": status} for i, status in frames
+        ]
+    title = "time in the video (s)" if fps else "frame index (video unavailable: no timestamps)"
+    return charts.frame_timeline(marks, rows, title, info.duration_s if fps else None,
+                                 {"kept from the row above": FRAME_KEPT, "added": FRAME_ADDED, "dropped": INK})  # fmt: skip
 
 
 def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None:
@@ -226,7 +188,7 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         st.warning(f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.", icon="🎞️")
     plan = frame_plan(responses, chosen, info)
     if plan["indices"].notna().any():
-        ui.chart(timeline(plan, info), f"frames-{item['item_id']}")
+        ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
         ui.downloads(plan, f"frame-plan-{item['item_id']}")
     for _, row in plan.iterrows():
         source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[
@@ -282,9 +244,9 @@ with ui.guard():
         present = set(responses["model"])
         models = [m for m in scope.models if m in present] + sorted(present - set(scope.models))
         labels = configs.order(responses["config"].unique().tolist())
-        ui.chart(answer_grid(rows, reruns, models, labels), f"answers-{item_id}")
+        ui.vega(answer_grid(rows, reruns, models, labels), f"answers-{item_id}")
         if responses[["confidence", "score"]].notna().to_numpy().any():
-            ui.chart(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
+            ui.vega(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
         notes = responses["protocol_note"].dropna().unique().tolist()

@@ -183,12 +183,13 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
     wait_idle(page)
     text = main_text(page)
     assert f"{RERUN_FRAMES}f" in text and "random weights: pipeline demo" in text
-    traces = page.evaluate(
-        "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => (p.data || []).map(t => [t.name || '', t.x || [], t.y || []]))"
+    # The confidence chart (Vega-Lite, drawn as SVG) names the live re-run series and its configuration.
+    charts = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')].map(c => c.textContent)"
     )
-    live = [t for t in traces if "live re-run" in t[0]]
-    assert live, [t[0] for t in traces]
-    assert any(f"{RERUN_FRAMES}f" in x for _, x, _ in live)
+    confidence = [c for c in charts if "per configuration (lines join budget steps only" in c]
+    assert confidence, charts
+    assert "live re-run" in confidence[0] and f"{RERUN_FRAMES}f" in confidence[0]
     # Its frame strip: one thumbnail per frame the worker decoded, every image loaded.
     panel = (
         page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last

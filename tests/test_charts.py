@@ -4,17 +4,24 @@ in backend/report/figures.py, from the same report dict; data text stays data.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from backend import views
 from backend.report import figures
 from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
+from backend.scope.inspector import item_detail, trajectory_rows
 from backend.scope.resolve import Scope
 from pages.common import charts
 from store.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +68,35 @@ def test_configuration_labels_are_a_json_literal_in_the_tick_expression():
     expr = charts._labels(hostile)
     literal, rest = expr.split("[datum.value]")
     assert json.loads(literal) == hostile and rest == " || ''"
+
+
+def _drawn(at, title: str) -> pd.DataFrame:
+    """The data of the page's Vega-Lite chart whose title starts with ``title`` (sent as an Arrow table)."""
+    (chart,) = [c for c in at.get("vega_lite_chart") if json.loads(c.proto.spec).get("title", "").startswith(title)]
+    return pa.ipc.open_stream(chart.proto.data.data).read_pandas()
+
+
+@pytest.mark.usefixtures("app_env")
+def test_inspector_charts_draw_the_items_logged_responses(demo_store, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(demo_store))
+    monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.query_params.update({"bench": "synthetic-videomme", "models": "synthetic-A-7B,synthetic-B-13B", "item": "001-1"})
+    at.run()
+    at.switch_page("pages/inspector.py").run()
+    assert not at.exception and not at.error
+    responses = item_detail(Store(demo_store), "synthetic-videomme", "001-1")["responses"]
+    logged, _ = trajectory_rows(responses)
+    logged = logged[logged["correct"].notna()]  # every model that answered the item: the selected ones first
+    grid = _drawn(at, "Answer per model and configuration")
+    drawn = {(m, c): s for m, c, s in zip(grid["model"], grid["config"], grid["state"], strict=True)}
+    assert drawn == {
+        (m, c): "correct" if ok == 1 else "wrong"
+        for m, c, ok in zip(logged["model"], logged["config"], logged["correct"], strict=True)
+    }
+    points = _drawn(at, "Confidence per configuration")
+    by_cell = {
+        (s.split(" · ")[0], c): v for s, c, v in zip(points["series"], points["config"], points["value"], strict=True)
+    }
+    with_value = logged[logged["confidence"].notna()]
+    assert by_cell == dict(zip(zip(with_value["model"], with_value["config"]), with_value["confidence"], strict=True))

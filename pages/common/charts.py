@@ -27,9 +27,14 @@ CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)
     "legend": {"orient": "top", "direction": "horizontal", "labelFontSize": 13, "titleFontSize": 13,
                "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK},
     "title": {"anchor": "start", "fontSize": 16, "fontWeight": "normal", "color": INK, "offset": 12},
-    "axisY": {"minExtent": 56, "maxExtent": 56},  # the same y-axis width on charts drawn one above the other
 }  # fmt: skip
-SCHEMA = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json"}
+# Fit the page's width; ``height`` is the plotting area's (Streamlit's default, "fit", shrinks it to make room
+# for titles and legends).
+SCHEMA = {
+    "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+    "autosize": {"type": "fit-x", "contains": "padding"},
+}
+ALIGNED = {"minExtent": 56, "maxExtent": 56}  # the same y-axis width on charts drawn one above the other
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 
 
@@ -78,13 +83,14 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
     curve_tip = _tip(("model", "model"), ("config", "configuration"), ("accuracy", "accuracy (%)", ".1f"),
                      ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f"))  # fmt: skip
     top = {
-        "height": int(height * 0.48),
+        "height": int(height * 0.45),
         "data": {"values": curve},
         "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, "axis": {**x_axis, "labels": False, "ticks": False},
                            "title": None}},
         "layer": [
             {"mark": {"type": "area", "opacity": 0.15}, "transform": [{"filter": "isValid(datum.lo)"}],
-             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": "accuracy (%)", "scale": {"zero": False}},
+             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": "accuracy (%)", "scale": {"zero": False},
+                                "axis": ALIGNED},
                           "y2": {"field": "hi"}, "detail": {"field": "model"},
                           "fill": {"field": "colour", "type": "nominal", "scale": None}}},  # the line's colour, no legend
             {"mark": {"type": "line", "point": {"size": 70, "filled": True}, "strokeWidth": 2.5},
@@ -94,7 +100,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
     flow_tip = _tip(("model", "model"), ("step", "transition"), ("rescued", "rescued"), ("harmed", "harmed"),
                     ("net", "net (pp)", "+.1f"), ("churn", "churn (pp)", ".1f"), ("p", "McNemar p", ".3g"))  # fmt: skip
     bottom = {
-        "height": int(height * 0.36),
+        "height": int(height * 0.27),
         "data": {"values": flows},
         "layer": [
             {"mark": {"type": "rect", "strokeWidth": 2},
@@ -102,7 +108,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
                  "x": {"field": "x0", "type": "quantitative", "scale": x_scale, "axis": x_axis,
                        "title": "configuration (frames, @pixels per frame, /sampling policy)"},
                  "x2": {"field": "x1"},
-                 "y": {"field": "items", "type": "quantitative", "title": "items (↑ rescued, ↓ harmed)"},
+                 "y": {"field": "items", "type": "quantitative", "title": "items (↑ rescued, ↓ harmed)", "axis": ALIGNED},
                  "y2": {"datum": 0},
                  "fill": {"field": "kind", "type": "nominal", "title": None,
                           "scale": {"domain": ["rescued", "harmed"], "range": [CORRECT, WRONG]}},
@@ -115,3 +121,105 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
     # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
     # take the same room, so the configuration ticks line up.
     return [{**SCHEMA, "title": CURVE_TITLE, "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
+
+
+# -- Inspector: one item ------------------------------------------------------------------------------
+
+# A five-pointed star (Vega shapes are SVG paths in a unit square around the point): live re-runs.
+STAR = "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z"
+LABELS_X = {"labelAngle": -30, "labelOverlap": False, "labelLimit": 160}  # every configuration named, however many
+STATES = {"field": "state", "type": "nominal", "title": None,
+          "scale": {"domain": ["correct", "wrong"], "range": [CORRECT, WRONG]}}  # fmt: skip
+
+
+def answer_grid(cells: list[dict], models: list[str], labels: list[str], value: str) -> dict:
+    """Answer per model (rows) and configuration (columns): a green (correct) or red (wrong) cell showing the
+    answer (MCQA) or the score (open-ended). ``cells``: ``model, config, state, text, value``; no cell, no answer."""
+    band = {"paddingInner": 0.06}
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
+        "height": 34 * max(len(models), 1),
+        "data": {"values": cells},
+        "encoding": {
+            "x": {"field": "config", "type": "nominal", "sort": labels, "scale": {**band, "domain": labels},
+                  "title": "configuration", "axis": LABELS_X},
+            "y": {"field": "model", "type": "nominal", "sort": models, "scale": {**band, "domain": models}, "title": "model",
+                  "axis": {"labelLimit": 360}},
+            "tooltip": _tip(("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", value, ".2f")),
+        },
+        "layer": [
+            {"mark": {"type": "rect", "cornerRadius": 2}, "encoding": {"fill": {**STATES, "legend": None}}},
+            {"mark": {"type": "text", "color": "white", "fontSize": 14}, "encoding": {"text": {"field": "text"}}},
+        ],
+    }  # fmt: skip
+
+
+def confidence_chart(points: list[dict], order: list[str], series: dict[str, str], value: str, axis: str) -> dict:
+    """Each model's confidence (or score) per configuration: lines join a budget ladder's steps only; other
+    protocols are diamonds, live re-runs stars; a marker is filled green (correct) or red (wrong), outlined in
+    its model's colour. ``points``: ``series, config, value, state, answer, kind`` ("ladder", "other", "rerun")
+    and ``line`` (the ladder a point is joined along); ``series``: legend name -> colour."""
+    stroke = {"field": "series", "type": "nominal", "title": None,
+              "legend": {"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
+              "scale": {"domain": list(series), "range": list(series.values())}}  # fmt: skip
+    kinds = {"ladder": ("budget step", "circle", 110), "other": ("other protocol", "diamond", 130),
+             "rerun": ("live re-run", STAR, 320)}  # fmt: skip
+    present = {p["kind"] for p in points}
+    kinds = {k: v for k, v in kinds.items() if k in present}  # the legend names the marks drawn
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
+        "height": 250,
+        "data": {"values": points},
+        "encoding": {
+            "x": {"field": "config", "type": "nominal", "sort": order, "scale": {"domain": order}, "title": "configuration",
+                  "axis": LABELS_X},
+            "y": {"field": "value", "type": "quantitative", "scale": {"domain": [0, 1.05]}, "title": axis},
+        },
+        "layer": [
+            {"mark": {"type": "line", "strokeWidth": 2}, "transform": [{"filter": "isValid(datum.line)"}],
+             "encoding": {"detail": {"field": "line"}, "stroke": stroke}},
+            {"mark": {"type": "point", "filled": True, "strokeWidth": 2, "opacity": 1},
+             "encoding": {
+                 "stroke": stroke,
+                 "fill": STATES,
+                 "shape": {"field": "kind", "type": "nominal", "title": None,
+                           "scale": {"domain": list(kinds), "range": [s for _, s, _ in kinds.values()]},
+                           "legend": {"labelExpr": f"{json.dumps({k: v[0] for k, v in kinds.items()})}[datum.value]"}},
+                 "size": {"field": "kind", "type": "nominal",
+                          "scale": {"domain": list(kinds), "range": [z for _, _, z in kinds.values()]}},
+                 "tooltip": _tip(("series", "series"), ("config", "configuration"), ("answer", "answer"),
+                                 ("value", value, ".2f")),
+             }},
+        ],
+    }  # fmt: skip
+
+
+def frame_timeline(
+    marks: list[dict], rows: list[str], x_title: str, x_max: float | None, colours: dict[str, str]
+) -> dict:
+    """Every strip's frames on one axis (seconds, or frame index without the video): a tick per frame kept from
+    the row above or added, a cross per frame dropped. ``marks``: ``row, x, frame, status``; ``colours``: status ->
+    colour, in legend order."""
+    colour = {"field": "status", "type": "nominal", "title": None,
+              "scale": {"domain": list(colours), "range": list(colours.values())}}  # fmt: skip
+    tip = _tip(("row", "configuration"), ("frame", "frame #"), ("x", x_title, ".2f"), ("status", "frame"))
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": "Frames sampled per configuration, on one timeline",
+        "height": 24 * max(len(rows), 1),
+        "data": {"values": marks},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative", "title": x_title,
+                  "scale": {"domain": [0, x_max], "nice": False} if x_max else {"zero": True}},
+            "y": {"field": "row", "type": "nominal", "sort": rows, "scale": {"domain": rows}, "title": "configuration"},
+            "color": colour,
+            "tooltip": tip,
+        },
+        "layer": [
+            {"mark": {"type": "tick", "thickness": 2.5}, "transform": [{"filter": "datum.status !== 'dropped'"}]},
+            {"mark": {"type": "point", "shape": "cross", "angle": 45, "filled": True, "size": 70},
+             "transform": [{"filter": "datum.status === 'dropped'"}]},
+        ],
+    }  # fmt: skip
