@@ -1,13 +1,11 @@
 """Compare: the selected models on their matched grid: headline numbers, confused-item overlap, disagreement."""
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend.analysis.compare import headline_table
-from backend.report import figures
-from backend.report.palette import INK, model_colours
-from pages.common import data, state, ui
+from backend.report.palette import model_colours
+from pages.common import charts, data, state, ui
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -16,27 +14,22 @@ BARS = (
     ("text_overwrite_rate", "text overwrite"),
 )
 TOP = 50
+PARTS = (("value", ""), ("lo", "_lo"), ("hi", "_hi"))
 
 
-def bars(table: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
-    fig = go.Figure()
-    for _, row in table.iterrows():
-        values = [row[n] * 100 for n, _ in BARS]
-        err_hi = [(row[f"{n}_hi"] - row[n]) * 100 for n, _ in BARS]
-        err_lo = [(row[n] - row[f"{n}_lo"]) * 100 for n, _ in BARS]
-        fig.add_trace(go.Bar(
-            x=[label for _, label in BARS], y=values, name=row["model"], marker_color=colours[row["model"]],
-            error_y={"type": "data", "array": err_hi, "arrayminus": err_lo, "color": INK, "thickness": 1.2},
-            hovertemplate=f"{row['model']}<br>%{{x}}: %{{y:.1f}}%<extra></extra>",
-        ))  # fmt: skip
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text="share of items (%)")
-    fig.update_xaxes(
-        title_text="metric"
-        if table["text_overwrite_rate"].notna().any()
-        else "metric (text overwrite n/a: no text in the grid)"
-    )
-    return ui.style(fig, "Headroom, confusion and overwrite side by side (95% CI)", height=420)
+def bars(table: pd.DataFrame, colours: dict[str, str]) -> dict:
+    rows = [
+        {
+            "model": row["model"],
+            "metric": label,
+            **{k: charts.number(row[f"{name}{suffix}"], 100) for k, suffix in PARTS},
+        }
+        for _, row in table.iterrows()
+        for name, label in BARS
+    ]
+    has_text = table["text_overwrite_rate"].notna().any()
+    x_title = "metric" if has_text else "metric (text overwrite n/a: no text in the grid)"
+    return charts.headline_bars(rows, table["model"].tolist(), colours, x_title)
 
 
 def _open_item(table: pd.DataFrame) -> None:
@@ -61,7 +54,7 @@ with ui.guard():
         ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")}
     )
     ui.downloads(table, "compare-headlines")
-    ui.chart(bars(table, colours), "compare-headlines")
+    ui.vega(bars(table, colours), "compare-headlines")
 
     st.subheader("Are the confused items the same items?")
     ov = report["overlap"]
@@ -75,12 +68,12 @@ with ui.guard():
     c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
     with left:
-        ui.chart(ui.style(figures.jaccard(ov)), "confusion-jaccard")
+        ui.vega(charts.jaccard(ov), "confusion-jaccard")
         ui.downloads(
             pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"),
             "confusion-jaccard",
         )
-    ui.chart(ui.style(figures.intersections(ov)), "confusion-intersections")
+    ui.vega(charts.intersections(ov), "confusion-intersections")
     ui.downloads(
         pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]),
         "confusion-intersections",

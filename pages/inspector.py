@@ -99,10 +99,6 @@ def _state(correct) -> str | None:
     return None if correct is None or correct != correct else ("correct" if correct == 1 else "wrong")
 
 
-def _value(x) -> float | None:
-    return None if x is None or x != x else float(x)
-
-
 def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> dict:
     """Logged answers, one row per model; each model's live re-runs on a row of their own below."""
     extra = rerun_rows(reruns)
@@ -110,9 +106,9 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
     rows = pd.concat([rows, extra], ignore_index=True)
     value, _ = value_column(rows)
     cells = [
-        {"model": r.model, "config": r.config, "state": _state(r.correct), "value": _value(getattr(r, value)),
+        {"model": r.model, "config": r.config, "state": _state(r.correct), "value": charts.number(getattr(r, value)),
          "text": ("–" if r.answer is None or r.answer != r.answer else str(r.answer)) if value == "confidence"
-         else ("–" if _value(r.score) is None else f"{r.score:.2f}")}
+         else ("–" if charts.number(r.score) is None else f"{r.score:.2f}")}
         for r in rows.itertuples() if _state(r.correct) is not None and r.model in models and r.config in labels
     ]  # fmt: skip
     return charts.answer_grid(cells, models, labels, value)
@@ -131,11 +127,11 @@ def confidence_chart(
     points, series = [], {}
 
     def add(r, name: str, kind: str, line: str | None, colour: str) -> None:
-        if _state(r.correct) is None or _value(getattr(r, value)) is None:
+        if _state(r.correct) is None or charts.number(getattr(r, value)) is None:
             return
         series.setdefault(name, colour)
         answer = "–" if r.answer is None or r.answer != r.answer else str(r.answer)
-        points.append({"series": name, "config": r.config, "value": _value(getattr(r, value)), "state": _state(r.correct),
+        points.append({"series": name, "config": r.config, "value": charts.number(getattr(r, value)), "state": _state(r.correct),
                        "answer": answer, "kind": kind, "line": line})  # fmt: skip
 
     for model in [m for m in models if m in set(rows["model"])]:

@@ -100,3 +100,22 @@ def test_inspector_charts_draw_the_items_logged_responses(demo_store, monkeypatc
     }
     with_value = logged[logged["confidence"].notna()]
     assert by_cell == dict(zip(zip(with_value["model"], with_value["config"]), with_value["confidence"], strict=True))
+
+
+def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
+    store = Store(demo_store)
+    models = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
+    resolved = Scope(benchmark="synthetic-videomme", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
+    overlap = views.compare_view(resolved, resolved.load(store), top=10, bootstrap=0)["overlap"]
+    spec, fig = charts.jaccard(overlap), figures.jaccard(overlap)
+    drawn = {(c["a"], c["b"]): c["jaccard"] for c in spec["data"]["values"]}
+    assert drawn == {
+        (a, b): None if v != v else v
+        for a, row in zip(fig.data[0].y, fig.data[0].z, strict=True)
+        for b, v in zip(fig.data[0].x, row, strict=True)
+    }
+    spec, fig = charts.intersections(overlap), figures.intersections(overlap)
+    assert [(r["set"], r["items"]) for r in spec["data"]["values"]] == list(
+        zip(fig.data[0].y, fig.data[0].x, strict=True)
+    )
+    json.dumps([charts.jaccard(overlap), spec], allow_nan=False)

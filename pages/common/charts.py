@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 
-from backend.report.palette import CORRECT, INK, WRONG
+from backend.report.palette import ACCENT, CORRECT, INK, WRONG
 
 FONT = "Source Sans Pro, Arial, sans-serif"
 CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)
@@ -38,9 +38,13 @@ ALIGNED = {"minExtent": 56, "maxExtent": 56}  # the same y-axis width on charts 
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 
 
-def _num(x, scale: float = 1.0) -> float | None:
-    """``x * scale`` as a JSON number (``None`` for a missing value or NaN)."""
-    return None if x is None or math.isnan(x) else scale * float(x)
+def number(x, scale: float = 1.0) -> float | None:
+    """``x * scale`` as a JSON number (``None`` for a missing value, NA or NaN)."""
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else scale * value
 
 
 def _labels(values: list[str]) -> str:
@@ -65,8 +69,8 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
         for x, config in enumerate(grid):
             ci = cis.get(config)
             curve.append({"model": model, "colour": colours[model], "x": x, "config": config,
-                          "accuracy": _num(rec["accuracy"][config], 100),
-                          "lo": None if not ci else _num(ci[0], 100), "hi": None if not ci else _num(ci[1], 100)})  # fmt: skip
+                          "accuracy": number(rec["accuracy"][config], 100),
+                          "lo": None if not ci else number(ci[0], 100), "hi": None if not ci else number(ci[1], 100)})  # fmt: skip
         centre = (k - (len(models) - 1) / 2) * width
         for t, tr in enumerate(rec["transitions"]):
             x = t + 0.5 + centre
@@ -74,7 +78,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
                 flows.append({
                     "model": model, "kind": kind, "x0": x - width / 2, "x1": x + width / 2, "items": sign * tr[kind],
                     "step": f"{tr['from']} → {tr['to']}", "rescued": tr["rescued"], "harmed": tr["harmed"],
-                    "net": _num(tr["net"], 100), "churn": _num(tr["churn"], 100), "p": _num(tr["mcnemar_p"]),
+                    "net": number(tr["net"], 100), "churn": number(tr["churn"], 100), "p": number(tr["mcnemar_p"]),
                 })  # fmt: skip
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
@@ -222,4 +226,79 @@ def frame_timeline(
             {"mark": {"type": "point", "shape": "cross", "angle": 45, "filled": True, "size": 70},
              "transform": [{"filter": "datum.status === 'dropped'"}]},
         ],
+    }  # fmt: skip
+
+
+# -- Compare: the selected models side by side --------------------------------------------------------
+
+
+def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], x_title: str) -> dict:
+    """Grouped bars per metric, one per model, with their 95% intervals. ``rows``: ``model, metric, value, lo, hi``
+    in percent (``None`` where not available)."""
+    metrics = list(dict.fromkeys(r["metric"] for r in rows))
+    offset = {"field": "model", "type": "nominal", "sort": models, "scale": {"domain": models}}
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": "Headroom, confusion and overwrite side by side (95% CI)",
+        "height": 280,
+        "data": {"values": rows},
+        "encoding": {
+            "x": {"field": "metric", "type": "nominal", "sort": metrics, "scale": {"domain": metrics, "paddingInner": 0.25},
+                  "title": x_title, "axis": {"labelAngle": 0}},
+            "xOffset": offset,
+            "tooltip": _tip(("model", "model"), ("metric", "metric"), ("value", "share of items (%)", ".1f"),
+                            ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f")),
+        },
+        "layer": [
+            {"mark": "bar", "transform": [{"filter": "isValid(datum.value)"}],
+             "encoding": {"y": {"field": "value", "type": "quantitative", "title": "share of items (%)"},
+                          "color": {"field": "model", "type": "nominal", "title": None,
+                                    "scale": {"domain": models, "range": [colours[m] for m in models]}}}},
+            {"mark": {"type": "rule", "color": INK, "strokeWidth": 1.2}, "transform": [{"filter": "isValid(datum.lo)"}],
+             "encoding": {"y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"}}},
+        ],
+    }  # fmt: skip
+
+
+def jaccard(overlap: dict) -> dict:
+    """``backend.report.figures.jaccard`` in Vega-Lite: the Jaccard index of the models' confused-item sets."""
+    models = list(overlap["models"])
+    cells = [{"a": a, "b": b, "jaccard": number(v)} for a, row in zip(models, overlap["jaccard"], strict=True)
+             for b, v in zip(models, row, strict=True)]  # fmt: skip
+    axis = {"field": "", "type": "nominal", "sort": models, "scale": {"domain": models}, "title": "model",
+            "axis": {"labelLimit": 240, "labelAngle": 0}}  # fmt: skip
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": "Overlap of confused items (Jaccard index)",
+        "height": 50 * max(len(models), 1),
+        "data": {"values": cells},
+        "encoding": {"x": {**axis, "field": "b"}, "y": {**axis, "field": "a"},
+                     "tooltip": _tip(("a", "model"), ("b", "vs"), ("jaccard", "Jaccard", ".2f"))},
+        "layer": [
+            {"mark": "rect", "encoding": {"fill": {"field": "jaccard", "type": "quantitative", "title": "Jaccard",
+                                                   "scale": {"domain": [0, 1], "scheme": "blues"}}}},
+            {"mark": {"type": "text", "fontSize": 13}, "transform": [{"filter": "isValid(datum.jaccard)"}],
+             "encoding": {"text": {"field": "jaccard", "format": ".2f"},
+                          "color": {"condition": {"test": "datum.jaccard > 0.5", "value": "white"}, "value": INK}}},
+        ],
+    }  # fmt: skip
+
+
+def intersections(overlap: dict) -> dict:
+    """``backend.report.figures.intersections`` in Vega-Lite: confused items by the exact set of models confused
+    (largest 15 sets)."""
+    rows = [{"set": " + ".join(r["models"]), "items": r["n"]} for r in overlap["intersections"][:15]]
+    order = [r["set"] for r in rows]
+    return {
+        **SCHEMA, "config": CONFIG,
+        "title": "Confused items by the exact set of models confused",
+        "height": 24 * max(len(rows), 1),
+        "data": {"values": rows},
+        "mark": {"type": "bar", "color": ACCENT},
+        "encoding": {
+            "y": {"field": "set", "type": "nominal", "sort": order, "scale": {"domain": order},
+                  "title": "confused by exactly these models", "axis": {"labelLimit": 480, "maxExtent": 500}},
+            "x": {"field": "items", "type": "quantitative", "title": "items", "axis": {"tickMinStep": 1, "format": "d"}},
+            "tooltip": _tip(("set", "confused by exactly"), ("items", "items")),
+        },
     }  # fmt: skip
