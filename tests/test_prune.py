@@ -74,6 +74,32 @@ def test_keep_one_and_threshold_zero_on_noise_equal_the_exact_path(tiny, family)
 
 
 @pytest.mark.parametrize("family", PRUNING)
+def test_the_pruned_encoder_with_every_unit_kept_is_the_exact_one(tiny, family):
+    """``encode_kept`` with nothing dropped gives the exact encoder's features (to float tolerance: the
+    Qwen encoders then get their bookkeeping precomputed), so the pruned path differs only in what it drops."""
+    import torch
+
+    adapter = tiny.adapter(family)
+    inputs = adapter.prepare(request(4)).inputs
+    with torch.inference_mode():
+        mask = np.ones(adapter.unit_scores(inputs).shape, dtype=bool)
+        kind = adapter.vision_kind
+        kept, exact = adapter.encode_kept(inputs, mask)[kind], adapter.encode_vision(inputs)[kind]
+    pairs = [(kept.pooler_output, exact.pooler_output)]
+    pairs += list(
+        zip(getattr(kept, "deepstack_features", None) or [], getattr(exact, "deepstack_features", None) or [])
+    )
+    for a, b in pairs:
+        a, b = ((torch.cat(x) if isinstance(x, tuple | list) else x).reshape(-1, _width(x)) for x in (a, b))
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5, rtol=0)
+
+
+def _width(x) -> int:
+    """The feature width of encoder outputs (a tensor, or a tuple of per-video tensors)."""
+    return (x[0] if isinstance(x, tuple | list) else x).shape[-1]
+
+
+@pytest.mark.parametrize("family", PRUNING)
 def test_dropped_units_are_exactly_the_static_ones(tiny, family):
     adapter = tiny.adapter(family)
     unit = 28 if family != "qwen3_vl" else 32

@@ -72,8 +72,13 @@ def drop_tokens(adapter: HFAdapter, prepared: Prepared, mask: np.ndarray) -> Pre
 
 
 def prune(adapter: HFAdapter, prepared: Prepared, spec: PruneSpec) -> tuple[Prepared, dict[str, Any], np.ndarray]:
-    """(pruned inputs, ``mm_encoder_outputs`` of the kept units, keep mask) of one prepared request."""
+    """(pruned inputs, ``mm_encoder_outputs`` of the kept units, keep mask) of one prepared request.
+
+    A mask that keeps every unit (keep 1.0; a threshold no unit is under) is the exact protocol: the
+    request goes through the exact encoder unchanged, and pruning costs it the signal alone."""
     mask = unit_mask(adapter, prepared, spec)
+    if mask.all():
+        return prepared, adapter.encode_vision(prepared.inputs), mask
     return drop_tokens(adapter, prepared, mask), adapter.encode_kept(prepared.inputs, mask), mask
 
 

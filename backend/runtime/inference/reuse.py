@@ -421,7 +421,7 @@ def _encode(group: _Group) -> None:
         with group.shared(everyone if group.share_prefix else [i], "vision"):
             if spec is not None:
                 prepared[i], group.encoded[i], mask = prune(adapter, prepared[i], spec)
-                if group.share_prefix:
+                if group.share_prefix and not mask.all():
                     prepared[1:] = [drop_tokens(adapter, p, mask) for p in prepared[1:]]
                 fresh = requests[i].n_frames
             elif group.features is not None:
