@@ -66,27 +66,36 @@ new MutationObserver((records) => {
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
-# The run after log entry `mark` is over: it went to running and back, nothing is left loading.
+# The run after log entry `mark` is over: it went to running and back, nothing is left loading, and every
+# chart is drawn (Vega-Lite's SVG or canvas, Plotly's SVG, the Sankey component's SVG in its frame).
 DONE = """(mark) => {
   const runs = window.__runs.slice(mark);
   const started = runs.findIndex(r => r.state === 'running');
   if (started < 0 || !runs.slice(started + 1).some(r => r.state !== 'running')) return false;
   const app = document.querySelector('[data-testid="stApp"]');
+  const drawn = (sel, inner) => [...document.querySelectorAll(sel)].every(e => !!e.querySelector(inner));
+  const frames = [...document.querySelectorAll('iframe[title*="sankey"]')].every(f => {
+    try { return !!f.contentDocument.querySelector('#chart[data-ready="1"] svg'); } catch (e) { return true; } });
   return app.getAttribute('data-test-script-state') !== 'running'
     && !document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')
     && !document.querySelector('[data-testid="stSkeleton"]')
-    && !!document.querySelector('[data-testid="stMain"] h1');
+    && !!document.querySelector('[data-testid="stMain"] h1')
+    && drawn('[data-testid="stVegaLiteChart"]', 'svg, canvas')
+    && drawn('[data-testid="stPlotlyChart"]', '.main-svg') && frames;
 }"""
+SETTLE_MS = 300  # a pause before each action, outside the measured time: no user clicks in the frame a page is drawn
 
 
 def timed(page, label: str, action, figures: dict[str, float]) -> float:
     """Run ``action`` and wait until the script run it started is over; print and keep the seconds,
     with what the server sent over the websocket meanwhile (what the browser had to take in)."""
+    if page.url.startswith("http"):
+        page.wait_for_timeout(SETTLE_MS)
     mark = page.evaluate("() => (window.__runs || []).length") if page.url.startswith("http") else 0
     before = RECEIVED["bytes"]
     t = time.perf_counter()
     action()
-    page.wait_for_function(DONE, arg=mark, timeout=TIMEOUT_MS, polling=20)
+    page.wait_for_function(DONE, arg=mark, timeout=TIMEOUT_MS, polling="raf")
     seconds = time.perf_counter() - t
     errors = page.locator('[data-testid="stException"]')
     if errors.count():
