@@ -112,7 +112,8 @@ def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
-    return pd.DataFrame(flows_view(scope, model, (a, b), kind)["items"])
+    """Every item of one flow: ``trajaudit flows --from A --to B --kind K``'s items, as a table."""
+    return views.flow_item_table(Store(scope.root), scope.resolved, matrix(scope), model, (a, b), kind)
 
 
 @st.cache_resource(show_spinner="Counting repeats…", max_entries=8)
