@@ -1,4 +1,4 @@
-"""A clickable Sankey: a Streamlit component that draws a Plotly Sankey figure as SVG and reports clicks.
+"""A clickable Sankey: a Streamlit component that draws a Plotly Sankey figure (as a dict) as SVG and reports clicks.
 
 ``st.plotly_chart(on_select=...)`` reports box/lasso/point selections of cartesian traces only: a
 click on a Sankey link fires Plotly's ``plotly_click`` but Streamlit's selection stays empty
@@ -7,16 +7,17 @@ file (``assets/sankey/index.html``) speaking Streamlit's component messages by h
 figure's Sankey trace (fixed arrangement: nodes where the figure puts them, links stacked as
 d3-sankey stacks them, the trace's hover templates) itself: loading Plotly's 4.6 MB script into
 the component's frame cost over a second of every first switch to the page
-(``benchmarks/dashboard_browser.py``). The figure is still built in Python, so the report and
-tests read one ``go.Figure``.
+(``benchmarks/dashboard_browser.py``). The figure is built in Python (``pages/flows.py``), a plain
+dict in Plotly's figure schema.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from functools import cache
 from pathlib import Path
 
-import plotly.graph_objects as go
 import streamlit as st
 import streamlit.components.v1 as components
 
@@ -29,13 +30,24 @@ def _component():
     return components.declare_component("trajaudit_sankey", path=str(FOLDER))
 
 
-def clickable_sankey(fig: go.Figure, key: str, height: int) -> dict | None:
+def _plain(value):
+    """``value`` with NaN as null (JSON has no NaN: a McNemar p of a pair without flips is one)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def clickable_sankey(fig: dict, key: str, height: int) -> dict | None:
     """Draw ``fig``; a new click as ``{"what": "link"|"node", "index": i}`` (indices into the trace's lists), else None.
 
     The component keeps its last value across reruns, so each click carries a nonce and is
     reported once.
     """
-    value = _component()(figure=fig.to_json(), height=height, key=key, default=None)
+    value = _component()(figure=json.dumps(_plain(fig), allow_nan=False), height=height, key=key, default=None)
     seen = f"_{key}_nonce"
     if not value or value.get("nonce") == st.session_state.get(seen):
         return None
