@@ -13,13 +13,12 @@ dict in Plotly's figure schema.
 
 from __future__ import annotations
 
-import json
-import math
 from functools import cache
 from pathlib import Path
 
 import streamlit as st
 import streamlit.components.v1 as components
+from plotly.io.json import to_json_plotly
 
 FOLDER = Path(__file__).resolve().parents[2] / "assets" / "sankey"
 
@@ -30,24 +29,14 @@ def _component():
     return components.declare_component("trajaudit_sankey", path=str(FOLDER))
 
 
-def _plain(value):
-    """``value`` with NaN as null (JSON has no NaN: a McNemar p of a pair without flips is one)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def clickable_sankey(fig: dict, key: str, height: int) -> dict | None:
     """Draw ``fig``; a new click as ``{"what": "link"|"node", "index": i}`` (indices into the trace's lists), else None.
 
     The component keeps its last value across reruns, so each click carries a nonce and is
     reported once.
     """
-    value = _component()(figure=json.dumps(_plain(fig), allow_nan=False), height=height, key=key, default=None)
+    # Plotly's own encoder: NaN (a McNemar p of a pair without flips) as null, NumPy values as numbers.
+    value = _component()(figure=to_json_plotly(fig), height=height, key=key, default=None)
     seen = f"_{key}_nonce"
     if not value or value.get("nonce") == st.session_state.get(seen):
         return None
