@@ -220,6 +220,8 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     assert at.dataframe[1].value["item_id"].tolist() == [r["item_id"] for r in out["items"]]
 
     overview = open_page(demo, "pages/overview.py", grid=GRID, noise="1")
+    overview.session_state["transitions"] = True  # the table is drawn once its expander is opened
+    overview.run()
     table = next(d.value for d in overview.dataframe if "hidden_harmed" in d.value.columns)
     mine = table[table["model"] == MODEL]
     cli_pairs = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B",
