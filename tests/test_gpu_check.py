@@ -8,7 +8,6 @@ pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"), pytest.mark.s
 
 
 def test_gpu_check_smoke_mode_prints_one_row_per_family(tmp_path, capsys):
-    pytest.importorskip("torchvision", reason="transformers' video processors need torchvision")
     from benchmarks.gpu_check import COLUMNS, main
 
     out = main(
