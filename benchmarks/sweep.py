@@ -43,11 +43,11 @@ import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
-import av
 import numpy as np
 import pandas as pd
 import torch
 
+from backend.demo.synthetic import write_clip
 from backend.runtime import registry
 from backend.runtime.inference.base import detect_family
 from backend.runtime.inference.tiny import build_tiny
@@ -89,17 +89,6 @@ def _clip(rng: np.random.Generator) -> tuple[np.ndarray, dict[str, str]]:
     return frames, {"start": start, "end": end, "middle": middle}
 
 
-def _write(path: Path, frames: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.options = {"preset": "ultrafast", "crf": "23", "g": str(FPS)}
-        for frame in frames:
-            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
-        out.mux(stream.encode())
-
-
 def build_store(root: Path, n_videos: int, family: str, scale: int) -> Path:
     """Clips, items and the widened tiny checkpoint; returns the checkpoint folder."""
     rng = np.random.default_rng(0)
@@ -107,7 +96,7 @@ def build_store(root: Path, n_videos: int, family: str, scale: int) -> Path:
     for v in range(n_videos):
         frames, truth = _clip(rng)
         rel = f"bench/clip-{v:03d}.mp4"
-        _write(root / "videos" / rel, frames)
+        write_clip(root / "videos" / rel, frames)
         for q, (question, key) in enumerate(QUESTIONS):
             options = list(rng.permutation(list(COLOURS)))
             rows.append(

@@ -569,12 +569,14 @@ def _draw(video: VideoSpec, rng: np.random.Generator) -> np.ndarray:
     return frames
 
 
-def _write_clip(path: Path, frames: np.ndarray) -> None:
+def write_clip(path: Path, frames: np.ndarray) -> None:
+    """Encode RGB ``frames`` [T, H, W, 3] as an H.264 clip at ``FPS``, renamed into place when complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:8]}.tmp.mp4")
     with av.open(str(tmp), "w") as out:
         stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.height, stream.width = frames.shape[1:3]
+        stream.pix_fmt = "yuv420p"
         stream.options = {"preset": "ultrafast", "crf": "23", "g": str(FPS)}
         for frame in frames:
             out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
@@ -622,7 +624,7 @@ def build_demo(
         root = store.root / "videos"
         for k, clip in enumerate(clips):
             report(0.05 + 0.8 * k / len(clips), f"drawing video {k + 1}/{len(clips)}")
-            _write_clip(root / clip.rel_path, _draw(clip, np.random.default_rng([seed, k])))
+            write_clip(root / clip.rel_path, _draw(clip, np.random.default_rng([seed, k])))
     else:
         items["video"] = None
     report(0.85, "computing responses")
