@@ -18,8 +18,6 @@ from streamlit.delta_generator import DeltaGenerator
 
 from backend import serverconfig
 from backend.analysis.tags import TAGS
-from backend.demo.model import build_demo_store
-from backend.demo.synthetic import DEFAULT_ITEMS
 from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
@@ -73,6 +71,9 @@ def _offer_demo(store: Store, default: bool) -> None:
     fresh = not (store.root / MANIFEST).exists()
     if fresh or st.button("Build the demo store here", type="primary"):
         bar = st.progress(0.0, text="Building the demo store…")
+        from backend.demo.model import build_demo_store  # imported here: PyAV and the demo, 65 ms of every cold start
+        from backend.demo.synthetic import DEFAULT_ITEMS
+
         with ui.guard(), _demo_lock():
             if Store(store.root).is_empty():
                 n_items = int(os.environ.get(DEMO_ITEMS_ENV) or DEFAULT_ITEMS)
