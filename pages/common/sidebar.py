@@ -158,7 +158,9 @@ def draw() -> data.Scope | None:
     with sb.expander("Videos and export"):
         st.caption(f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
                    "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)")  # fmt: skip
-        state.bind(st.segmented_control, "fmt", "Chart export format", options=list(ui.EXPORT_FORMATS), default="png")
+        state.bind(st.segmented_control, "fmt", "Chart export format", options=list(ui.EXPORT_FORMATS), default="png",
+                   help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
+                   "a PNG from their menu; the Sankey saves an SVG from its own button.")  # fmt: skip
 
     scope = Scope(
         benchmark=bench,
