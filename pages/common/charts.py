@@ -1,11 +1,12 @@
-"""Vega-Lite versions of the charts on the pages a session opens first (Overview), drawn by ``ui.vega``.
+"""Vega-Lite charts of the pages a session opens first (Overview, Inspector, Compare), drawn by ``ui.vega``.
 
-Why two chart libraries: a page with a Plotly chart makes the browser load and run Plotly's 4.7 MB
-script before it can draw (about 1 s of a new session on the 2-core benchmark machine, measured by
-``benchmarks/dashboard_browser.py``; Python's figure validation added 0.1-0.5 s a figure), while
-Streamlit's Vega-Lite chart is a quarter of that and its spec a plain dict. The shareable report
-and the other pages keep the Plotly figures of ``backend.report.figures``; each spec here draws the
-same numbers from the same report dict as its Plotly twin (``tests/test_charts.py`` compares them).
+Why two chart libraries: a page with a Plotly chart makes the browser import Streamlit's 4.7 MB
+Plotly chunk before it can draw (1.1-2.6 s of the main thread in a new session on the 2-core
+benchmark machine, ``benchmarks/dashboard_browser.py``; Python's validation of a Plotly figure added
+0.1-0.5 s a figure), while the Vega-Lite chunk imports in about 0.2 s and a spec is a plain dict.
+The shareable report and the Policies, Audits and re-run charts keep Plotly (``backend.report.figures``
+and the pages' own); where a chart here has a Plotly twin, it draws the same numbers from the same
+report dict (``tests/test_charts.py`` compares them).
 
 Specs are plain JSON: data text (model and configuration names) travels as data values, never as
 markup, and labels Vega computes from an expression get their text through ``json.dumps``.
