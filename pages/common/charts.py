@@ -175,7 +175,7 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
     return {
         **SCHEMA, "config": CONFIG,
         "title": f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
-        "height": 250,
+        "height": 290,  # room for the y title, "confidence (probability of the answer)"
         "data": {"values": points},
         "encoding": {
             "x": {"field": "config", "type": "nominal", "sort": order, "scale": {"domain": order}, "title": "configuration",
