@@ -75,7 +75,8 @@ def item_header(item: dict) -> None:
         item.get("domain"),
         f"video {item['video']}" if item.get("video") else None,
     ]
-    st.caption(" · ".join([f"target **{ui.escape_md(target)}**"] + [ui.escape_md(f) for f in facts if f]))
+    shown = "not recorded" if target is None else f"**{ui.escape_md(target)}**"  # a store may hold correctness only
+    st.caption(" · ".join([f"target {shown}"] + [ui.escape_md(f) for f in facts if f]))
 
 
 def rerun_name(model: str, note: str | None) -> str:
