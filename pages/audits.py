@@ -302,8 +302,8 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
                 delta_arrow="off",
             )
             m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
-            m3.metric("Complementarity", ui.pct(group["complementarity"]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off",
-                      help="Oracle minus the best single allocation: what choosing the allocation per item could gain.")  # fmt: skip
+            ui.rate_metric(m3, "Complementarity", group["complementarity"], ci,
+                           help="Oracle minus the best single allocation: what choosing the allocation per item could gain.")  # fmt: skip
             m4.metric(
                 "Items",
                 f"{group['n_items']:,}",

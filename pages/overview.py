@@ -39,9 +39,7 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
             ci = None if np.isnan(row[f"{name}_lo"]) else [row[f"{name}_lo"], row[f"{name}_hi"]]
             if name == "best_fixed":
                 label = f"{label} ({row['best_fixed_config']})"
-            col.metric(
-                label, ui.pct(row[name]), delta=ui.ci_text(ci), delta_color="off", delta_arrow="off", help=HELP[name]
-            )
+            ui.rate_metric(col, label, row[name], ci, help=HELP[name])
     if len(table) > 1:
         # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
         st.dataframe(

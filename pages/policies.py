@@ -86,13 +86,7 @@ def frame_delta(cost: float | None, top: str) -> str:
 def cascade_numbers(point: dict, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric(
-        "Accuracy",
-        ui.pct(point["accuracy"]),
-        delta=ui.ci_text(point.get("accuracy_ci")),
-        delta_color="off",
-        delta_arrow="off",
-    )
+    ui.rate_metric(c1, "Accuracy", point["accuracy"], point.get("accuracy_ci"))
     c2.metric("Mean frames, shared", f"{point['mean_frames_shared']:.1f}", delta=frame_delta(point["cost_vs_top_shared"], top),
               delta_color="off", delta_arrow="off", help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.")  # fmt: skip
     c3.metric("Mean frames, not shared", f"{point['mean_frames_unshared']:.1f}", delta=frame_delta(point["cost_vs_top_unshared"], top),
@@ -115,15 +109,9 @@ def matching_numbers(sweep: dict) -> None:
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep['top_accuracy'])} on these items)")
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Threshold", f"{match['threshold']:.3f}")
-        c2.metric(
-            "Accuracy",
-            ui.pct(match["accuracy"]),
-            delta=ui.ci_text(match.get("accuracy_ci")),
-            delta_color="off",
-            delta_arrow="off",
-        )
-        c3.metric("Frame saving vs top", ui.pct(match["saving"]), delta=ui.ci_text(match.get("saving_ci")), delta_color="off",
-                  delta_arrow="off", help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
+        ui.rate_metric(c2, "Accuracy", match["accuracy"], match.get("accuracy_ci"))
+        ui.rate_metric(c3, "Frame saving vs top", match["saving"], match.get("saving_ci"),
+                       help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
         c4.metric("Mean frames, shared", f"{match['mean_frames_shared']:.1f}", delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
                   delta_color="off", delta_arrow="off")  # fmt: skip
 

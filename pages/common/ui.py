@@ -47,6 +47,11 @@ def ci_text(ci: list | None) -> str | None:
     return None if not ci else f"95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
 
 
+def rate_metric(col, label: str, value: float | None, ci: list | None, help: str | None = None) -> None:
+    """A rate as a metric with its 95% interval underneath (a muted delta: an interval is not a change)."""
+    col.metric(label, pct(value), delta=ci_text(ci), delta_color="off", delta_arrow="off", help=help)
+
+
 HEADLINE_LABELS = {
     "best_fixed": "best fixed",
     "oracle_accuracy": "oracle",
