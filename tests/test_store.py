@@ -68,3 +68,47 @@ def test_compaction_merges_files_and_old_snapshot_still_reads(store):
     assert len(store.manifest().files["responses"]) == 1
     assert store.query("select count(*) n from responses").n[0] == 6
     assert reader.execute("select count(*) from responses").fetchone()[0] == 6  # retired files kept for a grace period
+
+
+def test_a_snapshot_is_opened_once_and_each_reader_gets_its_own_cursor(store, monkeypatch):
+    """Reads of one manifest share its views (built once per process); a write is a new snapshot."""
+    import store.store as store_module
+
+    opened = []
+    real = store_module._open_snapshot
+    monkeypatch.setattr(store_module, "_open_snapshot", lambda paths: opened.append(paths) or real(paths))
+    store.append({"responses": _responses(3)})
+    with store.connect() as a, store.connect() as b:
+        a.execute("CREATE TEMP TABLE mine AS SELECT 1 AS x")  # a reader's scratch space stays its own
+        with pytest.raises(Exception, match="mine"):
+            b.execute("SELECT * FROM mine")
+        assert a.execute("SELECT count(*) FROM responses").fetchone()[0] == 3
+        assert b.execute("SELECT count(*) FROM responses").fetchone()[0] == 3
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 3  # a closed cursor leaves the snapshot open
+    assert len(opened) == 1
+    store.append({"responses": _responses(2, model="m2")})
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 5
+    assert len(opened) == 2
+
+
+def test_empty_tables_read_through_a_cursor(store):
+    """A table with no file yet is an empty table of its schema, visible to every cursor of the snapshot."""
+    assert store.query("SELECT count(*) AS n FROM annotations").n[0] == 0
+    store.append({"responses": _responses(1)})
+    assert store.query("SELECT count(*) AS n FROM runs").n[0] == 0
+
+
+def test_files_are_written_in_small_row_groups(store, monkeypatch):
+    """Row groups small enough for DuckDB to skip most of a big file when one item is asked for."""
+    import pyarrow.parquet as pq
+
+    import store.store as store_module
+
+    n = 3 * store_module.ROW_GROUP_ROWS["items"] + 5
+    store.append({"items": pd.DataFrame({"benchmark": "b", "item_id": [f"q{i:06d}" for i in range(n)]})})
+    meta = pq.ParquetFile(store.root / store.manifest().files["items"][0]).metadata
+    assert [meta.row_group(k).num_rows for k in range(meta.num_row_groups)] == [16_384] * 3 + [5]
+    monkeypatch.setattr(store_module, "DEFAULT_ROW_GROUP_ROWS", 10)  # every other table: the default size
+    store.append({"responses": _responses(25)})
+    meta = pq.ParquetFile(store.root / store.manifest().files["responses"][0]).metadata
+    assert [meta.row_group(k).num_rows for k in range(meta.num_row_groups)] == [10, 10, 5]

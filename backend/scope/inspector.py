@@ -43,8 +43,9 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     model_sql = "" if not models else "AND list_contains($models, r.model)"
     params = {"benchmark": benchmark, "item_id": item_id} | ({"models": list(models)} if models else {})
     with store.connect() as con:
-        item = con.execute(
-            "SELECT * FROM items WHERE benchmark = $benchmark AND item_id = $item_id",
+        item = con.execute(  # the ``items`` view's latest-row rule, after the filter (not over every item)
+            "SELECT * EXCLUDE (written_at) FROM items_all WHERE benchmark = $benchmark AND item_id = $item_id "
+            "ORDER BY written_at DESC LIMIT 1",
             {"benchmark": benchmark, "item_id": item_id},
         ).df()
         responses = con.execute(
