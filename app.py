@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import sidebar, state, ui
+from pages.common import runlog, sidebar, state, ui
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -46,6 +46,7 @@ st.session_state["_page"] = page.url_path
 st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'style.css').read_text()}</style>")
 nav = st.sidebar.container()
+timer = runlog.start(page.url_path)
 try:
     with ui.guard():
         scope = sidebar.draw()
@@ -62,3 +63,4 @@ finally:
     # would race the browser's own URL update (the path would lag one page behind).
     if not switched:
         state.publish()
+    timer.stop()

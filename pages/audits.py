@@ -173,7 +173,7 @@ def intervention_runner(
         try:
             done = rerun.submit_many(scope.root, reqs)
         except UserError as exc:
-            st.error(str(exc), icon="⚠️")
+            st.error(str(exc), icon=":material/warning:")
             return
         st.success(f"Queued {done['queued']:,} re-runs; {done['from_store']:,} were answered from the store; "
                    f"{len(done['errors']):,} refused.")  # fmt: skip
@@ -202,13 +202,19 @@ def intervention_tab(scope: data.Scope) -> None:
                      "The default is the costliest budget that another protocol also ran.")  # fmt: skip
     grid = interventions.grid_up_to(list(scope.grid), top)
     if len(grid) < 2:
-        st.info(f"No configuration of the grid is cheaper than {top}: pick a higher top budget.", icon="👆")
+        st.info(
+            f"No configuration of the grid is cheaper than {top}: pick a higher top budget.",
+            icon=":material/touch_app:",
+        )
         return
     out = audit(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter)
     st.caption(f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
                f"{command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid))}")  # fmt: skip
     if not out["protocols"]:
-        st.info(f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.", icon="🔁")
+        st.info(
+            f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.",
+            icon=":material/repeat:",
+        )
     rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
     if rows:
         ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
@@ -229,7 +235,7 @@ def intervention_tab(scope: data.Scope) -> None:
     elif out["protocols"]:
         st.info(
             f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).",
-            icon="🔁",
+            icon=":material/repeat:",
         )
     if out["protocols"]:
         agreement_tables(out)
@@ -288,7 +294,7 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
     st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
                f"{command(scope, 'isocompute', '--model', scope.focus, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
     if not out["groups"]:
-        st.info(out["note"], icon="⚖️")
+        st.info(out["note"], icon=":material/balance:")
         return
     for k, group in enumerate(out["groups"]):  # a handful of groups
         with st.container(border=True):
@@ -417,7 +423,7 @@ def crossmodel_tab(scope: data.Scope) -> None:
     try:
         out = cross(scope.root, scope.version, a, b, ca, cb, scope.benchmark, scope.item_filter)
     except UserError as exc:
-        st.info(str(exc), icon="🔀")
+        st.info(str(exc), icon=":material/shuffle:")
         return
     st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
                f"{command(scope, 'crossmodel', '--models', f'{a},{b}', '--config', ca, '--config-b', cb)}")  # fmt: skip

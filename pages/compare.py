@@ -43,7 +43,10 @@ scope = st.session_state["scope"]
 st.title("Compare")
 with ui.guard():
     if len(scope.models) < 2:
-        st.info("Select two or more models in the sidebar to compare them on their matched grid.", icon="👈")
+        st.info(
+            "Select two or more models in the sidebar to compare them on their matched grid.",
+            icon=":material/arrow_back:",
+        )
         st.stop()
     ui.need_items(scope)
     ui.scope_caption(scope)

@@ -212,7 +212,8 @@ with ui.guard():
         items_panel(scope, sel)
     else:
         st.info(
-            "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.", icon="👆"
+            "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
+            icon=":material/touch_app:",
         )
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]

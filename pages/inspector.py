@@ -182,7 +182,10 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
         return
     path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
     if problem:
-        st.warning(f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.", icon="🎞️")
+        st.warning(
+            f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",
+            icon=":material/movie:",
+        )
     plan = frame_plan(responses, chosen, info)
     if plan["indices"].notna().any():
         ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
@@ -248,7 +251,7 @@ with ui.guard():
             st.caption("No confidence or score stored for this item (its sources record answers only).")
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
-            st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon="📝")
+            st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
         with st.expander(f"Raw outputs and provenance ({len(responses)} responses)"):
             st.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
                          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),

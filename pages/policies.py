@@ -102,7 +102,7 @@ def matching_numbers(sweep: dict) -> None:
     if match is None:
         st.info(
             f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep['top_accuracy'])}) on these items.",
-            icon="🎯",
+            icon=":material/track_changes:",
         )
         return
     with st.container(border=True):
@@ -191,13 +191,13 @@ with ui.guard():
                "trajectory tag does not. Policies are evaluated on the stored responses: no new inference.")  # fmt: skip
     ladder = pick_ladder(scope)
     if len(ladder) < 2:
-        st.info("Pick at least two budgets for the ladder.", icon="👆")
+        st.info("Pick at least two budgets for the ladder.", icon=":material/touch_app:")
         st.stop()
     key = (scope.root, scope.version, scope.focus, tuple(ladder), scope.benchmark, scope.item_filter)
     loaded = _ladder(*key)
     if len(loaded.items) == 0:
         st.warning(f"No item has a response of {ui.escape_md(scope.focus)} at every budget of {', '.join(ladder)} with these filters "
-                   f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon="🔎")  # fmt: skip
+                   f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon=":material/search:")  # fmt: skip
         st.stop()
     refs = reference(*key)
     top = ladder[-1]
@@ -211,7 +211,7 @@ with ui.guard():
         sweep = cascade_sweep(*key)
         point = cascade_at(*key, float(threshold))
     except UserError as exc:
-        st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon="🪜")
+        st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon=":material/stairs:")
     if point is not None:
         cascade_numbers(point, top)
         matching_numbers(sweep)
@@ -227,7 +227,7 @@ with ui.guard():
     try:
         report = predictor_report(*key, folds, seed)
     except UserError as exc:
-        st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon="🧭")
+        st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon=":material/explore:")
     if report is not None:
         predictor_numbers(report)
     ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")

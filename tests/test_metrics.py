@@ -327,3 +327,15 @@ def test_available_lists_what_the_store_holds(basic):
     assert info["models"] == ["m"] and info["benchmarks"] == ["bench"]
     assert info["configs"] == {"m": {"bench": ["text", "8f", "16f", "32f"]}}
     assert info["task_types"] == ["A", "B"] and info["n_responses"] == 20 and info["n_items"] == 5
+
+
+@pytest.mark.parametrize("width", [1, 3, 6, 16, 17, 40])
+@pytest.mark.parametrize("n_items", [0, 1, 9, 5000])
+def test_distinct_rows_counts_exactly_what_unique_sorts(width, n_items):
+    """Small grids count trajectory codes instead of sorting them: the same firsts, counts and inverse."""
+    x = np.random.default_rng(width * 1000 + n_items).random((n_items, width)) < 0.6
+    codes = x.astype(np.int64) @ (np.int64(1) << np.arange(width, dtype=np.int64))
+    _, first, inverse, counts = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
+    got = distinct_rows(x)
+    for a, b in zip(got, (first, counts, inverse.ravel()), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.analysis.stats import COUNTED_BITS
 from backend.analysis.tags import confused
 from backend.contracts.views import ConfusionOverlap
 from backend.scope.matrix import Matrix
@@ -67,7 +68,12 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     union = per_model[:, None] + per_model[None, :] - inter
     jaccard = np.where(union > 0, inter / np.maximum(union, 1), np.nan)
     codes = (conf.T.astype(np.int64) << np.arange(len(matrix.models), dtype=np.int64)).sum(axis=1)
-    uniq, counts = np.unique(codes[codes > 0], return_counts=True)
+    if len(matrix.models) <= COUNTED_BITS:  # counted, not sorted: np.unique's result, linear in the items
+        every = np.bincount(codes, minlength=2)
+        uniq = np.flatnonzero(every[1:]) + 1
+        counts = every[uniq]
+    else:
+        uniq, counts = np.unique(codes[codes > 0], return_counts=True)
     order = np.lexsort((uniq, -counts))
     return {
         "models": list(matrix.models),
@@ -95,10 +101,16 @@ def disagreement(matrix: Matrix, top: int | None = 50) -> pd.DataFrame:
     y = matrix.correct.astype(np.float32)  # [M, I, C]
     share = y.mean(axis=0)  # [I, C]
     split = 1.0 - np.abs(2.0 * share - 1.0)
-    out = matrix.items[["benchmark", "item_id", "task_type", "question"]].copy()
-    out["disagreement"] = split.mean(axis=1).astype(np.float64)
-    out["split_configs"] = ((share > 0) & (share < 1)).sum(axis=1)
+    score = split.mean(axis=1).astype(np.float64)
+    # Only items that can reach the top ``top`` are framed and sorted (every item scoring at least the
+    # top-th score, ties included): the same head as sorting all of them, without copying 250k rows.
+    rows = np.arange(matrix.n_items)
+    if top is not None and top < matrix.n_items:
+        rows = np.flatnonzero(score >= np.partition(score, matrix.n_items - top)[matrix.n_items - top])
+    out = matrix.items[["benchmark", "item_id", "task_type", "question"]].iloc[rows].copy()
+    out["disagreement"] = score[rows]
+    out["split_configs"] = ((share[rows] > 0) & (share[rows] < 1)).sum(axis=1)
     for m, model in enumerate(matrix.models):
-        out[f"accuracy:{model}"] = y[m].mean(axis=1).astype(np.float64)
+        out[f"accuracy:{model}"] = y[m, rows].mean(axis=1).astype(np.float64)
     out = out.sort_values(["disagreement", "split_configs", "item_id"], ascending=[False, False, True], kind="stable")
     return (out if top is None else out.head(top)).reset_index(drop=True)

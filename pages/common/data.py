@@ -9,8 +9,10 @@ treat it as read-only); reports derived from it are small and go through ``cache
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +65,15 @@ class Scope:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def store_info(root: str, version: int) -> dict:
+    threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True).start()
     return available(Store(root))
+
+
+def _open_snapshot(root: str) -> None:
+    """Build this version's DuckDB views (``Store.connect``) while the first page draws, so the first
+    page that queries the store (the Inspector, an annotation) does not wait 30-70 ms for them."""
+    with contextlib.suppress(Exception):  # a store being repaired: the page that needs it says so
+        Store(root).connect().close()
 
 
 @st.cache_resource(show_spinner="Loading the response matrix…", max_entries=8)

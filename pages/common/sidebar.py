@@ -59,7 +59,7 @@ def _offer_demo(store: Store, default: bool) -> None:
     says how to fill them.
     """
     st.title("trajaudit")
-    st.info(f"The store **{ui.escape_md(store.root)}** holds no responses yet.", icon="🗂️")
+    st.info(f"The store **{ui.escape_md(store.root)}** holds no responses yet.", icon=":material/folder_open:")
     if not default:
         st.markdown("Ingest outputs into it with `trajaudit ingest --store DIR`, or pick another store in the sidebar.")
         st.stop()
@@ -91,10 +91,13 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
     config = serverconfig.current()
     for key in state.ignored():
         sb.warning(f"The link's `{key}=` parameter is ignored: the store and the video root are set when "
-                   "the server starts (README, *Serving the dashboard*).", icon="🔒")  # fmt: skip
+                   "the server starts (README, *Serving the dashboard*).", icon=":material/lock:")  # fmt: skip
     asked = state.get("db")
     if asked is not None and asked not in config.stores:
-        sb.warning(f"This server has no store named {ui.code(asked)}; showing {ui.code(config.default)}.", icon="🗂️")
+        sb.warning(
+            f"This server has no store named {ui.code(asked)}; showing {ui.code(config.default)}.",
+            icon=":material/folder_open:",
+        )
         state.put("db", None)
     if len(config.stores) > 1:
         name = state.bind(sb.selectbox, "db", "Store", options=list(config.stores), default=config.default,
@@ -122,7 +125,7 @@ def draw() -> data.Scope | None:
         help="Metrics use the items every selected model answered at every configuration (matched grid).",
     )  # fmt: skip
     if not models:
-        st.info("Select at least one model in the sidebar.", icon="👈")
+        st.info("Select at least one model in the sidebar.", icon=":material/arrow_back:")
         return None
     focus = state.bind(sb.selectbox, "model", "Focus model", options=models, default=models[0],
                        help="The model drawn on the flows, items and inspector pages, and whose tags filter items.")  # fmt: skip
@@ -140,10 +143,10 @@ def draw() -> data.Scope | None:
     if len(shared) < 2:
         have = "no configuration" if not shared else f"only {ui.code(shared[0])}"
         st.info(f"The selected models share {have} on {ui.escape_md(bench)}, so there is no grid to compare them on: "
-                "drop a model in the sidebar (`trajaudit info` lists each model's configurations).", icon="👈")  # fmt: skip
+                "drop a model in the sidebar (`trajaudit info` lists each model's configurations).", icon=":material/arrow_back:")  # fmt: skip
         return None
     if len(grid) < 2:
-        st.info("Select at least two configurations for the grid in the sidebar.", icon="👈")
+        st.info("Select at least two configurations for the grid in the sidebar.", icon=":material/arrow_back:")
         return None
 
     sb.markdown("**Items**")

@@ -148,7 +148,7 @@ def _clamp(key: str, value: Any, default: Any, low: Any, high: Any) -> Any:
     else:
         clamped = min(max(value, low if low is not None else value), high if high is not None else value)
     if clamped != value:
-        st.toast(f"The link's {key}={value} is out of range; showing {clamped}.", icon="↔️")
+        st.toast(f"The link's {key}={value} is out of range; showing {clamped}.", icon=":material/swap_horiz:")
         put(key, clamped)
     return clamped
 

@@ -34,7 +34,7 @@ def guard() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        st.error(escape_md(exc), icon="⚠️")  # messages quote the bad value: shown as text
+        st.error(escape_md(exc), icon=":material/warning:")  # messages quote the bad value: shown as text
         st.stop()
 
 
@@ -179,7 +179,7 @@ def need_items(scope: data.Scope) -> None:
         st.warning(
             f"No item has a response for every selected model and configuration{filtered} "
             f"({m.n_excluded} excluded). Widen the filters, drop a model or a configuration.",
-            icon="🔎",
+            icon=":material/search:",
         )
         st.stop()
 
