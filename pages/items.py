@@ -11,7 +11,7 @@ from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.runtime.selection import Selection
 from backend.scope.annotations import with_annotations
-from backend.scope.items import SORTS
+from backend.scope.items import MOST_FIRST, SORTS
 from pages.common import data, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
@@ -59,6 +59,9 @@ def table_view(scope: data.Scope) -> None:
         help="Pick several rows to walk them in the Inspector or re-run them together",
     )
     sort = state.bind(c1.selectbox, "sort", "Sort by", options=list(SORTS), default="item", format_func=SORTS.get)
+    if st.session_state.get("_items_sort") not in (None, sort):  # another key picked: its natural direction
+        state.put("desc", sort in MOST_FIRST)
+    st.session_state["_items_sort"] = sort
     desc = state.bind(c2.toggle, "desc", "Descending", default=False)
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
     page_no = max(1, int(state.get("page") or 1))

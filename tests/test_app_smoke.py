@@ -164,3 +164,16 @@ def test_models_sharing_no_configuration_say_so(tmp_path, monkeypatch):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("share no configuration on bench" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_items_sorted_by_disagreement_read_from_the_top(demo):
+    """Picking a key read from the top (changes, disagreement) turns the order descending; a link's
+    explicit direction is kept, and picking an id-like key turns it back."""
+    at = open_app("pages/items.py", models=MODELS)
+    assert at.toggle(key="w_desc").value is False
+    at.selectbox(key="w_sort").set_value("disagreement").run()
+    assert at.toggle(key="w_desc").value is True
+    at.selectbox(key="w_sort").set_value("task_type").run()
+    assert at.toggle(key="w_desc").value is False
+    linked = open_app("pages/items.py", models=MODELS, sort="disagreement", desc="0")
+    assert linked.toggle(key="w_desc").value is False

@@ -32,6 +32,7 @@ SORTS = {
     "mean_confidence": "mean confidence (focus model)",
     "disagreement": "disagreement between models",
 }
+MOST_FIRST = {"changes", "disagreement"}  # keys a researcher reads from the top: the dashboard sorts them descending
 
 
 def _per_config(values: np.ndarray, grid: list[str]) -> pd.Series:
