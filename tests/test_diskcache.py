@@ -111,3 +111,43 @@ def test_no_cut_when_the_full_matrix_excludes_items(tmp_path):
     full = load_matrix(store, ["a"])
     assert full.n_excluded == 1 and narrow(store, full, ItemFilter(task_types=("y",))) is None
     assert load_matrix(store, ["a"], item_filter=ItemFilter(task_types=("y",))).n_excluded == 1
+
+
+@pytest.mark.parametrize(
+    "item_filter",
+    [
+        ItemFilter(task_types=("x",)),
+        ItemFilter(task_types=("x", "y"), durations=("short",)),
+        ItemFilter(domains=("d",)),
+        ItemFilter(item_ids=("i0", "i3", "missing")),
+        ItemFilter(task_types=("nowhere",)),
+    ],
+)
+def test_in_memory_filter_selects_what_the_sql_selects(item_filter):
+    """The dashboard's in-memory cut and the SQL fragment agree, missing values included (in no list)."""
+    import duckdb
+
+    from backend.scope.filters import filter_sql, in_memory_mask
+
+    items = pd.DataFrame(
+        {
+            "item_id": [f"i{k}" for k in range(6)],
+            "task_type": ["x", None, "y", "x", None, "z"],
+            "duration": ["short", "long", None, "short", "short", "long"],
+            "domain": [None, "d", "d", None, "e", "d"],
+        }
+    ).astype("str")
+    items = items.where(items != "None", None)
+    sql, params = filter_sql(item_filter, alias="it")
+    with duckdb.connect() as con:
+        con.register("scope_items", items.assign(i=np.arange(len(items))))
+        keep = con.execute(f"SELECT i FROM scope_items it WHERE {sql}", params).fetchnumpy()["i"]
+    assert np.flatnonzero(in_memory_mask(items, item_filter)).tolist() == sorted(keep.tolist())
+
+
+def test_free_text_and_annotation_tags_go_through_sql():
+    from backend.scope.filters import in_memory_mask
+
+    items = pd.DataFrame({"item_id": ["a"], "task_type": ["x"]})
+    assert in_memory_mask(items, ItemFilter(search="a")) is None
+    assert in_memory_mask(items, ItemFilter(tags=("hard",))) is None

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 
 @dataclass(frozen=True)
 class ItemFilter:
@@ -47,6 +50,26 @@ class ItemFilter:
         return self == ItemFilter()
 
 
+IN_LISTS = ("task_types", "durations", "domains", "item_ids")  # ItemFilter fields that are ``column IN (...)``
+COLUMNS = {"task_types": "task_type", "durations": "duration", "domains": "domain", "item_ids": "item_id"}
+
+
+def in_memory_mask(items: pd.DataFrame, item_filter: ItemFilter) -> np.ndarray | None:
+    """:func:`filter_sql`'s selection of ``items`` rows computed in pandas, or None where it needs SQL.
+
+    Only for filters made of ``IN`` lists (task type, duration, domain, ids): a missing value is in no
+    list, as in SQL. A dashboard filter change cuts the cached matrix with this instead of handing the
+    items to DuckDB (40 ms of copying a quarter of a million rows there and back)."""
+    if item_filter.search is not None or item_filter.tags:
+        return None
+    keep = np.ones(len(items), dtype=bool)
+    for field in IN_LISTS:
+        values = getattr(item_filter, field)
+        if values:
+            keep &= items[COLUMNS[field]].isin(values).to_numpy(dtype=bool, na_value=False)
+    return keep
+
+
 def _in(column: str, values: tuple[str, ...]) -> tuple[str, list]:
     return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
 
@@ -59,12 +82,7 @@ def filter_sql(item_filter: ItemFilter | None, alias: str = "items") -> tuple[st
     f = item_filter or ItemFilter()
     clauses: list[str] = []
     params: list = []
-    for column, values in (
-        ("task_type", f.task_types),
-        ("duration", f.durations),
-        ("domain", f.domains),
-        ("item_id", f.item_ids),
-    ):
+    for column, values in ((COLUMNS[field], getattr(f, field)) for field in IN_LISTS):
         if values:
             sql, p = _in(f"{alias}.{column}", values)
             clauses.append(sql)

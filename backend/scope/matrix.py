@@ -26,7 +26,7 @@ import pyarrow.feather as feather
 
 from backend.contracts.store import StoreContents
 from backend.scope import diskcache
-from backend.scope.filters import ItemFilter, filter_sql
+from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
 from store.store import Store
@@ -346,14 +346,16 @@ def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix
         return full
     if full.n_excluded:
         return None
-    fsql, fparams = filter_sql(item_filter, alias="it")
-    used = [c for c in full.items.columns if f"it.{c}" in fsql]  # DuckDB converts only the columns it reads
-    # The store's views only for a tag filter (its annotations); a bare connection costs a tenth of one.
-    with store.connect() if item_filter.tags else duckdb.connect(":memory:") as con:
-        con.register("scope_items", full.items[used].assign(i=np.arange(full.n_items)))
-        keep = con.execute(f"SELECT i FROM scope_items it WHERE {fsql}", fparams).fetchnumpy()["i"]
-    mask = np.zeros(full.n_items, dtype=bool)
-    mask[keep] = True
+    mask = in_memory_mask(full.items, item_filter)
+    if mask is None:  # free text or annotation tags: the filter's SQL
+        fsql, fparams = filter_sql(item_filter, alias="it")
+        used = [c for c in full.items.columns if f"it.{c}" in fsql]  # DuckDB converts only the columns it reads
+        # The store's views only for a tag filter (its annotations); a bare connection costs a tenth of one.
+        with store.connect() if item_filter.tags else duckdb.connect(":memory:") as con:
+            con.register("scope_items", full.items[used].assign(i=np.arange(full.n_items)))
+            keep = con.execute(f"SELECT i FROM scope_items it WHERE {fsql}", fparams).fetchnumpy()["i"]
+        mask = np.zeros(full.n_items, dtype=bool)
+        mask[keep] = True
     return restrict(full, mask)
 
 
