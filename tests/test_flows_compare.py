@@ -258,3 +258,29 @@ def test_cli_twins_match_the_backend(hand, capsys):
 def test_default_cli_grid_matches_available(hand):
     store, _ = hand
     assert default_grid(available(store), ["A", "B"], "bench") == ["text", "8f", "16f"]
+
+
+@pytest.mark.parametrize("sort", ["item", "task_type", "mean_confidence", "changes"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_item_order_is_a_stable_sort_with_missing_values_last(sort, descending):
+    """Arrow's order equals pandas' stable sort by (key, item id), NaN and missing task types included."""
+    from types import SimpleNamespace
+
+    from backend.scope.items import sorted_positions
+
+    rng = np.random.default_rng(7)
+    n = 300
+    items = pd.DataFrame(
+        {
+            "item_id": [f"q{k:03d}" for k in rng.permutation(n) % 120],  # repeated ids: two benchmarks
+            "task_type": pd.Series(rng.choice(["b", "a", None], n), dtype="str"),
+        }
+    )
+    conf = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 4, n) / 4)
+    keys = pd.DataFrame({"mean_confidence": conf, "changes": rng.integers(0, 3, n)})
+    frame = keys.assign(item=items["item_id"], task_type=items["task_type"].fillna(""))
+    expected = frame.sort_values(
+        [sort, "item"], ascending=[not descending, True], na_position="last", kind="stable"
+    ).index.to_numpy()
+    got = sorted_positions(SimpleNamespace(items=items), keys, sort, descending)
+    assert got.tolist() == expected.tolist()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from backend.analysis.tags import TAGS, changes, tag_lists, tag_masks
 from backend.scope.matrix import Matrix
@@ -85,8 +86,12 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.D
     return out
 
 
+NUMERIC_KEYS = ("n_correct", "changes", "mean_confidence", "disagreement")
+
+
 def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
-    """Per item (matrix order) the values the item table sorts on, computed for every item at once."""
+    """Per item (matrix order) the numeric values the item table sorts on, computed for every item at once
+    (the id and task type sort on the items' own columns)."""
     m = matrix.model_index(model)
     y = matrix.correct.astype(np.float32)
     conf = matrix.confidence[m].astype(np.float64)
@@ -95,14 +100,29 @@ def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
     share = y.mean(axis=0)
     return pd.DataFrame(
         {
-            "item": matrix.items["item_id"].to_numpy(),
-            "task_type": matrix.items["task_type"].fillna("").to_numpy(),
             "n_correct": y[m].sum(axis=1).astype(np.int64),
             "changes": changes(matrix.correct[m].astype(bool)),
             "mean_confidence": mean_conf,
             "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
         }
     )
+
+
+def sorted_positions(matrix: Matrix, keys: pd.DataFrame, sort: str, descending: bool) -> np.ndarray:
+    """Item positions in table order: by ``sort`` (missing values last either way), ties by item id.
+
+    Sorted by Arrow in one pass over the key and the ids as they are stored: no Python strings are made,
+    which is what a pandas sort of 250k ids costs (0.15 s of a page turn)."""
+    order = "descending" if descending else "ascending"
+    columns = {"item": pa.array(matrix.items["item_id"])}
+    if sort == "task_type":
+        columns["key"] = pa.array(matrix.items["task_type"].fillna(""))
+    elif sort != "item":
+        columns["key"] = pa.array(keys[sort].to_numpy(), from_pandas=True)  # NaN -> null: placed last
+    by = ([("key", order, "at_end")] if "key" in columns else []) + [
+        ("item", order if sort == "item" else "ascending", "at_end")
+    ]
+    return pc.sort_indices(pa.table(columns), sort_keys=by).to_numpy().astype(np.int64)
 
 
 def item_page(
@@ -120,14 +140,10 @@ def item_page(
     keys = sort_keys(matrix, model)
     n_pages = max(1, -(-matrix.n_items // page_size))
     page = min(max(1, int(page)), n_pages)
-    order = keys.sort_values([sort, "item"], ascending=[not descending, True], na_position="last", kind="stable").index
-    rows = order.to_numpy()[(page - 1) * page_size : page * page_size]
+    rows = sorted_positions(matrix, keys, sort, descending)[(page - 1) * page_size : page * page_size]
     out = item_rows(matrix, model, rows, PAGE_COLUMNS)
     out.insert(0, "position", rows)
-    out = pd.concat(
-        [out, keys.loc[rows, ["n_correct", "changes", "mean_confidence", "disagreement"]].reset_index(drop=True)],
-        axis=1,
-    )
+    out = pd.concat([out, keys.loc[rows, list(NUMERIC_KEYS)].reset_index(drop=True)], axis=1)
     conf = matrix.confidence[matrix.model_index(model), rows].astype(np.float64).round(4)
     out["confidence"] = pd.DataFrame(conf).astype(object).where(~np.isnan(conf), None).to_numpy().tolist()
     return out, n_pages
