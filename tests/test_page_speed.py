@@ -51,3 +51,36 @@ def test_run_clock_profiles_into_a_folder(monkeypatch, tmp_path, capsys):
     (profile,) = (tmp_path / "prof").glob("*-items.prof")
     assert pstats.Stats(str(profile)).total_calls > 0
     assert "trajaudit run: items" in capsys.readouterr().err
+
+
+def test_cache_key_of_a_view_tells_every_scope_apart():
+    """Cached page results are keyed by ``scope_key`` (cheap), which must separate what the deep hash did."""
+    import dataclasses
+
+    from backend.scope.filters import ItemFilter
+    from backend.scope.resolve import Resolved, Scope
+    from pages.common.data import Scope as View
+    from pages.common.data import scope_key
+
+    base = Scope(benchmark="b", models=("m1", "m2"), grid=("8f", "16f"))
+    view = View("/s", 3, Resolved(base, "default", {"4f": {"n_items": 2, "why": "coverage"}}))
+    variants = [
+        dataclasses.replace(view, version=4),
+        dataclasses.replace(view, root="/t"),
+        dataclasses.replace(view, resolved=Resolved(base, "given", view.resolved.grid_excluded)),
+        dataclasses.replace(view, resolved=Resolved(base, "default", {})),
+        *(
+            dataclasses.replace(view, resolved=Resolved(dataclasses.replace(base, **change), "default", {}))
+            for change in (
+                {"grid": ("8f", "32f")},
+                {"models": ("m2", "m1")},
+                {"item_filter": ItemFilter(task_types=("x",))},
+                {"tag": "confused"},
+                {"beyond_noise": True},
+                {"include_reruns": True},
+            )
+        ),
+    ]
+    keys = [scope_key(v) for v in [view, *variants]]
+    assert len(set(keys)) == len(keys)
+    assert scope_key(View("/s", 3, Resolved(base, "default", {"4f": {"n_items": 2, "why": "x"}}))) == keys[0]

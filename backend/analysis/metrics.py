@@ -259,7 +259,7 @@ def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
     patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
     ind, where = _indicators(patterns, matrix)
     # Items per (task type, pattern), then each type's means from its pattern counts: no per-item frame.
-    types, names = pd.factorize(matrix.items["task_type"].fillna("(none)"))  # first-seen order, as groupby(sort=False)
+    types, names = matrix.task_types  # first-seen order, as groupby(sort=False)
     joint = np.bincount(types * len(patterns) + inverse, minlength=len(names) * len(patterns)).reshape(len(names), -1)
     n = joint.sum(axis=1)
     mean = (joint @ ind.astype(np.int64)) / n[:, None]  # [T, K]: exact counts over n

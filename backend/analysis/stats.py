@@ -87,7 +87,11 @@ def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     item's row number among the distinct ones (``x[first][inverse] == x``)."""
     x = np.asarray(x, dtype=bool)
     if x.shape[1] <= COUNTED_BITS:  # few possible rows: count codes instead of sorting them (same result)
-        return _distinct_codes(x.astype(np.int64) @ (np.int64(1) << np.arange(x.shape[1], dtype=np.int64)), x.shape[1])
+        packed = np.packbits(x, axis=1, bitorder="little")  # byte j holds columns 8j..8j+7, column c as bit c % 8
+        codes = packed[:, 0].astype(np.int64)
+        if packed.shape[1] > 1:
+            codes |= packed[:, 1].astype(np.int64) << 8
+        return _distinct_codes(codes, x.shape[1])
     if x.shape[1] <= 63:  # one integer code per row: a 1-D unique, much faster than unique(axis=0)
         codes = x.astype(np.int64) @ (np.int64(1) << np.arange(x.shape[1], dtype=np.int64))
     else:

@@ -74,6 +74,12 @@ class Matrix:
             raise UserError(f"config {label!r} is not in the grid {','.join(self.grid)}") from None
 
     @cached_property
+    def task_types(self) -> tuple[np.ndarray, pd.Index]:
+        """Each item's task type as a code into the names, in first-seen order ("(none)" for an item without
+        one): computed once per matrix, not once per model's table (8 ms each at 250k items)."""
+        return pd.factorize(self.items["task_type"].fillna("(none)"))
+
+    @cached_property
     def lower(self) -> np.ndarray:
         """``lower[a, b]``: config a is strictly cheaper than b (``store.configs.lower_matrix``)."""
         return configs.lower_matrix(self.grid)

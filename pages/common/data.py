@@ -63,15 +63,32 @@ class Scope:
         return dataclasses.replace(self, resolved=dataclasses.replace(self.resolved, scope=inner))
 
 
+def scope_key(scope: Scope) -> str:
+    """What a result cached on ``scope`` depends on. Streamlit hashes a dataclass argument by deep-copying
+    it into a dict (``dataclasses.asdict``), which costs 4-11 ms a call and 70 ms of a cold Overview."""
+    r = scope.resolved
+    return repr((scope.root, scope.version, r.scope, r.grid_source, sorted(r.grid_excluded)))
+
+
+SCOPE_HASH = {Scope: scope_key}
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def store_info(root: str, version: int) -> dict:
-    threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True).start()
     return available(Store(root))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def warm_snapshot(root: str, version: int) -> threading.Thread:
+    """Build this version's DuckDB views (``Store.connect``) once, in the background, after a run has
+    drawn its page: the first page that queries the store (the Inspector, an annotation) then does not
+    wait 30-70 ms for them, and the first page drawn does not share the CPU with them."""
+    thread = threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True)
+    thread.start()
+    return thread
+
+
 def _open_snapshot(root: str) -> None:
-    """Build this version's DuckDB views (``Store.connect``) while the first page draws, so the first
-    page that queries the store (the Inspector, an annotation) does not wait 30-70 ms for them."""
     with contextlib.suppress(Exception):  # a store being repaired: the page that needs it says so
         Store(root).connect().close()
 
@@ -100,7 +117,7 @@ def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) 
     return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist()}
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
 def matrix(scope: Scope) -> Matrix:
     """The matched matrix of the scope, narrowed to the trajectory tag of the focus model (``Resolved.load``)."""
     s = scope.resolved.scope
@@ -108,42 +125,42 @@ def matrix(scope: Scope) -> Matrix:
     return tag_subset(full, s.focus, s.tag)
 
 
-@st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32)
+@st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=SCOPE_HASH)
 def overview(scope: Scope) -> dict:
     """``trajaudit metrics --json`` for the view."""
     return views.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
 def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> dict:
     """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
     return views.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
 def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
     """Every item of one flow: ``trajaudit flows --from A --to B --kind K``'s items, as a table."""
     return views.flow_item_table(Store(scope.root), scope.resolved, matrix(scope), model, (a, b), kind)
 
 
-@st.cache_resource(show_spinner="Counting repeats…", max_entries=8)
+@st.cache_resource(show_spinner="Counting repeats…", max_entries=8, hash_funcs=SCOPE_HASH)
 def noise_profile(scope: Scope) -> noise.NoiseProfile:
     """Repeat counts and flip rates of the scope's cells."""
     return noise.noise_profile(Store(scope.root), matrix(scope))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
 def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
     return flows.heatmap(matrix(scope), model, max_rows=max_rows)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
 def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> dict:
     """``trajaudit items --sort S --page P --json`` for the view."""
     return views.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
 
 
-@st.cache_data(show_spinner="Preparing the export…", max_entries=8)
+@st.cache_data(show_spinner="Preparing the export…", max_entries=8, hash_funcs=SCOPE_HASH)
 def items_export(scope: Scope, model: str) -> pd.DataFrame:
     """Every filtered item of ``model``, flat: the same table as ``trajaudit items --format csv``."""
     table = trajectory_table(matrix(scope), model)
@@ -160,7 +177,7 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-@st.cache_data(show_spinner="Comparing models…", max_entries=16)
+@st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=SCOPE_HASH)
 def compare_view(scope: Scope, top: int) -> dict:
     """``trajaudit compare --json`` for the view."""
     return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
