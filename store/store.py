@@ -192,18 +192,26 @@ class Store:
         return w.manifest.version
 
     def compact(self) -> dict[str, int]:
-        """Merge each table's files into one (readers keep working on their old snapshot)."""
+        """Merge each table's files into one (readers keep working on their old snapshot); a lone file
+        written with larger row groups than today's is rewritten too, so an older store gains the
+        row-group skipping of one item's lookup (``ROW_GROUP_ROWS``)."""
         merged = {}
         with self.writer() as w:
             for table in TABLES:
                 files = list(w.manifest.files[table])
-                if len(files) < 2:
+                if len(files) < 2 and not (files and self._coarse(table, files[0])):
                     continue
                 data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
                 w.retire(table, files)
                 w.add(table, data, supersedes=files)
                 merged[table] = len(files)
         return merged
+
+    def _coarse(self, table: str, rel: str) -> bool:
+        """The file has a row group larger than this table's size today."""
+        meta = pq.ParquetFile(self.root / rel).metadata
+        size = ROW_GROUP_ROWS.get(table, DEFAULT_ROW_GROUP_ROWS)
+        return any(meta.row_group(k).num_rows > size for k in range(meta.num_row_groups))
 
 
 class Writer:

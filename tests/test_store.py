@@ -112,3 +112,19 @@ def test_files_are_written_in_small_row_groups(store, monkeypatch):
     store.append({"responses": _responses(25)})
     meta = pq.ParquetFile(store.root / store.manifest().files["responses"][0]).metadata
     assert [meta.row_group(k).num_rows for k in range(meta.num_row_groups)] == [10, 10, 5]
+
+
+def test_compaction_rewrites_a_lone_file_with_large_row_groups(store, monkeypatch):
+    """A store written before the row-group size shrank gains it from ``compact``; a current one is left alone."""
+    import pyarrow.parquet as pq
+
+    import store.store as store_module
+
+    store.append({"responses": _responses(25)})
+    assert store.compact() == {}  # already in today's layout
+    monkeypatch.setattr(store_module, "DEFAULT_ROW_GROUP_ROWS", 10)
+    assert store.compact() == {"responses": 1}
+    meta = pq.ParquetFile(store.root / store.manifest().files["responses"][0]).metadata
+    assert [meta.row_group(k).num_rows for k in range(meta.num_row_groups)] == [10, 10, 5]
+    assert store.query("select count(*) n from responses").n[0] == 25
+    assert store.compact() == {}
