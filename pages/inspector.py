@@ -254,11 +254,13 @@ with ui.guard():
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
-        with st.expander(f"Raw outputs and provenance ({len(responses)} responses)"):
-            st.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
-                         column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
-                                        "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
-            ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
+        raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
+        if raw.open:  # drawn when opened: a folded table grid still costs the browser its drawing on every item
+            raw.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
+                          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
+                                         "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
+            with raw:
+                ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
         frame_strips(scope, item, responses)
     rerun_panel(scope, item, thumb_cache())
     annotation_panel(scope.root, scope.benchmark, item_id, list(scope.models))

@@ -177,3 +177,13 @@ def test_items_sorted_by_disagreement_read_from_the_top(demo):
     assert at.toggle(key="w_desc").value is False
     linked = open_app("pages/items.py", models=MODELS, sort="disagreement", desc="0")
     assert linked.toggle(key="w_desc").value is False
+
+
+def test_inspector_draws_raw_outputs_when_their_panel_opens(demo):
+    """The raw outputs table is drawn only once its expander is opened (a folded grid still costs the browser)."""
+    at = open_app("pages/inspector.py", models=MODELS)
+    assert not at.dataframe
+    at.session_state["raw"] = True  # what opening the expander sets
+    at.run()
+    table = at.dataframe[0].value
+    assert {"model", "config", "raw_output", "provenance"} <= set(table.columns) and len(table) > 0
