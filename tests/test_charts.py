@@ -119,3 +119,15 @@ def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
         zip(fig.data[0].y, fig.data[0].x, strict=True)
     )
     json.dumps([charts.jaccard(overlap), spec], allow_nan=False)
+
+
+def test_confidence_markers_have_a_size_with_one_kind_or_several():
+    """With only budget steps on a chart, the markers keep their size (a one-value nominal size scale drew
+    them at size 0 in Vega-Lite: lines without points on an open-ended item)."""
+    ladder = [{"series": "m", "config": c, "value": 0.5, "state": "correct", "answer": "A", "kind": "ladder",
+               "line": "m\x1f0"} for c in ("8f", "16f")]  # fmt: skip
+    one = charts.confidence_chart(ladder, ["8f", "16f"], {"m": "#123456"}, "score", "score")
+    assert one["layer"][1]["encoding"]["size"] == {"value": 110}
+    other = {**ladder[0], "config": "8f@50k", "kind": "other", "line": None}
+    two = charts.confidence_chart([*ladder, other], ["8f", "16f", "8f@50k"], {"m": "#123456"}, "score", "score")
+    assert two["layer"][1]["encoding"]["size"]["scale"] == {"domain": ["ladder", "other"], "range": [110, 130]}

@@ -192,8 +192,10 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
                  "shape": {"field": "kind", "type": "nominal", "title": None,
                            "scale": {"domain": list(kinds), "range": [s for _, s, _ in kinds.values()]},
                            "legend": {"labelExpr": f"{json.dumps({k: v[0] for k, v in kinds.items()})}[datum.value]"}},
+                 # one kind: a constant (Vega-Lite maps a nominal size scale with one value to size 0: no markers)
                  "size": {"field": "kind", "type": "nominal",
-                          "scale": {"domain": list(kinds), "range": [z for _, _, z in kinds.values()]}},
+                          "scale": {"domain": list(kinds), "range": [z for _, _, z in kinds.values()]}}
+                 if len(kinds) > 1 else {"value": next((z for _, _, z in kinds.values()), 110)},
                  "tooltip": _tip(("series", "series"), ("config", "configuration"), ("answer", "answer"),
                                  ("value", value, ".2f")),
              }},
