@@ -140,6 +140,14 @@ def wait_idle(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
     page.wait_for_timeout(800)  # let Plotly and images paint
 
 
+def goto(page, server, path: str) -> None:
+    """Open ``path`` on the server, wait until it drew, and fail with the page's exception if it raised one."""
+    page.goto(f"{server.url}/{path}")
+    wait_idle(page)
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()
+
+
 def screenshot(page, name: str) -> Path:
     """The whole page: Streamlit scrolls inside its main area, so the viewport grows to fit it first."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

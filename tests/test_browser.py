@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
-from tests.browser_fixtures import screenshot, wait_idle
+from tests.browser_fixtures import goto, screenshot, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the app_server, browser and page fixtures
 
@@ -24,14 +24,6 @@ BASE = "bench=synthetic-videomme&models=synthetic-A-7B,synthetic-B-13B"
 HEADER_PX = 35  # glide data grid: header and default row height
 ROW_PX = 35
 CAPTION = '[data-testid="stMain"] [data-testid="stCaptionContainer"]'
-
-
-def goto(page, server, path: str) -> None:
-    page.goto(f"{server.url}/{path}")
-    wait_idle(page)
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
-        '[data-testid="stException"]'
-    ).first.inner_text()
 
 
 def main_text(page) -> str:

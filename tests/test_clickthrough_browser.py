@@ -10,7 +10,7 @@ import re
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")
-from tests.browser_fixtures import screenshot, wait_idle
+from tests.browser_fixtures import goto, screenshot, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]
 
@@ -20,14 +20,6 @@ MODEL = "synthetic-A-7B"  # the demo's focus model, registered with random weigh
 BASE = f"bench=synthetic-videomme&models={MODEL}&model={MODEL}"
 RERUN_FRAMES = 2
 RERUN_TIMEOUT_MS = 300_000  # a CPU worker loads the tiny model, then answers each item
-
-
-def goto(page, server, path: str) -> None:
-    page.goto(f"{server.url}/{path}")
-    wait_idle(page)
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
-        '[data-testid="stException"]'
-    ).first.inner_text()
 
 
 def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = None) -> dict:
