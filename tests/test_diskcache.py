@@ -151,3 +151,16 @@ def test_free_text_and_annotation_tags_go_through_sql():
     items = pd.DataFrame({"item_id": ["a"], "task_type": ["x"]})
     assert in_memory_mask(items, ItemFilter(search="a")) is None
     assert in_memory_mask(items, ItemFilter(tags=("hard",))) is None
+
+
+def test_available_counts_repeats_within_one_file_once(tmp_path):
+    """Rows and distinct items per cell when one file holds the same cells twice (a repeat run beside the main one)."""
+    from store.store import Store
+
+    store = Store(tmp_path / "s")
+    both = pd.concat([response_rows(DATA, run="main"), response_rows(DATA, run="r2")], ignore_index=True)
+    store.append({"responses": both, "items": item_rows(6, task_type=["x", "y"] * 3)})
+    info = available(store)
+    direct = _direct_counts(store)
+    assert _available_counts(info) == {k: items for k, (_, items) in direct.items()}
+    assert info["n_responses"] == len(both) == 2 * sum(items for _, items in direct.values())
