@@ -22,13 +22,13 @@ from typing import get_type_hints
 import pytest
 
 from backend import contracts, views
-from backend.contracts import NAMED, REPORTS, audits, common, inspector, policies, store
+from backend.contracts import NAMED, REPORTS, audits, common, inspector, policies, report, runs, store
 from backend.contracts import views as view_contracts
 from backend.contracts.schema import declared_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
-MODULES = (common, view_contracts, inspector, policies, audits, store)
+MODULES = (common, view_contracts, inspector, policies, audits, store, runs, report)
 MODEL, OTHER = "synthetic-A-7B", "synthetic-B-13B"
 
 
@@ -154,6 +154,15 @@ def test_dataclass_outputs_keep_their_contracts_fields():
     assert names(WorkerInfo) + ["age_s"] == list(get_type_hints(store.WorkerRow))
     assert names(VideoInfo) == list(get_type_hints(inspector.VideoProbe))
     assert names(ItemFilter) == list(get_type_hints(common.ItemFilterSpec))
+    from backend.runtime.registry import ModelSpec
+    from backend.runtime.sweep.engine import Failed
+    from store.ingest import IngestSummary
+    from store.ingest.publish import FileResult
+
+    assert names(ModelSpec) == list(get_type_hints(store.ModelEntry))
+    assert names(IngestSummary) == list(get_type_hints(runs.IngestReport))
+    assert names(FileResult) == list(get_type_hints(runs.IngestedFile))
+    assert names(Failed) == list(get_type_hints(runs.SweepFailure))
 
 
 def test_validator_says_where_a_value_breaks_its_contract():
@@ -247,6 +256,47 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     got.append(("jobs --cancel", ["jobs", "--cancel"], _cli(["jobs", *s, "--cancel", str(queued.id), "--json"])))
     got.append(("jobs", ["jobs"], _cli(["jobs", *s, "--json"])))
     got.append(("repair", ["repair"], _cli(["repair", *s, "--json"])))
+
+    # The commands that write (after the reads above, so they see the store they expect).
+    item = ["--benchmark", items[0]["benchmark"], "--item", items[0]["item_id"]]
+    for config in ("16f", "128f/random-s9"):  # answered from the store; queued
+        argv = ["rerun", *s, "--model", MODEL, *item, "--config", config]
+        got.append(("rerun", argv, _cli([*argv, "--json"])))
+    for config in ("32f", "128f/random-s9"):  # stored, so compared; queued, so nothing compared yet
+        argv = ["rerun", *s, "--model", MODEL, "--benchmark", items[0]["benchmark"], "--flow", "8f:64f:harmed",
+                "--config", config]  # fmt: skip
+        got.append(("rerun --flow", argv, _cli([*argv, "--json"])))
+    tags = _cli(["annotate", "tags", "--json"])
+    got.append(("annotate tags", ["annotate", "tags"], tags))
+    for extra in (["--note", "a note"], ["--model", MODEL]):
+        argv = ["annotate", "add", *s, *item, "--tag", next(iter(tags)), "--author", "tester", *extra]
+        got.append(("annotate add", argv, _cli([*argv, "--json"])))
+    got.append(("annotate list", ["annotate", "list"], _cli(["annotate", "list", *s, "--json"])))
+    argv = ["annotate", "delete", *s, got[-2][2]["annotation_id"]]
+    got.append(("annotate delete", argv, _cli([*argv, "--json"])))
+    for fmt_args in (["--models", pair, "--gallery", "2", "--bootstrap", "20"], ["--models", MODEL, "--gallery", "0",
+                     "--bootstrap", "0"]):  # fmt: skip
+        out = Path(demo_store).parent / "report.json"
+        argv = ["report", *s, *fmt_args, "--format", "json", "--out", str(out)]
+        with contextlib.redirect_stdout(io.StringIO()):  # "wrote <file>"; the JSON goes to --out
+            from backend.cli import main
+
+            assert main(argv) == 0
+        got.append(("report --format json", argv, json.loads(out.read_text())))
+
+    # A tiny random-weight model (built offline, a few seconds) swept over two items, one cell verified.
+    got.append(("models demo", ["models", "demo"], _cli(["models", "demo", *s, "tiny", "--json"])))
+    got.append(("models list", ["models", "list"], _cli(["models", "list", *s, "--json"])))
+    argv = ["sweep", *s, "--model", "tiny", "--benchmark", items[0]["benchmark"], "--grid", "text,2f", "--limit", "2",
+            "--verify", "1", "--no-progress", "--device", "cpu"]  # fmt: skip
+    got.append(("sweep", argv, _cli([*argv, "--json"])))
+
+    # ingest: a small long table into a store of its own (the demo store stays the one above)
+    from tests.ingest_fixtures import write_table
+
+    table = write_table(Path(demo_store).parent / "ingest-input")
+    argv = ["ingest", str(table), "--store", str(Path(demo_store).parent / "ingested")]
+    got.append(("ingest", argv, _cli([*argv, "--json"])))
     return got
 
 
@@ -279,6 +329,13 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     assert {j["state"] for j in jobs["jobs"]} == {"queued", "running", "done", "failed", "cancelled"}
     assert jobs["workers"] and jobs["local"][0]["state"] == "exited"
     assert by["inspect"][0]["video"]["info"] is not None and by["inspect"][0]["frames"]
+    assert by["rerun"][0]["from_store"] and "written_at" in by["rerun"][0] and "written_at" not in by["rerun"][1]
+    flow = by["rerun --flow"]
+    assert flow[0]["comparison"]["n_compared"] and flow[1]["comparison"]["accuracy_new"]["value"] is None
+    assert by["sweep"][0]["cells"]["done"] == 4 and by["sweep"][0]["verify"]["cells"] == 1
+    assert by["report --format json"][0]["gallery"] and by["report --format json"][0]["policy"]["available"]
+    assert by["report --format json"][1]["overlap"] is None and by["annotate list"][0][0]["model"] == MODEL
+    assert by["ingest"][0]["files"] and by["ingest"][0]["flagged"]
 
 
 def _update() -> None:

@@ -24,7 +24,17 @@ from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, Isocom
 from backend.contracts.common import Interval, ScopeHeader, Transition
 from backend.contracts.inspector import InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
-from backend.contracts.store import CheckReport, InfoReport, JobRecord, JobsOverview, RepairReport
+from backend.contracts.report import ReportData
+from backend.contracts.runs import IngestReport, RerunOutcome, SelectionRerunReport, SweepReport
+from backend.contracts.store import (
+    Annotation,
+    CheckReport,
+    InfoReport,
+    JobRecord,
+    JobsOverview,
+    ModelEntry,
+    RepairReport,
+)
 from backend.contracts.views import CompareReport, FlowsReport, ItemRow, ItemsPage, McqaMetrics, OverviewReport
 
 REPORTS: dict[str, Any] = {
@@ -46,8 +56,20 @@ REPORTS: dict[str, Any] = {
     "jobs --cancel": JobRecord,
     "check": CheckReport,
     "repair": RepairReport,
+    "rerun": RerunOutcome,
+    "rerun --flow": SelectionRerunReport,
+    "sweep": SweepReport,
+    "ingest": IngestReport,
+    "models list": list[ModelEntry],
+    "models demo": ModelEntry,
+    "annotate add": Annotation,
+    "annotate list": list[Annotation],
+    "annotate delete": Annotation,
+    "annotate tags": dict[str, str],
+    "report --format json": ReportData,
 }
-"""``trajaudit <command> --json`` -> the contract of what it prints."""
+"""``trajaudit <command> --json`` -> the contract of what it prints (``rerun --flow``: also ``--state`` and
+``--items``; ``models demo``: also ``add`` and ``remove``; ``report --format json`` writes to ``--out``)."""
 
 NAMED: dict[str, Any] = {"Interval": Interval}
 """Type aliases the schema names once (under ``$defs``) instead of spelling them out at every use."""
@@ -55,6 +77,7 @@ NAMED: dict[str, Any] = {"Interval": Interval}
 __all__ = [
     "NAMED",
     "REPORTS",
+    "Annotation",
     "CascadeSweepReport",
     "CascadeThresholdReport",
     "CheckReport",
@@ -62,19 +85,25 @@ __all__ = [
     "CrossmodelAudit",
     "FlowsReport",
     "InfoReport",
+    "IngestReport",
     "InspectReport",
-    "InterventionsAudit",
     "Interval",
+    "InterventionsAudit",
     "IsocomputeAudit",
     "ItemRow",
     "ItemsPage",
     "JobRecord",
     "JobsOverview",
     "McqaMetrics",
+    "ModelEntry",
     "NoiseAudit",
     "OverviewReport",
     "PredictorReport",
     "RepairReport",
+    "ReportData",
+    "RerunOutcome",
     "ScopeHeader",
+    "SelectionRerunReport",
+    "SweepReport",
     "Transition",
 ]

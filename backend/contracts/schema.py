@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-_FIELD_LINE = re.compile(r"^\s*(\S+): (\S.*)$")
+_FIELD_LINE = re.compile(r"^\s*([^\s:][^:]*<[^<>:]+>[^:]*|\S+): (\S.*)$")  # a family key may hold spaces
 _FAMILY = re.compile(r"<[^<>]+>")
 
 

@@ -1,4 +1,5 @@
-"""The store and its queue: ``trajaudit info``, ``jobs``, ``check`` and ``repair`` with ``--json``."""
+"""The store, its queue, registry and annotations: ``trajaudit info``, ``jobs``, ``check``, ``repair``,
+``models`` and ``annotate`` with ``--json``."""
 
 from typing import Literal, TypedDict
 
@@ -234,3 +235,49 @@ class RepairReport(TypedDict):
     moved_to_damaged: list[str]
     removed_orphans: list[str]
     taken: list[str]
+
+
+class ModelEntry(TypedDict):
+    """A registered model (``backend.runtime.registry.ModelSpec``): ``models list --json`` prints each, ``models add|remove|demo`` the one.
+
+    name: the name workers and re-runs use
+    family: the adapter family (qwen2_5_vl, ...)
+    path: the local checkpoint folder (absolute, or relative to the store)
+    dtype: auto or a torch dtype name
+    device: auto, cuda or cpu
+    max_frames: the largest frame budget accepted
+    default_pixels: pixels per frame for labels without @<n>k (null: the processor's default)
+    note: free text
+    """
+
+    name: str
+    family: str
+    path: str
+    dtype: str
+    device: str
+    max_frames: int
+    default_pixels: int | None
+    note: str
+
+
+class Annotation(TypedDict):
+    """One annotation (``annotate add|delete --json`` print it, ``annotate list --json`` the live ones, newest first).
+
+    annotation_id: its id
+    benchmark: the benchmark
+    item_id: the item
+    model: the model it is about (null: every model)
+    tag: its tag (``annotate tags``)
+    note: free text (null: none)
+    author: who wrote it
+    created_at: when (ISO-8601 UTC)
+    """
+
+    annotation_id: str
+    benchmark: str
+    item_id: str
+    model: str | None
+    tag: str
+    note: str | None
+    author: str
+    created_at: str

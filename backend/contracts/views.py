@@ -188,15 +188,22 @@ class TaskTypeRow(AccuracyColumns):
     text_overwrite_rate_hi: float | None
 
 
-class OverviewReport(McqaMetrics):
-    """The Overview page and ``trajaudit metrics --json``.
+class OverviewNumbers(McqaMetrics):
+    """The Overview's headline numbers and why items were left out (a report's ``overview``).
 
     excluded_reasons: per "<model> lacks <config>", the excluded items lacking that response
+    """
+
+    excluded_reasons: dict[str, int]
+
+
+class OverviewReport(OverviewNumbers):
+    """The Overview page and ``trajaudit metrics --json``.
+
     task_types: per model, one row per task type (largest first)
     scope: the scope these numbers belong to
     """
 
-    excluded_reasons: dict[str, int]
     task_types: dict[str, list[TaskTypeRow]]
     scope: ScopeHeader
 
@@ -271,16 +278,23 @@ class Sankey(TypedDict):
     n_hidden: NotRequired[int]
 
 
-class FlowsReport(Sankey):
-    """The Flows page and ``trajaudit flows --json``.
+class FlowsSummary(Sankey):
+    """The Sankey of one model with its trajectory classes (a report's ``flows``).
 
     trajectory_classes: items per trajectory class (stable-correct, monotone-gain, regressing, oscillating, stable-wrong)
+    """
+
+    trajectory_classes: dict[str, int]
+
+
+class FlowsReport(FlowsSummary):
+    """The Flows page and ``trajaudit flows --json``.
+
     n_flow_items: items of the flow asked for (--from/--to/--kind only)
     items: those items, at most --limit (--from/--to/--kind only)
     scope: the scope these numbers belong to
     """
 
-    trajectory_classes: dict[str, int]
     n_flow_items: NotRequired[int]
     items: NotRequired[list[FlowItem]]
     scope: ScopeHeader

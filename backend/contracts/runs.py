@@ -1,0 +1,450 @@
+"""Running models and reading results in: ``trajaudit rerun``, ``sweep`` and ``ingest`` with ``--json``."""
+
+from typing import Any, NotRequired, TypedDict
+
+from backend.contracts.common import Interval
+from backend.contracts.store import JobState
+
+# Families of keys: one key per configuration (see backend.contracts.schema.is_family).
+CorrectAtColumns = TypedDict("CorrectAtColumns", {"correct at <config>": int | None})
+
+
+class RerunOutcome(TypedDict):
+    """``trajaudit rerun --item ID --json`` (``backend.runtime.rerun.outcome``): the request, its job and its answer.
+
+    from_store: true when a stored response answered it (no job)
+    job_id: the job queued or joined (null: answered from the store)
+    state: the job's state ("done" when answered from the store)
+    error: why the job failed (null unless it did)
+    timed_out: true when --wait gave up before the job ended
+    model: the model
+    benchmark: the benchmark
+    item_id: the item
+    config: the configuration label, canonical
+    seed: the sampling seed (null: the policy draws none); the stored response's when answered
+    run: the answering response's run ("main" or a re-run id; null: no answer yet)
+    answer: the answer (null: no answer yet, or none could be read)
+    correct: 1 right, 0 wrong (null: no answer yet)
+    confidence: the answer's probability (null: not available)
+    option_probs: per option letter, its probability (null: not available)
+    frame_indices: the frames the model saw (null: text-only or no answer yet)
+    timings: seconds per phase of the run that answered (null: not recorded)
+    origin: where the response came from (ingest, sweep, rerun, demo); only with an answer
+    score: the continuous score of an open-ended answer (null: multiple choice); only with an answer
+    letter_mass: probability mass on the option letters (null: not recorded); only with an answer
+    frames: frames seen (null: not recorded); only with an answer
+    pixels: pixels per frame (null: the processor's default); only with an answer
+    policy: the sampling policy (null: not recorded); only with an answer
+    raw_output: the model's text (null: not recorded); only with an answer
+    flags: comma-joined quality flags (null: none); only with an answer
+    provenance: how the response was produced (an object, empty when unknown); only with an answer
+    written_at: when the response was stored (ISO-8601 UTC); only with an answer
+    """
+
+    from_store: bool
+    job_id: int | None
+    state: JobState
+    error: str | None
+    timed_out: bool
+    model: str
+    benchmark: str
+    item_id: str
+    config: str
+    seed: int | None
+    run: str | None
+    answer: str | None
+    correct: int | None
+    confidence: float | None
+    option_probs: dict[str, float] | None
+    frame_indices: list[int] | None
+    timings: dict[str, float] | None
+    origin: NotRequired[str | None]
+    score: NotRequired[float | None]
+    letter_mass: NotRequired[float | None]
+    frames: NotRequired[int | None]
+    pixels: NotRequired[int | None]
+    policy: NotRequired[str | None]
+    raw_output: NotRequired[str | None]
+    flags: NotRequired[str | None]
+    provenance: NotRequired[dict[str, Any]]
+    written_at: NotRequired[str | None]
+
+
+class RerunBatch(TypedDict):
+    """A selection's batch re-run (``backend.runtime.selection.submit``): every item asked the same way.
+
+    model: the model
+    benchmark: the benchmark
+    config: the configuration label, canonical
+    seed: the sampling seed (null: the policy draws none)
+    item_ids: the selected items, in the selection's order
+    job_ids: per item, its job (null: answered from the store)
+    from_store: items answered from the store
+    """
+
+    model: str
+    benchmark: str
+    config: str
+    seed: int | None
+    item_ids: list[str]
+    job_ids: list[int | None]
+    from_store: int
+
+
+class BatchProgress(TypedDict):
+    """How far a batch's jobs are (an item answered from the store counts as done).
+
+    n: items of the batch
+    counts: per job state (queued, running, done, failed, cancelled), its items
+    finished: true when no job is queued or running
+    """
+
+    n: int
+    counts: dict[str, int]
+    finished: bool
+
+
+class Share(TypedDict):
+    """A count of right answers out of those compared, with its Wilson 95% interval.
+
+    k: items right
+    n: items compared
+    value: k / n (null: none compared)
+    ci95: the Wilson 95% interval of k / n (null: none compared)
+    """
+
+    k: int
+    n: int
+    value: float | None
+    ci95: Interval | None
+
+
+class ComparedItem(CorrectAtColumns):
+    """One selected item at the baseline and at the re-run's configuration.
+
+    item_id: the item
+    correct at <config>: 1 right, 0 wrong, null unanswered: one key for the baseline, one for the new config
+    answer: its answer at the new configuration (null: none yet)
+    run: the run of that answer (null: none yet)
+    """
+
+    item_id: str
+    answer: str | None
+    run: str | None
+
+
+class BatchComparison(TypedDict):
+    """The selection under the new configuration against the baseline (``backend.runtime.selection.compare``).
+
+    model: the model
+    benchmark: the benchmark
+    selection: the selection, in words ("8f → 64f harmed", "wrong at 8f", "5 picked items")
+    config: the new configuration
+    baseline: the configuration compared against
+    n_items: selected items
+    n_compared: items answered at both configurations
+    n_missing: items not (yet) answered at both
+    correct_new: compared items right under config
+    correct_baseline: compared items right at the baseline
+    accuracy_new: correct_new out of n_compared
+    accuracy_baseline: correct_baseline out of n_compared
+    rescued: wrong at the baseline, right under config
+    harmed: right at the baseline, wrong under config
+    mcnemar_p: exact two-sided McNemar p of rescued against harmed
+    sentence: the comparison in one sentence
+    items: per selected item, its correctness at both and its new answer
+    """
+
+    model: str
+    benchmark: str
+    selection: str
+    config: str
+    baseline: str
+    n_items: int
+    n_compared: int
+    n_missing: int
+    correct_new: int
+    correct_baseline: int
+    accuracy_new: Share
+    accuracy_baseline: Share
+    rescued: int
+    harmed: int
+    mcnemar_p: float
+    sentence: str
+    items: list[ComparedItem]
+
+
+class SelectionRerunReport(TypedDict):
+    """``trajaudit rerun --flow|--state|--items ... --json`` and the page's batch re-run: the batch and its comparison.
+
+    batch: the batch submitted
+    progress: its jobs' states (with --wait: when it ended or timed out)
+    comparison: the selection against --baseline, as far as answered
+    """
+
+    batch: RerunBatch
+    progress: BatchProgress
+    comparison: BatchComparison
+
+
+class SweepCells(TypedDict):
+    """A sweep's cells (item x configuration).
+
+    grid: cells of the grid (items x configurations)
+    skipped: cells already stored (--resume)
+    pending: cells to run
+    done: cells answered and stored
+    raced: cells answered but stored meanwhile by another writer
+    failed: cells that failed
+    """
+
+    grid: int
+    skipped: int
+    pending: int
+    done: int
+    raced: int
+    failed: int
+
+
+class SweepFailure(TypedDict):
+    """A cell the sweep could not answer.
+
+    item_id: the item
+    config: the configuration
+    message: why
+    """
+
+    item_id: str
+    config: str
+    message: str
+
+
+class PhaseTotals(TypedDict):
+    """Seconds per inference phase, summed over cells.
+
+    decode: decoding the video's frames
+    preprocess: resizing and the processor call
+    vision: the vision encoder
+    prefill: the prompt's prefill
+    generate: generating the answer
+    """
+
+    decode: float
+    preprocess: float
+    vision: float
+    prefill: float
+    generate: float
+
+
+class PhaseShares(PhaseTotals):
+    """Each phase's share of the time (fractions summing to 1 with ``other``).
+
+    other: the share no phase covers (store writes, planning, Python between phases)
+    """
+
+    other: float
+
+
+class SweepCounters(TypedDict):
+    """What the sweep computed, beside what a cold run of the same cells computes.
+
+    requests: requests answered
+    processor_calls: processor calls made
+    processor_calls_cold: processor calls a cold run makes
+    frames_encoded: frames through the vision encoder
+    frames_encoded_cold: frames a cold run encodes
+    prefill_tokens: tokens prefilled
+    prefill_tokens_cold: tokens a cold run prefills
+    prefixes: shared prompt prefixes prefilled
+    composed: requests whose inputs were composed instead of processed
+    frames_decoded: frames decoded
+    frames_decoded_cold: frames one decode per visual cell decodes
+    videos_opened: videos opened
+    """
+
+    requests: int
+    processor_calls: int
+    processor_calls_cold: int
+    frames_encoded: int
+    frames_encoded_cold: int
+    prefill_tokens: int
+    prefill_tokens_cold: int
+    prefixes: int
+    composed: int
+    frames_decoded: int
+    frames_decoded_cold: int
+    videos_opened: int
+
+
+class DriftedCell(TypedDict):
+    """A verified cell whose answer changed on the sweep's path.
+
+    item_id: the item
+    config: the configuration
+    reused: the sweep's answer
+    cold: the cold path's answer
+    """
+
+    item_id: str
+    config: str
+    reused: str | None
+    cold: str | None
+
+
+class ReuseCeiling(TypedDict):
+    """What one reuse (or ``prune``) can buy end to end, from the verified pairs.
+
+    reuse: decode, prefix, vision or prune
+    phases: the phases it acts on
+    f: the cold share of those phases
+    s: cold over reused seconds of those phases (null: no reused time)
+    ceiling: the end-to-end bound 1 / ((1 - f) + f / s) (null: not defined)
+    """
+
+    reuse: str
+    phases: list[str]
+    f: float
+    s: float | None
+    ceiling: float | None
+
+
+class SweepVerify(TypedDict):
+    """The paired drift check (``--verify K``): K cells re-run cold and compared with the sweep's answers.
+
+    cells: cells compared
+    choice_drift: cells whose answer changed
+    correctness_drift: cells whose correctness changed
+    max_prob_diff: the largest difference in an option's probability
+    within_tolerance: true when every difference is within 1e-5
+    pathological: the sweep's empty or unparseable answers among them
+    pathological_cold: the cold path's
+    drifted: the cells whose answer changed
+    cold_phase_totals: seconds per phase of the cold runs
+    reused_phase_totals: seconds per phase of the same cells on the sweep's path
+    cold_phase_shares: each phase's share of the cold runs
+    measured_speedup: cold over reused seconds of these cells (null: no reused time)
+    reuse_ceilings: per reuse on (and prune, for an approximate sweep), its ceiling
+    """
+
+    cells: int
+    choice_drift: int
+    correctness_drift: int
+    max_prob_diff: float
+    within_tolerance: bool
+    pathological: int
+    pathological_cold: int
+    drifted: list[DriftedCell]
+    cold_phase_totals: PhaseTotals
+    reused_phase_totals: PhaseTotals
+    cold_phase_shares: PhaseShares
+    measured_speedup: float | None
+    reuse_ceilings: list[ReuseCeiling]
+
+
+class SweepReport(TypedDict):
+    """``trajaudit sweep --json`` (``backend.runtime.sweep.runner.run_sweep``): cells, time and reuse of one sweep.
+
+    sweep_id: the sweep's id (its rows' run id)
+    model: the model
+    benchmark: the benchmark
+    configs: the configurations swept, canonical
+    executor: local or ray
+    shards: shards run
+    reuse: the reuses on (decode, prefix, vision)
+    random_fullsize: the preset of a --random-fullsize build (null: the registered checkpoint)
+    cells: the cells, by outcome
+    failures: the failed cells (the first 20)
+    batches: store writes
+    wall_seconds: seconds from start to end
+    load_seconds: seconds loading the model (the slowest shard)
+    sweep_seconds: seconds answering cells (the busiest shard)
+    cpu_seconds: CPU seconds of the busiest shard's process
+    cells_per_second: done over sweep_seconds (null: nothing ran)
+    phase_totals: seconds per phase, summed over cells
+    phase_shares: each phase's share of the compute time
+    counters: what was computed, beside the cold counts
+    verify: the drift check (null without --verify)
+    withdrawn: true when a choice drift withdrew the sweep's rows from the store
+    approximate: true when a configuration is an approximate protocol (~prune)
+    """
+
+    sweep_id: str
+    model: str
+    benchmark: str
+    configs: list[str]
+    executor: str
+    shards: int
+    reuse: list[str]
+    random_fullsize: str | None
+    cells: SweepCells
+    failures: list[SweepFailure]
+    batches: int
+    wall_seconds: float
+    load_seconds: float
+    sweep_seconds: float
+    cpu_seconds: float
+    cells_per_second: float | None
+    phase_totals: PhaseTotals
+    phase_shares: PhaseShares
+    counters: SweepCounters
+    verify: SweepVerify | None
+    withdrawn: bool
+    approximate: bool
+
+
+class IngestedFile(TypedDict):
+    """What one input file added (``store.ingest.publish.FileResult``).
+
+    path: the file
+    format: the format it was read as
+    rows: responses it holds
+    new: responses written
+    already_stored: responses the store held already
+    replaced: stored responses it replaced (--replace)
+    duplicates: responses repeated within the input
+    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note), its responses
+    run_id: the ingest run that wrote its rows (null: it wrote nothing)
+    config_hint: where its configuration was inferred from (null: the file or --config said it)
+    """
+
+    path: str
+    format: str
+    rows: int
+    new: int
+    already_stored: int
+    replaced: int
+    duplicates: int
+    flagged: dict[str, int]
+    run_id: str | None
+    config_hint: str | None
+
+
+class IngestReport(TypedDict):
+    """``trajaudit ingest --json`` (``store.ingest.IngestSummary``): what one ingest read and wrote.
+
+    files: per input file, what it added
+    rows: responses read
+    new: responses written
+    already_stored: responses the store held already
+    replaced: stored responses replaced (--replace)
+    duplicates: responses repeated within the input
+    flagged: per quality flag, its responses
+    models: the models read
+    benchmarks: the benchmarks read
+    configs: the configurations read
+    items_written: item rows written or updated
+    store_version: the store's version after the write
+    """
+
+    files: list[IngestedFile]
+    rows: int
+    new: int
+    already_stored: int
+    replaced: int
+    duplicates: int
+    flagged: dict[str, int]
+    models: list[str]
+    benchmarks: list[str]
+    configs: list[str]
+    items_written: int
+    store_version: int
