@@ -1,6 +1,6 @@
 """Running models and reading results in: ``trajaudit rerun``, ``sweep`` and ``ingest`` with ``--json``."""
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from backend.contracts.common import Interval
 from backend.contracts.store import JobState
@@ -29,16 +29,16 @@ class RerunOutcome(TypedDict):
     option_probs: per option letter, its probability (null: not available)
     frame_indices: the frames the model saw (null: text-only or no answer yet)
     timings: seconds per phase of the run that answered (null: not recorded)
-    origin: where the response came from (ingest, sweep, rerun, demo); only with an answer
-    score: the continuous score of an open-ended answer (null: multiple choice); only with an answer
-    letter_mass: probability mass on the option letters (null: not recorded); only with an answer
-    frames: frames seen (null: not recorded); only with an answer
-    pixels: pixels per frame (null: the processor's default); only with an answer
-    policy: the sampling policy (null: not recorded); only with an answer
-    raw_output: the model's text (null: not recorded); only with an answer
-    flags: comma-joined quality flags (null: none); only with an answer
-    provenance: how the response was produced (an object, empty when unknown); only with an answer
-    written_at: when the response was stored (ISO-8601 UTC); only with an answer
+    origin: where the response came from (ingest, sweep, rerun, demo); null until answered
+    score: the continuous score of an open-ended answer (null: multiple choice); null until answered
+    letter_mass: probability mass on the option letters (null: not recorded); null until answered
+    frames: frames seen (null: not recorded); null until answered
+    pixels: pixels per frame (null: the processor's default); null until answered
+    policy: the sampling policy (null: not recorded); null until answered
+    raw_output: the model's text (null: not recorded); null until answered
+    flags: comma-joined quality flags (null: none); null until answered
+    provenance: how the response was produced (an object, empty when unknown; null until answered)
+    written_at: when the response was stored (ISO-8601 UTC; null until answered)
     """
 
     from_store: bool
@@ -58,16 +58,16 @@ class RerunOutcome(TypedDict):
     option_probs: dict[str, float] | None
     frame_indices: list[int] | None
     timings: dict[str, float] | None
-    origin: NotRequired[str | None]
-    score: NotRequired[float | None]
-    letter_mass: NotRequired[float | None]
-    frames: NotRequired[int | None]
-    pixels: NotRequired[int | None]
-    policy: NotRequired[str | None]
-    raw_output: NotRequired[str | None]
-    flags: NotRequired[str | None]
-    provenance: NotRequired[dict[str, Any]]
-    written_at: NotRequired[str | None]
+    origin: str | None
+    score: float | None
+    letter_mass: float | None
+    frames: int | None
+    pixels: int | None
+    policy: str | None
+    raw_output: str | None
+    flags: str | None
+    provenance: dict[str, Any] | None
+    written_at: str | None
 
 
 class RerunBatch(TypedDict):

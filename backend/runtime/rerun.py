@@ -44,6 +44,7 @@ _RESULT_COLUMNS = (
     "run, origin, answer, correct, confidence, score, option_probs, letter_mass, frames, pixels, policy, seed, "
     "frame_indices, raw_output, flags, provenance, written_at"
 )
+RESULT_KEYS = tuple(c.strip() for c in _RESULT_COLUMNS.split(","))
 
 
 def parse_seed(seed: object) -> int | None:
@@ -165,7 +166,8 @@ def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: 
         "config": req.config,
         "seed": req.seed,
     }
-    empty = dict.fromkeys(("run", "answer", "correct", "confidence", "option_probs", "frame_indices", "timings"))
+    # every result key, null until there is an answer: one shape for a queued, failed and answered request
+    empty = dict.fromkeys((*(k for k in RESULT_KEYS if k != "seed"), "timings"))
     return out | empty | (result or {})
 
 
