@@ -180,3 +180,13 @@ def test_ladders_join_budget_steps_only():
     assert lines == [["text", "8f", "16f", "32f", "64f"]]
     assert set(alone) == {"32f@50k", "32f@200k", "64f/dense-start", "64f/random-s1"}
     assert ladders(["text", "8f@151k", "16f@151k", "32f@151k"]) == ([["text", "8f@151k", "16f@151k", "32f@151k"]], [])
+
+
+def test_compare_at_the_baseline_config_keeps_both_columns(view):
+    """Re-running at the baseline's own configuration (a noise check) shows the logged and the new answer apart."""
+    store, _, matrix = view
+    ids = matrix.items["item_id"].tolist()[:5]
+    out = selection.compare(str(store.root), MODEL, BENCH, ids, "8f", "8f")
+    row = out["items"][0]
+    assert {"correct at 8f", "correct at 8f (re-run)"} <= set(row)
+    assert [r["correct at 8f"] for r in out["items"]] == [r["correct at 8f (re-run)"] for r in out["items"]]

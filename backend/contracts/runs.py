@@ -123,7 +123,7 @@ class ComparedItem(CorrectAtColumns):
     """One selected item at the baseline and at the re-run's configuration.
 
     item_id: the item
-    correct at <config>: 1 right, 0 wrong, null unanswered: one key for the baseline, one for the new config
+    correct at <config>: 1 right, 0 wrong, null unanswered: one key for the baseline, one for the new config (``correct at <config> (re-run)`` when the baseline is the same config)
     answer: its answer at the new configuration (null: none yet)
     run: the run of that answer (null: none yet)
     """

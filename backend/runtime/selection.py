@@ -225,10 +225,11 @@ def compare(root: str, model: str, benchmark: str, ids: list[str], config: str, 
     n = int(both.sum())
     rescued, harmed = int((~yb & yn).sum()), int((yb & ~yn).sum())
     k_new, k_base = int(yn.sum()), int(yb.sum())
+    now = f"correct at {config}" + (" (re-run)" if config == baseline else "")  # the logged column keeps its own name
     rows = pd.DataFrame({
         "item_id": ids,
         f"correct at {baseline}": base["correct"].to_numpy(),
-        f"correct at {config}": new["correct"].to_numpy(),
+        now: new["correct"].to_numpy(),
         "answer": new["answer"].to_numpy(),
         "run": new["run"].to_numpy(),
     })  # fmt: skip
