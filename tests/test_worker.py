@@ -195,6 +195,21 @@ def test_signal_while_computing_releases(root):
     assert JobQueue(root).get(job_id).state == "queued" and _rows(root, job_id).empty
 
 
+def test_a_signal_a_library_reports_as_its_own_error_still_releases(root):
+    """DuckDB turns the handler's interruption into ``RuntimeError: Query interrupted``: with the stop
+    requested, the job goes back to the queue instead of failing."""
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+
+    def interrupted_query():
+        worker._stop.set()
+        raise RuntimeError("Query interrupted")
+
+    worker = _worker(root, FakeAdapter(on_answer=interrupted_query))
+    assert worker.run() == 0
+    job = JobQueue(root).get(job_id)
+    assert (job.state, job.attempts, job.error) == ("queued", 0, None) and _rows(root, job_id).empty
+
+
 @pytest.mark.slow
 def test_end_to_end_with_a_tiny_model(tmp_path, monkeypatch, capsys):
     root = tmp_path / "store"

@@ -229,6 +229,11 @@ class Worker:
                 return "queued"
             except Exception as exc:
                 self._computing = False
+                if self._stop.is_set():  # the stop landed inside a library call (DuckDB: "Query interrupted")
+                    self.queue.release(job.id, self.worker_id)
+                    print(f"worker: stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue",
+                          flush=True)  # fmt: skip
+                    return "queued"
                 traceback.print_exc(file=sys.stderr)
                 message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
                 self.queue.fail(job.id, self.worker_id, message)
