@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis.stats import COUNTED_BITS
+from backend.analysis.stats import code_counts, row_codes
 from backend.analysis.tags import confused
 from backend.contracts.views import ConfusionOverlap
 from backend.scope.matrix import Matrix
@@ -67,13 +67,8 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     inter = conf.astype(np.int64) @ conf.T.astype(np.int64)  # [M, M]
     union = per_model[:, None] + per_model[None, :] - inter
     jaccard = np.where(union > 0, inter / np.maximum(union, 1), np.nan)
-    codes = (conf.T.astype(np.int64) << np.arange(len(matrix.models), dtype=np.int64)).sum(axis=1)
-    if len(matrix.models) <= COUNTED_BITS:  # counted, not sorted: np.unique's result, linear in the items
-        every = np.bincount(codes, minlength=2)
-        uniq = np.flatnonzero(every[1:]) + 1
-        counts = every[uniq]
-    else:
-        uniq, counts = np.unique(codes[codes > 0], return_counts=True)
+    uniq, counts = code_counts(row_codes(conf.T), len(matrix.models))
+    uniq, counts = uniq[uniq > 0], counts[uniq > 0]  # items confused by at least one model
     order = np.lexsort((uniq, -counts))
     return {
         "models": list(matrix.models),

@@ -86,9 +86,6 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.D
     return out
 
 
-NUMERIC_KEYS = ("n_correct", "changes", "mean_confidence", "disagreement")
-
-
 def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
     """Per item (matrix order) the numeric values the item table sorts on, computed for every item at once
     (the id and task type sort on the items' own columns)."""
@@ -143,7 +140,7 @@ def item_page(
     rows = sorted_positions(matrix, keys, sort, descending)[(page - 1) * page_size : page * page_size]
     out = item_rows(matrix, model, rows, PAGE_COLUMNS)
     out.insert(0, "position", rows)
-    out = pd.concat([out, keys.loc[rows, list(NUMERIC_KEYS)].reset_index(drop=True)], axis=1)
+    out = pd.concat([out, keys.loc[rows].reset_index(drop=True)], axis=1)
     conf = matrix.confidence[matrix.model_index(model), rows].astype(np.float64).round(4)
     out["confidence"] = pd.DataFrame(conf).astype(object).where(~np.isnan(conf), None).to_numpy().tolist()
     return out, n_pages
