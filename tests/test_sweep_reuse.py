@@ -8,6 +8,7 @@ import torch
 
 from backend.runtime.inference.base import FAMILIES, InferenceRequest
 from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_rows
+from backend.runtime.inference.normalise import fused_mean_std, normalise_channels_last
 from backend.runtime.inference.reuse import (
     FrameFeatures,
     ReuseCounters,
@@ -95,6 +96,7 @@ def test_question_before_the_video_falls_back_to_separate_prefixes(tiny, monkeyp
         )
 
     monkeypatch.setattr(adapter, "render_prompt", question_first)
+    monkeypatch.setattr(adapter, "_prompts", {})  # prompts remembered from the real template are not this one's
     batch = requests(4)
     counters = ReuseCounters()
     got = answer_group(adapter, batch, share_prefix=True, counters=counters)
@@ -151,6 +153,37 @@ def test_frames_processed_once_per_budget_give_the_processors_own_inputs(tiny):
             for key, value in want.inputs.items():
                 assert torch.equal(got.inputs[key], value), key
     assert len(features._pixels) == 2 * 16
+
+
+def test_prompts_and_letter_ids_are_remembered_per_question(tiny, monkeypatch):
+    """A question asked at several budgets renders its template once; the remembered prompt is the template's."""
+    adapter = tiny.adapter("qwen3_vl")
+    monkeypatch.setattr(adapter, "_prompts", {})
+    calls = []
+    render = adapter.render_prompt
+    monkeypatch.setattr(adapter, "render_prompt", lambda r: calls.append(r) or render(r))
+    asked = [*requests(4), *requests(8), *requests(4, answer_types=("open", "mcqa", "mcqa"))]
+    text = [InferenceRequest(**{**vars(r), "frames": None, "frame_indices": []}) for r in requests(4)]
+    for r in [*asked, *text]:
+        assert adapter.prompt(r) == render(r)
+    assert len(calls) == 3 + 1 + 3  # three questions; one asked open-ended; three without frames
+    letters = [adapter.letters(r, adapter.prompt(r)) for r in requests(8)]
+    assert letters == [adapter.letters(r, adapter.prompt(r)) for r in requests(4)]
+    assert all(ids and len(ids) == len(OPTIONS) for _, ids in letters)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "planes"])
+def test_normalising_here_gives_the_processors_bits_and_layout(tiny, layout):
+    """The fast rescale-and-normalise equals the processor's own, value for value and stride for stride."""
+    video = tiny.adapter("llava_next_video").processor.video_processor
+    pixels = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (5, 37, 29, 3), dtype=np.uint8))
+    frames = pixels.permute(0, 3, 1, 2) if layout == "channels_last" else pixels.permute(0, 3, 1, 2).contiguous()
+    theirs = video.rescale_and_normalize(
+        frames, video.do_rescale, video.rescale_factor, video.do_normalize, video.image_mean, video.image_std
+    )
+    mine = normalise_channels_last(frames, *fused_mean_std(video, frames.device))
+    assert torch.equal(mine, theirs) and mine.dtype == theirs.dtype == torch.float32
+    assert mine.is_contiguous(memory_format=torch.channels_last)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

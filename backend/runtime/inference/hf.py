@@ -95,6 +95,10 @@ class HFAdapter:
         self.eos_ids = {int(i) for i in eos if i is not None}
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))  # batched suffixes (masked)
+        # a sweep asks each question at every budget: its chat template (about 0.4 ms) and its letters' ids
+        # (a tokenizer call on five texts) are the same each time, so they are remembered (bounded)
+        self._prompts: dict[tuple, str] = {}
+        self._letter_ids: dict[tuple[str, tuple[str, ...]], list[int]] = {}
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", dtype: str = "float32") -> HFAdapter:
@@ -105,9 +109,15 @@ class HFAdapter:
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=TORCH_DTYPES[dtype], local_files_only=True)
         return cls(model.to(device), processor, device)
 
+    def prompt(self, request: InferenceRequest) -> str:
+        """:meth:`render_prompt`, remembered per question, options, answer type and whether frames come."""
+        key = (request.question, tuple(request.options or ()), request.answer_type, request.frames is None)
+        return _remember(self._prompts, key, lambda: self.render_prompt(request))
+
     # -- family hooks -------------------------------------------------------------------------
     def render_prompt(self, request: InferenceRequest) -> str:
-        """The checkpoint's chat template around the question (and one video placeholder)."""
+        """The checkpoint's chat template around the question (and one video placeholder). It may read
+        only the fields :meth:`prompt` remembers it by."""
         content = [{"type": "text", "text": user_text(request.question, request.options, request.answer_type)}]
         if request.frames is not None:
             content.insert(0, {"type": "video"})
@@ -145,7 +155,7 @@ class HFAdapter:
     # -- shared pipeline ----------------------------------------------------------------------
     def prepare(self, request: InferenceRequest) -> Prepared:
         """Prompt, processor outputs (all of them, on the device), positions and fed resolution."""
-        prompt = self.render_prompt(request)
+        prompt = self.prompt(request)
         return self.prepared(prompt, self.process(prompt, request))
 
     def prepared(self, prompt: str, raw: dict[str, Any]) -> Prepared:
@@ -227,7 +237,10 @@ class HFAdapter:
         if request.answer_type != "mcqa":
             return [], []
         letters = option_letters(request.options)
-        return letters, letter_token_ids(self.tokenizer, prompt, letters)
+        ids = _remember(
+            self._letter_ids, (prompt, tuple(letters)), lambda: letter_token_ids(self.tokenizer, prompt, letters)
+        )
+        return letters, list(ids)
 
     def resize_for_budget(self, frames: np.ndarray, pixels: int | None) -> np.ndarray:
         """Frames as ``process`` feeds them under a per-frame budget (idempotent: resizing twice is a no-op),
@@ -315,3 +328,15 @@ class HFAdapter:
             with timer("prefill"):
                 out = self.forward(prepared, encoded, use_cache=request.answer_type != "mcqa")
             return self.conclude(request, prepared, out, letters, letter_ids, timer)
+
+
+REMEMBERED = 4096  # entries per memo; a fuller one starts again (a sweep revisits recent questions only)
+
+
+def _remember(memo: dict, key, compute):
+    """``memo[key]``, computed on a miss; the memo is emptied when full."""
+    if key not in memo:
+        if len(memo) >= REMEMBERED:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]

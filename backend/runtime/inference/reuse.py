@@ -110,7 +110,7 @@ class FrameFeatures:
             processed = adapter.process_frames(frames)
             for j, pixels in zip(missing, processed):
                 self._pixels[keys[j]] = pixels
-        prompt = adapter.render_prompt(request)
+        prompt = adapter.prompt(request)
         if all(key in self._features for key in keys):
             pixels = self._pixels[keys[0]].new_empty((0, *self._pixels[keys[0]].shape))
         elif len(missing) == len(keys):
@@ -158,7 +158,8 @@ def compose(
     if len(requests) == 1:
         return [first], 1
     visual = _placeholders(adapter)
-    unexpanded = [_token_ids(adapter, adapter.render_prompt(r)) for r in requests]
+    prompts = [adapter.prompt(r) for r in requests]
+    unexpanded = [_token_ids(adapter, prompt) for prompt in prompts]
     cuts = [_last_visual(ids, visual) for ids in unexpanded]
     heads = {tuple(ids[: cut + 1]) for ids, cut in zip(unexpanded, cuts)}
     tails = [ids[cut + 1 :] for ids, cut in zip(unexpanded, cuts)]
@@ -175,7 +176,7 @@ def compose(
     if not exact:
         return [first, *(adapter.prepare(r) for r in requests[1:])], len(requests)
     out = [first]
-    for request, tail in zip(requests[1:], tails[1:]):
+    for prompt, tail in zip(prompts[1:], tails[1:]):
         ids = torch.cat([expanded[:, :base], expanded.new_tensor([tail])], dim=1)
         inputs = dict(first.inputs, input_ids=ids)
         if "attention_mask" in inputs:
@@ -183,7 +184,7 @@ def compose(
         if "mm_token_type_ids" in inputs:
             types = first.inputs["mm_token_type_ids"]
             inputs["mm_token_type_ids"] = torch.cat([types[:, :base], types.new_zeros((1, len(tail)))], dim=1)
-        out.append(Prepared(adapter.render_prompt(request), inputs, adapter.position_ids(inputs), first.resolution))
+        out.append(Prepared(prompt, inputs, adapter.position_ids(inputs), first.resolution))
     return out, 1
 
 

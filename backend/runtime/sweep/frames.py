@@ -63,17 +63,17 @@ class ClipFrames:
         if not inside or not np.array_equal(self.union[rows], indices):
             raise ValueError("ClipFrames.frames: indices outside the preloaded union")
         if pixels is None:
-            return self.decoded[rows], 0.0, 0.0
+            return _take(self.decoded, rows), 0.0, 0.0
         t0 = time.perf_counter()
         store = self._resized_store(pixels, rows)
         if store is None:  # the budget holds the decoded frames as they are
-            return self.decoded[rows], 0.0, time.perf_counter() - t0
+            return _take(self.decoded, rows), 0.0, time.perf_counter() - t0
         resized, done = store
         missing = rows[~done[rows]]
         if len(missing):
             resized[missing] = self.resize(self.decoded[missing], pixels)
             done[missing] = True
-        return resized[rows], 0.0, time.perf_counter() - t0
+        return _take(resized, rows), 0.0, time.perf_counter() - t0
 
     def _resized_store(self, pixels: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if pixels not in self._resized:
@@ -91,3 +91,11 @@ class ClipFrames:
     def decode_share(self, n_visual_cells: int) -> float:
         """The union decode's seconds per visual cell of the clip."""
         return self.decode_seconds / n_visual_cells if self.reuse and n_visual_cells else 0.0
+
+
+def _take(frames: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``frames[rows]``; the array itself when ``rows`` is every row in order (the largest budget of a
+    nested grid asks for the whole union: no copy of every decoded frame)."""
+    if len(rows) == len(frames) and np.array_equal(rows, np.arange(len(frames))):
+        return frames
+    return frames[rows]
