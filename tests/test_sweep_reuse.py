@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from backend.runtime.inference import packed_attention as packed_attention_module
 from backend.runtime.inference.base import FAMILIES, InferenceRequest
 from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_rows
 from backend.runtime.inference.normalise import fused_mean_std, normalise_channels_last
+from backend.runtime.inference.packed_attention import packed_attention
 from backend.runtime.inference.reuse import (
     FrameFeatures,
     ReuseCounters,
@@ -229,6 +231,36 @@ def test_packed_suffixes_equal_the_padded_batch(tiny, family):
     for a, b in zip(packed, padded, strict=True):
         assert a.logits.shape == b.logits.shape == (1, 1, adapter.model.config.get_text_config().vocab_size)
         assert torch.allclose(a.logits, b.logits, atol=1e-5, rtol=0)
+    with packed_attention(adapter.model, split) as applied:
+        assert applied  # the packed pass above attended the prefix without its mask in every family
+    assert adapter.model.model.language_model.config._attn_implementation == "sdpa"  # and put SDPA back
+
+
+@pytest.mark.parametrize("heads, groups", [(4, 2), (4, 4), (6, 1)])
+def test_prefix_and_own_block_merge_to_the_masked_attention(heads, groups):
+    """The two flash attentions merged by log-sum-exp equal one SDPA over every key under the packed mask,
+    with grouped keys and values (the reference repeats them per query head)."""
+    generator = torch.Generator().manual_seed(0)
+    split, lengths, d = 37, torch.tensor([5, 9, 4]), 16
+    t = int(lengths.sum())
+    query = torch.randn(1, t, heads, d, generator=generator).transpose(1, 2)  # as the layers hand it over
+    key, value = (torch.randn(1, groups, split + t, d, generator=generator) for _ in range(2))
+    block = torch.repeat_interleave(torch.arange(3), lengths)
+    step = torch.arange(t)
+    mask = torch.zeros(1, 1, t, split + t)
+    unseen = (block[:, None] != block[None, :]) | (step[None, :] > step[:, None])
+    mask[0, 0, :, split:].masked_fill_(unseen, torch.finfo(torch.float32).min)
+    token = packed_attention_module._SPLIT.set(split)
+    try:
+        mine, _ = packed_attention_module._attention(None, query, key, value, mask, scaling=0.3)
+    finally:
+        packed_attention_module._SPLIT.reset(token)
+    n = heads // groups
+    theirs = torch.nn.functional.scaled_dot_product_attention(
+        query, key.repeat_interleave(n, 1), value.repeat_interleave(n, 1), attn_mask=mask, scale=0.3
+    ).transpose(1, 2)
+    assert mine.shape == theirs.shape == (1, t, heads, d)
+    assert torch.allclose(mine, theirs, atol=1e-6, rtol=0)
 
 
 def test_a_request_whose_frames_are_all_encoded_carries_no_pixels(tiny):

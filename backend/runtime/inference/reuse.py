@@ -49,6 +49,7 @@ import torch
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
 from backend.runtime.inference.hf import HFAdapter, PhaseTimer, Prepared
 from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_rows
+from backend.runtime.inference.packed_attention import packed_attention
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
@@ -229,7 +230,8 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
     The suffixes are packed one after the other into a single sequence on the prefix's cache (batch 1, so
     the cache is not copied per question) with a 4-D attention mask: each suffix token sees the prefix and
     the tokens of its own suffix up to itself, nothing of the other suffixes, and keeps its slice of its
-    full sequence's positions. The logits are read at the last token of each suffix. Attention back ends
+    full sequence's positions (on the CPU the prefix is attended without the mask:
+    :mod:`backend.runtime.inference.packed_attention`). The logits are read at the last token of each suffix. Attention back ends
     that take no custom mask get the suffixes as a padded batch instead (:func:`_padded_suffixes`). The
     cache is spent afterwards."""
     if adapter.model.config._attn_implementation not in ("sdpa", "eager"):
@@ -246,7 +248,8 @@ def run_suffixes(adapter: HFAdapter, prepared: list[Prepared], cache, split: int
     unseen = (block[:, None] != block[None, :]) | (step[None, :] > step[:, None])
     mask[0, 0, :, split:].masked_fill_(unseen, torch.finfo(adapter.dtype).min)
     positions = torch.cat([_own_positions(p, split) for p in prepared], dim=-1)
-    out = _suffix_pass(adapter, prepared, torch.cat(tails)[None], mask, positions, cache, ends - 1)
+    with packed_attention(adapter.model, split):
+        out = _suffix_pass(adapter, prepared, torch.cat(tails)[None], mask, positions, cache, ends - 1)
     return [SimpleNamespace(logits=out.logits[:, i : i + 1]) for i in range(len(tails))]
 
 
