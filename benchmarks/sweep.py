@@ -28,7 +28,7 @@ which is exactly ``adapter.answer``). Last line: ``speedup: <ratio> drift: <choi
 Read the ratio with the load: on a busy machine the cold sweep (four to five times longer, and
 memory-heavy: a decode and a processor call per cell) is disturbed more than the reused one even
 taking the fastest of ``--repeats``, so the wall-time ratio rises with the load (7.3x was measured at
-a load average of 5 where a quiet run gives 4.3-4.7x). The CPU-time ratio printed beside it (the
+a load average of 5 where quiet runs then gave 4.4-4.9x). The CPU-time ratio printed beside it (the
 process's CPU time over the same spans) moves less; quote the figure of a quiet run.
 
 Usage: ``python benchmarks/sweep.py [--videos 4] [--family llava_next_video] [--scale 4] [--repeats 3]``.
