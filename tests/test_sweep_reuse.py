@@ -236,20 +236,28 @@ def test_packed_suffixes_equal_the_padded_batch(tiny, family):
     assert adapter.model.model.language_model.config._attn_implementation == "sdpa"  # and put SDPA back
 
 
-@pytest.mark.parametrize("heads, groups", [(4, 2), (4, 4), (6, 1)])
-def test_prefix_and_own_block_merge_to_the_masked_attention(heads, groups):
+@pytest.mark.parametrize(
+    "heads, groups, dtype, tolerance",
+    [
+        (4, 2, torch.float32, 1e-6),
+        (4, 4, torch.float32, 1e-6),
+        (6, 1, torch.float32, 1e-6),
+        (4, 2, torch.bfloat16, 2e-2),
+    ],
+)
+def test_prefix_and_own_block_merge_to_the_masked_attention(heads, groups, dtype, tolerance):
     """The two flash attentions merged by log-sum-exp equal one SDPA over every key under the packed mask,
-    with grouped keys and values (the reference repeats them per query head)."""
+    with grouped keys and values (the reference repeats them per query head), in the model's dtype."""
     generator = torch.Generator().manual_seed(0)
     split, lengths, d = 37, torch.tensor([5, 9, 4]), 16
     t = int(lengths.sum())
-    query = torch.randn(1, t, heads, d, generator=generator).transpose(1, 2)  # as the layers hand it over
-    key, value = (torch.randn(1, groups, split + t, d, generator=generator) for _ in range(2))
+    query = torch.randn(1, t, heads, d, generator=generator).to(dtype).transpose(1, 2)  # as the layers hand it over
+    key, value = (torch.randn(1, groups, split + t, d, generator=generator).to(dtype) for _ in range(2))
     block = torch.repeat_interleave(torch.arange(3), lengths)
     step = torch.arange(t)
-    mask = torch.zeros(1, 1, t, split + t)
+    mask = torch.zeros(1, 1, t, split + t, dtype=dtype)
     unseen = (block[:, None] != block[None, :]) | (step[None, :] > step[:, None])
-    mask[0, 0, :, split:].masked_fill_(unseen, torch.finfo(torch.float32).min)
+    mask[0, 0, :, split:].masked_fill_(unseen, torch.finfo(dtype).min)
     token = packed_attention_module._SPLIT.set(split)
     try:
         mine, _ = packed_attention_module._attention(None, query, key, value, mask, scaling=0.3)
@@ -259,8 +267,8 @@ def test_prefix_and_own_block_merge_to_the_masked_attention(heads, groups):
     theirs = torch.nn.functional.scaled_dot_product_attention(
         query, key.repeat_interleave(n, 1), value.repeat_interleave(n, 1), attn_mask=mask, scale=0.3
     ).transpose(1, 2)
-    assert mine.shape == theirs.shape == (1, t, heads, d)
-    assert torch.allclose(mine, theirs, atol=1e-6, rtol=0)
+    assert mine.shape == theirs.shape == (1, t, heads, d) and mine.dtype == dtype
+    assert torch.allclose(mine.float(), theirs.float(), atol=tolerance, rtol=0)
 
 
 def test_a_request_whose_frames_are_all_encoded_carries_no_pixels(tiny):

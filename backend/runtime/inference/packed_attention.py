@@ -46,7 +46,7 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     )
     lse = torch.logaddexp(lse_prefix, lse_suffix)
     out = prefix * (lse_prefix - lse).exp_()[..., None] + suffix * (lse_suffix - lse).exp_()[..., None]
-    return out.reshape(b, heads, t, d).transpose(1, 2).contiguous(), None
+    return out.to(query.dtype).reshape(b, heads, t, d).transpose(1, 2).contiguous(), None  # lse is float32
 
 
 AttentionInterface.register(NAME, _attention)
