@@ -188,6 +188,18 @@ def test_normalising_here_gives_the_processors_bits_and_layout(tiny, layout):
     assert mine.is_contiguous(memory_format=torch.channels_last)
 
 
+def test_a_processor_without_per_channel_statistics_normalises_its_own_frames(tiny, monkeypatch):
+    """One scalar mean and std (no RGB triple): the processor keeps its own normalisation, same inputs as before."""
+    adapter = tiny.adapter("llava_next_video")
+    video = adapter.processor.video_processor
+    monkeypatch.setattr(video, "image_mean", 0.5)
+    monkeypatch.setattr(video, "image_std", 0.25)
+    assert fused_mean_std(video, torch.device("cpu")) is None
+    request = requests(4)[0]
+    got, want = FrameFeatures().prepare(adapter, request), adapter.prepare(request)
+    assert torch.equal(got.inputs["pixel_values_videos"], want.inputs["pixel_values_videos"])
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_last_layer_computes_only_what_is_read(tiny, family):
     """The prefix pass (last layer: keys and values only) and a suffix pass (last layer: every key and value,

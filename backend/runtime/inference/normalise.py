@@ -16,9 +16,11 @@ import torch
 
 
 def fused_mean_std(processor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """The mean and std the processor subtracts and divides by after folding in its rescale factor,
-    or None when it does not both rescale and normalise (the caller then lets the processor do it)."""
-    if not (processor.do_rescale and processor.do_normalize):
+    """The per-channel mean and std the processor subtracts and divides by after folding in its rescale
+    factor, or None when it does not both rescale and normalise with one value per RGB channel (the
+    caller then lets the processor do it)."""
+    per_channel = all(isinstance(v, (list, tuple)) and len(v) == 3 for v in (processor.image_mean, processor.image_std))
+    if not (processor.do_rescale and processor.do_normalize and per_channel):
         return None
     mean, std, _ = processor._fuse_mean_std_and_rescale_factor(
         do_normalize=True,
