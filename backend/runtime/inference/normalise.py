@@ -17,12 +17,13 @@ import torch
 
 def fused_mean_std(processor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
     """The per-channel mean and std the processor subtracts and divides by after folding in its rescale
-    factor, or None when it does not both rescale and normalise with one value per RGB channel (the
-    caller then lets the processor do it)."""
+    factor, or None when it does not both rescale and normalise with one value per RGB channel, or has
+    no fused rescale-and-normalise step (a processor of another make: the caller lets it do its own)."""
     per_channel = all(isinstance(v, (list, tuple)) and len(v) == 3 for v in (processor.image_mean, processor.image_std))
-    if not (processor.do_rescale and processor.do_normalize and per_channel):
+    fuse = getattr(processor, "_fuse_mean_std_and_rescale_factor", None)  # the processor's own folding: same bits
+    if fuse is None or not (processor.do_rescale and processor.do_normalize and per_channel):
         return None
-    mean, std, _ = processor._fuse_mean_std_and_rescale_factor(
+    mean, std, _ = fuse(
         do_normalize=True,
         image_mean=tuple(processor.image_mean),
         image_std=tuple(processor.image_std),
