@@ -22,6 +22,11 @@ REPAIR_HINT = (
 def user_message(exc: BaseException) -> str | None:
     """One line for a failure the user caused or can fix (permissions, paths, damaged files), or
     None for a bug, which should keep its traceback."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+               errno.EFBIG: "a file-size limit was reached"}[exc.errno]  # fmt: skip
+        return (f"{why} while writing {exc.filename or 'a file'}; nothing was published (the store is as it was): "
+                "free some space and run the command again")  # fmt: skip
     if isinstance(exc, PermissionError) or (isinstance(exc, OSError) and exc.errno == errno.EROFS):
         return f"{exc.filename or 'a file'}: permission denied (read-only); use a folder you can write, or fix its permissions"
     if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):

@@ -37,10 +37,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.errors import StoreError
-from store.schema import SCHEMAS, TABLES
+from store.paths import inside, outside_reason
+from store.schema import TABLES, schema_problem
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 
 DAMAGED = "damaged"
+CACHE = ".cache"  # backend.scope.diskcache.FOLDER (store/ may not import backend/)
 
 
 @dataclass
@@ -73,6 +75,9 @@ def _file_problem(
     root: Path, table: str, rel: str, expected_rows: int | None, deep: bool
 ) -> tuple[str | None, int | None]:
     """(what is wrong or None, rows the file holds when readable)."""
+    escape = outside_reason(root, rel)
+    if escape:
+        return f"outside the store ({escape})", None
     path = root / rel
     if not path.is_file():
         return "missing", None
@@ -83,17 +88,36 @@ def _file_problem(
             pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         return f"unreadable Parquet ({str(exc).splitlines()[0]})", None
-    if not schema.remove_metadata().equals(SCHEMAS[table].remove_metadata()):
-        return f"schema differs from the {table} table's", meta.num_rows
+    mismatch = schema_problem(table, schema)
+    if mismatch:
+        return mismatch, meta.num_rows
     if expected_rows is not None and meta.num_rows != expected_rows:
         return f"{meta.num_rows} rows where the manifest recorded {expected_rows}", meta.num_rows
     return None, meta.num_rows
 
 
+def _own_tables(root: Path) -> list[str]:
+    """The tables whose folder stays inside the store: a folder linked elsewhere is never listed,
+    so nothing outside is ever taken into a rebuilt manifest or deleted as an orphan."""
+    return [t for t in TABLES if outside_reason(root, t) is None]
+
+
+def _cache_escapes(root: Path) -> bool:
+    """``<store>/.cache`` is a link out of the store (the derived-data cache refuses to use it)."""
+    return (root / CACHE).is_symlink() and outside_reason(root, CACHE) is not None
+
+
 def _on_disk(root: Path) -> tuple[dict[str, list[str]], list[str]]:
-    """({table: Parquet files on disk}, temporary files a writer left)."""
-    parquet = {t: sorted(str(p.relative_to(root)) for p in (root / t).glob("*.parquet")) for t in TABLES}
-    temps = [str(p.relative_to(root)) for t in TABLES for p in (root / t).glob("*.tmp")]
+    """({table: Parquet files on disk}, temporary files a writer left), in the store's own folders;
+    a link out of the store is neither taken into a rebuilt manifest nor deleted as an orphan."""
+    own = _own_tables(root)
+
+    def listed(table: str, pattern: str) -> list[str]:
+        found = (str(p.relative_to(root)) for p in (root / table).glob(pattern)) if table in own else ()
+        return sorted(rel for rel in found if outside_reason(root, rel) is None)
+
+    parquet = {t: listed(t, "*.parquet") for t in TABLES}
+    temps = [rel for t in TABLES for rel in listed(t, "*.tmp")]
     temps += [p.name for p in root.glob(f".{MANIFEST}.*.tmp")]
     return parquet, sorted(temps)
 
@@ -115,16 +139,21 @@ def check(store: Store, deep: bool = False) -> Report:
     """Verify the manifest and every listed file (``deep``: decode every page, not just the footer)."""
     root = _existing(store)
     try:
-        m = store.manifest()
+        m = store.raw_manifest()
     except StoreError as exc:
         parquet, _ = _on_disk(root)
         n = sum(len(f) for f in parquet.values())
         problem = Problem(MANIFEST, None, f"{exc}; {n} Parquet file(s) on disk")
         return Report(str(root), False, None, n, {}, [problem])
-    problems, rows = [], {}
+    problems = [Problem(rel, table, f"{why}; repair drops it from the manifest") for table, rel, why in m.foreign()]
+    problems += [
+        Problem(t, t, "the table's folder is a link out of the store") for t in TABLES if t not in _own_tables(root)
+    ]
+    foreign = {rel for _, rel, _ in m.foreign()}
+    rows = {}
     for table in TABLES:
         rows[table] = 0
-        for rel in m.files[table]:
+        for rel in (f for f in m.files[table] if f not in foreign):
             problem, n = _file_problem(root, table, rel, m.rows.get(rel), deep)
             rows[table] += n or 0
             if problem:
@@ -157,10 +186,11 @@ def repair(store: Store) -> RepairReport:
     root = _existing(store)
     with store.lock():
         try:
-            m, rebuilt, unreadable = store.manifest(), False, []
+            m, rebuilt, unreadable = store.raw_manifest(), False, []
         except StoreError:
             (m, unreadable), rebuilt = _rebuild(root), True
         out = RepairReport(str(root), rebuilt, rebuilt, m.version)
+        out.dropped += _drop_foreign(root, m)
         for table, rel, problem in unreadable:
             out.dropped.append(Problem(rel, table, problem))
             out.moved_to_damaged.append(_quarantine(root, rel))
@@ -176,11 +206,14 @@ def repair(store: Store) -> RepairReport:
                 if table == "responses":
                     out.responses_lost += lost or 0
                     out.responses_lost_unknown += lost is None
-                if (root / rel).exists():
+                if outside_reason(root, rel) is None and (root / rel).exists():
                     out.moved_to_damaged.append(_quarantine(root, rel))
         for rel in _orphans(root, m):
-            (root / rel).unlink(missing_ok=True)
+            inside(root, rel, "orphan file").unlink(missing_ok=True)
             out.removed_orphans.append(rel)
+        if _cache_escapes(root):
+            (root / CACHE).unlink()  # the link only: what it points at is left alone
+            out.removed_orphans.append(CACHE)
         if out.dropped or rebuilt:
             m.version = max(m.version + 1, int(time.time())) if rebuilt else m.version + 1
             m.save(root / MANIFEST)
@@ -190,11 +223,32 @@ def repair(store: Store) -> RepairReport:
     return out
 
 
+def _drop_foreign(root: Path, m: Manifest) -> list[Problem]:
+    """Remove from ``m`` every entry that is not the store's own file, and every retired entry that
+    is a link out of the store (the next write would refuse to delete it), touching none of them."""
+    foreign = m.foreign()
+    escaping = {rel for rel, _ in m.retired} - {rel for _, rel, _ in foreign}
+    foreign += [(None, rel, f"a link out of the store ({why})") for rel in sorted(escaping)
+                if (why := outside_reason(root, rel))]  # fmt: skip
+    dropped = []
+    for table, rel, why in foreign:
+        if table:
+            m.files[table].remove(rel)
+        else:
+            m.retired = [(r, when) for r, when in m.retired if r != rel]
+        m.rows.pop(rel, None)
+        dropped.append(Problem(rel, table, f"{why}; dropped from the manifest, left untouched"))
+    return dropped
+
+
 def _quarantine(root: Path, rel: str) -> str:
-    """Move a damaged file to ``damaged/`` (kept for the user to inspect, out of every listing)."""
-    target = root / DAMAGED / rel
+    """Move a damaged file to ``damaged/`` (kept for the user to inspect, out of every listing);
+    both ends are confined, so a ``damaged`` folder linked elsewhere is refused, not written through."""
+    source = inside(root, rel, "damaged file")
+    target = inside(root, f"{DAMAGED}/{rel}", "quarantine path")
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(root / rel, target)
+    inside(root, f"{DAMAGED}/{rel}", "quarantine path")  # again: a link planted while the folders were made
+    os.replace(source, target)
     return str(target.relative_to(root))
 
 

@@ -100,6 +100,24 @@ RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
 ITEM_KEY = ["benchmark", "item_id"]
 
 
+def schema_problem(table: str, found: pa.Schema) -> str | None:
+    """How a file's schema differs from its table's (missing, extra or retyped columns), or None.
+
+    ``check`` and the reader share it, so a Parquet file that does not fit is named the same way
+    whether it is found by ``trajaudit check`` or by the next ``metrics``.
+    """
+    want = SCHEMAS[table]
+    if found.remove_metadata().equals(want.remove_metadata()):
+        return None
+    names = set(found.names)
+    missing = [f.name for f in want if f.name not in names]
+    extra = [n for n in found.names if n not in set(want.names)]
+    retyped = [f"{f.name} is {found.field(f.name).type}, not {f.type}" for f in want
+               if f.name in names and found.field(f.name).type != f.type]  # fmt: skip
+    parts = ([f"missing columns {missing}"] if missing else []) + ([f"unknown columns {extra}"] if extra else [])
+    return f"schema differs from the {table} table's: " + "; ".join(parts + retyped or ["columns out of order"])
+
+
 class SchemaError(ValueError):
     """A batch that does not fit its table."""
 

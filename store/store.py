@@ -25,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import threading
 import time
 import uuid
@@ -39,7 +40,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.errors import REPAIR_HINT, StoreError
-from store.schema import SCHEMAS, TABLES, conform
+from store.paths import exclusive_temp, inside, write_atomic
+from store.schema import SCHEMAS, TABLES, conform, schema_problem
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
@@ -89,10 +91,36 @@ class Manifest:
         )
 
     def save(self, target: Path) -> None:
-        """Publish: write a temporary file beside ``target``, then atomically replace it."""
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_text(self.dump())
-        os.replace(tmp, target)
+        """Publish: write an exclusive temporary file beside ``target``, then atomically replace it."""
+        write_atomic(target, self.dump())
+
+    def foreign(self) -> list[tuple[str | None, str, str]]:
+        """The (table, entry, why) of every listed or retired file that is not one of this store's
+        own files: ``<table>/<name>.parquet``, one level below the root.
+
+        A store's writers name nothing else, so the test is lexical and costs no system call: an
+        edited ``../victim/gc.txt`` or ``/etc/passwd`` is caught before it is read, retired,
+        deleted or moved. Links that leave the root are caught where files are opened
+        (:meth:`Store.connect`) and before anything is deleted or moved (``store.paths.inside``).
+        """
+        out = [(t, rel, why) for t in TABLES for rel in self.files[t] if (why := _entry_problem(rel, t))]
+        return out + [(None, rel, why) for rel, _ in self.retired if (why := _entry_problem(rel, None))]
+
+
+def _entry_problem(rel: str, table: str | None) -> str | None:
+    """Why ``rel`` is not a file of ``table`` (any table when None) as this store writes them."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if (
+        len(parts) != 2
+        or (parts[0] != table if table else parts[0] not in TABLES)
+        or not name.endswith(".parquet")
+        or name in (".parquet", "..parquet")
+        or any(c in name for c in "\\\x00")
+    ):
+        want = f"{table}/<name>.parquet" if table else "<table>/<name>.parquet"
+        return f"not one of the store's own files (expected {want} inside the store)"
+    return None
 
 
 class Store:
@@ -103,6 +131,15 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------------
     def manifest(self) -> Manifest:
+        """The published manifest; StoreError naming the first entry that is not the store's own file
+        (``Manifest.foreign``), so no reader or writer ever acts on it."""
+        m = self.raw_manifest()
+        for _, rel, why in m.foreign()[:1]:
+            raise StoreError(f"{self.root / MANIFEST} lists {rel!r}: {why}; {REPAIR_HINT}")
+        return m
+
+    def raw_manifest(self) -> Manifest:
+        """The manifest as written, foreign entries included (``check`` reports them, ``repair`` drops them)."""
         self.require_folder()
         return Manifest.load(self.root / MANIFEST)
 
@@ -133,10 +170,38 @@ class Store:
         """
         snap = self.manifest()
         paths = {table: [str(self.root / p) for p in snap.files[table]] for table in TABLES}
-        gone = next((p for files in paths.values() for p in files if not os.path.exists(p)), None)
-        if gone:
-            raise StoreError(f"{gone} is listed in {self.root / MANIFEST} but missing; {REPAIR_HINT}")
+        for table in TABLES:
+            if snap.files[table]:
+                inside(self.root, table, "table folder")  # a link out of the store is refused, not read
+        for table in TABLES:
+            for rel in snap.files[table]:
+                self._require_own_file(table, rel)
         return _SNAPSHOTS.cursor(paths)
+
+    def _require_own_file(self, table: str, rel: str) -> None:
+        """A listed file exists, is no link out of the store, and has its table's schema.
+
+        One ``lstat`` a file, a resolve only for a link (reading a planted link to ``/etc/passwd``
+        would hand its bytes to DuckDB), and the footer's schema once per file and process (files
+        are immutable), so a file that does not fit is named here, not by a DuckDB binder error.
+        """
+        path = self.root / rel
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise StoreError(f"{path} is listed in {self.root / MANIFEST} but missing; {REPAIR_HINT}") from None
+        if stat.S_ISLNK(st.st_mode):
+            inside(self.root, rel, "store file")
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key in _SCHEMA_CHECKED:
+            return
+        try:
+            problem = schema_problem(table, pq.read_schema(path))
+        except (pa.ArrowException, OSError) as exc:
+            problem = f"unreadable Parquet ({str(exc).splitlines()[0]})"
+        if problem:
+            raise StoreError(f"{path}: {problem}; {REPAIR_HINT}")
+        _SCHEMA_CHECKED.add(key)
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         """Run one read query on a fresh snapshot (convenience for the CLI and tests)."""
@@ -199,6 +264,8 @@ class Store:
         with self.writer() as w:
             for table in TABLES:
                 files = list(w.manifest.files[table])
+                for rel in files:
+                    self._require_own_file(table, rel)  # compaction reads the files itself, not through connect()
                 if len(files) < 2 and not (files and self._coarse(table, files[0])):
                     continue
                 data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
@@ -240,12 +307,13 @@ class Writer:
             arrow = arrow.replace_schema_metadata({SUPERSEDES: json.dumps(supersedes).encode()})
         rel = f"{table}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
-        self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".parquet.tmp")
-        try:
+        inside(self.store.root, table, "table folder")  # a table folder linked out of the store is refused
+        self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
+        with exclusive_temp(path) as (handle, tmp):
             row_group = ROW_GROUP_ROWS.get(table, DEFAULT_ROW_GROUP_ROWS)
-            pq.write_table(arrow, tmp, compression="zstd", row_group_size=row_group)
+            pq.write_table(arrow, handle, compression="zstd", row_group_size=row_group)
+        try:
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -258,7 +326,7 @@ class Writer:
 
     def abandon(self) -> None:
         for _, rel in self._added:
-            (self.store.root / rel).unlink(missing_ok=True)
+            inside(self.store.root, rel, "store file").unlink(missing_ok=True)
             self.manifest.rows.pop(rel, None)
         self._added.clear()
 
@@ -280,7 +348,7 @@ class Writer:
         keep = []
         for rel, when in retired:
             if now - when > RETIRED_GRACE_S:
-                (self.store.root / rel).unlink(missing_ok=True)
+                inside(self.store.root, rel, "retired file").unlink(missing_ok=True)
                 self.manifest.rows.pop(rel, None)
             else:
                 keep.append((rel, when))
@@ -332,6 +400,7 @@ class _Snapshots:
 
 
 _SNAPSHOTS = _Snapshots()
+_SCHEMA_CHECKED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of files whose schema fits
 
 
 def _sql_list(paths: list[str]) -> str:

@@ -10,6 +10,7 @@ from backend.cli.common import add_store
 from backend.report import FORMATS, build
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
+from store.paths import write_atomic
 from store.store import Store
 
 
@@ -37,7 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=FORMATS,
         help="html (default), json (the data the HTML draws), latex, markdown",
     )
-    p.add_argument("--out", required=True, help="file to write ('-' for standard output)")
+    p.add_argument(
+        "--out", required=True, help="file to write ('-' for standard output); an existing file needs --force"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --out when it exists")
     p.set_defaults(func=run)
 
 
@@ -54,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.out)
     if not target.parent.is_dir():
         raise UserError(f"--out: folder {target.parent} does not exist")
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(out)
-    os.replace(tmp, target)
+    if target.is_dir():
+        raise UserError(f"--out: {target} is a folder; name a file to write")
+    if target.exists() and not args.force:
+        raise UserError(f"--out: {target} already exists; pass --force to overwrite it")
+    write_atomic(target, out, overwrite=args.force)
     print(f"wrote {target} ({len(out) / 1e6:.2f} MB)")
     return 0

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-import uuid
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from backend.runtime.inference import base as inference
 from store.errors import UserError
+from store.paths import outside_reason, write_atomic
 
 REGISTRY_FILE = "models.toml"
 FAMILIES = inference.FAMILIES
@@ -43,6 +43,17 @@ class ModelSpec:
     note: str = ""
 
     def resolved_path(self, store_root: str | os.PathLike) -> Path:
+        """The checkpoint folder. An absolute path is the registering user's explicit choice (real
+        checkpoints live outside stores); a relative one must stay inside the store, so the registry
+        of a copied store cannot reach elsewhere with ``..`` or a link (UserError otherwise)."""
+        if Path(self.path).is_absolute():
+            return Path(self.path).resolve()
+        reason = outside_reason(store_root, self.path)
+        if reason:
+            raise UserError(
+                f"model {self.name!r}: checkpoint path {self.path!r} leaves the store ({reason}); "
+                "register an absolute path if the checkpoint really lives elsewhere"
+            )
         return (Path(store_root) / self.path).resolve()
 
     def to_dict(self) -> dict:
@@ -120,9 +131,7 @@ def dumps(models: dict[str, ModelSpec]) -> str:
 def _save(store_root: str | os.PathLike, models: dict[str, ModelSpec]) -> None:
     path = _path(store_root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{REGISTRY_FILE}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(dumps(models))
-    os.replace(tmp, path)
+    write_atomic(path, dumps(models))
 
 
 def list_models(store_root: str | os.PathLike) -> list[ModelSpec]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from store.errors import UserError
+from store.paths import exclusive_temp
 
 VIDEO_ROOT_ENV = "TRAJAUDIT_VIDEO_ROOT"
 
@@ -176,7 +176,7 @@ def thumbnails(path: str | os.PathLike, indices, cache_dir: str | os.PathLike, h
             img = Image.fromarray(frame)
             img = img.resize((max(1, round(img.width * height / img.height)), height), Image.BILINEAR)
             target = folder / f"{i}_h{height}.jpg"
-            tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")  # sessions are threads
-            img.save(tmp, format="JPEG", quality=85)
+            with exclusive_temp(target) as (handle, tmp):  # sessions are threads: each its own temporary file
+                img.save(handle, format="JPEG", quality=85)
             os.replace(tmp, target)
     return out

@@ -16,6 +16,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from store.paths import inside
 from store.store import Manifest, Store
 
 FOLDER = ".cache"
@@ -23,7 +24,9 @@ KEEP = 8  # entries of one kind kept (newest first): enough for the scopes a das
 
 
 def folder(store: Store) -> Path:
-    return store.root / FOLDER
+    """``<store>/.cache``; StoreError when it is a link out of the store, whose entries ``prune``
+    would otherwise delete (``repair`` removes such a link)."""
+    return inside(store.root, FOLDER, "cache folder")
 
 
 def file_set_key(manifest: Manifest, tables: tuple[str, ...], *extra: object) -> str:
