@@ -64,7 +64,8 @@ def edit_manifest(root: Path, change) -> None:
 
 
 def annotate(root: Path) -> list[str]:
-    return ["annotate", "add", "--store", str(root), "--benchmark", "videomme", "--item", QIDS[0], "--tag", "temporal-order", "--note", "n"]
+    item = ["--benchmark", "videomme", "--item", QIDS[0]]
+    return ["annotate", "add", "--store", str(root), *item, "--tag", "temporal-order", "--note", "n"]
 
 
 def test_retired_entries_outside_the_store_are_never_deleted(host, capsys):
