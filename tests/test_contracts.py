@@ -274,9 +274,9 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     got.append(("annotate list", ["annotate", "list"], _cli(["annotate", "list", *s, "--json"])))
     argv = ["annotate", "delete", *s, got[-2][2]["annotation_id"]]
     got.append(("annotate delete", argv, _cli([*argv, "--json"])))
-    for fmt_args in (["--models", pair, "--gallery", "2", "--bootstrap", "20"], ["--models", MODEL, "--gallery", "0",
-                     "--bootstrap", "0"]):  # fmt: skip
-        out = Path(demo_store).parent / "report.json"
+    for k, fmt_args in enumerate((["--models", pair, "--gallery", "2", "--bootstrap", "20"], ["--models", MODEL,
+                                  "--gallery", "0", "--bootstrap", "0"])):  # fmt: skip
+        out = Path(demo_store).parent / f"report-{k}.json"  # a new file each: --out refuses an existing one
         argv = ["report", *s, *fmt_args, "--format", "json", "--out", str(out)]
         with contextlib.redirect_stdout(io.StringIO()):  # "wrote <file>"; the JSON goes to --out
             from backend.cli import main

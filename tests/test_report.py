@@ -242,13 +242,16 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(
         page.on("pageerror", lambda exc, problems=problems: problems.append(str(exc)))
         page.on("dialog", lambda d, dialogs=dialogs: (dialogs.append(d.message), d.dismiss()))
         page.goto(path.as_uri())
-        page.wait_for_function("document.body.dataset.charts", timeout=60_000)
-        assert page.evaluate("document.body.dataset.charts") == "drawn", page.inner_text("#js-status")
+        # the report's policy forbids string evaluation ('unsafe-eval'), so no predicate runs in the page
+        page.wait_for_selector("body[data-charts]", state="attached", timeout=60_000)
+        assert page.get_attribute("body", "data-charts") == "drawn", page.inner_text("#js-status")
         for fig in page.locator(".fig").all():
             assert fig.locator(".main-svg").count() > 0, fig.get_attribute("id")
         page.wait_for_timeout(500)
         assert asked == [path.as_uri()] and problems == [] and dialogs == []
         assert page.locator("img[src='x']").count() == 0
+        policy = page.get_attribute("meta[http-equiv='Content-Security-Policy']", "content")
+        assert "'unsafe-eval'" not in policy and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"report-{name}.png"), full_page=False)
         if name == "demo":
