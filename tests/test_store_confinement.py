@@ -20,12 +20,14 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from backend.cli import main
+from backend.runtime.registry import ModelSpec
+from backend.runtime.video import resolve_video
 from store import health
-from store.errors import StoreError
+from store.errors import StoreError, UserError
 from store.paths import inside, outside_reason, write_atomic
 from store.store import MANIFEST, Store
 from tests.ingest_fixtures import QIDS, table_frame, write_table
@@ -280,6 +282,11 @@ def template(tmp_path_factory) -> Path:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rel=_paths(), where=st.sampled_from(["files", "retired"]))
+@example(rel="a/\x00", where="files").via("a NUL byte")
+@example(rel="../victim/x.parquet", where="retired").via("the probe's '..' case")
+@example(rel="VICTIM", where="retired").via("the probe's absolute case")
+@example(rel="out/x.parquet", where="files").via("through a planted folder link")
+@example(rel="responses/out.parquet", where="retired").via("a planted file link")
 def test_no_path_a_manifest_names_reaches_outside(template, tmp_path_factory, rel, where):
     """For generated relative, absolute, ``..``, linked and Unicode-trick paths, listed or retired:
     ``inside`` returns only paths under the root, and reading, writing (which collects retired files),
@@ -302,6 +309,15 @@ def test_no_path_a_manifest_names_reaches_outside(template, tmp_path_factory, re
         assert outside_reason(root, rel)
     else:
         assert path.resolve().is_relative_to(root.resolve())
+    try:  # an item's video under the video root
+        assert resolve_video(root, rel).is_relative_to(root.resolve())
+    except UserError:
+        pass
+    if not Path(rel).is_absolute():  # an absolute checkpoint is the registering user's explicit choice
+        try:
+            assert ModelSpec("m", "qwen2_5_vl", rel).resolved_path(root).is_relative_to(root.resolve())
+        except UserError:
+            pass
 
     if where == "files":
         edit_manifest(root, lambda m: m["files"]["responses"].append(rel))

@@ -46,6 +46,8 @@ def resolve_video(video_root: str | os.PathLike, rel: str) -> Path:
     """
     if not rel or not str(rel).strip():
         raise UserError("no video path given for this item")
+    if "\x00" in str(rel):
+        raise UserError(f"video path {rel!r} holds a NUL byte")
     if Path(rel).is_absolute():
         raise UserError(f"video path {rel!r} is absolute; items.video must be relative to the video root")
     root = Path(video_root).expanduser().resolve()
