@@ -47,6 +47,7 @@ DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
 RETIRED_GRACE_S = 600.0
 LOCK = ".write.lock"
+VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
 SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
 # Rows per Parquet row group. DuckDB skips a row group whose min/max statistics exclude a filter, so one
 # item's rows (the Inspector) are read from a few small groups instead of scanning million-row ones:
@@ -173,35 +174,54 @@ class Store:
         for table in TABLES:
             if snap.files[table]:
                 inside(self.root, table, "table folder")  # a link out of the store is refused, not read
-        for table in TABLES:
-            for rel in snap.files[table]:
-                self._require_own_file(table, rel)
+        self._require_own_files(snap)
         return _SNAPSHOTS.cursor(paths)
 
-    def _require_own_file(self, table: str, rel: str) -> None:
-        """A listed file exists, is no link out of the store, and has its table's schema.
+    def _require_own_files(self, snap: Manifest) -> None:
+        """Every listed file exists, is no link out of the store, and has its table's schema.
 
-        One ``lstat`` a file, a resolve only for a link (reading a planted link to ``/etc/passwd``
-        would hand its bytes to DuckDB), and the footer's schema once per file and process (files
-        are immutable), so a file that does not fit is named here, not by a DuckDB binder error.
+        One ``lstat`` a file, and a resolve only for a link: reading a planted link to
+        ``/etc/passwd`` would hand its bytes to DuckDB. The schema is read from the footer once per
+        file: files are immutable, so what was verified (path, size, mtime) is remembered in the
+        process and in ``.cache/verified-schemas.json`` (a stat is 100 times cheaper than a footer),
+        and a file that does not fit is named here, not by a DuckDB binder error or a silent cast.
         """
-        path = self.root / rel
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            raise StoreError(f"{path} is listed in {self.root / MANIFEST} but missing; {REPAIR_HINT}") from None
-        if stat.S_ISLNK(st.st_mode):
-            inside(self.root, rel, "store file")
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        if key in _SCHEMA_CHECKED:
+        stats = {}
+        for table in TABLES:
+            for rel in snap.files[table]:
+                path = self.root / rel
+                try:
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    raise StoreError(f"{path} is listed in {self.root / MANIFEST} but missing; {REPAIR_HINT}") from None
+                if stat.S_ISLNK(st.st_mode):
+                    inside(self.root, rel, "store file")
+                stats[rel] = (table, [st.st_size, st.st_mtime_ns])
+        todo = {rel: v for rel, v in stats.items() if (str(self.root), rel, *v[1]) not in _SCHEMA_CHECKED}
+        if not todo:
             return
+        record = inside(self.root, VERIFIED, "cache folder")
         try:
-            problem = schema_problem(table, pq.read_schema(path))
-        except (pa.ArrowException, OSError) as exc:
-            problem = f"unreadable Parquet ({str(exc).splitlines()[0]})"
-        if problem:
-            raise StoreError(f"{path}: {problem}; {REPAIR_HINT}")
-        _SCHEMA_CHECKED.add(key)
+            known = json.loads(record.read_text())
+        except (OSError, ValueError):
+            known = {}
+        fresh = False
+        for rel, (table, key) in todo.items():
+            if not isinstance(known, dict) or known.get(rel) != key:
+                try:
+                    problem = schema_problem(table, pq.read_schema(self.root / rel))
+                except (pa.ArrowException, OSError) as exc:
+                    problem = f"unreadable Parquet ({str(exc).splitlines()[0]})"
+                if problem:
+                    raise StoreError(f"{self.root / rel}: {problem}; {REPAIR_HINT}")
+                fresh = True
+            _SCHEMA_CHECKED.add((str(self.root), rel, *key))
+        if fresh:
+            try:
+                record.parent.mkdir(exist_ok=True)
+                write_atomic(record, json.dumps({rel: key for rel, (_, key) in stats.items()}))
+            except OSError:  # a read-only store keeps working; it just verifies again next time
+                pass
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         """Run one read query on a fresh snapshot (convenience for the CLI and tests)."""
@@ -262,10 +282,9 @@ class Store:
         row-group skipping of one item's lookup (``ROW_GROUP_ROWS``)."""
         merged = {}
         with self.writer() as w:
+            self._require_own_files(w.manifest)  # compaction reads the files itself, not through connect()
             for table in TABLES:
                 files = list(w.manifest.files[table])
-                for rel in files:
-                    self._require_own_file(table, rel)  # compaction reads the files itself, not through connect()
                 if len(files) < 2 and not (files and self._coarse(table, files[0])):
                     continue
                 data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
@@ -343,6 +362,10 @@ class Writer:
         m.version += 1
         m.retired = self._collect_garbage(m.retired, now)
         m.save(self.store.root / MANIFEST)
+        try:  # record the files just written as verified, so the next read writes nothing of its own
+            self.store._require_own_files(m)
+        except StoreError:  # a damaged file the write did not add is named by the next read
+            pass
 
     def _collect_garbage(self, retired: list[tuple[str, float]], now: float) -> list[tuple[str, float]]:
         keep = []
@@ -400,7 +423,7 @@ class _Snapshots:
 
 
 _SNAPSHOTS = _Snapshots()
-_SCHEMA_CHECKED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of files whose schema fits
+_SCHEMA_CHECKED: set[tuple[str, str, int, int]] = set()  # (root, file, size, mtime) whose schema fits
 
 
 def _sql_list(paths: list[str]) -> str:
