@@ -151,7 +151,8 @@ def batch_requests(
 
 
 def submit(root: str, requests: list[RerunRequest]) -> dict:
-    """Re-run a batch (:func:`batch_requests`): every request is validated first, so a bad one queues nothing.
+    """Re-run a batch (:func:`batch_requests`): every request is validated first, so a bad one queues nothing,
+    and the new jobs are queued in one transaction, so a batch that does not fit the queue queues none.
 
     Items whose identical request is stored are answered from the store (unless ``force``);
     the others join a pending identical job or are queued. Returns the batch: job ids per item.
@@ -165,7 +166,7 @@ def submit(root: str, requests: list[RerunRequest]) -> dict:
     if len({(r.model, r.benchmark, r.config, r.seed, r.force) for r in requests}) > 1:
         raise UserError("a batch re-run asks every item the same way (one model, benchmark, config and seed)")
     validated = [rerun.validate(root, req) for req in requests]
-    outs = [rerun.place(root, req) for req in validated]
+    outs = rerun.place_many(root, validated)  # all or nothing against the queue's bound
     first = validated[0]
     return {
         "model": first.model,
