@@ -7,8 +7,10 @@ line (the traceback stays in the worker's log, its stderr), nothing is recreated
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from backend.demo.synthetic import build_demo
 from backend.runtime import registry, rerun, selection
 from backend.runtime.inference import base as inference
 from backend.runtime.worker import FAILURE_LINE_CHARS, ModelLoadError, Worker, failure_line
-from backend.runtime.worker_pool import _exit_reason
+from backend.runtime.worker_pool import _exit_reason, _files
 from store.errors import UserError
 from store.queue import MAX_QUEUED, QUEUE_FILE, JobQueue, QueueGone
 from store.rerun_request import RerunRequest
@@ -38,6 +40,15 @@ def _worker(root: Path, adapter_factory, **kw) -> Worker:
     return Worker(root, "m", device="cpu", poll_s=0.05, adapter_factory=adapter_factory, **kw)
 
 
+def _unloadable(exc: Exception):
+    """An adapter factory that fails the way a corrupt checkpoint does."""
+
+    def factory(*_):
+        raise exc
+
+    return factory
+
+
 def _err_lines(capsys) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
@@ -46,10 +57,7 @@ def _err_lines(capsys) -> list[str]:
 def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
     mine = [rerun.submit(root, RerunRequest("m", "bench", q, "text"))["job_id"] for q in ("q1", "q3")]
     other = JobQueue(root).enqueue(RerunRequest("other", "bench", "q1", "8f")).id
-
-    def broken(*_):
-        raise RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for lm_head.weight")
-
+    broken = _unloadable(RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for lm_head.weight"))
     with pytest.raises(ModelLoadError, match=r"^model 'm' cannot be loaded from .*: RuntimeError: Error\(s\) in "
                        r"loading state_dict: size mismatch for lm_head.weight; 2 queued jobs failed; fix or re-register") as exc:  # fmt: skip
         _worker(root, broken)
@@ -207,3 +215,32 @@ def test_a_selection_rerun_that_does_not_fit_queues_nothing_and_says_so(big_stor
         selection.submit(str(big_store), selection.batch_requests(MODEL, BENCH, ids[:101], "text", force=True))
     fits = selection.submit(str(big_store), selection.batch_requests(MODEL, BENCH, ids[:100], "text", force=True))
     assert len(set(fits["job_ids"])) == 100 and queue.counts()["queued"] == MAX_QUEUED  # exactly full
+
+
+# -- the Workers page: an exited worker and a failed job, one line each ---------------------------------
+def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
+    from streamlit.testing.v1 import AppTest
+
+    from backend.scope.resolve import Scope
+    from pages.common import data
+
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
+    with pytest.raises(ModelLoadError):
+        _worker(root, _unloadable(OSError("bad\nweights")))
+    dead = subprocess.Popen(["true"])  # a pid that has exited: the "worker" below is gone
+    dead.wait()
+    log, pid_file, _ = _files(root, "m")
+    log.parent.mkdir(exist_ok=True)
+    line = f"trajaudit worker: error: {JobQueue(root).get(job_id).error}; 1 queued job failed"
+    log.write_text(f'--- starting\nTraceback (most recent call last):\n  File "x.py"\nOSError: bad\n{line}\n')
+    pid_file.write_text(json.dumps({"pid": dead.pid, "model": "m", "device": "cpu"}))
+
+    at = AppTest.from_file(str(Path(__file__).parents[1] / "pages" / "workers.py"), default_timeout=120)
+    at.session_state["scope"] = data.Scope.of(str(root), Scope("bench", ("m",), ("16f",)))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    (caption,) = [c.value for c in at.caption if "exited" in c.value]
+    assert "\n" not in caption and "cannot be loaded" in caption and str(log) in caption
+    assert "Traceback" not in " ".join(c.value for c in at.caption) and not at.code
+    (error,) = at.dataframe[-1].value["error"].dropna().tolist()
+    assert error.startswith("model 'm' cannot be loaded") and "OSError: bad" in error and "\n" not in error
