@@ -245,7 +245,7 @@ class JobQueue:
             ]
             (after,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
             added = after - before
-            if before + added > max_queued:  # raising rolls the inserts back: nothing is queued
+            if after > max_queued:  # raising rolls the inserts back: nothing is queued
                 free = max(max_queued - before, 0)
                 raise UserError(
                     f"queue full ({before} queued, {free} of {max_queued} slots free): {added} new "

@@ -55,7 +55,8 @@ def _err_lines(capsys) -> list[str]:
 
 # -- case 11: a checkpoint that cannot load --------------------------------------------------------
 def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
-    mine = [rerun.submit(root, RerunRequest("m", "bench", q, "text"))["job_id"] for q in ("q1", "q3")]
+    batch = selection.submit(str(root), selection.batch_requests("m", "bench", ["q1", "q3"], "text"))
+    mine = batch["job_ids"]
     other = JobQueue(root).enqueue(RerunRequest("other", "bench", "q1", "8f")).id
     broken = _unloadable(RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for lm_head.weight"))
     with pytest.raises(ModelLoadError, match=r"^model 'm' cannot be loaded from .*: RuntimeError: Error\(s\) in "
@@ -67,6 +68,8 @@ def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
         assert (job.state, job.attempts) == ("failed", 1)  # the attempt is counted
         assert job.error.startswith("model 'm' cannot be loaded") and "\n" not in job.error
     assert queue.get(other).state == "queued"  # another model's job is not touched
+    done = selection.progress(str(root), batch)  # what the batch panel draws: the reason, once
+    assert done["finished"] and done["counts"]["failed"] == 2 and done["failure"] == queue.get(mine[0]).error
 
 
 @pytest.mark.slow

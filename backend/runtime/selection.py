@@ -13,6 +13,7 @@ overlay: nothing here changes a grid or a matrix.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,11 +181,19 @@ def submit(root: str, requests: list[RerunRequest]) -> dict:
 
 
 def progress(root: str, batch: dict) -> dict:
-    """Job states of a batch: counts per state, and whether every job has ended."""
+    """Job states of a batch: counts per state, whether every job has ended, and ``failure``: the
+    most frequent error of its failed jobs (one line, e.g. a model that cannot load), else None."""
     queue = JobQueue(root)
-    states = ["done" if j is None else getattr(queue.get(j), "state", "failed") for j in batch["job_ids"]]
+    jobs = {j: queue.get(j) for j in batch["job_ids"] if j is not None}
+    states = ["done" if j is None else getattr(jobs[j], "state", "failed") for j in batch["job_ids"]]
     counts = {s: states.count(s) for s in ("queued", "running", "done", "failed", "cancelled")}
-    return {"n": len(states), "counts": counts, "finished": counts["queued"] + counts["running"] == 0}
+    errors = Counter(job.error for job in jobs.values() if job is not None and job.state == "failed" and job.error)
+    return {
+        "n": len(states),
+        "counts": counts,
+        "finished": counts["queued"] + counts["running"] == 0,
+        "failure": errors.most_common(1)[0][0] if errors else None,
+    }
 
 
 def cancel(root: str, batch: dict) -> int:

@@ -372,12 +372,16 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     batch = last["batch"]
     report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
-    counts = report["progress"]["counts"]
+    counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (
         f" {counts['failed']} failed, {counts['cancelled']} cancelled."
         if counts["failed"] or counts["cancelled"]
         else ""
     )
+    if failure is not None:  # one line; the worker's log holds the traceback
+        worker = local_worker(scope.root, batch["model"])
+        log = "" if worker["started_by"] is None else f" · worker log: {ui.code(worker['log'])}"
+        st.error(f"Failed jobs: {ui.escape_md(failure)}{log}", icon=":material/error:")
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
     spec = registry.load(scope.root).get(batch["model"])
     if spec is not None and spec.note:
