@@ -247,3 +247,38 @@ def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
     assert "Traceback" not in " ".join(c.value for c in at.caption) and not at.code
     (error,) = at.dataframe[-1].value["error"].dropna().tolist()
     assert error.startswith("model 'm' cannot be loaded") and "OSError: bad" in error and "\n" not in error
+
+
+def _batch_panel_script(scope, ids: list[str]) -> None:
+    from pages.common.rerun_panel import selection_panel
+
+    selection_panel(scope, None, ids, "batch")
+
+
+def test_batch_panel_names_the_failed_jobs_reason_and_the_log_in_one_line(root, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import pages.common.rerun_panel as panel
+    from backend.scope.resolve import Scope
+    from pages.common import data
+    from pages.common.ui import escape_md
+
+    monkeypatch.setattr(panel, "ensure_local_worker", lambda *a, **k: {"started": False})  # no process here
+    scope = data.Scope.of(str(root), Scope("bench", ("m",), ("16f",)))
+    at = AppTest.from_function(_batch_panel_script, args=(scope, ["q1", "q3"]), default_timeout=120)
+    at.run()
+    at.number_input(key="batch_frames_m").set_value(0).run()  # text only: no video needed
+    next(b for b in at.button if b.label == "Re-run 2 items").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert JobQueue(root).counts()["queued"] == 2
+    log, _, _ = _files(root, "m")
+    log.parent.mkdir(exist_ok=True)
+    log.write_text("Traceback (most recent call last):\nOSError: unreadable weights\n")
+    with pytest.raises(ModelLoadError):
+        _worker(root, _unloadable(OSError("unreadable weights")))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    (line,) = [e.value for e in at.error if "Failed jobs" in e.value]
+    error = JobQueue(root).list_jobs(state="failed")[0].error
+    assert "\n" not in line and error.startswith("model 'm' cannot be loaded") and escape_md(error) in line
+    assert line.endswith(f"worker log: ` {log} `") and not at.code

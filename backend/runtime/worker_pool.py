@@ -248,17 +248,22 @@ def job_row(job: Job, now: float) -> JobRow:
     return job.to_dict() | {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
 
 
+def worker_log(store_root: str | os.PathLike, model: str) -> str | None:
+    """The log of ``model``'s local worker when this store started one (where a failed job's
+    traceback is), else None: what a failure line points to."""
+    log = _files(store_root, model)[0]
+    return str(log) if log.is_file() else None
+
+
 def job_status(store_root: str | os.PathLike, job_id: int) -> dict:
     """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting), its timings,
-    and ``worker_log``: the log of the model's local worker when this store started one (where a
-    failed job's traceback is), else None."""
+    and ``worker_log`` (:func:`worker_log`)."""
     job = JobQueue(store_root).get(job_id)
     if job is None:
         raise UserError(f"no job {job_id} in this store's queue")
-    log = _files(store_root, job.model)[0]
     return rerun.wait(store_root, job_id, timeout_s=0) | {
         "job": job_row(job, time.time()),
-        "worker_log": str(log) if log.is_file() else None,
+        "worker_log": worker_log(store_root, job.model),
     }
 
 

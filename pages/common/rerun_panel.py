@@ -20,7 +20,7 @@ from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
 from backend.runtime.sampling import timestamps
 from backend.runtime.selection import Selection
-from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker
+from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
@@ -379,9 +379,9 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
         else ""
     )
     if failure is not None:  # one line; the worker's log holds the traceback
-        worker = local_worker(scope.root, batch["model"])
-        log = "" if worker["started_by"] is None else f" · worker log: {ui.code(worker['log'])}"
-        st.error(f"Failed jobs: {ui.escape_md(failure)}{log}", icon=":material/error:")
+        log = worker_log(scope.root, batch["model"])
+        where = f" · worker log: {ui.code(log)}" if log else ""
+        st.error(f"Failed jobs: {ui.escape_md(failure)}{where}", icon=":material/error:")
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
     spec = registry.load(scope.root).get(batch["model"])
     if spec is not None and spec.note:
