@@ -1,5 +1,8 @@
 """Workers: who serves re-runs (online workers, the local ones this store started), the queue per state, recent jobs.
 
+A failure is one line: a job's ``error`` column (the worker writes one line; its traceback stays in
+its log), and a local worker that exited shows its ``reason`` with the path of its log.
+
 Everything shown is ``backend.runtime.worker_pool.overview``, the object ``trajaudit jobs --json`` prints. The
 view redraws itself every few seconds (a fragment), so a job moving through the queue is seen
 without reloading.
@@ -74,6 +77,12 @@ def live(root: str) -> None:
             if right.button("Stop", key=f"stop-{w['model']}"):
                 stop_local_workers(root, w["model"])
                 st.rerun()
+
+    for w in (w for w in view["local"] if w["state"] == "exited"):  # one line each; the traceback is in the log
+        why = ui.escape_md(w["reason"] or "its log is empty")
+        st.caption(
+            f":material/report: The local worker of {ui.code(w['model'])} exited: {why} · log {ui.code(w['log'])}"
+        )
 
     st.subheader(f"Recent jobs (newest {RECENT_JOBS})")
     jobs = pd.DataFrame(view["jobs"], columns=JOB_COLUMNS)

@@ -10,6 +10,10 @@ A job moves ``queued -> running -> done | failed | cancelled``. A running job ho
 (``lease_expires_at``) that its worker renews; a job whose lease ran out (its worker died) goes back
 to ``queued`` and is claimed again, counting ``attempts``, until ``max_attempts`` is spent and it fails.
 Only the worker holding a job may renew, complete, fail or release it, so a job is completed once.
+
+The queue never creates the store folder: a producer creates ``jobs.sqlite`` inside an existing
+store, and a worker (``create=False``) opens it read-write only (SQLite's ``mode=rw``), so a store
+deleted while a worker runs is reported (``QueueGone``) instead of being recreated empty.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
-from store.errors import UserError
+from store.errors import StoreError, UserError
 from store.rerun_request import RerunRequest
 
 QUEUE_FILE = "jobs.sqlite"
@@ -120,23 +125,59 @@ class WorkerInfo:
         return out
 
 
+class QueueGone(StoreError):
+    """The queue's store folder or ``jobs.sqlite`` is gone (deleted or moved while in use)."""
+
+
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
 
 
 class JobQueue:
-    """The queue of one store. Cheap to construct; opens a connection per call (safe across forks)."""
+    """The queue of one store. Cheap to construct; opens a connection per call (safe across forks).
 
-    def __init__(self, store_root: str | os.PathLike, max_attempts: int = MAX_ATTEMPTS):
+    ``create``: whether a missing ``jobs.sqlite`` may be created (inside an existing store folder,
+    never the folder itself). A worker passes False once the queue exists, so a deleted store
+    stops it with ``QueueGone`` rather than leaving an empty queue behind.
+    """
+
+    def __init__(self, store_root: str | os.PathLike, max_attempts: int = MAX_ATTEMPTS, create: bool = True):
         self.path = Path(store_root) / QUEUE_FILE
         self.max_attempts = max_attempts
+        self.create = create
         self._ready = False
 
     # -- plumbing --------------------------------------------------------------------------
+    def _gone(self) -> StoreError:
+        folder = self.path.parent
+        if self.create:  # a producer or reader: the folder was never there, or was removed
+            return StoreError(f"{folder}: no such store folder; check --store (or $TRAJAUDIT_STORE)")
+        return QueueGone(
+            f"the store {folder} or its job queue {QUEUE_FILE} is gone (deleted or moved while in use); "
+            "nothing was recreated"
+        )
+
+    def require(self) -> None:
+        """``StoreError`` unless the store folder is there (``QueueGone`` without ``create``: or its
+        ``jobs.sqlite`` is missing); what a worker checks before it writes anything."""
+        if not self.path.parent.is_dir() or (not self.create and not self.path.is_file()):
+            raise self._gone()
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect without ever creating the folder; the file only when ``create`` (SQLite's ``rwc``, else ``rw``)."""
+        self.require()
+        mode = "rwc" if self.create else "rw"
+        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
+        try:
+            return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.OperationalError as exc:
+            if not self.path.is_file():  # removed between the check and the open
+                raise self._gone() from exc
+            raise
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        con = self._open()
         try:
             con.row_factory = sqlite3.Row
             con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -186,37 +227,54 @@ class JobQueue:
     # -- producers -------------------------------------------------------------------------
     def enqueue(self, request: RerunRequest, max_queued: int = MAX_QUEUED) -> Job:
         """Add a job for ``request``; refuses (``UserError``) when ``max_queued`` jobs are already waiting."""
+        return self.enqueue_many([request], max_queued, join=False)[0]
+
+    def enqueue_many(self, requests: list[RerunRequest], max_queued: int = MAX_QUEUED, join: bool = True) -> list[Job]:
+        """Queue every request or none, in one transaction: the job of each request, in order.
+
+        With ``join``, a request without ``force`` joins an identical job still queued or running
+        (see :meth:`find_pending`) instead of taking a slot. The room is counted in the same
+        transaction as the inserts, so a batch larger than the free slots queues nothing, and the
+        ``UserError`` says how many slots are free.
+        """
         now = time.time()
         with self._write() as con:
-            (n,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
-            if n >= max_queued:
+            (before,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
+            jobs = [
+                (self._pending(con, r) if join and not r.force else None) or self._insert(con, r, now) for r in requests
+            ]
+            (after,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
+            added = after - before
+            if after > max_queued:  # raising rolls the inserts back: nothing is queued
+                free = max(max_queued - before, 0)
                 raise UserError(
-                    f"queue full ({n} queued): wait for the workers or cancel jobs (trajaudit jobs --cancel ID)"
+                    f"queue full ({before} queued, {free} of {max_queued} slots free): {added} new "
+                    f"job{'s' if added != 1 else ''} asked, 0 queued; wait for the workers or cancel jobs "
+                    "(trajaudit jobs --cancel ID)"
                 )
-            cur = con.execute(
-                "INSERT INTO jobs (model, benchmark, item_id, config, seed, force, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    request.model,
-                    request.benchmark,
-                    request.item_id,
-                    request.config,
-                    request.seed,
-                    int(request.force),
-                    now,
-                ),
-            )
-            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (cur.lastrowid,)).fetchone())
+            return jobs
+
+    def _insert(self, con: sqlite3.Connection, r: RerunRequest, now: float) -> Job:
+        cur = con.execute(
+            "INSERT INTO jobs (model, benchmark, item_id, config, seed, force, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (r.model, r.benchmark, r.item_id, r.config, r.seed, int(r.force), now),
+        )
+        return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (cur.lastrowid,)).fetchone())
+
+    @classmethod
+    def _pending(cls, con: sqlite3.Connection, request: RerunRequest) -> Job | None:
+        row = con.execute(
+            "SELECT * FROM jobs WHERE state IN ('queued', 'running') AND model = ? AND benchmark = ? "
+            "AND item_id = ? AND config = ? AND seed IS ? ORDER BY id LIMIT 1",
+            (request.model, request.benchmark, request.item_id, request.config, request.seed),
+        ).fetchone()
+        return cls._job(row)
 
     def find_pending(self, request: RerunRequest) -> Job | None:
         """A job for the same request still queued or running (so a repeated request does not queue it
         twice); ``force`` does not tell two requests apart."""
         with self._connect() as con:
-            row = con.execute(
-                "SELECT * FROM jobs WHERE state IN ('queued', 'running') AND model = ? AND benchmark = ? "
-                "AND item_id = ? AND config = ? AND seed IS ? ORDER BY id LIMIT 1",
-                (request.model, request.benchmark, request.item_id, request.config, request.seed),
-            ).fetchone()
-        return self._job(row)
+            return self._pending(con, request)
 
     def cancel(self, job_id: int) -> Job:
         """Cancel a queued job. A running job cannot be cancelled (its worker would keep going)."""
@@ -277,6 +335,17 @@ class JobQueue:
             job_id,
             worker_id,
         )
+
+    def fail_queued(self, model: str, error: str) -> int:
+        """Fail every queued job of ``model`` with ``error``, counting the attempt (a worker that cannot
+        load the model: the jobs would otherwise wait forever); how many were failed."""
+        with self._write() as con:
+            cur = con.execute(
+                "UPDATE jobs SET state = 'failed', finished_at = ?, attempts = attempts + 1, error = ? "
+                "WHERE state = 'queued' AND model = ?",
+                (time.time(), error, model),
+            )
+            return cur.rowcount
 
     def release(self, job_id: int, worker_id: str) -> bool:
         """Give the job back to the queue untouched (a worker stopping mid-job); the attempt is not counted."""

@@ -94,9 +94,22 @@ def test_bounded_queue(tmp_path):
     q = JobQueue(tmp_path)
     for i in range(3):
         _enqueue(q, str(i), max_queued=3)
-    with pytest.raises(UserError, match=r"queue full \(3 queued\)"):
+    with pytest.raises(UserError, match=r"queue full \(3 queued, 0 of 3 slots free\): 1 new job asked, 0 queued"):
         _enqueue(q, "x", max_queued=3)
     assert q.counts()["queued"] == 3
+
+
+def test_enqueue_many_is_all_or_nothing_and_joins_pending_jobs(tmp_path):
+    q = JobQueue(tmp_path)
+    first = _enqueue(q, "0")
+    asks = [RerunRequest("m", "bench", str(i), "16f") for i in range(4)]  # "0" is pending: joined, not queued
+    with pytest.raises(UserError, match=r"\(1 queued, 2 of 3 slots free\): 3 new jobs asked, 0 queued"):
+        q.enqueue_many(asks, max_queued=3)
+    assert q.counts()["queued"] == 1  # rolled back: none of the three was queued
+    jobs = q.enqueue_many(asks[:3], max_queued=3)
+    assert jobs[0].id == first.id and len({j.id for j in jobs}) == 3 and q.counts()["queued"] == 3
+    forced = q.enqueue_many([RerunRequest("m", "bench", "0", "16f", force=True)], max_queued=4)
+    assert forced[0].id != first.id  # force never joins
 
 
 def test_find_pending_and_heartbeats(tmp_path):

@@ -86,7 +86,7 @@ def test_pending_request_is_not_queued_twice_and_seeds_normalise(root):
 
 def test_bounded_queue_refuses(root):
     rerun.submit(root, RerunRequest("m", "bench", "q1", "8f"), max_queued=1)
-    with pytest.raises(UserError, match=r"queue full \(1 queued\)"):
+    with pytest.raises(UserError, match=r"queue full \(1 queued, 0 of 1 slots free\): 1 new job asked, 0 queued"):
         rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"), max_queued=1)
 
 

@@ -125,7 +125,12 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
     assert batch["item_ids"] == ids and all(batch["job_ids"]) and batch["from_store"] == 0
     assert selection.progress(str(store.root), batch)["counts"]["queued"] == 3
     assert selection.cancel(str(store.root), batch) == 3
-    assert selection.progress(str(store.root), batch) | {"counts": None} == {"n": 3, "counts": None, "finished": True}
+    assert selection.progress(str(store.root), batch) | {"counts": None} == {
+        "n": 3,
+        "counts": None,
+        "finished": True,
+        "failure": None,
+    }
 
 
 def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):

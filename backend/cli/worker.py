@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "worker",
         help="run queued re-run jobs for one model",
         description="Loads the model once and serves its jobs; Ctrl-C finishes a job whose answer is "
-        "computed, else returns it to the queue.",
+        "computed, else returns it to the queue. A model that cannot load fails its queued jobs with the "
+        "reason and exits 2; a store deleted under it stops it (exit 2) and is not recreated.",
     )
     add_store(p)
     p.add_argument("--model", required=True, help="a registered model (trajaudit models list)")

@@ -97,11 +97,13 @@ class BatchProgress(TypedDict):
     n: items of the batch
     counts: per job state (queued, running, done, failed, cancelled), its items
     finished: true when no job is queued or running
+    failure: the most frequent error of its failed jobs, in one line (null: none failed)
     """
 
     n: int
     counts: dict[str, int]
     finished: bool
+    failure: str | None
 
 
 class Share(TypedDict):

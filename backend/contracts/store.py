@@ -145,6 +145,7 @@ class LocalWorker(TypedDict):
     worker_id: its id once online
     device: its device
     log_tail: the log's last lines when it exited
+    reason: why it exited, in one line (its last error line, else the log's last line; null unless exited)
     started_by: who started it (null: this store started none)
     state: online, starting (loading the model), exited or none
     """
@@ -155,6 +156,7 @@ class LocalWorker(TypedDict):
     worker_id: str | None
     device: str | None
     log_tail: list[str]
+    reason: str | None
     started_by: StartedBy | None
     state: Literal["online", "starting", "exited", "none"]
 

@@ -171,17 +171,22 @@ def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: 
     return out | empty | (result or {})
 
 
+def place_many(store_root: str | os.PathLike, reqs: list[RerunRequest], max_queued: int = MAX_QUEUED) -> list[dict]:
+    """Validated requests' outcomes, all or nothing: each answered from the store, joined to an
+    identical pending job, or queued; the new jobs go in one queue transaction, so a batch that does
+    not fit the free slots queues none (``UserError`` saying how many slots are free)."""
+    hits = [None if req.force else stored_result(store_root, req) for req in reqs]
+    rest = [req for req, hit in zip(reqs, hits, strict=True) if hit is None]
+    jobs = iter(JobQueue(store_root).enqueue_many(rest, max_queued) if rest else [])
+    return [
+        outcome(req, None, hit) if hit is not None else outcome(req, next(jobs), None)
+        for req, hit in zip(reqs, hits, strict=True)
+    ]
+
+
 def place(store_root: str | os.PathLike, req: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:
     """A validated request's outcome: answered from the store, joined to an identical pending job, or queued."""
-    if not req.force:
-        hit = stored_result(store_root, req)
-        if hit is not None:
-            return outcome(req, None, hit)
-    queue = JobQueue(store_root)
-    job = None if req.force else queue.find_pending(req)
-    if job is None:
-        job = queue.enqueue(req, max_queued)
-    return outcome(req, job, None)
+    return place_many(store_root, [req], max_queued)[0]
 
 
 def submit(store_root: str | os.PathLike, request: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:

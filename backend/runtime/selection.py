@@ -13,6 +13,7 @@ overlay: nothing here changes a grid or a matrix.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,7 +152,8 @@ def batch_requests(
 
 
 def submit(root: str, requests: list[RerunRequest]) -> dict:
-    """Re-run a batch (:func:`batch_requests`): every request is validated first, so a bad one queues nothing.
+    """Re-run a batch (:func:`batch_requests`): every request is validated first, so a bad one queues nothing,
+    and the new jobs are queued in one transaction, so a batch that does not fit the queue queues none.
 
     Items whose identical request is stored are answered from the store (unless ``force``);
     the others join a pending identical job or are queued. Returns the batch: job ids per item.
@@ -165,7 +167,7 @@ def submit(root: str, requests: list[RerunRequest]) -> dict:
     if len({(r.model, r.benchmark, r.config, r.seed, r.force) for r in requests}) > 1:
         raise UserError("a batch re-run asks every item the same way (one model, benchmark, config and seed)")
     validated = [rerun.validate(root, req) for req in requests]
-    outs = [rerun.place(root, req) for req in validated]
+    outs = rerun.place_many(root, validated)  # all or nothing against the queue's bound
     first = validated[0]
     return {
         "model": first.model,
@@ -179,11 +181,19 @@ def submit(root: str, requests: list[RerunRequest]) -> dict:
 
 
 def progress(root: str, batch: dict) -> dict:
-    """Job states of a batch: counts per state, and whether every job has ended."""
+    """Job states of a batch: counts per state, whether every job has ended, and ``failure``: the
+    most frequent error of its failed jobs (one line, e.g. a model that cannot load), else None."""
     queue = JobQueue(root)
-    states = ["done" if j is None else getattr(queue.get(j), "state", "failed") for j in batch["job_ids"]]
+    jobs = {j: queue.get(j) for j in batch["job_ids"] if j is not None}
+    states = ["done" if j is None else getattr(jobs[j], "state", "failed") for j in batch["job_ids"]]
     counts = {s: states.count(s) for s in ("queued", "running", "done", "failed", "cancelled")}
-    return {"n": len(states), "counts": counts, "finished": counts["queued"] + counts["running"] == 0}
+    errors = Counter(job.error for job in jobs.values() if job is not None and job.state == "failed" and job.error)
+    return {
+        "n": len(states),
+        "counts": counts,
+        "finished": counts["queued"] + counts["running"] == 0,
+        "failure": errors.most_common(1)[0][0] if errors else None,
+    }
 
 
 def cancel(root: str, batch: dict) -> int:

@@ -20,6 +20,13 @@ write idempotent:
 A background thread renews the lease every third of its length and sends heartbeats. SIGINT or
 SIGTERM stops the worker: a job whose answer is already computed (only the write and the queue
 update remain) is finished; a job still being computed is released back to the queue untouched.
+
+Failures are one line where people look (the job's ``error``, the CLI's last line) and a traceback
+in the worker's log (stderr): a job that fails (missing video, decode error) is failed with
+:func:`failure_line`; a model that cannot load fails every queued job of that model with the reason,
+attempt counted, and stops the worker (``ModelLoadError``: exit 2), since those jobs would
+otherwise wait forever; a store deleted while the worker runs stops it (``QueueGone``) without
+recreating the folder or the queue.
 """
 
 from __future__ import annotations
@@ -48,15 +55,33 @@ from backend.runtime.registry import ModelSpec
 from backend.runtime.video import default_video_root
 from store.configs import parse
 from store.errors import UserError
-from store.queue import Job, JobQueue
+from store.queue import Job, JobQueue, QueueGone
 from store.schema import RESPONSE_KEY
 from store.store import Store
 
 DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
+FAILURE_LINE_CHARS = 500  # a job's error is one line, at most this long (the traceback is in the log)
 
 # (model spec, resolved checkpoint path, device, dtype) -> an object with .answer(InferenceRequest)
 AdapterFactory = Callable[[ModelSpec, Path, str, str], Any]
+
+
+class ModelLoadError(UserError):
+    """The registered checkpoint could not be loaded; its queued jobs were failed with the reason."""
+
+
+def failure_line(exc: BaseException) -> str:
+    """An exception as one line for a job's error: its message's first non-empty line (and the next
+    one when the first ends with a colon, as in "Error(s) in loading state_dict:"), prefixed by its
+    type unless it is a ``UserError``, whose message is written for people; whitespace collapsed,
+    at most ``FAILURE_LINE_CHARS`` long."""
+    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
+    lines = [line for line in lines if line]
+    first = " ".join(lines[:2]) if lines and lines[0].endswith(":") else next(iter(lines), "")
+    name = type(exc).__name__
+    text = first if isinstance(exc, UserError) else f"{name}: {first}" if first else name
+    return text if len(text) <= FAILURE_LINE_CHARS else text[: FAILURE_LINE_CHARS - 1] + "…"
 
 
 class _Interrupted(BaseException):
@@ -126,6 +151,8 @@ class _LeaseKeeper:
                 w.queue.heartbeat(w.worker_id, w.spec.name, w.device, self.job.id)
             except sqlite3.Error as exc:  # a locked or busy queue: try again at the next tick
                 print(f"worker: lease renewal for job {self.job.id} failed: {exc}", file=sys.stderr, flush=True)
+            except QueueGone:  # the store was deleted: the main loop stops at its next queue call
+                return
 
     def __enter__(self) -> _LeaseKeeper:
         self._thread.start()
@@ -149,8 +176,9 @@ class Worker:
         adapter_factory: AdapterFactory = load_registered_adapter,
     ):
         self.store = Store(store_root)
-        self.queue = JobQueue(self.store.root)
         self.spec = registry.get(self.store.root, model)
+        JobQueue(self.store.root).counts()  # creates jobs.sqlite in the store if no job was ever queued
+        self.queue = JobQueue(self.store.root, create=False)  # from now on: a deleted store stops the worker
         self.path = self.spec.resolved_path(self.store.root)
         if not self.path.exists():
             raise UserError(f"model {model!r}: checkpoint path {self.path} does not exist")
@@ -161,14 +189,27 @@ class Worker:
         self.video_root = default_video_root(self.store.root)
         self._stop = threading.Event()
         self._computing = False
-        from backend.runtime.inference.base import checkpoint_fingerprint
-
-        self.fingerprint = checkpoint_fingerprint(self.path)
+        self.fingerprint, self.adapter = self._load(adapter_factory)
         self.versions = library_versions()
         self.context = ModelContext(
             self.spec.name, self.spec.family, str(self.path), self.fingerprint, self.versions, self.device, self.dtype
         )
-        self.adapter = adapter_factory(self.spec, self.path, self.device, self.dtype)
+
+    def _load(self, adapter_factory: AdapterFactory) -> tuple[str, Any]:
+        """(checkpoint fingerprint, adapter); a checkpoint that cannot load fails the model's queued
+        jobs and raises ``ModelLoadError``."""
+        from backend.runtime.inference.base import checkpoint_fingerprint
+
+        try:
+            return checkpoint_fingerprint(self.path), adapter_factory(self.spec, self.path, self.device, self.dtype)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)  # the log keeps the traceback; the jobs and the CLI get one line
+            reason = f"model {self.spec.name!r} cannot be loaded from {self.path}: {failure_line(exc)}"
+            n = self.queue.fail_queued(self.spec.name, reason)
+            raise ModelLoadError(
+                f"{reason}; {n} queued job{'s' if n != 1 else ''} failed; fix or re-register the checkpoint "
+                "(trajaudit models add --replace), then re-run"
+            ) from exc
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum: int, frame) -> None:
@@ -188,7 +229,7 @@ class Worker:
         idle_since = time.monotonic()
         try:
             while not self._stop.is_set():
-                self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)
+                self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)  # QueueGone: store deleted
                 job = self.queue.claim(self.worker_id, self.spec.name, self.lease_s)
                 if job is None:
                     if once:
@@ -203,7 +244,10 @@ class Worker:
         finally:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
-            self.queue.sign_off(self.worker_id)
+            try:
+                self.queue.sign_off(self.worker_id)
+            except QueueGone:  # nothing to sign off from; the error that stopped the loop is raised
+                pass
         return done
 
     def run_job(self, job: Job) -> str:
@@ -229,13 +273,14 @@ class Worker:
                 return "queued"
             except Exception as exc:
                 self._computing = False
+                self.queue.require()  # a store deleted under the job stops the worker (QueueGone), not the job
                 if self._stop.is_set():  # the stop landed inside a library call (DuckDB: "Query interrupted")
                     self.queue.release(job.id, self.worker_id)
                     print(f"worker: stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue",
                           flush=True)  # fmt: skip
                     return "queued"
                 traceback.print_exc(file=sys.stderr)
-                message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                message = failure_line(exc)
                 self.queue.fail(job.id, self.worker_id, message)
                 print(f"worker: job {job.id} failed: {message}", flush=True)
                 return "failed"
@@ -250,6 +295,7 @@ class Worker:
 
     def _write(self, job: Job, rows: dict[str, pd.DataFrame]) -> None:
         """Publish the rows unless this job's result is already stored (checked under the writers' lock)."""
+        self.queue.require()  # the writer would create a deleted store's folder again
         with self.store.writer() as w:
             with w.connect() as con:
                 if _stored(con, job):

@@ -110,12 +110,21 @@ def _log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
         return fh.read().decode(errors="replace").splitlines()[-lines:]
 
 
+def _exit_reason(tail: list[str]) -> str | None:
+    """Why an exited worker stopped, in one line: the CLI's last ``error:`` line (a model that cannot
+    load, a deleted store), else the log's last non-empty line (a crash's exception)."""
+    lines = [line.strip() for line in tail if line.strip()]
+    errors = [line for line in lines if line.startswith("trajaudit worker: error:")]
+    return (errors or lines or [None])[-1]
+
+
 def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     """The state of ``model``'s worker, starting nothing.
 
     ``state``: ``online`` (a worker of the model, here or elsewhere, sent a heartbeat within
     ``ONLINE_WITHIN_S``), ``starting`` (the local process is alive but has not sent one yet: it is
-    loading the model), ``exited`` (the local process is gone; ``log_tail`` says why) or ``none``.
+    loading the model), ``exited`` (the local process is gone; ``reason`` says why in one line,
+    ``log_tail`` in the log's last lines) or ``none``.
     ``started_by`` is who started the local process (``{"parent_pid", "user", "started_at",
     "idle_timeout_s"}``), None when this store started none.
     """
@@ -132,6 +141,7 @@ def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
         "worker_id": None,
         "device": None,
         "log_tail": [],
+        "reason": None,
         "started_by": who,
     }
     if online:
@@ -142,7 +152,8 @@ def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     out |= {"pid": started["pid"], "device": started["device"]}
     if _alive(started["pid"], model):
         return out | {"state": "starting"}
-    return out | {"state": "exited", "log_tail": _log_tail(log)}
+    tail = _log_tail(log)
+    return out | {"state": "exited", "log_tail": tail, "reason": _exit_reason(tail)}
 
 
 def _user() -> str:
@@ -198,6 +209,7 @@ def ensure_local_worker(
         "pid": proc.pid,
         "device": device,
         "log_tail": [],
+        "reason": None,
         "started_by": who,
         "started": True,
     }
@@ -236,12 +248,23 @@ def job_row(job: Job, now: float) -> JobRow:
     return job.to_dict() | {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
 
 
+def worker_log(store_root: str | os.PathLike, model: str) -> str | None:
+    """The log of ``model``'s local worker when this store started one (where a failed job's
+    traceback is), else None: what a failure line points to."""
+    log = _files(store_root, model)[0]
+    return str(log) if log.is_file() else None
+
+
 def job_status(store_root: str | os.PathLike, job_id: int) -> dict:
-    """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting) and its timings."""
+    """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting), its timings,
+    and ``worker_log`` (:func:`worker_log`)."""
     job = JobQueue(store_root).get(job_id)
     if job is None:
         raise UserError(f"no job {job_id} in this store's queue")
-    return rerun.wait(store_root, job_id, timeout_s=0) | {"job": job_row(job, time.time())}
+    return rerun.wait(store_root, job_id, timeout_s=0) | {
+        "job": job_row(job, time.time()),
+        "worker_log": worker_log(store_root, job.model),
+    }
 
 
 def overview(

@@ -20,7 +20,7 @@ from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
 from backend.runtime.sampling import timestamps
 from backend.runtime.selection import Selection
-from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker
+from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
@@ -174,9 +174,9 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         st.caption(
             f"Worker {ui.code(worker['worker_id'])} ({worker['device']}) is online; the job runs after those ahead of it."
         )
-    elif worker["state"] == "exited":
-        st.error(f"The local worker exited (log: {ui.code(worker['log'])}):", icon=":material/report:")
-        st.code("\n".join(worker["log_tail"]) or "(empty log)", language=None)
+    elif worker["state"] == "exited":  # one line: the traceback stays in the log
+        why = ui.escape_md(worker["reason"] or "its log is empty")
+        st.error(f"The local worker exited: {why} · log: {ui.code(worker['log'])}", icon=":material/report:")
     else:
         st.caption(
             f"No worker of {ui.escape_md(model)} is online. Start one where the model is: "
@@ -193,9 +193,10 @@ def _live_status(root: str, job_id: int, model: str) -> None:
 def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
     """A finished request: its verdict, option probabilities, phase timings and frame strip."""
     label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
-    if out["state"] == "failed":
+    if out["state"] == "failed":  # the job's error is one line (the worker keeps the traceback in its log)
+        log = f" · worker log: {ui.code(out['worker_log'])}" if out.get("worker_log") else ""
         st.error(
-            f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}",
+            f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}{log}",
             icon=":material/error:",
         )
         return
@@ -371,12 +372,16 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     batch = last["batch"]
     report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
-    counts = report["progress"]["counts"]
+    counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (
         f" {counts['failed']} failed, {counts['cancelled']} cancelled."
         if counts["failed"] or counts["cancelled"]
         else ""
     )
+    if failure is not None:  # one line; the worker's log holds the traceback
+        log = worker_log(scope.root, batch["model"])
+        where = f" · worker log: {ui.code(log)}" if log else ""
+        st.error(f"Failed jobs: {ui.escape_md(failure)}{where}", icon=":material/error:")
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
     spec = registry.load(scope.root).get(batch["model"])
     if spec is not None and spec.note:

@@ -1,0 +1,78 @@
+"""A re-run on a broken checkpoint, in the running dashboard: one line with the reason and the worker log (issue 25, case 11).
+
+The demo store's random-weights model gets a garbage weights file; Run in the Inspector starts a
+local worker, which cannot load the model, fails the job and exits. The panel must say so in one
+line that names the worker log, never the raw traceback. Screenshot:
+``test-artifacts/screenshots/inspector-rerun-broken-checkpoint.png``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
+from tests.browser_fixtures import (
+    CHROMIUM,
+    Server,
+    build_small_demo,
+    goto,
+    screenshot,
+    start_server,
+    stop_server,
+    wait_idle,
+)
+
+pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+BASE = "bench=synthetic-videomme&models=synthetic-A-7B,synthetic-B-13B&model=synthetic-A-7B"
+FAIL_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch), then fails to load the weights
+PANEL = "Re-run this item"
+
+
+@pytest.fixture(scope="module")
+def broken_server(tmp_path_factory) -> Iterator[Server]:
+    """The demo store with its re-run model's weights replaced by garbage, served by ``streamlit run``."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    from backend.demo.model import DEMO_MODEL
+    from backend.runtime import registry
+
+    base = tmp_path_factory.mktemp("broken")
+    store = build_small_demo(base / "store")
+    (weights,) = registry.get(store, DEMO_MODEL).resolved_path(store).glob("*.safetensors")
+    weights.write_bytes(b"\x00not a safetensors file" * 64)
+    server = start_server(store, base / "streamlit.log")
+    yield server
+    stop_server(server)
+
+
+def test_a_rerun_on_a_broken_checkpoint_shows_one_line_and_the_log(broken_server, page):
+    goto(page, broken_server, f"inspector?{BASE}")
+    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text=PANEL)).last
+    frames = panel.locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
+    frames.scroll_into_view_if_needed()
+    frames.fill("24")  # a budget the demo grid lacks: the request is queued, not answered from the store
+    frames.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function(
+        "() => /Job \\d+ \\(24f\\) failed:/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+        timeout=FAIL_TIMEOUT_MS,
+    )
+    wait_idle(page)
+    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text=PANEL)).last
+    alert = panel.locator('[data-testid="stAlert"]').filter(has_text="failed:")
+    assert alert.count() == 1
+    text = alert.locator('[data-testid="stMarkdownContainer"]').inner_text().strip()  # the message, not its icon
+    log = broken_server.store / "logs" / "worker-synthetic-A-7B.log"
+    assert "\n" not in text, text  # one line
+    assert "cannot be loaded from" in text and "SafetensorError" in text
+    assert text.endswith(f"worker log: {log}"), text
+    assert panel.locator('[data-testid="stCode"]').count() == 0  # no raw log block
+    assert "Traceback" not in panel.inner_text() and "Traceback" in log.read_text()  # the traceback stays in the log
+    path = screenshot(page, "inspector-rerun-broken-checkpoint")
+    assert path.is_file()
