@@ -27,6 +27,10 @@ def user_message(exc: BaseException) -> str | None:
                errno.EFBIG: "a file-size limit was reached"}[exc.errno]  # fmt: skip
         return (f"{why} while writing {exc.filename or 'a file'}; nothing was published (the store is as it was): "
                 "free some space and run the command again")  # fmt: skip
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return (
+            f"{exc.filename or 'a file'} is a link; trajaudit never writes through a link planted in a store: remove it"
+        )
     if isinstance(exc, PermissionError) or (isinstance(exc, OSError) and exc.errno == errno.EROFS):
         return f"{exc.filename or 'a file'}: permission denied (read-only); use a folder you can write, or fix its permissions"
     if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):

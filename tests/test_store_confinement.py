@@ -353,3 +353,24 @@ def test_registry_relative_checkpoints_stay_inside_the_store(host):
         with pytest.raises(UserError, match="leaves the store"):
             registry.get(root, name).resolved_path(root)
     assert registry.get(root, "abs").resolved_path(root) == victim.resolve()
+
+
+def test_worker_logs_and_pid_files_are_never_written_through_links(host):
+    """The local worker pool appends to ``logs/<model>.log`` and replaces ``logs/<model>.pid``: a ``logs``
+    folder linked out is refused, and a link planted at a log's name is not appended through."""
+    from backend.runtime import worker_pool
+    from store.errors import user_message
+
+    root, victim = host
+    kept = digest(victim)
+    (root / "logs").symlink_to(victim, target_is_directory=True)
+    with pytest.raises(StoreError, match="worker log folder 'logs' points outside the store"):
+        worker_pool._files(root, "m")
+    (root / "logs").unlink()
+    (root / "logs").mkdir()
+    log, _, _ = worker_pool._files(root, "m")
+    log.symlink_to(victim / "secret.txt")
+    with pytest.raises(OSError) as caught:
+        worker_pool._append(log)
+    assert "is a link; trajaudit never writes through a link" in user_message(caught.value)
+    assert digest(victim) == kept

@@ -35,6 +35,7 @@ from pathlib import Path
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker
 from backend.runtime import registry, rerun
 from store.errors import UserError
+from store.paths import inside, write_atomic
 from store.queue import Job, JobQueue
 
 LOG_DIR = "logs"
@@ -51,8 +52,9 @@ def _stem(model: str) -> str:
 
 
 def _files(store_root: str | os.PathLike, model: str) -> tuple[Path, Path, Path]:
-    """(log, pid file, lock file) of the local worker of ``model``."""
-    base = Path(store_root) / LOG_DIR / _stem(model)
+    """(log, pid file, lock file) of the local worker of ``model``, in a logs folder that stays inside
+    the store (a ``logs`` link elsewhere is refused: the pool writes and truncates these files)."""
+    base = inside(store_root, LOG_DIR, "worker log folder") / _stem(model)
     return base.with_suffix(".log"), base.with_suffix(".pid"), base.with_suffix(".lock")
 
 
@@ -60,12 +62,17 @@ def _files(store_root: str | os.PathLike, model: str) -> tuple[Path, Path, Path]
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``path``: one check-then-start at a time, across processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
+    with _append(path) as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _append(path: Path):
+    """``path`` opened for appending, never through a link planted at its name."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a")
 
 
 def _alive(pid: int, model: str) -> bool:
@@ -193,17 +200,15 @@ def ensure_local_worker(
         cmd = [*CLI, "worker", "--store", str(root.resolve()), "--model", model, "--device", device,
                "--parent-pid", str(parent), "--idle-timeout", f"{LOCAL_IDLE_TIMEOUT_S:g}"]  # fmt: skip
         env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-        with open(log, "a") as out:
+        with _append(log) as out:
             out.write(
                 f"--- {datetime.now(UTC).isoformat()} starting: trajaudit worker --model {model} --device {device}\n"
             )
             out.flush()
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)  # fmt: skip
-        tmp = pid_file.with_suffix(".pid.tmp")
         who = {"parent_pid": parent, "user": _user(), "started_at": time.time(), "idle_timeout_s": LOCAL_IDLE_TIMEOUT_S}
-        tmp.write_text(json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
-        os.replace(tmp, pid_file)
+        write_atomic(pid_file, json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
     return status | {
         "state": "starting",
         "pid": proc.pid,
