@@ -1,0 +1,504 @@
+"""Why these items? What a selection (a flow, a tag, a list of items) has in common, against its scope.
+
+A researcher sees *that* 129 items were harmed between 8f and 32f; the next question is what they share.
+Every function here is a pure function of the matched matrix's frames and arrays (``backend.views.explain``
+does the store reads), so the page, the CLI twin and the report compute the same numbers.
+
+**Slices.** Every item of the scope has a value per attribute (task type, duration, domain, sub-category,
+target letter, number of options, binned question length, binned video duration, annotation tags). For
+each value ``v`` the 2x2 table (in slice / rest of the scope) x (selected / not) gives ``n_slice``,
+``n_selected``, ``rate = n_selected / n_slice``, ``base_rate`` (the selection's share of the whole scope),
+``lift = rate / base_rate``, the difference ``rate - rate_rest`` (``rate_rest``: the rest of the scope)
+with **Newcombe's hybrid score interval** (his method 10: built from the two Wilson intervals), Fisher's
+exact two-sided ``p`` (``scipy.stats.fisher_exact``, one call per slice, never per item) and a
+Benjamini-Hochberg ``q`` over every slice tested. Slices smaller than ``min_size`` are marked ``small``
+and ranked after every well-supported one (their q is still computed: they count as tests).
+
+**Two-attribute slices** come from sliceline (``sliceline`` 0.3.0, Sagadeeva and Boehm, SIGMOD 2021, the
+algorithm behind Apache SystemDS' slice finder), chosen over pysubgroup because pysubgroup 0.9.0 requires
+``numpy<2`` (the project pins numpy 2.4.6) and pulls matplotlib and statsmodels, while sliceline installs
+against the pinned numpy/scipy/scikit-learn with no other dependency and is maintained (a 2025 release).
+Sliceline scores slices by size and "error" (here: being selected) with pruning, so it *proposes* the
+enriched pairs; each proposed pair is then given the same exact statistics as a single slice. Its BH
+family is conservative: every pair of values with at least ``min_size`` items counts as a test (pairs
+sliceline did not report enter at p = 1, which can only raise the others' q).
+
+**Answer behaviour.** Per configuration, the chosen letters against the targets' letters (the letter
+prior), tested for homogeneity with a chi-square test; for a flow, which letter (or no answer) its items
+moved to. Raw outputs that are empty, degenerate (one character repeated, e.g. ``"AAAA"``) or unparseable
+(text but no letter) are counted apart: a flip caused by the parser is not a flip caused by vision.
+
+**Agreement across models.** The same flow or tag in every model of the scope: pairwise overlap against the
+hypergeometric expectation (with its upper-tail p), Jaccard and Cohen's kappa, and the items selected in
+every model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from backend.analysis.metrics import flow_mask
+from backend.analysis.stats import wilson_interval
+from backend.analysis.tags import tag_masks
+from backend.scope.answer_cells import AnswerCells
+from backend.scope.matrix import Matrix
+from store.errors import UserError
+
+MIN_SIZE = 30  # slices of fewer scope items are marked small and ranked after the rest
+NONE = "(none)"
+# Attribute -> what it is, in the order slices are listed; each is derived by ``attribute_codes``.
+ATTRIBUTES: dict[str, str] = {
+    "task_type": "task type",
+    "duration": "duration category",
+    "domain": "domain",
+    "sub_category": "sub-category",
+    "target": "target letter",
+    "n_options": "number of options",
+    "question_length": "question length (words, binned)",
+    "video_duration": "video duration (binned)",
+    "annotation_tag": "annotation tag (an item may carry several)",
+}
+WORD_BINS = (0, 10, 20, 40, np.inf)  # question words: 1-10, 11-20, 21-40, over 40
+SECOND_BINS = (0, 60, 180, 600, 1800, np.inf)  # video seconds: under 1 min, 1-3, 3-10, 10-30, 30 min and more
+SECOND_LABELS = ("< 1 min", "1-3 min", "3-10 min", "10-30 min", ">= 30 min")
+WORD_LABELS = ("1-10 words", "11-20 words", "21-40 words", "> 40 words")
+PAIR_SEARCH = "sliceline 0.3.0 (max_l=2, alpha=0.95), proposed pairs scored exactly"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute of the scope's items: a value code per item and the values' names (single-valued),
+    or a boolean matrix item x value (multi-valued: annotation tags)."""
+
+    name: str
+    values: list[str]
+    codes: np.ndarray | None = None  # [I] int, index into values
+    members: np.ndarray | None = None  # [I, V] bool (multi-valued)
+
+    def masks(self) -> np.ndarray:
+        """``[V, I]``: item in slice of each value."""
+        if self.members is not None:
+            return self.members.T
+        return self.codes[None, :] == np.arange(len(self.values))[:, None]
+
+
+def _factor(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    codes, names = pd.factorize(values.astype("string").fillna(NONE), sort=True)
+    return codes.astype(np.int64), [str(n) for n in names]
+
+
+def _binned(x: pd.Series, edges: tuple, labels: tuple[str, ...]) -> pd.Series:
+    return pd.cut(pd.to_numeric(x).astype(float), edges, labels=labels, right=True).astype("string")
+
+
+def _option_counts(options: pd.Series) -> pd.Series:
+    """Options per item from the stored JSON list, parsed once per distinct list (not once per item)."""
+    import json
+
+    codes, uniques = pd.factorize(options)
+
+    def count(text: str) -> float:
+        try:
+            parsed = json.loads(text)
+        except (TypeError, ValueError):
+            return np.nan
+        return float(len(parsed)) if isinstance(parsed, list) else np.nan
+
+    per_unique = np.array([count(u) for u in uniques], dtype=float)
+    out = np.where(codes >= 0, per_unique[np.maximum(codes, 0)] if len(per_unique) else np.nan, np.nan)
+    return pd.Series(out, index=options.index).astype("Int64").astype("string")
+
+
+def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = None) -> list[Attribute]:
+    """The attributes of ``items`` (a matrix's item frame) that take at least two values.
+
+    ``annotation_tags`` is ";"-joined per item (``backend.scope.annotations.with_annotations``' column),
+    aligned with ``items``; an attribute with one value everywhere (often all "(none)") cannot explain
+    anything and is left out.
+    """
+    derived = {
+        "task_type": items["task_type"],
+        "duration": items["duration"],
+        "domain": items["domain"],
+        "sub_category": items["sub_category"],
+        "target": items["target"].where(items["answer_type"].fillna("mcqa") == "mcqa"),
+        "n_options": _option_counts(items["options"]),
+        "question_length": _binned(
+            items["question"].astype("string").str.split().str.len(), WORD_BINS, WORD_LABELS
+        ),
+        "video_duration": _binned(items["duration_s"].astype(float), SECOND_BINS, SECOND_LABELS),
+    }
+    out = []
+    for name, column in derived.items():
+        codes, values = _factor(column)
+        if len(values) > 1:
+            out.append(Attribute(name, values, codes=codes))
+    if annotation_tags is not None:
+        lists = annotation_tags.fillna("").astype(str).str.get_dummies(sep=";")
+        lists = lists.loc[:, lists.columns != ""]
+        if lists.shape[1]:
+            out.append(Attribute("annotation_tag", [str(c) for c in lists.columns], members=lists.to_numpy(bool)))
+    return out
+
+
+def benjamini_hochberg(p: np.ndarray, n_tests: int | None = None) -> np.ndarray:
+    """BH-adjusted q-values of ``p`` (in its order), over a family of ``n_tests >= len(p)`` tests.
+
+    Tests of the family not in ``p`` count as p = 1 (a conservative stand-in: smaller p-values there
+    could only lower these q-values). ``q_(i) = min_{j >= i} p_(j) m / j``, capped at 1.
+    """
+    p = np.asarray(p, dtype=float)
+    m = len(p) if n_tests is None else int(n_tests)
+    if len(p) == 0:
+        return p
+    if m < len(p):
+        raise ValueError("n_tests must be at least the number of p-values")
+    order = np.argsort(p, kind="mergesort")
+    ranked = p[order] * m / np.arange(1, len(p) + 1)
+    q_sorted = np.minimum.accumulate(ranked[::-1])[::-1]
+    q = np.empty_like(q_sorted)
+    q[order] = np.minimum(q_sorted, 1.0)
+    return q
+
+
+def newcombe_interval(k1, n1, k2, n2, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score interval (method 10) for ``k1/n1 - k2/n2``; NaN where a side is empty."""
+    k1, n1, k2, n2 = (np.asarray(v, dtype=float) for v in (k1, n1, k2, n2))
+    l1, u1 = wilson_interval(k1, n1, level)
+    l2, u2 = wilson_interval(k2, n2, level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p1, p2 = k1 / n1, k2 / n2
+        d = p1 - p2
+        lo = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+        hi = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return lo, hi
+
+
+def fisher_two_sided(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Fisher's exact two-sided p of each 2x2 table ``[[a, b], [c, d]]`` (scipy's, one call per table)."""
+    from scipy.stats import fisher_exact  # scipy.stats costs 0.5 s of start-up: only where slices are tested
+
+    return np.array(
+        [fisher_exact([[ai, bi], [ci, di]])[1] for ai, bi, ci, di in zip(a, b, c, d, strict=True)], dtype=float
+    )
+
+
+def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame:
+    """The statistics of slices ``in_slice[S, I]`` (bool) for the selection ``selected[I]``: one row per slice.
+
+    Columns: n_slice, n_selected, rate, base_rate, lift, diff (rate minus the rest of the scope's rate),
+    diff_lo, diff_hi (Newcombe 95%), p (Fisher two-sided). Counts are two matrix-vector products.
+    """
+    in_slice = np.asarray(in_slice, dtype=bool)
+    sel = np.asarray(selected, dtype=bool)
+    n, k = sel.size, int(sel.sum())
+    n_slice = in_slice.sum(axis=1).astype(np.int64)
+    n_sel = (in_slice.astype(np.int64) @ sel.astype(np.int64)).astype(np.int64)
+    n_rest, k_rest = n - n_slice, k - n_sel
+    base = k / n if n else np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n_slice > 0, n_sel / np.maximum(n_slice, 1), np.nan)
+        rest = np.where(n_rest > 0, k_rest / np.maximum(n_rest, 1), np.nan)
+        lift = rate / base if base else np.full(len(rate), np.nan)
+    lo, hi = newcombe_interval(n_sel, n_slice, k_rest, n_rest)
+    p = fisher_two_sided(n_sel, n_slice - n_sel, k_rest, n_rest - k_rest)
+    return pd.DataFrame(
+        {"n_slice": n_slice, "n_selected": n_sel, "rate": rate, "base_rate": base, "lift": lift,
+         "diff": rate - rest, "diff_lo": lo, "diff_hi": hi, "p": p}  # fmt: skip
+    )
+
+
+def single_slices(attributes: list[Attribute]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Every (attribute, value) slice: the frame of names and its ``[S, I]`` membership."""
+    names = pd.DataFrame(
+        [([a.name], [v]) for a in attributes for v in a.values], columns=["attributes", "values"]
+    )
+    masks = np.concatenate([a.masks() for a in attributes], axis=0) if attributes else np.zeros((0, 0), bool)
+    return names, masks
+
+
+def _pair_tests(attributes: list[Attribute], min_size: int) -> int:
+    """Value pairs of two different single-valued attributes with at least ``min_size`` items (the pair family)."""
+    single = [a for a in attributes if a.codes is not None]
+    total = 0
+    for i, a in enumerate(single):
+        for b in single[i + 1 :]:
+            counts = np.bincount(a.codes * len(b.values) + b.codes, minlength=len(a.values) * len(b.values))
+            total += int((counts >= min_size).sum())
+    return total
+
+
+def pair_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int, k: int = 20) -> tuple[pd.DataFrame, np.ndarray]:
+    """Two-attribute slices that sliceline proposes for ``selected`` (module docstring), with their membership."""
+    single = [a for a in attributes if a.codes is not None]
+    empty = pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool)
+    if len(single) < 2 or not selected.any() or selected.all():
+        return empty
+    from sliceline.slicefinder import Slicefinder  # sklearn behind it: imported where pairs are searched
+
+    x = np.stack([a.codes for a in single], axis=1)
+    finder = Slicefinder(alpha=0.95, k=k, max_l=2, min_sup=min_size, verbose=False)
+    finder.fit(x, selected.astype(float))
+    rows, masks = [], []
+    for top in np.asarray(finder.top_slices_, dtype=object).reshape(-1, len(single)):
+        used = [j for j, v in enumerate(top) if v is not None]
+        if len(used) != 2:
+            continue
+        (ja, jb), (va, vb) = used, (int(top[used[0]]), int(top[used[1]]))
+        rows.append(([single[ja].name, single[jb].name], [single[ja].values[va], single[jb].values[vb]]))
+        masks.append((single[ja].codes == va) & (single[jb].codes == vb))
+    if not rows:
+        return empty
+    return pd.DataFrame(rows, columns=["attributes", "values"]), np.stack(masks)
+
+
+def rank(table: pd.DataFrame, min_size: int) -> pd.DataFrame:
+    """Well-supported slices first, then by q, then largest lift; ``small`` marks the rest."""
+    table = table.assign(small=table["n_slice"] < min_size)
+    return table.sort_values(["small", "q", "lift"], ascending=[True, True, False], kind="mergesort").reset_index(drop=True)
+
+
+def explain_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int = MIN_SIZE,
+                   pairs: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, int, list[np.ndarray]]:  # fmt: skip
+    """Single and pair slices with their statistics and one BH family over both.
+
+    Returns (singles, pairs, n_tests, [single masks, pair masks]) with the frames ranked (``rank``);
+    each row's ``index`` column is its row in the returned masks, so a slice's items stay reachable.
+    """
+    names1, m1 = single_slices(attributes)
+    names2, m2 = pair_slices(attributes, selected, min_size) if pairs else (pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool))
+    s1 = pd.concat([names1, slice_statistics(m1, selected)], axis=1).assign(index=np.arange(len(names1)))
+    s2 = pd.concat([names2.reset_index(drop=True), slice_statistics(m2, selected)], axis=1).assign(index=np.arange(len(names2)))
+    n_tests = len(s1) + (_pair_tests(attributes, min_size) if pairs else 0)
+    n_tests = max(n_tests, len(s1) + len(s2))
+    q = benjamini_hochberg(np.concatenate([s1["p"].to_numpy(), s2["p"].to_numpy()]), n_tests)
+    s1["q"], s2["q"] = q[: len(s1)], q[len(s1) :]
+    return rank(s1, min_size), rank(s2, min_size), n_tests, [m1, m2]
+
+
+def letter_codes(values: np.ndarray, letters: list[str]) -> np.ndarray:
+    """Letters (object array, None for no answer) as codes into ``letters``; -1 for none or another letter."""
+    lookup = {letter: k for k, letter in enumerate(letters)}
+    flat = pd.Series(np.asarray(values, dtype=object).ravel()).map(lookup)
+    return flat.fillna(-1).to_numpy(np.int64).reshape(np.shape(values))
+
+
+def letter_prior(answer: np.ndarray, target: np.ndarray, n_letters: int) -> dict:
+    """Chosen letters per configuration against the targets' letters, with a chi-square homogeneity test.
+
+    ``answer[I, C]`` and ``target[I]`` are letter codes (-1: none / not a letter). Returns ``chosen``
+    ``[C, L]``, ``no_answer`` ``[C]``, ``targets`` ``[L]`` and per configuration ``chi2``, ``dof``, ``p``
+    (the 2 x L table of chosen vs target counts over the letters either uses; NaN with fewer than two).
+    """
+    from scipy.stats import chi2_contingency
+
+    n_items, n_cfg = answer.shape
+    offset = (np.arange(n_cfg) * (n_letters + 1))[None, :]
+    counts = np.bincount((answer + 1 + offset).ravel(), minlength=n_cfg * (n_letters + 1)).reshape(n_cfg, -1)
+    chosen, no_answer = counts[:, 1:], counts[:, 0]
+    targets = np.bincount(target[target >= 0], minlength=n_letters)
+    chi2, dof, p = (np.full(n_cfg, np.nan) for _ in range(3))
+    for c in range(n_cfg):  # one test per configuration
+        table = np.stack([chosen[c], targets])
+        table = table[:, table.sum(axis=0) > 0]
+        if table.shape[1] >= 2 and (table.sum(axis=1) > 0).all():
+            chi2[c], p[c], dof[c], _ = chi2_contingency(table, correction=False)
+    return {"chosen": chosen, "no_answer": no_answer, "targets": targets, "chi2": chi2, "dof": dof, "p": p}
+
+
+def moved_to(answer_from: np.ndarray, answer_to: np.ndarray, target: np.ndarray, n_letters: int) -> dict:
+    """For a flow's items: the letter (or no answer) at each side, and how many kept / moved to / away from the target."""
+    def counts(a: np.ndarray) -> np.ndarray:
+        return np.bincount(a + 1, minlength=n_letters + 1)
+
+    return {
+        "from": counts(answer_from),
+        "to": counts(answer_to),
+        "to_target": int((answer_to == target).sum()),
+        "to_other_letter": int(((answer_to >= 0) & (answer_to != target)).sum()),
+        "to_no_answer": int((answer_to < 0).sum()),
+        "same_letter": int(((answer_to == answer_from) & (answer_to >= 0)).sum()),
+    }
+
+
+RAW_KINDS = ("parsed", "empty", "degenerate", "unparsed")  # raw-output kinds (``backend.scope.answer_cells``)
+
+
+def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's kappa of two boolean labellings of the same items (NaN when chance agreement is 1)."""
+    n = a.size
+    po = float((a == b).mean())
+    pa, pb = a.mean(), b.mean()
+    pe = float(pa * pb + (1 - pa) * (1 - pb))
+    return (po - pe) / (1 - pe) if pe < 1 else float("nan")
+
+
+def agreement(masks: dict[str, np.ndarray]) -> dict:
+    """Pairwise overlap of per-model selections against the hypergeometric expectation; the all-models set.
+
+    For models a, b with n_a, n_b selected of N items, a random n_b-subset overlaps n_a in n_a n_b / N items
+    on average; ``p`` is the upper tail P[X >= overlap] of that hypergeometric law.
+    """
+    from scipy.stats import hypergeom
+
+    models = list(masks)
+    n = len(next(iter(masks.values())))
+    pairs = []
+    for i, a in enumerate(models):
+        for b in models[i + 1 :]:
+            ma, mb = masks[a], masks[b]
+            na, nb, both, either = int(ma.sum()), int(mb.sum()), int((ma & mb).sum()), int((ma | mb).sum())
+            pairs.append({
+                "a": a, "b": b, "n_a": na, "n_b": nb, "overlap": both,
+                "expected": na * nb / n if n else float("nan"),
+                "p": float(hypergeom.sf(both - 1, n, na, nb)) if n else float("nan"),
+                "jaccard": both / either if either else None,
+                "kappa": cohen_kappa(ma, mb),
+            })  # fmt: skip
+    every = np.logical_and.reduce([masks[m] for m in models])
+    return {"models": models, "pairs": pairs, "every": every}
+
+
+LINK_MAX = 500  # a slice's selected item ids are listed (for its link) up to this many
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is explained: ``flow`` (from, to, kind), ``tag`` (a trajectory tag) or ``items`` (ids)."""
+
+    kind: str
+    args: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.kind == "flow":
+            return f"{self.args[0]} → {self.args[1]} {self.args[2]}"
+        if self.kind == "tag":
+            return f"tag {self.args[0]}"
+        return f"{len(self.args)} listed items"
+
+    def to_argv(self) -> list[str]:
+        """The flag that names it (``items``: the file is the caller's; ``--items FILE``)."""
+        if self.kind == "flow":
+            return ["--flow", ":".join(self.args)]
+        return ["--tag", self.args[0]] if self.kind == "tag" else []
+
+
+def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:
+    """The items ``target`` selects for ``model`` (boolean over the matrix's items)."""
+    if target.kind == "flow":
+        return flow_mask(matrix, model, *target.args)
+    if target.kind == "tag":
+        y = matrix.correct[matrix.model_index(model)].astype(bool)
+        return tag_masks(y, matrix.grid, matrix.lower)[target.args[0]]
+    ids = matrix.items["item_id"].astype(str)
+    keyed = matrix.items["benchmark"].astype(str) + "/" + ids
+    wanted = set(target.args)
+    return (ids.isin(wanted) | keyed.isin(wanted)).to_numpy(bool)
+
+
+def _slice_records(table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray, ids: np.ndarray,
+                   top: int | None) -> list[dict]:  # fmt: skip
+    """The ranked slices as report rows (at most ``top``), each with its selected items' ids for a link."""
+    shown = table if top is None else table.head(top)
+    out = []
+    for row in shown.to_dict("records"):  # one per reported slice (tens), never per item
+        members = masks[row["index"]] & selected
+        out.append({
+            "attributes": list(row["attributes"]), "values": list(row["values"]),
+            "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
+            "n_slice": int(row["n_slice"]), "n_selected": int(row["n_selected"]), "rate": _num(row["rate"]),
+            "base_rate": _num(row["base_rate"]), "lift": _num(row["lift"]), "diff": _num(row["diff"]),
+            "diff_ci": None if np.isnan(row["diff_lo"]) else [float(row["diff_lo"]), float(row["diff_hi"])],
+            "p": float(row["p"]), "q": float(row["q"]), "small": bool(row["small"]),
+            "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
+        })  # fmt: skip
+    return out
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else float(x)
+
+
+def _letters(target: pd.Series, answer: np.ndarray) -> list[str]:
+    """The option letters in play: the single capital letters among the targets and the answers."""
+    seen = pd.unique(np.concatenate([target.dropna().astype(str).to_numpy(object), answer[answer != None].ravel()]))  # noqa: E711
+    return sorted(str(v) for v in seen if isinstance(v, str) and len(v) == 1 and v.isalpha() and v.isupper())
+
+
+def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
+    """The letter prior per configuration and, for a flow, where its answers went (module docstring)."""
+    targets = matrix.items["target"]
+    letters = _letters(targets, cells.answer)
+    answer = letter_codes(cells.answer, letters)
+    tcode = letter_codes(targets.to_numpy(object), letters)
+    prior = letter_prior(answer, tcode, len(letters))
+    out = {
+        "letters": letters,
+        "targets": dict(zip(letters, prior["targets"].tolist(), strict=True)),
+        "prior": [
+            {"config": label, "chosen": dict(zip(letters, prior["chosen"][c].tolist(), strict=True)),
+             "no_answer": int(prior["no_answer"][c]), "chi2": _num(prior["chi2"][c]),
+             "dof": None if np.isnan(prior["dof"][c]) else int(prior["dof"][c]), "p": _num(prior["p"][c])}
+            for c, label in enumerate(matrix.grid)
+        ],  # fmt: skip
+        "moved": None,
+    }
+    if target.kind == "flow":
+        ia, ib = matrix.config_index(target.args[0]), matrix.config_index(target.args[1])
+        moved = moved_to(answer[selected, ia], answer[selected, ib], tcode[selected], len(letters))
+        names = ["no answer", *letters]
+        out["moved"] = moved | {"from": dict(zip(names, moved["from"].tolist(), strict=True)),
+                                "to": dict(zip(names, moved["to"].tolist(), strict=True))}  # fmt: skip
+    return out
+
+
+def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
+    """Selected items whose raw output, at the flow's two configurations (else anywhere on the grid), is empty,
+    degenerate or unparsed: counted per kind, and in all (``affected``, the items ``--exclude-unparsed`` drops)."""
+    cols = (
+        [matrix.config_index(target.args[0]), matrix.config_index(target.args[1])]
+        if target.kind == "flow"
+        else list(range(len(matrix.grid)))
+    )
+    kinds = cells.kind[:, cols]
+    per_kind = {name: int((selected & (kinds == k).any(axis=1)).sum()) for k, name in enumerate(RAW_KINDS) if k}
+    affected = selected & (kinds != 0).any(axis=1)
+    return {"configs": [matrix.grid[c] for c in cols], **per_kind, "affected": int(affected.sum()), "mask": affected}
+
+
+def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribute], cells: AnswerCells,
+           min_size: int = MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
+           pairs: bool = True) -> dict:  # fmt: skip
+    """Everything ``trajaudit explain`` prints (``ExplainReport`` without ``scope``)."""
+    if min_size < 1:
+        raise UserError("--min-size must be >= 1")
+    if top is not None and top < 0:
+        raise UserError("--top must be >= 0")
+    selected = target_mask(matrix, model, target)
+    if target.kind == "items" and not selected.any():
+        raise UserError(f"none of the {len(target.args)} listed items is in the scope ({matrix.n_items} items)")
+    parser = parser_effects(matrix, cells, target, selected)
+    if exclude_unparsed:
+        selected = selected & ~parser["mask"]
+    singles, pair_table, n_tests, masks = explain_slices(attributes, selected, min_size, pairs)
+    ids = matrix.items["item_id"].astype(str).to_numpy(object)
+    out = {
+        "model": model, "target": {"kind": target.kind, "args": list(target.args), "describe": target.describe()},
+        "n_scope": matrix.n_items, "n_selected": int(selected.sum()),
+        "base_rate": float(selected.mean()) if matrix.n_items else None,
+        "min_size": min_size, "n_tests": n_tests, "pair_search": PAIR_SEARCH if pairs else None,
+        "attributes": [a.name for a in attributes],
+        "slices": _slice_records(singles, masks[0], selected, ids, top),
+        "pairs": _slice_records(pair_table, masks[1], selected, ids, top),
+        "parser": {k: v for k, v in parser.items() if k != "mask"} | {"excluded": exclude_unparsed},
+        "answers": answer_behaviour(matrix, cells, target, selected),
+        "agreement": None,
+    }  # fmt: skip
+    if target.kind != "items" and len(matrix.models) > 1:
+        agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})
+        every = agree.pop("every")
+        out["agreement"] = agree | {"n_every": int(every.sum()), "every": ids[every][:LINK_MAX].tolist()}
+    return out
