@@ -126,9 +126,7 @@ def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = Non
         "sub_category": items["sub_category"],
         "target": items["target"].where(items["answer_type"].fillna("mcqa") == "mcqa"),
         "n_options": _option_counts(items["options"]),
-        "question_length": _binned(
-            items["question"].astype("string").str.split().str.len(), WORD_BINS, WORD_LABELS
-        ),
+        "question_length": _binned(items["question"].astype("string").str.split().str.len(), WORD_BINS, WORD_LABELS),
         "video_duration": _binned(items["duration_s"].astype(float), SECOND_BINS, SECOND_LABELS),
     }
     out = []
@@ -206,16 +204,23 @@ def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame
     lo, hi = newcombe_interval(n_sel, n_slice, k_rest, n_rest)
     p = fisher_two_sided(n_sel, n_slice - n_sel, k_rest, n_rest - k_rest)
     return pd.DataFrame(
-        {"n_slice": n_slice, "n_selected": n_sel, "rate": rate, "base_rate": base, "lift": lift,
-         "diff": rate - rest, "diff_lo": lo, "diff_hi": hi, "p": p}  # fmt: skip
+        {
+            "n_slice": n_slice,
+            "n_selected": n_sel,
+            "rate": rate,
+            "base_rate": base,
+            "lift": lift,
+            "diff": rate - rest,
+            "diff_lo": lo,
+            "diff_hi": hi,
+            "p": p,
+        }  # fmt: skip
     )
 
 
 def single_slices(attributes: list[Attribute]) -> tuple[pd.DataFrame, np.ndarray]:
     """Every (attribute, value) slice: the frame of names and its ``[S, I]`` membership."""
-    names = pd.DataFrame(
-        [([a.name], [v]) for a in attributes for v in a.values], columns=["attributes", "values"]
-    )
+    names = pd.DataFrame([([a.name], [v]) for a in attributes for v in a.values], columns=["attributes", "values"])
     masks = np.concatenate([a.masks() for a in attributes], axis=0) if attributes else np.zeros((0, 0), bool)
     return names, masks
 
@@ -231,7 +236,9 @@ def _pair_tests(attributes: list[Attribute], min_size: int) -> int:
     return total
 
 
-def pair_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int, k: int = 20) -> tuple[pd.DataFrame, np.ndarray]:
+def pair_slices(
+    attributes: list[Attribute], selected: np.ndarray, min_size: int, k: int = 20
+) -> tuple[pd.DataFrame, np.ndarray]:
     """Two-attribute slices that sliceline proposes for ``selected`` (module docstring), with their membership."""
     single = [a for a in attributes if a.codes is not None]
     empty = pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool)
@@ -258,7 +265,9 @@ def pair_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int
 def rank(table: pd.DataFrame, min_size: int) -> pd.DataFrame:
     """Well-supported slices first, then by q, then largest lift; ``small`` marks the rest."""
     table = table.assign(small=table["n_slice"] < min_size)
-    return table.sort_values(["small", "q", "lift"], ascending=[True, True, False], kind="mergesort").reset_index(drop=True)
+    return table.sort_values(["small", "q", "lift"], ascending=[True, True, False], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def explain_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int = MIN_SIZE,
@@ -269,9 +278,15 @@ def explain_slices(attributes: list[Attribute], selected: np.ndarray, min_size: 
     each row's ``index`` column is its row in the returned masks, so a slice's items stay reachable.
     """
     names1, m1 = single_slices(attributes)
-    names2, m2 = pair_slices(attributes, selected, min_size) if pairs else (pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool))
+    names2, m2 = (
+        pair_slices(attributes, selected, min_size)
+        if pairs
+        else (pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool))
+    )
     s1 = pd.concat([names1, slice_statistics(m1, selected)], axis=1).assign(index=np.arange(len(names1)))
-    s2 = pd.concat([names2.reset_index(drop=True), slice_statistics(m2, selected)], axis=1).assign(index=np.arange(len(names2)))
+    s2 = pd.concat([names2.reset_index(drop=True), slice_statistics(m2, selected)], axis=1).assign(
+        index=np.arange(len(names2))
+    )
     n_tests = len(s1) + (_pair_tests(attributes, min_size) if pairs else 0)
     n_tests = max(n_tests, len(s1) + len(s2))
     q = benjamini_hochberg(np.concatenate([s1["p"].to_numpy(), s2["p"].to_numpy()]), n_tests)
@@ -311,6 +326,7 @@ def letter_prior(answer: np.ndarray, target: np.ndarray, n_letters: int) -> dict
 
 def moved_to(answer_from: np.ndarray, answer_to: np.ndarray, target: np.ndarray, n_letters: int) -> dict:
     """For a flow's items: the letter (or no answer) at each side, and how many kept / moved to / away from the target."""
+
     def counts(a: np.ndarray) -> np.ndarray:
         return np.bincount(a + 1, minlength=n_letters + 1)
 
@@ -329,7 +345,6 @@ RAW_KINDS = ("parsed", "empty", "degenerate", "unparsed")  # raw-output kinds (`
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     """Cohen's kappa of two boolean labellings of the same items (NaN when chance agreement is 1)."""
-    n = a.size
     po = float((a == b).mean())
     pa, pb = a.mean(), b.mean()
     pe = float(pa * pb + (1 - pa) * (1 - pb))
@@ -439,9 +454,14 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
         "letters": letters,
         "targets": dict(zip(letters, prior["targets"].tolist(), strict=True)),
         "prior": [
-            {"config": label, "chosen": dict(zip(letters, prior["chosen"][c].tolist(), strict=True)),
-             "no_answer": int(prior["no_answer"][c]), "chi2": _num(prior["chi2"][c]),
-             "dof": None if np.isnan(prior["dof"][c]) else int(prior["dof"][c]), "p": _num(prior["p"][c])}
+            {
+                "config": label,
+                "chosen": dict(zip(letters, prior["chosen"][c].tolist(), strict=True)),
+                "no_answer": int(prior["no_answer"][c]),
+                "chi2": _num(prior["chi2"][c]),
+                "dof": None if np.isnan(prior["dof"][c]) else int(prior["dof"][c]),
+                "p": _num(prior["p"][c]),
+            }
             for c, label in enumerate(matrix.grid)
         ],  # fmt: skip
         "moved": None,
