@@ -187,7 +187,8 @@ def fisher_two_sided(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray)
 def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame:
     """The statistics of slices ``in_slice[S, I]`` (bool) for the selection ``selected[I]``: one row per slice.
 
-    Columns: n_slice, n_selected, rate, base_rate, lift, diff (rate minus the rest of the scope's rate),
+    Columns: n_slice, n_selected, rate, base_rate, lift, lift_lo, lift_hi (the rate's Wilson 95% interval over the
+    base rate), diff (rate minus the rest of the scope's rate),
     diff_lo, diff_hi (Newcombe 95%), p (Fisher two-sided). Counts are two matrix-vector products.
     """
     in_slice = np.asarray(in_slice, dtype=bool)
@@ -202,6 +203,7 @@ def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame
         rest = np.where(n_rest > 0, k_rest / np.maximum(n_rest, 1), np.nan)
         lift = rate / base if base else np.full(len(rate), np.nan)
     lo, hi = newcombe_interval(n_sel, n_slice, k_rest, n_rest)
+    rate_lo, rate_hi = wilson_interval(n_sel, n_slice)
     p = fisher_two_sided(n_sel, n_slice - n_sel, k_rest, n_rest - k_rest)
     return pd.DataFrame(
         {
@@ -210,6 +212,8 @@ def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame
             "rate": rate,
             "base_rate": base,
             "lift": lift,
+            "lift_lo": rate_lo / base if base else np.nan,
+            "lift_hi": rate_hi / base if base else np.nan,
             "diff": rate - rest,
             "diff_lo": lo,
             "diff_hi": hi,
@@ -426,6 +430,7 @@ def _slice_records(table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray,
             "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
             "n_slice": int(row["n_slice"]), "n_selected": int(row["n_selected"]), "rate": _num(row["rate"]),
             "base_rate": _num(row["base_rate"]), "lift": _num(row["lift"]), "diff": _num(row["diff"]),
+            "lift_ci": None if np.isnan(row["lift_lo"]) else [float(row["lift_lo"]), float(row["lift_hi"])],
             "diff_ci": None if np.isnan(row["diff_lo"]) else [float(row["diff_lo"]), float(row["diff_hi"])],
             "p": float(row["p"]), "q": float(row["q"]), "small": bool(row["small"]),
             "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,

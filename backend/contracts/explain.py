@@ -29,6 +29,7 @@ class ExplainSlice(TypedDict):
     rate: n_selected / n_slice
     base_rate: the selection's share of the whole scope
     lift: rate / base_rate
+    lift_ci: the rate's Wilson 95% interval over base_rate (null: empty slice)
     diff: rate minus the rate in the rest of the scope
     diff_ci: Newcombe's hybrid score 95% interval of diff (null when the slice is the whole scope)
     p: Fisher's exact two-sided p of the 2x2 table slice/rest x selected/not
@@ -45,6 +46,7 @@ class ExplainSlice(TypedDict):
     rate: float | None
     base_rate: float | None
     lift: float | None
+    lift_ci: Interval | None
     diff: float | None
     diff_ci: Interval | None
     p: float
