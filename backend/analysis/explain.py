@@ -386,7 +386,8 @@ LINK_MAX = 500  # a slice's selected item ids are listed (for its link) up to th
 
 @dataclass(frozen=True)
 class Target:
-    """What is explained: ``flow`` (from, to, kind), ``tag`` (a trajectory tag) or ``items`` (ids)."""
+    """What is explained: ``flow`` (from, to, kind), ``state`` (config, correct|wrong: a Sankey node), ``tag`` (a
+    trajectory tag) or ``items`` (ids)."""
 
     kind: str
     args: tuple[str, ...]
@@ -394,14 +395,16 @@ class Target:
     def describe(self) -> str:
         if self.kind == "flow":
             return f"{self.args[0]} → {self.args[1]} {self.args[2]}"
+        if self.kind == "state":
+            return f"{self.args[1]} at {self.args[0]}"
         if self.kind == "tag":
             return f"tag {self.args[0]}"
         return f"{len(self.args)} listed items"
 
     def to_argv(self) -> list[str]:
         """The flag that names it (``items``: the file is the caller's; ``--items FILE``)."""
-        if self.kind == "flow":
-            return ["--flow", ":".join(self.args)]
+        if self.kind in ("flow", "state"):
+            return [f"--{self.kind}", ":".join(self.args)]
         return ["--tag", self.args[0]] if self.kind == "tag" else []
 
 
@@ -409,6 +412,13 @@ def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:
     """The items ``target`` selects for ``model`` (boolean over the matrix's items)."""
     if target.kind == "flow":
         return flow_mask(matrix, model, *target.args)
+    if target.kind == "state":
+        config, state = target.args
+        if state not in ("correct", "wrong"):
+            raise UserError(f"a state is CONFIG:STATE with STATE correct or wrong (got {':'.join(target.args)!r})")
+        return matrix.correct[matrix.model_index(model), :, matrix.config_index(config)].astype(bool) == (
+            state == "correct"
+        )
     if target.kind == "tag":
         y = matrix.correct[matrix.model_index(model)].astype(bool)
         return tag_masks(y, matrix.grid, matrix.lower)[target.args[0]]
@@ -481,13 +491,14 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
 
 
 def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
-    """Selected items whose raw output, at the flow's two configurations (else anywhere on the grid), is empty,
+    """Selected items whose raw output, at the flow's two configurations (a state's one; else anywhere on the grid), is empty,
     degenerate or unparsed: counted per kind, and in all (``affected``, the items ``--exclude-unparsed`` drops)."""
-    cols = (
-        [matrix.config_index(target.args[0]), matrix.config_index(target.args[1])]
-        if target.kind == "flow"
-        else list(range(len(matrix.grid)))
-    )
+    if target.kind == "flow":
+        cols = [matrix.config_index(target.args[0]), matrix.config_index(target.args[1])]
+    elif target.kind == "state":
+        cols = [matrix.config_index(target.args[0])]
+    else:
+        cols = list(range(len(matrix.grid)))
     kinds = cells.kind[:, cols]
     per_kind = {name: int((selected & (kinds == k).any(axis=1)).sum()) for k, name in enumerate(RAW_KINDS) if k}
     affected = selected & (kinds != 0).any(axis=1)
@@ -522,7 +533,7 @@ def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribut
         "answers": answer_behaviour(matrix, cells, target, selected),
         "agreement": None,
     }  # fmt: skip
-    if target.kind != "items" and len(matrix.models) > 1:
+    if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})
         every = agree.pop("every")
         out["agreement"] = agree | {"n_every": int(every.sum()), "every": ids[every][:LINK_MAX].tolist()}

@@ -22,12 +22,19 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="why these items? slices, answer behaviour and agreement for a flow, tag or item list")
+    p = sub.add_parser(
+        "explain", help="why these items? slices, answer behaviour and agreement for a flow, tag or item list"
+    )
     add_store(p)
     p.add_argument("--model", required=True, help="the model whose flow, tag or items are explained")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--flow", default=None, help="a flow FROM:TO:KIND, e.g. 8f:32f:harmed")
-    what.add_argument("--tag", dest="explain_tag", default=None, choices=TAGS, help="the items with this trajectory tag (of --model)")
+    what.add_argument(
+        "--state", default=None, help="a Sankey node CONFIG:STATE, e.g. 32f:wrong (STATE correct or wrong)"
+    )
+    what.add_argument(
+        "--tag", dest="explain_tag", default=None, choices=TAGS, help="the items with this trajectory tag (of --model)"
+    )
     what.add_argument("--items", default=None, type=Path,
                       help="a file of item ids, one per line (or BENCHMARK/ITEM_ID; an item_id column of a CSV)")  # fmt: skip
     add_scope_args(p, models=False, tag=False)
@@ -66,6 +73,11 @@ def read_item_ids(path: Path) -> tuple[str, ...]:
 def target_of(args: argparse.Namespace) -> explain.Target:
     if args.flow is not None:
         return explain.Target("flow", Selection.flow(args.flow).args)
+    if args.state is not None:
+        parts = args.state.split(":")
+        if len(parts) != 2 or not all(parts):
+            raise UserError(f"--state takes CONFIG:STATE, e.g. 32f:wrong (got {args.state!r})")
+        return explain.Target("state", tuple(parts))
     if args.explain_tag is not None:
         return explain.Target("tag", (args.explain_tag,))
     return explain.Target("items", read_item_ids(args.items))

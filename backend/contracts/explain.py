@@ -8,12 +8,12 @@ from backend.contracts.common import Interval, ScopeHeader
 class ExplainTarget(TypedDict):
     """What is explained.
 
-    kind: "flow", "tag" or "items"
-    args: flow: [from, to, kind]; tag: [tag]; items: the listed ids
+    kind: "flow", "state" (a Sankey node), "tag" or "items"
+    args: flow: [from, to, kind]; state: [config, correct|wrong]; tag: [tag]; items: the listed ids
     describe: how the pages name it
     """
 
-    kind: Literal["flow", "tag", "items"]
+    kind: Literal["flow", "state", "tag", "items"]
     args: list[str]
     describe: str
 
@@ -156,7 +156,7 @@ class AgreementPair(TypedDict):
 
 
 class Agreement(TypedDict):
-    """The same flow or tag across the scope's models.
+    """The same flow, state or tag across the scope's models.
 
     models: the models
     pairs: every pair of models
@@ -186,7 +186,7 @@ class ExplainReport(TypedDict):
     pairs: two-attribute slices, best first, at most --top
     parser: selected items whose raw output was empty, degenerate or unparsed
     answers: the letter prior and a flow's answer moves
-    agreement: the same selection across models (two models or more; null for items)
+    agreement: the same selection across models (two models or more; null for listed items)
     scope: the scope these numbers belong to
     """
 

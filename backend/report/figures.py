@@ -238,8 +238,9 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
                       "lift %{x:.2f}, BH q %{customdata[3]:.3g}<extra></extra>",
     ))  # fmt: skip
     base = 100 * (report["base_rate"] or 0)
-    fig.add_vline(x=1, line={"color": NEUTRAL, "dash": "dash"},
-                  annotation={"text": f"base rate {base:.1f}% (lift 1)", "font": {"color": INK}})  # fmt: skip
+    fig.add_vline(x=1, line={"color": NEUTRAL, "dash": "dash"})
+    fig.add_annotation(x=1, y=1, xref="x", yref="paper", yanchor="bottom", xanchor="left", showarrow=False,
+                       text=f"base rate {base:.1f}% (lift 1)", font={"color": INK})  # fmt: skip
     fig.update_xaxes(title="lift: rate in the slice / base rate (95% interval)", rangemode="tozero")
     fig.update_yaxes(title=None)
     what = escape(report["target"]["describe"])
