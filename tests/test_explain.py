@@ -45,8 +45,10 @@ def planted(n: int = 1200, seed: int = 0) -> tuple[Matrix, np.ndarray]:
 
 
 def cells_for(matrix: Matrix, kind: np.ndarray | None = None) -> AnswerCells:
-    answer = np.repeat(matrix.items["target"].to_numpy(object)[:, None], len(matrix.grid), axis=1)
-    return AnswerCells(answer, np.zeros(answer.shape, np.int8) if kind is None else kind)
+    letter = np.repeat(explain.target_letters(matrix.items["target"])[:, None], len(matrix.grid), axis=1).astype(
+        np.int8
+    )
+    return AnswerCells(letter, np.zeros(letter.shape, np.int8) if kind is None else kind)
 
 
 def run_report(matrix: Matrix, **kwargs) -> dict:
@@ -134,10 +136,10 @@ def test_exclude_unparsed_drops_items_with_unreadable_raw_outputs():
     kind[hit[:3], 2], kind[hit[3:5], 1], kind[hit[5:], 0] = 1, 2, 3  # empty, degenerate at 32f; unparsed at text
     attributes = explain.attribute_table(matrix.items)
     target = explain.Target("flow", ("8f", "32f", "harmed"))
-    kept = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).answer, kind))
+    kept = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind))
     assert kept["parser"] == {"configs": ["8f", "32f"], "empty": 3, "degenerate": 2, "unparsed": 0, "affected": 5,
                               "excluded": False}  # fmt: skip
-    dropped = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).answer, kind),
+    dropped = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind),
                              exclude_unparsed=True)  # fmt: skip
     assert dropped["n_selected"] == kept["n_selected"] - 5
 
@@ -172,7 +174,7 @@ def test_agreement_against_hand_counts_and_sklearns_kappa():
     assert out["every"].tolist() == (a & b).tolist()
 
 
-def test_raw_output_kinds_are_read_from_the_store(tmp_path):
+def test_raw_output_kinds_are_read_from_the_store(tmp_path, monkeypatch):
     ys = {"m": {"text": [1, 0, 0, 0, 1], "8f": [1, 1, 0, 1, 0]}}
     raw = {"text": ["A", "", "BBBB", "it is unclear", " A "], "8f": ["A", "A", "  ", "B", "C"]}
     answer = {"text": ["A", None, None, None, "A"], "8f": ["A", "A", None, "B", "C"]}
@@ -187,7 +189,15 @@ def test_raw_output_kinds_are_read_from_the_store(tmp_path):
     kinds = {i: cells.kind[k].tolist() for k, i in enumerate(order)}
     # 0 parsed, 1 empty, 2 degenerate, 3 unparsed
     assert kinds == {"i0": [0, 0], "i1": [1, 0], "i2": [2, 1], "i3": [3, 0], "i4": [0, 0]}
-    assert cells.answer[order.index("i4")].tolist() == ["A", "C"]
+    assert cells.letter[order.index("i4")].tolist() == [0, 2]  # "A", "C"
+    assert cells.letter[order.index("i2")].tolist() == [-1, -1]
+    from backend.scope import answer_cells
+
+    monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)  # the cached path: written once, then read back
+    for _ in range(2):
+        again = load_answer_cells(store, matrix, "m")
+        assert again.kind.tolist() == cells.kind.tolist() and again.letter.tolist() == cells.letter.tolist()
+    assert len(list((store.root / ".cache").glob("answers-*"))) == 1
 
 
 def test_cli_explains_a_flow_of_the_demo_store_and_rejects_bad_input(demo_store, capsys, tmp_path):

@@ -57,14 +57,14 @@ ATTRIBUTES: dict[str, str] = {
     "sub_category": "sub-category",
     "target": "target letter",
     "n_options": "number of options",
-    "question_length": "question length (words, binned)",
+    "question_length": "question length (characters, binned)",
     "video_duration": "video duration (binned)",
     "annotation_tag": "annotation tag (an item may carry several)",
 }
-WORD_BINS = (0, 10, 20, 40, np.inf)  # question words: 1-10, 11-20, 21-40, over 40
+CHAR_BINS = (-1, 50, 100, 200, np.inf)  # question characters: up to 50, 51-100, 101-200, over 200
 SECOND_BINS = (0, 60, 180, 600, 1800, np.inf)  # video seconds: under 1 min, 1-3, 3-10, 10-30, 30 min and more
 SECOND_LABELS = ("< 1 min", "1-3 min", "3-10 min", "10-30 min", ">= 30 min")
-WORD_LABELS = ("1-10 words", "11-20 words", "21-40 words", "> 40 words")
+CHAR_LABELS = ("<= 50 chars", "51-100 chars", "101-200 chars", "> 200 chars")
 PAIR_SEARCH = "sliceline 0.3.0 (max_l=2, alpha=0.95), proposed pairs scored exactly"
 
 
@@ -92,6 +92,16 @@ def _factor(values: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 def _binned(x: pd.Series, edges: tuple, labels: tuple[str, ...]) -> pd.Series:
     return pd.cut(pd.to_numeric(x).astype(float), edges, labels=labels, right=True).astype("string")
+
+
+def _text_length(text: pd.Series) -> pd.Series:
+    """Characters per text, from the Arrow offsets (characters, not words: counting words splits every string,
+    0.5 s at 250k questions, where the length is free)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = pc.utf8_length(pa.array(text.astype("string[pyarrow]").array))
+    return pd.Series(lengths.to_numpy(zero_copy_only=False), index=text.index, dtype="Float64")
 
 
 def _option_counts(options: pd.Series) -> pd.Series:
@@ -126,7 +136,7 @@ def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = Non
         "sub_category": items["sub_category"],
         "target": items["target"].where(items["answer_type"].fillna("mcqa") == "mcqa"),
         "n_options": _option_counts(items["options"]),
-        "question_length": _binned(items["question"].astype("string").str.split().str.len(), WORD_BINS, WORD_LABELS),
+        "question_length": _binned(_text_length(items["question"]), CHAR_BINS, CHAR_LABELS),
         "video_duration": _binned(items["duration_s"].astype(float), SECOND_BINS, SECOND_LABELS),
     }
     out = []
@@ -298,11 +308,14 @@ def explain_slices(attributes: list[Attribute], selected: np.ndarray, min_size: 
     return rank(s1, min_size), rank(s2, min_size), n_tests, [m1, m2]
 
 
-def letter_codes(values: np.ndarray, letters: list[str]) -> np.ndarray:
-    """Letters (object array, None for no answer) as codes into ``letters``; -1 for none or another letter."""
-    lookup = {letter: k for k, letter in enumerate(letters)}
-    flat = pd.Series(np.asarray(values, dtype=object).ravel()).map(lookup)
-    return flat.fillna(-1).to_numpy(np.int64).reshape(np.shape(values))
+def target_letters(targets: pd.Series) -> np.ndarray:
+    """Each target as a capital-letter code (0 for "A" .. 25 for "Z"; -1 for anything else), mapped once per distinct
+    target rather than once per item."""
+    codes, uniques = pd.factorize(targets)
+    per = np.array(
+        [ord(u) - 65 if isinstance(u, str) and len(u) == 1 and "A" <= u <= "Z" else -1 for u in uniques] + [-1]
+    )
+    return per[codes].astype(np.int64)  # code -1 (a missing target) takes the appended -1
 
 
 def letter_prior(answer: np.ndarray, target: np.ndarray, n_letters: int) -> dict:
@@ -452,18 +465,18 @@ def _num(x: float) -> float | None:
     return None if x is None or np.isnan(x) else float(x)
 
 
-def _letters(target: pd.Series, answer: np.ndarray) -> list[str]:
-    """The option letters in play: the single capital letters among the targets and the answers."""
-    seen = pd.unique(np.concatenate([target.dropna().astype(str).to_numpy(object), answer[answer != None].ravel()]))  # noqa: E711
-    return sorted(str(v) for v in seen if isinstance(v, str) and len(v) == 1 and v.isalpha() and v.isupper())
-
-
 def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
     """The letter prior per configuration and, for a flow, where its answers went (module docstring)."""
-    targets = matrix.items["target"]
-    letters = _letters(targets, cells.answer)
-    answer = letter_codes(cells.answer, letters)
-    tcode = letter_codes(targets.to_numpy(object), letters)
+    target_code = target_letters(matrix.items["target"])
+    # the letters in play ("A" .. "Z"): any target's or any answer's
+    present = (np.bincount(cells.letter.ravel().astype(np.int64) + 1, minlength=27)[1:] > 0) | (
+        np.bincount(target_code + 1, minlength=27)[1:] > 0
+    )
+    used = np.flatnonzero(present)
+    letters = [chr(65 + k) for k in used]
+    remap = np.full(27, -1, dtype=np.int64)  # code + 1 -> index among the letters in play
+    remap[used + 1] = np.arange(len(used))
+    answer, tcode = remap[cells.letter.astype(np.int64) + 1], remap[target_code + 1]
     prior = letter_prior(answer, tcode, len(letters))
     out = {
         "letters": letters,
