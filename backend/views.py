@@ -155,14 +155,9 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
                  min_size: int = explain.MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
                  pairs: bool = True) -> ExplainReport:  # fmt: skip
     """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
-    from backend.scope.annotations import with_annotations
+    from backend.scope.annotations import annotation_tags
 
-    tags = None  # a store without annotation files has no tags to test (and skips a 60 ms merge at 25k items)
-    if store.manifest().files.get("annotations"):
-        tags = with_annotations(matrix.items[["benchmark", "item_id"]], store, resolved.scope.benchmark)[
-            "annotation_tags"
-        ]
-    attributes = explain.attribute_table(matrix.items, tags)
-    cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns)
+    attributes = explain.attribute_table(matrix.items, annotation_tags(store, matrix.items, resolved.scope.benchmark))
+    cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
     return out | {"scope": resolved.header(matrix)}

@@ -222,3 +222,12 @@ def test_cli_explains_a_flow_of_the_demo_store_and_rejects_bad_input(demo_store,
         assert main(["explain", *s, "--model", "synthetic-A-7B", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_attribute_codes_bin_and_mark_missing_values():
+    bins = explain._binned(np.array([10, 50, 51, 100, 101, 250, np.nan]), explain.CHAR_BINS, explain.CHAR_LABELS)
+    assert bins[0].tolist() == [0, 0, 1, 1, 2, 3, 4] and bins[1][-1] == explain.NONE
+    codes, values = explain._option_counts(pd.Series(['["a", "b"]', '["a", "b", "c"]', None, "not json"]))
+    assert (codes.tolist(), values) == ([0, 1, 2, 2], ["2", "3", explain.NONE])
+    codes, values = explain._factor(pd.Series(["b", "a", None, "a"]), keep=np.array([True, True, True, False]))
+    assert (codes.tolist(), values) == ([1, 0, 2, 2], ["a", "b", explain.NONE])

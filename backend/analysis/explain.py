@@ -61,9 +61,9 @@ ATTRIBUTES: dict[str, str] = {
     "video_duration": "video duration (binned)",
     "annotation_tag": "annotation tag (an item may carry several)",
 }
-CHAR_BINS = (-1, 50, 100, 200, np.inf)  # question characters: up to 50, 51-100, 101-200, over 200
-SECOND_BINS = (0, 60, 180, 600, 1800, np.inf)  # video seconds: under 1 min, 1-3, 3-10, 10-30, 30 min and more
-SECOND_LABELS = ("< 1 min", "1-3 min", "3-10 min", "10-30 min", ">= 30 min")
+CHAR_BINS = (-np.inf, 50, 100, 200, np.inf)  # question characters: up to 50, 51-100, 101-200, over 200
+SECOND_BINS = (-np.inf, 60, 180, 600, 1800, np.inf)  # video seconds: up to 1 min, 1-3, 3-10, 10-30, over 30 min
+SECOND_LABELS = ("<= 1 min", "1-3 min", "3-10 min", "10-30 min", "> 30 min")
 CHAR_LABELS = ("<= 50 chars", "51-100 chars", "101-200 chars", "> 200 chars")
 PAIR_SEARCH = "sliceline 0.3.0 (max_l=2, alpha=0.95), proposed pairs scored exactly"
 
@@ -85,26 +85,46 @@ class Attribute:
         return self.codes[None, :] == np.arange(len(self.values))[:, None]
 
 
-def _factor(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    codes, names = pd.factorize(values.astype("string").fillna(NONE), sort=True)
-    return codes.astype(np.int64), [str(n) for n in names]
+Coded = tuple[np.ndarray, list[str]]  # a code per item into the value names
 
 
-def _binned(x: pd.Series, edges: tuple, labels: tuple[str, ...]) -> pd.Series:
-    return pd.cut(pd.to_numeric(x).astype(float), edges, labels=labels, right=True).astype("string")
+def _factor(values: pd.Series, keep: np.ndarray | None = None) -> Coded:
+    """Codes into the sorted distinct values; missing ones (and items outside ``keep``) under "(none)"."""
+    codes, names = pd.factorize(values, sort=True)
+    missing = codes < 0 if keep is None else (codes < 0) | ~keep
+    return _with_none(codes.astype(np.int64), [str(n) for n in names], missing)
 
 
-def _text_length(text: pd.Series) -> pd.Series:
-    """Characters per text, from the Arrow offsets (characters, not words: counting words splits every string,
-    0.5 s at 250k questions, where the length is free)."""
+def _with_none(codes: np.ndarray, names: list[str], missing: np.ndarray) -> Coded:
+    """``codes`` with the ``missing`` items moved to a last value "(none)" (added only when some are missing)."""
+    if missing.any():
+        codes = np.where(missing, len(names), codes)
+        names = [*names, NONE]
+    return codes, names
+
+
+def _binned(x: np.ndarray, edges: tuple, labels: tuple[str, ...]) -> Coded:
+    """Bins ``(edges[k], edges[k + 1]]`` of the numbers ``x``; NaN under "(none)". Only bins some item falls in."""
+    x = np.asarray(x, dtype=float)
+    raw = np.searchsorted(np.asarray(edges[1:-1], dtype=float), x, side="left")  # bin k: edges[k] < x <= edges[k+1]
+    missing = np.isnan(x)
+    used = np.flatnonzero(np.bincount(raw[~missing], minlength=len(labels)))
+    remap = np.full(len(labels), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return _with_none(remap[raw].astype(np.int64), [labels[k] for k in used], missing)
+
+
+def _text_length(text: pd.Series) -> np.ndarray:
+    """Characters per text (NaN: none), from the Arrow offsets: characters, not words (counting words splits
+    every string, 0.5 s at 250k questions, where the length is free)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     lengths = pc.utf8_length(pa.array(text.astype("string[pyarrow]").array))
-    return pd.Series(lengths.to_numpy(zero_copy_only=False), index=text.index, dtype="Float64")
+    return lengths.to_numpy(zero_copy_only=False).astype(float)
 
 
-def _option_counts(options: pd.Series) -> pd.Series:
+def _option_counts(options: pd.Series) -> Coded:
     """Options per item from the stored JSON list, parsed once per distinct list (not once per item)."""
     import json
 
@@ -117,9 +137,10 @@ def _option_counts(options: pd.Series) -> pd.Series:
             return np.nan
         return float(len(parsed)) if isinstance(parsed, list) else np.nan
 
-    per_unique = np.array([count(u) for u in uniques], dtype=float)
-    out = np.where(codes >= 0, per_unique[np.maximum(codes, 0)] if len(per_unique) else np.nan, np.nan)
-    return pd.Series(out, index=options.index).astype("Int64").astype("string")
+    per_unique = np.array([count(u) for u in uniques] + [np.nan], dtype=float)
+    n = per_unique[codes]  # code -1 (no options) takes the appended NaN
+    values = np.unique(n[~np.isnan(n)])
+    return _with_none(np.searchsorted(values, n).astype(np.int64), [str(int(v)) for v in values], np.isnan(n))
 
 
 def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = None) -> list[Attribute]:
@@ -127,23 +148,20 @@ def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = Non
 
     ``annotation_tags`` is ";"-joined per item (``backend.scope.annotations.with_annotations``' column),
     aligned with ``items``; an attribute with one value everywhere (often all "(none)") cannot explain
-    anything and is left out.
+    anything and is left out. Everything is coded with factorize / searchsorted: no per-item Python.
     """
+    mcqa = (items["answer_type"].fillna("mcqa") == "mcqa").to_numpy(bool)
     derived = {
-        "task_type": items["task_type"],
-        "duration": items["duration"],
-        "domain": items["domain"],
-        "sub_category": items["sub_category"],
-        "target": items["target"].where(items["answer_type"].fillna("mcqa") == "mcqa"),
+        "task_type": _factor(items["task_type"]),
+        "duration": _factor(items["duration"]),
+        "domain": _factor(items["domain"]),
+        "sub_category": _factor(items["sub_category"]),
+        "target": _factor(items["target"], keep=mcqa),
         "n_options": _option_counts(items["options"]),
         "question_length": _binned(_text_length(items["question"]), CHAR_BINS, CHAR_LABELS),
-        "video_duration": _binned(items["duration_s"].astype(float), SECOND_BINS, SECOND_LABELS),
+        "video_duration": _binned(items["duration_s"].to_numpy(float), SECOND_BINS, SECOND_LABELS),
     }
-    out = []
-    for name, column in derived.items():
-        codes, values = _factor(column)
-        if len(values) > 1:
-            out.append(Attribute(name, values, codes=codes))
+    out = [Attribute(name, values, codes=codes) for name, (codes, values) in derived.items() if len(values) > 1]
     if annotation_tags is not None:
         lists = annotation_tags.fillna("").astype(str).str.get_dummies(sep=";")
         lists = lists.loc[:, lists.columns != ""]
