@@ -231,3 +231,18 @@ def test_attribute_codes_bin_and_mark_missing_values():
     assert (codes.tolist(), values) == ([0, 1, 2, 2], ["2", "3", explain.NONE])
     codes, values = explain._factor(pd.Series(["b", "a", None, "a"]), keep=np.array([True, True, True, False]))
     assert (codes.tolist(), values) == ([1, 0, 2, 2], ["a", "b", explain.NONE])
+
+
+def test_a_sampled_pair_search_reports_exact_numbers(monkeypatch):
+    """Over PAIR_SAMPLE items sliceline searches a sample; the pairs it proposes are still scored on every item."""
+    matrix, harmed = planted()
+    monkeypatch.setattr(explain, "PAIR_SAMPLE", 600)
+    out = run_report(matrix)
+    assert "a seeded sample of 600 of the 1,200 items" in out["pair_search"]
+    pair = out["pairs"][0]
+    items = matrix.items
+    mask = np.logical_and.reduce(
+        [items[a].to_numpy() == v for a, v in zip(pair["attributes"], pair["values"], strict=True)]
+    )
+    assert (pair["n_slice"], pair["n_selected"]) == (int(mask.sum()), int((mask & harmed).sum()))
+    assert set(pair["values"]) == {"long", "Sports"}
