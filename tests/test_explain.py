@@ -246,3 +246,39 @@ def test_a_sampled_pair_search_reports_exact_numbers(monkeypatch):
     )
     assert (pair["n_slice"], pair["n_selected"]) == (int(mask.sum()), int((mask & harmed).sum()))
     assert set(pair["values"]) == {"long", "Sports"}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("app_env")
+def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, capsys):
+    """The Overview's panel (per tag) and its CLI twin: the same JSON, under a sidebar tag and task filter too."""
+    import shlex
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from backend.cli.common import print_json
+    from pages.common import explain_panel
+
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(demo_store))
+    monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=180)
+    at.query_params.update(bench="synthetic-videomme", models="synthetic-A-7B,synthetic-B-13B", tag="confused",
+                           task="Counting Problem,OCR Problems")  # fmt: skip
+    at.run()
+    at.session_state["explain-tag-confused"] = True  # the panel draws once its expander is opened
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    (line,) = [c.value for c in at.code if c.value.startswith("trajaudit explain")]
+    scope = explain_panel.explain_scope(at.session_state["scope"])
+    capsys.readouterr()
+    print_json(explain_panel.report(scope, "synthetic-A-7B", explain.Target("tag", ("confused",)), False))
+    drawn = json.loads(capsys.readouterr().out)
+    assert main(shlex.split(line)[1:]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == drawn
+    assert printed["scope"]["tag"] is None and printed["scope"]["item_filter"]["task_types"] == [
+        "Counting Problem",
+        "OCR Problems",
+    ]
+    assert printed["agreement"]["models"] == ["synthetic-A-7B", "synthetic-B-13B"]

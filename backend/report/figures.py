@@ -220,8 +220,18 @@ def figures(data: dict) -> dict[str, go.Figure]:
     return out
 
 
+def explain_colour(target: dict) -> str:
+    """The colour of an enriched slice: the selection's own (harmed / wrong red, rescued / correct green, else the
+    neutral accent); depleted slices are grey."""
+    state = target["args"][-1] if target["kind"] in ("flow", "state") else None
+    if state in ("harmed", "stable-wrong", "wrong"):
+        return WRONG
+    return CORRECT if state in ("rescued", "stable-correct", "correct") else ACCENT
+
+
 def explain_lifts(report: dict, top: int = 12) -> go.Figure:
-    """ "Why these items?": the top slices' lift with its 95% interval, lift 1 (the base rate) marked; small slices pale.
+    """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
+    small slices pale, depleted ones (lift under 1) grey.
 
     Best first from the top (the report's own order); one and two-attribute slices together, each labelled."""
     rows = (report["slices"][:top] + report["pairs"][: max(0, top // 3)])[::-1]
@@ -229,7 +239,8 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     lift = [r["lift"] for r in rows]
     lo = [(r["lift"] - r["lift_ci"][0]) if r["lift_ci"] else 0 for r in rows]
     hi = [(r["lift_ci"][1] - r["lift"]) if r["lift_ci"] else 0 for r in rows]
-    colours = [rgba(WRONG if (r["lift"] or 0) >= 1 else CORRECT, 0.35 if r["small"] else 0.9) for r in rows]
+    enriched = explain_colour(report["target"])
+    colours = [rgba(enriched if (r["lift"] or 0) >= 1 else NEUTRAL, 0.35 if r["small"] else 0.9) for r in rows]
     custom = [[r["n_selected"], r["n_slice"], 100 * (r["rate"] or 0), r["q"]] for r in rows]
     fig = go.Figure(go.Bar(
         x=lift, y=labels, orientation="h", marker_color=colours, customdata=custom,
