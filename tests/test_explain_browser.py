@@ -60,3 +60,23 @@ def test_flows_panel_lists_slices_and_a_slice_link_walks_exactly_its_items(app_s
     assert re.search(rf"Item 1 of {n:,} · {n} picked item", shown), shown[:400]
     assert inspector.locator('[data-testid="stMain"] input').first.input_value() == first["item_ids"][0]
     screenshot(inspector, "explain-slice-walk")
+
+
+def test_overview_panel_explains_a_tag(app_server, page):
+    from backend import views
+    from backend.analysis.explain import Target
+    from backend.scope.filters import ItemFilter
+    from backend.scope.resolve import Scope
+    from store.store import Store
+
+    store = Store(app_server.store)
+    resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
+    out = views.explain_view(store, resolved, resolved.load(store), MODEL, Target("tag", ("text-overwrite",)))
+    goto(page, app_server, f"overview?{BASE}")
+    page.get_by_text("Why these items? What tag text-overwrite has in common").click()
+    page.wait_for_selector("text=One attribute")
+    wait_idle(page)
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert f"{out['n_selected']:,} of {out['n_scope']:,} items selected" in text and out["slices"][0]["label"] in text
+    assert "--tag text-overwrite" in text
+    screenshot(page, "explain-overview-panel")

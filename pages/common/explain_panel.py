@@ -100,12 +100,14 @@ def _table(rows: list[dict], key: str) -> None:
 def _answers(out: dict) -> None:
     answers, parser = out["answers"], out["parser"]
     prior = pd.DataFrame(
-        [{"config": r["config"], **r["chosen"], "no answer": r["no_answer"], "chi-square p": r["p"]} for r in answers["prior"]]
-        + [{"config": "targets", **answers["targets"]}]
-    )  # fmt: skip
-    st.markdown(
-        "**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity)"
+        [
+            {"config": r["config"], **r["chosen"], "no answer": r["no_answer"], "chi-square p": r["p"]}
+            for r in answers["prior"]
+        ]
     )
+    targets = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in answers["targets"].items())
+    st.markdown("**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
+                f"targets: {targets}")  # fmt: skip
     st.dataframe(prior, hide_index=True, column_config={"chi-square p": st.column_config.NumberColumn(format="%.3g")})
     moved = answers["moved"]
     if moved:
