@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.analysis.explain import LINK_MAX, Target
+from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.analysis.tags import TAGS
 from backend.report import figures
 from backend.runtime.selection import Selection
@@ -153,7 +153,8 @@ def panel(scope: data.Scope, target: Target, key: str) -> None:
             st.caption("The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
                        "with every matched item, and every flip counts.")  # fmt: skip
         st.caption(f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
-                   f"{out['n_tests']:,} slices tested; small: under {out['min_size']} items. Pairs of attributes: "
+                   f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
+                   f"small: under {out['min_size']} items. Pairs of attributes: "
                    f"{ui.escape_md(out['pair_search'] or 'not searched')}.")  # fmt: skip
         st.markdown("**One attribute**")
         _table(out["slices"], f"explain-slices-{key}")
