@@ -282,3 +282,25 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
         "OCR Problems",
     ]
     assert printed["agreement"]["models"] == ["synthetic-A-7B", "synthetic-B-13B"]
+
+
+def test_cli_explains_listed_items_from_a_text_file_or_a_csv(demo_store, capsys, tmp_path):
+    """Plain ids match in every benchmark of the scope; BENCHMARK/ITEM_ID (a CSV with both columns) only there."""
+    s = ["--store", str(demo_store), "--model", "synthetic-A-7B"]
+    assert main(["items", "--store", str(demo_store), "--model", "synthetic-A-7B", "--format", "json"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    rows = [r for r in every if r["benchmark"] == every[0]["benchmark"]][:5]
+    listed = tmp_path / "ids.txt"
+    listed.write_text("\n".join(r["item_id"] for r in rows) + "\nnot-an-item\n")
+    table = tmp_path / "ids.csv"
+    table.write_text("benchmark,item_id\n" + "".join(f"{r['benchmark']},{r['item_id']}\n" for r in rows))
+    plain = sum(r["item_id"] in {x["item_id"] for x in rows} for r in every)
+    for path, extra, expected in (
+        (listed, ["--benchmark", rows[0]["benchmark"]], 5),
+        (listed, [], plain),
+        (table, [], 5),
+    ):
+        assert main(["explain", *s, *extra, "--items", str(path), "--no-pairs", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["target"]["kind"] == "items" and out["n_selected"] == expected and out["agreement"] is None
+        assert sum(sl["n_selected"] for sl in out["slices"] if sl["attributes"] == ["task_type"]) == expected
