@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, flows, noise
+from backend.analysis import cascade, compare, explain, flows, noise
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
+from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
@@ -147,3 +149,15 @@ def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, s
     from backend.analysis import predictor  # with the video index behind it: not paid by every other view (40 ms)
 
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
+
+
+def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, target: explain.Target,
+                 min_size: int = explain.MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
+                 pairs: bool = True) -> ExplainReport:  # fmt: skip
+    """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
+    from backend.scope.annotations import annotation_tags
+
+    attributes = explain.attribute_table(matrix.items, annotation_tags(store, matrix.items, resolved.scope.benchmark))
+    cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
+    out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
+    return out | {"scope": resolved.header(matrix)}

@@ -8,11 +8,12 @@ and the whole list can be re-run under another configuration (``rerun_panel.sele
 import pandas as pd
 import streamlit as st
 
+from backend.analysis.explain import Target
 from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
 from backend.runtime.selection import Selection
-from pages.common import data, sidebar, state, ui, walk
+from pages.common import data, explain_panel, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from pages.common.sankey import clickable_sankey
@@ -210,6 +211,7 @@ with ui.guard():
     sel = opened(table, view)
     if sel is not None:
         items_panel(scope, sel)
+        explain_panel.panel(scope, Target(sel.kind, sel.args), "-".join(sel.to_url()))
     else:
         st.info(
             "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",

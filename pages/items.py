@@ -7,12 +7,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.runtime.selection import Selection
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
-from pages.common import data, sparkline, state, ui, walk
+from pages.common import data, explain_panel, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from store.store import Store
@@ -42,6 +43,7 @@ def selection_actions(scope: data.Scope, ids: list[str]) -> None:
         if st.button(f"Walk the {len(ids)} picked items in the Inspector", icon=":material/frame_inspect:"):
             state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
         selection_panel(scope, sel, ids, key="batch-picked")
+        explain_panel.panel(scope, Target("items", tuple(ids)), "items-picked")
     else:
         st.caption(
             "Pick rows in the table to walk or re-run them; without a pick, the re-run below takes every filtered item."

@@ -23,12 +23,13 @@ import pytest
 
 from backend import contracts, views
 from backend.contracts import NAMED, REPORTS, audits, common, inspector, policies, report, runs, store
+from backend.contracts import explain as explain_contracts
 from backend.contracts import views as view_contracts
 from backend.contracts.schema import declared_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
-MODULES = (common, view_contracts, inspector, policies, audits, store, runs, report)
+MODULES = (common, view_contracts, inspector, policies, audits, store, runs, report, explain_contracts)
 MODEL, OTHER = "synthetic-A-7B", "synthetic-B-13B"
 
 
@@ -115,6 +116,7 @@ def test_views_and_analyses_return_their_contracts():
     expected = {
         views.overview: vc.OverviewReport, views.flows_view: vc.FlowsReport, views.items_page: vc.ItemsPage,
         views.compare_view: vc.CompareReport, views.predictor_view: pc.PredictorReport,
+        views.explain_view: explain_contracts.ExplainReport,
         views.cascade_view: pc.CascadeThresholdReport | pc.CascadeSweepReport,
         metrics.mcqa_metrics: vc.McqaMetrics, metrics.transition: common.Transition,
         metrics.transition_between: ac.CrossTransition, continuous.continuous_metrics: vc.ContinuousMetrics | None,
@@ -215,6 +217,8 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
         ("items --page", ["items", *s, "--model", MODEL, "--models", pair, "--sort", "disagreement", "--page", "2"]),
         ("compare", ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5"]),
         ("compare", ["compare", *s, "--models", MODEL, "--bootstrap", "0"]),
+        ("explain", ["explain", *s, "--model", MODEL, "--models", pair, "--flow", "8f:64f:harmed", "--min-size", "5"]),
+        ("explain", ["explain", *s, "--model", MODEL, "--tag", "confused", "--no-pairs"]),
         ("cascade --sweep", ["cascade", *s, "--model", MODEL, "--sweep", "--bootstrap", "20"]),
         ("cascade --threshold", ["cascade", *s, "--model", MODEL, "--threshold", "0.7", "--bootstrap", "20"]),
         ("cascade --threshold", ["cascade", *s, "--model", MODEL, "--threshold", "0.5", "--bootstrap", "0"]),
@@ -338,6 +342,8 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     assert by["report --format json"][0]["gallery"] and by["report --format json"][0]["policy"]["available"]
     assert by["report --format json"][1]["overlap"] is None and by["annotate list"][0][0]["model"] == MODEL
     assert by["ingest"][0]["files"] and by["ingest"][0]["flagged"]
+    assert by["explain"][0]["agreement"] and by["explain"][0]["answers"]["moved"] and by["explain"][0]["pairs"]
+    assert by["explain"][1]["agreement"] is None and by["explain"][1]["pair_search"] is None
 
 
 def _update() -> None:

@@ -233,15 +233,21 @@ def transition(matrix: Matrix, model: str, a: str, b: str) -> Transition:
     return record
 
 
-def flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
-    """The items behind one flow of ``a -> b``, with the confidence on each side."""
+def flow_mask(matrix: Matrix, model: str, a: str, b: str, kind: str) -> np.ndarray:
+    """Which items take one flow of ``a -> b`` (boolean over the matrix's items)."""
     if kind not in FLOW_KINDS:
         raise UserError(f"unknown flow {kind!r}: expected one of {', '.join(FLOW_KINDS)}")
     m, ia, ib = matrix.model_index(model), matrix.config_index(a), matrix.config_index(b)
     ya = matrix.correct[m, :, ia].astype(bool)
     yb = matrix.correct[m, :, ib].astype(bool)
     want_a, want_b = {"rescued": (0, 1), "harmed": (1, 0), "stable-correct": (1, 1), "stable-wrong": (0, 0)}[kind]
-    mask = (ya == bool(want_a)) & (yb == bool(want_b))
+    return (ya == bool(want_a)) & (yb == bool(want_b))
+
+
+def flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
+    """The items behind one flow of ``a -> b``, with the confidence on each side."""
+    mask = flow_mask(matrix, model, a, b, kind)
+    m, ia, ib = matrix.model_index(model), matrix.config_index(a), matrix.config_index(b)
     out = matrix.items.loc[mask].copy()
     out["confidence_from"] = matrix.confidence[m, mask, ia]
     out["confidence_to"] = matrix.confidence[m, mask, ib]

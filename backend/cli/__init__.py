@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("models", "register local checkpoints that workers may load"),
     "worker": ("worker", "run queued re-run jobs for one model"),
     "flows": ("flows", "the Flows page: correct/wrong flows between configurations (the Sankey), with items"),
+    "explain": ("explain", "why these items? slices, answer behaviour and agreement for a flow, tag or item list"),
     "compare": ("compare", "the Compare page: models side by side on their matched grid, confused-item overlap"),
     "inspect": ("inspect_item", "one item: question, every response, the frames each budget saw"),
     "sweep": ("sweep", "run a model over every missing (item, configuration) cell of a grid"),

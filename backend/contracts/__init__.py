@@ -22,6 +22,7 @@ from typing import Any
 
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.common import Interval, ScopeHeader, Transition
+from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.report import ReportData
@@ -43,6 +44,7 @@ REPORTS: dict[str, Any] = {
     "items": list[ItemRow],
     "items --page": ItemsPage,
     "compare": CompareReport,
+    "explain": ExplainReport,
     "inspect": InspectReport,
     "cascade --sweep": CascadeSweepReport,
     "cascade --threshold": CascadeThresholdReport,
@@ -83,6 +85,7 @@ __all__ = [
     "CheckReport",
     "CompareReport",
     "CrossmodelAudit",
+    "ExplainReport",
     "FlowsReport",
     "InfoReport",
     "IngestReport",

@@ -3,6 +3,7 @@
 from typing import Literal, NotRequired, TypedDict
 
 from backend.contracts.common import ScopeHeader
+from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweep, PredictorRow
 from backend.contracts.views import FlowsSummary, Overlap, OverviewNumbers, TaskTypeRow
 
@@ -147,6 +148,7 @@ class ReportData(TypedDict):
     flows: the focus model's Sankey (as in ``flows --json``, without scope)
     overlap: confused-item overlap (null with one model)
     policy: the focus model's cascade frontier, or why not
+    explain: the focus model's largest harmed consecutive flow, explained (as in ``explain --json``; null: none harmed)
     gallery: the most informative items, at most --gallery
     """
 
@@ -158,4 +160,5 @@ class ReportData(TypedDict):
     flows: FlowsSummary
     overlap: Overlap | None
     policy: PolicySection
+    explain: ExplainReport | None
     gallery: list[GalleryItem]

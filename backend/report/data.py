@@ -78,6 +78,20 @@ def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) 
     }
 
 
+def explain_section(store: Store, resolved: Resolved, matrix) -> dict | None:
+    """The focus model's largest harmed flow between consecutive configurations, explained (None: nothing harmed)."""
+    from backend.analysis.explain import Target
+    from backend.analysis.metrics import flow_mask
+
+    focus, grid = resolved.scope.focus, matrix.grid
+    pairs = list(zip(grid, grid[1:], strict=False))
+    harmed = [int(flow_mask(matrix, focus, a, b, "harmed").sum()) for a, b in pairs]
+    if not pairs or max(harmed) == 0:
+        return None
+    a, b = pairs[int(np.argmax(harmed))]
+    return views.explain_view(store, resolved, matrix, focus, Target("flow", (a, b, "harmed")), top=10)
+
+
 def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
                 video_root: str | Path | None = None) -> dict:  # fmt: skip
     """The report of ``resolved`` on ``store``: scope, headline numbers, flows, overlap, frontier, gallery."""
@@ -115,6 +129,7 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
         "flows": flows,
         "overlap": overlap,
         "policy": policy_section(store, resolved, bootstrap, seed),
+        "explain": explain_section(store, resolved, matrix),
         "gallery": gallery(store, matrix, gallery_items, seed, root),
     }
     return _clean(out)

@@ -215,4 +215,45 @@ def figures(data: dict) -> dict[str, go.Figure]:
     if data["policy"]["available"]:
         policy = data["policy"]
         out["fig-frontier"] = frontier(policy["reference"], policy["sweep"], colours[policy["model"]], policy["model"])
+    if data.get("explain") is not None:
+        out["fig-explain"] = explain_lifts(data["explain"])
     return out
+
+
+def explain_colour(target: dict) -> str:
+    """The colour of an enriched slice: the selection's own (harmed / wrong red, rescued / correct green, else the
+    neutral accent); depleted slices are grey."""
+    state = target["args"][-1] if target["kind"] in ("flow", "state") else None
+    if state in ("harmed", "stable-wrong", "wrong"):
+        return WRONG
+    return CORRECT if state in ("rescued", "stable-correct", "correct") else ACCENT
+
+
+def explain_lifts(report: dict, top: int = 12) -> go.Figure:
+    """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
+    small slices pale, depleted ones (lift under 1) grey.
+
+    Best first from the top (the report's own order); one and two-attribute slices together, each labelled."""
+    rows = (report["slices"][:top] + report["pairs"][: max(0, top // 3)])[::-1]
+    labels = [escape(r["label"]) + (" (small)" if r["small"] else "") for r in rows]
+    lift = [r["lift"] for r in rows]
+    lo = [(r["lift"] - r["lift_ci"][0]) if r["lift_ci"] else 0 for r in rows]
+    hi = [(r["lift_ci"][1] - r["lift"]) if r["lift_ci"] else 0 for r in rows]
+    enriched = explain_colour(report["target"])
+    colours = [rgba(enriched if (r["lift"] or 0) >= 1 else NEUTRAL, 0.35 if r["small"] else 0.9) for r in rows]
+    custom = [[r["n_selected"], r["n_slice"], 100 * (r["rate"] or 0), r["q"]] for r in rows]
+    fig = go.Figure(go.Bar(
+        x=lift, y=labels, orientation="h", marker_color=colours, customdata=custom,
+        error_x={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "color": INK, "thickness": 1},
+        hovertemplate="%{y}<br>%{customdata[0]} of %{customdata[1]} selected (%{customdata[2]:.1f}%)<br>"
+                      "lift %{x:.2f}, BH q %{customdata[3]:.3g}<extra></extra>",
+    ))  # fmt: skip
+    base = 100 * (report["base_rate"] or 0)
+    fig.add_vline(x=1, line={"color": NEUTRAL, "dash": "dash"})
+    fig.add_annotation(x=1, y=1, xref="x", yref="paper", yanchor="bottom", xanchor="left", showarrow=False,
+                       text=f"base rate {base:.1f}% (lift 1)", font={"color": INK})  # fmt: skip
+    fig.update_xaxes(title="lift: rate in the slice / base rate (95% interval)", rangemode="tozero")
+    fig.update_yaxes(title=None)
+    what = escape(report["target"]["describe"])
+    title = f"Why these items? {what}: {report['n_selected']:,} of {report['n_scope']:,} items, top slices by BH q"
+    return style(fig, title, 140 + 26 * len(rows))

@@ -198,6 +198,14 @@ def flows_section(data: dict) -> str:
             f"{noise}</section>")  # fmt: skip
 
 
+def explain_section(data: dict) -> str:
+    report = data.get("explain")
+    if report is None:
+        return '<section id="explain"><h2>Why these items?</h2><p class="note">No flow between consecutive configurations harms an item.</p></section>'
+    return (f'<section id="explain"><h2>Why these items? {e(report["target"]["describe"])}</h2><div class="fig" id="fig-explain"></div>'
+            f"{table_html(tables.explain_table(report))}</section>")  # fmt: skip
+
+
 def task_section(data: dict) -> str:
     return f'<section id="task-types"><h2>By task type</h2>{table_html(tables.task_table(data))}</section>'
 
@@ -290,8 +298,8 @@ def render(data: dict) -> str:
     scope = data["scope"]
     title = f"trajaudit report: {', '.join(scope['models'])} on {scope['benchmark'] or 'all benchmarks'}"
     figs = {name: json.loads(pio.to_json(fig, validate=False)) for name, fig in figures(data).items()}
-    body = "".join([scope_section(data), headline_section(data), flows_section(data), task_section(data), overlap_section(data),
-                    policy_section(data), gallery_section(data)])  # fmt: skip
+    body = "".join([scope_section(data), headline_section(data), flows_section(data), explain_section(data), task_section(data),
+                    overlap_section(data), policy_section(data), gallery_section(data)])  # fmt: skip
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">'

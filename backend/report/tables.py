@@ -157,3 +157,19 @@ def markdown(tables: list[Table]) -> str:
 def as_json(data: dict) -> str:
     """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def explain_table(report: dict) -> Table:
+    """ "Why these items?": the ranked slices (one attribute, then two) with rate, lift, difference and p, q."""
+    rows, values = [], []
+    for s in report["slices"] + report["pairs"]:
+        diff = interval(s["diff"], s["diff_ci"])
+        rows.append([s["label"] + (" (small)" if s["small"] else ""), f"{s['n_selected']} / {s['n_slice']}", pp(s["rate"]),
+                     "n/a" if s["lift"] is None else f"{s['lift']:.2f}", diff, f"{s['p']:.3g}", f"{s['q']:.3g}"])  # fmt: skip
+        values.append([None, s["n_selected"], s["rate"], s["lift"], s["diff"], s["p"], s["q"]])
+    caption = (f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
+               f"{report['n_scope']:,} items (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
+               "difference: percentage points against the rest of the scope (Newcombe 95% interval); Fisher's exact p; "
+               f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {report['min_size']} items.")  # fmt: skip
+    columns = ["Slice", "Selected / in slice", "Rate", "Lift", "Difference", "p", "q"]
+    return Table("explain", caption, columns, rows, values, [None, "n_selected", "rate", "lift", "diff", "p", "q"])

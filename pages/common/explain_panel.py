@@ -1,0 +1,179 @@
+"""The "Why these items?" panel: what a flow, a Sankey node, a tag or picked items have in common.
+
+One module, called from Flows (the opened flow or node), Overview (per trajectory tag) and Items (the
+picked rows). It draws ``backend.views.explain_view`` (``trajaudit explain --json``, whose line it shows):
+the top slices' lift with intervals and the base rate marked, the table where each slice links to its
+selected items (the Inspector walking exactly them), the letter prior, where a flow's answers went, the
+raw outputs a parser could not read, and agreement across the scope's models. Drawn only while its
+expander is open: slice finding costs a few hundred milliseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from backend import views
+from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
+from backend.analysis.tags import TAGS
+from backend.report import figures
+from backend.runtime.selection import Selection
+from backend.scope.resolve import command_line
+from pages.common import data, state, ui
+from store.store import Store
+
+
+def explain_scope(scope: data.Scope) -> data.Scope:
+    """The view without the sidebar's trajectory tag and noise toggle: slices compare a selection with every
+    matched item (under a tag every item would be in it), and ``trajaudit explain`` counts every flip."""
+    inner = dataclasses.replace(scope.resolved.scope, tag=None, tag_model=None, beyond_noise=False)
+    return dataclasses.replace(scope, resolved=dataclasses.replace(scope.resolved, scope=inner))
+
+
+@st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.SCOPE_HASH)
+def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> dict:
+    """``trajaudit explain --json`` of ``model``'s ``target`` on ``scope`` (an ``explain_scope``)."""
+    return views.explain_view(Store(scope.root), scope.resolved, data.matrix(scope), model, target,
+                              top=25, exclude_unparsed=exclude_unparsed)  # fmt: skip
+
+
+def walk_link(ids: list[str] | None) -> str | None:
+    """A relative link that opens the Inspector walking exactly ``ids`` (None: none, or too many for a URL)."""
+    if not ids:
+        return None
+    params = state.params(walk=Selection("items", tuple(ids)).to_url(), item=ids[0])
+    return "inspector?" + urlencode(params)
+
+
+def slice_table(rows: list[dict]) -> pd.DataFrame:
+    """The slices as the panel lists them (numbers as numbers; the link opens the slice's selected items)."""
+    return pd.DataFrame(
+        {
+            "slice": [r["label"] for r in rows],
+            "selected": [r["n_selected"] for r in rows],
+            "in slice": [r["n_slice"] for r in rows],
+            "rate": [r["rate"] for r in rows],
+            "lift": [r["lift"] for r in rows],
+            "difference (95% CI)": [
+                ui.pct(r["diff"]) + (f" [{ui.pct(r['diff_ci'][0])}, {ui.pct(r['diff_ci'][1])}]" if r["diff_ci"] else "")
+                for r in rows
+            ],  # fmt: skip
+            "p": [r["p"] for r in rows],
+            "q": [r["q"] for r in rows],
+            "small": [r["small"] for r in rows],
+            "items": [walk_link(r["item_ids"]) for r in rows],
+        }
+    )
+
+
+def _links(rows: list[dict], top: int = 8) -> None:
+    """The best slices' links as plain Markdown links (the table's link column is drawn on a canvas)."""
+    links = [(r, walk_link(r["item_ids"])) for r in rows[:top]]
+    shown = [f"[{ui.escape_md(r['label'])} ({r['n_selected']:,})]({url})" for r, url in links if url]
+    if shown:
+        st.markdown("Walk a slice's selected items in the Inspector: " + " · ".join(shown))
+
+
+def _table(rows: list[dict], key: str) -> None:
+    if not rows:
+        st.caption("None found.")
+        return
+    _links(rows)
+    st.dataframe(
+        slice_table(rows), hide_index=True, key=key,
+        column_config={
+            "slice": st.column_config.TextColumn(width="large"),
+            "rate": st.column_config.NumberColumn("rate", format="percent", help="share of the slice's items selected"),
+            "lift": st.column_config.NumberColumn(format="%.2f", help="rate / base rate"),
+            "p": st.column_config.NumberColumn("Fisher p", format="%.3g"),
+            "q": st.column_config.NumberColumn("BH q", format="%.3g", help="Benjamini-Hochberg over every slice tested"),
+            "small": st.column_config.CheckboxColumn(help="fewer scope items than the minimum: ranked last"),
+            "items": st.column_config.LinkColumn("open", display_text=f"walk its selected items (≤ {LINK_MAX})",
+                                                 help="the Inspector, walking this slice's selected items (new tab)"),
+        },
+    )  # fmt: skip
+
+
+def _answers(out: dict) -> None:
+    answers, parser = out["answers"], out["parser"]
+    prior = pd.DataFrame(
+        [
+            {"config": r["config"], **r["chosen"], "no answer": r["no_answer"], "chi-square p": r["p"]}
+            for r in answers["prior"]
+        ]
+    )
+    targets = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in answers["targets"].items())
+    st.markdown("**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
+                f"targets: {targets}")  # fmt: skip
+    st.dataframe(prior, hide_index=True, column_config={"chi-square p": st.column_config.NumberColumn(format="%.3g")})
+    moved = answers["moved"]
+    if moved:
+        to = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in moved["to"].items() if v)
+        st.markdown(f"**Where the answers went** (at {ui.escape_md(out['target']['args'][1])}): {to}; the same letter as "
+                    f"before {moved['same_letter']:,}, no answer {moved['to_no_answer']:,}.")  # fmt: skip
+    st.caption(f"Raw outputs at {ui.escape_md(', '.join(parser['configs']))}: {parser['empty']:,} empty, "
+               f"{parser['degenerate']:,} degenerate (one character repeated), {parser['unparsed']:,} unparsed: "
+               f"{parser['affected']:,} selected items" + (", left out above." if parser["excluded"] else "."))  # fmt: skip
+
+
+def _agreement(out: dict) -> None:
+    agree = out["agreement"]
+    if not agree:
+        return
+    st.markdown(f"**Across models**: the same {ui.escape_md(out['target']['describe'])} in each model of the scope")
+    st.dataframe(pd.DataFrame(agree["pairs"]), hide_index=True,
+                 column_config={"expected": st.column_config.NumberColumn("expected overlap", format="%.1f"),
+                                "p": st.column_config.NumberColumn("hypergeometric p", format="%.3g"),
+                                "jaccard": st.column_config.NumberColumn(format="%.2f"),
+                                "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.2f")})  # fmt: skip
+    link = walk_link(agree["every"])
+    text = f"{agree['n_every']:,} items are selected in every model"
+    st.markdown(f"{text}: [walk them in the Inspector]({link})" if link else f"{text}.")
+
+
+def panel(scope: data.Scope, target: Target, key: str) -> None:
+    """The panel for ``target`` of the focus model, in an expander drawn while open."""
+    box = st.expander(f"Why these items? What {target.describe()} has in common", key=f"explain-{key}",
+                      on_change="rerun", icon=":material/query_stats:")  # fmt: skip
+    if not box.open:
+        return
+    with box:
+        model, tagged, scope = scope.focus, bool(scope.tag or scope.beyond_noise), explain_scope(scope)
+        exclude = st.toggle("Leave out items whose raw output was unreadable", key=f"explain-x-{key}",
+                            help="empty, degenerate (one character repeated) or unparsed at the configurations checked")  # fmt: skip
+        out = report(scope, model, target, exclude)
+        if out["n_selected"] == 0:
+            st.info("No item selected: nothing to explain.")
+            return
+        ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
+        if tagged:
+            st.caption("The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
+                       "with every matched item, and every flip counts.")  # fmt: skip
+        st.caption(f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
+                   f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
+                   f"small: under {out['min_size']} items. Pairs of attributes: "
+                   f"{ui.escape_md(out['pair_search'] or 'not searched')}.")  # fmt: skip
+        st.markdown("**One attribute**")
+        _table(out["slices"], f"explain-slices-{key}")
+        st.markdown("**Two attributes**")
+        _table(out["pairs"], f"explain-pairs-{key}")
+        _answers(out)
+        _agreement(out)
+        extra = target.to_argv() or ["--items", "ITEMS.txt"]
+        line = command_line(["explain", "--model", model], scope.resolved, scope.root, *extra,
+                            *(["--exclude-unparsed"] if exclude else []), "--json")  # fmt: skip
+        st.markdown("**CLI twin** (the same numbers as JSON)")
+        st.code(line, language="bash", wrap_lines=True)
+        if target.kind == "items":
+            st.download_button("ITEMS.txt: the item ids", "\n".join(target.args), file_name="ITEMS.txt",
+                               on_click="ignore", key=f"explain-ids-{key}")  # fmt: skip
+
+
+def tag_panel(scope: data.Scope) -> None:
+    """Overview: the panel for one trajectory tag of the focus model (the sidebar's tag, else text overwrite)."""
+    default = scope.tag or ("text-overwrite" if "text" in scope.grid else "confused")
+    tag = st.selectbox("Explain the items with the tag", TAGS, index=TAGS.index(default), key="explain-tag")
+    panel(scope, Target("tag", (tag,)), f"tag-{tag}")
