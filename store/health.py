@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.errors import StoreError
-from store.schema import SCHEMAS, TABLES
+from store.schema import SCHEMAS, TABLES, folder
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 
 DAMAGED = "damaged"
@@ -92,8 +92,8 @@ def _file_problem(
 
 def _on_disk(root: Path) -> tuple[dict[str, list[str]], list[str]]:
     """({table: Parquet files on disk}, temporary files a writer left)."""
-    parquet = {t: sorted(str(p.relative_to(root)) for p in (root / t).glob("*.parquet")) for t in TABLES}
-    temps = [str(p.relative_to(root)) for t in TABLES for p in (root / t).glob("*.tmp")]
+    parquet = {t: sorted(str(p.relative_to(root)) for p in (root / folder(t)).glob("*.parquet")) for t in TABLES}
+    temps = [str(p.relative_to(root)) for t in TABLES for p in (root / folder(t)).glob("*.tmp")]
     temps += [p.name for p in root.glob(f".{MANIFEST}.*.tmp")]
     return parquet, sorted(temps)
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.errors import REPAIR_HINT, StoreError
-from store.schema import SCHEMAS, TABLES, conform
+from store.schema import SCHEMAS, TABLES, conform, folder
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
@@ -238,7 +238,7 @@ class Writer:
             return None
         if supersedes:
             arrow = arrow.replace_schema_metadata({SUPERSEDES: json.dumps(supersedes).encode()})
-        rel = f"{table}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
+        rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
         self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
         path.parent.mkdir(parents=True, exist_ok=True)
