@@ -5,11 +5,14 @@ deleted file as missing and a file of garbage bytes as unreadable."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from backend.cli import main
 from tests import video_layouts
+from tests.test_ingest_gate import snapshot
 
 
 @pytest.fixture
@@ -50,3 +53,113 @@ def test_published_layout_links_every_stored_item(name, video_root, tmp_path, ca
     prefix = str(built.dataset.relative_to(video_root))
     assert {r["path"] for r in report["examples"]["missing"]} == {f"{prefix}/{built.clips[0]}"}
     assert {r["path"] for r in report["examples"]["unreadable"]} == {f"{prefix}/{built.clips[-1]}"}
+
+
+@pytest.fixture
+def linked(video_root, tmp_path, capsys):
+    """A Video-MME layout ingested and linked once: (layout, store folder)."""
+    built = video_layouts.videomme(video_root, tmp_path / "logs")
+    store = str(tmp_path / "store")
+    assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
+    assert main(["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", store]) == 0
+    return built, store
+
+
+def _parquet(dataset, change):
+    path = dataset / "videomme" / "test-00000-of-00001.parquet"
+    pd.read_parquet(path).pipe(change).to_parquet(path)
+
+
+def _rename_first(df, col, value):
+    df.loc[0, col] = value
+    return df
+
+
+BAD = {
+    "outside the root": (lambda b, root: ["--dataset", str(root.parent)], "is outside the video root"),
+    "not the layout": (lambda b, root: ["--dataset", str(root)], "is not a Video-MME layout"),
+    "another layout": (
+        lambda b, root: ["--dataset", str(b.dataset), "--layout", "mvbench"],
+        "is not an MVBench layout",
+    ),
+    "missing column": (
+        lambda b, root: (_parquet(b.dataset, lambda df: df.drop(columns=["videoID"])), ["--dataset", str(b.dataset)])[
+            1
+        ],
+        "missing column(s) videoID",
+    ),
+    "duplicate video ids": (
+        lambda b, root: (
+            _parquet(b.dataset, lambda df: _rename_first(df, "videoID", "other")),
+            ["--dataset", str(b.dataset)],
+        )[1],
+        "duplicate video ids: video_id '001' is given videoID other and fFjv93ACGo8",
+    ),
+    "duplicate question ids": (
+        lambda b, root: (
+            _parquet(b.dataset, lambda df: _rename_first(df, "question_id", "001-2")),
+            ["--dataset", str(b.dataset)],
+        )[1],
+        "1 duplicate question_id(s), e.g. '001-2'",
+    ),
+    "ids of another benchmark": (
+        lambda b, root: [
+            "--dataset",
+            str(b.dataset),
+            "--paths",
+            str(_write(root / "p.csv", "x-1,data/fFjv93ACGo8.mp4\n")),
+        ],
+        "none of the 6 videomme items in the store match",
+    ),
+    "a path out of the root": (
+        lambda b, root: [
+            "--dataset",
+            str(b.dataset),
+            "--paths",
+            str(_write(root / "p.csv", "001-1,../../../etc/passwd\n")),
+        ],
+        "outside the video root",
+    ),
+    "three columns": (
+        lambda b, root: ["--dataset", str(b.dataset), "--paths", str(_write(root / "p.tsv", "001-1\ta\tb\n"))],
+        "expected two columns (item id, path), found 3",
+    ),
+    "unknown template field": (
+        lambda b, root: ["--dataset", str(b.dataset), "--template", "{youtube}.mp4"],
+        "--template names youtube: not an item field",
+    ),
+}
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_and_leaves_the_store_unchanged(case, linked, video_root, capsys):
+    built, store = linked
+    args, message = BAD[case]
+    argv = args(built, video_root)
+    before = snapshot(Path(store))
+    capsys.readouterr()
+    assert main(["videos", "link", "--benchmark", "videomme", "--store", store, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and err.startswith("trajaudit videos: error: ")
+    assert snapshot(Path(store)) == before
+
+
+def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
+    built, store = linked
+    rel = built.dataset.relative_to(video_root)
+    paths = _write(video_root / "pairs.csv", "item_id,path\n001-1,data/fFjv93ACGo8.mp4\n001-2,data/nothere.mp4\n")
+    out = run_json(["videos", "link", "--benchmark", "videomme", "--store", store, "--dataset", str(built.dataset),
+                    "--paths", str(paths)], capsys)  # fmt: skip
+    assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("paths", 2, 1, 1)
+    assert out["examples"]["missing"] == [{"item_id": "001-2", "path": f"{rel}/data/nothere.mp4"}]
+    (report,) = run_json(["videos", "check", "--store", store], capsys)["benchmarks"]
+    assert (report["items"], report["linked"], report["missing"], report["unlinked"]) == (6, 1, 1, 4)
+    # items.video holds the ingested videoID here (lmms-eval's payload names it), so a template reaches the files
+    out = run_json(["videos", "link", "--benchmark", "videomme", "--store", store, "--dataset", str(built.dataset),
+                    "--template", "data/{video}.mp4"], capsys)  # fmt: skip
+    assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("template", 6, 3, 3)
