@@ -271,7 +271,7 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
     if not indices:
         st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
         return
-    path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
+    path, info, problem = data.video(str(sidebar.video_root(scope)), scope, item)
     st.markdown(f"**Frames this run saw** · {len(indices)} frames")
     if path is None:
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
