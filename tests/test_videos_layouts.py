@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
+from store.errors import UserError
 from tests import video_layouts
 from tests.test_ingest_gate import snapshot
 
@@ -159,7 +160,42 @@ def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
     assert out["examples"]["missing"] == [{"item_id": "001-2", "path": f"{rel}/data/nothere.mp4"}]
     (report,) = run_json(["videos", "check", "--store", store], capsys)["benchmarks"]
     assert (report["items"], report["linked"], report["missing"], report["unlinked"]) == (6, 1, 1, 4)
-    # items.video holds the ingested videoID here (lmms-eval's payload names it), so a template reaches the files
+    # items.video is Video-MME's number here (``001``): a folder of files named by it is reached by a template
+    video_layouts.clip(built.dataset / "by-number" / "001.mp4")
     out = run_json(["videos", "link", "--benchmark", "videomme", "--store", store, "--dataset", str(built.dataset),
-                    "--template", "data/{video}.mp4"], capsys)  # fmt: skip
+                    "--template", "by-number/{video}.mp4"], capsys)  # fmt: skip
     assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("template", 6, 3, 3)
+    assert out["examples"]["missing"][0] == {"item_id": "002-1", "path": f"{rel}/by-number/002.mp4"}
+
+
+def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, capsys):
+    """Before the link, ``items.video`` (``001``) names no file and the notice says which command links it;
+    after it, ``inspect`` probes the file named by the YouTube id and a re-run request resolves it."""
+    from backend.runtime import registry, rerun
+    from backend.runtime.sampling import config_indices
+    from store.rerun_request import RerunRequest
+
+    built = video_layouts.videomme(video_root, tmp_path / "logs")
+    store = str(tmp_path / "store")
+    assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
+    inspect = ["inspect", "--store", store, "--benchmark", "videomme", "--item", "002-1"]
+    before = run_json(inspect, capsys)
+    assert before["item"]["video"] == "002" and before["video"]["path"] is None
+    assert before["video"]["problem"].startswith("no video linked for videomme item 002-1 (video '002' not found")
+    assert "run `trajaudit videos link --benchmark videomme --dataset DIR`" in before["video"]["problem"]
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    registry.add(store, registry.ModelSpec("m", "qwen2_5_vl", str(ckpt), max_frames=32))
+    with pytest.raises(UserError, match="no video linked for videomme item 002-1"):
+        rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))
+
+    assert main(["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", store]) == 0
+    after = run_json(inspect, capsys)
+    assert (
+        after["video"]["path"] == str(built.dataset / "data" / "k0ZA_Qb3cdE.mkv") and after["video"]["problem"] is None
+    )
+    assert after["video"]["info"]["n_frames"] == 18
+    (plan,) = after["frames"]  # no logged indices: the 8f policy's, computed from the linked file's 18 frames
+    assert plan["source"] == "policy" and plan["indices"] == config_indices("8f", 18, 16.0).tolist()
+    assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))["job_id"] is not None

@@ -33,19 +33,22 @@ class Layout:
 
 
 def clip(path: Path, n_frames: int = 12, level: int = 0) -> None:
-    """A tiny H.264 clip whose frame ``i`` is grey level ``level + 10 * i`` (so frames are tellable apart)."""
+    """A tiny 64 x 48 H.264 clip whose frame ``i`` is grey level ``level + 10 * i`` (so frames are tellable apart)."""
     levels = (level + 10 * np.arange(n_frames)) % 256
-    write_clip(path, np.broadcast_to(levels[:, None, None, None], (n_frames, 32, 48, 3)).astype(np.uint8))
+    write_clip(path, np.broadcast_to(levels[:, None, None, None], (n_frames, 48, 64, 3)).astype(np.uint8))
 
 
-def _samples(folder: Path, task: str, payload_key: str, docs: list[dict], payloads: list[dict]) -> Path:
-    """``<stamp>_samples_<task>.jsonl`` shaped like lmms-eval's (doc, responses, metric payload)."""
+def _samples(
+    folder: Path, task: str, payload_key: str, docs: list[dict], payloads: list[dict], with_doc: bool = True
+) -> Path:
+    """``<stamp>_samples_<task>.jsonl`` shaped like lmms-eval's (doc, responses, metric payload); without
+    ``with_doc`` each line lacks the ``doc`` (as the shared real Video-MME log does)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"20250101_120000_samples_{task}.jsonl"
     lines = [
         {
             "doc_id": i,
-            "doc": doc,
+            **({"doc": doc} if with_doc else {}),
             "target": "A",
             "resps": [["A"]],
             "filtered_resps": ["A"],
@@ -95,7 +98,9 @@ def videomme(root: Path, logs: Path) -> Layout:
         for r in rows
     ]
     docs = [{k: v for k, v in r.items() if k != "options"} for r in rows]
-    return Layout("videomme", dataset, clips, [_samples(logs, "videomme", "videomme_perception_score", docs, payloads)])
+    # No doc, so no videoID: ingest names each item's video by Video-MME's number (``001``), as on real logs.
+    samples = _samples(logs, "videomme", "videomme_perception_score", docs, payloads, with_doc=False)
+    return Layout("videomme", dataset, clips, [samples])
 
 
 def mlvu(root: Path, logs: Path) -> Layout:
