@@ -30,9 +30,10 @@ def run_json(argv: list[str], capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("name", list(video_layouts.BUILDERS))
-def test_published_layout_links_every_stored_item(name, video_root, tmp_path, capsys):
-    built = video_layouts.BUILDERS[name](video_root, tmp_path / "logs")
+@pytest.mark.parametrize("case", [*video_layouts.BUILDERS, *video_layouts.BUILDERS_NO_DOC])
+def test_published_layout_links_every_stored_item(case, video_root, tmp_path, capsys):
+    built = (video_layouts.BUILDERS | video_layouts.BUILDERS_NO_DOC)[case](video_root, tmp_path / "logs")
+    name = built.benchmark
     store = str(tmp_path / "store")
     assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
     out = run_json(["videos", "link", "--benchmark", name, "--dataset", str(built.dataset), "--store", store], capsys)

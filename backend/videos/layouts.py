@@ -9,7 +9,9 @@ covers the responses already stored:
   text, unless the entry carries a ``question_id``; the file is ``video/<n>_<task>/<video_name>``
   (the published JSON spells the field ``video``).
 * MVBench: lmms-eval logs no id, so ingest composes ``<task>/<video>#<sha1(question)[:8]>`` with
-  the task ``mvbench_<sub_task>``; the file is ``video/<DATA_LIST[sub_task]>/<video>``.
+  the task ``mvbench_<sub_task>`` from the line's doc, or ``<task>/<doc_id>`` (the row of the task's
+  JSON) from a line without it; the link takes whichever matches the stored items; the file is
+  ``video/<DATA_LIST[sub_task]>/<video>``.
 * LongVideoBench: ``id``; the file is ``videos/<video_path>``.
 
 Every reader refuses a folder that is not its layout, annotation files lacking a column, and two
@@ -51,6 +53,7 @@ MVBENCH_FOLDERS = {
     "object_existence": "clevrer/video_validation",
     "action_count": "perception/videos",
 }
+ALT_ID = "item_id_by_doc"  # the id ingest composes from a log line without its doc: <task>/<doc_id>
 VIDEOMME_PARQUET = "videomme/test-00000-of-00001.parquet"
 VIDEOMME_SUFFIXES = (".mp4", ".MP4", ".mkv")
 LVB_JSON = "lvb_val.json"
@@ -150,8 +153,12 @@ def mvbench(dataset: Path) -> pd.DataFrame:
         df = _json_list(path)
         _require(path, df.columns, ["video", "question"])
         video = df["video"].astype("str")
-        ids = f"mvbench_{path.stem}/" + video + "#" + _question_digest(df["question"])
-        frames.append(pd.DataFrame({"item_id": ids, "file": f"video/{MVBENCH_FOLDERS[path.stem]}/" + video}))
+        task = f"mvbench_{path.stem}"
+        ids = f"{task}/" + video + "#" + _question_digest(df["question"])
+        by_doc = f"{task}/" + pd.Series(range(len(df)), index=df.index).astype("str")
+        frames.append(
+            pd.DataFrame({"item_id": ids, "file": f"video/{MVBENCH_FOLDERS[path.stem]}/" + video, ALT_ID: by_doc})
+        )
     out = pd.concat(frames, ignore_index=True)
     _unique(dataset / "json", out["item_id"], "video and question")
     return out
