@@ -200,3 +200,16 @@ def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, c
     (plan,) = after["frames"]  # no logged indices: the 8f policy's, computed from the linked file's 18 frames
     assert plan["source"] == "policy" and plan["indices"] == config_indices("8f", 18, 16.0).tolist()
     assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))["job_id"] is not None
+
+
+def test_mlvu_questions_asked_of_two_videos_cannot_be_told_apart(video_root, tmp_path, capsys):
+    built = video_layouts.mlvu(video_root, tmp_path / "logs")
+    task = built.dataset / "json" / "1_plotQA.json"
+    entries = json.loads(task.read_text())
+    task.write_text(json.dumps([entries[0], entries[1] | {"question": entries[0]["question"]}]))
+    capsys.readouterr()
+    argv = ["videos", "link", "--benchmark", "mlvu", "--dataset", str(built.dataset), "--store", str(tmp_path / "s")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "1 duplicate question(s), e.g. 'What happens in movie101_66.mp4 (1_plotQA)?'" in err and "--paths" in err
+    assert not (tmp_path / "s" / "manifest.json").exists()

@@ -65,10 +65,10 @@ def _require(path: Path, columns, needed: list[str]) -> None:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)} (it has: {', '.join(map(str, columns))})")
 
 
-def _unique(path: Path, ids: pd.Series, what: str) -> None:
+def _unique(path: Path, ids: pd.Series, what: str, hint: str = "each item must appear once") -> None:
     dup = ids[ids.duplicated()]
     if len(dup):
-        raise UserError(f"{path}: {len(dup)} duplicate {what}(s), e.g. {dup.iloc[0]!r}; each item must appear once")
+        raise UserError(f"{path}: {len(dup)} duplicate {what}(s), e.g. {dup.iloc[0]!r}; {hint}")
 
 
 def _annotation(dataset: Path, rel: str, layout: str) -> Path:
@@ -90,14 +90,16 @@ def _json_list(path: Path) -> pd.DataFrame:
 
 
 def first_existing(dataset: Path, stems: pd.Series, suffixes: tuple[str, ...]) -> pd.Series:
-    """Per stem, the first ``stem + suffix`` that exists (the first suffix when none does)."""
-    out = stems + suffixes[0]
-    unresolved = pd.Series(True, index=stems.index)
+    """Per stem, the first ``stem + suffix`` that exists (the first suffix when none does); each
+    distinct stem is looked up once (Video-MME asks three questions of every video)."""
+    unique = pd.Series(stems.unique())
+    out = unique + suffixes[0]
+    unresolved = pd.Series(True, index=unique.index)
     for suffix in suffixes:
-        found = unresolved & (stems + suffix).map(lambda rel: (dataset / rel).is_file())
-        out = out.where(~found, stems + suffix)
+        found = unresolved & (unique + suffix).map(lambda rel: (dataset / rel).is_file())
+        out = out.where(~found, unique + suffix)
         unresolved &= ~found
-    return out
+    return stems.map(dict(zip(unique, out, strict=True)))
 
 
 def videomme(dataset: Path) -> pd.DataFrame:
@@ -130,8 +132,9 @@ def mlvu(dataset: Path) -> pd.DataFrame:
         frames.append(
             pd.DataFrame({"item_id": ids.astype("str"), "file": f"video/{path.stem}/" + df[name].astype("str")})
         )
-    out = pd.concat(frames, ignore_index=True)
-    _unique(dataset / "json", out["item_id"], "question (lmms-eval's MLVU item id)")
+    out = pd.concat(frames, ignore_index=True).drop_duplicates()
+    hint = "lmms-eval names MLVU items by their question, so these items cannot be told apart: link them with --paths"
+    _unique(dataset / "json", out["item_id"], "question", hint)
     return out
 
 
