@@ -126,6 +126,10 @@ BAD = {
         lambda b, root: ["--dataset", str(b.dataset), "--paths", str(_write(root / "p.tsv", "001-1\ta\tb\n"))],
         "expected two columns (item id, path), found 3",
     ),
+    "a layout and a template": (
+        lambda b, root: ["--dataset", str(b.dataset), "--layout", "videomme", "--template", "{video}.mp4"],
+        "--template and --paths replace it",
+    ),
     "unknown template field": (
         lambda b, root: ["--dataset", str(b.dataset), "--template", "{youtube}.mp4"],
         "--template names youtube: not an item field",

@@ -107,6 +107,8 @@ def link(
     """Link ``benchmark``'s items to their videos (module docstring); returns the ``videos link`` report."""
     if template is not None and paths is not None:
         raise UserError("pass --template or --paths, not both")
+    if layout is not None and (template is not None or paths is not None):
+        raise UserError("--layout reads a published layout; --template and --paths replace it: pass one of them")
     root, folder = confined_dataset(store, dataset)
     name, mapped = mapping(store, benchmark, folder, layout, template, paths)
     rel = relative_paths(root, folder, mapped["file"])
