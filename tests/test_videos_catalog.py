@@ -49,3 +49,14 @@ def test_repair_rebuilds_a_lost_manifest_without_counting_a_relink_twice(store):
     out = health.repair(store)
     assert out.rebuilt_manifest
     assert catalog.lookup(store, "videomme")["item_id"].tolist() == ["001-1"]
+
+
+def test_compact_merges_the_catalog_like_the_other_tables(store):
+    catalog.replace(store, "videomme", rows(["001-1", "001-2"]))
+    catalog.replace(store, "mlvu", rows(["a"]))
+    catalog.replace(store, "videomme", rows(["002-1"]))
+    before = len(store.manifest().files["videos"])
+    assert before > 1 and store.compact()["videos"] == before
+    assert len(store.manifest().files["videos"]) == 1 and health.check(store, deep=True).sound
+    assert catalog.lookup(store, "videomme")["item_id"].tolist() == ["002-1"]
+    assert catalog.lookup(store, "mlvu")["item_id"].tolist() == ["a"]
