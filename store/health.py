@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from store.errors import StoreError
 from store.paths import inside, outside_reason
-from store.schema import TABLES, schema_problem
+from store.schema import TABLES, folder, schema_problem
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 
 DAMAGED = "damaged"
@@ -99,7 +99,7 @@ def _file_problem(
 def _own_tables(root: Path) -> list[str]:
     """The tables whose folder stays inside the store: a folder linked elsewhere is never listed,
     so nothing outside is ever taken into a rebuilt manifest or deleted as an orphan."""
-    return [t for t in TABLES if outside_reason(root, t) is None]
+    return [t for t in TABLES if outside_reason(root, folder(t)) is None]
 
 
 def _cache_escapes(root: Path) -> bool:
@@ -113,7 +113,7 @@ def _on_disk(root: Path) -> tuple[dict[str, list[str]], list[str]]:
     own = _own_tables(root)
 
     def listed(table: str, pattern: str) -> list[str]:
-        found = (str(p.relative_to(root)) for p in (root / table).glob(pattern)) if table in own else ()
+        found = (str(p.relative_to(root)) for p in (root / folder(table)).glob(pattern)) if table in own else ()
         return sorted(rel for rel in found if outside_reason(root, rel) is None)
 
     parquet = {t: listed(t, "*.parquet") for t in TABLES}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-TABLES = ("items", "runs", "responses", "annotations")
+TABLES = ("items", "runs", "responses", "annotations", "videos")
 
 ITEMS = pa.schema(
     [
@@ -89,12 +89,40 @@ ANNOTATIONS = pa.schema(
     ]
 )
 
+VIDEOS = pa.schema(  # the video catalog (backend.videos): one row per linked item, replaced per benchmark
+    [
+        ("benchmark", pa.string()),
+        ("item_id", pa.string()),
+        ("path", pa.string()),  # relative to the video root
+        ("status", pa.string()),  # "linked" | "missing" | "unreadable"
+        ("n_frames", pa.int64()),
+        ("fps", pa.float64()),
+        ("duration_s", pa.float64()),
+        ("size_bytes", pa.int64()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("layout", pa.string()),  # videomme | mlvu | mvbench | longvideobench | template | paths
+        ("linked_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "items": ITEMS,
     "runs": RUNS,
     "responses": RESPONSES,
     "annotations": ANNOTATIONS,
+    "videos": VIDEOS,
 }
+
+# The folder under the store root holding a table's files: the table's name, except the catalog's,
+# since ``<store>/videos`` is the default video root (the demo's clips live there).
+FOLDERS = {"videos": "catalog"}
+
+
+def folder(table: str) -> str:
+    """The store-relative folder of ``table``'s Parquet files."""
+    return FOLDERS.get(table, table)
+
 
 RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
 ITEM_KEY = ["benchmark", "item_id"]

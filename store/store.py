@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from store.errors import REPAIR_HINT, StoreError
 from store.paths import exclusive_temp, inside, write_atomic
-from store.schema import SCHEMAS, TABLES, conform, schema_problem
+from store.schema import SCHEMAS, TABLES, conform, folder, schema_problem
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
@@ -114,12 +114,12 @@ def _entry_problem(rel: str, table: str | None) -> str | None:
     name = parts[-1]
     if (
         len(parts) != 2
-        or (parts[0] != table if table else parts[0] not in TABLES)
+        or (parts[0] != folder(table) if table else parts[0] not in {folder(t) for t in TABLES})
         or not name.endswith(".parquet")
         or name in (".parquet", "..parquet")
         or any(c in name for c in "\\\x00")
     ):
-        want = f"{table}/<name>.parquet" if table else "<table>/<name>.parquet"
+        want = f"{folder(table)}/<name>.parquet" if table else "<table>/<name>.parquet"
         return f"not one of the store's own files (expected {want} inside the store)"
     return None
 
@@ -173,7 +173,7 @@ class Store:
         paths = {table: [str(self.root / p) for p in snap.files[table]] for table in TABLES}
         for table in TABLES:
             if snap.files[table]:
-                inside(self.root, table, "table folder")  # a link out of the store is refused, not read
+                inside(self.root, folder(table), "table folder")  # a link out of the store is refused, not read
         self._require_own_files(snap)
         return _SNAPSHOTS.cursor(paths)
 
@@ -324,10 +324,10 @@ class Writer:
             return None
         if supersedes:
             arrow = arrow.replace_schema_metadata({SUPERSEDES: json.dumps(supersedes).encode()})
-        rel = f"{table}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
+        rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        inside(self.store.root, table, "table folder")  # a table folder linked out of the store is refused
+        inside(self.store.root, folder(table), "table folder")  # a table folder linked out of the store is refused
         self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
         with exclusive_temp(path) as (handle, tmp):
             row_group = ROW_GROUP_ROWS.get(table, DEFAULT_ROW_GROUP_ROWS)

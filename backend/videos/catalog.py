@@ -1,0 +1,105 @@
+"""The store's ``videos`` table: read one benchmark's links, replace one benchmark's links.
+
+A re-link of a benchmark replaces all of its rows in one write (the files holding them are rewritten
+without them and retired, as ``ingest --replace`` does for responses), so the table never holds two
+links for one item and a reader sees the old catalog or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+from store.schema import VIDEOS
+from store.store import Store
+
+COLUMNS = VIDEOS.names
+STATUSES = ("linked", "missing", "unreadable")
+# Integer columns stay integers where a missing or unreadable file has no probe (pandas' nullable ints).
+_NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    return table.cast(VIDEOS).to_pandas(types_mapper=_NULLABLE.get)
+
+
+def empty() -> pd.DataFrame:
+    """The catalog's columns with no rows (typed as the table stores them)."""
+    return _frame(VIDEOS.empty_table())
+
+
+def lookup(store: Store, benchmark: str, item_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """The catalog rows of ``benchmark`` (only ``item_ids`` when given), one per item, in item order.
+
+    An empty frame with the catalog's columns when nothing is linked: callers fall back to
+    ``items.video`` without testing for a missing table.
+    """
+    where, params = "benchmark = ?", [benchmark]
+    if item_ids is not None:
+        ids = [str(i) for i in item_ids]
+        if not ids:
+            return empty()
+        where += " AND item_id IN (SELECT unnest(?))"
+        params.append(ids)
+    with store.connect() as con:
+        got = con.sql(f"SELECT * FROM videos WHERE {where} ORDER BY item_id", params=params).to_arrow_table()
+    return _frame(got)
+
+
+def replace(store: Store, benchmark: str, rows: pd.DataFrame) -> int:
+    """Publish ``rows`` as ``benchmark``'s whole catalog in one write; returns the new store version.
+
+    Every stored file holding a row of ``benchmark`` is rewritten without those rows and retired in
+    the same write, so an interrupted link leaves the previous catalog intact.
+    """
+    with store.writer() as w:
+        files = list(w.manifest.files["videos"])
+        if files:
+            with w.connect() as con:
+                paths = [str(store.root / f) for f in files]
+                hit = con.execute(
+                    "SELECT DISTINCT filename FROM read_parquet(?, filename = true) WHERE benchmark = ?",
+                    [paths, benchmark],
+                ).fetchall()
+                for (path,) in hit:
+                    rel = files[paths.index(path)]
+                    kept = con.sql("SELECT * FROM read_parquet(?) WHERE benchmark <> ?", params=[path, benchmark])
+                    w.retire("videos", [rel])
+                    w.add("videos", kept.to_arrow_table(), supersedes=[rel])
+        w.add("videos", pa.Table.from_pandas(rows.assign(benchmark=benchmark), preserve_index=False))
+    return w.manifest.version
+
+
+def with_videos(store: Store, benchmark: str, items: pd.DataFrame) -> pd.DataFrame:
+    """``items`` (rows of the items table) with ``video`` set to the catalog's path wherever the catalog
+    links the item; ``items.video`` is kept for the others (the demo's clips, stores linked before)."""
+    if items.empty:
+        return items
+    ids = items["item_id"].astype("str")
+    paths = ids.map(lookup(store, benchmark, ids.unique().tolist()).set_index("item_id")["path"])
+    return items.assign(video=paths.astype(object).where(paths.notna(), items["video"].astype(object)))
+
+
+def link_hint(benchmark: str) -> str:
+    """The command that links a benchmark's videos (for notices)."""
+    return f"run `trajaudit videos link --benchmark {benchmark} --dataset DIR` (DIR: the downloaded benchmark under the video root)"
+
+
+def video_for(store: Store, benchmark: str, item_id: str, fallback: str | None) -> tuple[str | None, str | None]:
+    """(path to open, catalog status): the catalog's path when it links the item, else ``fallback``
+    (``items.video``) with status None."""
+    row = lookup(store, benchmark, [item_id])
+    if row.empty:
+        return fallback, None
+    return str(row["path"].iloc[0]), str(row["status"].iloc[0])
+
+
+def notice(benchmark: str, item_id: str, status: str | None, problem: str) -> str:
+    """Why an item's video cannot be shown, and the command that fixes it."""
+    if status is None:
+        return f"no video linked for {benchmark} item {item_id} ({problem}): {link_hint(benchmark)}"
+    if status == "unreadable":
+        return f"the video linked for {benchmark} item {item_id} is not a readable video ({problem}): replace it and {link_hint(benchmark)}"
+    return f"the video linked for {benchmark} item {item_id} is missing ({problem}): {link_hint(benchmark)}"
