@@ -1,0 +1,114 @@
+"""Strict JSON for ingest: every reader parses input JSON here, so no file can crash a reader or slip
+a value past the gate.
+
+Python's ``json`` module accepts three things an audit store must not: nesting deep enough to end in a
+RecursionError (a 100k-deep file), the non-JSON constants ``NaN`` / ``Infinity`` (read as floats a
+verdict or confidence would silently carry), and an object naming the same key twice (the last one
+silently wins: ``"correct": 1, "correct": 0`` is stored as 0). Here each is refused with the file and
+line: nesting beyond ``MAX_JSON_DEPTH`` before anything is parsed (a column-wise NumPy scan of the
+brackets outside strings), constants and repeated keys while parsing (hooks of the C parser). The
+line of a refused value is found on the error path only, by re-parsing with the pure-Python scanner,
+which reports where each object starts.
+"""
+
+from __future__ import annotations
+
+import json
+import json.scanner
+
+import numpy as np
+
+MAX_JSON_DEPTH = 100  # lmms-eval logs, the deepest inputs read, nest about 6 levels
+_CHUNK = 1 << 26  # bytes scanned per NumPy pass: bounds the scan's temporary masks
+_BRACKETS = np.zeros(256, dtype=bool)
+_BRACKETS[[ord(c) for c in '"[]{}']] = True
+
+
+class Refused(ValueError):
+    """A value strict JSON refuses; ``line`` is the line it is on, once known (1-based)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.pos: int | None = None  # where the innermost object / array holding it starts
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise Refused(f"the key {key!r} appears twice in one object; keep one (the file is ambiguous)")
+    return obj
+
+
+def _constant(name: str) -> object:
+    raise Refused(f"{name} is not a JSON number; write null for a missing value")
+
+
+_DECODERS = {
+    True: json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant),
+    False: json.JSONDecoder(object_pairs_hook=_pairs),
+}
+
+
+def _locating_decoder(constants: bool) -> json.JSONDecoder:
+    """A decoder whose Refused errors carry the start of the innermost object / array (slow: the
+    pure-Python scanner; used on the error path only)."""
+    decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=None if constants else _constant)
+
+    def located(parse):
+        def wrapper(s_and_end, *args):
+            try:
+                return parse(s_and_end, *args)
+            except Refused as exc:
+                exc.pos = s_and_end[1] - 1 if exc.pos is None else exc.pos
+                raise
+
+        return wrapper
+
+    decoder.parse_object = located(decoder.parse_object)
+    decoder.parse_array = located(decoder.parse_array)
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    return decoder
+
+
+def too_deep_line(text: str, max_depth: int = MAX_JSON_DEPTH) -> int | None:
+    """The line where nesting first exceeds ``max_depth`` (brackets inside strings do not count),
+    else None. Column-wise: escapes are dropped, then quote parity and bracket depth are cumulative
+    sums over the few structural characters."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return None
+    raw = text.replace("\\\\", "").replace('\\"', "").encode("utf-8")
+    arr = np.frombuffer(raw, dtype=np.uint8)
+    pos = np.concatenate([np.flatnonzero(_BRACKETS[arr[i : i + _CHUNK]]) + i for i in range(0, len(arr), _CHUNK)])
+    ch = arr[pos]
+    outside = (np.cumsum(ch == ord('"')) & 1) == 0
+    opens = outside & ((ch == ord("[")) | (ch == ord("{")))
+    closes = outside & ((ch == ord("]")) | (ch == ord("}")))
+    over = np.flatnonzero(np.cumsum(opens.astype(np.int8) - closes.astype(np.int8), dtype=np.int64) > max_depth)
+    return raw.count(b"\n", 0, int(pos[over[0]])) + 1 if over.size else None
+
+
+def decode(text: str, max_depth: int = MAX_JSON_DEPTH, *, constants: bool = False) -> object:
+    """``text`` parsed strictly (module docstring). Raises json.JSONDecodeError for text that is not
+    JSON and Refused for JSON refused here (its ``line`` set for nesting; see ``locate``).
+    ``max_depth``: one more for lines joined into one array. ``constants``: read NaN / Infinity as
+    floats (lmms-eval logs: Python's json writes a missing float as NaN anywhere in a document; the
+    gate still checks the fields that are read as numbers)."""
+    line = too_deep_line(text, max_depth)
+    if line is not None:
+        raise Refused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels; not a result file", line)
+    return _DECODERS[not constants].decode(text)
+
+
+def locate(text: str, exc: Refused, *, constants: bool = False) -> int | None:
+    """The line of ``exc`` in ``text``: known already, or found by re-parsing (error path only)."""
+    if exc.line is not None:
+        return exc.line
+    try:
+        _locating_decoder(constants).decode(text)
+    except Refused as again:
+        return text.count("\n", 0, again.pos) + 1 if again.pos is not None else None
+    return None

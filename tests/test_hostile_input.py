@@ -1,0 +1,214 @@
+"""Issue 25, hostile input: every case is refused with exit 2 and one line naming the file (and the
+line where there is one), never a traceback, and the store's files byte-identical afterwards
+(``refused`` hashes every file under the store before and after)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backend.cli import main
+from store.ingest import gate, jsontext
+from store.store import Store
+from tests.ingest_fixtures import table_frame, write_table, write_vlmevalkit
+from tests.test_ingest_gate import refused, seeded  # noqa: F401  (seeded: a fixture)
+
+HEADER = '{"model": "m2", "benchmark": "videomme", "config": "16f", "target": "A", "prediction": "A"'
+
+
+def jsonl(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def rows(*extra: str) -> list[str]:
+    """Three table rows; ``extra`` is appended inside row 2's object (so a bad value is on line 2)."""
+    out = [
+        HEADER + f', "item_id": "q{i}"' + (", " + ", ".join(extra) if i == 1 and extra else "") + "}" for i in range(3)
+    ]
+    return out
+
+
+# -- case 6: nesting ------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["auto", "table"])
+def test_json_nested_100k_deep_is_refused(seeded, tmp_path, capsys, fmt):  # noqa: F811
+    deep = "[" * 100_000 + "]" * 100_000
+    path = jsonl(tmp_path / "in" / "deep.jsonl", rows(f'"question": {deep}'))
+    err = refused(seeded, [str(path), "--format", fmt], capsys)
+    assert f"{path} line 2: JSON nested deeper than {jsontext.MAX_JSON_DEPTH} levels" in err
+
+
+def test_json_document_nested_deep_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+    path = tmp_path / "deep.json"
+    path.write_text('[{"item_id": "q1",\n "x": ' + "{" * 50_000 + "}" * 50_000 + "}]")
+    err = refused(seeded, [str(path), "--format", "table"], capsys)
+    assert f"{path} line 2: JSON nested deeper than {jsontext.MAX_JSON_DEPTH} levels" in err
+
+
+def test_depth_scan_ignores_brackets_inside_strings():
+    text = json.dumps({"a": "[" * 5000 + '\\"{' * 500, "b": [[["x"]]]})
+    assert jsontext.too_deep_line(text) is None
+    assert jsontext.decode(text)["b"] == [[["x"]]]
+    assert jsontext.too_deep_line("[" * 101 + "]" * 101) == 1
+    assert jsontext.too_deep_line("[" * 100 + "]" * 100) is None
+
+
+def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+    df = table_frame("m2").assign(option_probs='{"A": 1.0}')
+    df.loc[3, "option_probs"] = "[" * 50_000 + "]" * 50_000
+    path = write_table(tmp_path / "in", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 5: `option_probs` must be a JSON object" in err
+
+
+# -- case 7: non-scalar and non-finite values in scalar fields -----------------------------------
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("NaN", "NaN is not a JSON number; write null for a missing value"),
+        ("Infinity", "Infinity is not a JSON number"),
+        ("-Infinity", "-Infinity is not a JSON number"),
+        ("[1]", "`correct` must be one value (a number, text or true/false), got [1]"),
+        ('{"a": 1}', "`correct` must be one value (a number, text or true/false), got {'a': 1}"),
+    ],
+)
+@pytest.mark.parametrize("ext", ["jsonl", "json"])
+def test_non_scalar_or_non_finite_correct(seeded, tmp_path, capsys, value, message, ext):  # noqa: F811
+    lines = rows(f'"correct": {value}')
+    path = tmp_path / "in" / f"bad.{ext}"
+    jsonl(path, lines if ext == "jsonl" else ["[", ",\n".join(lines), "]"])
+    err = refused(seeded, [str(path)], capsys)
+    where = "line 2" if ext == "jsonl" else ("line 3" if value[0] not in "[{" else "record 2")
+    assert f"{path} {where}: {message}" in err
+
+
+@pytest.mark.parametrize("column", ["model", "item_id", "config", "task_type", "question"])
+def test_non_scalar_key_and_item_fields(seeded, tmp_path, capsys, column):  # noqa: F811
+    lines = rows()
+    record = json.loads(lines[1])
+    record[column] = ["x", "y"]
+    lines[1] = json.dumps(record)
+    path = jsonl(tmp_path / "in" / "bad.jsonl", lines)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 2: `{column}` must be one value (a number, text or true/false), got ['x', 'y']" in err
+
+
+def test_vlmevalkit_json_with_a_list_as_prediction(seeded, tmp_path, capsys):  # noqa: F811
+    path = write_vlmevalkit(tmp_path / "in", "json")
+    records = json.loads(path.read_text())
+    records[4]["prediction"] = ["A", "B"]
+    path.write_text(json.dumps(records))
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} row 6: `prediction` must be one value (a number, text or true/false), got ['A', 'B']" in err
+
+
+# -- case 16: duplicate keys ----------------------------------------------------------------------
+@pytest.mark.parametrize("ext", ["jsonl", "json"])
+def test_duplicate_key_is_refused_naming_key_and_line(seeded, tmp_path, capsys, ext):  # noqa: F811
+    lines = rows('"correct": 1, "correct": 0')
+    path = tmp_path / "in" / f"dup.{ext}"
+    jsonl(path, lines if ext == "jsonl" else ["[", ",\n".join(lines), "]"])
+    err = refused(seeded, [str(path)], capsys)
+    line = 2 if ext == "jsonl" else 3
+    assert f"{path} line {line}: the key 'correct' appears twice in one object" in err
+
+
+def test_duplicate_key_in_an_lmms_eval_log(seeded, tmp_path, capsys):  # noqa: F811
+    path = jsonl(
+        tmp_path / "in" / "samples.jsonl",
+        ['{"doc_id": 0, "doc_id": 1, "target": "A", "filtered_resps": ["A"]}'],
+    )
+    err = refused(seeded, [str(path), "--model", "m2", "--config", "16f"], capsys)
+    assert f"{path} line 1: the key 'doc_id' appears twice in one object" in err
+
+
+# -- case 17: NaN confidence ----------------------------------------------------------------------
+@pytest.mark.parametrize("spelling", ["NaN", "nan", "-nan", " NAN "])
+def test_nan_confidence_in_csv_is_refused(seeded, tmp_path, capsys, spelling):  # noqa: F811
+    df = table_frame("m2").astype({"confidence": object})
+    df.loc[2, "confidence"] = spelling
+    path = write_table(tmp_path / "in", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 4: `confidence` must be a number, got {spelling!r} (leave it empty for none)" in err
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [("NaN", "NaN is not a JSON number"), ('"NaN"', "`confidence` must be a number, got 'NaN'")]
+)
+def test_nan_confidence_in_json_is_refused(seeded, tmp_path, capsys, value, message):  # noqa: F811
+    path = jsonl(tmp_path / "in" / "nan.jsonl", rows(f'"confidence": {value}'))
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 2: {message}" in err
+
+
+def test_missing_confidence_stays_missing(seeded, tmp_path):  # noqa: F811
+    """An empty CSV cell or an absent JSON key is no confidence, not a refusal."""
+    df = table_frame("m2").astype({"confidence": object})
+    df.loc[2, "confidence"] = None
+    assert main(["ingest", str(write_table(tmp_path / "in", df=df)), "--store", str(seeded)]) == 0
+    path = jsonl(tmp_path / "in" / "ok.jsonl", [line.replace('"model": "m2"', '"model": "m3"') for line in rows()])
+    assert main(["ingest", str(path), "--store", str(seeded)]) == 0
+    conf = Store(seeded).query("SELECT model, confidence FROM responses WHERE model IN ('m2', 'm3')")
+    assert conf.groupby("model")["confidence"].apply(lambda c: int(c.isna().sum())).to_dict() == {"m2": 1, "m3": 3}
+
+
+# -- case 21: auto-detection of long lines -------------------------------------------------------
+def test_auto_detect_reads_a_valid_999999_character_line(seeded, tmp_path, capsys):  # noqa: F811
+    long = "x" * (999_999 - len(HEADER) - len(', "item_id": "q1", "question": ""}'))
+    lines = rows(f'"question": "{long}"')
+    lines[0], lines[1] = lines[1].replace('"q1"', '"q0"', 1), lines[0].replace('"q0"', '"q1"', 1)
+    assert len(lines[0]) == 999_999
+    path = jsonl(tmp_path / "in" / "long.jsonl", lines)
+    assert main(["ingest", str(path), "--store", str(seeded)]) == 0
+    stored = Store(seeded).query("SELECT length(question) AS n FROM items WHERE item_id = 'q0'")
+    assert int(stored["n"].iloc[0]) == len(long)
+
+
+def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, capsys):  # noqa: F811
+    big = "x" * (gate.MAX_FIELD_CHARS + 1)
+    lines = rows()
+    lines[0] = lines[0][:-1] + f', "question": "{big}"}}'
+    path = jsonl(tmp_path / "in" / "huge.jsonl", lines)
+    auto = refused(seeded, [str(path)], capsys)
+    table = refused(seeded, [str(path), "--format", "table"], capsys)
+    assert auto == table
+    assert (
+        f"{path} line 1: `question`: a field of {len(big):,} characters is above the 1,000,000-character limit" in auto
+    )
+
+
+# -- cases 13 and 15: names and ids a reader cannot see or type ---------------------------------
+@pytest.mark.parametrize(
+    ("column", "value", "shown"),
+    [
+        ("item_id", "001-\x002", "a control character (U+0000 '\\x00') at position 5"),
+        ("item_id", "001-2\x1b[31m", "a control character (U+001B '\\x1b') at position 6"),
+        ("model", "m2\tx", "a control character (U+0009 '\\t') at position 3"),
+        ("model", "synthetic-A\u200b-7B", "an invisible formatting character (U+200B ZERO WIDTH SPACE) at position 12"),
+        ("model", "\u202esynthetic-A-7B", "an invisible formatting character (U+202E RIGHT-TO-LEFT OVERRIDE)"),
+        ("model", "synthetic\u2066-A-7B", "an invisible formatting character (U+2066 LEFT-TO-RIGHT ISOLATE)"),
+        ("task_type", "Counting\u200d", "an invisible formatting character (U+200D ZERO WIDTH JOINER)"),
+        ("video", "00\u20601", "an invisible formatting character (U+2060 WORD JOINER)"),
+    ],
+)
+@pytest.mark.parametrize("ext", ["csv", "jsonl"])
+def test_control_and_invisible_characters_in_names_and_ids(seeded, tmp_path, capsys, column, value, shown, ext):  # noqa: F811
+    df = table_frame("m2").assign(video="001", task_type="Counting")
+    df.loc[3, column] = value
+    path = write_table(tmp_path / "in", ext, df=df)
+    err = refused(seeded, [str(path)], capsys)
+    line = 5 if ext == "csv" else 4
+    assert f"{path} line {line}: `{column}` holds {shown}" in err
+    assert "names and ids must be visible text" in err
+
+
+def test_names_are_nfkc_normalised(seeded, tmp_path):  # noqa: F811
+    """Full-width and ligature spellings of a model name are one model, the NFKC one."""
+    df = table_frame("\uff4d\uff12")  # "ｍ２"
+    df.loc[3:, "model"] = "m2"
+    assert main(["ingest", str(write_table(tmp_path / "in", df=df)), "--store", str(seeded)]) == 0
+    models = Store(seeded).query("SELECT DISTINCT model FROM responses ORDER BY model")["model"].tolist()
+    assert models == ["m1", "m2"]
