@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from backend.cli import main
@@ -212,3 +213,83 @@ def test_names_are_nfkc_normalised(seeded, tmp_path):  # noqa: F811
     assert main(["ingest", str(write_table(tmp_path / "in", df=df)), "--store", str(seeded)]) == 0
     models = Store(seeded).query("SELECT DISTINCT model FROM responses ORDER BY model")["model"].tolist()
     assert models == ["m1", "m2"]
+
+
+# -- case 8: an xlsx whose cells unpack far beyond the file ---------------------------------------
+def bloated_xlsx(folder: Path, cell_chars: int) -> Path:
+    """A VLMEvalKit workbook whose first prediction holds ``cell_chars`` characters, written as a
+    zip part streamed in blocks (a few MB on disk whatever the cell's size)."""
+    import zipfile
+
+    path = write_vlmevalkit(folder, "xlsx")
+    small = path.with_suffix(".small.xlsx")
+    path.rename(small)
+    with zipfile.ZipFile(small) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename != "xl/worksheets/sheet1.xml":
+                dst.writestr(info, data)
+                continue
+            head, _, rest = data.partition(b"<t>A.</t>")  # the first prediction's inline string
+            with dst.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as out:
+                out.write(head + b"<t>")
+                block = b"a" * (1 << 23)
+                for _ in range(cell_chars // len(block)):
+                    out.write(block)
+                out.write(b"a" * (cell_chars % len(block)) + b"</t>" + rest)
+    small.unlink()
+    return path
+
+
+def no_openpyxl(monkeypatch) -> None:
+    def fail_load(*args, **kwargs):
+        raise AssertionError("the workbook was loaded")
+
+    monkeypatch.setattr(pd, "read_excel", fail_load)
+
+
+def test_xlsx_cell_beyond_the_field_limit_is_refused_before_loading(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+    path = bloated_xlsx(tmp_path / "in", 3 * (1 << 23))  # 25 MB in one cell
+    assert path.stat().st_size < 1 << 20
+    no_openpyxl(monkeypatch)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path}: a cell in xl/worksheets/sheet1.xml holds over 8,000,000 bytes of XML" in err
+    assert "1,000,000-character field limit" in err
+
+
+@pytest.mark.slow
+def test_xlsx_with_a_3_gb_cell_is_refused_without_loading(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """The probe's case: a small file holding one 3 GB cell (6.4 GB of memory before)."""
+    path = bloated_xlsx(tmp_path / "in", 3 * 10**9)
+    assert path.stat().st_size < 32 << 20
+    no_openpyxl(monkeypatch)
+    err = refused(seeded, [str(path)], capsys)
+    assert "holds over 8,000,000 bytes of XML" in err
+
+
+def test_xlsx_unpacking_beyond_the_bound_is_refused(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """The bound on all parts together (lowered here: a real one would need gigabytes)."""
+    from store.ingest import workbook
+
+    path = write_vlmevalkit(tmp_path / "in", "xlsx")
+    monkeypatch.setattr(workbook, "MAX_XLSX_XML_BYTES", 1024)
+    no_openpyxl(monkeypatch)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path}: the workbook unpacks to " in err and "bytes, above the 1,024-byte limit for .xlsx" in err
+
+
+def test_xlsx_with_cells_under_the_limit_still_reads(seeded, tmp_path, capsys):  # noqa: F811
+    """A large cell under the field limit (its sheet part beyond one scan block) is read."""
+    path = bloated_xlsx(tmp_path / "in", 900_000)
+    import zipfile
+
+    with zipfile.ZipFile(path) as book:
+        assert book.getinfo("xl/worksheets/sheet1.xml").file_size > 900_000
+    assert main(["ingest", str(path), "--store", str(seeded)]) == 0
+
+
+def test_not_a_zip_named_xlsx(seeded, tmp_path, capsys):  # noqa: F811
+    path = write_vlmevalkit(tmp_path / "in", "xlsx")
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path}: not a readable .xlsx workbook (BadZipFile" in err

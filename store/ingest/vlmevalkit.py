@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from store.ingest import gate
+from store.ingest import gate, workbook
 from store.ingest.common import (
     Batch,
     IngestOptions,
@@ -120,6 +120,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
 def _load(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix == ".xlsx":
+        workbook.check_workbook(path)  # sizes bounded before openpyxl inflates anything
         try:
             df = pd.read_excel(path, dtype=object)
         except FileNotFoundError:
