@@ -353,3 +353,19 @@ def test_page_downloads_use_the_same_writer():
     df = pd.DataFrame({"q": FORMULAS, "n": range(len(FORMULAS))})
     assert csv_bytes(df) == csv_text(df).encode()
     assert b'"=HYPERLINK' not in csv_bytes(df) and b"\"'=HYPERLINK" in csv_bytes(df)
+
+
+# -- case 14: annotations capped like ingested fields ---------------------------------------------
+@pytest.mark.parametrize("size", [1 << 20, 5 << 20])
+def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size):  # noqa: F811
+    from tests.test_cli_errors import one_line_error
+    from tests.test_ingest_gate import snapshot
+
+    before = snapshot(seeded)
+    base = ["annotate", "add", "--store", str(seeded), "--benchmark", "videomme", "--item", "001-1", "--tag", "ocr"]
+    err = one_line_error([*base, "--note", "n" * size, "--author", "ana"], capsys)
+    assert f"annotation note has {size:,} characters, above the {gate.MAX_FIELD_CHARS:,}-character limit" in err
+    err = one_line_error([*base, "--note", "ok", "--author", "a" * size], capsys)
+    assert f"annotation author has {size:,} characters" in err
+    assert snapshot(seeded) == before
+    assert main([*base, "--note", "n" * gate.MAX_FIELD_CHARS, "--author", "ana"]) == 0  # the limit itself is kept
