@@ -305,7 +305,7 @@ def test_items_csv_neutralises_formulas(tmp_path, capsys):
 
     df = table_frame("m2")
     df["question"] = FORMULAS
-    df["item_id"] = ["=1+1", "@A1", "+7", "-7", "001-1", "001-2"]
+    df["item_id"] = ["=1+1", "@A1", "+7", "-7", "'q", "001-2"]
     df["task_type"] = ["+1+1", "ok", "=x", "ok", "ok", "ok"]
     root = tmp_path / "store"
     assert main(["ingest", str(write_table(tmp_path / "in", "jsonl", df=df)), "--store", str(root)]) == 0
@@ -314,13 +314,18 @@ def test_items_csv_neutralises_formulas(tmp_path, capsys):
     out = capsys.readouterr().out
     table = list(csv.DictReader(io.StringIO(out, newline="")))
     by_id = {r["item_id"]: r for r in table}
-    assert set(by_id) == {"'=1+1", "'@A1", "'+7", "'-7", "001-1", "001-2"}
+    assert set(by_id) == {"'=1+1", "'@A1", "'+7", "'-7", "''q", "001-2"}
     questions = sorted(r["question"] for r in table)
     assert questions == sorted("'" + f for f in FORMULAS)
     assert by_id["'=1+1"]["task_type"] == "'+1+1" and by_id["'+7"]["task_type"] == "'=x"
     # numbers stay numbers: the 0/1 trajectory and the confidences are unquoted, unprefixed
     assert by_id["'=1+1"]["16f"] in ("0", "1") and float(by_id["'=1+1"]["confidence:16f"]) == 0.9
     assert not any(line.startswith(("=", "+", "-", "@")) for line in out.splitlines())
+    # the export reads back as the ids it was made from (`rerun --items` takes it)
+    from backend.runtime.selection import read_ids
+
+    (tmp_path / "export.csv").write_text(out)
+    assert sorted(read_ids(str(tmp_path / "export.csv"))) == sorted(df["item_id"])
 
 
 def test_spreadsheet_safe_keeps_numbers_and_plain_text():
