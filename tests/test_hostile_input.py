@@ -374,3 +374,42 @@ def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size)
     assert f"annotation author has {size:,} characters" in err
     assert snapshot(seeded) == before
     assert main([*base, "--note", "n" * gate.MAX_FIELD_CHARS, "--author", "ana"]) == 0  # the limit itself is kept
+
+
+# -- what the probe found held: kept so --------------------------------------------------------
+@pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
+@pytest.mark.parametrize("fmt", ["auto", "table"])
+def test_held_non_utf8_files(seeded, tmp_path, capsys, encoding, fmt):  # noqa: F811
+    path = tmp_path / "in" / "t.csv"
+    path.parent.mkdir()
+    path.write_bytes(table_frame("m2").assign(question="caf\u00e9").to_csv(index=False).encode(encoding))
+    err = refused(seeded, [str(path), "--format", fmt], capsys)
+    assert "not UTF-8 text" in err and "re-save the file as UTF-8" in err
+
+
+def test_held_overlong_csv_line_with_format_table(seeded, tmp_path, capsys):  # noqa: F811
+    df = table_frame("m2")
+    df.loc[2, "question"] = "q" * (gate.MAX_FIELD_CHARS + 5)
+    err = refused(seeded, [str(write_table(tmp_path / "in", df=df)), "--format", "table"], capsys)
+    assert "line 4" in err and "above the 1,000,000-character limit" in err
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "[0.5]", '"inf"', '"Infinity"'])
+def test_held_infinite_and_list_confidences(seeded, tmp_path, capsys, value):  # noqa: F811
+    path = jsonl(tmp_path / "in" / "c.jsonl", rows(f'"confidence": {value}'))
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 2: `confidence` must be" in err
+
+
+@pytest.mark.parametrize("label", ["../../x", "/etc/passwd", "16f/../../x"])
+def test_held_path_like_config_labels(seeded, tmp_path, capsys, label):  # noqa: F811
+    path = write_table(tmp_path / "in", df=table_frame("m2", config=label))
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 2:" in err
+
+
+def test_held_sql_looking_names_are_stored_as_text(seeded, tmp_path):  # noqa: F811
+    name = "m'); DROP TABLE responses; --"
+    assert main(["ingest", str(write_table(tmp_path / "in", df=table_frame(name))), "--store", str(seeded)]) == 0
+    models = Store(seeded).query("SELECT model, count(*) AS n FROM responses GROUP BY model ORDER BY model")
+    assert models.set_index("model")["n"].to_dict() == {"m1": 6, name: 6}
