@@ -168,8 +168,10 @@ def test_auto_detect_reads_a_valid_999999_character_line(seeded, tmp_path, capsy
     assert int(stored["n"].iloc[0]) == len(long)
 
 
-def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, capsys):  # noqa: F811
-    big = "x" * (gate.MAX_FIELD_CHARS + 1)
+@pytest.mark.parametrize("size", [gate.MAX_FIELD_CHARS + 1, pytest.param(50_000_000, marks=pytest.mark.slow)])
+def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, capsys, size):  # noqa: F811
+    """The probe's 50 MB line, and one just over the limit: auto-detection refuses them as --format table does."""
+    big = "x" * size
     lines = rows()
     lines[0] = lines[0][:-1] + f', "question": "{big}"}}'
     path = jsonl(tmp_path / "in" / "huge.jsonl", lines)
