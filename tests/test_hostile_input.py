@@ -57,6 +57,23 @@ def test_depth_scan_ignores_brackets_inside_strings():
     assert jsontext.too_deep_line("[" * 100 + "]" * 100) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ('{"a": 1,\n "b": {"c": [1, 2,\n{"d": 1, "e": 2,\n "d": 3}]}}', 4, "the key 'd' appears twice"),
+        ("[1,\n\n-Infinity]", 3, "-Infinity is not a JSON number"),
+        ('{"x":\n[{}, [], {"y": [NaN]}]}', 2, "NaN is not a JSON number"),
+        (' \n {"k" : 1 , "k" : 2}', 2, "the key 'k' appears twice"),
+        ('[{"s": "NaN, \\"Infinity\\" and [{ in a string"},\n {"n": Infinity}]', 2, "Infinity is not"),
+    ],
+)
+def test_a_refused_value_is_located_on_its_own_line(text, line, message):
+    with pytest.raises(jsontext.Refused) as caught:
+        jsontext.decode(text)
+    assert caught.value.message.startswith(message)
+    assert jsontext.locate(text, caught.value) == line
+
+
 def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):  # noqa: F811
     df = table_frame("m2").assign(option_probs='{"A": 1.0}')
     df.loc[3, "option_probs"] = "[" * 50_000 + "]" * 50_000

@@ -7,14 +7,13 @@ verdict or confidence would silently carry), and an object naming the same key t
 silently wins: ``"correct": 1, "correct": 0`` is stored as 0). Here each is refused with the file and
 line: nesting beyond ``MAX_JSON_DEPTH`` before anything is parsed (a column-wise NumPy scan of the
 brackets outside strings), constants and repeated keys while parsing (hooks of the C parser). The
-line of a refused value is found on the error path only, by re-parsing with the pure-Python scanner,
-which reports where each object starts.
+line of a refused value is found on the error path only (``locate``).
 """
 
 from __future__ import annotations
 
 import json
-import json.scanner
+import re
 
 import numpy as np
 
@@ -22,6 +21,7 @@ MAX_JSON_DEPTH = 100  # lmms-eval logs, the deepest inputs read, nest about 6 le
 _CHUNK = 1 << 26  # bytes scanned per NumPy pass: bounds the scan's temporary masks
 _BRACKETS = np.zeros(256, dtype=bool)
 _BRACKETS[[ord(c) for c in '"[]{}']] = True
+_WS = re.compile(r"[ \t\n\r]*")
 
 
 class Refused(ValueError):
@@ -31,7 +31,6 @@ class Refused(ValueError):
         super().__init__(message)
         self.message = message
         self.line = line
-        self.pos: int | None = None  # where the innermost object / array holding it starts
 
 
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
@@ -51,27 +50,6 @@ _DECODERS = {
     True: json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant),
     False: json.JSONDecoder(object_pairs_hook=_pairs),
 }
-
-
-def _locating_decoder(constants: bool) -> json.JSONDecoder:
-    """A decoder whose Refused errors carry the start of the innermost object / array (slow: the
-    pure-Python scanner; used on the error path only)."""
-    decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=None if constants else _constant)
-
-    def located(parse):
-        def wrapper(s_and_end, *args):
-            try:
-                return parse(s_and_end, *args)
-            except Refused as exc:
-                exc.pos = s_and_end[1] - 1 if exc.pos is None else exc.pos
-                raise
-
-        return wrapper
-
-    decoder.parse_object = located(decoder.parse_object)
-    decoder.parse_array = located(decoder.parse_array)
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
-    return decoder
 
 
 def too_deep_line(text: str, max_depth: int = MAX_JSON_DEPTH) -> int | None:
@@ -104,11 +82,34 @@ def decode(text: str, max_depth: int = MAX_JSON_DEPTH, *, constants: bool = Fals
 
 
 def locate(text: str, exc: Refused, *, constants: bool = False) -> int | None:
-    """The line of ``exc`` in ``text``: known already, or found by re-parsing (error path only)."""
+    """The line of ``exc`` in ``text``: known already, or found by descending into the one value that
+    fails (error path only). Each child is parsed by the C scanner, so the search costs about one
+    more parse, not a pure-Python one; it ends at the refused constant itself, or at the repeated key."""
     if exc.line is not None:
         return exc.line
-    try:
-        _locating_decoder(constants).decode(text)
-    except Refused as again:
-        return text.count("\n", 0, again.pos) + 1 if again.pos is not None else None
-    return None
+    scan = _DECODERS[not constants].scan_once
+    pos = _refused_at(text, scan, _WS.match(text, 0).end())
+    return text.count("\n", 0, pos) + 1
+
+
+def _refused_at(text: str, scan, pos: int) -> int:
+    """Where in the value starting at ``pos`` (known to be refused) the refusal is."""
+    kind = text[pos]
+    if kind not in "[{":
+        return pos  # NaN / Infinity
+    keys: set[str] = set()
+    i = _WS.match(text, pos + 1).end()
+    while text[i] not in "]}":
+        if kind == "{":
+            key, end = scan(text, i)
+            if key in keys:
+                return i  # the second occurrence of a key
+            keys.add(key)
+            i = _WS.match(text, _WS.match(text, end).end() + 1).end()  # past the colon
+        try:
+            _, end = scan(text, i)
+        except Refused:
+            return _refused_at(text, scan, i)
+        i = _WS.match(text, end).end()
+        i = _WS.match(text, i + 1).end() if text[i] == "," else i
+    return pos
