@@ -15,7 +15,12 @@ Limits (stated in the README):
 * frames: an integer in 1..``configs.MAX_FRAMES`` (0 only for ``text``); pixels: an integer in
   1..``configs.MAX_PIXELS``;
 * a text field at most ``MAX_FIELD_CHARS`` characters; an input file at most ``MAX_FILE_BYTES``;
-* a CSV/TSV row has exactly as many fields as the header.
+* a CSV/TSV row has exactly as many fields as the header;
+* a number spelled ``NaN`` is refused like any other non-number (only an empty cell is missing);
+* one value per scalar field (no list or object: ``scalars``);
+* names and ids free of control and invisible formatting characters (``UNSHOWN``, after NFKC for
+  names: ``common.make_batch``). JSON itself is parsed strictly by ``store.ingest.jsontext``, an
+  ``.xlsx`` bounded by ``store.ingest.workbook``.
 
 Only the error path does per-value Python work (locating the first bad value); the checks
 themselves are Arrow / NumPy operations over whole columns.
