@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from backend.cli import main
@@ -160,6 +162,19 @@ def test_nan_confidence_in_json_is_refused(seeded, tmp_path, capsys, value, mess
     path = jsonl(tmp_path / "in" / "nan.jsonl", rows(f'"confidence": {value}'))
     err = refused(seeded, [str(path)], capsys)
     assert f"{path} line 2: {message}" in err
+
+
+def test_nan_confidence_in_parquet_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+    df = table_frame("m2")
+    df.loc[4, "confidence"] = float("nan")
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    conf = pa.array(df["confidence"].tolist(), type=pa.float64(), from_pandas=False)  # NaN kept, not null
+    table = table.set_column(table.column_names.index("confidence"), "confidence", conf)
+    path = tmp_path / "in" / "nan.parquet"
+    path.parent.mkdir()
+    pq.write_table(table.append_column("score", pa.array([None, 0.5, None, None, None, None], pa.float64())), path)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} row 5: `confidence` is NaN; leave it empty (null) for none" in err
 
 
 def test_missing_confidence_stays_missing(seeded, tmp_path):  # noqa: F811

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.answers import LETTERS, is_letter, letter_or_text, split_lettered, with_letters
@@ -98,6 +99,7 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
             raise fail(path, f"not a readable Parquet file ({exc})") from None
         if table.num_rows == 0:
             raise fail(path, "empty file (no rows)")
+        _refuse_nan(path, table)
         return _decode_dictionaries(table).to_pandas(), np.arange(table.num_rows) + 1, "row"
     data = read_text_bytes(path)
     text = data.decode("utf-8")
@@ -118,6 +120,16 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
     return table.to_pandas(), np.arange(table.num_rows) + 2, "line"
+
+
+def _refuse_nan(path: Path, table: pa.Table) -> None:
+    """A NaN in a Parquet number column is refused (pandas would read it as missing, like a null)."""
+    for name in FLOAT_COLUMNS:
+        if name in table.column_names and pa.types.is_floating(table.schema.field(name).type):
+            nan = pc.fill_null(pc.is_nan(table[name]), False)
+            if pc.any(nan).as_py():
+                row = pc.index(nan, True).as_py() + 1
+                raise fail(path, f"`{name}` is NaN; leave it empty (null) for none", row, "row")
 
 
 def _decode_dictionaries(table: pa.Table) -> pa.Table:
