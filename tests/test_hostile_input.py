@@ -76,6 +76,16 @@ def test_a_refused_value_is_located_on_its_own_line(text, line, message):
     assert jsontext.locate(text, caught.value) == line
 
 
+def test_depth_scan_carries_its_state_across_blocks(monkeypatch):
+    """Blocks of 7 bytes give the answers one block does (quote parity and depth carried over)."""
+    text = "\n".join(
+        ["[" * 60 + "]" * 60, json.dumps({"a": "[[[{{{" * 30, "b": [[1]]}), '{"x": ' + "[" * 101 + "]" * 101 + "}"]
+    )
+    whole = (jsontext.too_deep_line(text), jsontext.too_deep_line(text, 200))
+    monkeypatch.setattr(jsontext, "_CHUNK", 7)
+    assert (jsontext.too_deep_line(text), jsontext.too_deep_line(text, 200)) == whole == (3, None)
+
+
 def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):  # noqa: F811
     df = table_frame("m2").assign(option_probs='{"A": 1.0}')
     df.loc[3, "option_probs"] = "[" * 50_000 + "]" * 50_000

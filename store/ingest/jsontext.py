@@ -21,6 +21,8 @@ MAX_JSON_DEPTH = 100  # lmms-eval logs, the deepest inputs read, nest about 6 le
 _CHUNK = 1 << 26  # bytes scanned per NumPy pass: bounds the scan's temporary masks
 _BRACKETS = np.zeros(256, dtype=bool)
 _BRACKETS[[ord(c) for c in '"[]{}']] = True
+_STEP = np.zeros(256, dtype=np.int8)  # what each structural character does to the depth
+_STEP[[ord("["), ord("{")]], _STEP[[ord("]"), ord("}")]] = 1, -1
 _WS = re.compile(r"[ \t\n\r]*")
 
 
@@ -34,6 +36,7 @@ class Refused(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    """The object, unless a key repeats (the C parser calls this once per object)."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -43,6 +46,7 @@ def _pairs(pairs: list[tuple[str, object]]) -> dict:
 
 
 def _constant(name: str) -> object:
+    """NaN, Infinity, -Infinity: not JSON, refused (the parser would make floats of them)."""
     raise Refused(f"{name} is not a JSON number; write null for a missing value")
 
 
@@ -55,18 +59,24 @@ _DECODERS = {
 def too_deep_line(text: str, max_depth: int = MAX_JSON_DEPTH) -> int | None:
     """The line where nesting first exceeds ``max_depth`` (brackets inside strings do not count),
     else None. Column-wise: escapes are dropped, then quote parity and bracket depth are cumulative
-    sums over the few structural characters."""
+    sums over the few structural characters, block by block (the state carried between blocks)."""
     if text.count("[") + text.count("{") <= max_depth:
         return None
     raw = text.replace("\\\\", "").replace('\\"', "").encode("utf-8")
     arr = np.frombuffer(raw, dtype=np.uint8)
-    pos = np.concatenate([np.flatnonzero(_BRACKETS[arr[i : i + _CHUNK]]) + i for i in range(0, len(arr), _CHUNK)])
-    ch = arr[pos]
-    outside = (np.cumsum(ch == ord('"')) & 1) == 0
-    opens = outside & ((ch == ord("[")) | (ch == ord("{")))
-    closes = outside & ((ch == ord("]")) | (ch == ord("}")))
-    over = np.flatnonzero(np.cumsum(opens.astype(np.int8) - closes.astype(np.int8), dtype=np.int64) > max_depth)
-    return raw.count(b"\n", 0, int(pos[over[0]])) + 1 if over.size else None
+    quotes, depth = 0, 0
+    for start in range(0, len(arr), _CHUNK):
+        block = arr[start : start + _CHUNK]
+        pos = np.flatnonzero(_BRACKETS[block])
+        ch = block[pos]
+        parity = np.cumsum(ch == ord('"'), dtype=np.int64) + quotes
+        level = np.cumsum(_STEP[ch] * ((parity & 1) == 0), dtype=np.int64) + depth  # brackets outside strings
+        over = np.flatnonzero(level > max_depth)
+        if over.size:
+            return raw.count(b"\n", 0, start + int(pos[over[0]])) + 1
+        if pos.size:
+            quotes, depth = int(parity[-1]), int(level[-1])
+    return None
 
 
 def decode(text: str, max_depth: int = MAX_JSON_DEPTH, *, constants: bool = False) -> object:
