@@ -416,6 +416,8 @@ def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size)
     assert f"annotation note has {size:,} characters, above the {gate.MAX_FIELD_CHARS:,}-character limit" in err
     err = one_line_error([*base, "--note", "ok", "--author", "a" * size], capsys)
     assert f"annotation author has {size:,} characters" in err
+    err = one_line_error([*base, "--note", "ok", "--author", "an\u202ea"], capsys)
+    assert "annotation author holds an invisible formatting character (U+202E RIGHT-TO-LEFT OVERRIDE)" in err
     assert snapshot(seeded) == before
     assert main([*base, "--note", "n" * gate.MAX_FIELD_CHARS, "--author", "ana"]) == 0  # the limit itself is kept
 
