@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from backend import views
 from backend.cli.common import add_store, print_json, split_list
+from backend.export import csv_text
 from backend.scope.annotations import with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import Scope, add_scope_args
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.annotations:
         out = with_annotations(out, store, args.benchmark)
     if args.format == "csv":
-        out.to_csv(sys.stdout, index=False)
+        sys.stdout.write(csv_text(out))  # spreadsheet-safe: text that would run as a formula is quoted
     else:
         print_json(pa.Table.from_pandas(out, preserve_index=False).to_pylist())  # 7x faster than to_dict
     return 0

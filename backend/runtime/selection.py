@@ -13,6 +13,8 @@ overlay: nothing here changes a grid or a matrix.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import Counter
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ import pandas as pd
 from backend import views
 from backend.analysis.metrics import FLOW_KINDS, flow_items
 from backend.analysis.stats import mcnemar_exact, wilson_interval
+from backend.export import from_cell
 from backend.runtime import logged_frames, rerun
 from backend.runtime.sampling import takes_seed
 from backend.scope.matrix import Matrix
@@ -128,16 +131,20 @@ def state_items(matrix: Matrix, model: str, config: str, state: str) -> pd.DataF
 
 
 def read_ids(path: str) -> list[str]:
-    """Item ids from a file (``--items FILE``): one per line, or a CSV/TSV with an ``item_id`` column."""
+    """Item ids from a file (``--items FILE``): one per line, or a CSV/TSV with an ``item_id`` column
+    (the Items page's export: quoted, its spreadsheet-safe prefix undone by ``export.from_cell``)."""
     try:
-        with open(path) as fh:
-            lines = [line.strip() for line in fh]
+        with open(path, newline="") as fh:
+            text = fh.read()
     except OSError as exc:
         raise UserError(f"cannot read --items {path}: {exc.strerror}") from exc
-    lines = [line for line in lines if line]
-    if lines and lines[0].split(",")[0].split("\t")[0].strip() == "item_id":
-        sep = "\t" if "\t" in lines[0] else ","
-        lines = [line.split(sep)[0].strip() for line in lines[1:]]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    sep = "\t" if lines and "\t" in lines[0] else ","
+    header = next(csv.reader(lines[:1], delimiter=sep), [])
+    if "item_id" in header:
+        col = header.index("item_id")
+        rows = list(csv.reader(io.StringIO(text.lstrip()), delimiter=sep))[1:]
+        lines = [from_cell(row[col].strip()) for row in rows if len(row) > col]
     ids = list(dict.fromkeys(line for line in lines if line))
     if not ids:
         raise UserError(f"--items {path} lists no item id (one per line, or a CSV with an item_id column)")

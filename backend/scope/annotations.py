@@ -16,6 +16,7 @@ import uuid
 import pandas as pd
 
 from store.errors import UserError
+from store.ingest.gate import MAX_FIELD_CHARS, unshown_problem
 from store.store import Store
 
 # Evidence pathways a researcher can attribute a behaviour to (the paper's and its readers' vocabulary).
@@ -62,6 +63,21 @@ def _require(value: str | None, what: str) -> str:
     return str(value).strip()
 
 
+def _capped(value: str | None, what: str, *, name: bool = False) -> str | None:
+    """``value`` if it fits the field limit ingest applies (``MAX_FIELD_CHARS``): a note is drawn in
+    full on every item page, so a megabyte of text would be a megabyte on each of them. A ``name``
+    (the author) must also be visible text, as ingested names must (``gate.unshown_problem``)."""
+    if value is not None and len(value) > MAX_FIELD_CHARS:
+        raise UserError(
+            f"annotation {what} has {len(value):,} characters, above the {MAX_FIELD_CHARS:,}-character limit "
+            "(the same as an ingested field); shorten it"
+        )
+    problem = unshown_problem(value) if name and value is not None else None
+    if problem:
+        raise UserError(f"annotation {what} {problem}")
+    return value
+
+
 def _item_known(store: Store, benchmark: str, item_id: str) -> bool:
     sql = (
         "SELECT EXISTS (SELECT 1 FROM items_all WHERE benchmark = $b AND item_id = $i) "
@@ -86,6 +102,7 @@ def add_annotation(
     leave an annotation that no view will ever show.
     """
     check_tag(tag)
+    note, author = _capped(note, "note"), _capped(author, "author", name=True)
     benchmark, item_id, author = (
         _require(benchmark, "benchmark"),
         _require(item_id, "item id"),

@@ -21,6 +21,7 @@ import streamlit as st
 
 from backend import views
 from backend.analysis import flows, noise
+from backend.export import csv_text
 from backend.runtime.video import thumbnails
 from backend.scope import inspector
 from backend.scope.filters import ItemFilter
@@ -168,7 +169,8 @@ def items_export(scope: Scope, model: str) -> pd.DataFrame:
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(index=False).encode()
+    """Every page's CSV download: spreadsheet-safe, as ``trajaudit items --format csv``."""
+    return csv_text(frame).encode()
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:

@@ -9,7 +9,6 @@ shares and ``publish`` the checked, atomic write. :func:`ingest_paths` reads eve
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from tqdm import tqdm
 from store import configs
 from store.errors import UserError
 from store.ingest import gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit
-from store.ingest.common import Batch, IngestOptions, fail
+from store.ingest.common import Batch, IngestOptions, fail, load_json
 from store.ingest.publish import FileResult, publish_batches
 from store.store import Store
 
@@ -123,16 +122,24 @@ def _head(path: Path) -> str:
 
 
 def _first_json_line(path: Path, head: str) -> dict:
-    for n, line in enumerate(head.split("\n"), 1):
+    lines = head.split("\n")
+    for n, line in enumerate(lines, 1):
         if line.strip():
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if len(line) >= _HEAD_BYTES - 8:
-                    return {}  # a first line longer than the peek: let the reader decide
-                raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n) from None
+            if n == len(lines) and path.stat().st_size > _HEAD_BYTES:
+                line = _whole_line(path, n)  # longer than the peek: read it all, as the reader will
+            obj = load_json(path, line, n, constants=True)  # the reader applies its own rules
             return obj if isinstance(obj, dict) else {}
     return {}
+
+
+def _whole_line(path: Path, n: int) -> str:
+    """Line ``n`` of the file, however long (within the ingest file-size limit)."""
+    gate.check_file_size(path)
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, 1):
+            if i == n:
+                return (raw[3:] if i == 1 and raw.startswith(b"\xef\xbb\xbf") else raw).decode("utf-8", "replace")
+    return ""
 
 
 def ingest_paths(

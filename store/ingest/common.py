@@ -30,7 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +43,7 @@ import pyarrow as pa
 from store import configs
 from store.answers import LETTERS, extract_letter, is_letter, letter_or_text
 from store.errors import UserError
-from store.ingest import gate
+from store.ingest import gate, jsontext
 from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
@@ -50,6 +52,8 @@ ITEM_COLUMNS = [f.name for f in ITEMS if f.name != "written_at"]
 RESPONSE_COLUMNS = [f.name for f in RESPONSES]
 TEXT_COLUMNS = list(dict.fromkeys(f.name for f in (*RESPONSES, *ITEMS) if pa.types.is_string(f.type)))
 DEFAULT_N_OPTIONS = 4
+NAME_COLUMNS = ["model", "benchmark", "config", "split", "run", "task_type", "domain", "sub_category"]
+ID_COLUMNS = ["item_id", "video"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,28 @@ def read_text_bytes(path: Path) -> bytes:
         line = data[: exc.start].count(b"\n") + 1
         raise fail(path, f"not UTF-8 text (byte {data[exc.start]:#04x}); re-save the file as UTF-8", line) from None
     return data
+
+
+def load_json(
+    path: Path,
+    text: str,
+    line: int | None = None,
+    on_extra: Callable[[], object] | None = None,
+    *,
+    constants: bool = False,
+) -> object:
+    """``text`` parsed as strict JSON (``store.ingest.jsontext``); a failure names ``path`` and the
+    line (``line``: the file line ``text`` is, when it is one line). ``on_extra``: what to return
+    instead when the text holds several values (JSON Lines in a ``.json`` file). ``constants``: NaN
+    and Infinity read as floats (``jsontext.decode``)."""
+    try:
+        return jsontext.decode(text, constants=constants)
+    except json.JSONDecodeError as exc:
+        if on_extra is not None and exc.msg == "Extra data":
+            return on_extra()
+        raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", line or exc.lineno) from None
+    except jsontext.Refused as exc:
+        raise fail(path, exc.message, line or jsontext.locate(text, exc, constants=constants)) from None
 
 
 _BUDGET_WORD = re.compile(
@@ -274,6 +300,7 @@ def make_batch(
     implied = implied_videos(rows["benchmark"], rows["item_id"])
     if implied.notna().any():
         rows["video"] = implied if "video" not in rows else rows["video"].astype("str").fillna(implied)
+    _names_and_ids(path, rows, line_word)
     gate.fractions(path, rows, line_word)
     gate.counts(path, rows, line_word)
     gate.option_probs(path, rows, line_word)
@@ -285,6 +312,26 @@ def make_batch(
     rows["origin"] = constant("ingest", n)
     keep = [c for c in dict.fromkeys(RESPONSE_COLUMNS + ITEM_COLUMNS + ["_line"]) if c in rows]
     return Batch(path, fmt, rows[keep].reset_index(drop=True), sha256(path), run_id, settings or {}, line_word)
+
+
+def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
+    """Names NFKC-normalised (look-alike spellings become one name), then a control or invisible
+    character in a name or id is refused (``gate.UNSHOWN``): three chips reading "synthetic-A-7B"
+    that are three models, or an id with a NUL that no command line can name. Once per distinct
+    value; ids are not normalised (they must match the harness's and the video files' names)."""
+    for col in NAME_COLUMNS + ID_COLUMNS:
+        if col not in rows:
+            continue
+        codes, uniq = factorize(rows[col])
+        if col in NAME_COLUMNS:
+            uniq = [unicodedata.normalize("NFKC", u) if isinstance(u, str) else u for u in uniq]
+        text = pd.Series(uniq[:-1], dtype=object).astype("str")
+        bad = np.flatnonzero(text.str.contains(gate.UNSHOWN).to_numpy(dtype=bool))
+        if bad.size:
+            line = rows["_line"].iloc[int(np.argmax(codes == bad[0]))]
+            raise fail(path, f"`{col}` {gate.unshown_problem(text.iloc[bad[0]])}", line, word)
+        if col in NAME_COLUMNS:
+            rows[col] = categorical(codes, uniq)
 
 
 def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:

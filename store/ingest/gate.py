@@ -15,7 +15,12 @@ Limits (stated in the README):
 * frames: an integer in 1..``configs.MAX_FRAMES`` (0 only for ``text``); pixels: an integer in
   1..``configs.MAX_PIXELS``;
 * a text field at most ``MAX_FIELD_CHARS`` characters; an input file at most ``MAX_FILE_BYTES``;
-* a CSV/TSV row has exactly as many fields as the header.
+* a CSV/TSV row has exactly as many fields as the header;
+* a number spelled ``NaN`` is refused like any other non-number (only an empty cell is missing);
+* one value per scalar field (no list or object: ``scalars``);
+* names and ids free of control and invisible formatting characters (``UNSHOWN``, after NFKC for
+  names: ``common.make_batch``). JSON itself is parsed strictly by ``store.ingest.jsontext``, an
+  ``.xlsx`` bounded by ``store.ingest.workbook``.
 
 Only the error path does per-value Python work (locating the first bad value); the checks
 themselves are Arrow / NumPy operations over whole columns.
@@ -25,8 +30,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
+import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +43,7 @@ import pyarrow.csv as pacsv
 
 from store import configs
 from store.errors import UserError
+from store.ingest import jsontext
 
 MAX_FILE_BYTES = 2 * 1024**3  # read whole into memory: larger inputs should be split (ingest takes many files)
 MAX_FIELD_CHARS = 1_000_000  # a raw output or question longer than this is a broken export, not an answer
@@ -117,20 +124,31 @@ def _too_long(n: int) -> str:
 
 # -- numbers -------------------------------------------------------------------------------------
 def numbers(path: Path, values: pd.Series, lines: pd.Series, name: str, word: str = "line") -> np.ndarray:
-    """float64 of a numeric column; empty -> NaN; any other non-number is refused with its line."""
+    """float64 of a numeric column; empty -> NaN; any other non-number is refused with its line,
+    text spelling NaN included (the README: non-numbers are refused, never read as missing)."""
     if pd.api.types.is_bool_dtype(values.dtype):
         raise fail(path, f"`{name}` must be a number, got {values.iloc[0]!r}", lines.iloc[0], word)
     if pd.api.types.is_numeric_dtype(values.dtype):
         return values.to_numpy(dtype="float64", na_value=np.nan)
     text = values.astype("str").str.strip()
-    arr = pa.array(text.where(text != "", None), type=pa.string(), from_pandas=True)
+    arr = pa.array(text.where(values.notna() & (text != ""), None), type=pa.string(), from_pandas=True)
     try:
-        return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+        parsed = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         codes, uniq = pd.factorize(text)
         bad = [i for i, u in enumerate(uniq) if u and not _parses(u)]
         row = int(np.flatnonzero(np.isin(codes, bad))[0])
         raise fail(path, f"`{name}` must be a number, got {values.iloc[row]!r}", lines.iloc[row], word) from None
+    spelled_nan = np.isnan(parsed) & arr.is_valid().to_numpy(zero_copy_only=False)
+    if spelled_nan.any():
+        row = int(np.argmax(spelled_nan))
+        raise fail(
+            path,
+            f"`{name}` must be a number, got {values.iloc[row]!r} (leave it empty for none)",
+            lines.iloc[row],
+            word,
+        )
+    return parsed
 
 
 def _parses(text: str) -> bool:
@@ -187,8 +205,8 @@ def option_probs(path: Path, rows: pd.DataFrame, word: str) -> None:
 
 def _probs_problem(text: str) -> str | None:
     try:
-        probs = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+        probs = jsontext.decode(text)
+    except (ValueError, TypeError):  # not JSON, or JSON refused (NaN, a repeated key, deep nesting)
         return "must be a JSON object {letter: probability}"
     if not isinstance(probs, dict) or not probs:
         return "must be a JSON object {letter: probability}"
@@ -200,6 +218,43 @@ def _probs_problem(text: str) -> str | None:
     if abs(sum(values) - 1) > PROB_TOLERANCE:
         return f"must sum to 1 (within {PROB_TOLERANCE}); the sum is {sum(values):.4g}"
     return None
+
+
+# -- one value per field -------------------------------------------------------------------------
+def scalars(path: Path, frame: pd.DataFrame, columns: list[str], lines: np.ndarray, word: str) -> None:
+    """Refuse a list or object where one value belongs (JSON readers: a verdict, an id, a name, a
+    question), naming its line; found column-wise (one type lookup per cell, no Python loop)."""
+    for col in columns:
+        if col not in frame or frame[col].dtype != object:
+            continue
+        nested = frame[col].map(type).isin([list, dict]).to_numpy()
+        if nested.any():
+            row = int(np.argmax(nested))
+            shown = repr(frame[col].iloc[row])
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise fail(path, f"`{col}` must be one value (a number, text or true/false), got {shown}", lines[row], word)
+
+
+# -- names and ids ------------------------------------------------------------------------------
+# Characters a name or id must not hold once NFKC-normalised: C0/C1 controls (NUL included) and line
+# separators, and the invisible or bidirectional formatting characters (Unicode category Cf, the
+# Hangul fillers and variation selectors) that make two names look alike or an id untypable.
+UNSHOWN = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
+def unshown_problem(text: str) -> str | None:
+    """What makes ``text`` unfit as a name or id (a control or invisible character), else None."""
+    found = UNSHOWN.search(text)
+    if found is None:
+        return None
+    ch = found.group()
+    kind = "a control character" if unicodedata.category(ch) == "Cc" else "an invisible formatting character"
+    label = unicodedata.name(ch, "") or repr(ch)
+    return f"holds {kind} (U+{ord(ch):04X} {label}) at position {found.start() + 1}; names and ids must be visible text"
 
 
 # -- text ----------------------------------------------------------------------------------------

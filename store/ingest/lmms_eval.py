@@ -27,8 +27,17 @@ from tqdm import tqdm
 
 from store import configs
 from store.answers import LETTERS, split_lettered
-from store.ingest import gate
-from store.ingest.common import Batch, IngestOptions, budget_hint, fail, json_rows, make_batch, read_text_bytes
+from store.ingest import gate, jsontext
+from store.ingest.common import (
+    Batch,
+    IngestOptions,
+    budget_hint,
+    fail,
+    json_rows,
+    load_json,
+    make_batch,
+    read_text_bytes,
+)
 
 FORMAT = "lmms-eval"
 # Metric payload key -> benchmark. "percetion" is lmms-eval's own spelling for MLVU.
@@ -110,10 +119,7 @@ def _json_lines(path: Path, text: str) -> list[tuple[int, dict]]:
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n) from None
+        obj = load_json(path, line, n, constants=True)
         if not isinstance(obj, dict):
             raise fail(path, "expected one JSON object per line", n)
         out.append((n, obj))
@@ -121,10 +127,7 @@ def _json_lines(path: Path, text: str) -> list[tuple[int, dict]]:
 
 
 def _load_json(path: Path, text: str) -> dict:
-    try:
-        top = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+    top = load_json(path, text, constants=True)
     if not isinstance(top, dict) or not isinstance(top.get("logs"), list):
         raise fail(path, 'expected an lmms-eval log {"args", "model_configs", "logs": [...]}')
     return top
@@ -133,10 +136,10 @@ def _load_json(path: Path, text: str) -> dict:
 def _literal(value: object) -> object:
     """JSON or Python-repr text -> the object; anything else unchanged."""
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        for parse in (json.loads, ast.literal_eval):
+        for parse in (lambda v: jsontext.decode(v, constants=True), ast.literal_eval):
             try:
                 return parse(value)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, MemoryError, RecursionError):  # ast's parser on deep nesting
                 continue
     return value
 
@@ -303,10 +306,8 @@ def _harness_settings(path: Path, top: dict) -> tuple[Path | None, dict]:
             model_args = {**parse_model_args(top["model_configs"]), **model_args}
         extra = {}
     elif results_file:
-        try:
-            res = json.loads(results_file.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise fail(results_file, f"not valid JSON ({exc})") from None
+        res = load_json(results_file, read_text_bytes(results_file).decode("utf-8"), constants=True)
+        res = res if isinstance(res, dict) else {}
         cfg = res.get("config") if isinstance(res.get("config"), dict) else {}
         model_args = parse_model_args(cfg.get("model_args"))
         extra = {k: res[k] for k in ("model_name", "lmms_eval_version", "git_hash", "date") if k in res}

@@ -26,16 +26,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.answers import LETTERS, is_letter, letter_or_text, split_lettered, with_letters
-from store.ingest import gate, mapping
+from store.ingest import gate, jsontext, mapping
 from store.ingest.common import (
     Batch,
     IngestOptions,
     as_text,
     fail,
     json_rows,
+    load_json,
     make_batch,
     read_text_bytes,
     require_columns,
@@ -70,6 +72,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         require_columns(
             path, known.columns, ["prediction", "target"], "a long table without `correct`", hint, df.columns
         )
+    gate.scalars(path, known, [c for c in known.columns if c not in ("options", "option_probs")], lines, word)
     for col in STRING_COLUMNS:
         if col in known:
             known[col] = as_text(known[col])
@@ -96,6 +99,7 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
             raise fail(path, f"not a readable Parquet file ({exc})") from None
         if table.num_rows == 0:
             raise fail(path, "empty file (no rows)")
+        _refuse_nan(path, table)
         return _decode_dictionaries(table).to_pandas(), np.arange(table.num_rows) + 1, "row"
     data = read_text_bytes(path)
     text = data.decode("utf-8")
@@ -104,13 +108,28 @@ def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
         return _json_lines(path, text)
     if start in ("[", "{"):
         return _json_document(path, text)
-    # Numbers are read as text so the gate can name the line of a bad one (Arrow's own parse cannot).
+    # Numbers are read as text so the gate can name the line of a bad one (Arrow's own parse cannot);
+    # only an empty cell is missing (Arrow would also read NaN, NA, null... as missing).
     table = gate.read_csv(
-        path, data, delimiter="\t" if suffix == ".tsv" else ",", strings=STRING_COLUMNS + FLOAT_COLUMNS
+        path,
+        data,
+        delimiter="\t" if suffix == ".tsv" else ",",
+        strings=STRING_COLUMNS + FLOAT_COLUMNS,
+        null_values=[""],
     )
     if table.num_rows == 0:
         raise fail(path, "empty table (a header and no rows)")
     return table.to_pandas(), np.arange(table.num_rows) + 2, "line"
+
+
+def _refuse_nan(path: Path, table: pa.Table) -> None:
+    """A NaN in a Parquet number column is refused (pandas would read it as missing, like a null)."""
+    for name in FLOAT_COLUMNS:
+        if name in table.column_names and pa.types.is_floating(table.schema.field(name).type):
+            nan = pc.fill_null(pc.is_nan(table[name]), False)
+            if pc.any(nan).as_py():
+                row = pc.index(nan, True).as_py() + 1
+                raise fail(path, f"`{name}` is NaN; leave it empty (null) for none", row, "row")
 
 
 def _decode_dictionaries(table: pa.Table) -> pa.Table:
@@ -124,27 +143,22 @@ def _json_lines(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     lines = np.asarray(text.split("\n"), dtype=object)
     keep = np.flatnonzero(pd.Series(lines, dtype="str").str.strip().str.len().to_numpy() > 0)
     try:
-        records = json.loads("[" + ",".join(lines[keep]) + "]")
-    except json.JSONDecodeError:
+        records = jsontext.decode("[" + ",".join(lines[keep]) + "]", jsontext.MAX_JSON_DEPTH + 1)
+    except (json.JSONDecodeError, jsontext.Refused):
         records = None
     if records is None or len(records) != len(keep):  # a bad line, or one line holding two values
         for n in keep:
-            try:
-                json.loads(lines[n])
-            except json.JSONDecodeError as exc:
-                raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", n + 1) from None
+            load_json(path, lines[n], n + 1)
         raise fail(path, "expected one JSON object per line")
     return _records(path, records, keep + 1, "line", "expected one JSON object per line")
 
 
 def _json_document(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     """A JSON array of objects, or an object holding exactly one such array."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data" and text.lstrip()[:1] == "{":  # JSON Lines in a .json file
-            return _json_lines(path, text)
-        raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+    as_lines = (lambda: _json_lines(path, text)) if text.lstrip()[:1] == "{" else None  # JSON Lines in .json
+    doc = load_json(path, text, on_extra=as_lines)
+    if isinstance(doc, tuple):  # it was JSON Lines, read by _json_lines
+        return doc
     if isinstance(doc, dict):
         arrays = [k for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
         if len(arrays) != 1:
@@ -221,8 +235,8 @@ def _options(path: Path, rows: pd.DataFrame, word: str) -> tuple[np.ndarray, lis
 def _option_list(value: str) -> list[str] | None:
     """The entries of a JSON list as text (numbers as written), else None."""
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
+        parsed = jsontext.decode(value)
+    except ValueError:  # not JSON, or JSON refused (NaN, a repeated key, deep nesting)
         return None
     if not isinstance(parsed, list) or any(isinstance(e, (list, dict)) for e in parsed):
         return None

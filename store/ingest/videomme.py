@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from store.ingest.common import Batch, IngestOptions, fail, make_batch, read_text_bytes
+from store.ingest.common import Batch, IngestOptions, fail, load_json, make_batch, read_text_bytes
 
 FORMAT = "videomme"
 VIDEO_FIELDS = {
@@ -37,10 +37,7 @@ def looks_like(head: str) -> bool:
 
 def read(path: Path, opts: IngestOptions) -> Batch:
     text = strip_trailing_commas(read_text_bytes(path).decode("utf-8"))
-    try:
-        videos = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
+    videos = load_json(path, text)
     if not isinstance(videos, list) or not all(isinstance(v, dict) and "questions" in v for v in videos):
         raise fail(path, "expected the Video-MME result layout: a list of videos, each with `questions`")
     missing = [flag for flag, value in (("--model", opts.model), ("--config", opts.config)) if not value]

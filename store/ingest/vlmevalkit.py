@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from store.ingest import gate
+from store.ingest import gate, workbook
 from store.ingest.common import (
     Batch,
     IngestOptions,
     budget_hint,
     fail,
     json_rows,
+    load_json,
     make_batch,
     read_text_bytes,
     require_columns,
@@ -42,6 +43,7 @@ _FRAMES = re.compile(r"_(\d+)frame(?=_|$)")
 _FPS = re.compile(r"_(\d+(?:\.\d+)?)fps(?=_|$)")
 _SUBS = re.compile(r"_subs(?=_|$)")
 ITEM_FIELDS = ["question", "task_type", "video", "duration", "domain", "sub_category"]
+SCALAR_FIELDS = ["index", "prediction", "answer", "score", "question_id", "id"]  # one value each (a JSON row)
 
 
 def parse_name(stem: str) -> dict:
@@ -78,6 +80,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         )
     benchmark = opts.benchmark or DATASETS[name["family"]]
     lines = np.arange(len(df)) + 2
+    gate.scalars(path, df, [*SCALAR_FIELDS, *ITEM_FIELDS], lines, "row")
     index = pd.Series(gate.numbers(path, df["index"], pd.Series(lines), "index", "row"), index=df.index)
     bad = index.isna() | (index != index.round())
     if bad.any():
@@ -117,6 +120,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
 def _load(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix == ".xlsx":
+        workbook.check_workbook(path)  # sizes bounded before openpyxl inflates anything
         try:
             df = pd.read_excel(path, dtype=object)
         except FileNotFoundError:
@@ -127,11 +131,7 @@ def _load(path: Path) -> pd.DataFrame:
         df = gate.read_csv(path, read_text_bytes(path), delimiter="\t", null_values=[""]).to_pandas()
     else:
         text = read_text_bytes(path).decode("utf-8")
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise fail(path, f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno) from None
-        df = _json_frame(path, obj)
+        df = _json_frame(path, load_json(path, text))
     if df.empty:
         raise fail(path, "empty table (no rows)")
     return df
@@ -184,7 +184,7 @@ def _options(path: Path, candidates: pd.Series, lines: np.ndarray) -> pd.Series:
     for value in candidates.dropna().map(str).unique():
         try:
             parsed = ast.literal_eval(value) if value.strip()[:1] in "[(" else None
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):  # the parser on deep nesting
             parsed = None
         if not isinstance(parsed, (list, tuple)):
             line = lines[(candidates.map(str) == value).to_numpy().argmax()]
