@@ -66,7 +66,9 @@ RESPONSES = pa.schema(
         ("pixels", pa.int64()),  # pixels per frame; null = the model's default
         ("policy", pa.string()),
         ("seed", pa.int64()),
-        ("frame_indices", pa.list_(pa.int32())),
+        ("frame_indices", pa.list_(pa.int32())),  # logged: what the model saw; null otherwise
+        ("frames_source", pa.string()),  # "logged" | "reconstructed" | "unknown" (METRICS.md "Frames seen")
+        ("sampler", pa.string()),  # the harness sampler named at ingest (store.samplers); reconstructs indices
         ("flags", pa.string()),  # comma-joined: "no-answer", "protocol-note", ...
         ("source_tag", pa.string()),
         ("protocol_note", pa.string()),
