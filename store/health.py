@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.errors import StoreError
-from store.schema import SCHEMAS, TABLES, folder
+from store.schema import TABLES, fits, folder
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 
 DAMAGED = "damaged"
@@ -83,7 +83,7 @@ def _file_problem(
             pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         return f"unreadable Parquet ({str(exc).splitlines()[0]})", None
-    if not schema.remove_metadata().equals(SCHEMAS[table].remove_metadata()):
+    if not fits(table, schema):
         return f"schema differs from the {table} table's", meta.num_rows
     if expected_rows is not None and meta.num_rows != expected_rows:
         return f"{meta.num_rows} rows where the manifest recorded {expected_rows}", meta.num_rows

@@ -126,6 +126,22 @@ def folder(table: str) -> str:
     return FOLDERS.get(table, table)
 
 
+# Nullable columns added after stores were first written: an older file lacks them, and reads as null
+# there (the store's views union files by name over the full schema), so it is still a sound file.
+ADDED_LATER: dict[str, tuple[str, ...]] = {"responses": ("frames_source", "sampler")}
+
+
+def fits(table: str, file_schema: pa.Schema) -> bool:
+    """Whether a Parquet file's schema is ``table``'s, or an older one lacking only ``ADDED_LATER`` columns."""
+    full = SCHEMAS[table].remove_metadata()
+    got = file_schema.remove_metadata()
+    if got.equals(full):
+        return True
+    later = ADDED_LATER.get(table, ())
+    older = pa.schema([f for f in full if f.name not in later or f.name in got.names])
+    return got.equals(older)
+
+
 RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
 ITEM_KEY = ["benchmark", "item_id"]
 

@@ -387,8 +387,9 @@ def _model(path: Path, harness: dict) -> str:
     if harness.get("model_name") or harness.get("model"):
         return str(harness.get("model_name") or harness.get("model"))
     if _SAMPLES_NAME.match(path.name):
-        # lmms-eval writes <out>/<model>/<stamp>_samples_<task>.jsonl, the model's path with "/" as "__"
-        return path.parent.name.rsplit("__", 1)[-1] or path.parent.name
+        # lmms-eval writes <out>/<model>/<stamp>_samples_<task>.jsonl, the model's path with "/" as "__": a
+        # relative checkpoint path's leading ``..__`` names no model
+        return re.sub(r"^(?:\.{1,2}__)+", "", path.parent.name) or path.parent.name
     raise fail(path, "cannot tell the model (no results.json beside the file); pass --model")
 
 

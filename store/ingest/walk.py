@@ -12,7 +12,7 @@ every folder, dot folders included. A file is taken when it is one the readers r
   per-item predictions;
 * the official Video-MME result JSON, scale-grid CSVs and generic long tables, as ``detect`` names them.
 
-Everything else (summaries, logs, videos) is skipped and counted. Symbolic links are not followed,
+Everything else (accuracy summaries, logs, videos) is skipped and counted. Symbolic links are not followed,
 so a link cannot lead the walk out of the folder or round in a loop.
 """
 
@@ -40,6 +40,8 @@ def expand(paths: list[Path], detect: Callable[[Path], str]) -> tuple[list[Path]
         found = sorted(Path(folder) / name for folder, _, names in os.walk(path, followlinks=False) for name in names)
         names = set(found)
         for f in found:
+            if f.name.endswith("_results.json"):  # lmms-eval's summary: read with its samples file, not on its own
+                continue
             (taken if _recognised(f, names, detect) else skipped).append(f)
     if not taken:
         raise UserError(f"no result files found in {', '.join(map(str, paths))} ({len(skipped)} other files skipped)")
@@ -48,9 +50,6 @@ def expand(paths: list[Path], detect: Callable[[Path], str]) -> tuple[list[Path]
 
 def _recognised(path: Path, siblings: set[Path], detect: Callable[[Path], str]) -> bool:
     if path.is_symlink() or not path.is_file():
-        return False
-    name = path.name
-    if name.endswith("_results.json"):  # lmms-eval's summary, read beside its samples file
         return False
     suffix = path.suffix.lower()
     if suffix in (".xlsx", ".tsv"):
