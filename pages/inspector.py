@@ -182,7 +182,7 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
     chosen = state.bind(st.multiselect, "strips", "Configurations", options=visual, default=default)
     if not chosen:
         return
-    path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
+    path, info, problem = data.video(str(sidebar.video_root(scope)), scope, item)
     if problem:
         st.warning(
             f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",

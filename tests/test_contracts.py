@@ -297,6 +297,23 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     table = write_table(Path(demo_store).parent / "ingest-input")
     argv = ["ingest", str(table), "--store", str(Path(demo_store).parent / "ingested")]
     got.append(("ingest", argv, _cli([*argv, "--json"])))
+
+    # videos: one benchmark's demo clips linked by a template over items.video (the others stay unlinked)
+    videos = Path(demo_store) / "videos"
+    argv = [
+        "videos",
+        "link",
+        *s,
+        "--benchmark",
+        items[0]["benchmark"],
+        "--dataset",
+        str(videos),
+        "--template",
+        "{video}",
+    ]
+    got.append(("videos link", argv, _cli([*argv, "--json"])))
+    argv = ["videos", "check", *s]
+    got.append(("videos check", argv, _cli([*argv, "--json"])))
     return got
 
 
@@ -338,6 +355,8 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     assert by["report --format json"][0]["gallery"] and by["report --format json"][0]["policy"]["available"]
     assert by["report --format json"][1]["overlap"] is None and by["annotate list"][0][0]["model"] == MODEL
     assert by["ingest"][0]["files"] and by["ingest"][0]["flagged"]
+    assert by["videos link"][0]["linked"] == by["videos link"][0]["matched_items"] > 0
+    assert any(b["unlinked"] and b["examples"]["unlinked"] for b in by["videos check"][0]["benchmarks"])
 
 
 def _update() -> None:

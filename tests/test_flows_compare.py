@@ -260,7 +260,10 @@ def test_cli_twins_match_the_backend(hand, capsys):
     assert out["metrics"]["A"]["visual_confusion_rate"] == 0.5
     assert main(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "i1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["responses"]) == 6 and out["video"]["problem"] == "this item names no video"
+    assert len(out["responses"]) == 6 and out["video"]["problem"] == (
+        "no video linked for bench item i1 (this item names no video): run `trajaudit videos link --benchmark bench "
+        "--dataset DIR` (DIR: the downloaded benchmark under the video root)"
+    )
     assert main(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "zzz"]) == 2
     assert "not found" in capsys.readouterr().err
 

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("sweep", "run a model over every missing (item, configuration) cell of a grid"),
     "check": ("check", "verify the store's manifest and every file it lists"),
     "repair": ("check", "rebuild a readable store from its intact files"),
+    "videos": ("videos", "link benchmark items to their video files; check which are missing or unreadable"),
     "report": ("report", "a shareable report: one offline HTML file (or LaTeX/Markdown tables, JSON) of a scope"),
 }
 

@@ -15,6 +15,7 @@ import time
 
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.runtime import rerun, selection
+from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -47,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--baseline", default=None, help="a selection's comparison config (default: the flow's TO, the state's config)"
     )
+    p.add_argument(
+        "--frames",
+        choices=["policy", "logged"],
+        default="policy",
+        help="logged: feed exactly the frames the logged answer at --config saw (the label becomes <config>/logged; "
+        "a selection reports its agreement with the logged answers)",
+    )
     p.add_argument("--seed", default=None, help="seed of a bare 'random' policy (an integer in 0..2**63-1)")
     p.add_argument("--force", action="store_true", help="run even when the result is already stored")
     p.add_argument("--wait", action="store_true", help="wait for the job(s) and print the result")
@@ -58,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     root = resolve_root(args.store)
     args.seed = rerun.parse_seed(args.seed)  # "3" on the command line -> 3
+    if args.frames == "logged":
+        args.config = logged_label(args.config)
     if args.item_id is None:
         return run_selection(args, root)
     if args.benchmark is None:

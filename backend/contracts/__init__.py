@@ -34,6 +34,8 @@ from backend.contracts.store import (
     JobsOverview,
     ModelEntry,
     RepairReport,
+    VideoCheckReport,
+    VideoLinkReport,
 )
 from backend.contracts.views import CompareReport, FlowsReport, ItemRow, ItemsPage, McqaMetrics, OverviewReport
 
@@ -67,6 +69,8 @@ REPORTS: dict[str, Any] = {
     "annotate delete": Annotation,
     "annotate tags": dict[str, str],
     "report --format json": ReportData,
+    "videos link": VideoLinkReport,
+    "videos check": VideoCheckReport,
 }
 """``trajaudit <command> --json`` -> the contract of what it prints (``rerun --flow``: also ``--state`` and
 ``--items``; ``models demo``: also ``add`` and ``remove``; ``report --format json`` writes to ``--out``)."""
@@ -106,4 +110,6 @@ __all__ = [
     "SelectionRerunReport",
     "SweepReport",
     "Transition",
+    "VideoCheckReport",
+    "VideoLinkReport",
 ]

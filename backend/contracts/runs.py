@@ -133,6 +133,18 @@ class ComparedItem(CorrectAtColumns):
     run: str | None
 
 
+class Agreement(Share):
+    """A ``logged`` re-run's answers against the logged answers whose frames it replayed: a protocol check
+    on the worker (``k`` items answered the same out of ``n`` answered both ways).
+
+    logged_config: the logged configuration whose frames were replayed
+    differing: the items whose re-run answer differs from the logged one
+    """
+
+    logged_config: str
+    differing: list[str]
+
+
 class BatchComparison(TypedDict):
     """The selection under the new configuration against the baseline (``backend.runtime.selection.compare``).
 
@@ -153,6 +165,7 @@ class BatchComparison(TypedDict):
     mcnemar_p: exact two-sided McNemar p of rescued against harmed
     sentence: the comparison in one sentence
     items: per selected item, its correctness at both and its new answer
+    agreement: with the logged answers, for a re-run with the logged frames (``--frames logged``; null otherwise)
     """
 
     model: str
@@ -172,6 +185,7 @@ class BatchComparison(TypedDict):
     mcnemar_p: float
     sentence: str
     items: list[ComparedItem]
+    agreement: Agreement | None
 
 
 class SelectionRerunReport(TypedDict):

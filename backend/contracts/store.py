@@ -283,3 +283,99 @@ class Annotation(TypedDict):
     note: str | None
     author: str
     created_at: str
+
+
+class VideoExample(TypedDict):
+    """An item whose video is not available (``backend.videos``).
+
+    item_id: the item
+    path: its video file, relative to the video root (null: not linked)
+    """
+
+    item_id: str
+    path: str | None
+
+
+class VideoLinkExamples(TypedDict):
+    """A few items of each problem a link found.
+
+    missing: items whose file is not there
+    unreadable: items whose file is not a readable video
+    """
+
+    missing: list[VideoExample]
+    unreadable: list[VideoExample]
+
+
+class VideoLinkReport(TypedDict):
+    """``trajaudit videos link --json`` (``backend.videos.link.link``): what a link stored.
+
+    benchmark: the benchmark linked
+    layout: the published layout read, or template / paths
+    dataset: the dataset folder (resolved)
+    video_root: the video root the paths are relative to
+    items: items the link maps to a file
+    files: distinct files among them (each probed once)
+    linked: items whose file was found and readable
+    missing: items whose file is not there
+    unreadable: items whose file is not a readable video
+    stored_items: items the store holds for the benchmark
+    matched_items: stored items the link covers
+    examples: a few items of each problem
+    store_version: the store's version after the write
+    """
+
+    benchmark: str
+    layout: str
+    dataset: str
+    video_root: str
+    items: int
+    files: int
+    linked: int
+    missing: int
+    unreadable: int
+    stored_items: int
+    matched_items: int
+    examples: VideoLinkExamples
+    store_version: int
+
+
+class VideoCheckExamples(VideoLinkExamples):
+    """A few items of each state that is not linked.
+
+    unlinked: stored items the catalog has no file for (path null)
+    """
+
+    unlinked: list[VideoExample]
+
+
+class BenchmarkVideos(TypedDict):
+    """One benchmark's video coverage: every item of the store and the catalog counted once.
+
+    benchmark: the benchmark
+    items: items in the store or the catalog
+    linked: items whose file is there and was readable when linked
+    missing: items whose file is not there (now or when linked)
+    unreadable: items whose file is not a readable video
+    unlinked: stored items with no catalog row
+    examples: a few items of each state that is not linked
+    """
+
+    benchmark: str
+    items: int
+    linked: int
+    missing: int
+    unreadable: int
+    unlinked: int
+    examples: VideoCheckExamples
+
+
+class VideoCheckReport(TypedDict):
+    """``trajaudit videos check --json`` (``backend.videos.check.check``).
+
+    video_root: the video root paths are relative to
+    benchmarks: per benchmark (name order), its coverage
+    """
+
+    video_root: str
+    benchmarks: list[BenchmarkVideos]

@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from backend.contracts.audits import Enqueued
-from backend.runtime import registry
+from backend.runtime import logged_frames, registry
 from backend.runtime.sampling import policy_name, takes_seed
-from backend.runtime.video import default_video_root, resolve_video
+from backend.runtime.video import default_video_root, probe, resolve_video
+from backend.videos import catalog
 from store.configs import ConfigLabelError, parse
 from store.errors import UserError
 from store.queue import MAX_QUEUED, STATES, Job, JobQueue
@@ -96,12 +97,20 @@ def validate(store_root: str | os.PathLike, request: RerunRequest) -> RerunReque
             f"max_frames = {spec.max_frames} in the registry"
         )
     eff_seed = _effective_seed(cfg.label, cfg.policy, parse_seed(request.seed))
-    item = Store(store_root).query("SELECT video FROM items WHERE benchmark = ? AND item_id = ?", [benchmark, item_id])
+    store = Store(store_root)
+    item = store.query("SELECT video FROM items WHERE benchmark = ? AND item_id = ?", [benchmark, item_id])
     if item.empty:
         raise UserError(f"unknown item {item_id!r} in benchmark {benchmark!r} (not in the store's items table)")
     if not cfg.is_text:
-        video = item["video"].iloc[0]
-        resolve_video(default_video_root(store_root), None if pd.isna(video) else str(video))
+        fallback = item["video"].iloc[0]
+        video, status = catalog.video_for(store, benchmark, item_id, None if pd.isna(fallback) else str(fallback))
+        try:
+            path = resolve_video(default_video_root(store_root), video)
+        except UserError as exc:
+            raise UserError(catalog.notice(benchmark, item_id, status, str(exc))) from None
+        if logged_frames.is_logged(cfg):
+            given = logged_frames.logged_indices(store, model, benchmark, item_id, cfg)
+            logged_frames.check_inside(given, probe(path).n_frames, f"{benchmark}/{item_id}")
     return replace(request, item_id=item_id, config=cfg.label, seed=eff_seed, force=bool(request.force))
 
 

@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from backend.runtime.logged_frames import LOGGED
 from store.configs import DEFAULT_POLICY, ConfigLabelError, parse
 from store.errors import UserError
 
@@ -93,7 +94,7 @@ POLICIES: dict[str, PolicyFn] = {
     "fps": _fps,
 }
 NAMES = tuple(POLICIES)  # every policy, in the order a form lists them
-_SPELLINGS = "uniform, midpoint, vlmeval, random-s<seed>, dense-start, fps-<rate>"
+_SPELLINGS = "uniform, midpoint, vlmeval, random-s<seed>, dense-start, fps-<rate>, logged"
 
 
 def policy_name(label_policy: str) -> tuple[str, int | None]:
@@ -109,6 +110,8 @@ def policy_name(label_policy: str) -> tuple[str, int | None]:
         return "fps", None
     if spec in POLICIES and spec not in ("random", "fps"):
         return spec, None
+    if spec == LOGGED:  # replays a logged answer's stored indices (backend.runtime.logged_frames)
+        return LOGGED, None
     raise UserError(f"unknown sampling policy {label_policy!r}: known policies are {_SPELLINGS}")
 
 
@@ -155,6 +158,8 @@ def frame_indices(policy: str, n_frames: int, fps: float, budget: int, seed: int
         raise UserError(f"cannot sample from a video with {n_frames} frames")
     if budget < 1:
         raise UserError(f"frame budget must be at least 1 (got {budget}); text-only has no frames")
+    if name == LOGGED:
+        raise UserError("the logged policy replays the frames a logged answer stored; it computes none")
     if budget >= n_frames and name != "fps":
         return np.arange(n_frames, dtype=np.int64)
     return POLICIES[name](n_frames, fps, budget, named_seed if seed is None else seed, policy.strip())

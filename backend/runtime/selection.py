@@ -21,7 +21,7 @@ import pandas as pd
 from backend import views
 from backend.analysis.metrics import FLOW_KINDS, flow_items
 from backend.analysis.stats import mcnemar_exact, wilson_interval
-from backend.runtime import rerun
+from backend.runtime import logged_frames, rerun
 from backend.runtime.sampling import takes_seed
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
@@ -258,7 +258,22 @@ def compare(root: str, model: str, benchmark: str, ids: list[str], config: str, 
         "mcnemar_p": p,
         "sentence": sentence,
         "items": rows.astype(object).where(rows.notna(), None).to_dict("records"),
+        "agreement": _agreement(store, model, benchmark, ids, config, new),
     }
+
+
+def _agreement(store: Store, model: str, benchmark: str, ids: list[str], config: str, new: pd.DataFrame) -> dict | None:
+    """For a ``logged`` label: how many re-run answers equal the logged answers whose frames they replayed
+    (an unanswered item, null answer, counts as that answer)."""
+    cfg = configs.parse(config)
+    if not logged_frames.is_logged(cfg):
+        return None
+    base = logged_frames.base_label(cfg)
+    logged = _answers(store, model, benchmark, ids, base, None, reruns=False).reindex(ids)
+    both = logged["run"].notna().to_numpy() & new["run"].notna().to_numpy()
+    same = logged["answer"].fillna("\0").to_numpy() == new["answer"].fillna("\0").to_numpy()
+    differing = [i for i, keep in zip(ids, both & ~same, strict=True) if keep]
+    return _share(int((both & same).sum()), int(both.sum())) | {"logged_config": base, "differing": differing}
 
 
 def _share(k: int, n: int) -> dict:

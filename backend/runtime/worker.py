@@ -41,11 +41,12 @@ from typing import Any
 
 import pandas as pd
 
-from backend.runtime import registry
+from backend.runtime import logged_frames, registry
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
 from backend.runtime.registry import ModelSpec
 from backend.runtime.video import default_video_root
+from backend.videos import catalog
 from store.configs import parse
 from store.errors import UserError
 from store.queue import Job, JobQueue
@@ -264,11 +265,15 @@ class Worker:
         items = self.store.query(
             "SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [req.benchmark, req.item_id]
         )
+        items = catalog.with_videos(self.store, req.benchmark, items)
         if items.empty:
             raise UserError(f"item {req.item_id!r} of benchmark {req.benchmark!r} is not in the store")
         item = items.iloc[0]
         cfg = parse(req.config)
-        cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels)
+        given = None
+        if logged_frames.is_logged(cfg):
+            given = logged_frames.logged_indices(self.store, req.model, req.benchmark, req.item_id, cfg)
+        cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels, given)
         answered = Answered(item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings)
         return self._rows(job, answered)
 

@@ -101,15 +101,26 @@ def _json_list(value) -> list:
     return parsed if isinstance(parsed, list) else [str(parsed)]
 
 
-def locate_video(video_root: str | Path, rel: str | None) -> tuple[Path | None, VideoInfo | None, str | None]:
-    """(path, info, problem): the item's video under the root, probed; ``problem`` says why not."""
+def locate_video(
+    video_root: str | Path, rel: str | None, store: Store | None = None, benchmark: str = "", item_id: str = ""
+) -> tuple[Path | None, VideoInfo | None, str | None]:
+    """(path, info, problem): the item's video under the root, probed; ``problem`` says why not.
+
+    With ``store``, the video catalog (``trajaudit videos link``) is asked first and ``rel``
+    (``items.video``) is the fallback; a problem then names the item and the command that links it.
+    """
+    status = None
+    if store is not None:
+        rel, status = catalog.video_for(store, benchmark, item_id, rel)
     if rel is None or (isinstance(rel, float) and np.isnan(rel)) or not str(rel).strip():
-        return None, None, "this item names no video"
-    try:
-        path = resolve_video(video_root, str(rel))
-        return path, probe(path), None
-    except UserError as exc:
-        return None, None, str(exc)
+        problem = "this item names no video"
+    else:
+        try:
+            path = resolve_video(video_root, str(rel))
+            return path, probe(path), None
+        except UserError as exc:
+            problem = str(exc)
+    return None, None, problem if store is None else catalog.notice(benchmark, item_id, status, problem)
 
 
 def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | None) -> pd.DataFrame:
@@ -227,7 +238,7 @@ def inspect_record(
 ) -> InspectReport:
     """The ``inspect --json`` contract: item, responses, video status and frame plan."""
     detail = item_detail(store, benchmark, item_id, models)
-    path, info, problem = locate_video(video_root, detail["item"].get("video"))
+    path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)
     length = video_length(store, benchmark, item_id, info)
     responses = response_frames(detail["responses"], *(length or (None, None)))
     plan = frame_plan(responses, responses["config"].unique().tolist() if len(responses) else [], info, length)

@@ -70,3 +70,36 @@ def replace(store: Store, benchmark: str, rows: pd.DataFrame) -> int:
                     w.add("videos", kept.to_arrow_table(), supersedes=[rel])
         w.add("videos", pa.Table.from_pandas(rows.assign(benchmark=benchmark), preserve_index=False))
     return w.manifest.version
+
+
+def with_videos(store: Store, benchmark: str, items: pd.DataFrame) -> pd.DataFrame:
+    """``items`` (rows of the items table) with ``video`` set to the catalog's path wherever the catalog
+    links the item; ``items.video`` is kept for the others (the demo's clips, stores linked before)."""
+    if items.empty:
+        return items
+    ids = items["item_id"].astype("str")
+    paths = ids.map(lookup(store, benchmark, ids.unique().tolist()).set_index("item_id")["path"])
+    return items.assign(video=paths.where(paths.notna(), items["video"]).astype(object))
+
+
+def link_hint(benchmark: str) -> str:
+    """The command that links a benchmark's videos (for notices)."""
+    return f"run `trajaudit videos link --benchmark {benchmark} --dataset DIR` (DIR: the downloaded benchmark under the video root)"
+
+
+def video_for(store: Store, benchmark: str, item_id: str, fallback: str | None) -> tuple[str | None, str | None]:
+    """(path to open, catalog status): the catalog's path when it links the item, else ``fallback``
+    (``items.video``) with status None."""
+    row = lookup(store, benchmark, [item_id])
+    if row.empty:
+        return fallback, None
+    return str(row["path"].iloc[0]), str(row["status"].iloc[0])
+
+
+def notice(benchmark: str, item_id: str, status: str | None, problem: str) -> str:
+    """Why an item's video cannot be shown, and the command that fixes it."""
+    if status is None:
+        return f"no video linked for {benchmark} item {item_id} ({problem}): {link_hint(benchmark)}"
+    if status == "unreadable":
+        return f"the video linked for {benchmark} item {item_id} is not a readable video ({problem}): replace it and {link_hint(benchmark)}"
+    return f"the video linked for {benchmark} item {item_id} is missing ({problem}): {link_hint(benchmark)}"

@@ -189,9 +189,16 @@ def item_detail(root: str, version: int, benchmark: str, item_id: str) -> dict:
 
 
 @st.cache_data(show_spinner=False, ttl=300, max_entries=256)
-def video(video_root: str, rel: str | None) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
-    """The item's video, probed (cached for a few minutes: files may appear or change)."""
-    return inspector.locate_video(video_root, rel)
+def _video(
+    video_root: str, rel: str | None, root: str, version: int, benchmark: str, item_id: str
+) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
+    return inspector.locate_video(video_root, rel, Store(root), benchmark, item_id)
+
+
+def video(video_root: str, scope: Scope, item: dict) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
+    """The item's video (the catalog's link first, then ``items.video``), probed; cached for a few minutes
+    (files may appear or change) and per store version (a new link shows at once)."""
+    return _video(video_root, item.get("video"), scope.root, scope.version, scope.benchmark, str(item["item_id"]))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -18,6 +18,7 @@ import streamlit as st
 
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
+from backend.runtime.logged_frames import LOGGED
 from backend.runtime.sampling import timestamps
 from backend.runtime.selection import Selection
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker
@@ -85,7 +86,12 @@ def _request(
     )  # fmt: skip
     pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
                                    help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
-    policy = top[3].selectbox("Sampling policy", sampling.NAMES, key=f"{prefix}_policy")
+    policy = top[3].selectbox(
+        "Sampling policy", [*sampling.NAMES, LOGGED], key=f"{prefix}_policy",
+        format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
+        help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
+        "(a protocol check: the re-run should agree with it).",
+    )  # fmt: skip
     seed = rate = None
     if policy == "fps":
         rate = top[4].number_input("Rate (fps)", min_value=0.1, value=1.0, step=0.5, key=f"{prefix}_rate",
@@ -271,7 +277,7 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
     if not indices:
         st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
         return
-    path, info, problem = data.video(str(sidebar.video_root(scope)), item.get("video"))
+    path, info, problem = data.video(str(sidebar.video_root(scope)), scope, item)
     st.markdown(f"**Frames this run saw** · {len(indices)} frames")
     if path is None:
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
@@ -395,6 +401,14 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
         )
         col.metric(name, f"{share['k']} of {share['n']}", help=ci or None)
         col.caption(ci)
+    agreement = cmp["agreement"]
+    if agreement is not None:
+        differing = ", ".join(map(ui.escape_md, agreement["differing"][:10])) or "none"
+        st.info(
+            f"Same frames as the logged answers at {ui.code(agreement['logged_config'])}: {agreement['k']} of "
+            f"{agreement['n']} answers agree (differing: {differing}).",
+            icon=":material/fact_check:",
+        )
     cols[2].metric("rescued / harmed", f"{cmp['rescued']} / {cmp['harmed']}")
     cols[3].metric("McNemar p", f"{cmp['mcnemar_p']:.3g}")
     st.dataframe(pd.DataFrame(cmp["items"]), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")

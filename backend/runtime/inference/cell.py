@@ -19,6 +19,7 @@ import pandas as pd
 
 from backend.runtime.inference.base import InferenceRequest
 from backend.runtime.inference.pruning import PruneSpec
+from backend.runtime.logged_frames import check_inside
 from backend.runtime.sampling import frame_indices
 from backend.runtime.video import decode_frames, probe, resolve_video
 from store.configs import Config
@@ -90,16 +91,22 @@ def answer_cold(
     video_root: str | os.PathLike,
     seed: int | None,
     default_pixels: int | None,
+    given: np.ndarray | None = None,
 ) -> ColdCell:
     """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
-    label prunes as its label says)."""
+    label prunes as its label says). ``given``: the frame indices to feed instead of the policy's
+    (a ``logged`` label replays a logged answer's; they must lie inside the video)."""
     timings: dict[str, float] = {}
     frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
     if not cfg.is_text:
         path = resolve_video(video_root, video_of(item))
         info = probe(path)
         fps, total = info.fps, info.n_frames
-        indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, seed)
+        if given is None:
+            indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, seed)
+        else:
+            check_inside(given, info.n_frames, f"item {item['item_id']}")
+            indices = given
         t0 = time.perf_counter()
         frames = decode_frames(path, indices)
         timings["decode"] = time.perf_counter() - t0

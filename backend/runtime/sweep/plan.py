@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from backend.runtime.sampling import label_policy
+from backend.videos import catalog
 from store.configs import DEFAULT_POLICY, ConfigLabelError, order, parse
 from store.errors import UserError
 from store.store import Store
@@ -95,7 +96,8 @@ def read_item_ids(path: str | Path) -> list[str]:
 
 def select_items(store: Store, benchmark: str, item_ids: list[str] | None, limit: int | None) -> pd.DataFrame:
     """The benchmark's items to sweep, ordered by video then item id (so ``limit`` keeps whole videos first)."""
-    items = store.query("SELECT * FROM items WHERE benchmark = ? ORDER BY video NULLS LAST, item_id", [benchmark])
+    items = catalog.with_videos(store, benchmark, store.query("SELECT * FROM items WHERE benchmark = ?", [benchmark]))
+    items = items.sort_values(["video", "item_id"], na_position="last", kind="stable").reset_index(drop=True)
     if items.empty:
         raise UserError(f"benchmark {benchmark!r} has no items in the store {store.root}")
     if item_ids is not None:

@@ -28,6 +28,7 @@ from backend.runtime.sweep.accounting import PHASES
 from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
 from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
 from backend.runtime.video import default_video_root
+from backend.videos import catalog
 from store.configs import parse
 from store.store import Store
 
@@ -200,6 +201,7 @@ class ShardRunner:
         items = self.store.query(
             "SELECT * FROM items WHERE benchmark = ? AND list_contains(?, item_id)", [self.settings.benchmark, ids]
         )
+        items = catalog.with_videos(self.store, self.settings.benchmark, items)
         by_id = {row["item_id"]: row for row in items.to_dict("records")}
         out = []
         for item_id, label in cells:

@@ -1,0 +1,128 @@
+"""``trajaudit videos link``: map a benchmark's items to files under the video root, probe them, store the catalog.
+
+Everything is checked before anything is written: the dataset folder must lie under the video root
+(paths are stored relative to it, and ``resolve_video`` refuses anything outside), every mapped path
+must stay inside it, and a link whose ids match none of the items the store holds for the benchmark
+is refused (it would cover nothing). Then one write replaces the benchmark's catalog.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from backend.runtime.video import VIDEO_ROOT_ENV, default_video_root
+from backend.videos import catalog, layouts
+from backend.videos.probe import probe_files
+from store.errors import UserError
+from store.store import Store
+
+EXAMPLES = 3
+
+
+def confined_dataset(store: Store, dataset: str | os.PathLike) -> tuple[Path, Path]:
+    """(video root, dataset folder), both resolved; UserError unless the folder is under the root."""
+    root = default_video_root(store.root)
+    folder = Path(dataset).expanduser().resolve()
+    if not folder.is_dir():
+        raise UserError(f"--dataset {dataset}: not a folder")
+    if not folder.is_relative_to(root):
+        raise UserError(
+            f"--dataset {folder} is outside the video root {root}; move or link it under the root, "
+            f"or set {VIDEO_ROOT_ENV} to a folder that holds it"
+        )
+    return root, folder
+
+
+def stored_items(store: Store, benchmark: str) -> pd.DataFrame:
+    """The benchmark's items as the store holds them (the fields a template may name)."""
+    return store.query("SELECT * FROM items WHERE benchmark = ? ORDER BY item_id", [benchmark])
+
+
+def mapping(
+    store: Store, benchmark: str, folder: Path, layout: str | None, template: str | None, paths: str | None
+) -> tuple[str, pd.DataFrame]:
+    """(layout name, frame of item_id and file relative to ``folder``) from the one source asked for."""
+    if template is not None:
+        return "template", layouts.from_template(stored_items(store, benchmark), template)
+    if paths is not None:
+        return "paths", layouts.from_paths(Path(paths).expanduser())
+    layout = layout or (benchmark if benchmark in layouts.LAYOUTS else None)
+    if layout is None:
+        raise UserError(
+            f"no published layout is known for benchmark {benchmark!r}; pass --layout "
+            f"({'|'.join(layouts.LAYOUTS)}), --template or --paths"
+        )
+    return layout, layouts.LAYOUTS[layout](folder)
+
+
+def relative_paths(root: Path, folder: Path, files: pd.Series) -> pd.Series:
+    """Each file as a path relative to the video root; UserError for one that would leave it."""
+    absolute = files[files.map(lambda f: Path(f).is_absolute())]
+    if len(absolute):
+        raise UserError(f"video path {absolute.iloc[0]!r} is absolute; give paths relative to --dataset")
+    resolved = files.map(lambda f: (folder / f).resolve())
+    outside = resolved[~resolved.map(lambda p: p.is_relative_to(root))]
+    if len(outside):
+        raise UserError(
+            f"video path {files[outside.index[0]]!r} resolves to {outside.iloc[0]}, outside the video root {root}"
+        )
+    return resolved.map(lambda p: str(p.relative_to(root)))
+
+
+def _refuse_mismatch(stored: pd.Series, linked: pd.Series, benchmark: str) -> int:
+    """Stored items the link covers; UserError when the store holds items and the link covers none."""
+    matched = int(stored.isin(linked).sum())
+    if len(stored) and not matched:
+        raise UserError(
+            f"none of the {len(stored)} {benchmark} items in the store match the annotation's ids "
+            f"(store: {stored.iloc[0]!r}, annotations: {linked.iloc[0] if len(linked) else None!r}); "
+            "check --benchmark, or link with --paths"
+        )
+    return matched
+
+
+def link(
+    store: Store,
+    benchmark: str,
+    dataset: str | os.PathLike,
+    *,
+    layout: str | None = None,
+    template: str | None = None,
+    paths: str | None = None,
+    progress: bool = True,
+) -> dict:
+    """Link ``benchmark``'s items to their videos (module docstring); returns the ``videos link`` report."""
+    if template is not None and paths is not None:
+        raise UserError("pass --template or --paths, not both")
+    root, folder = confined_dataset(store, dataset)
+    name, mapped = mapping(store, benchmark, folder, layout, template, paths)
+    rel = relative_paths(root, folder, mapped["file"])
+    stored = stored_items(store, benchmark)["item_id"].astype("str")
+    matched = _refuse_mismatch(stored, mapped["item_id"], benchmark)
+    probed = probe_files([root / r for r in rel], progress=progress)
+    rows = probed.loc[[root / r for r in rel]].reset_index(drop=True)
+    rows.insert(0, "item_id", mapped["item_id"].to_numpy())
+    rows.insert(1, "path", rel.to_numpy())
+    rows["layout"] = name
+    rows["linked_at"] = pd.Timestamp.now(tz="UTC")
+    version = catalog.replace(store, benchmark, rows)
+    counts = rows["status"].value_counts()
+    return {
+        "benchmark": benchmark,
+        "layout": name,
+        "dataset": str(folder),
+        "video_root": str(root),
+        "items": len(rows),
+        "files": int(rows["path"].nunique()),
+        **{s: int(counts.get(s, 0)) for s in catalog.STATUSES},
+        "stored_items": len(stored),
+        "matched_items": matched,
+        "examples": {
+            s: rows.loc[rows["status"] == s, ["item_id", "path"]].head(EXAMPLES).to_dict("records")
+            for s in ("missing", "unreadable")
+        },
+        "store_version": version,
+    }
