@@ -229,6 +229,15 @@ def test_a_named_sampler_reconstructs_from_the_catalogs_frame_count(tmp_path, ca
         assert row["frame_indices"] == expected(t)
     rc, out, _ = _cli(capsys, "info", "--store", str(store))
     assert rc == 0 and f"16f: reconstructed:{sampler} 4" in out
+    # a re-run with "the same frames as the logged answer" feeds the harness's reconstructed set
+    from backend.runtime.logged_frames import logged_indices
+    from store.configs import parse
+
+    replay = logged_indices(Store(store), MODEL, "videomme", "002-1", parse("16f/logged"))
+    assert replay.tolist() == expected(LENGTHS["002-1"])
+    catalog.replace(Store(store), "videomme", catalog.empty().drop(columns=["benchmark"]))  # unlinked again
+    with pytest.raises(UserError, match="reconstructed by the .* no video is linked"):
+        logged_indices(Store(store), MODEL, "videomme", "002-1", parse("16f/logged"))
 
 
 def test_without_a_sampler_frames_are_unknown_never_uniform(tmp_path, capsys):
