@@ -9,6 +9,7 @@ written before ``frames_source`` existed count as logged where they hold indices
 from __future__ import annotations
 
 from backend.scope.matrix import main_only
+from store import configs
 from store.store import Store
 
 SOURCE_SQL = """CASE WHEN frames_source = 'reconstructed' THEN 'reconstructed'
@@ -29,4 +30,7 @@ def frames_known(store: Store) -> dict[str, dict[str, dict[str, dict[str, int]]]
     out: dict = {}
     for model, bench, config, source, n in rows:
         out.setdefault(model, {}).setdefault(bench, {}).setdefault(config, {})[source] = int(n)
-    return out
+    return {  # configurations in grid order (8f before 16f), as every other listing has them
+        m: {b: {c: per[c] for c in configs.order(list(per))} for b, per in benches.items()}
+        for m, benches in out.items()
+    }
