@@ -206,6 +206,24 @@ def test_logged_indices_past_a_linked_video_are_refused_and_nothing_is_written(t
     assert _tree_digest(store) == before
 
 
+def test_map_frames_reads_a_files_own_index_key(tmp_path, capsys):
+    lines = [
+        {"qid": "q1", "pred": "A", "gt": "A", "meta": {"frames": [0, 42, 85, 128, 170, 213, 256, 299]}},
+        {"qid": "q2", "pred": "B", "gt": "A", "meta": {"frames": [1, 2, 3, 4, 5, 6, 7, 250]}},  # a selection
+    ]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    store = tmp_path / "store"
+    rc, out, err = _cli(capsys, "ingest", str(path), "--store", str(store), "--model", "m", "--benchmark", "videomme",
+                        "--config", "8f", "--map", "item_id=qid,prediction=pred,target=gt,frames=meta.frames")  # fmt: skip
+    assert rc == 0, err
+    assert "config 8f -> 8f/adaptive: 1 of 2 logged frame sets match no uniform sampler" in out
+    for item, line in zip(("q1", "q2"), lines, strict=True):
+        (row,) = _inspect(capsys, store, item)["responses"]
+        assert (row["config"], row["frames_source"]) == ("8f/adaptive", "logged")
+        assert row["frame_indices"] == line["meta"]["frames"] and row["frames"] == 8
+
+
 # -- reconstructed frames ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("sampler", "expected"),

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         metavar="FIELD=SOURCE[,FIELD=SOURCE...]",
         help="read a per-item file with its own key names as the generic table: FIELD (item_id, model, benchmark, "
-        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, ...) from a "
+        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, frames = the "
+        "logged frame indices, ...) from a "
         "column or JSON key (dotted for nested keys); FIELD=A+B joins sources with '/'. Repeatable.",
     )
     p.add_argument(

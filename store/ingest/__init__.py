@@ -175,7 +175,7 @@ def ingest_paths(
             raise UserError(f"--config: {exc}") from None
     if answers is not None and not Path(answers).is_file():
         raise UserError(f"--answers {answers}: no such file")
-    fields = mapping.parse(field_map, table.KNOWN)
+    fields = mapping.parse(field_map, table.MAP_FIELDS)
     if fields and format not in ("auto", "table"):
         raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
     opts = IngestOptions(
