@@ -365,3 +365,21 @@ def test_a_store_written_before_the_frames_columns_still_reads(tmp_path, capsys)
     assert rc == 0, err
     merged = {r["config"]: r for r in _inspect(capsys, store, "001-1")["responses"]}
     assert merged["8f"]["frame_indices"] == by["8f"]["frame_indices"] and merged["16f"]["frames_source"] == "unknown"
+
+
+def test_video_mme_json_keeps_the_youtube_id_as_the_video(tmp_path, capsys):
+    question = {"task_type": "Counting Problem", "question": "How many?", "options": ["A. 1", "B. 2"], "answer": "A"}
+    videos = [
+        {"video_id": "001", "videoID": "fFjv93ACGo8", "duration": "short", "domain": "Knowledge",
+         "questions": [question | {"question_id": "001-1", "response": "A"}]},
+        {"video_id": "002", "duration": "short", "domain": "Sports",
+         "questions": [question | {"question_id": "002-1", "response": "B"}]},
+    ]  # fmt: skip
+    path = tmp_path / "videomme_results.json"
+    path.write_text(json.dumps(videos))
+    store = tmp_path / "store"
+    rc, _, err = _cli(capsys, "ingest", str(path), "--store", str(store), "--model", "m", "--config", "8f")
+    assert rc == 0, err
+    first, second = _inspect(capsys, store, "001-1")["item"], _inspect(capsys, store, "002-1")["item"]
+    assert (first["video"], first["domain"]) == ("fFjv93ACGo8", "Knowledge")
+    assert (second["video"], second["domain"]) == ("002", "Sports")  # no YouTube id: Video-MME's number, as before
