@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
+from backend.contracts import NAMED, REPORTS
+from backend.contracts.schema import json_schema, violations
 from backend.runtime import rerun
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker import Worker
@@ -69,7 +71,10 @@ def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, c
     assert done == 2 and sorted(r.frame_indices for r in adapter.requests) == sorted([LOGGED, [1, 2, 5, 40]])
     capsys.readouterr()  # the worker's log lines
     assert main(argv) == 0  # answered from the store now: the comparison is complete
-    agreement = json.loads(capsys.readouterr().out)["comparison"]["agreement"]
+    report = json.loads(capsys.readouterr().out)
+    schema = json_schema(REPORTS, title="t", named=NAMED)
+    assert violations(report, schema["properties"]["rerun --flow"], schema) == []  # the contract's Agreement
+    agreement = report["comparison"]["agreement"]
     assert agreement | {"ci95": None} == {
         "k": 1, "n": 2, "value": 0.5, "ci95": None, "logged_config": "16f", "differing": ["q4"]
     }  # fmt: skip

@@ -30,9 +30,10 @@ def run_json(argv: list[str], capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("name", list(video_layouts.BUILDERS))
-def test_published_layout_links_every_stored_item(name, video_root, tmp_path, capsys):
-    built = video_layouts.BUILDERS[name](video_root, tmp_path / "logs")
+@pytest.mark.parametrize("case", [*video_layouts.BUILDERS, *video_layouts.BUILDERS_NO_DOC])
+def test_published_layout_links_every_stored_item(case, video_root, tmp_path, capsys):
+    built = (video_layouts.BUILDERS | video_layouts.BUILDERS_NO_DOC)[case](video_root, tmp_path / "logs")
+    name = built.benchmark
     store = str(tmp_path / "store")
     assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
     out = run_json(["videos", "link", "--benchmark", name, "--dataset", str(built.dataset), "--store", store], capsys)
@@ -125,6 +126,10 @@ BAD = {
         lambda b, root: ["--dataset", str(b.dataset), "--paths", str(_write(root / "p.tsv", "001-1\ta\tb\n"))],
         "expected two columns (item id, path), found 3",
     ),
+    "a layout and a template": (
+        lambda b, root: ["--dataset", str(b.dataset), "--layout", "videomme", "--template", "{video}.mp4"],
+        "--template and --paths replace it",
+    ),
     "unknown template field": (
         lambda b, root: ["--dataset", str(b.dataset), "--template", "{youtube}.mp4"],
         "--template names youtube: not an item field",
@@ -203,3 +208,16 @@ def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, c
     ]  # no logged indices: lmms-eval's sampler (named at ingest) over the linked file's 18 frames
     assert plan["source"] == "reconstructed" and plan["indices"] == np.linspace(0, 17, 8, dtype=int).tolist()
     assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))["job_id"] is not None
+
+
+def test_mlvu_questions_asked_of_two_videos_cannot_be_told_apart(video_root, tmp_path, capsys):
+    built = video_layouts.mlvu(video_root, tmp_path / "logs")
+    task = built.dataset / "json" / "1_plotQA.json"
+    entries = json.loads(task.read_text())
+    task.write_text(json.dumps([entries[0], entries[1] | {"question": entries[0]["question"]}]))
+    capsys.readouterr()
+    argv = ["videos", "link", "--benchmark", "mlvu", "--dataset", str(built.dataset), "--store", str(tmp_path / "s")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "1 duplicate question(s), e.g. 'What happens in movie101_66.mp4 (1_plotQA)?'" in err and "--paths" in err
+    assert not (tmp_path / "s" / "manifest.json").exists()

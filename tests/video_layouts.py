@@ -132,8 +132,9 @@ def mlvu(root: Path, logs: Path) -> Layout:
     return Layout("mlvu", dataset, clips, [_samples(logs, "mlvu_dev", "mlvu_percetion_score", docs, payloads)])
 
 
-def mvbench(root: Path, logs: Path) -> Layout:
-    """Two tasks (one with ``start``/``end`` bounds), videos in lmms-eval's DATA_LIST folders."""
+def mvbench(root: Path, logs: Path, with_doc: bool = True) -> Layout:
+    """Two tasks (one with ``start``/``end`` bounds), videos in lmms-eval's DATA_LIST folders; the log's
+    lines without their doc when ``with_doc`` is false (ingest then names items ``<task>/<doc_id>``)."""
     dataset = root / "MVBench"
     tasks = {
         "action_sequence": ("star/Charades_segment", ["ZS9XR.mp4", "TK7AN.mp4"]),
@@ -155,7 +156,7 @@ def mvbench(root: Path, logs: Path) -> Layout:
         (dataset / "json" / f"{task}.json").write_text(json.dumps(entries, indent=2))
         clips += [f"video/{folder}/{name}" for name in names]
         payloads = [{"pred_answer": "A", "gt_answer": "A", "score": 1} for _ in entries]
-        samples.append(_samples(logs / task, f"mvbench_{task}", "mvbench_accuracy", entries, payloads))
+        samples.append(_samples(logs / task, f"mvbench_{task}", "mvbench_accuracy", entries, payloads, with_doc))
     for n, rel in enumerate(clips):
         clip(dataset / rel, level=40 * n)
     return Layout("mvbench", dataset, clips, samples)
@@ -199,3 +200,4 @@ def longvideobench(root: Path, logs: Path) -> Layout:
 
 
 BUILDERS = {"videomme": videomme, "mlvu": mlvu, "mvbench": mvbench, "longvideobench": longvideobench}
+BUILDERS_NO_DOC = {"mvbench (log without doc)": lambda root, logs: mvbench(root, logs, with_doc=False)}

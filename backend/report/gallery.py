@@ -28,6 +28,7 @@ from backend.scope.annotations import annotations_for
 from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
 from backend.scope.inspector import frame_plan, locate_video
 from backend.scope.matrix import Matrix, main_only
+from backend.videos import catalog
 from store.store import Store
 
 THUMBS_PER_BUDGET = 8
@@ -157,9 +158,16 @@ def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> pd.DataFra
 
 
 def entry(
-    matrix: Matrix, position: int, reasons: list[str], responses: pd.DataFrame, video_root, notes: pd.DataFrame
+    matrix: Matrix,
+    position: int,
+    reasons: list[str],
+    responses: pd.DataFrame,
+    video_root,
+    notes: pd.DataFrame,
+    video: str | None,
 ) -> dict:
-    """One gallery item: metadata, per-model trajectory over the grid (correct, answer, confidence), frames, annotations."""
+    """One gallery item: metadata, per-model trajectory over the grid (correct, answer, confidence), frames,
+    annotations; ``video``: its file under the video root (the catalog's link, else ``items.video``)."""
     item = matrix.items.iloc[position]
     trajectories = {
         model: {
@@ -169,7 +177,7 @@ def entry(
         }
         for m, model in enumerate(matrix.models)
     }
-    problem, strips = frame_strips(responses, matrix.grid, video_root, item.get("video"))
+    problem, strips = frame_strips(responses, matrix.grid, video_root, video)
     mine = notes[(notes["benchmark"] == item["benchmark"]) & (notes["item_id"] == item["item_id"])]
     return {
         "benchmark": item["benchmark"],
@@ -207,6 +215,10 @@ def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list
     notes = pd.concat(
         [annotations_for(store, b) for b in sorted(set(matrix.items["benchmark"].iloc[positions]))], ignore_index=True
     )
+    picked = matrix.items.iloc[positions]
+    videos = pd.concat(
+        [catalog.with_videos(store, b, g) for b, g in picked.groupby("benchmark", sort=False, observed=True)]
+    )["video"].loc[picked.index]
     return [
         entry(
             matrix,
@@ -215,6 +227,7 @@ def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list
             by_item.get(tuple(matrix.items.iloc[p][["benchmark", "item_id"]]), empty),
             video_root,
             notes,
+            None if pd.isna(videos.iloc[k]) else str(videos.iloc[k]),
         )
-        for p, reasons in picks
+        for k, (p, reasons) in enumerate(picks)
     ]

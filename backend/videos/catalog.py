@@ -79,7 +79,7 @@ def with_videos(store: Store, benchmark: str, items: pd.DataFrame) -> pd.DataFra
         return items
     ids = items["item_id"].astype("str")
     paths = ids.map(lookup(store, benchmark, ids.unique().tolist()).set_index("item_id")["path"])
-    return items.assign(video=paths.where(paths.notna(), items["video"]).astype(object))
+    return items.assign(video=paths.astype(object).where(paths.notna(), items["video"].astype(object)))
 
 
 def link_hint(benchmark: str) -> str:

@@ -9,7 +9,9 @@ covers the responses already stored:
   text, unless the entry carries a ``question_id``; the file is ``video/<n>_<task>/<video_name>``
   (the published JSON spells the field ``video``).
 * MVBench: lmms-eval logs no id, so ingest composes ``<task>/<video>#<sha1(question)[:8]>`` with
-  the task ``mvbench_<sub_task>``; the file is ``video/<DATA_LIST[sub_task]>/<video>``.
+  the task ``mvbench_<sub_task>`` from the line's doc, or ``<task>/<doc_id>`` (the row of the task's
+  JSON) from a line without it; the link takes whichever matches the stored items; the file is
+  ``video/<DATA_LIST[sub_task]>/<video>``.
 * LongVideoBench: ``id``; the file is ``videos/<video_path>``.
 
 Every reader refuses a folder that is not its layout, annotation files lacking a column, and two
@@ -51,6 +53,7 @@ MVBENCH_FOLDERS = {
     "object_existence": "clevrer/video_validation",
     "action_count": "perception/videos",
 }
+ALT_ID = "item_id_by_doc"  # the id ingest composes from a log line without its doc: <task>/<doc_id>
 VIDEOMME_PARQUET = "videomme/test-00000-of-00001.parquet"
 VIDEOMME_SUFFIXES = (".mp4", ".MP4", ".mkv")
 LVB_JSON = "lvb_val.json"
@@ -62,10 +65,10 @@ def _require(path: Path, columns, needed: list[str]) -> None:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)} (it has: {', '.join(map(str, columns))})")
 
 
-def _unique(path: Path, ids: pd.Series, what: str) -> None:
+def _unique(path: Path, ids: pd.Series, what: str, hint: str = "each item must appear once") -> None:
     dup = ids[ids.duplicated()]
     if len(dup):
-        raise UserError(f"{path}: {len(dup)} duplicate {what}(s), e.g. {dup.iloc[0]!r}; each item must appear once")
+        raise UserError(f"{path}: {len(dup)} duplicate {what}(s), e.g. {dup.iloc[0]!r}; {hint}")
 
 
 def _annotation(dataset: Path, rel: str, layout: str) -> Path:
@@ -87,14 +90,16 @@ def _json_list(path: Path) -> pd.DataFrame:
 
 
 def first_existing(dataset: Path, stems: pd.Series, suffixes: tuple[str, ...]) -> pd.Series:
-    """Per stem, the first ``stem + suffix`` that exists (the first suffix when none does)."""
-    out = stems + suffixes[0]
-    unresolved = pd.Series(True, index=stems.index)
+    """Per stem, the first ``stem + suffix`` that exists (the first suffix when none does); each
+    distinct stem is looked up once (Video-MME asks three questions of every video)."""
+    unique = pd.Series(stems.unique())
+    out = unique + suffixes[0]
+    unresolved = pd.Series(True, index=unique.index)
     for suffix in suffixes:
-        found = unresolved & (stems + suffix).map(lambda rel: (dataset / rel).is_file())
-        out = out.where(~found, stems + suffix)
+        found = unresolved & (unique + suffix).map(lambda rel: (dataset / rel).is_file())
+        out = out.where(~found, unique + suffix)
         unresolved &= ~found
-    return out
+    return stems.map(dict(zip(unique, out, strict=True)))
 
 
 def videomme(dataset: Path) -> pd.DataFrame:
@@ -127,8 +132,9 @@ def mlvu(dataset: Path) -> pd.DataFrame:
         frames.append(
             pd.DataFrame({"item_id": ids.astype("str"), "file": f"video/{path.stem}/" + df[name].astype("str")})
         )
-    out = pd.concat(frames, ignore_index=True)
-    _unique(dataset / "json", out["item_id"], "question (lmms-eval's MLVU item id)")
+    out = pd.concat(frames, ignore_index=True).drop_duplicates()
+    hint = "lmms-eval names MLVU items by their question, so these items cannot be told apart: link them with --paths"
+    _unique(dataset / "json", out["item_id"], "question", hint)
     return out
 
 
@@ -150,8 +156,12 @@ def mvbench(dataset: Path) -> pd.DataFrame:
         df = _json_list(path)
         _require(path, df.columns, ["video", "question"])
         video = df["video"].astype("str")
-        ids = f"mvbench_{path.stem}/" + video + "#" + _question_digest(df["question"])
-        frames.append(pd.DataFrame({"item_id": ids, "file": f"video/{MVBENCH_FOLDERS[path.stem]}/" + video}))
+        task = f"mvbench_{path.stem}"
+        ids = f"{task}/" + video + "#" + _question_digest(df["question"])
+        by_doc = f"{task}/" + pd.Series(range(len(df)), index=df.index).astype("str")
+        frames.append(
+            pd.DataFrame({"item_id": ids, "file": f"video/{MVBENCH_FOLDERS[path.stem]}/" + video, ALT_ID: by_doc})
+        )
     out = pd.concat(frames, ignore_index=True)
     _unique(dataset / "json", out["item_id"], "video and question")
     return out

@@ -72,6 +72,16 @@ def relative_paths(root: Path, folder: Path, files: pd.Series) -> pd.Series:
     return resolved.map(lambda p: str(p.relative_to(root)))
 
 
+def choose_ids(mapped: pd.DataFrame, stored: pd.Series) -> pd.DataFrame:
+    """Where a layout offers a second id scheme (``layouts.ALT_ID``), the one matching more stored items."""
+    if layouts.ALT_ID not in mapped:
+        return mapped
+    alt = mapped.pop(layouts.ALT_ID)
+    if alt.isin(stored).sum() > mapped["item_id"].isin(stored).sum():
+        mapped["item_id"] = alt
+    return mapped
+
+
 def _refuse_mismatch(stored: pd.Series, linked: pd.Series, benchmark: str) -> int:
     """Stored items the link covers; UserError when the store holds items and the link covers none."""
     matched = int(stored.isin(linked).sum())
@@ -97,10 +107,13 @@ def link(
     """Link ``benchmark``'s items to their videos (module docstring); returns the ``videos link`` report."""
     if template is not None and paths is not None:
         raise UserError("pass --template or --paths, not both")
+    if layout is not None and (template is not None or paths is not None):
+        raise UserError("--layout reads a published layout; --template and --paths replace it: pass one of them")
     root, folder = confined_dataset(store, dataset)
     name, mapped = mapping(store, benchmark, folder, layout, template, paths)
     rel = relative_paths(root, folder, mapped["file"])
     stored = stored_items(store, benchmark)["item_id"].astype("str")
+    mapped = choose_ids(mapped, stored)
     matched = _refuse_mismatch(stored, mapped["item_id"], benchmark)
     probed = probe_files([root / r for r in rel], progress=progress)
     rows = probed.loc[[root / r for r in rel]].reset_index(drop=True)
