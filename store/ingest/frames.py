@@ -94,30 +94,28 @@ def relabel(rows: pd.DataFrame) -> dict[str, dict]:
     logged = rows["frames_source"].eq("logged").to_numpy()
     if not logged.any():
         return {}
-    labels = rows["config"].astype("str")
-    parsed = {label: configs.parse(label) for label in labels[logged].unique()}
-    checked = (
-        logged
-        & labels.map(
-            lambda c: c in parsed and parsed[c].policy == configs.DEFAULT_POLICY and parsed[c].tag is None
-        ).to_numpy()
-    )
+    codes, uniq = pd.factorize(rows["config"].astype("str"))  # per distinct label, never per row
+    parsed = [configs.parse(label) for label in uniq]
+    eligible = np.asarray([c.policy == configs.DEFAULT_POLICY and c.tag is None for c in parsed])
+    checked = logged & eligible[codes]
     if not checked.any():
         return {}
-    budgets = labels[checked].map(lambda c: parsed[c].frames).to_numpy()
+    budgets = np.asarray([c.frames for c in parsed])[codes[checked]]
     uniform = samplers.uniform_mask(list(rows["frame_indices"][checked]), budgets)
     adaptive = np.zeros(len(rows), dtype=bool)
     adaptive[np.flatnonzero(checked)[~uniform]] = True
     rows["_adaptive"] = adaptive
+    per_label = np.bincount(codes, minlength=len(uniq))
+    flagged = np.bincount(codes[adaptive], minlength=len(uniq))
     found = {}
-    for label in labels[adaptive].unique():
-        base, sep, tail = label.partition("~")  # the policy part goes before an approximate-protocol suffix
+    for k in np.flatnonzero(flagged):
+        base, sep, tail = uniq[k].partition("~")  # the policy part goes before an approximate-protocol suffix
         new = configs.parse(f"{base}/{ADAPTIVE}{sep}{tail}").label
-        mine = (labels == label).to_numpy()
-        found[label] = {"config": new, "rows": int(mine.sum()), "non_uniform": int((mine & adaptive).sum())}
+        found[uniq[k]] = {"config": new, "rows": int(per_label[k]), "non_uniform": int(flagged[k])}
     if found:
-        rows["config"] = labels.map(lambda c: found[c]["config"] if c in found else c).astype("category")
-        rows["policy"] = rows["config"].map(lambda c: configs.parse(c).policy).astype("str")
+        renamed = [found[u]["config"] if u in found else u for u in uniq]
+        rows["config"] = pd.Categorical(np.asarray(renamed, dtype=object)[codes])
+        rows["policy"] = np.asarray([configs.parse(u).policy for u in renamed], dtype=object)[codes]
     return found
 
 
