@@ -43,6 +43,7 @@ its budget). A shorter set that skips frames (the real lmms-eval Video-MME log's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -129,17 +130,28 @@ def indices(name: str, n_frames: int, fps: float, budget: int) -> np.ndarray:
     return SAMPLERS[check(name)](int(n_frames), float(fps or 0.0), int(budget))
 
 
-def _candidate_lengths(last: int, budget: int) -> range:
-    """Video lengths T a uniform sampler could have read to end its set at ``last``: every sampler
-    above ends within ``T / (N + 1) + 1`` frames of the video's end (DALI's whole stride within N)."""
-    return range(last + 1, last + 3 + (last + 1) // max(1, budget - 1) + budget)
+def _lengths(name: str, got: np.ndarray, budget: int) -> range:
+    """The few video lengths T for which sampler ``name`` could end its ``budget`` frames as ``got``
+    does, solved from its formula (a handful per sampler, never a scan over lengths)."""
+    first, last, n = int(got[0]), int(got[-1]), budget
+    if name in ("lmms-eval", "lmms-eval-torchcodec", "qwen-vl-utils"):  # the last frame is T - 1
+        return range(last + 1, last + 2)
+    if name == "lmms-eval-dali":  # frames 0, s, 2s, ...: any T with int((T - 1) / (N - 1)) = s gives them
+        stride = int(got[1] - first) if n > 1 else 1
+        return range(stride * (n - 1) + 1, stride * (n - 1) + 2)
+    if name == "vlmevalkit":  # last = int(N * T / (N + 1))
+        return range(math.ceil(last * (n + 1) / n), math.floor((last + 1) * (n + 1) / n) + 1)
+    # vlmevalkit-mvbench: last = int(seg / 2 + round(seg * (N - 1))), seg = (T - 1) / N
+    lo, hi = (last - 0.5) / (n - 0.5) * n + 1, (last + 1.5) / (n - 0.5) * n + 1
+    return range(max(1, math.floor(lo)), math.ceil(hi) + 1)
 
 
 def uniform_mask(sets: list[list[int] | None], budgets: np.ndarray, n_frames: np.ndarray | None = None) -> np.ndarray:
     """True where a logged set is a uniform sampler's set for its nominal budget (module docstring);
     null sets are True (nothing logged, nothing to flag). ``n_frames``: the video's length where
-    known (catalog), which then is the only length tried. Checked once per distinct
-    (set, budget, length): logged runs repeat few distinct sets per configuration."""
+    known (catalog), which then is the only length tried; otherwise each sampler's few possible
+    lengths are solved from its formula (``_lengths``): 2,700 logged 32-frame sets check in well under
+    a second. Checked once per distinct (set, budget, length)."""
     n = len(sets)
     lengths = np.full(n, -1, dtype=np.int64) if n_frames is None else np.asarray(n_frames, dtype=np.int64)
     keys = [None if s is None else (tuple(s), int(b), int(t)) for s, b, t in zip(sets, budgets, lengths)]
@@ -159,9 +171,8 @@ def _is_uniform(logged: tuple[int, ...], budget: int, n_frames: int) -> bool:
         return bool(np.array_equal(got, np.arange(len(got))))
     if len(got) != budget:
         return False
-    tries = [n_frames] if n_frames > 0 else _candidate_lengths(int(got.max()), budget)
-    for t in tries:
-        for name in _FPS_FREE:
+    for name in _FPS_FREE:
+        for t in [n_frames] if n_frames > 0 else _lengths(name, got, budget):
             try:
                 if np.array_equal(SAMPLERS[name](t, 0.0, budget), got):
                     return True

@@ -160,6 +160,25 @@ def test_uniform_mask_tells_a_harness_uniform_set_from_a_selection():
     assert known.tolist() == [False]
 
 
+def test_every_uniform_samplers_own_set_is_recognised_without_the_video_length():
+    """The lengths are solved from each sampler's formula (not scanned): every set it gives is found."""
+    missed = [
+        (name, budget, t)
+        for budget in (8, 16, 32)
+        for t in range(budget, 2000, 13)
+        for name in (
+            "lmms-eval",
+            "lmms-eval-torchcodec",
+            "lmms-eval-dali",
+            "qwen-vl-utils",
+            "vlmevalkit",
+            "vlmevalkit-mvbench",
+        )  # fmt: skip
+        if not samplers.uniform_mask([samplers.indices(name, t, 0.0, budget).tolist()], np.array([budget]))[0]
+    ]
+    assert missed == []
+
+
 # -- logged frames --------------------------------------------------------------------------------------
 def test_logged_frames_are_the_files_own_and_a_selection_is_not_a_uniform_budget(tmp_path, capsys):
     run8 = _write_run(tmp_path / "uniform_results", 8, _uniform_samples(8))

@@ -13,8 +13,8 @@ the generic table's ``--map frames=KEY``), as lists, JSON list text or nothing. 
 
 A configuration whose logged sets are not all a uniform sampler's set for its budget
 (``store.samplers.uniform_mask``) is another policy: its label gets the ``adaptive`` policy
-(``32f`` -> ``32f/adaptive``), so it is never a step of a uniform budget ladder, and each such row is
-flagged ``adaptive-frames``. A label that already names a policy (``--config 32f/topk``) is kept.
+(``32f`` -> ``32f/adaptive``), so it is never a step of a uniform budget ladder, and each row whose
+set no uniform sampler gives is flagged ``adaptive-frames``. A label that already names a policy (``--config 32f/topk``) is kept.
 """
 
 from __future__ import annotations
