@@ -188,14 +188,17 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
             f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",
             icon=":material/movie:",
         )
-    plan = frame_plan(responses, chosen, info)
+    length = data.catalog_length(scope.root, scope.version, scope.benchmark, item["item_id"])
+    plan = frame_plan(responses, chosen, info, length)
     if plan["indices"].notna().any():
         ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
         ui.downloads(plan, f"frame-plan-{item['item_id']}")
     for _, row in plan.iterrows():
-        source = {"stored": "stored indices", "policy": "recomputed by the policy", "unknown": "indices unknown"}[
-            row["source"]
-        ]
+        source = {
+            "logged": "logged frames",
+            "reconstructed": f"reconstructed by the {row['sampler']} sampler",
+            "unknown": "frames unknown",
+        }[row["source"]]
         owners = (
             f" ({ui.escape_md(', '.join(row['models']))})"
             if row["models"] and len(row["models"]) < len(scope.models)
@@ -207,7 +210,7 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
             else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
         )
         n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
-        st.markdown(f"**{ui.escape_md(row['config'])}**{owners} · {n} frames · {source}{change}")
+        st.markdown(f"**{ui.escape_md(row['config'])}**{owners} · {n} frames · {ui.escape_md(source)}{change}")
         if row["indices"] is None:
             st.caption(ui.escape_md(row["note"]))
             continue

@@ -66,7 +66,9 @@ RESPONSES = pa.schema(
         ("pixels", pa.int64()),  # pixels per frame; null = the model's default
         ("policy", pa.string()),
         ("seed", pa.int64()),
-        ("frame_indices", pa.list_(pa.int32())),
+        ("frame_indices", pa.list_(pa.int32())),  # logged: what the model saw; null otherwise
+        ("frames_source", pa.string()),  # "logged" | "reconstructed" | "unknown" (METRICS.md "Frames seen")
+        ("sampler", pa.string()),  # the harness sampler named at ingest (store.samplers); reconstructs indices
         ("flags", pa.string()),  # comma-joined: "no-answer", "protocol-note", ...
         ("source_tag", pa.string()),
         ("protocol_note", pa.string()),
@@ -124,6 +126,22 @@ def folder(table: str) -> str:
     return FOLDERS.get(table, table)
 
 
+# Nullable columns added after stores were first written: an older file lacks them, and reads as null
+# there (the store's views union files by name over the full schema), so it is still a sound file.
+ADDED_LATER: dict[str, tuple[str, ...]] = {"responses": ("frames_source", "sampler")}
+
+
+def fits(table: str, file_schema: pa.Schema) -> bool:
+    """Whether a Parquet file's schema is ``table``'s, or an older one lacking only ``ADDED_LATER`` columns."""
+    full = SCHEMAS[table].remove_metadata()
+    got = file_schema.remove_metadata()
+    if got.equals(full):
+        return True
+    later = ADDED_LATER.get(table, ())
+    older = pa.schema([f for f in full if f.name not in later or f.name in got.names])
+    return got.equals(older)
+
+
 RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
 ITEM_KEY = ["benchmark", "item_id"]
 
@@ -135,10 +153,10 @@ def schema_problem(table: str, found: pa.Schema) -> str | None:
     whether it is found by ``trajaudit check`` or by the next ``metrics``.
     """
     want = SCHEMAS[table]
-    if found.remove_metadata().equals(want.remove_metadata()):
+    if fits(table, found):
         return None
     names = set(found.names)
-    missing = [f.name for f in want if f.name not in names]
+    missing = [f.name for f in want if f.name not in names and f.name not in ADDED_LATER.get(table, ())]
     extra = [n for n in found.names if n not in set(want.names)]
     retyped = [f"{f.name} is {found.field(f.name).type}, not {f.type}" for f in want
                if f.name in names and found.field(f.name).type != f.type]  # fmt: skip

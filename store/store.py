@@ -383,12 +383,16 @@ def _open_snapshot(paths: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     for table in TABLES:
         name = "items_all" if table == "items" else table
-        if paths[table]:
+        # a table, not a registered object: cursors do not see their parent's registrations
+        con.from_arrow(SCHEMAS[table].empty_table()).create(f"_{name}_empty")
+        if paths[
+            table
+        ]:  # by name, over the empty table: files written before a nullable column was added read as null there
             con.execute(
-                f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_sql_list(paths[table])}, union_by_name=false)"
+                f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty UNION ALL BY NAME "
+                f"SELECT * FROM read_parquet({_sql_list(paths[table])}, union_by_name=true)"
             )
-        else:  # a table, not a registered object: cursors do not see their parent's registrations
-            con.from_arrow(SCHEMAS[table].empty_table()).create(f"_{name}_empty")
+        else:
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
     con.execute(
         "CREATE VIEW items AS SELECT * EXCLUDE (written_at) FROM items_all "

@@ -25,7 +25,8 @@ def linked_server(tmp_path, monkeypatch):
     built = video_layouts.videomme(root, tmp_path / "logs")
     store = tmp_path / "store"
     for config in ("8f", "16f"):  # a page needs two configurations to compare
-        argv = ["ingest", *map(str, built.samples), "--store", str(store), "--model", "m", "--config", config]
+        argv = ["ingest", *map(str, built.samples), "--store", str(store), "--model", "m", "--config", config,
+                "--sampler", "lmms-eval"]  # fmt: skip  # the log names no frames: lmms-eval's sampler reconstructs them
         assert main(argv) == 0
     link = ["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", str(store)]
     assert main([*link, "--no-progress"]) == 0
@@ -46,4 +47,7 @@ def test_inspector_draws_strips_from_a_linked_videomme_video(linked_server, page
         '[data-testid="stMain"] img', "els => els.filter(i => i.src.includes('/media/')).map(i => i.naturalWidth)"
     )
     assert len(widths) >= 8 and min(widths) > 0  # thumbnails decoded from the .mp4 named by the YouTube id
+    assert (
+        "reconstructed by the lmms-eval sampler" in main_area.inner_text()
+    )  # the strip says where its frames come from
     screenshot(page, "inspector-linked-videomme")

@@ -176,13 +176,15 @@ def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
 def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, capsys):
     """Before the link, ``items.video`` (``001``) names no file and the notice says which command links it;
     after it, ``inspect`` probes the file named by the YouTube id and a re-run request resolves it."""
+    import numpy as np
+
     from backend.runtime import registry, rerun
-    from backend.runtime.sampling import config_indices
     from store.rerun_request import RerunRequest
 
     built = video_layouts.videomme(video_root, tmp_path / "logs")
     store = str(tmp_path / "store")
-    assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
+    ingest = ["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]
+    assert main([*ingest, "--sampler", "lmms-eval"]) == 0
     inspect = ["inspect", "--store", store, "--benchmark", "videomme", "--item", "002-1"]
     before = run_json(inspect, capsys)
     assert before["item"]["video"] == "002" and before["video"]["path"] is None
@@ -201,8 +203,10 @@ def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, c
         after["video"]["path"] == str(built.dataset / "data" / "k0ZA_Qb3cdE.mkv") and after["video"]["problem"] is None
     )
     assert after["video"]["info"]["n_frames"] == 18
-    (plan,) = after["frames"]  # no logged indices: the 8f policy's, computed from the linked file's 18 frames
-    assert plan["source"] == "policy" and plan["indices"] == config_indices("8f", 18, 16.0).tolist()
+    (plan,) = after[
+        "frames"
+    ]  # no logged indices: lmms-eval's sampler (named at ingest) over the linked file's 18 frames
+    assert plan["source"] == "reconstructed" and plan["indices"] == np.linspace(0, 17, 8, dtype=int).tolist()
     assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))["job_id"] is not None
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from backend.cli.common import add_json, add_store, print_json
 from backend.contracts.store import InfoReport
+from backend.scope.frames_known import frames_known
 from backend.scope.matrix import available
 from store.store import Store
 
@@ -19,7 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    out: InfoReport = available(store) | {"store_version": store.version(), "store": str(store.root)}
+    out: InfoReport = available(store) | {
+        "store_version": store.version(),
+        "store": str(store.root),
+        "frames": frames_known(store),
+    }
     if args.json:
         print_json(out)
         return 0
@@ -30,6 +35,11 @@ def run(args: argparse.Namespace) -> int:
     wb = max((len(b) for _, b, _ in rows), default=0)
     for model, bench, labels in rows:
         print(f"  {model:<{wm}}  {bench:<{wb}}  {labels}")
+    known = [(m, b, c, f) for m, per in out["frames"].items() for b, cfgs in per.items() for c, f in cfgs.items()]
+    if known:
+        print("frames seen (responses per source: logged, reconstructed:<sampler>, unknown):")
+    for model, bench, config, sources in known:
+        print(f"  {model:<{wm}}  {bench:<{wb}}  {config}: " + ", ".join(f"{s} {n}" for s, n in sources.items()))
     overlay = [(m, b, labels) for m, per in out["reruns"].items() for b, labels in per.items()]
     if overlay:
         print(f"live re-runs (an overlay, never in default grids; {out['n_rerun_responses']} responses):")

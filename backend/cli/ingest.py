@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, add_store, print_json
+from store import samplers
 from store.ingest import FORMATS, IngestSummary, ingest_paths
 
 
@@ -16,7 +17,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read per-item evaluation outputs into the store. Re-ingesting a file adds nothing; "
         "rows that contradict the store are refused unless --replace.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="result files")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="result files, or folders: every result file under them is taken (dot folders such as lmms-eval's "
+        "..__<model> included)",
+    )
     add_store(p)
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detect)")
     p.add_argument("--model", help="model name, where the file does not say it")
@@ -33,8 +40,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         metavar="FIELD=SOURCE[,FIELD=SOURCE...]",
         help="read a per-item file with its own key names as the generic table: FIELD (item_id, model, benchmark, "
-        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, ...) from a "
+        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, frames = the "
+        "logged frame indices, ...) from a "
         "column or JSON key (dotted for nested keys); FIELD=A+B joins sources with '/'. Repeatable.",
+    )
+    p.add_argument(
+        "--sampler",
+        metavar="|".join(samplers.NAMES),
+        help="the harness's frame sampler, for files that log no frame indices: the frames each response saw are then "
+        "reconstructed from the linked video's frame count (notes/VIDEOS.md); without it they are unknown",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the files that would be ingested and the configuration each gets; write nothing",
     )
     add_json(p)
     p.set_defaults(func=run)
@@ -54,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         replace=args.replace,
         progress=sys.stderr.isatty(),
         field_map=args.map,
+        sampler=args.sampler,
+        dry_run=args.dry_run,
     )
     if args.json:
         print_json(summary.to_dict())
@@ -66,11 +87,24 @@ def _flags_text(flagged: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in flagged.items()) or "none"
 
 
+def _frames_text(frames: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in frames.items()) or "none (text only)"
+
+
 def format_summary(s: IngestSummary) -> str:
     """Human-readable summary: one line per file, then the totals."""
+    if s.dry_run:
+        lines = [
+            f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows as "
+            f"{', '.join(f.configs)}; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
+            for f in s.files
+        ]
+        lines.append(f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
+                     f"skipped; nothing written (store version {s.store_version})")  # fmt: skip
+        return "\n".join(lines)
     lines = [
         f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
-        f"{f.replaced} replaced, {f.duplicates} duplicate; flagged: {_flags_text(f.flagged)}"
+        f"{f.replaced} replaced, {f.duplicates} duplicate; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
         for f in s.files
     ]
     lines.append(

@@ -38,5 +38,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"video: {out['video']['path'] or out['video']['problem']}")
     for f in out["frames"]:
         shown = "?" if f["indices"] is None else len(f["indices"])
-        print(f"  {f['config']:<16} {f['source']:<8} {shown} frames")
+        how = f"{f['source']} ({f['sampler']})" if f["sampler"] else f["source"]
+        print(f"  {f['config']:<16} {how:<28} {shown} frames  {f['note']}")
     return 0

@@ -57,7 +57,9 @@ class ResponseRow(TypedDict):
     pixels: pixels per frame (null: the model's default)
     policy: the sampling policy
     seed: the sampling seed
-    frame_indices: the frame indices the model saw, where stored
+    frame_indices: the frame indices the model saw: logged, or reconstructed by its sampler (null: unknown or text-only)
+    frames_source: how its frames are known: "logged", "reconstructed" or "unknown" (null: text-only)
+    sampler: the harness sampler named at ingest (null: none named)
     flags: comma-joined flags ("no-answer", "protocol-note", ...)
     source_tag: the source's own configuration name
     protocol_note: how the protocol differs, where it does
@@ -86,6 +88,8 @@ class ResponseRow(TypedDict):
     policy: str | None
     seed: int | None
     frame_indices: list[int] | None
+    frames_source: Literal["logged", "reconstructed", "unknown"] | None
+    sampler: str | None
     flags: str | None
     source_tag: str | None
     protocol_note: str | None
@@ -128,21 +132,23 @@ class VideoStatus(TypedDict):
 
 
 class FramePlanRow(TypedDict):
-    """The frames one visual configuration saw (one row per distinct stored index set).
+    """The frames one visual configuration saw (one row per distinct source and index set).
 
     config: the configuration
-    models: whose stored indices these are (empty when computed)
-    source: "stored" (from the response), "policy" (recomputed) or "unknown"
-    indices: the frame indices (null when unknown)
+    models: whose frames these are
+    source: "logged" (given by the response's source), "reconstructed" (by the named harness sampler) or "unknown"
+    sampler: the harness sampler that reconstructed them (null unless reconstructed)
+    indices: the frame indices (null when unknown, or reconstructed without a linked video)
     timestamps: their times in seconds (null without the video)
     added: indices new relative to the previous row (null on the first)
     dropped: indices gone relative to the previous row (null on the first)
-    note: how the indices were found, when not stored
+    note: how the indices are known, or why they are not
     """
 
     config: str
     models: list[str]
-    source: Literal["stored", "policy", "unknown"]
+    source: Literal["logged", "reconstructed", "unknown"]
+    sampler: str | None
     indices: list[int] | None
     timestamps: list[float] | None
     added: list[int] | None

@@ -72,18 +72,18 @@ class FrameStrip(TypedDict):
     """The thumbnails of the frames one visual configuration saw.
 
     config: the configuration
-    models: whose stored indices these are (empty when computed)
-    source: "stored" (from the response), "policy" (recomputed) or "unknown"
+    models: whose frames these are
+    source: "logged" (given by the response's source), "reconstructed" (by the named harness sampler) or "unknown"
     n_frames: frames the configuration saw (null: unknown)
     shown: the frame indices shown (at most 8, evenly spread)
     timestamps: their times in seconds (null without the video)
     jpeg_base64: their JPEG thumbnails, base64 (empty without the video)
-    note: how the indices were found, when not stored
+    note: how the indices are known, or why they are not
     """
 
     config: str
     models: list[str]
-    source: Literal["stored", "policy", "unknown"]
+    source: Literal["logged", "reconstructed", "unknown"]
     n_frames: int | None
     shown: list[int]
     timestamps: list[float] | None

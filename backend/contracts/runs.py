@@ -418,9 +418,11 @@ class IngestedFile(TypedDict):
     already_stored: responses the store held already
     replaced: stored responses it replaced (--replace)
     duplicates: responses repeated within the input
-    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note), its responses
+    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note, adaptive-frames), its responses
     run_id: the ingest run that wrote its rows (null: it wrote nothing)
-    config_hint: where its configuration was inferred from (null: the file or --config said it)
+    config_hint: where its configuration was inferred from, and any relabel of non-uniform logged frames (null: neither)
+    configs: the configurations its rows got
+    frames: its visual responses per frames source (logged, reconstructed, unknown)
     """
 
     path: str
@@ -433,6 +435,8 @@ class IngestedFile(TypedDict):
     flagged: dict[str, int]
     run_id: str | None
     config_hint: str | None
+    configs: list[str]
+    frames: dict[str, int]
 
 
 class IngestReport(TypedDict):
@@ -450,6 +454,8 @@ class IngestReport(TypedDict):
     configs: the configurations read
     items_written: item rows written or updated
     store_version: the store's version after the write
+    dry_run: true for --dry-run: read and checked, nothing written (new, items_written 0)
+    skipped: files under a folder given that are no result file
     """
 
     files: list[IngestedFile]
@@ -464,3 +470,5 @@ class IngestReport(TypedDict):
     configs: list[str]
     items_written: int
     store_version: int
+    dry_run: bool
+    skipped: list[str]

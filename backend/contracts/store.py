@@ -42,10 +42,12 @@ class InfoReport(StoreContents):
 
     store_version: the manifest's version
     store: the store folder
+    frames: per model, benchmark and visual configuration, main-run responses per frames source ("logged", "reconstructed:<sampler>", "unknown")
     """
 
     store_version: int
     store: str
+    frames: dict[str, dict[str, dict[str, dict[str, int]]]]
 
 
 class JobRecord(TypedDict):

@@ -511,7 +511,7 @@ def _seeds(cells: pd.DataFrame) -> pd.Series:
 
 
 def _frame_columns(cells: pd.DataFrame, item: pd.DataFrame) -> pd.DataFrame:
-    """frames, pixels, policy and frame_indices, computed once per (clip length, config)."""
+    """frames, pixels, policy, frame_indices and their source, computed once per (clip length, config)."""
     keys = pd.DataFrame({"config": cells.config, "n": item._n_frames}).drop_duplicates()
     rows = []
     for label, n in keys.itertuples(index=False):
@@ -524,6 +524,7 @@ def _frame_columns(cells: pd.DataFrame, item: pd.DataFrame) -> pd.DataFrame:
                 "pixels": cfg.pixels,
                 "policy": None if cfg.is_text else cfg.policy,
                 "frame_indices": None if cfg.is_text else config_indices(label, int(n), FPS).astype(np.int32).tolist(),
+                "frames_source": None if cfg.is_text else "logged",  # the demo's own runs record their frames
             }
         )
     table = pd.DataFrame(rows).astype({"pixels": "Int64"})

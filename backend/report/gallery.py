@@ -6,7 +6,8 @@ visually confused items (most models confused first, then the most flips) and th
 disagree on most (``backend.analysis.compare.disagreement``). Ties are broken by a permutation drawn from
 the report's seed, so the gallery is fixed for a given store version, scope and seed.
 
-Frames come from ``backend.scope.inspector.frame_plan`` (stored indices, else the sampling policy); each
+Frames come from ``backend.scope.inspector.frame_plan`` (logged, reconstructed by the harness sampler
+named at ingest, or unknown: never our own policy standing in for a harness's); each
 budget's strip shows at most ``THUMBS_PER_BUDGET`` of them, evenly spread, as small JPEGs inlined
 in the file. Without the video the strip says why (``locate_video``'s reason) and shows no image.
 """
@@ -145,9 +146,9 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
 
 
 def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> pd.DataFrame:
-    """Stored frame indices and seeds of the picked items' main-run responses on the grid, in one query."""
+    """Stored frame indices, their source and sampler, and seeds of the picked items' main-run responses on the grid, in one query."""
     wanted = matrix.items.iloc[positions][["benchmark", "item_id"]].reset_index(drop=True)
-    sql = f"""SELECT r.benchmark, r.item_id, r.model, r.config, r.frame_indices, r.seed
+    sql = f"""SELECT r.benchmark, r.item_id, r.model, r.config, r.frame_indices, r.frames_source, r.sampler, r.seed
               FROM responses r JOIN wanted w ON r.benchmark = w.benchmark AND r.item_id = w.item_id
               WHERE list_contains($models, r.model) AND list_contains($grid, r.config) AND {main_only("r.")}
               ORDER BY r.benchmark, r.item_id, r.model, r.config, r.run"""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from backend.videos import catalog
+from store import samplers
 from store.configs import Config, parse
 from store.errors import UserError
 from store.store import Store
@@ -44,19 +46,37 @@ def base_label(cfg: Config) -> str:
 
 
 def logged_indices(store: Store, model: str, benchmark: str, item_id: str, cfg: Config) -> np.ndarray:
-    """The frame indices the logged answer at ``base_label(cfg)`` saw; UserError naming what is missing."""
+    """The frame indices the logged answer at ``base_label(cfg)`` saw; UserError naming what is missing.
+
+    Logged indices are replayed as stored; a response whose frames are ``reconstructed`` (its file
+    logged none, the harness sampler was named at ingest) replays that sampler's set over the
+    catalog's frame count, the frames the harness fed (METRICS.md "Frames seen")."""
     base = base_label(cfg)
     found = store.query(
-        "SELECT frame_indices FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? "
-        "AND run = 'main' AND origin IS DISTINCT FROM 'rerun' AND frame_indices IS NOT NULL LIMIT 1",
+        "SELECT frame_indices, frames_source, sampler FROM responses WHERE model = ? AND benchmark = ? "
+        "AND item_id = ? AND config = ? AND run = 'main' AND origin IS DISTINCT FROM 'rerun' "
+        "AND (frame_indices IS NOT NULL OR frames_source = 'reconstructed') ORDER BY frame_indices IS NULL LIMIT 1",
         [model, benchmark, item_id, base],
     )
     if found.empty:
         raise UserError(
             f"no logged frames to replay: {model}'s logged answer to {benchmark}/{item_id} at {base} "
-            "stored no frame indices (or there is none)"
+            "stored no frame indices and names no harness sampler (or there is none)"
         )
-    return np.asarray(found["frame_indices"].iloc[0], dtype=np.int64)
+    row = found.iloc[0]
+    if row["frames_source"] != "reconstructed" or isinstance(row["frame_indices"], (list, np.ndarray)):
+        return np.asarray(row["frame_indices"], dtype=np.int64)
+    video = catalog.lookup(store, benchmark, [item_id])
+    video = video[video["status"].eq("linked") & video["n_frames"].notna()]
+    if video.empty:
+        raise UserError(
+            f"{benchmark}/{item_id}: its frames are reconstructed by the {row['sampler']} sampler from the linked "
+            f"video's frame count, and no video is linked (run `trajaudit videos link --benchmark {benchmark} ...`)"
+        )
+    fps = video["fps"].iloc[0]
+    return samplers.indices(
+        row["sampler"], int(video["n_frames"].iloc[0]), 0.0 if np.isnan(fps) else float(fps), parse(base).frames
+    )
 
 
 def check_inside(indices: np.ndarray, n_frames: int, where: str) -> None:

@@ -2,9 +2,9 @@
 
 The inspector page and ``trajaudit inspect`` show the same record: item metadata, one row per
 (model, config, run) with raw output and provenance (run source, protocol notes), and a frame
-plan per budget/policy. Frame indices come from the response when it stored them (what the model
-really saw); otherwise the named sampling policy recomputes them from the video's length, and
-without the video they cannot be known (the plan says so instead of guessing).
+plan per budget/policy. Frame indices come from the response when it logged them (what the model
+really saw), else from the harness sampler named at ingest over the linked video's length; without
+either they are unknown, and the plan says so instead of guessing (``response_frames``).
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ import pandas as pd
 
 from backend.contracts.inspector import InspectReport
 from backend.runtime import registry
-from backend.runtime.sampling import config_indices, takes_seed, timestamps
+from backend.runtime.sampling import timestamps
 from backend.runtime.video import VideoInfo, probe, resolve_video
 from backend.videos import catalog
-from store import configs
+from store import configs, samplers
 from store.errors import UserError
 from store.store import Store
 
 RESPONSE_COLUMNS = (
     "model", "config", "run", "origin", "run_id", "answer", "correct", "confidence", "score", "option_probs",
-    "letter_mass", "raw_output", "frames", "pixels", "policy", "seed", "frame_indices", "flags", "source_tag",
+    "letter_mass", "raw_output", "frames", "pixels", "policy", "seed", "frame_indices", "frames_source", "sampler",
+    "flags", "source_tag",
     "protocol_note", "provenance", "written_at",
 )  # fmt: skip
 
@@ -122,50 +123,95 @@ def locate_video(
     return None, None, problem if store is None else catalog.notice(benchmark, item_id, status, problem)
 
 
-def frame_plan(responses: pd.DataFrame, labels: list[str], info: VideoInfo | None) -> pd.DataFrame:
-    """One row per visual configuration (and per distinct stored index set): the frames it saw.
+def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | None) -> pd.DataFrame:
+    """``responses`` with ``frames_source`` resolved and ``frame_indices`` filled where reconstructed.
 
-    Columns: ``config``, ``models`` (whose stored indices these are; empty when computed),
-    ``source`` (``stored`` | ``policy`` | ``unknown``), ``indices``, ``timestamps`` (seconds; None
-    without the video's fps), ``added`` / ``dropped`` (indices new / gone relative to the previous
-    row, so a strip shows what each budget changes) and ``note``.
+    METRICS.md "Frames seen": a response's frames are ``logged`` (stored indices: ingested from its
+    file, or recorded by our worker and sweeps; rows written before the column existed count as
+    logged where they hold indices), ``reconstructed`` (the harness sampler named at ingest, over the
+    video's ``n_frames`` from the catalog or the probed file; null while no video is linked) or
+    ``unknown``. Text-only rows have no source. Nothing is ever recomputed by our own uniform policy:
+    a harness's "16 frames" are not ours.
     """
+    out = responses.copy()
+    n = len(out)
+    source = out["frames_source"] if "frames_source" in out else pd.Series([None] * n, index=out.index, dtype=object)
+    sampler = out["sampler"] if "sampler" in out else pd.Series([None] * n, index=out.index, dtype=object)
+    text = out["config"].map(lambda c: configs.parse(c).is_text).to_numpy(dtype=bool)
+    has = out["frame_indices"].map(_listed).to_numpy(dtype=bool)
+    out["frame_indices"] = out["frame_indices"].where(has, None)
+    named = source.eq("reconstructed").to_numpy()
+    resolved = np.where(named, "reconstructed", np.where(has, "logged", "unknown"))
+    out["frames_source"] = np.where(text, None, resolved).astype(object)
+    out["sampler"] = sampler.where(~text, None)
+    rebuilt = named & ~text & ~has  # computed once: a second call keeps what the first filled in
+    if rebuilt.any() and n_frames:
+        budgets = out.loc[rebuilt, "config"].map(lambda c: configs.parse(c).frames)
+        out.loc[rebuilt, "frame_indices"] = pd.Series(
+            [
+                samplers.indices(name, n_frames, fps or 0.0, budget).tolist()
+                for name, budget in zip(out.loc[rebuilt, "sampler"], budgets, strict=True)
+            ],
+            index=out.index[rebuilt],
+            dtype=object,
+        )
+    return out
+
+
+def _listed(value: object) -> bool:
+    """A stored index list (a list or an array), not a missing value."""
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+_NOTES = {
+    "logged": "logged: the indices its source gave",
+    "reconstructed": "reconstructed by the {sampler} sampler from the video's {n} frames",
+    "unknown": "unknown: its source logs no frames and no sampler was named at ingest (ingest --sampler)",
+}
+
+
+def frame_plan(
+    responses: pd.DataFrame, labels: list[str], info: VideoInfo | None, length: tuple[int, float] | None = None
+) -> pd.DataFrame:
+    """One row per visual configuration and distinct (source, index set): the frames it saw.
+
+    ``length``: the video's (frames, fps) from the catalog, else ``info``'s. Columns: ``config``,
+    ``models`` (whose frames these are), ``source`` (``logged`` | ``reconstructed`` | ``unknown``,
+    ``response_frames``), ``sampler``, ``indices``, ``timestamps`` (seconds; None without the
+    video's fps), ``added`` / ``dropped`` (indices new / gone relative to the previous row, so a
+    strip shows what each budget changes) and ``note`` (how the indices are known, or why not).
+    """
+    n_frames, fps = length if length else (info.n_frames, info.fps) if info is not None else (None, None)
+    resolved = response_frames(responses, n_frames, fps)
     rows = []
     for label in configs.order(labels):
         if configs.parse(label).is_text:
             continue
-        have = responses.loc[(responses["config"] == label) & responses["frame_indices"].notna()]
+        mine = resolved.loc[resolved["config"] == label]
         variants: dict[tuple, list[str]] = {}
-        for model, idx in zip(have["model"], have["frame_indices"], strict=True):
-            owners = variants.setdefault(tuple(int(i) for i in idx), [])
+        for model, src, name, idx in zip(
+            mine["model"], mine["frames_source"], mine["sampler"], mine["frame_indices"], strict=True
+        ):
+            key = (src, name if src == "reconstructed" else None, tuple(int(i) for i in idx) if _listed(idx) else None)
+            owners = variants.setdefault(key, [])
             if model not in owners:
                 owners.append(model)
-        if variants:
-            rows += [(label, models, "stored", np.array(idx, dtype=np.int64), "") for idx, models in variants.items()]
-        elif info is not None:
-            seeds = responses.loc[responses["config"] == label, "seed"].dropna()
-            seed = int(seeds.iloc[0]) if len(seeds) and takes_seed(configs.parse(label).policy) else None
-            rows.append(
-                (
-                    label,
-                    [],
-                    "policy",
-                    config_indices(label, info.n_frames, info.fps, seed),
-                    "recomputed by the sampling policy",
-                )
-            )
-        else:
-            rows.append((label, [], "unknown", None, "no stored indices and no video to compute them from"))
+        for (src, name, idx), models in variants.items():
+            note = _NOTES[src].format(sampler=name, n=n_frames)
+            if src == "reconstructed" and idx is None:
+                note = f"reconstructed by the {name} sampler once its video is linked (trajaudit videos link)"
+            rows.append((label, models, src, name, None if idx is None else np.array(idx, dtype=np.int64), note))
     out, previous = [], None
-    for label, models, source, idx, note in rows:
+    for label, models, source, name, idx, note in rows:
         current = None if idx is None else set(idx.tolist())
         out.append(
             {
                 "config": label,
                 "models": models,
                 "source": source,
+                "sampler": name,
                 "indices": None if idx is None else idx.tolist(),
-                "timestamps": None if idx is None or info is None else timestamps(idx, info.fps).round(3).tolist(),
+                "timestamps": None if idx is None or not fps else timestamps(idx, fps).round(3).tolist(),
                 "added": None if current is None or previous is None else sorted(current - previous),
                 "dropped": None if current is None or previous is None else sorted(previous - current),
                 "note": note,
@@ -173,8 +219,18 @@ def frame_plan(responses: pd.DataFrame, labels: list[str], info: VideoInfo | Non
         )
         previous = current if current is not None else previous
     return pd.DataFrame(
-        out, columns=["config", "models", "source", "indices", "timestamps", "added", "dropped", "note"]
+        out, columns=["config", "models", "source", "sampler", "indices", "timestamps", "added", "dropped", "note"]
     )
+
+
+def video_length(store: Store, benchmark: str, item_id: str, info: VideoInfo | None) -> tuple[int, float] | None:
+    """(frames, fps) of the item's video: the catalog's probe where it is linked, else the file found."""
+    row = catalog.lookup(store, benchmark, [item_id])
+    row = row[row["status"].eq("linked") & row["n_frames"].notna()]
+    if len(row):
+        fps = row["fps"].iloc[0]
+        return int(row["n_frames"].iloc[0]), float(fps) if pd.notna(fps) else 0.0
+    return None if info is None else (info.n_frames, info.fps)
 
 
 def inspect_record(
@@ -182,9 +238,10 @@ def inspect_record(
 ) -> InspectReport:
     """The ``inspect --json`` contract: item, responses, video status and frame plan."""
     detail = item_detail(store, benchmark, item_id, models)
-    responses = detail["responses"]
     path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)
-    plan = frame_plan(responses, responses["config"].unique().tolist() if len(responses) else [], info)
+    length = video_length(store, benchmark, item_id, info)
+    responses = response_frames(detail["responses"], *(length or (None, None)))
+    plan = frame_plan(responses, responses["config"].unique().tolist() if len(responses) else [], info, length)
     return {
         "item": detail["item"],
         # One item's rows (tens): timestamps as ISO text, missing ones as null.

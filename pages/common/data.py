@@ -203,6 +203,12 @@ def video(video_root: str, scope: Scope, item: dict) -> tuple[Path | None, inspe
     return _video(video_root, item.get("video"), scope.root, scope.version, scope.benchmark, str(item["item_id"]))
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tuple[int, float] | None:
+    """The item's video (frames, fps) from the store's catalog; None where it is not linked."""
+    return inspector.video_length(Store(root), benchmark, item_id, None)
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
     """Thumbnail files (cached on disk by ``backend.runtime.video.thumbnails``; keyed on the file's mtime)."""

@@ -12,16 +12,16 @@ import csv
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
-from store import configs
+from store import configs, samplers
 from store.errors import UserError
-from store.ingest import gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit
-from store.ingest.common import Batch, IngestOptions, fail, load_json
-from store.ingest.publish import FileResult, publish_batches
+from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit, walk
+from store.ingest.common import Batch, IngestOptions, count_flags, fail, load_json
+from store.ingest.publish import FileResult, described, publish_batches
 from store.store import Store
 
 READERS: dict[str, Callable[[Path, IngestOptions], Batch]] = {
@@ -51,6 +51,8 @@ class IngestSummary:
     configs: list[str]
     items_written: int
     store_version: int
+    dry_run: bool = False  # --dry-run: read and checked, nothing written
+    skipped: list[str] = field(default_factory=list)  # files under a folder that are no result file
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -156,13 +158,21 @@ def ingest_paths(
     replace: bool = False,
     progress: bool = False,
     field_map: list[str] | str | None = None,
+    sampler: str | None = None,
+    dry_run: bool = False,
 ) -> IngestSummary:
     """Read every file, then publish them in one checked write; raises UserError on bad input
-    (the store is then untouched). ``field_map``: ``--map`` specs for the generic table
-    (``store.ingest.mapping``); with ``format="auto"`` they make every file a generic table."""
+    (the store is then untouched). A folder stands for the result files under it
+    (``store.ingest.walk``). ``field_map``: ``--map`` specs for the generic table
+    (``store.ingest.mapping``); with ``format="auto"`` they make every file a generic table.
+    ``sampler``: the harness's frame sampler for files that log no frames (``store.samplers``).
+    ``dry_run``: read and check everything, write nothing (the summary says what would be written)."""
     store = store if isinstance(store, Store) else Store(store)
     if not paths:
         raise UserError("no files to ingest")
+    if sampler is not None:
+        samplers.check(sampler)
+    files, skipped = walk.expand([Path(p) for p in paths], detect)
     if format != "auto" and format not in READERS:
         raise UserError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}")
     if config is not None:
@@ -172,29 +182,31 @@ def ingest_paths(
             raise UserError(f"--config: {exc}") from None
     if answers is not None and not Path(answers).is_file():
         raise UserError(f"--answers {answers}: no such file")
-    fields = mapping.parse(field_map, table.KNOWN)
+    fields = mapping.parse(field_map, table.MAP_FIELDS)
     if fields and format not in ("auto", "table"):
         raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
     opts = IngestOptions(
-        model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields
+        model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields, sampler
     )
     chosen = "table" if fields and format == "auto" else format
     batches = []
-    for p in tqdm(paths, desc="reading", disable=not progress or len(paths) < 2):
-        path = Path(p)
+    for path in tqdm(files, desc="reading", disable=not progress or len(files) < 2):
         fmt = detect(path) if chosen == "auto" else chosen
         if not path.is_file():
             raise UserError(f"{path}: no such file")
         gate.check_file_size(path)
-        batches.append(READERS[fmt](path, opts))
+        batch = READERS[fmt](path, opts)
+        frames.check_catalog(store, path, batch.rows, batch.line_word)
+        batches.append(batch)
+    if dry_run:
+        return _planned(store, batches, [str(p) for p in skipped])
     options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
                "answers": str(answers) if answers else None, "run": run, "replace": replace,
-               "map": {f: "+".join(src) for f, src in fields}}  # fmt: skip
+               "map": {f: "+".join(src) for f, src in fields}, "sampler": sampler}  # fmt: skip
     done = publish_batches(store, batches, replace=replace, options=options)
     flagged: Counter[str] = Counter()
     for f in done.files:
         flagged.update(f.flagged)
-    rows = [b.rows for b in batches]
     return IngestSummary(
         files=done.files,
         rows=sum(f.rows for f in done.files),
@@ -203,11 +215,49 @@ def ingest_paths(
         replaced=sum(f.replaced for f in done.files),
         duplicates=sum(f.duplicates for f in done.files),
         flagged=dict(sorted(flagged.items())),
-        models=sorted({m for r in rows for m in r["model"].unique()}),
-        benchmarks=sorted({b for r in rows for b in r["benchmark"].unique()}),
-        configs=configs.order([c for r in rows for c in r["config"].unique()]),
+        **_read_keys(batches),
         items_written=done.items_written,
         store_version=done.version,
+        skipped=[str(p) for p in skipped],
+    )
+
+
+def _read_keys(batches: list) -> dict:
+    """The models, benchmarks and configurations the batches hold."""
+    rows = [b.rows for b in batches]
+    return {
+        "models": sorted({m for r in rows for m in r["model"].unique()}),
+        "benchmarks": sorted({b for r in rows for b in r["benchmark"].unique()}),
+        "configs": configs.order([c for r in rows for c in r["config"].unique()]),
+    }
+
+
+def _planned(store: Store, batches: list, skipped: list[str]) -> IngestSummary:
+    """The ``--dry-run`` summary: what each file holds and the configuration it gets; nothing is
+    compared with the store or written (``new`` counts every row read)."""
+    results = [
+        FileResult(
+            str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"]),
+            config_hint=b.settings.get("config_hint"), **described(b),
+        )
+        for b in batches
+    ]  # fmt: skip
+    flagged: Counter[str] = Counter()
+    for f in results:
+        flagged.update(f.flagged)
+    return IngestSummary(
+        files=results,
+        rows=sum(r.rows for r in results),
+        new=0,
+        already_stored=0,
+        replaced=0,
+        duplicates=0,
+        flagged=dict(sorted(flagged.items())),
+        **_read_keys(batches),
+        items_written=0,
+        store_version=store.version(),
+        dry_run=True,
+        skipped=skipped,
     )
 
 

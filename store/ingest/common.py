@@ -16,6 +16,10 @@ item columns it knows (``target``, ``question``, ``duration``...); :func:`make_b
   every difference is visible;
 * the video: where none is given, a Video-MME question id ``NNN-k`` names its video ``NNN``
   (``store.ingest.videos``), so folds and per-video views group its three questions;
+* frames: logged indices, ``frames_source`` and ``sampler`` (``store.ingest.frames``); a logged set
+  that is no uniform sampler's moves its configuration to ``<N>f/adaptive``, flagged ``adaptive-frames``;
+* frames: logged indices, ``frames_source`` and ``sampler`` (``store.ingest.frames``); a logged set
+  that is no uniform sampler's moves its configuration to ``<N>f/adaptive``, flagged ``adaptive-frames``;
 * ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``;
 * every value passes the gate (``store.ingest.gate``): bad numbers, out-of-range counts and
   oversized text are refused with their line, never coerced.
@@ -43,7 +47,7 @@ import pyarrow as pa
 from store import configs
 from store.answers import LETTERS, extract_letter, is_letter, letter_or_text
 from store.errors import UserError
-from store.ingest import gate, jsontext
+from store.ingest import frames, gate, jsontext
 from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
@@ -68,6 +72,7 @@ class IngestOptions:
     run: str = "main"
     progress: bool = False
     field_map: tuple[tuple[str, tuple[str, ...]], ...] = ()  # --map, parsed (store.ingest.mapping)
+    sampler: str | None = None  # --sampler: the harness's frame sampler (store.samplers)
 
 
 @dataclass
@@ -129,18 +134,22 @@ def load_json(
 
 
 _BUDGET_WORD = re.compile(
-    r"(?<![A-Za-z0-9])(?:(?P<frames>\d+)(?:f|frames?)(?:[_@](?P<pixels>\d+)k)?|n?frames?_?(?P<after>\d+))(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9])(?:(?P<frames>\d+)(?:f|frames?)(?:[_@](?P<pixels>\d+)k)?|(?:n?frames?_?|k)(?P<after>\d+))(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
 
 
 def budget_hint(path: Path) -> tuple[str, str] | None:
     """(label, where) when the file's name or its folder's name states one budget (``16f``,
-    ``16frames``, ``_16frame``, ``nframes16``; ``32f_151k`` keeps its pixels); None when neither
-    does or they state different ones."""
+    ``16frames``, ``_16frame``, ``nframes16``, a top-k selection's ``k16``; ``32f_151k`` keeps its pixels), or the folder above it does (lmms-eval's
+    run folder); None when none does or they state different ones."""
     found = {
         where: {label for m in _BUDGET_WORD.finditer(name) if (label := _budget_label(m))}
-        for where, name in (("the file name", path.stem), ("the folder name", path.parent.name))
+        for where, name in (
+            ("the file name", path.stem),
+            ("the folder name", path.parent.name),
+            ("the run folder name", path.parent.parent.name),  # lmms-eval: <run>/<model>/<stamp>_samples_*.jsonl
+        )
     }
     labels = set().union(*found.values())
     if len(labels) != 1:
@@ -305,13 +314,21 @@ def make_batch(
     gate.counts(path, rows, line_word)
     gate.option_probs(path, rows, line_word)
     gate.text_sizes(path, rows, TEXT_COLUMNS, line_word)
+    frames.prepare(path, rows, opts.sampler, line_word)
     _canonical_configs(path, rows, line_word)
+    relabelled = frames.relabel(rows)
     _answers_and_correctness(path, rows, line_word)
+    settings = dict(settings or {})
+    if relabelled:
+        settings["adaptive"] = relabelled
+        settings["config_hint"] = "; ".join(filter(None, [settings.get("config_hint"), frames.describe(relabelled)]))
+    if opts.sampler:
+        settings["sampler"] = opts.sampler
     run_id = f"ingest-{pd.Timestamp.now(tz='UTC'):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     rows["run_id"] = constant(run_id, n)
     rows["origin"] = constant("ingest", n)
     keep = [c for c in dict.fromkeys(RESPONSE_COLUMNS + ITEM_COLUMNS + ["_line"]) if c in rows]
-    return Batch(path, fmt, rows[keep].reset_index(drop=True), sha256(path), run_id, settings or {}, line_word)
+    return Batch(path, fmt, rows[keep].reset_index(drop=True), sha256(path), run_id, settings, line_word)
 
 
 def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
@@ -410,7 +427,8 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
         note = np.asarray([_clean_text(u) is not None for u in uniq])[codes]
     no_answer = has_raw & mcqa & ~has_answer
     bits = np.zeros(n, dtype=np.int64)
-    for i, mask in enumerate((no_answer, mismatch, unparseable, note)):
+    adaptive = rows["_adaptive"].to_numpy(dtype=bool) if "_adaptive" in rows else False
+    for i, mask in enumerate((no_answer, mismatch, unparseable, note, adaptive)):
         bits |= np.asarray(mask, dtype=np.int64) << i
     rows["flags"] = categorical(bits, _FLAG_TEXT)
 
@@ -432,7 +450,7 @@ def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:
     return np.clip(n, 1, len(LETTERS)).astype(np.int64)
 
 
-FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note")
+FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note", "adaptive-frames")
 # Flag text for each bit pattern (bit i = FLAG_NAMES[i]); pattern 0 = no flag.
 _FLAG_TEXT = [
     ",".join(f for i, f in enumerate(FLAG_NAMES) if code >> i & 1) or None for code in range(1 << len(FLAG_NAMES))

@@ -60,13 +60,22 @@ PAYLOAD_FIELDS = {
     "task_category": "task_type",
     "question_category": "task_type",
     "task_type": "task_type",
+    "domain": "domain",
     "videoID": "video",
+    "video_path": "video",
+    "video_name": "video",
+    "video": "video",
     "answer": "target",
     "gt_answer": "target",
     "pred_answer": "harness_answer",
     "parsed_pred": "harness_answer",
     "score": "harness_correct",
 }
+# The file's own video reference, in the order tried (payload, then the sample's doc); a ``video_id``
+# counts only when it is not Video-MME's numeric id (``001``), which names no file.
+VIDEO_KEYS = ("videoID", "video_path", "video_name", "video", "video_id")
+_NUMERIC_VIDEO_ID = re.compile(r"^\d+$")
+FRAME_INDEX_KEYS = ("frame_idx", "frame_indices")  # a customised run's logged frames (VIDEOS.md)
 FRAME_KEYS = ("max_frames_num", "max_num_frames", "num_frame", "num_frames", "nframes")
 _SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<task>.+)\.jsonl$")
 _OPTIONS_HEADER = re.compile(r"^\s*(options|choices|candidates)\s*:?\s*$", re.IGNORECASE)
@@ -233,18 +242,33 @@ def _record(path: Path, n: int, sample: dict, task: str | None, word: str) -> di
     rec["question"] = question or doc.get("question")
     rec["options"] = json.dumps(options, ensure_ascii=False) if options else None
     rec["n_options"] = len(options) or None
-    rec["video"] = rec.get("video") or doc.get("videoID") or doc.get("video")
+    rec["video"] = _video_reference(payload, doc)
+    rec["frame_indices"] = next((payload[k] for k in FRAME_INDEX_KEYS if k in payload), None)
     rec["item_id"] = _item_key(path, n, payload, doc, sample, task, word)
     prov = {"doc_id": sample.get("doc_id"), "payload": payload_key, "prompt": prompt}
     for k in ("pred_answer", "parsed_pred", "score"):
         if k in payload:
             prov[f"harness_{k}"] = payload[k]
+    extra = {k: v for k, v in payload.items() if k not in PAYLOAD_FIELDS and k not in KEY_FIELDS + FRAME_INDEX_KEYS}
+    if extra:  # every other field the payload carries (frame_num, use_topk, ...), kept as written
+        prov["payload_fields"] = extra
     if "token_counts" in sample:
         prov["token_counts"] = sample["token_counts"]
     if "resps" in sample and _response_text(sample["resps"]) != rec["raw_output"]:
         prov["resps"] = sample["resps"]
     rec["_prov"] = prov
     return rec
+
+
+def _video_reference(payload: dict, doc: dict) -> str | None:
+    """The file's own name for the item's video (``VIDEO_KEYS``), payload first."""
+    for source in (payload, doc):
+        for k in VIDEO_KEYS:
+            v = source.get(k)
+            if v in (None, "") or (k == "video_id" and _NUMERIC_VIDEO_ID.match(str(v))):
+                continue
+            return str(v)
+    return None
 
 
 def _item_key(path: Path, n: int, payload: dict, doc: dict, sample: dict, task: str | None, word: str) -> str:
@@ -364,7 +388,9 @@ def _model(path: Path, harness: dict) -> str:
     if harness.get("model_name") or harness.get("model"):
         return str(harness.get("model_name") or harness.get("model"))
     if _SAMPLES_NAME.match(path.name):
-        return path.parent.name  # lmms-eval writes <out>/<model>/<stamp>_samples_<task>.jsonl
+        # lmms-eval writes <out>/<model>/<stamp>_samples_<task>.jsonl, the model's path with "/" as "__": a
+        # relative checkpoint path's leading ``..__`` names no model
+        return re.sub(r"^(?:\.{1,2}__)+", "", path.parent.name) or path.parent.name
     raise fail(path, "cannot tell the model (no results.json beside the file); pass --model")
 
 

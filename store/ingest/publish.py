@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from store import configs, samplers
 from store.errors import UserError
 from store.ingest.common import ITEM_COLUMNS, RESPONSE_COLUMNS, Batch, count_flags
 from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY
@@ -54,6 +55,10 @@ class FileResult:
     flagged: dict[str, int] = field(default_factory=dict)
     run_id: str | None = None  # set when the file wrote anything
     config_hint: str | None = None  # "config 16f from the file name" where the config was inferred so
+    configs: list[str] = field(default_factory=list)  # the configurations its rows got
+    frames: dict[str, int] = field(
+        default_factory=dict
+    )  # visual rows per frames source (logged, reconstructed, unknown)
 
 
 @dataclass
@@ -76,6 +81,7 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
             len(b.rows),
             flagged=count_flags(b.rows["flags"]),
             config_hint=b.settings.get("config_hint"),
+            **described(b),
         )
         for b in batches
     ]
@@ -103,6 +109,15 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
         w.add("items", items.assign(written_at=now))
         w.add("runs", _runs(batches, results, options, now))
     return Published(results, len(items), store.version())
+
+
+def described(b: Batch) -> dict:
+    """A batch's configurations and its visual rows per frames source (the summary line, --dry-run)."""
+    sources = b.rows["frames_source"].dropna().value_counts() if "frames_source" in b.rows else pd.Series(dtype=int)
+    return {
+        "configs": configs.order(b.rows["config"].astype("str").unique().tolist()),
+        "frames": {k: int(sources[k]) for k in samplers.SOURCES if sources.get(k, 0)},
+    }
 
 
 def key_codes(rows: pd.DataFrame, cols: list[str]) -> np.ndarray:

@@ -50,13 +50,17 @@ STRING_COLUMNS = KEY_COLUMNS + [
     "domain", "sub_category", "source_tag", "protocol_note", "option_probs",
 ]  # fmt: skip
 FLOAT_COLUMNS = ["confidence", "score", "letter_mass"]  # parsed and range-checked by the gate
-KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct"}
+KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct", "frame_indices"}
+# --map fields: the columns above, and ``frames``: the logged frame indices (a list, or JSON list text),
+# ``--map frames=KEY`` (store.ingest.frames); a native ``frames`` column stays provenance (often a count).
+MAP_FIELDS = KNOWN | {"frames"}
 
 
 def read(path: Path, opts: IngestOptions) -> Batch:
     df, lines, word = _load(path)
     fields, rest = mapping.apply(path, df, opts.field_map) if opts.field_map else (df.iloc[:, :0], df)
-    native = [c for c in rest.columns if c in KNOWN and c not in fields]
+    mapped = set(fields) | ({"frame_indices"} if "frames" in fields else set())  # --map frames=KEY names them
+    native = [c for c in rest.columns if c in KNOWN and c not in mapped]
     extra = [c for c in rest.columns if c not in native]  # a column named like a mapped field lands here
     known = pd.concat([fields, rest[native]], axis=1)
     given = {"model": opts.model, "benchmark": opts.benchmark, "config": opts.config}
@@ -76,7 +80,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     for col in STRING_COLUMNS:
         if col in known:
             known[col] = as_text(known[col])
-    rows = known.rename(columns={"prediction": "raw_output"})
+    rows = known.rename(columns={"prediction": "raw_output", "frames": "frame_indices"})
     rows["_line"] = lines
     if "correct" in rows:
         rows["correct"] = _zero_one(path, rows["correct"], rows["_line"], word)

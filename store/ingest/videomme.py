@@ -31,6 +31,16 @@ def strip_trailing_commas(text: str) -> str:
     return _TRAILING_COMMA.sub(lambda m: m[1] if m[1] is not None else m[2], text)
 
 
+def _video_reference(video: dict) -> str | None:
+    """The file's name for the video: ``videoID`` (the YouTube id its file is named by), else a
+    ``video_id`` that is not Video-MME's number (``001`` names no file; ingest then implies ``001``
+    from the question ids, as before)."""
+    if video.get("videoID"):
+        return str(video["videoID"])
+    vid = video.get("video_id")
+    return None if vid is None or str(vid).isdigit() else str(vid)
+
+
 def looks_like(head: str) -> bool:
     return head.lstrip().startswith("[") and '"questions"' in head
 
@@ -46,10 +56,12 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     records = []
     for v_no, video in enumerate(videos, 1):
         meta = {col: next((video[k] for k in keys if k in video), None) for col, keys in VIDEO_FIELDS.items()}
-        meta["video"] = video.get("video_id", video.get("videoID"))
+        meta["video"] = _video_reference(video)
         for q_no, q in enumerate(video["questions"], 1):
             if "question_id" not in q:
-                raise fail(path, f"video {v_no} ({meta['video']}), question {q_no}: no question_id")
+                raise fail(
+                    path, f"video {v_no} ({video.get('video_id', meta['video'])}), question {q_no}: no question_id"
+                )
             options = q.get("options") or []
             records.append(
                 meta

@@ -129,6 +129,7 @@ def response_row(answered: Answered, source: RowSource, now: datetime) -> dict[s
         "policy": cfg.policy,
         "seed": answered.seed,
         "frame_indices": frame_list,
+        "frames_source": None if cfg.is_text else "logged",  # the worker records the frames it fed
         "flags": "no-answer" if mcqa and answer is None else None,
         "provenance": json.dumps(provenance, default=json_default),
         "written_at": now,
