@@ -76,7 +76,8 @@ def read(path: Path, opts: IngestOptions) -> Batch:
         require_columns(
             path, known.columns, ["prediction", "target"], "a long table without `correct`", hint, df.columns
         )
-    gate.scalars(path, known, [c for c in known.columns if c not in ("options", "option_probs")], lines, word)
+    lists = ("options", "option_probs", "frames")  # fields that hold a list by design (frames: logged indices)
+    gate.scalars(path, known, [c for c in known.columns if c not in lists], lines, word)
     for col in STRING_COLUMNS:
         if col in known:
             known[col] = as_text(known[col])
