@@ -269,7 +269,9 @@ class Worker:
         item = items.iloc[0]
         cfg = parse(req.config)
         cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels)
-        answered = Answered(item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings)
+        answered = Answered(
+            item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings, cell.decoder
+        )
         return self._rows(job, answered)
 
     def _rows(self, job: Job, answered: Answered) -> dict[str, pd.DataFrame]:

@@ -20,7 +20,7 @@ import pandas as pd
 from backend.runtime.inference.base import InferenceRequest
 from backend.runtime.inference.pruning import PruneSpec
 from backend.runtime.sampling import frame_indices
-from backend.runtime.video import decode_frames, probe, resolve_video
+from backend.runtime.video import decode_frames, decoder, probe, resolve_video
 from store.configs import Config
 
 
@@ -75,6 +75,7 @@ class ColdCell:
     fps: float | None
     pixels: int | None
     timings: dict[str, float] = field(default_factory=dict)  # decode + the adapter's phases
+    decoder: str | None = None  # what read the frames (None for text-only)
 
 
 def video_of(item: Mapping[str, Any]) -> str | None:
@@ -94,7 +95,7 @@ def answer_cold(
     """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
     label prunes as its label says)."""
     timings: dict[str, float] = {}
-    frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
+    frames, indices, fps, total, read_by = None, np.empty(0, dtype=np.int64), None, None, None  # text-only
     if not cfg.is_text:
         path = resolve_video(video_root, video_of(item))
         info = probe(path)
@@ -103,7 +104,8 @@ def answer_cold(
         t0 = time.perf_counter()
         frames = decode_frames(path, indices)
         timings["decode"] = time.perf_counter() - t0
+        read_by = decoder(path)
     pixels = cfg.pixels if cfg.pixels is not None else default_pixels
     result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg)))
     timings |= dict(result.timings or {})
-    return ColdCell(result, indices, fps, pixels, timings)
+    return ColdCell(result, indices, fps, pixels, timings, read_by)
