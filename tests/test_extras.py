@@ -120,3 +120,24 @@ def test_the_demo_store_builds_without_the_worker_extra(tmp_path):
     summary = json.loads(out.stdout)
     assert summary["items"] == 8 and summary["demo_model"] is None
     assert not (tmp_path / "s" / "models").exists()
+
+
+@pytest.mark.slow
+def test_the_rerun_panel_says_what_to_install(monkeypatch, tmp_path):
+    """Without the extra the panel still queues the job (a worker elsewhere serves it) and says, in one
+    line, why none starts here and what to install."""
+    from backend.demo.synthetic import build_demo
+    from store.queue import JobQueue
+    from tests.test_rerun_ui import _click, _panel, _register_fake
+
+    root = tmp_path / "store"
+    build_demo(root, n_items=8, seed=0)
+    monkeypatch.setattr(extras, "missing_worker_extra", lambda: ["torch"])
+    _register_fake(root)
+    at = _panel(root)
+    next(n for n in at.number_input if n.label == "Frames").set_value(24).run()
+    _click(at, "Run")
+    (job,) = JobQueue(root).list_jobs(state="queued")
+    (warning,) = [w.value for w in at.warning]
+    assert warning.startswith(f"Job {job.id} is queued, but no worker can be started here: a local worker needs")
+    assert "torch not installed" in warning and "pip install" in warning and "\n" not in warning
