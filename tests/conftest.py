@@ -35,7 +35,7 @@ class _NeedsWorkerExtra(pytest.Module):
             cause = exc.__cause__
             name = getattr(cause, "name", None) or ""
             if isinstance(cause, ModuleNotFoundError) and name.split(".")[0] in WORKER_EXTRA:
-                pytest.skip(f"needs the worker extra ({name} not installed: {WORKER_INSTALL})")
+                pytest.skip(f"{self.path.name} needs the worker extra ({name} not installed: {WORKER_INSTALL})")
             raise
         return super().collect()
 
