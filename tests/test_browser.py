@@ -148,6 +148,7 @@ RERUN_FRAMES = 24  # a budget the demo grid does not have: the worker must reall
 RERUN_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch, loads the tiny model), then runs
 
 
+@pytest.mark.worker
 def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_server, page):
     goto(page, app_server, f"inspector?{BASE}&model=synthetic-A-7B")
     panel = (

@@ -110,6 +110,7 @@ def test_inspector_walks_a_flow_and_stops_at_its_last_item(app_server, page):
     screenshot(page, "clickthrough-inspector-walk")
 
 
+@pytest.mark.worker
 def test_a_flows_items_rerun_together_and_compare(app_server, page):
     view = flow_view(app_server)
     small = min((lk for lk in view["links"] if lk["kind"] == "harmed" and lk["count"] > 0), key=lambda lk: lk["count"])

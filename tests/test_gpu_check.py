@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"), pytest.mark.slow, pytest.mark.worker]
 
 
 def test_gpu_check_smoke_mode_prints_one_row_per_family(tmp_path, capsys):

@@ -121,6 +121,7 @@ def test_cli_add_list_remove(tmp_path, ckpt, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.worker
 def test_demo_model_is_built_and_registered(tmp_path):
     root = tmp_path / "store"
     spec = registry.register_demo_model(root, "demo-qwen")

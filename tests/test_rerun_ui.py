@@ -51,6 +51,7 @@ def _until(predicate, timeout_s: float, what: str):
 
 # -- the demo store ------------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.worker
 def test_build_demo_store_registers_a_random_weights_model_without_importing_torch(tmp_path):
     root = tmp_path / "demo"
     code = (
@@ -87,6 +88,7 @@ def test_ensure_local_worker_refuses_unknown_models_and_missing_checkpoints(root
 
 
 @pytest.mark.slow
+@pytest.mark.worker
 def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
     registry.register_demo_model(root, "tiny", max_frames=32)
     first = ensure_local_worker(root, "tiny")
@@ -112,6 +114,7 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
 
 
 @pytest.mark.slow
+@pytest.mark.worker
 def test_a_worker_that_cannot_start_is_reported_with_its_log(root):
     first = ensure_local_worker(root, "m")  # "m" has a config.json but no weights: the worker exits
     exited = _until(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.runtime import registry
+from backend.runtime import registry, video
 from backend.runtime.inference.base import FAMILIES
 from backend.runtime.sweep import accounting
 from backend.runtime.sweep.engine import Reuse
@@ -125,8 +125,10 @@ def test_rows_batches_and_provenance(swept):
     assert prov["sweep_id"] == summary["sweep_id"] and prov["reuse"] == ["decode", "prefix", "vision"]
     assert list(row["frame_indices"]) == prov["frame_indices"] and row["seed"] == 1 and len(prov["frame_indices"]) == 8
     assert set(prov["timings"]) == {"decode", "preprocess", "vision", "prefill", "generate"}
+    assert prov["decoder"] == (video.DECORD if video.decord_installed() else video.PYAV)  # what read the frames
     text = rows[(rows["item_id"] == "t-1") & (rows["config"] == "text")].iloc[0]
     assert json.loads(text["provenance"])["timings"]["decode"] == 0 and list(text["frame_indices"]) == []
+    assert json.loads(text["provenance"])["decoder"] is None  # text-only: no video read
 
 
 def test_phase_timings_add_up_to_the_totals(swept):

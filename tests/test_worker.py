@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from backend.cli import main
-from backend.runtime import registry, rerun
+from backend.runtime import registry, rerun, video
 from backend.runtime.sampling import frame_indices
 from backend.runtime.worker import Worker
 from store.queue import JobQueue
 from store.rerun_request import RerunRequest
 from store.store import Store
 from tests.rerun_fixtures import FPS, N_FRAMES, FakeAdapter, build_store
+
+pytestmark = pytest.mark.worker  # every test here runs the inference stack
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,6 +100,7 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
     assert len(prov["checkpoint_fingerprint"]) == 16 and prov["frame_indices"] == expected
     assert prov["timestamps_s"] == [i / FPS for i in expected]
     assert {"torch", "transformers", "decord"} <= prov["versions"].keys() and prov["versions"]["torch"]
+    assert prov["decoder"] == (video.DECORD if video.decord_installed() else video.PYAV)  # what read the frames
     assert set(prov["timings"]) == {"decode", "preprocess", "vision", "prefill", "generate"}
     assert prov["token_counts"]["visual"] == 32 and prov["resolution"] == [48, 64]
     (run,) = Store(root).query("SELECT * FROM runs WHERE run_id = ?", [f"rerun-{job.id}"]).to_dict("records")

@@ -16,6 +16,8 @@ from backend.runtime.worker import Worker
 from backend.runtime.worker_pool import LOCAL_IDLE_TIMEOUT_S, local_worker, stop_local_workers
 from tests.rerun_fixtures import FakeAdapter, build_store
 
+pytestmark = pytest.mark.worker  # every test here runs the inference stack
+
 REPO = Path(__file__).resolve().parents[1]
 ONLINE_TIMEOUT_S = 240  # the worker imports torch and loads the tiny model on a busy CPU
 EXIT_WITHIN_S = 5.0

@@ -11,6 +11,7 @@ from tqdm import tqdm
 from backend.cli.common import add_json, add_store, print_json
 from backend.demo.model import DEMO_MODEL, build_demo_store
 from backend.demo.synthetic import DEFAULT_ITEMS
+from backend.runtime.extras import WORKER_INSTALL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
+        model = summary["demo_model"]
+        rerun = f"re-run model {model['name']} ({model['note']})" if model else f"re-runs need {WORKER_INSTALL}"
         print(
             f"demo store at {summary['store']}: {summary['items']} items, {summary['responses']} responses, "
-            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s); "
-            f"re-run model {summary['demo_model']['name']} ({summary['demo_model']['note']})"
+            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s); {rerun}"
         )
     return 0

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.runtime.extras import require_worker_extra
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.plan import DEFAULT_BATCH
 from store.errors import UserError
@@ -75,6 +76,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_worker_extra("trajaudit sweep")  # before the engine's imports: they load torch
     from backend.runtime.sweep.engine import Reuse
     from backend.runtime.sweep.plan import expand_grid, read_item_ids
     from backend.runtime.sweep.runner import SweepRequest, run_sweep

@@ -9,6 +9,7 @@ import sys
 
 from backend.cli.common import add_store
 from backend.runtime import lifeline
+from backend.runtime.extras import require_worker_extra
 from store.errors import UserError
 from store.store import resolve_root
 
@@ -42,6 +43,7 @@ def _parent_gone(pid: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_worker_extra("trajaudit worker")
     if args.idle_timeout is not None and not args.idle_timeout > 0:
         raise UserError(f"--idle-timeout {args.idle_timeout:g}: expected a positive number of seconds")
     if args.parent_pid is not None:  # watched from the start: loading the model takes a while

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from backend.demo.synthetic import MAIN_GRID, MODELS, SUBSET_CONFIGS, build_demo
 from backend.runtime import registry
+from backend.runtime.extras import missing_worker_extra
 from store.configs import parse
 from store.errors import UserError
 
@@ -45,9 +46,13 @@ def register_demo_model_isolated(store_root: str | os.PathLike, name: str = DEMO
 def build_demo_store(
     store_root: str | os.PathLike, *, progress: Callable[[float, str], None] | None = None, **kw
 ) -> dict:
-    """``build_demo(store_root, **kw)``, then the random-weights demo model; the summary gains ``demo_model``."""
+    """``build_demo(store_root, **kw)``, then the random-weights demo model; the summary gains ``demo_model``
+    (None in a core install without the worker extra: the store browses, re-runs need the extra)."""
     report = progress or (lambda fraction, message: None)
     summary = build_demo(store_root, progress=lambda f, msg: report(DATA_SHARE * f, msg), **kw)
+    if missing_worker_extra():
+        report(1.0, "done (no re-run model without the worker extra)")
+        return summary | {"demo_model": None}
     report(DATA_SHARE, f"building the random-weights demo model {DEMO_MODEL}")
     spec = register_demo_model_isolated(summary["store"])  # the resolved root (--store may be omitted)
     report(1.0, "done")

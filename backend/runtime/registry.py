@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from backend.runtime.extras import require_worker_extra
 from backend.runtime.inference import base as inference
 from store.errors import UserError
 from store.paths import outside_reason, write_atomic
@@ -174,6 +175,7 @@ def register_demo_model(
     store write) runs on any machine without a checkpoint. ``max_frames`` is the ceiling the
     registry accepts (a demo store's grid may go past the default).
     """
+    require_worker_extra("building a demo model")
     from backend.runtime.inference.tiny import build_tiny  # torch: only imported when a demo model is built
 
     if family not in FAMILIES:

@@ -1,14 +1,36 @@
 """Video access: confined path resolution, probing, decoding exactly the frames asked for, thumbnails.
 
-decord reads a random batch of frames quickly (``VideoReader.get_batch`` seeks to each index), so
-only the frames a policy picked are decoded. PyAV is the fallback when decord cannot open a file.
-Known decord trap: ``get_batch`` can hang when a container over-reports its frame count, so indices
-are clamped to the length decord reports before asking. Nothing here imports torch (the dashboard
-uses this module and must stay torch-free).
+Two decoders read the same frames, and :func:`decoder` says which one reads a given file:
+
+- **decord** where it installs (x86-64 Linux, 64-bit Windows: decord 0.6.0, its last release, has
+  wheels nowhere else). It reads a random batch of frames quickly (``VideoReader.get_batch`` seeks
+  to each index), so only the frames a policy picked are decoded.
+- **PyAV** everywhere else (macOS arm64, Linux aarch64), and for a file decord cannot open. It
+  decodes sequentially up to the last index asked, keeping the wanted frames: slower for a late
+  index in a long video, the same frames otherwise.
+
+Frame ``i`` is the ``i``-th frame in presentation order for both; on a constant-frame-rate file
+they return the same frames, pixels within the codec's rounding (``tests/test_decoders.py``
+measures it). Where they can differ:
+
+- **a container that over-reports its length** (``nb_frames`` in the header past the real end):
+  decord's ``len`` believes the header, so an index past the real end is clamped to a frame that
+  may not exist (``get_batch`` can hang there: indices are clamped to decord's length first); PyAV
+  counts the frames it actually decodes and gives the last real frame for any later index. A
+  probe through PyAV trusts the header's count too when it has one.
+- **variable frame rate**: both index frames by position, not by time, and both report the
+  average rate, so a timestamp computed as ``index / fps`` is approximate on a VFR file whichever
+  decoder read it.
+- **resizing** (``size=``): each uses its own libswscale filter, so resized pixels differ more
+  than full-size ones (the test bounds both).
+
+The provenance of a re-run or sweep answer names the decoder that read its frames. Nothing here
+imports torch (the dashboard uses this module and must stay torch-free).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -17,10 +39,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from backend.runtime.extras import importable
 from store.errors import UserError
 from store.paths import exclusive_temp
 
 VIDEO_ROOT_ENV = "TRAJAUDIT_VIDEO_ROOT"
+DECORD, PYAV = "decord", "pyav"
 
 
 @dataclass(frozen=True)
@@ -60,13 +84,33 @@ def resolve_video(video_root: str | os.PathLike, rel: str) -> Path:
 
 
 def _decord_reader(path: Path, width: int = -1, height: int = -1):
-    """A decord reader, or None when decord cannot open the file (the caller falls back to PyAV)."""
+    """A decord reader, or None when decord is not installed or cannot open the file (PyAV reads it)."""
+    if not decord_installed():
+        return None
     try:
         import decord
 
         return decord.VideoReader(str(path), ctx=decord.cpu(0), width=width, height=height)
     except Exception:  # decord raises its own DECORDError or RuntimeError on unreadable containers
         return None
+
+
+@functools.cache
+def decord_installed() -> bool:
+    """Whether decord is importable here (it has no wheel for macOS arm64 or Linux aarch64)."""
+    return importable("decord")
+
+
+def decoder(path: str | os.PathLike) -> str:
+    """``"decord"`` or ``"pyav"``: the decoder :func:`decode_frames` reads this file with (for provenance)."""
+    path = Path(path)
+    return _decoder_of(_video_key(path), path) if decord_installed() else PYAV
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoder_of(key: str, path: Path) -> str:
+    """Cached per file identity (``key``): a sweep asks once per cell, decord opens each file once."""
+    return DECORD if _decord_reader(path) is not None else PYAV
 
 
 def _as_numpy(batch) -> np.ndarray:
@@ -115,14 +159,25 @@ def decode_frames(path: str | os.PathLike, indices, size: int | None = None) -> 
     """Frames ``indices`` of a video as ``[K, H, W, 3]`` uint8 RGB, in the order asked.
 
     ``size`` resizes so the shorter side is ``size`` pixels (aspect kept). Indices past the end
-    are clamped to the last frame.
+    are clamped to the last frame. Read by :func:`decoder`'s choice for the file; a resize decord
+    0.6.0 cannot do (some target widths fail its buffer-size check, e.g. 48 or 72 pixels) is done
+    by PyAV instead.
     """
     path = Path(path)
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     width, height = (-1, -1) if size is None else _resized_dims(*_av_size(path), size)
-    vr = _decord_reader(path, width, height)
-    if vr is None:
-        return _decode_av(path, np.maximum(idx, 0), width, height)
+    vr = _decord_reader(path, width, height) if decoder(path) == DECORD else None
+    if vr is not None:
+        try:
+            return _decode_decord(vr, idx)
+        except Exception:  # decord's DECORDError; only a resize falls back (full-size errors are real)
+            if size is None:
+                raise
+    return _decode_av(path, np.maximum(idx, 0), width, height)
+
+
+def _decode_decord(vr, idx: np.ndarray) -> np.ndarray:
+    """decord: one seek per index, clamped to decord's length first (``get_batch`` can hang past it)."""
     if len(idx) == 0:
         h, w = vr[0].shape[:2]
         return np.empty((0, h, w, 3), dtype=np.uint8)

@@ -320,7 +320,9 @@ class Worker:
         if logged_frames.is_logged(cfg):
             given = logged_frames.logged_indices(self.store, req.model, req.benchmark, req.item_id, cfg)
         cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels, given)
-        answered = Answered(item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings)
+        answered = Answered(
+            item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings, cell.decoder
+        )
         return self._rows(job, answered)
 
     def _rows(self, job: Job, answered: Answered) -> dict[str, pd.DataFrame]:

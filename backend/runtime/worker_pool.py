@@ -34,6 +34,7 @@ from pathlib import Path
 
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker
 from backend.runtime import registry, rerun
+from backend.runtime.extras import require_worker_extra
 from store.errors import UserError
 from store.paths import inside, write_atomic
 from store.queue import Job, JobQueue
@@ -181,7 +182,7 @@ def ensure_local_worker(
 
     Returns :func:`local_worker`'s dict plus ``started`` (True when this call started it; its
     ``state`` is then ``starting``). ``UserError`` for an unregistered model or a checkpoint that
-    is not on this machine (start a worker where it is instead).
+    is not on this machine (start a worker where it is instead), or without the worker extra.
     """
     root = Path(store_root)
     spec = registry.get(root, model)
@@ -189,6 +190,7 @@ def ensure_local_worker(
         raise UserError(
             f"model {model!r}: checkpoint {spec.path!r} is not on this machine; start its worker where it is"
         )
+    require_worker_extra("a local worker")  # a worker elsewhere can still serve the queued job
     if device not in registry.DEVICES:
         raise UserError(f"unknown device {device!r}; expected one of {', '.join(registry.DEVICES)}")
     log, pid_file, lock = _files(root, model)

@@ -21,7 +21,7 @@ from backend.runtime.inference.base import InferenceRequest
 from backend.runtime.inference.pruning import PruneSpec
 from backend.runtime.logged_frames import check_inside
 from backend.runtime.sampling import frame_indices
-from backend.runtime.video import decode_frames, probe, resolve_video
+from backend.runtime.video import decode_frames, decoder, probe, resolve_video
 from store.configs import Config
 
 
@@ -76,6 +76,7 @@ class ColdCell:
     fps: float | None
     pixels: int | None
     timings: dict[str, float] = field(default_factory=dict)  # decode + the adapter's phases
+    decoder: str | None = None  # what read the frames (None for text-only)
 
 
 def video_of(item: Mapping[str, Any]) -> str | None:
@@ -97,7 +98,7 @@ def answer_cold(
     label prunes as its label says). ``given``: the frame indices to feed instead of the policy's
     (a ``logged`` label replays a logged answer's; they must lie inside the video)."""
     timings: dict[str, float] = {}
-    frames, indices, fps, total = None, np.empty(0, dtype=np.int64), None, None  # text-only
+    frames, indices, fps, total, read_by = None, np.empty(0, dtype=np.int64), None, None, None  # text-only
     if not cfg.is_text:
         path = resolve_video(video_root, video_of(item))
         info = probe(path)
@@ -110,7 +111,8 @@ def answer_cold(
         t0 = time.perf_counter()
         frames = decode_frames(path, indices)
         timings["decode"] = time.perf_counter() - t0
+        read_by = decoder(path)
     pixels = cfg.pixels if cfg.pixels is not None else default_pixels
     result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg)))
     timings |= dict(result.timings or {})
-    return ColdCell(result, indices, fps, pixels, timings)
+    return ColdCell(result, indices, fps, pixels, timings, read_by)

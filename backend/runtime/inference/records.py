@@ -3,8 +3,8 @@
 The worker (one re-run) and the sweep (a whole grid) store answers of the same kind; a row must not
 say more or less about where it came from depending on which of them wrote it. Both build rows
 here: the item's fields, the configuration, the frames seen, the scored result and a provenance
-blob (checkpoint fingerprint, library versions, device, dtype, frame indices and timestamps, fed
-resolution, token counts, phase timings) plus whatever the writer adds (job or sweep ids).
+blob (checkpoint fingerprint, library versions, device, dtype, frame indices and timestamps, the
+decoder that read them, fed resolution, token counts, phase timings) plus whatever the writer adds (job or sweep ids).
 Imports no torch.
 """
 
@@ -74,6 +74,7 @@ class Answered:
     pixels: int | None  # pixels per frame requested (None: the model's default)
     result: Any  # InferenceResult
     timings: Mapping[str, float]  # seconds per phase
+    decoder: str | None = None  # "decord" or "pyav": what read the frames (None for text-only)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def response_row(answered: Answered, source: RowSource, now: datetime) -> dict[s
         "frame_indices": frame_list,
         "timestamps_s": timestamps(answered.indices, fps).round(6).tolist() if fps else [],
         "native_fps": fps,
+        "decoder": answered.decoder,
         "pixels_requested": answered.pixels,
         "resolution": result.resolution,
         "token_counts": result.token_counts,

@@ -36,7 +36,7 @@ from backend.runtime.sampling import frame_indices, policy_name
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.frames import ClipFrames
 from backend.runtime.sweep.plan import VideoGroup
-from backend.runtime.video import probe, resolve_video
+from backend.runtime.video import decoder, probe, resolve_video
 from store.configs import Config, parse
 from store.errors import UserError
 
@@ -142,6 +142,7 @@ class Engine:
                 yield from (Failed(i, cfg.label, str(exc)) for i in by_config[cfg.label])
             return
         self.counters.videos_opened += 1
+        read_by = decoder(path)
         clip = ClipFrames(path, info, self.adapter.resize_for_budget, reuse=self.reuse.decode)
         clip.preload([wanted[c.label] for c in cfgs])
         n_visual = sum(len(by_config[c.label]) for c in cfgs)
@@ -170,7 +171,9 @@ class Engine:
                 timings = _timings(result)
                 timings["decode"] = decode[k] if not self.reuse.decode else clip.decode_share(n_visual)
                 timings["preprocess"] += resize_s / len(ids)
-                yield Answered(items[item_id], cfg, label_seed(cfg), indices, info.fps, pixels, result, timings)
+                yield Answered(
+                    items[item_id], cfg, label_seed(cfg), indices, info.fps, pixels, result, timings, read_by
+                )
         self.counters.frames_decoded += clip.frames_decoded
 
 

@@ -215,7 +215,17 @@ class ShardRunner:
                 self.engine.default_pixels,
             )
             row = self._row(
-                Answered(item, cfg, label_seed(cfg), cold.indices, cold.fps, cold.pixels, cold.result, cold.timings)
+                Answered(
+                    item,
+                    cfg,
+                    label_seed(cfg),
+                    cold.indices,
+                    cold.fps,
+                    cold.pixels,
+                    cold.result,
+                    cold.timings,
+                    cold.decoder,
+                )
             )
             out.append(Outcome.from_row(row, {p: cold.timings.get(p, 0.0) for p in PHASES}))
         return out
