@@ -117,6 +117,11 @@ def main() -> int:
         running = {name: start(name, reqs, Path(tmp) / name.replace(" ", "-")) for name in names}  # in parallel
         for name, (proc, report, started) in running.items():
             resolved, summary = finish(name, reqs, proc, report, started)
+            if not resolved and "no wheel there" not in summary:  # the index did not answer: once more, alone
+                print(f"{summary}; trying {name} once more", flush=True)
+                resolved, summary = finish(
+                    name, reqs, *start(name, reqs, Path(tmp) / f"{name.replace(' ', '-')}-again")
+                )
             print(summary, flush=True)
             ok &= resolved
     print(f"resolved {len(names)} platform(s) in {time.perf_counter() - t0:.0f} s", flush=True)
