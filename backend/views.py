@@ -156,8 +156,10 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
                  pairs: bool = True) -> ExplainReport:  # fmt: skip
     """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
     from backend.scope.annotations import annotation_tags
+    from backend.videos.catalog import probed
 
-    attributes = explain.attribute_table(matrix.items, annotation_tags(store, matrix.items, resolved.scope.benchmark))
+    tags = annotation_tags(store, matrix.items, resolved.scope.benchmark)
+    attributes = explain.attribute_table(matrix.items, tags, probed(store, matrix.items))
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
     return out | {"scope": resolved.header(matrix)}

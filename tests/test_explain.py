@@ -304,3 +304,35 @@ def test_cli_explains_listed_items_from_a_text_file_or_a_csv(demo_store, capsys,
         out = json.loads(capsys.readouterr().out)
         assert out["target"]["kind"] == "items" and out["n_selected"] == expected and out["agreement"] is None
         assert sum(sl["n_selected"] for sl in out["slices"] if sl["attributes"] == ["task_type"]) == expected
+
+
+def test_linked_videos_frame_rate_is_an_attribute_counted_by_hand(demo_store, tmp_path, capsys):
+    """Issue 21: where a video is linked, its probed frame rate is a slice attribute (and its probed
+    duration stands in where the item records none); the slice sizes equal a hand count of the links."""
+    import shutil
+
+    from backend.videos import catalog
+    from store.store import Store
+
+    root = tmp_path / "store"
+    shutil.copytree(demo_store, root, ignore=shutil.ignore_patterns(".cache"))
+    store = Store(root)
+    items = store.query("SELECT item_id FROM items WHERE benchmark = 'synthetic-videomme' ORDER BY item_id")["item_id"]
+    linked = items.iloc[: len(items) - 3]  # three items stay unlinked: "(none)"
+    fps = np.where(np.arange(len(linked)) % 3 == 0, 25.0, 29.97)
+    rows = pd.DataFrame({"item_id": linked, "path": "clip.mp4", "status": "linked", "n_frames": 300, "fps": fps,
+                         "duration_s": 10.0, "layout": "paths"})  # fmt: skip
+    catalog.replace(store, "synthetic-videomme", rows)
+    capsys.readouterr()
+    assert main(["explain", "--store", str(root), "--model", "synthetic-A-7B", "--benchmark", "synthetic-videomme",
+                 "--tag", "confused", "--top", "1000", "--min-size", "1", "--no-pairs", "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert "video_fps" in out["attributes"]
+    got = {s["values"][0]: s["n_slice"] for s in out["slices"] if s["attributes"] == ["video_fps"]}
+    matched = set(store.query("SELECT DISTINCT item_id FROM responses WHERE model = 'synthetic-A-7B'")["item_id"])
+    in_scope = linked[linked.isin(matched)]
+    hand = {
+        "20-26 fps": int((fps[linked.isin(matched)] == 25.0).sum()),
+        "26-31 fps": int((fps[linked.isin(matched)] == 29.97).sum()),
+    }
+    assert {k: v for k, v in got.items() if k != explain.NONE} == hand and sum(hand.values()) == len(in_scope)

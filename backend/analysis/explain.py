@@ -62,11 +62,14 @@ ATTRIBUTES: dict[str, str] = {
     "n_options": "number of options",
     "question_length": "question length (characters, binned)",
     "video_duration": "video duration (binned)",
+    "video_fps": "video frame rate (binned; from the linked file)",
     "annotation_tag": "annotation tag (an item may carry several)",
 }
 CHAR_BINS = (-np.inf, 50, 100, 200, np.inf)  # question characters: up to 50, 51-100, 101-200, over 200
 SECOND_BINS = (-np.inf, 60, 180, 600, 1800, np.inf)  # video seconds: up to 1 min, 1-3, 3-10, 10-30, over 30 min
 SECOND_LABELS = ("<= 1 min", "1-3 min", "3-10 min", "10-30 min", "> 30 min")
+FPS_BINS = (-np.inf, 20, 26, 31, np.inf)  # frames per second: 24 and 25 apart from 29.97 and 30, and from 50-60
+FPS_LABELS = ("< 20 fps", "20-26 fps", "26-31 fps", "> 31 fps")
 CHAR_LABELS = ("<= 50 chars", "51-100 chars", "101-200 chars", "> 200 chars")
 PAIR_SAMPLE = 50_000  # sliceline searches a seeded sample of this many items in larger scopes (module docstring)
 
@@ -152,13 +155,22 @@ def _option_counts(options: pd.Series) -> Coded:
     return _with_none(np.searchsorted(values, n).astype(np.int64), [str(int(v)) for v in values], np.isnan(n))
 
 
-def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = None) -> list[Attribute]:
+def attribute_table(
+    items: pd.DataFrame, annotation_tags: pd.Series | None = None, videos: pd.DataFrame | None = None
+) -> list[Attribute]:
     """The attributes of ``items`` (a matrix's item frame) that take at least two values.
 
     ``annotation_tags`` is ";"-joined per item (``backend.scope.annotations.with_annotations``' column),
-    aligned with ``items``; an attribute with one value everywhere (often all "(none)") cannot explain
-    anything and is left out. Everything is coded with factorize / searchsorted: no per-item Python.
+    aligned with ``items``; ``videos`` the linked files' probed ``fps`` and ``duration_s``, aligned too
+    (``backend.videos.catalog.probed``): the frame rate, and the duration where the item records none.
+    An attribute with one value everywhere (often all "(none)") cannot explain anything and is left
+    out. Everything is coded with factorize / searchsorted: no per-item Python.
     """
+    seconds = items["duration_s"].to_numpy(float)
+    fps = np.full(len(items), np.nan)
+    if videos is not None:
+        seconds = np.where(np.isnan(seconds), videos["duration_s"].to_numpy(float), seconds)
+        fps = videos["fps"].to_numpy(float)
     mcqa = (items["answer_type"].fillna("mcqa") == "mcqa").to_numpy(bool)
     derived = {
         "task_type": _factor(items["task_type"]),
@@ -168,7 +180,8 @@ def attribute_table(items: pd.DataFrame, annotation_tags: pd.Series | None = Non
         "target": _factor(items["target"], keep=mcqa),
         "n_options": _option_counts(items["options"]),
         "question_length": _binned(_text_length(items["question"]), CHAR_BINS, CHAR_LABELS),
-        "video_duration": _binned(items["duration_s"].to_numpy(float), SECOND_BINS, SECOND_LABELS),
+        "video_duration": _binned(seconds, SECOND_BINS, SECOND_LABELS),
+        "video_fps": _binned(fps, FPS_BINS, FPS_LABELS),
     }
     out = [Attribute(name, values, codes=codes) for name, (codes, values) in derived.items() if len(values) > 1]
     if annotation_tags is not None:

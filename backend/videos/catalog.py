@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -80,6 +81,19 @@ def with_videos(store: Store, benchmark: str, items: pd.DataFrame) -> pd.DataFra
     ids = items["item_id"].astype("str")
     paths = ids.map(lookup(store, benchmark, ids.unique().tolist()).set_index("item_id")["path"])
     return items.assign(video=paths.astype(object).where(paths.notna(), items["video"].astype(object)))
+
+
+def probed(store: Store, items: pd.DataFrame) -> pd.DataFrame:
+    """The catalog's probed ``fps`` and ``duration_s`` of each of ``items`` (benchmark, item_id), aligned
+    with ``items``' rows; NaN where an item is not linked or its file could not be read."""
+    out = pd.DataFrame({"fps": np.nan, "duration_s": np.nan}, index=items.index)
+    for bench in items["benchmark"].dropna().unique():
+        rows = lookup(store, str(bench))
+        rows = rows[rows["status"] == "linked"].set_index("item_id")
+        mine = items["benchmark"] == bench
+        for col in ("fps", "duration_s"):
+            out.loc[mine, col] = items.loc[mine, "item_id"].astype(str).map(rows[col]).astype(float)
+    return out
 
 
 def link_hint(benchmark: str) -> str:
