@@ -50,6 +50,7 @@ def test_labels():
             logged_label(bad)
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_the_worker_feeds_exactly_the_logged_frames(root):
     out = rerun.submit(root, RerunRequest("m", "bench", "q4", "16f/logged"))
     assert out["job_id"] is not None and not out["from_store"]  # its own cell: never answered by the logged row
@@ -59,6 +60,7 @@ def test_the_worker_feeds_exactly_the_logged_frames(root):
     assert list(row["frame_indices"]) == [1, 2, 5, 40] and json.loads(row["raw_output"]) == [1, 2, 5, 40]
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, capsys):
     ids = tmp_path / "ids.txt"
     ids.write_text("q1\nq4\n")

@@ -54,6 +54,7 @@ def _err_lines(capsys) -> list[str]:
 
 
 # -- case 11: a checkpoint that cannot load --------------------------------------------------------
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
     batch = selection.submit(str(root), selection.batch_requests("m", "bench", ["q1", "q3"], "text"))
     mine = batch["job_ids"]
@@ -72,6 +73,7 @@ def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
     assert done["finished"] and done["counts"]["failed"] == 2 and done["failure"] == queue.get(mine[0]).error
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 @pytest.mark.slow
 def test_cli_worker_on_corrupt_safetensors_exits_2_with_one_line(root, capsys):
     """A real tiny checkpoint whose weights file is garbage: the worker fails the job and exits 2."""
@@ -98,6 +100,7 @@ def test_an_exited_workers_reason_is_its_last_error_line():
 
 
 # -- case 12: the store deleted while a worker runs ---------------------------------------------------
+@pytest.mark.worker  # loads a model: needs the inference extra
 @pytest.mark.parametrize("when", ["idle", "mid-job"])
 def test_a_store_deleted_under_a_worker_stops_it_and_is_not_recreated(root, when):
     gone = threading.Event()
@@ -119,6 +122,7 @@ def test_a_store_deleted_under_a_worker_stops_it_and_is_not_recreated(root, when
     assert not root.exists()  # neither the folder nor an empty jobs.sqlite came back
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_cli_worker_exits_2_with_one_line_when_its_store_is_deleted(root, monkeypatch, capsys):
     rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))
     trash = root.with_name("trash")
@@ -158,6 +162,7 @@ def _break_video(root: Path, how: str) -> None:
     ("missing", r"^video 'clips/a.mp4' not found under the video root "),
     ("undecodable", r"^cannot open video .*a\.mp4: "),
 ])  # fmt: skip
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_job_whose_video_breaks_after_queueing_fails_with_one_line(root, capsys, how, expected):
     job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
     _break_video(root, how)
@@ -168,6 +173,7 @@ def test_a_job_whose_video_breaks_after_queueing_fails_with_one_line(root, capsy
     assert "Traceback (most recent call last):" in capsys.readouterr().err  # kept in the worker's log
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_multiline_adapter_error_is_one_line_in_the_job(root):
     job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
     fail = "CUDA out of memory.\nTried to allocate 2.00 GiB\n" + "x" * 2000
@@ -221,6 +227,7 @@ def test_a_selection_rerun_that_does_not_fit_queues_nothing_and_says_so(big_stor
 
 
 # -- the Workers page: an exited worker and a failed job, one line each ---------------------------------
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
     from streamlit.testing.v1 import AppTest
 
@@ -255,6 +262,7 @@ def _batch_panel_script(scope, ids: list[str]) -> None:
     selection_panel(scope, None, ids, "batch")
 
 
+@pytest.mark.worker  # loads a model: needs the inference extra
 def test_batch_panel_names_the_failed_jobs_reason_and_the_log_in_one_line(root, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -26,7 +26,7 @@ from tests.browser_fixtures import (
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.worker]  # a real worker loads a model
 
 BASE = "bench=synthetic-videomme&models=synthetic-A-7B,synthetic-B-13B&model=synthetic-A-7B"
 FAIL_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch), then fails to load the weights
