@@ -1,5 +1,6 @@
-"""The README documents what the code offers: the CLI reference is the parser's, and every command and
-every dashboard page is described (the way datasette tests its documentation against its code)."""
+"""The docs document what the code offers: the CLI reference (docs/cli.md) is the parser's, every command
+and every dashboard page is described (the README's tour), and every document the README links to exists
+(the way datasette tests its documentation against its code)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from backend.cli.reference import END, START, reference, replace_block
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
+CLI_DOC = (REPO / "docs" / "cli.md").read_text()
 
 
-def test_the_cli_reference_in_the_readme_is_generated_from_the_parser():
-    current = README.split(START, 1)[1].split(END, 1)[0].strip()
-    assert current == reference(), "stale: run `python -m backend.cli.reference --write README.md`"
+def test_the_cli_reference_in_the_docs_is_generated_from_the_parser():
+    current = CLI_DOC.split(START, 1)[1].split(END, 1)[0].strip()
+    assert current == reference(), "stale: run `python -m backend.cli.reference --write docs/cli.md`"
 
 
 def test_every_command_is_in_the_reference_with_its_usage():
@@ -44,3 +46,10 @@ def test_every_page_of_the_app_is_described_in_the_readme():
 def test_replace_block_keeps_the_text_around_the_markers():
     text = f"before\n{START}\nold\n{END}\nafter"
     assert replace_block(text, "new") == f"before\n{START}\nnew\n{END}\nafter"
+
+
+def test_every_document_the_readme_links_to_exists():
+    links = re.findall(r"\]\(((?:docs|benchmarks|assets)/[^)#]+)", README)
+    assert len(links) >= 9
+    for link in links:
+        assert (REPO / link).is_file(), link

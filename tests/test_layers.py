@@ -1,4 +1,4 @@
-"""The layers point one way (README, Architecture): checked on the source, so a new import that crosses
+"""The layers point one way (docs/architecture.md): checked on the source, so a new import that crosses
 a layer fails here rather than in review."""
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: 
     """Start a local worker for queued jobs when none is online (the dashboard never imports torch)."""
     try:
         # The dashboard cannot see GPUs: a worker it starts runs on the CPU unless the registry pins
-        # the model to CUDA. GPU workers are started by hand (README).
+        # the model to CUDA. GPU workers are started by hand (docs/reruns-and-sweeps.md).
         worker = ensure_local_worker(
             root, model, device="cuda" if spec is not None and spec.device == "cuda" else "cpu"
         )

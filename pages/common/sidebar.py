@@ -91,7 +91,7 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
     config = serverconfig.current()
     for key in state.ignored():
         sb.warning(f"The link's `{key}=` parameter is ignored: the store and the video root are set when "
-                   "the server starts (README, *Serving the dashboard*).", icon=":material/lock:")  # fmt: skip
+                   "the server starts (docs/dashboard.md, *Serving the dashboard*).", icon=":material/lock:")  # fmt: skip
     asked = state.get("db")
     if asked is not None and asked not in config.stores:
         sb.warning(

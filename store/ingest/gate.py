@@ -7,7 +7,7 @@ refused with its file and line (the store is then untouched: ingest reads every 
 takes the writer lock). Nothing is ever coerced to NaN; empty means absent, anything else must
 parse.
 
-Limits (stated in the README):
+Limits (stated in docs/formats.md):
 
 * confidence, score, letter_mass: a finite number in [0, 1], or empty;
 * option_probs: a JSON object {letter: probability}, every probability finite in [0, 1] and the sum
@@ -125,7 +125,7 @@ def _too_long(n: int) -> str:
 # -- numbers -------------------------------------------------------------------------------------
 def numbers(path: Path, values: pd.Series, lines: pd.Series, name: str, word: str = "line") -> np.ndarray:
     """float64 of a numeric column; empty -> NaN; any other non-number is refused with its line,
-    text spelling NaN included (the README: non-numbers are refused, never read as missing)."""
+    text spelling NaN included (docs/formats.md: non-numbers are refused, never read as missing)."""
     if pd.api.types.is_bool_dtype(values.dtype):
         raise fail(path, f"`{name}` must be a number, got {values.iloc[0]!r}", lines.iloc[0], word)
     if pd.api.types.is_numeric_dtype(values.dtype):
