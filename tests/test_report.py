@@ -197,9 +197,7 @@ def test_cli_writes_each_format_and_refuses_bad_input_in_one_line(demo_store, tm
     assert not (tmp_path / "x.html").exists()
 
 
-def test_tables_format_intervals_like_papers():
-    assert tables.interval(0.683, [0.617, 0.756]) == "68.3 [61.7, 75.6]"
-    assert tables.interval(None, None) == "n/a"
+def test_latex_escape_makes_tex_specials_literal():
     assert tables.latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
+from backend.contracts.runs import PHASES
+
 REUSES = ("decode", "prefix", "vision")
 REUSE_PHASES: dict[str, tuple[str, ...]] = {
     "decode": ("decode", "preprocess"),
