@@ -1,4 +1,4 @@
-"""Uncertainty: a paired bootstrap over items and the exact McNemar test (METRICS.md, "Uncertainty").
+"""Uncertainty: a paired bootstrap over items and the exact McNemar test (docs/metrics.md, "Uncertainty").
 
 The bootstrap is *paired*: one multinomial count matrix ``W[B, I]`` (how often each item is drawn
 in each resample) serves every configuration and model, so differences between them are not

@@ -1,6 +1,6 @@
 """The matched response matrix: models x items x configurations, loaded from the store in one pass.
 
-Every metric is computed on the *matched grid* (METRICS.md): the configurations every chosen model
+Every metric is computed on the *matched grid* (docs/metrics.md): the configurations every chosen model
 has and the items with a response for every (model, configuration). DuckDB selects and codes the
 rows (model, item and config become integers); NumPy scatters them into dense arrays with fancy
 indexing, so nothing loops over items and nothing pivots millions of rows in pandas.
@@ -114,7 +114,7 @@ def canonical_grid(grid: list[str]) -> list[str]:
 
 
 def main_only(alias: str = "") -> str:
-    """The predicate of main-run rows. Re-runs are an overlay (METRICS.md): unless asked for, no
+    """The predicate of main-run rows. Re-runs are an overlay (docs/metrics.md): unless asked for, no
     query that builds a matrix or a default grid sees them."""
     return f"coalesce({alias}origin, '') <> 'rerun'"
 

@@ -136,7 +136,7 @@ def draw() -> data.Scope | None:
     shared = shared_configs(info, models, bench, reruns)
     grid = state.bind(
         sb.multiselect, "grid", "Grid (configurations)", options=shared, default=default,
-        help="Configurations every selected model has, ordered by cost. The default (METRICS.md) is the budget ladder "
+        help="Configurations every selected model has, ordered by cost. The default (docs/metrics.md) is the budget ladder "
         "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
     )  # fmt: skip
     grid = configs.order(grid)

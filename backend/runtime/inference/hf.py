@@ -2,7 +2,7 @@
 
 A family module subclasses :class:`HFAdapter` and overrides only what differs (how frames and their
 metadata reach the processor, which positions the language model gets). The phases are run
-separately so each is timed on its own (phase accounting, METRICS.md): ``preprocess`` (prompt,
+separately so each is timed on its own (phase accounting, docs/metrics.md): ``preprocess`` (prompt,
 resize, processor), ``vision`` (the vision encoder, fed back through ``mm_encoder_outputs`` so it
 is not run twice), ``prefill`` (the language model over the prompt) and ``generate`` (greedy
 decoding, open-ended only). Video decoding is the caller's and is not timed here.
