@@ -1,9 +1,8 @@
 """Vega-Lite charts of the pages a session opens first (Overview, Inspector, Compare), drawn by ``ui.vega``.
 
 Why two chart libraries: a page with a Plotly chart makes the browser import Streamlit's 4.7 MB
-Plotly chunk before it can draw (1.1-2.6 s of the main thread in a new session on the 2-core
-benchmark machine, ``benchmarks/dashboard_browser.py``; Python's validation of a Plotly figure added
-0.1-0.5 s a figure), while the Vega-Lite chunk imports in about 0.2 s and a spec is a plain dict.
+Plotly chunk before it can draw, and Python validates every Plotly figure, while the Vega-Lite chunk is
+smaller and a spec is a plain dict (the figures: ``benchmarks/README.md``, ``benchmarks/dashboard_browser.py``).
 The shareable report and the Policies, Audits and re-run charts keep Plotly (``backend.report.figures``
 and the pages' own); where a chart here has a Plotly twin, it draws the same numbers from the same
 report dict (``tests/test_charts.py`` compares them).

@@ -193,7 +193,7 @@ def show_twin(line: str) -> None:
     """A copyable CLI line under the page (datasette's "JSON" link, for a terminal).
 
     Drawn only once the expander is opened: a code block loads Streamlit's syntax highlighter
-    (a 1.5 MB script, about 0.3-0.6 s of the browser's time on a new session) even when folded."""
+    (a large script the browser runs on a new session) even when folded."""
     box = st.expander("CLI twin: the same numbers as JSON", key="cli-twin", on_change="rerun")
     if box.open:
         box.code(line, language="bash", wrap_lines=True)

@@ -95,7 +95,7 @@ class HFAdapter:
         self.eos_ids = {int(i) for i in eos if i is not None}
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))  # batched suffixes (masked)
-        # a sweep asks each question at every budget: its chat template (about 0.4 ms) and its letters' ids
+        # a sweep asks each question at every budget: its chat template and its letters' ids
         # (a tokenizer call on five texts) are the same each time, so they are remembered (bounded)
         self._prompts: dict[tuple, str] = {}
         self._letter_ids: dict[tuple[str, tuple[str, ...]], list[int]] = {}
