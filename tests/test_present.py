@@ -3,19 +3,14 @@ page, the CLI and the report showing the same strings for one scope."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
-from backend import views
-from backend.cli.metrics import render
+from backend.cli import main
 from backend.present import series, tables
 from backend.present.text import HEADLINES, ci_text, interval, number, p_value, pct, pp, signed_pp
-from backend.report import tables as report_tables
-from backend.report.data import report_data
-from backend.scope.filters import ItemFilter
-from backend.scope.resolve import Scope
-from store.store import Store
 
 NAN = float("nan")
 
@@ -121,27 +116,29 @@ def test_sankey_trace_escapes_only_through_the_given_function():
     assert escaped["link"]["customdata"][0][0] == "&lt;8f>" and escaped["node"]["label"][0] == "✓ 6"
 
 
-@pytest.fixture(scope="module")
-def scoped(demo_store):
-    store = Store(demo_store)
-    resolved = Scope(
-        benchmark="synthetic-videomme", models=("synthetic-A-7B", "synthetic-B-13B"), grid=(), item_filter=ItemFilter()
-    ).resolve(store)
-    return store, resolved
+SCOPE = ["--benchmark", "synthetic-videomme", "--models", "synthetic-A-7B,synthetic-B-13B", "--bootstrap", "100"]
 
 
-def test_cli_and_report_show_the_tables_strings(scoped):
-    """The CLI's text and the report's Markdown carry the very cells the Overview's tables show."""
-    store, resolved = scoped
-    overview = views.overview(store, resolved, resolved.load(store), bootstrap=100, seed=0)
-    data = report_data(store, resolved, gallery_items=0, seed=0, bootstrap=100)
-    headline = tables.headline_table(overview["models"], overview["n_items"], overview["grid"])
-    assert report_tables.headline_table(data).rows == headline.rows
-    focus = resolved.scope.focus
-    assert report_tables.task_table(data).rows == tables.task_table(overview["task_types"][focus], focus).rows
-    text, markdown = render(overview), report_tables.markdown(report_tables.paper_tables(data))
+@pytest.mark.slow
+def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, capsys):
+    """``trajaudit metrics`` (text) and ``trajaudit report --format markdown`` print the very cells the Overview's
+    tables show for the numbers of ``metrics --json``."""
+    store = ["--store", str(demo_store)]
+    assert main(["metrics", *store, *SCOPE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(["metrics", *store, *SCOPE]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the CLI aligns columns; compare word by word
+    assert (
+        main(["report", *store, *SCOPE, "--gallery", "0", "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
+    )
+    markdown = (tmp_path / "r.md").read_text()
+    headline = tables.headline_table(out["models"], out["n_items"], out["grid"])
     for row in headline.rows:
+        assert f"| {row[1]} | " + " | ".join(row[2:]) + " |" in markdown  # the report's row, cell for cell
         for cell in row[2:-1]:
-            assert cell in text and f"| {cell} |" in markdown
-    for row in tables.transitions_table(overview["models"]).rows:
-        assert " ".join(row[2:4]) in " ".join(text.split()) and f"| {row[4]} | {row[5]} | {row[6]} |" in markdown
+            assert cell in text
+    for row in tables.transitions_table(out["models"]).rows:
+        assert " ".join(row[2:7]) in text and "| " + " | ".join(row[2:]) + " |" in markdown
+    focus = out["scope"]["models"][0]  # the focus model: the first named
+    for row in tables.task_table(out["task_types"][focus], focus).rows:
+        assert " | ".join(row[1:]) + " |" in markdown
