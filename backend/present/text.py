@@ -10,20 +10,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from backend.analysis import compare
+
 MISSING = "n/a"
 
-# The headline metrics of the Overview, in its order and with its labels (cards, tables, the report).
-HEADLINES: tuple[tuple[str, str], ...] = (
-    ("best_fixed", "Best fixed"),
-    ("oracle_accuracy", "Oracle"),
-    ("oracle_headroom", "Oracle headroom"),
-    ("visual_confusion_rate", "Visual confusion"),
-    ("text_overwrite_rate", "Text overwrite"),
-    ("text_overwrite_of_text_correct", "Overwrite / text-correct"),
-    ("mean_churn", "Mean churn / step"),
+# How each headline metric is named on screen; ``backend.analysis.compare.HEADLINES`` holds which they are
+# and their order (cards, tables, the report).
+LABELS = {
+    "best_fixed": "Best fixed",
+    "oracle_accuracy": "Oracle",
+    "oracle_headroom": "Oracle headroom",
+    "visual_confusion_rate": "Visual confusion",
+    "text_overwrite_rate": "Text overwrite",
+    "text_overwrite_of_text_correct": "Overwrite / text-correct",
+    "mean_churn": "Mean churn / step",
+}
+HEADLINES: tuple[tuple[str, str], ...] = tuple((name, LABELS[name]) for name in compare.HEADLINES)
+# The rates broken down per task type (``backend.analysis.metrics.task_type_breakdown``), in the same order.
+TASK_RATES: tuple[tuple[str, str], ...] = tuple(
+    (name, LABELS[name])
+    for name in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate")
 )
-# The per-task-type rates (the Overview's table and the report's), a subset of the headlines.
-TASK_RATES: tuple[tuple[str, str], ...] = HEADLINES[:5]
 # A flow between two configurations, as a reader says it (Sankey links, item lists).
 KIND_TEXT = {
     "rescued": "rescued (wrong → correct)",
