@@ -70,6 +70,7 @@ def task_table(scope: data.Scope, report: dict) -> None:
         table = table.sort_values("n", key=lambda n: n < min_n, kind="stable")  # small groups last, order kept
     acc = [c for c in table.columns if c.startswith("accuracy[")]
     shown = task_text(table.to_dict("records"), scope.focus).frame()  # the report's cells, in this order
+    shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
     shown.insert(2, "size", table["size"].to_numpy())
     st.caption(f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
                "% of items; brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip

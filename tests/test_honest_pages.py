@@ -99,7 +99,7 @@ def test_overview_marks_tag_conditioning_and_small_task_groups(demo_store, capsy
     for _, row in table.iterrows():
         twin = twins[row["Task type"]]
         assert (row["size"] != "") == (int(twin[1]) < 10)
-        assert [row["n"], *row.iloc[3:]] == twin[1:]
+        assert [str(row["n"]), *row.iloc[3:]] == twin[1:]
 
 
 @pytest.mark.slow
