@@ -14,6 +14,7 @@ from pages.common import charts, data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
+from pages.common.texts_panel import texts_panel
 from store import configs
 from store.answers import letter_of
 from store.errors import UserError
@@ -254,6 +255,9 @@ with ui.guard():
             ui.vega(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
+        texts = data.item_texts(scope.root, scope.version, scope.benchmark, item_id)
+        if texts is not None:
+            texts_panel(texts, list(scope.models), colours)
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
