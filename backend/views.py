@@ -18,7 +18,6 @@ from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope.answer_cells import load_answer_cells
-from backend.scope.inspector import trajectory_rows
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
@@ -171,4 +170,4 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
 def texts_view(detail: dict) -> ItemTexts | None:
     """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
     the reference and each configuration's answer with its word-level diff; None unless open-ended."""
-    return item_texts(detail["item"], *trajectory_rows(detail["responses"]))
+    return item_texts(detail["item"], detail["responses"])

@@ -90,14 +90,13 @@ def test_best_and_worst_per_model_every_tied_row_and_none_when_all_equal():
 
 def test_item_texts_rows_and_references():
     item = {"answer_type": "open", "target": "answer at 16f", "references": json.dumps(["answer at 16f", "other"])}
-    logged = _rows({("m", "8f"): 0.4, ("m", "16f"): 1.0})
-    reruns = _rows({("m", "8f"): 1.0}, live=True)
-    out = item_texts(item, logged, reruns)
+    responses = pd.concat([_rows({("m", "8f"): 0.4, ("m", "16f"): 1.0}), _rows({("m", "8f"): 1.0}, live=True)])
+    out = item_texts(item, responses.assign(written_at=pd.Timestamp("2026-12-01")))
     assert out is not None and out["references"] == ["answer at 16f", "other"]
     got = [(r["config"], r["run"], r["rank"], r["score"], r["diff"]["matched"]) for r in out["rows"]]
     # "answer at 8f" vs "answer at 16f": answer, at match (2 of 3 tokens each); the re-run is never ranked
     assert got == [("8f", "main", "worst", 0.4, 2), ("16f", "main", "best", 1.0, 3), ("8f", "rerun-1", None, 1.0, 2)]
-    assert item_texts({"answer_type": "mcqa", "options": ["A. x"]}, logged, reruns) is None
+    assert item_texts({"answer_type": "mcqa", "options": ["A. x"]}, responses) is None
     assert references({"target": "only the target"}) == ["only the target"]
     assert references({"references": "not json", "target": "t"}) == ["not json"]
 
@@ -132,8 +131,8 @@ def test_the_panel_shows_answers_as_text_never_markup():
     from pages.common.texts_panel import texts_table
 
     hostile = "<script>alert(1)</script> **bold** [x](http://attacker.invalid) red <img src=x>"
-    texts = item_texts({"answer_type": "open", "target": "red <b>ball</b>"}, _rows({("m<i>", "8f"): 0.5}).assign(
-        raw_output=hostile), _rows({}))  # fmt: skip
+    rows = _rows({("m<i>", "8f"): 0.5}).assign(raw_output=hostile, written_at=pd.Timestamp("2026-12-01"))
+    texts = item_texts({"answer_type": "open", "target": "red <b>ball</b>"}, rows)
     assert texts is not None
     page = texts_table(texts, ["m<i>"], {"m<i>": "#1b9e77"})
     assert "<script>" not in page and "<img" not in page and "<b>ball" not in page and "<i>" not in page

@@ -20,7 +20,6 @@ from backend.contracts.inspector import InspectReport
 from backend.runtime import registry
 from backend.runtime.sampling import timestamps
 from backend.runtime.video import VideoInfo, probe, resolve_video
-from backend.scope.texts import item_texts
 from backend.videos import catalog
 from store import configs, samplers
 from store.errors import UserError
@@ -238,6 +237,8 @@ def inspect_record(
     store: Store, benchmark: str, item_id: str, video_root: str | Path, models: list[str] | None = None
 ) -> InspectReport:
     """The ``inspect --json`` contract: item, responses, video status, frame plan and (open-ended) the texts."""
+    from backend.scope.texts import item_texts  # it reads this module's trajectory rows
+
     detail = item_detail(store, benchmark, item_id, models)
     path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)
     length = video_length(store, benchmark, item_id, info)
@@ -255,5 +256,5 @@ def inspect_record(
             "info": None if info is None else asdict(info),
         },
         "frames": plan.to_dict("records"),
-        "texts": item_texts(detail["item"], *trajectory_rows(detail["responses"])),
+        "texts": item_texts(detail["item"], detail["responses"]),
     }

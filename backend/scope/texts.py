@@ -14,6 +14,7 @@ import pandas as pd
 
 from backend.analysis.textdiff import word_diff
 from backend.contracts.inspector import ItemTexts, TextRow
+from backend.scope.inspector import trajectory_rows
 
 
 def is_open_ended(item: dict, responses: pd.DataFrame) -> bool:
@@ -54,16 +55,16 @@ def ranks(logged: pd.DataFrame) -> pd.Series:
     return rank
 
 
-def item_texts(item: dict, logged: pd.DataFrame, reruns: pd.DataFrame) -> ItemTexts | None:
-    """``inspect --json``'s ``texts``: None unless the item is open-ended.
+def item_texts(item: dict, responses: pd.DataFrame) -> ItemTexts | None:
+    """``inspect --json``'s ``texts`` from ``item_detail``'s record: None unless the item is open-ended.
 
-    ``logged`` and ``reruns`` are ``backend.scope.inspector.trajectory_rows`` of the item's responses:
-    each model's logged trajectory (one run per configuration, the matrix's) in grid order, ranked;
-    then its newest live re-run per configuration (shown, never ranked).
+    Rows: each model's logged trajectory (one run per configuration, the matrix's; ``trajectory_rows``)
+    in grid order, ranked; then its newest live re-run per configuration (shown, never ranked).
     """
-    if not is_open_ended(item, logged):
+    if not is_open_ended(item, responses):  # before anything else: most items are multiple choice
         return None
     refs = references(item)
+    logged, reruns = trajectory_rows(responses)
     logged = logged.assign(rank=ranks(logged))
     rows = pd.concat([logged, reruns.assign(rank=None)], ignore_index=True)
     text = rows["raw_output"].where(rows["raw_output"].notna(), rows["answer"])
