@@ -14,12 +14,14 @@ from backend.analysis import cascade, compare, explain, flows, noise
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.explain import ExplainReport
+from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
+from backend.scope.texts import item_texts
 from store import configs
 from store.errors import UserError
 from store.store import Store
@@ -163,3 +165,9 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
     return out | {"scope": resolved.header(matrix)}
+
+
+def texts_view(detail: dict) -> ItemTexts | None:
+    """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
+    the reference and each configuration's answer with its word-level diff; None unless open-ended."""
+    return item_texts(detail["item"], detail["responses"])

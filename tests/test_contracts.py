@@ -242,6 +242,11 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     items = got[4][2]
     got.append(("inspect", ["inspect"], _cli(["inspect", *s, "--benchmark", items[0]["benchmark"],
                                               "--item", items[0]["item_id"], "--json"])))  # fmt: skip
+    from store.store import Store
+
+    open_item = Store(demo_store).query("SELECT benchmark, item_id FROM items WHERE answer_type = 'open' LIMIT 1")
+    got.append(("inspect", ["inspect", "open-ended"], _cli(["inspect", *s, "--benchmark", open_item.benchmark[0],
+                                                            "--item", open_item.item_id[0], "--json"])))  # fmt: skip
 
     # The queue: re-runs of the terminal regressions (a registered model), then one job of each state.
     ckpt = Path(demo_store).parent / "ckpt"
@@ -358,6 +363,7 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     assert {j["state"] for j in jobs["jobs"]} == {"queued", "running", "done", "failed", "cancelled"}
     assert jobs["workers"] and jobs["local"][0]["state"] == "exited"
     assert by["inspect"][0]["video"]["info"] is not None and by["inspect"][0]["frames"]
+    assert by["inspect"][0]["texts"] is None and by["inspect"][1]["texts"]["rows"][0]["diff"]["answer_words"]
     answered, queued = by["rerun"]  # one shape either way: a queued request has every result key, as null
     assert answered["from_store"] and answered["written_at"] and queued["written_at"] is None
     assert set(answered) == set(queued)

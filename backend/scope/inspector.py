@@ -183,15 +183,20 @@ def frame_plan(
     """
     n_frames, fps = length if length else (info.n_frames, info.fps) if info is not None else (None, None)
     resolved = response_frames(responses, n_frames, fps)
+    # Each configuration's (model, source, sampler, indices), split in one pass: a boolean row filter per
+    # configuration took 50-130 ms an item in pandas' overhead on a few dozen rows.
+    by_config: dict[str, list[tuple]] = {}
+    for config, *rest in zip(
+        resolved["config"], resolved["model"], resolved["frames_source"], resolved["sampler"],
+        resolved["frame_indices"], strict=True,
+    ):  # fmt: skip
+        by_config.setdefault(config, []).append(tuple(rest))
     rows = []
     for label in configs.order(labels):
         if configs.parse(label).is_text:
             continue
-        mine = resolved.loc[resolved["config"] == label]
         variants: dict[tuple, list[str]] = {}
-        for model, src, name, idx in zip(
-            mine["model"], mine["frames_source"], mine["sampler"], mine["frame_indices"], strict=True
-        ):
+        for model, src, name, idx in by_config.get(label, []):
             key = (src, name if src == "reconstructed" else None, tuple(int(i) for i in idx) if _listed(idx) else None)
             owners = variants.setdefault(key, [])
             if model not in owners:
@@ -236,7 +241,9 @@ def video_length(store: Store, benchmark: str, item_id: str, info: VideoInfo | N
 def inspect_record(
     store: Store, benchmark: str, item_id: str, video_root: str | Path, models: list[str] | None = None
 ) -> InspectReport:
-    """The ``inspect --json`` contract: item, responses, video status and frame plan."""
+    """The ``inspect --json`` contract: item, responses, video status, frame plan and (open-ended) the texts."""
+    from backend.scope.texts import item_texts  # it reads this module's trajectory rows
+
     detail = item_detail(store, benchmark, item_id, models)
     path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)
     length = video_length(store, benchmark, item_id, info)
@@ -254,4 +261,5 @@ def inspect_record(
             "info": None if info is None else asdict(info),
         },
         "frames": plan.to_dict("records"),
+        "texts": item_texts(detail["item"], detail["responses"]),
     }

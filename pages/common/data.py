@@ -21,6 +21,7 @@ import streamlit as st
 
 from backend import views
 from backend.analysis import flows, noise
+from backend.contracts.inspector import ItemTexts
 from backend.export import csv_text
 from backend.runtime.video import thumbnails
 from backend.scope import inspector
@@ -213,3 +214,9 @@ def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tup
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
     """Thumbnail files (cached on disk by ``backend.runtime.video.thumbnails``; keyed on the file's mtime)."""
     return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def item_texts(root: str, version: int, benchmark: str, item_id: str) -> ItemTexts | None:
+    """``trajaudit inspect --json``'s ``texts`` for the Inspector's texts panel (None unless open-ended)."""
+    return views.texts_view(item_detail(root, version, benchmark, item_id))
