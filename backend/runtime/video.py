@@ -62,7 +62,7 @@ def default_video_root(store_root: str | os.PathLike) -> Path:
     return Path(env).expanduser().resolve() if env else Path(store_root).expanduser().resolve() / "videos"
 
 
-def resolve_video(video_root: str | os.PathLike, rel: str) -> Path:
+def resolve_video(video_root: str | os.PathLike, rel: str | None) -> Path:
     """The file ``rel`` names under ``video_root``, refusing anything that would leave the root.
 
     ``items.video`` comes from ingested files, so it is untrusted: absolute paths, ``..`` escapes
