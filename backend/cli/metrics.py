@@ -6,9 +6,12 @@ Also owns the item-filter options of the commands that take one model and no gri
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Literal
 
 from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.views import OverviewReport
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -62,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
@@ -76,11 +79,19 @@ def _pp(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}"
 
 
-def _with_ci(x: float | None, ci: list | None) -> str:
+# the rates render() lists under each model, with their intervals (literal keys: typed by the contract)
+_RATES: tuple[Literal["oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",
+                      "text_overwrite_of_text_correct", "mean_churn"], ...] = (
+    "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",
+    "text_overwrite_of_text_correct", "mean_churn",
+)  # fmt: skip
+
+
+def _with_ci(x: float | None, ci: Sequence[float] | None) -> str:
     return _pp(x) + ("" if ci is None else f" [{_pp(ci[0])}, {_pp(ci[1])}]")
 
 
-def render(out: dict) -> str:
+def render(out: OverviewReport) -> str:
     """A readable report: percentage points with 95% intervals."""
     lines = [
         f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
@@ -94,8 +105,7 @@ def render(out: dict) -> str:
             lines.append(f"  {label:>14}  {_with_ci(acc, ci.get('accuracy', {}).get(label))}")
         best = m["best_fixed"]
         lines.append(f"{'best fixed':<31} {best['config']}  {_with_ci(best['accuracy'], ci.get('best_fixed'))}")
-        for key in ("oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",
-                    "text_overwrite_of_text_correct", "mean_churn"):  # fmt: skip
+        for key in _RATES:
             lines.append(f"{key.replace('_', ' '):<31} {_with_ci(m[key], ci.get(key))}")
         lines.append(f"{'terminal regressions':<31} {m['terminal_regressions']}")
         lines.append("transitions       rescued  harmed   net(pp)  churn(pp)  mcnemar p")

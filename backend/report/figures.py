@@ -187,7 +187,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
             line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
             hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
         ))  # fmt: skip
-    if match is not None:
+    if match is not None and sweep is not None:
         ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
         fig.add_trace(go.Scatter(
             x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {escape(sweep['ladder'][-1])}",

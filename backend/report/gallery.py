@@ -103,7 +103,7 @@ def _reasons(row: pd.Series, n_models: int) -> list[str]:
 def jpeg_base64(frame: np.ndarray) -> str:
     """One frame as a small baseline JPEG, base64 (PIL's encoder is deterministic for the same pixels)."""
     img = Image.fromarray(frame)
-    img = img.resize((max(1, round(img.width * THUMB_HEIGHT / img.height)), THUMB_HEIGHT), Image.BILINEAR)
+    img = img.resize((max(1, round(img.width * THUMB_HEIGHT / img.height)), THUMB_HEIGHT), Image.Resampling.BILINEAR)
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=JPEG_QUALITY, optimize=True)
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -169,6 +169,8 @@ def entry(
     """One gallery item: metadata, per-model trajectory over the grid (correct, answer, confidence), frames,
     annotations; ``video``: its file under the video root (the catalog's link, else ``items.video``)."""
     item = matrix.items.iloc[position]
+    if matrix.answer is None:
+        raise ValueError("a gallery entry needs a matrix loaded with include_answers=True")
     trajectories = {
         model: {
             "correct": matrix.correct[m, position].astype(int).tolist(),

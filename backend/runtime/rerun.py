@@ -23,11 +23,12 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from backend.contracts.audits import Enqueued
+from backend.contracts.audits import Enqueued, EnqueueError
 from backend.runtime import logged_frames, registry
 from backend.runtime.sampling import policy_name, takes_seed
 from backend.runtime.video import default_video_root, probe, resolve_video
@@ -114,7 +115,7 @@ def validate(store_root: str | os.PathLike, request: RerunRequest) -> RerunReque
     return replace(request, item_id=item_id, config=cfg.label, seed=eff_seed, force=bool(request.force))
 
 
-def _plain(value: object) -> object:
+def _plain(value: object) -> Any:
     """A cell as plain Python: NA/NaN -> None, NumPy scalars and arrays -> int/float/list."""
     if isinstance(value, (np.ndarray, list, tuple)):
         return [_plain(v) for v in value]
@@ -209,7 +210,8 @@ def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> 
     A request that cannot run (no video, queue full) is reported, not fatal; when every request
     fails the first reason is raised, since it is then about the intervention, not one item.
     """
-    outcomes, errors = [], []
+    outcomes: list[dict[str, Any]] = []
+    errors: list[EnqueueError] = []
     for req in requests:  # one queue transaction each; bounded by the queue's capacity
         try:
             outcomes.append(submit(store_root, req))

@@ -231,7 +231,7 @@ def thumbnails(path: str | os.PathLike, indices, cache_dir: str | os.PathLike, h
         folder.mkdir(parents=True, exist_ok=True)
         for i, frame in zip(missing, decode_frames(path, missing)):
             img = Image.fromarray(frame)
-            img = img.resize((max(1, round(img.width * height / img.height)), height), Image.BILINEAR)
+            img = img.resize((max(1, round(img.width * height / img.height)), height), Image.Resampling.BILINEAR)
             target = folder / f"{i}_h{height}.jpg"
             with exclusive_temp(target) as (handle, tmp):  # sessions are threads: each its own temporary file
                 img.save(handle, format="JPEG", quality=85)
