@@ -9,7 +9,9 @@ characters and never parses a tag out of a model name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape as html_escape
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -206,7 +208,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
     return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 
 
-def figures(data: dict) -> dict[str, go.Figure]:
+def figures(data: Mapping[str, Any]) -> dict[str, go.Figure]:
     """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
     colours = data["colours"]
     out = {"fig-curve": curve_and_flows(data["overview"], colours), "fig-sankey": sankey(data["flows"])}

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # The Overview's headline cards, in its order and with its labels.
 HEADLINES = (
@@ -50,7 +52,7 @@ def _headline_value(rec: dict, name: str) -> float | None:
     return rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
 
 
-def headline_table(data: dict) -> Table:
+def headline_table(data: Mapping[str, Any]) -> Table:
     """Per model: the Overview's headline numbers with intervals, the best fixed configuration, terminal regressions."""
     rows, values = [], []
     for model, rec in data["overview"]["models"].items():
@@ -67,7 +69,7 @@ def headline_table(data: dict) -> Table:
     )
 
 
-def transitions_table(data: dict) -> Table:
+def transitions_table(data: Mapping[str, Any]) -> Table:
     """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
     rows, values = [], []
     for model, rec in data["overview"]["models"].items():
@@ -87,7 +89,7 @@ TASK_COLUMNS = (("best_fixed", "Best fixed"), ("oracle_accuracy", "Oracle"), ("o
                 ("visual_confusion_rate", "Visual confusion"), ("text_overwrite_rate", "Text overwrite"))  # fmt: skip
 
 
-def task_table(data: dict) -> Table:
+def task_table(data: Mapping[str, Any]) -> Table:
     """The Overview's table per task type of the focus model: group size and rates with Wilson 95% intervals."""
     names = [n for n, _ in TASK_COLUMNS]
     rows, values = [], []
@@ -102,7 +104,7 @@ def task_table(data: dict) -> Table:
     return Table("task_types", caption, columns, rows, values, [None, "n", *names])
 
 
-def paper_tables(data: dict) -> list[Table]:
+def paper_tables(data: Mapping[str, Any]) -> list[Table]:
     """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type."""
     return [headline_table(data), transitions_table(data), task_table(data)]
 
@@ -154,7 +156,7 @@ def markdown(tables: list[Table]) -> str:
     return "\n".join(out)
 
 
-def as_json(data: dict) -> str:
+def as_json(data: Mapping[str, Any]) -> str:
     """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
