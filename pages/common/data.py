@@ -68,7 +68,7 @@ class Scope:
 
 def scope_key(scope: Scope) -> str:
     """What a result cached on ``scope`` depends on. Streamlit hashes a dataclass argument by deep-copying
-    it into a dict (``dataclasses.asdict``), which costs 4-11 ms a call and 70 ms of a cold Overview."""
+    it into a dict (``dataclasses.asdict``) on every call, which a cold Overview pays many times."""
     r = scope.resolved
     return repr((scope.root, scope.version, r.scope, r.grid_source, sorted(r.grid_excluded)))
 
@@ -85,7 +85,7 @@ def store_info(root: str, version: int) -> StoreContents:
 def warm_snapshot(root: str, version: int) -> threading.Thread:
     """Build this version's DuckDB views (``Store.connect``) once, in the background, after a run has
     drawn its page: the first page that queries the store (the Inspector, an annotation) then does not
-    wait 30-70 ms for them, and the first page drawn does not share the CPU with them."""
+    wait for them, and the first page drawn does not share the CPU with them."""
     thread = threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True)
     thread.start()
     return thread
