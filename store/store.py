@@ -215,7 +215,7 @@ class Store:
                 if problem:
                     raise StoreError(f"{self.root / rel}: {problem}; {REPAIR_HINT}")
                 fresh = True
-            _SCHEMA_CHECKED.add((str(self.root), rel, *key))
+            _SCHEMA_CHECKED.add((str(self.root), rel, key[0], key[1]))
         if fresh:
             try:
                 record.parent.mkdir(exist_ok=True)

@@ -6,9 +6,12 @@ Also owns the item-filter options of the commands that take one model and no gri
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.views import OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
@@ -63,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
@@ -73,7 +76,7 @@ def compute(args: argparse.Namespace) -> dict:
     )
 
 
-def render(out: dict) -> str:
+def render(out: OverviewReport) -> str:
     """A readable report: percentage points with 95% intervals, as the Overview and the report write them
     (``backend.present.text``)."""
     lines = [
@@ -88,8 +91,10 @@ def render(out: dict) -> str:
             lines.append(f"  {label:>14}  {interval(acc, ci.get('accuracy', {}).get(label))}")
         best = m["best_fixed"]
         lines.append(f"{'best fixed':<31} {best['config']}  {interval(best['accuracy'], ci.get('best_fixed'))}")
+        rates: Mapping[str, Any] = m  # the rates by name (HEADLINES), not by literal keys
+        cis: Mapping[str, Any] = ci
         for key, _ in HEADLINES[1:]:  # after best fixed, in the Overview's order
-            lines.append(f"{key.replace('_', ' '):<31} {interval(m[key], ci.get(key))}")
+            lines.append(f"{key.replace('_', ' '):<31} {interval(rates[key], cis.get(key))}")
         lines.append(f"{'terminal regressions':<31} {m['terminal_regressions']}")
         lines.append("transitions       rescued  harmed   net(pp)  churn(pp)  mcnemar p")
         for t in m["transitions"]:

@@ -9,7 +9,9 @@ characters and never parses a tag out of a model name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape as html_escape
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -150,7 +152,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
             line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
             hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
         ))  # fmt: skip
-    if match is not None:
+    if match is not None and sweep is not None:
         ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
         fig.add_trace(go.Scatter(
             x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {escape(sweep['ladder'][-1])}",
@@ -169,7 +171,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
     return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 
 
-def figures(data: dict) -> dict[str, go.Figure]:
+def figures(data: Mapping[str, Any]) -> dict[str, go.Figure]:
     """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
     colours = data["colours"]
     out = {"fig-curve": curve_and_flows(data["overview"], colours), "fig-sankey": sankey(data["flows"])}

@@ -11,28 +11,30 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from backend.present import tables as frames
 from backend.present.tables import Table
 from backend.present.text import interval, p_value, pp
 
 
-def headline_table(data: dict) -> Table:
+def headline_table(data: Mapping[str, Any]) -> Table:
     """The Overview's headline table for the report's scope."""
     return frames.headline_table(data["overview"]["models"], data["scope"]["n_items"], data["scope"]["grid"])
 
 
-def transitions_table(data: dict) -> Table:
+def transitions_table(data: Mapping[str, Any]) -> Table:
     """The Overview's transitions (rescued, harmed, net, churn, McNemar p) for the report's models."""
     return frames.transitions_table(data["overview"]["models"])
 
 
-def task_table(data: dict) -> Table:
+def task_table(data: Mapping[str, Any]) -> Table:
     """The Overview's table per task type of the focus model (Wilson intervals)."""
     return frames.task_table(data["task_types"]["rows"], data["task_types"]["model"])
 
 
-def paper_tables(data: dict) -> list[Table]:
+def paper_tables(data: Mapping[str, Any]) -> list[Table]:
     """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type."""
     return [headline_table(data), transitions_table(data), task_table(data)]
 
@@ -84,7 +86,7 @@ def markdown(tables: list[Table]) -> str:
     return "\n".join(out)
 
 
-def as_json(data: dict) -> str:
+def as_json(data: Mapping[str, Any]) -> str:
     """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 

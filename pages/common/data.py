@@ -22,6 +22,8 @@ import streamlit as st
 from backend import views
 from backend.analysis import flows, noise
 from backend.contracts.inspector import ItemTexts
+from backend.contracts.store import StoreContents
+from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
 from backend.runtime.video import thumbnails
 from backend.scope import inspector
@@ -76,7 +78,7 @@ SCOPE_HASH = {Scope: scope_key}
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def store_info(root: str, version: int) -> dict:
+def store_info(root: str, version: int) -> StoreContents:
     return available(Store(root))
 
 
@@ -128,13 +130,13 @@ def matrix(scope: Scope) -> Matrix:
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=SCOPE_HASH)
-def overview(scope: Scope) -> dict:
+def overview(scope: Scope) -> OverviewReport:
     """``trajaudit metrics --json`` for the view."""
     return views.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> dict:
+def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> FlowsReport:
     """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
     return views.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
 
@@ -157,7 +159,7 @@ def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> dict:
+def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
     """``trajaudit items --sort S --page P --json`` for the view."""
     return views.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
 
@@ -181,7 +183,7 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 
 @st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=SCOPE_HASH)
-def compare_view(scope: Scope, top: int) -> dict:
+def compare_view(scope: Scope, top: int) -> CompareReport:
     """``trajaudit compare --json`` for the view."""
     return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
 

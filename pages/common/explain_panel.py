@@ -19,6 +19,7 @@ import streamlit as st
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.analysis.tags import TAGS
+from backend.contracts.explain import ExplainReport
 from backend.present.text import interval
 from backend.report import figures
 from backend.runtime.selection import Selection
@@ -35,7 +36,7 @@ def explain_scope(scope: data.Scope) -> data.Scope:
 
 
 @st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.SCOPE_HASH)
-def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> dict:
+def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
     """``trajaudit explain --json`` of ``model``'s ``target`` on ``scope`` (an ``explain_scope``)."""
     return views.explain_view(Store(scope.root), scope.resolved, data.matrix(scope), model, target,
                               top=25, exclude_unparsed=exclude_unparsed)  # fmt: skip

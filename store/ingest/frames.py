@@ -54,7 +54,7 @@ def prepare(path: Path, rows: pd.DataFrame, sampler: str | None, word: str) -> N
         rows["frames"] = np.where(logged, counts, before)
 
 
-def _indices(path: Path, value: object, line: object, word: str) -> list[int] | None:
+def _indices(path: Path, value: object, line: float | None, word: str) -> list[int] | None:
     """One row's logged indices as ints; None where the row logs none (an empty list included)."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None

@@ -107,7 +107,7 @@ class HFAdapter:
             raise UserError(f"unknown dtype {dtype!r}; expected one of {', '.join(TORCH_DTYPES)}")
         processor = AutoProcessor.from_pretrained(path, local_files_only=True)
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=TORCH_DTYPES[dtype], local_files_only=True)
-        return cls(model.to(device), processor, device)
+        return cls(model.to(device), processor, device)  # type: ignore[arg-type]  # transformers' stubs type .to on the class, not the instance
 
     def prompt(self, request: InferenceRequest) -> str:
         """:meth:`render_prompt`, remembered per question, options, answer type and whether frames come."""
@@ -150,7 +150,7 @@ class HFAdapter:
 
     def fed_resolution(self, inputs: dict[str, Any]) -> tuple[int, int] | None:
         pixels = inputs.get(self.pixel_key)
-        return None if pixels is None else tuple(int(s) for s in pixels.shape[-2:])
+        return None if pixels is None else (int(pixels.shape[-2]), int(pixels.shape[-1]))
 
     # -- shared pipeline ----------------------------------------------------------------------
     def prepare(self, request: InferenceRequest) -> Prepared:
@@ -217,7 +217,7 @@ class HFAdapter:
         next_position = None if positions is None else int(positions.max()) + 1
         while len(generated) < max_new_tokens and token not in self.eos_ids:
             step = None
-            if positions is not None:
+            if positions is not None and next_position is not None:  # both or neither
                 step = torch.full((*positions.shape[:-1], 1), next_position, dtype=positions.dtype, device=self.device)
                 next_position += 1
             out = self.model(
@@ -241,6 +241,15 @@ class HFAdapter:
             self._letter_ids, (prompt, tuple(letters)), lambda: letter_token_ids(self.tokenizer, prompt, letters)
         )
         return letters, list(ids)
+
+    def process_frames(self, frames: np.ndarray) -> torch.Tensor:
+        """Processed pixels of frames, one frame at a time: only where ``per_frame_processor`` (the sweep's
+        ``FrameFeatures`` asks no other family)."""
+        raise NotImplementedError(f"{self.family}: its processor treats a clip as a whole (per_frame_processor)")
+
+    def process_pixels(self, prompt: str, pixels: torch.Tensor, n_frames: int | None = None) -> dict[str, Any]:
+        """What :meth:`process` returns, from :meth:`process_frames`' pixels: only where ``per_frame_processor``."""
+        raise NotImplementedError(f"{self.family}: its processor treats a clip as a whole (per_frame_processor)")
 
     def resize_for_budget(self, frames: np.ndarray, pixels: int | None) -> np.ndarray:
         """Frames as ``process`` feeds them under a per-frame budget (idempotent: resizing twice is a no-op),

@@ -71,7 +71,9 @@ def drop_tokens(adapter: HFAdapter, prepared: Prepared, mask: np.ndarray) -> Pre
     return Prepared(prepared.prompt, inputs, positions[..., keep], prepared.resolution)
 
 
-def prune(adapter: HFAdapter, prepared: Prepared, spec: PruneSpec) -> tuple[Prepared, dict[str, Any], np.ndarray]:
+def prune(
+    adapter: HFAdapter, prepared: Prepared, spec: PruneSpec
+) -> tuple[Prepared, dict[str, Any] | None, np.ndarray]:
     """(pruned inputs, ``mm_encoder_outputs`` of the kept units, keep mask) of one prepared request.
 
     A mask that keeps every unit (keep 1.0; a threshold no unit is under) is the exact protocol: the

@@ -29,7 +29,7 @@ _VERSIONED = ("trajaudit", "torch", "transformers", "decord", "av", "numpy")
 
 
 def library_versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in _VERSIONED:
         try:
             out[name] = metadata.version(name)
