@@ -34,6 +34,12 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
     )
 
 
+def add_tolerance(p: argparse.ArgumentParser) -> None:
+    """``--tolerance``: a score change of at most this counts as unchanged (METRICS.md's ``e``)."""
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="score flows: a change of at most this (0..1) counts as unchanged (default 0)")  # fmt: skip
+
+
 def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
     """'a:b,c:d' -> [('a', 'b'), ('c', 'd')]."""
     if value is None:
@@ -58,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pairs", default=None, help="transitions to report, e.g. text:16f,16f:64f (default: consecutive)")
+    add_tolerance(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -66,10 +73,9 @@ def compute(args: argparse.Namespace) -> dict:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
-    matrix = resolved.load(store)
-    return views.overview(
-        store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs)
-    )
+    matrix, scores = resolved.load_views(store)
+    return views.overview(store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed,
+                          pairs=parse_pairs(args.pairs), scores=scores, tolerance=args.tolerance)  # fmt: skip
 
 
 def _pp(x: float | None) -> str:
@@ -105,10 +111,41 @@ def render(out: dict) -> str:
                 f"{_pp(t['churn']):>10}  {t['mcnemar_p']:.3g}"
             )
         if "continuous" in m:
-            c = m["continuous"]
-            scores = ", ".join(f"{k} {_pp(v)}" for k, v in c["mean_score"].items())
-            lines.append(f"continuous score (pp, {c['n_items']} items): {scores}; oracle gap {_pp(c['oracle_gap'])}")
+            lines += score_lines(m["continuous"])
+    if "binary" in out:
+        lines += ["", binary_line(out["binary"])]
     return "\n".join(lines)
+
+
+def score_lines(c: dict) -> list[str]:
+    """The score section of one model: mean score per config, best fixed, oracle, gap, per-transition flows."""
+    ci = c["ci"]
+    lines = [f"scores (x100, {c['n_items']} scored items; unchanged within {c['tolerance']:g}):"]
+    for label, value in c["mean_score"].items():
+        lines.append(f"  {label:>14}  {_with_ci(value, ci.get('mean_score', {}).get(label))}")
+    best = c["best_fixed"]
+    lines.append(f"{'best fixed score':<31} {best['config']}  {_pp(best['mean_score'])}")
+    lines.append(f"{'oracle mean score':<31} {_pp(c['oracle_mean'])}")
+    lines.append(f"{'oracle gap':<31} {_with_ci(c['oracle_gap'], ci.get('oracle_gap'))}")
+    lines.append("score transitions  improved regressed unchanged  regression rate (pp)   sign p")
+    for k, t in enumerate(c["transitions"]):
+        rate = _with_ci(t["regression_rate"], (ci.get("regression_rate") or [None] * (k + 1))[k])
+        lines.append(f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
+                     f"  {rate:<21} {t['sign_p']:.3g}")  # fmt: skip
+    return lines
+
+
+def binary_line(b: dict) -> str:
+    """How the scored items enter accuracy, in words (the pages' scope line says the same)."""
+    n, mcqa = b["n_scored_items"], b["n_mcqa_items"]
+    head = f"scored (open-ended) items: {n} of {n + mcqa}; "
+    if b["score_cutoff"] == "none":
+        return head + f"left out of accuracy (--score-cutoff none): accuracy is over the {mcqa} multiple-choice items"
+    if b["score_cutoff"] == "stored":
+        cut = b["verdict_cut"]
+        implied = f" (they equal score >= T for T in ({cut[0]:g}, {cut[1]:g}])" if cut else ""
+        return head + f"accuracy counts them by their stored correct{implied}; set --score-cutoff T or none to change it"
+    return head + f"accuracy counts them as correct when score >= {b['score_cutoff']:g} (--score-cutoff)"
 
 
 def run(args: argparse.Namespace) -> int:
