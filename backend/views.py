@@ -40,7 +40,9 @@ def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
     (on ``scores``, the score matrix: every matched item, whatever the cut-off). None without scores."""
     if not np.isfinite(scores.score).any():
         return None
-    per_model = {m: continuous_metrics(scores, m, bootstrap=bootstrap, seed=seed, tolerance=tolerance) for m in scores.models}
+    per_model = {
+        m: continuous_metrics(scores, m, bootstrap=bootstrap, seed=seed, tolerance=tolerance) for m in scores.models
+    }
     return binary_view(scores, cutoff), {m: c for m, c in per_model.items() if c is not None}
 
 
@@ -59,7 +61,9 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
         raise UserError("--bootstrap must be >= 0")
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
     out["excluded_reasons"] = matrix.excluded_reasons
-    sections = score_sections(matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance)
+    sections = score_sections(
+        matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance
+    )
     if sections is not None:
         out["binary"] = sections[0]
         for model, cont in sections[1].items():

@@ -13,7 +13,7 @@ from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
 from backend.runtime.selection import Selection
-from pages.common import data, explain_panel, sidebar, state, ui, walk
+from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from pages.common.sankey import clickable_sankey
@@ -217,6 +217,7 @@ with ui.guard():
             "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
             icon=":material/touch_app:",
         )
+    scores.flows_section(scope, configs)  # where the scope has scored (open-ended) items
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
         if sel is not None and sel.kind == "flow"

@@ -146,7 +146,9 @@ def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: 
         out["ci"] = {
             "mean_score": dict(zip(grid, iv[:n_cfg], strict=True)),
             "oracle_gap": iv[n_cfg],
-            "regression_rate": iv[n_cfg + 1 : n_cfg + 1 + n_pairs],  # one per transition, in the order of ``transitions``
+            "regression_rate": iv[
+                n_cfg + 1 : n_cfg + 1 + n_pairs
+            ],  # one per transition, in the order of ``transitions``
             "improvement_rate": iv[n_cfg + 1 + n_pairs :],
         }
     return out

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.analysis.flows import CLASSES, flow_table
 from backend.analysis.continuous import SCORE_KINDS
+from backend.analysis.flows import CLASSES, flow_table
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.metrics import add_tolerance
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.metrics import add_tolerance
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
 from store.store import Store
@@ -30,8 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", default=None, help="flows between two configs: the second")
     p.add_argument("--kind", default=None, choices=FLOW_KINDS + SCORE_KINDS,
                    help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)")  # fmt: skip
-    p.add_argument("--scores", action="store_true",
-                   help="score flows of the scored (open-ended) items: improved, regressed, unchanged per transition")
+    p.add_argument(
+        "--scores",
+        action="store_true",
+        help="score flows of the scored (open-ended) items: improved, regressed, unchanged per transition",
+    )
     add_tolerance(p)
     p.add_argument("--limit", type=int, default=100, help="at most N flow items (default 100)")
     add_json(p)

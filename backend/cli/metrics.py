@@ -9,6 +9,7 @@ import argparse
 
 from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.scope.binary import describe
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -113,7 +114,7 @@ def render(out: dict) -> str:
         if "continuous" in m:
             lines += score_lines(m["continuous"])
     if "binary" in out:
-        lines += ["", binary_line(out["binary"])]
+        lines += ["", describe(out["binary"])]
     return "\n".join(lines)
 
 
@@ -133,19 +134,6 @@ def score_lines(c: dict) -> list[str]:
         lines.append(f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
                      f"  {rate:<21} {t['sign_p']:.3g}")  # fmt: skip
     return lines
-
-
-def binary_line(b: dict) -> str:
-    """How the scored items enter accuracy, in words (the pages' scope line says the same)."""
-    n, mcqa = b["n_scored_items"], b["n_mcqa_items"]
-    head = f"scored (open-ended) items: {n} of {n + mcqa}; "
-    if b["score_cutoff"] == "none":
-        return head + f"left out of accuracy (--score-cutoff none): accuracy is over the {mcqa} multiple-choice items"
-    if b["score_cutoff"] == "stored":
-        cut = b["verdict_cut"]
-        implied = f" (they equal score >= T for T in ({cut[0]:g}, {cut[1]:g}])" if cut else ""
-        return head + f"accuracy counts them by their stored correct{implied}; set --score-cutoff T or none to change it"
-    return head + f"accuracy counts them as correct when score >= {b['score_cutoff']:g} (--score-cutoff)"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -104,3 +104,17 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
         if lo < hi:
             out["verdict_cut"] = [round(lo, 6), round(hi, 6)]  # the matrix keeps float32: 6 decimals
     return out
+
+
+def describe(view: BinaryView) -> str:
+    """How the scored items enter accuracy, in one sentence: the CLI's ``metrics`` and the pages' scope line."""
+    n, mcqa = view["n_scored_items"], view["n_mcqa_items"]
+    head = f"{n:,} of {n + mcqa:,} items are scored (open-ended): "
+    cutoff = view["score_cutoff"]
+    if cutoff == NONE:
+        return head + f"left out of accuracy (score cut-off: none), which is over the {mcqa:,} multiple-choice items"
+    if cutoff == STORED:
+        cut = view["verdict_cut"]
+        implied = f"; those verdicts equal score >= T for any T in ({cut[0]:g}, {cut[1]:g}]" if cut else ""
+        return head + f"accuracy counts them by their stored verdict (correct){implied}; a score cut-off changes it"
+    return head + f"accuracy counts them as correct when score >= {cutoff:g} (score cut-off)"

@@ -35,7 +35,11 @@ SORTS = {
     "disagreement": "disagreement between models",
     "drop": "largest score drop (focus model, scored items)",
 }
-MOST_FIRST = {"changes", "disagreement", "drop"}  # keys a researcher reads from the top: the dashboard sorts them descending
+MOST_FIRST = {
+    "changes",
+    "disagreement",
+    "drop",
+}  # keys a researcher reads from the top: the dashboard sorts them descending
 
 
 def _per_config(values: np.ndarray, grid: list[str]) -> pd.Series:

@@ -15,8 +15,9 @@ import streamlit as st
 
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
+from backend.scope.binary import describe
 from backend.scope.resolve import command_line
-from pages.common import data, state
+from pages.common import data, score_data, state
 from store.errors import UserError
 
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
@@ -199,6 +200,8 @@ def scope_caption(scope: data.Scope) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
+    if score_data.has_scores(scope):  # how scored (open-ended) items enter accuracy (--score-cutoff)
+        st.caption(escape_md(describe(score_data.binary(scope))))
     excluded = scope.resolved.grid_excluded
     if excluded:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
