@@ -115,6 +115,6 @@ def describe(view: BinaryView) -> str:
         return head + f"left out of accuracy (score cut-off: none), which is over the {mcqa:,} multiple-choice items"
     if cutoff == STORED:
         cut = view["verdict_cut"]
-        implied = f"; those verdicts equal score >= T for any T in ({cut[0]:g}, {cut[1]:g}]" if cut else ""
+        implied = f"; those verdicts equal score >= T for any T in ({cut[0]:.3g}, {cut[1]:.3g}]" if cut else ""
         return head + f"accuracy counts them by their stored verdict (correct){implied}; a score cut-off changes it"
     return head + f"accuracy counts them as correct when score >= {cutoff:g} (score cut-off)"

@@ -86,6 +86,15 @@ def table_frame(table: tables.Table) -> pd.DataFrame:
     return pd.DataFrame(table.rows, columns=table.columns)
 
 
+def show_by_model(table: tables.Table, name: str) -> None:
+    """A per-model table (the report's) with one column per model, so a long grid fits the page; its download
+    keeps the report's shape (one row per model)."""
+    frame = table_frame(table)
+    st.dataframe(frame.set_index("Model").T.rename_axis("score points (95% CI)"),
+                 column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
+    ui.downloads(frame, name)
+
+
 def overview_section(scope: Scope, metrics: dict, colours: dict[str, str]) -> None:
     """The Overview's score section (``metrics --json``'s ``continuous`` per model)."""
     models = scored(metrics["models"])
@@ -120,11 +129,7 @@ def overview_section(scope: Scope, metrics: dict, colours: dict[str, str]) -> No
                           delta=ui.ci_text(cis[k]), delta_color="off", delta_arrow="off",
                           help="Share of scored items whose score falls at this step (beyond the tolerance of 0).")  # fmt: skip
     data = {"overview": {"grid": metrics["grid"], "models": metrics["models"]}}
-    score_table = tables.score_table(data)
-    st.dataframe(
-        table_frame(score_table), hide_index=True, column_config={"Model": st.column_config.TextColumn(pinned=True)}
-    )
-    ui.downloads(table_frame(score_table), "scores")
+    show_by_model(tables.score_table(data), "scores")
     for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics["grid"], models), colours, terms=SCORE_TERMS)):
         ui.vega(spec, f"score-curve-{k}")
     box = st.expander("Score transitions (improved, regressed, unchanged, regression rate, sign p)", key="score-transitions",
@@ -143,16 +148,12 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
     st.subheader("Oracle gaps of the open-ended items")
     table = tables.score_table({"overview": {"grid": report["grid"], "models": report["metrics"]}})
     st.caption(table.caption)
-    st.dataframe(table_frame(table), hide_index=True, column_config={"Model": st.column_config.TextColumn(pinned=True)})
-    ui.downloads(table_frame(table), "compare-scores")
-    rows = [{"model": m, "metric": label, "value": charts.number(value, 100),
-             "lo": charts.number((ci or [None, None])[0], 100), "hi": charts.number((ci or [None, None])[1], 100)}
-            for m, c in models.items()
-            for label, value, ci in (("oracle gap", c["oracle_gap"], c["ci"].get("oracle_gap")),
-                                     ("best fixed score", c["best_fixed"]["mean_score"],
-                                      c["ci"].get("mean_score", {}).get(c["best_fixed"]["config"])))]  # fmt: skip
-    spec = charts.headline_bars(rows, list(models), colours, "score metric")
-    spec["title"] = "Oracle gap and best fixed score side by side (score points, 95% CI)"
+    show_by_model(table, "compare-scores")
+    rows = [{"model": m, "metric": "oracle gap", "value": charts.number(c["oracle_gap"], 100),
+             "lo": charts.number((c["ci"].get("oracle_gap") or [None, None])[0], 100),
+             "hi": charts.number((c["ci"].get("oracle_gap") or [None, None])[1], 100)} for m, c in models.items()]  # fmt: skip
+    spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
+    spec["title"] = "Oracle gaps side by side (score points, 95% CI)"
     spec["layer"][0]["encoding"]["y"]["title"] = "score points"
     spec["encoding"]["tooltip"][2]["title"] = "score points"
     ui.vega(spec, "compare-scores")
@@ -255,7 +256,8 @@ def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
     if not score_data.has_scores(scope):
         return
     st.subheader("Scores: open-ended items")
-    tolerance = float(state.bind(st.number_input, "stol", "Unchanged within (score tolerance)", default=0.0, min_value=0.0,
+    left, _ = st.columns([1, 3])
+    tolerance = float(state.bind(left.number_input, "stol", "Unchanged within (score tolerance)", default=0.0, min_value=0.0,
                                  max_value=1.0, step=0.01, format="%.2f",
                                  help="A score change of at most this counts as unchanged (METRICS.md's tolerance e; "
                                  "same as --tolerance)."))  # fmt: skip
