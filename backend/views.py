@@ -25,13 +25,21 @@ from backend.contracts.views import (
     ScoreFlowsReport,
 )
 from backend.scope.answer_cells import load_answer_cells
-from backend.scope.binary import binary_view
+from backend.scope.binary import NONE, binary_view
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
 from store import configs
 from store.errors import UserError
 from store.store import Store
+
+
+def require_accuracy_items(resolved: Resolved, matrix: Matrix) -> None:
+    """Under ``--score-cutoff none`` an open-ended-only scope has no item left for accuracy: say so (not "no
+    matched item"), and where its numbers are."""
+    if matrix.n_items == 0 and resolved.scope.score_cutoff == NONE:
+        raise UserError("no matched item is left for accuracy: --score-cutoff none leaves the scored (open-ended) items "
+                        "out; see their scores with `flows --scores`, or give a cut-off (--score-cutoff T)")  # fmt: skip
 
 
 def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
@@ -59,6 +67,7 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
     """
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
+    require_accuracy_items(resolved, matrix)
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
     out["excluded_reasons"] = matrix.excluded_reasons
     sections = score_sections(
@@ -84,6 +93,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
         raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
+    require_accuracy_items(resolved, matrix)
     out = flows.sankey(matrix, model, None if pair is None else list(pair))
     profile = noise.noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
@@ -147,6 +157,7 @@ def compare_view(resolved: Resolved, matrix: Matrix, top: int | None = 50, boots
     among them, where the scope has scored items), confused-item overlap, disagreement."""
     if (top is not None and top < 0) or bootstrap < 0:
         raise UserError("--top and --bootstrap must be >= 0")
+    require_accuracy_items(resolved, matrix)
     metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
     out = {
         "grid": metrics["grid"],

@@ -221,3 +221,13 @@ def test_the_report_tables_carry_the_score_section(tmp_path, capsys):
     latex = tmp_path / "report.tex"
     assert main([*argv, "--format", "latex", "--out", str(latex)]) == 0
     assert r"\label{tab:trajaudit-scores}" in latex.read_text()
+
+
+def test_cutoff_none_on_open_ended_items_only_says_where_their_numbers_are(tmp_path, capsys):
+    root = tmp_path / "s"
+    scored_store(root)  # every item scored
+    argv = ["--store", str(root), "--models", "m", "--score-cutoff", "none"]
+    assert main(["metrics", *argv, "--bootstrap", "0", "--json"]) == 2
+    assert "--score-cutoff none leaves the scored (open-ended) items out" in capsys.readouterr().err
+    assert main(["flows", "--store", str(root), "--model", "m", "--score-cutoff", "none", "--scores", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_items"] == 4  # the score view still has them

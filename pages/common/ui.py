@@ -175,6 +175,11 @@ def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
 def need_items(scope: data.Scope) -> None:
     """Stop the page with a notice when the filters leave no matched item."""
     m = data.matrix(scope)
+    if m.n_items == 0 and scope.score_cutoff == "none" and score_data.has_scores(scope):
+        st.warning("Every matched item is scored (open-ended), and the sidebar's *Open-ended items in accuracy* leaves "
+                   "them out, so there is no accuracy to show: pick the stored verdict or a cut-off there "
+                   "(`trajaudit flows --scores` prints their scores meanwhile).", icon=":material/rule:")  # fmt: skip
+        st.stop()
     if m.n_items == 0:
         filtered = "" if scope.item_filter.is_empty() and scope.tag is None else " and the filters"
         st.warning(
