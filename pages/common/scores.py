@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from backend.contracts.views import ScoreFlows, ScoreTransition
 from backend.report import tables
 from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.runtime.selection import Selection
@@ -159,11 +160,16 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
     ui.vega(spec, "compare-scores")
 
 
-def band_chart(view: dict) -> dict:
+def band_counts(t: ScoreTransition) -> dict[str, int]:
+    """A transition's items per band."""
+    return {"improved": t["improved"], "regressed": t["regressed"], "unchanged": t["unchanged"]}
+
+
+def band_chart(view: ScoreFlows) -> dict:
     """One bar per transition split into its improved, unchanged and regressed items (share of scored items);
     a click on a band selects it (``flows_section`` opens its items)."""
-    rows = [{"step": f"{t['from']} → {t['to']}", "from": t["from"], "to": t["to"], "kind": kind, "items": t[kind],
-             "share": charts.number(t[kind] / max(view["n_items"], 1), 100), "order": k}
+    rows = [{"step": f"{t['from']} → {t['to']}", "from": t["from"], "to": t["to"], "kind": kind, "items": band_counts(t)[kind],
+             "share": charts.number(band_counts(t)[kind] / max(view["n_items"], 1), 100), "order": k}
             for t in view["transitions"] for k, kind in enumerate(("improved", "unchanged", "regressed"))]  # fmt: skip
     steps = [f"{t['from']} → {t['to']}" for t in view["transitions"]]
     kinds = list(BAND_COLOURS)
@@ -207,7 +213,7 @@ def _open_item(items: pd.DataFrame, key: str, sel: Selection) -> None:
         walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
 
 
-def opened_band(view: dict) -> tuple[str, str, str] | None:
+def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
     """The band the URL opens (``sband``: from, to, kind), when this view has it."""
     band = state.get("sband")
     steps = {(t["from"], t["to"]) for t in view["transitions"]}
@@ -272,8 +278,8 @@ def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
     key = f"score-bands-{scope.focus}"
     st.vega_lite_chart(band_chart(view), width="stretch", theme=None, key=key, on_select=lambda: _band_from_chart(key),
                        selection_mode="band")  # fmt: skip
-    table = pd.DataFrame([{"from": t["from"], "to": t["to"], "band": kind, "items": t[kind],
-                           "share": t[kind] / view["n_items"], "sign_p": t["sign_p"]}
+    table = pd.DataFrame([{"from": t["from"], "to": t["to"], "band": kind, "items": band_counts(t)[kind],
+                           "share": band_counts(t)[kind] / view["n_items"], "sign_p": t["sign_p"]}
                           for t in view["transitions"] for kind in KIND_TEXT])  # fmt: skip
     st.dataframe(
         table, hide_index=True, key="scorebands", on_select=lambda: _band_from_row(table), selection_mode="single-row",
