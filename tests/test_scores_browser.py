@@ -88,3 +88,23 @@ def test_compare_and_items_show_the_scores(app_server, page):
     shown = sort.locator("input").first.input_value() or sort.inner_text()  # the link's sort is drawn
     assert "largest score drop" in shown, shown
     screenshot(page, "scores-items")
+
+
+def test_a_click_on_a_regressed_band_in_the_chart_opens_its_items(app_server, page, capsys):
+    out = cli(
+        capsys, "flows", "--store", str(app_server.store), "--benchmark", BENCH, "--model", MODEL, "--scores", "--json"
+    )
+    step = next(t for t in out["transitions"] if t["regressed"] > 0)
+    goto(page, app_server, f"flows?{BASE}")
+    chart = page.locator('[data-testid="stVegaLiteChart"]').last  # the score bands (the Sankey is a component)
+    chart.scroll_into_view_if_needed()
+    wait_idle(page)
+    label = f"transition: {step['from']} → {step['to']}; band: regressed;"
+    mark = chart.locator(f'g.mark-rect path[aria-label*="{label}"]')  # Vega's SVG names each bar by its fields
+    assert mark.count() == 1
+    mark.click()
+    heading = page.locator('[data-testid="stMain"] strong').filter(has_text="regressed (score fell) · ")
+    heading.wait_for()
+    assert (
+        heading.inner_text() == f"{step['from']} → {step['to']}: regressed (score fell) · {step['regressed']:,} items"
+    )
