@@ -11,13 +11,22 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis import cascade, compare, explain, flows, noise
-from backend.analysis.continuous import continuous_metrics
+from backend.analysis.continuous import SCORE_KINDS, continuous_metrics, score_flow_items, score_flows
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
-from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
+from backend.contracts.views import (
+    BinaryView,
+    CompareReport,
+    ContinuousMetrics,
+    FlowsReport,
+    ItemsPage,
+    OverviewReport,
+    ScoreFlowsReport,
+)
 from backend.scope.answer_cells import load_answer_cells
+from backend.scope.binary import NONE, binary_view
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
@@ -27,22 +36,49 @@ from store.errors import UserError
 from store.store import Store
 
 
-def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
-             pairs: list[tuple[str, str]] | None = None) -> OverviewReport:  # fmt: skip
-    """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables.
+def require_accuracy_items(resolved: Resolved, matrix: Matrix) -> None:
+    """Under ``--score-cutoff none`` an open-ended-only scope has no item left for accuracy: say so (not "no
+    matched item"), and where its numbers are."""
+    if matrix.n_items == 0 and resolved.scope.score_cutoff == NONE:
+        raise UserError("no matched item is left for accuracy: --score-cutoff none leaves the scored (open-ended) items "
+                        "out; see their scores with `flows --scores`, or give a cut-off (--score-cutoff T)")  # fmt: skip
 
-    With ``beyond_noise`` each model's ``transitions`` count only flips beyond the item's repeat
-    noise (the bars' view); the curve and the headline numbers always count every item.
+
+def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
+                   tolerance: float = 0.0) -> tuple[BinaryView, dict[str, ContinuousMetrics]] | None:  # fmt: skip
+    """Where the scope has scored items: how they enter accuracy, and each scored model's score summaries
+    (on ``scores``, the score matrix: every matched item, whatever the cut-off). None without scores."""
+    if not np.isfinite(scores.score).any():
+        return None
+    per_model = {
+        m: continuous_metrics(scores, m, bootstrap=bootstrap, seed=seed, tolerance=tolerance) for m in scores.models
+    }
+    return binary_view(scores, cutoff), {m: c for m, c in per_model.items() if c is not None}
+
+
+def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
+             pairs: list[tuple[str, str]] | None = None, scores: Matrix | None = None,
+             tolerance: float = 0.0) -> OverviewReport:  # fmt: skip
+    """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables, and
+    where the scope has scored items, the score section (``continuous`` per model, ``binary``).
+
+    ``matrix`` is the scope's accuracy matrix, ``scores`` its score matrix (``Resolved.load_views``; the
+    same matrix unless ``--score-cutoff none``). With ``beyond_noise`` each model's ``transitions`` count
+    only flips beyond the item's repeat noise (the bars' view); the curve and the headline numbers always
+    count every item.
     """
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
+    require_accuracy_items(resolved, matrix)
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
     out["excluded_reasons"] = matrix.excluded_reasons
-    if np.isfinite(matrix.score).any():
-        for model in matrix.models:
-            cont = continuous_metrics(matrix, model, bootstrap=bootstrap, seed=seed)
-            if cont is not None:
-                out["models"][model]["continuous"] = cont
+    sections = score_sections(
+        matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance
+    )
+    if sections is not None:
+        out["binary"] = sections[0]
+        for model, cont in sections[1].items():
+            out["models"][model]["continuous"] = cont
     out["task_types"] = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
     if resolved.scope.beyond_noise:
         profile = noise.noise_profile(store, matrix)
@@ -59,6 +95,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
         raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
+    require_accuracy_items(resolved, matrix)
     out = flows.sankey(matrix, model, None if pair is None else list(pair))
     profile = noise.noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
@@ -83,6 +120,23 @@ def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str
     return items
 
 
+def score_flows_view(resolved: Resolved, scores: Matrix, model: str, pair: tuple[str, str] | None = None,
+                     kind: str | None = None, tolerance: float = 0.0, limit: int | None = 100) -> ScoreFlowsReport:  # fmt: skip
+    """The Flows page's score section (``trajaudit flows --scores``): per transition, items improved, regressed
+    and unchanged (within ``tolerance``); with ``kind``, that flow's items, largest change first."""
+    if kind is not None and (kind not in SCORE_KINDS or pair is None):
+        raise UserError(f"a score flow's items need --from/--to and --kind in {', '.join(SCORE_KINDS)}")
+    if limit is not None and limit < 0:
+        raise UserError("--limit must be >= 0")
+    out = score_flows(scores, model, pair, tolerance) | {"binary": binary_view(scores, resolved.scope.score_cutoff)}
+    if kind is not None and pair is not None:
+        items = score_flow_items(scores, model, pair[0], pair[1], kind, tolerance)
+        out["n_flow_items"] = len(items)
+        out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
+    out["scope"] = resolved.header(scores)
+    return out
+
+
 def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
                page: int = 1, page_size: int = 50) -> ItemsPage:  # fmt: skip
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
@@ -99,12 +153,13 @@ def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item
     }
 
 
-def compare_view(
-    resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0
-) -> CompareReport:
-    """The Compare page (``trajaudit compare``): headline metrics side by side, confused-item overlap, disagreement."""
+def compare_view(resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0,
+                 scores: Matrix | None = None) -> CompareReport:  # fmt: skip
+    """The Compare page (``trajaudit compare``): headline metrics side by side (score summaries, oracle gaps
+    among them, where the scope has scored items), confused-item overlap, disagreement."""
     if (top is not None and top < 0) or bootstrap < 0:
         raise UserError("--top and --bootstrap must be >= 0")
+    require_accuracy_items(resolved, matrix)
     metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
     out = {
         "grid": metrics["grid"],
@@ -112,6 +167,11 @@ def compare_view(
         "n_excluded": metrics["n_excluded"],
         "metrics": metrics["models"],
     }
+    sections = score_sections(matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed)
+    if sections is not None:
+        out["binary"] = sections[0]
+        for model, cont in sections[1].items():
+            out["metrics"][model]["continuous"] = cont
     if len(matrix.models) > 1:
         ov = compare.confusion_overlap(matrix)
         ov["shared_share"] = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None

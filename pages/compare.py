@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.analysis.compare import headline_table
 from backend.report.palette import model_colours
-from pages.common import charts, data, state, ui
+from pages.common import charts, data, scores, state, ui
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -59,6 +59,7 @@ with ui.guard():
     )
     ui.downloads(table, "compare-headlines")
     ui.vega(bars(table, colours), "compare-headlines")
+    scores.compare_section(report, colours)
 
     st.subheader("Are the confused items the same items?")
     ov = report["overlap"]

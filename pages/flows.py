@@ -17,7 +17,7 @@ from backend.present import series
 from backend.present.text import KIND_TEXT
 from backend.report.palette import SANKEY_COLOURS
 from backend.runtime.selection import Selection
-from pages.common import data, explain_panel, sidebar, state, ui, walk
+from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from pages.common.sankey import clickable_sankey
@@ -182,6 +182,7 @@ with ui.guard():
             "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
             icon=":material/touch_app:",
         )
+    scores.flows_section(scope, configs)  # where the scope has scored (open-ended) items
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
         if sel is not None and sel.kind == "flow"

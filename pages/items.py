@@ -78,7 +78,7 @@ def table_view(scope: data.Scope) -> None:
     cols = (
         ["item_id", "trajectory"]
         + (["confidence"] if has_conf else [])
-        + ["n_correct", "changes", "task_type", "tags", "duration", "question"]
+        + ["n_correct", "changes", "drop", "task_type", "tags", "duration", "question"]
     )
     shown["confidence"] = [
         sparkline.confidence_svg(row) for row in page["confidence"]
@@ -110,6 +110,7 @@ def table_view(scope: data.Scope) -> None:
             "task_type": st.column_config.TextColumn("task type", width="medium"),
             "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
             "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
+            "drop": st.column_config.NumberColumn("largest drop", format="%.3f", help="largest fall of the score between consecutive configurations (scored items)"),
             "disagreement": st.column_config.ProgressColumn("disagreement", min_value=0.0, max_value=1.0, format="%.2f"),
             "confidence": st.column_config.ImageColumn("confidence", width=sparkline.column_width(row_h), help="focus model, along the grid (0 to 1); gaps: no confidence"),
             "question": st.column_config.TextColumn("question", width="large"),

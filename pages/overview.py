@@ -9,7 +9,7 @@ from backend.present.tables import headline_value
 from backend.present.tables import task_table as task_text
 from backend.present.text import HEADLINES
 from backend.report.palette import model_colours
-from pages.common import charts, data, explain_panel, sidebar, state, ui
+from pages.common import charts, data, explain_panel, scores, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
 HELP = {
@@ -123,6 +123,7 @@ with ui.guard():
                                "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
             )  # fmt: skip
             ui.downloads(trans, "transitions")
+    scores.overview_section(scope, metrics, colours)
     task_table(scope, metrics)
     explain_panel.tag_panel(scope)
     # The shareable report: built on click by the CLI's own function (same bytes as `trajaudit report` for this scope and seed).

@@ -47,7 +47,7 @@ def test_continuous_metrics_by_hand(tmp_path):
     assert [t["regression_rate"] for t in out["transitions"]] == pytest.approx([1 / 3, 1 / 3])
     lo, hi = out["ci"]["oracle_gap"]
     assert lo <= out["oracle_gap"] + 1e-6 <= hi + 2e-6
-    assert set(out["ci"]) == {"mean_score", "oracle_gap", "regression_rate"}
+    assert set(out["ci"]) == {"mean_score", "oracle_gap", "regression_rate", "improvement_rate"}
     assert list(out["ci"]["mean_score"]) == ["8f", "16f", "32f"]  # keyed by config
     assert len(out["ci"]["regression_rate"]) == len(out["transitions"])  # one per transition, in order
     for (lo, hi), value in zip(out["ci"]["mean_score"].values(), out["mean_score"].values(), strict=True):

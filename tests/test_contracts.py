@@ -274,7 +274,11 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
         ("flows", ["flows", *s, "--model", MODEL, "--from", "8f", "--to", "64f", "--kind", "harmed", "--beyond-noise"]),
         ("items", ["items", *s, "--model", MODEL, "--annotations", "--limit", "5"]),
         ("items", ["items", *s, "--model", MODEL, "--models", pair]),
+        ("flows --scores", ["flows", *s, "--model", MODEL, "--scores", "--benchmark", "synthetic-mlvu"]),
+        ("flows --scores", ["flows", *s, "--model", MODEL, "--scores", "--benchmark", "synthetic-mlvu", "--tolerance",
+                            "0.05", "--from", "8f", "--to", "64f", "--kind", "improved", "--score-cutoff", "0.5"]),
         ("items --page", ["items", *s, "--model", MODEL, "--models", pair, "--sort", "disagreement", "--page", "2"]),
+        ("items --page", ["items", *s, "--model", MODEL, "--benchmark", "synthetic-mlvu", "--sort", "drop", "--page", "1"]),
         ("compare", ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5"]),
         ("compare", ["compare", *s, "--models", MODEL, "--bootstrap", "0"]),
         ("explain", ["explain", *s, "--model", MODEL, "--models", pair, "--flow", "8f:64f:harmed", "--min-size", "5"]),
@@ -403,6 +407,9 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     quiet = by["metrics"][1]["models"][MODEL]["transitions"][0]
     assert "hidden_rescued" in quiet and by["metrics"][1]["models"][MODEL]["ci"] == {}
     assert "continuous" in by["metrics"][0]["models"][MODEL] and by["metrics"][0]["models"][MODEL]["ci"]["accuracy"]
+    assert by["metrics"][0]["binary"]["n_scored_items"] and "continuous" in by["compare"][0]["metrics"][MODEL]
+    assert "items" not in by["flows --scores"][0] and by["flows --scores"][1]["items"]
+    assert any(r["drop"] is not None for r in by["items --page"][1]["rows"])
     assert (
         by["flows"][1]["within_noise_hidden"]
         and by["flows"][1]["items"]

@@ -205,3 +205,48 @@ def test_overview_parity_on_the_real_scale_grid_store(realdata, tmp_path, monkey
     printed = json.loads(cli_json(capsys, *_twin(at)))
     assert printed == drawn
     assert printed["grid"] == ["text", "8f@151k", "16f@151k", "32f@151k"] and printed["n_items"] == 786
+
+
+# ---- parity of the score sections: the demo's open-ended items (synthetic-mlvu) ----------------------------
+
+SCORED = "synthetic-mlvu"
+
+
+@pytest.mark.usefixtures("app_env")
+@pytest.mark.parametrize("page", ["pages/overview.py", "pages/compare.py"])
+@pytest.mark.parametrize("cut", ["stored", "0.3"])
+def test_score_sections_draw_what_their_cli_twin_prints(demo_store, page, cut, monkeypatch, capsys):
+    at = _open(page, monkeypatch, demo_store, bench=SCORED, models=f"{MODEL},{OTHER}", cut=cut)
+    scope = at.session_state["scope"]
+    assert scope.score_cutoff == cut
+    drawn = _as_printed(PAGES[page](scope), capsys)
+    argv = _twin(at)
+    assert ("--score-cutoff" in argv) == (cut != "stored"), " ".join(argv)
+    printed = json.loads(cli_json(capsys, *argv))
+    assert printed == drawn
+    per_model = printed["models"] if page == "pages/overview.py" else printed["metrics"]
+    assert {m: "continuous" in rec for m, rec in per_model.items()} == {MODEL: True, OTHER: True}
+    assert printed["binary"]["n_scored_items"] > 0 and printed["scope"]["score_cutoff"] == (
+        cut if cut == "stored" else 0.3
+    )
+    if page == "pages/overview.py":  # the scope line says how the scored items enter accuracy
+        from backend.scope.binary import describe
+
+        assert any(describe(printed["binary"]) in c.value.replace("\\", "") for c in at.caption)
+
+
+@pytest.mark.usefixtures("app_env")
+def test_flows_score_section_draws_what_its_cli_twin_prints(demo_store, monkeypatch, capsys):
+    from pages.common import score_data
+
+    at = _open("pages/flows.py", monkeypatch, demo_store, bench=SCORED, models=MODEL, stol="0.05")
+    scope = at.session_state["scope"]
+    drawn = _as_printed(score_data.score_flows(scope, scope.focus, None, None, 0.05), capsys)
+    at.session_state["cli-twin-scores"] = True
+    at.run()
+    (line,) = [c.value for c in at.code if c.value.startswith("trajaudit ") and "--scores" in c.value]
+    printed = json.loads(cli_json(capsys, *shlex.split(line)[1:]))
+    assert printed == drawn and printed["tolerance"] == 0.05
+    assert sum(t["improved"] + t["regressed"] + t["unchanged"] for t in printed["transitions"]) == printed[
+        "n_items"
+    ] * len(printed["transitions"])

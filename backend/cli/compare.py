@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> CompareReport:
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
-    return views.compare_view(resolved, resolved.load(store), top=args.top, bootstrap=args.bootstrap, seed=args.seed)
+    matrix, scores = resolved.load_views(store)
+    return views.compare_view(resolved, matrix, top=args.top, bootstrap=args.bootstrap, seed=args.seed, scores=scores)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         .round(1)
         .to_string()
     )
+    gaps = {m: rec["continuous"] for m, rec in out["metrics"].items() if "continuous" in rec}
+    for model, c in gaps.items():
+        print(f"{model}: oracle gap {100 * c['oracle_gap']:.1f} (x100, {c['n_items']} scored items), "
+              f"best fixed {c['best_fixed']['config']} {100 * c['best_fixed']['mean_score']:.1f}")  # fmt: skip
     if "overlap" in out:
         ov = out["overlap"]
         print(f"confused by every model: {ov['confused_by_all']}   by any: {ov['confused_by_any']}")

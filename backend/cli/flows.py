@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 
 from backend import views
+from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES, flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -27,7 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--from", dest="frm", default=None, help="flows between two configs: the first")
     p.add_argument("--to", default=None, help="flows between two configs: the second")
-    p.add_argument("--kind", default=None, choices=FLOW_KINDS, help="list the items of this flow (needs --from/--to)")
+    p.add_argument("--kind", default=None, choices=FLOW_KINDS + SCORE_KINDS,
+                   help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)")  # fmt: skip
+    p.add_argument(
+        "--scores",
+        action="store_true",
+        help="score flows of the scored (open-ended) items: improved, regressed, unchanged per transition",
+    )
+    add_tolerance(p)
     p.add_argument("--limit", type=int, default=100, help="at most N flow items (default 100)")
     add_json(p)
     p.set_defaults(func=run)
@@ -39,8 +48,12 @@ def compute(args: argparse.Namespace) -> FlowsReport:
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
     store = Store(args.store)
     resolved = Scope.from_args(args, models=models).resolve(store)
-    matrix = resolved.load(store)
+    matrix, scores = resolved.load_views(store)
     pair = None if args.frm is None else (args.frm, args.to)
+    if args.scores:
+        return views.score_flows_view(resolved, scores, args.model, pair, args.kind, args.tolerance, args.limit)
+    if args.tolerance:
+        raise UserError("--tolerance is for score flows: add --scores")
     return views.flows_view(store, resolved, matrix, args.model, pair, args.kind, args.limit)
 
 
@@ -48,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     out = compute(args)
     if args.json:
         print_json(out)
+        return 0
+    if args.scores:
+        print_score_flows(out)
         return 0
     print(
         f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
@@ -59,3 +75,13 @@ def run(args: argparse.Namespace) -> int:
     for row in out.get("items", []):
         print(f"  {row['benchmark']}/{row['item_id']}  {row.get('task_type') or ''}")
     return 0
+
+
+def print_score_flows(out: dict) -> None:
+    print(f"{out['model']}: {out['n_items']} scored items ({out['n_unscored']} without a score everywhere), "
+          f"unchanged = a change of at most {out['tolerance']:g}")  # fmt: skip
+    for t in out["transitions"]:
+        print(f"  {t['from']} -> {t['to']}: improved {t['improved']}, regressed {t['regressed']}, "
+              f"unchanged {t['unchanged']} (sign p {t['sign_p']:.3g})")  # fmt: skip
+    for row in out.get("items", []):
+        print(f"  {row['benchmark']}/{row['item_id']}  {row['score_from']:.3f} -> {row['score_to']:.3f}")

@@ -13,6 +13,7 @@ from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.contracts.views import OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
+from backend.scope.binary import describe
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -36,6 +37,12 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
         search=args.search,
         tags=tuple(split_list(args.annotation_tag) or ()),
     )
+
+
+def add_tolerance(p: argparse.ArgumentParser) -> None:
+    """``--tolerance``: a score change of at most this counts as unchanged (METRICS.md's ``e``)."""
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="score flows: a change of at most this (0..1) counts as unchanged (default 0)")  # fmt: skip
 
 
 def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
@@ -62,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pairs", default=None, help="transitions to report, e.g. text:16f,16f:64f (default: consecutive)")
+    add_tolerance(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -70,10 +78,9 @@ def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
-    matrix = resolved.load(store)
-    return views.overview(
-        store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs)
-    )
+    matrix, scores = resolved.load_views(store)
+    return views.overview(store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed,
+                          pairs=parse_pairs(args.pairs), scores=scores, tolerance=args.tolerance)  # fmt: skip
 
 
 def render(out: OverviewReport) -> str:
@@ -103,10 +110,28 @@ def render(out: OverviewReport) -> str:
                 f"{pp(t['churn']):>10}  {p_value(t['mcnemar_p'])}"
             )
         if "continuous" in m:
-            c = m["continuous"]
-            scores = ", ".join(f"{k} {pp(v)}" for k, v in c["mean_score"].items())
-            lines.append(f"continuous score (pp, {c['n_items']} items): {scores}; oracle gap {pp(c['oracle_gap'])}")
+            lines += score_lines(m["continuous"])
+    if "binary" in out:
+        lines += ["", describe(out["binary"])]
     return "\n".join(lines)
+
+
+def score_lines(c: dict) -> list[str]:
+    """The score section of one model: mean score per config, best fixed, oracle, gap, per-transition flows."""
+    ci = c["ci"]
+    lines = [f"scores (x100, {c['n_items']} scored items; unchanged within {c['tolerance']:g}):"]
+    for label, value in c["mean_score"].items():
+        lines.append(f"  {label:>14}  {interval(value, ci.get('mean_score', {}).get(label))}")
+    best = c["best_fixed"]
+    lines.append(f"{'best fixed score':<31} {best['config']}  {pp(best['mean_score'])}")
+    lines.append(f"{'oracle mean score':<31} {pp(c['oracle_mean'])}")
+    lines.append(f"{'oracle gap':<31} {interval(c['oracle_gap'], ci.get('oracle_gap'))}")
+    lines.append("score transitions  improved regressed unchanged  regression rate (pp)   sign p")
+    for k, t in enumerate(c["transitions"]):
+        rate = interval(t["regression_rate"], (ci.get("regression_rate") or [None] * (k + 1))[k])
+        lines.append(f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
+                     f"  {rate:<21} {t['sign_p']:.3g}")  # fmt: skip
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,11 +38,20 @@ from backend.contracts.store import (
     VideoCheckReport,
     VideoLinkReport,
 )
-from backend.contracts.views import CompareReport, FlowsReport, ItemRow, ItemsPage, McqaMetrics, OverviewReport
+from backend.contracts.views import (
+    CompareReport,
+    FlowsReport,
+    ItemRow,
+    ItemsPage,
+    McqaMetrics,
+    OverviewReport,
+    ScoreFlowsReport,
+)
 
 REPORTS: dict[str, Any] = {
     "metrics": OverviewReport,
     "flows": FlowsReport,
+    "flows --scores": ScoreFlowsReport,
     "items": list[ItemRow],
     "items --page": ItemsPage,
     "compare": CompareReport,
@@ -110,6 +119,7 @@ __all__ = [
     "ReportData",
     "RerunOutcome",
     "ScopeHeader",
+    "ScoreFlowsReport",
     "SelectionRerunReport",
     "SweepReport",
     "Transition",

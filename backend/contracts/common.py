@@ -42,6 +42,7 @@ class ScopeHeader(TypedDict):
     tag_model: the model whose trajectory the tag is read on (null without a tag)
     beyond_noise: true when flips within an item's repeat noise are left out
     include_reruns: true when live re-runs count as responses
+    score_cutoff: how scored responses enter accuracy: "stored" (their stored correct), "none" (left out) or T (score >= T)
     n_items: matched items (reports computed on a matrix)
     n_excluded: items left out for lacking a response at some (model, config) (reports computed on a matrix)
     """
@@ -57,6 +58,7 @@ class ScopeHeader(TypedDict):
     tag_model: str | None
     beyond_noise: bool
     include_reruns: bool
+    score_cutoff: str | float
     n_items: NotRequired[int]
     n_excluded: NotRequired[int]
 

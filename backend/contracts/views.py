@@ -56,16 +56,28 @@ class ContinuousBest(TypedDict):
     mean_score: float
 
 
-class ContinuousTransition(From):
-    """Score regressions between consecutive configurations.
+class ScoreTransition(From):
+    """Score changes between two configurations, on the items scored at every configuration (METRICS.md).
 
     from: configuration a
     to: configuration b
-    regression_rate: share of items whose score drops from a to b
+    improved: items whose score rises by more than the tolerance
+    regressed: items whose score falls by more than the tolerance
+    unchanged: items whose score changes by at most the tolerance
+    improvement_rate: improved / items
+    regression_rate: regressed / items
+    mean_delta: mean over items of s(b) - s(a)
+    sign_p: exact two-sided sign-test p-value of improved vs regressed
     """
 
     to: str
+    improved: int
+    regressed: int
+    unchanged: int
+    improvement_rate: float
     regression_rate: float
+    mean_delta: float
+    sign_p: float
 
 
 class ContinuousCI(TypedDict, total=False):
@@ -74,11 +86,13 @@ class ContinuousCI(TypedDict, total=False):
     mean_score: per configuration, the mean score's interval
     oracle_gap: the oracle gap's interval
     regression_rate: one per transition, in the order of ``transitions``
+    improvement_rate: one per transition, in the order of ``transitions``
     """
 
     mean_score: dict[str, Interval]
     oracle_gap: Interval
     regression_rate: list[Interval]
+    improvement_rate: list[Interval]
 
 
 class ContinuousMetrics(TypedDict):
@@ -86,22 +100,88 @@ class ContinuousMetrics(TypedDict):
 
     n_items: items scored at every configuration
     n_unscored: matched items missing a score somewhere
+    tolerance: a change of at most this counts as unchanged
     mean_score: per configuration, the mean score
     best_fixed: the configuration of highest mean score
     oracle_mean: mean over items of the best score
     oracle_gap: oracle_mean minus the best mean score
-    transitions: score regressions between consecutive configurations
+    transitions: score changes between consecutive configurations
     ci: intervals of these numbers
     """
 
     n_items: int
     n_unscored: int
+    tolerance: float
     mean_score: dict[str, float]
     best_fixed: ContinuousBest
     oracle_mean: float
     oracle_gap: float
-    transitions: list[ContinuousTransition]
+    transitions: list[ScoreTransition]
     ci: ContinuousCI
+
+
+class BinaryView(TypedDict):
+    """How the scope's scored (open-ended) items enter accuracy (``--score-cutoff``; backend.scope.binary).
+
+    score_cutoff: "stored" (each response's stored correct), "none" (scored items left out of accuracy) or T (correct = score >= T)
+    n_scored_items: matched items with a score at some (model, configuration)
+    n_mcqa_items: matched items with no score (multiple choice)
+    n_scored_in_accuracy: scored items counted in the accuracy numbers
+    verdict_cut: with "stored", [lo, hi] when every stored verdict equals score >= T for T in (lo, hi] (null: none does)
+    """
+
+    score_cutoff: str | float
+    n_scored_items: int
+    n_mcqa_items: int
+    n_scored_in_accuracy: int
+    verdict_cut: Interval | None
+
+
+class ScoreFlows(TypedDict):
+    """One model's score changes per transition (the Flows page's score section).
+
+    model: the model drawn
+    configs: the configurations, in order
+    tolerance: a change of at most this counts as unchanged
+    n_items: items scored at every configuration
+    n_unscored: matched items missing a score somewhere
+    transitions: per consecutive pair (or the pair asked for), items improved, regressed, unchanged
+    """
+
+    model: str
+    configs: list[str]
+    tolerance: float
+    n_items: int
+    n_unscored: int
+    transitions: list[ScoreTransition]
+
+
+class ScoreFlowItem(ItemMeta):
+    """An item of the score flow asked for, largest change first.
+
+    score_from: its score at the first configuration
+    score_to: its score at the second configuration
+    delta: score_to - score_from
+    """
+
+    score_from: float
+    score_to: float
+    delta: float
+
+
+class ScoreFlowsReport(ScoreFlows):
+    """``trajaudit flows --scores --json``: the score flows, and one flow's items with --from/--to/--kind.
+
+    binary: how scored items enter accuracy (the scope's --score-cutoff)
+    n_flow_items: items of the flow asked for (--kind only)
+    items: those items, at most --limit (--kind only)
+    scope: the scope these numbers belong to
+    """
+
+    binary: BinaryView
+    n_flow_items: NotRequired[int]
+    items: NotRequired[list[ScoreFlowItem]]
+    scope: ScopeHeader
 
 
 class ModelMetrics(TypedDict):
@@ -192,9 +272,11 @@ class OverviewNumbers(McqaMetrics):
     """The Overview's headline numbers and why items were left out (a report's ``overview``).
 
     excluded_reasons: per "<model> lacks <config>", the excluded items lacking that response
+    binary: how scored (open-ended) items enter accuracy (only when the scope has scored items)
     """
 
     excluded_reasons: dict[str, int]
+    binary: NotRequired[BinaryView]
 
 
 class OverviewReport(OverviewNumbers):
@@ -314,6 +396,7 @@ class ItemsPageRow(TypedDict):
     changes: changes of correctness along the grid
     mean_confidence: mean confidence over the grid (null: none stored)
     disagreement: disagreement between the models (null with one model)
+    drop: the largest fall of the focus model's score between consecutive configurations (null: not scored everywhere)
     confidence: per configuration of the grid, the confidence (null: not stored)
     """
 
@@ -328,6 +411,7 @@ class ItemsPageRow(TypedDict):
     changes: int
     mean_confidence: float | None
     disagreement: float | None
+    drop: float | None
     confidence: list[float | None]
 
 
@@ -345,7 +429,7 @@ class ItemsPage(TypedDict):
     """
 
     model: str
-    sort: Literal["item", "task_type", "n_correct", "changes", "mean_confidence", "disagreement"]
+    sort: Literal["item", "task_type", "n_correct", "changes", "mean_confidence", "disagreement", "drop"]
     descending: bool
     page: int
     page_size: int
@@ -458,7 +542,8 @@ class CompareReport(TypedDict):
     grid: the configurations, cheapest first
     n_items: matched items
     n_excluded: items left out for lacking a response somewhere
-    metrics: per model, its metrics (as in ``metrics --json``)
+    metrics: per model, its metrics (as in ``metrics --json``; ``continuous`` where the model has scores)
+    binary: how scored (open-ended) items enter accuracy (only when the scope has scored items)
     overlap: confused-item overlap (two models or more)
     disagreement: the items the models split on most, at most --top (two models or more)
     scope: the scope these numbers belong to
@@ -468,6 +553,7 @@ class CompareReport(TypedDict):
     n_items: int
     n_excluded: int
     metrics: dict[str, ModelMetrics]
+    binary: NotRequired[BinaryView]
     overlap: NotRequired[Overlap]
     disagreement: NotRequired[list[DisagreementRow]]
     scope: ScopeHeader

@@ -108,12 +108,12 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
     if gallery_items < 0:
         raise UserError("--gallery must be >= 0")
     scope = resolved.scope
-    matrix = resolved.load(store, include_answers=True)  # the gallery shows the answers
+    matrix, scores = resolved.load_views(store, include_answers=True)  # the gallery shows the answers
     if matrix.n_items == 0:
         raise UserError(
             f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model"
         )
-    overview = views.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
+    overview = views.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed, scores=scores)
     task_types = overview["task_types"][scope.focus]  # the Overview's table: the focus model's, Wilson intervals
     flows = views.flows_view(store, resolved, matrix, scope.focus)
     overlap = None

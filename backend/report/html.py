@@ -31,6 +31,7 @@ from backend.present.text import interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
 from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
+from backend.scope.binary import describe
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
 
@@ -192,6 +193,16 @@ def headline_section(data: Mapping[str, Any]) -> str:
             f'<div class="fig" id="fig-curve"></div>{table_html(tables.transitions_table(data), data["colours"])}</section>')  # fmt: skip
 
 
+def score_section(data: Mapping[str, Any]) -> str:
+    """The scored (open-ended) items' numbers, apart from accuracy: mean scores, oracle gap, score transitions."""
+    if not tables.scored_models(data):
+        return ""
+    binary = data["overview"].get("binary")
+    how = f'<p class="note">{e(describe(binary))}</p>' if binary else ""
+    return (f'<section id="scores"><h2>Scores: open-ended items</h2>{how}{table_html(tables.score_table(data), data["colours"])}'
+            f'{table_html(tables.score_transitions_table(data), data["colours"])}</section>')  # fmt: skip
+
+
 def flows_section(data: Mapping[str, Any]) -> str:
     noise = ""
     if data["scope"]["beyond_noise"]:
@@ -301,7 +312,7 @@ def render(data: Mapping[str, Any]) -> str:
     scope = data["scope"]
     title = f"trajaudit report: {', '.join(scope['models'])} on {scope['benchmark'] or 'all benchmarks'}"
     figs = {name: json.loads(pio.to_json(fig, validate=False)) for name, fig in figures(data).items()}
-    body = "".join([scope_section(data), headline_section(data), flows_section(data), explain_section(data), task_section(data),
+    body = "".join([scope_section(data), headline_section(data), score_section(data), flows_section(data), explain_section(data), task_section(data),
                     overlap_section(data), policy_section(data), gallery_section(data)])  # fmt: skip
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -34,9 +34,60 @@ def task_table(data: Mapping[str, Any]) -> Table:
     return frames.task_table(data["task_types"]["rows"], data["task_types"]["model"])
 
 
+SCORE_UNITS = "score points: mean score x 100; 95% paired-bootstrap interval in brackets"
+
+
+def scored_models(data: dict) -> dict[str, dict]:
+    """Per model with scores, its ``continuous`` summaries (the report's, the Overview's and Compare's)."""
+    return {m: rec["continuous"] for m, rec in data["overview"]["models"].items() if "continuous" in rec}
+
+
+def score_table(data: dict) -> Table:
+    """Per scored model: mean score per configuration, best fixed, oracle mean and oracle gap, in score points.
+
+    Scored items only: these numbers are never averaged with multiple-choice accuracy."""
+    scored = scored_models(data)
+    grid = data["overview"]["grid"]
+    rows, values = [], []
+    for model, c in scored.items():
+        ci = c["ci"]
+        means = [c["mean_score"][g] for g in grid]
+        best = c["best_fixed"]
+        rows.append([model, str(c["n_items"]), *(interval(v, ci.get("mean_score", {}).get(g)) for v, g in zip(means, grid, strict=True)),
+                     f"{best['config']} {pp(best['mean_score'])}", pp(c["oracle_mean"]), interval(c["oracle_gap"], ci.get("oracle_gap"))])  # fmt: skip
+        values.append([None, c["n_items"], *means, best["mean_score"], c["oracle_mean"], c["oracle_gap"]])
+    caption = (f"Scores of the scored (open-ended) items ({SCORE_UNITS}). Oracle mean: mean over items of the best score "
+               "over configurations; oracle gap: oracle mean minus the best fixed configuration's mean score.")  # fmt: skip
+    columns = ["Model", "Scored items", *grid, "Best fixed", "Oracle mean", "Oracle gap"]
+    keys = [None, "n_items", *(f"mean_score[{g}]" for g in grid), "best_fixed", "oracle_mean", "oracle_gap"]
+    return Table("scores", caption, columns, rows, values, keys)
+
+
+def score_transitions_table(data: dict) -> Table:
+    """Per scored model and consecutive pair: items improved, regressed, unchanged, regression rate, sign-test p."""
+    rows, values = [], []
+    for model, c in scored_models(data).items():
+        cis = c["ci"].get("regression_rate") or [None] * len(c["transitions"])
+        for t, ci in zip(c["transitions"], cis, strict=True):
+            rows.append([model, f"{t['from']} → {t['to']}", str(t["improved"]), str(t["regressed"]), str(t["unchanged"]),
+                         interval(t["regression_rate"], ci), f"{t['sign_p']:.3g}"])  # fmt: skip
+            values.append(
+                [None, None, t["improved"], t["regressed"], t["unchanged"], t["regression_rate"], t["sign_p"]]
+            )
+    tolerance = next(iter(scored_models(data).values()))["tolerance"] if scored_models(data) else 0.0
+    caption = (f"Score transitions between consecutive configurations: items whose score rose (improved), fell (regressed) "
+               f"or changed by at most {tolerance:g} (unchanged); regression rate in % of scored items with its 95% interval; "
+               "exact sign-test p of improved vs regressed.")  # fmt: skip
+    columns = ["Model", "Transition", "Improved", "Regressed", "Unchanged", "Regression rate", "Sign p"]
+    keys = [None, None, "improved", "regressed", "unchanged", "regression_rate", "sign_p"]
+    return Table("score_transitions", caption, columns, rows, values, keys)
+
+
 def paper_tables(data: Mapping[str, Any]) -> list[Table]:
-    """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type."""
-    return [headline_table(data), transitions_table(data), task_table(data)]
+    """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type, and where the
+    scope has scored items, the score tables."""
+    scores = [score_table(data), score_transitions_table(data)] if scored_models(data) else []
+    return [headline_table(data), transitions_table(data), task_table(data), *scores]
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",

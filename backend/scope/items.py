@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from backend.analysis.continuous import largest_drop
 from backend.analysis.tags import TAGS, changes, tag_lists, tag_masks
 from backend.scope.matrix import Matrix
 from store.errors import UserError
@@ -32,8 +33,13 @@ SORTS = {
     "changes": "changes of correctness (focus model)",
     "mean_confidence": "mean confidence (focus model)",
     "disagreement": "disagreement between models",
+    "drop": "largest score drop (focus model, scored items)",
 }
-MOST_FIRST = {"changes", "disagreement"}  # keys a researcher reads from the top: the dashboard sorts them descending
+MOST_FIRST = {
+    "changes",
+    "disagreement",
+    "drop",
+}  # keys a researcher reads from the top: the dashboard sorts them descending
 
 
 def _per_config(values: np.ndarray, grid: list[str]) -> pd.Series:
@@ -101,6 +107,7 @@ def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
             "changes": changes(matrix.correct[m].astype(bool)),
             "mean_confidence": mean_conf,
             "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
+            "drop": largest_drop(matrix, model),
         }
     )
 

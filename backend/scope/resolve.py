@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from backend.analysis.tags import TAGS, tag_masks
 from backend.contracts.common import ScopeHeader
 from backend.runtime import registry
+from backend.scope import binary
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, restrict
 from store import configs
@@ -43,10 +44,12 @@ class Scope:
     tag_model: str | None = None
     beyond_noise: bool = False
     include_reruns: bool = False
+    score_cutoff: str = binary.STORED  # how scored responses enter accuracy (backend.scope.binary)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "models", tuple(dict.fromkeys(self.models)))
         object.__setattr__(self, "grid", tuple(self.grid))
+        object.__setattr__(self, "score_cutoff", binary.canonical_cutoff(self.score_cutoff))
         if not self.models:
             raise UserError("no model given")
         if self.tag is not None and self.tag not in TAGS:
@@ -91,6 +94,7 @@ class Scope:
         argv += ["--tag-model", self.tag_model] if self.tag_model and self.tag_model != self.models[0] else []
         argv += ["--beyond-noise"] if self.beyond_noise else []
         argv += ["--include-reruns"] if self.include_reruns else []
+        argv += ["--score-cutoff", self.score_cutoff] if self.score_cutoff != binary.STORED else []
         return argv
 
     @classmethod
@@ -115,6 +119,7 @@ class Scope:
             tag_model=getattr(args, "tag_model", None),
             beyond_noise=bool(getattr(args, "beyond_noise", False)),
             include_reruns=bool(getattr(args, "include_reruns", False)),
+            score_cutoff=getattr(args, "score_cutoff", None) or binary.STORED,
         )
 
 
@@ -127,14 +132,18 @@ class Resolved:
     grid_excluded: dict[str, dict] = field(default_factory=dict, hash=False, compare=False)
 
     def load(self, store: Store, include_answers: bool = False) -> Matrix:
-        """The matched matrix of the scope, narrowed to its trajectory tag."""
+        """The matched matrix of the scope's accuracy views, narrowed to its trajectory tag."""
+        return self.load_views(store, include_answers)[0]
+
+    def load_views(self, store: Store, include_answers: bool = False) -> tuple[Matrix, Matrix]:
+        """The accuracy matrix and the score matrix of the scope, from one load (``scope_views``)."""
         s = self.scope
         if len(s.grid) == 0:
             raise UserError(no_grid_message(s))
         matrix = load_matrix(
             store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns
         )
-        return tag_subset(matrix, s.focus, s.tag)
+        return scope_views(matrix, s)
 
     def to_argv(self) -> list[str]:
         """The flags of the scope as the user chose it: a default grid stays "default" (no ``--grid``)."""
@@ -156,6 +165,7 @@ class Resolved:
             "tag_model": s.focus if s.tag else None,
             "beyond_noise": s.beyond_noise,
             "include_reruns": s.include_reruns,
+            "score_cutoff": binary.header_value(s.score_cutoff),
         }
         if matrix is not None:
             out |= {"n_items": matrix.n_items, "n_excluded": matrix.n_excluded}
@@ -280,6 +290,14 @@ def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int)
     return "other spatial budget"
 
 
+def scope_views(matrix: Matrix, scope: Scope) -> tuple[Matrix, Matrix]:
+    """(accuracy matrix, score matrix) of ``scope`` from its loaded matched matrix: the score cut-off applied
+    (``backend.scope.binary``), then the trajectory tag (read on the binary view the cut-off makes); under
+    ``--score-cutoff none`` the accuracy matrix leaves the scored items out."""
+    scores = tag_subset(binary.score_matrix(matrix, scope.score_cutoff), scope.focus, scope.tag)
+    return binary.accuracy_matrix(scores, scope.score_cutoff), scores
+
+
 def tag_subset(matrix: Matrix, model: str, tag: str | None) -> Matrix:
     """Items carrying trajectory ``tag`` for ``model`` (the sidebar's tag filter); all when None."""
     if tag is None:
@@ -311,6 +329,9 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
                        help="leave out flips within the item's own repeat noise (the pages' 'hide within-noise flips')")  # fmt: skip
     p.add_argument("--include-reruns", action="store_true",
                    help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)")  # fmt: skip
+    p.add_argument("--score-cutoff", default=None, metavar="stored|none|T",
+                   help="how scored (open-ended) responses enter accuracy: 'stored' (default) their stored correct, "
+                   "T in [0, 1] correct = score >= T, 'none' left out of accuracy (their scores stay)")  # fmt: skip
 
 
 def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str) -> str:

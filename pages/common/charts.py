@@ -36,6 +36,10 @@ SCHEMA = {
     "autosize": {"type": "fit-x", "contains": "padding"},
 }
 ALIGNED = {"minExtent": 56, "maxExtent": 56}  # the same y-axis width on charts drawn one above the other
+# What the curve and its bars are about: accuracy with rescued/harmed items, or (the score section,
+# ``pages.common.scores``) the mean score with improved/regressed items: one chart, two vocabularies.
+ACCURACY_TERMS = {"title": series.CURVE_TITLE, "value": "accuracy (%)", "up": "rescued", "down": "harmed", "p": "McNemar p",
+                  "net": "net (pp)", "churn": "churn (pp)"}  # fmt: skip
 
 
 def _labels(values: list[str]) -> str:
@@ -48,18 +52,24 @@ def _tip(*fields: tuple[str, ...]) -> list[dict]:
     return [{"field": f[0], "title": f[1], **({"format": f[2]} if len(f) > 2 else {})} for f in fields]
 
 
-def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) -> list[dict]:
+def curve_and_flows(
+    overview: dict, colours: dict[str, str], height: int = 620, terms: dict = ACCURACY_TERMS
+) -> list[dict]:
     """``backend.report.figures.curve_and_flows`` in Vega-Lite, from the same ``backend.present.series`` points:
     accuracy per config with its 95% band on top; rescued up / harmed down per transition below, on the same
-    configuration axis (two specs, drawn in turn)."""
+    configuration axis (two specs, drawn in turn).
+
+    ``terms`` names the value and the two kinds of change (``ACCURACY_TERMS``); the score section passes
+    the score's, with ``overview`` shaped alike (``pages.common.scores.curve_input``)."""
     grid = list(overview["grid"])
     models = list(overview["models"])
-    curve, flows = series.curve_points(overview, colours), series.flow_bars(overview)
+    curve = series.curve_points(overview, colours)
+    flows = [{**bar, "kind": terms["up" if bar["kind"] == "rescued" else "down"]} for bar in series.flow_bars(overview)]
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
     colour = {"field": "model", "type": "nominal", "title": None,
               "scale": {"domain": models, "range": [colours[m] for m in models]}}  # fmt: skip
-    curve_tip = _tip(("model", "model"), ("config", "configuration"), ("accuracy", "accuracy (%)", ".1f"),
+    curve_tip = _tip(("model", "model"), ("config", "configuration"), ("accuracy", terms["value"], ".1f"),
                      ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f"))  # fmt: skip
     top = {
         "height": int(height * 0.45),
@@ -68,7 +78,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
                            "title": None}},
         "layer": [
             {"mark": {"type": "area", "opacity": 0.15}, "transform": [{"filter": "isValid(datum.lo)"}],
-             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": "accuracy (%)", "scale": {"zero": False},
+             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": terms["value"], "scale": {"zero": False},
                                 "axis": ALIGNED},
                           "y2": {"field": "hi"}, "detail": {"field": "model"},
                           "fill": {"field": "colour", "type": "nominal", "scale": None}}},  # the line's colour, no legend
@@ -76,8 +86,8 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
              "encoding": {"y": {"field": "accuracy", "type": "quantitative"}, "color": colour, "tooltip": curve_tip}},
         ],
     }  # fmt: skip
-    flow_tip = _tip(("model", "model"), ("step", "transition"), ("rescued", "rescued"), ("harmed", "harmed"),
-                    ("net", "net (pp)", "+.1f"), ("churn", "churn (pp)", ".1f"), ("p", "McNemar p", ".3g"))  # fmt: skip
+    flow_tip = _tip(("model", "model"), ("step", "transition"), ("rescued", terms["up"]), ("harmed", terms["down"]),
+                    ("net", terms["net"], "+.1f"), ("churn", terms["churn"], ".1f"), ("p", terms["p"], ".3g"))  # fmt: skip
     bottom = {
         "height": int(height * 0.27),
         "data": {"values": flows},
@@ -87,10 +97,10 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
                  "x": {"field": "x0", "type": "quantitative", "scale": x_scale, "axis": x_axis,
                        "title": "configuration (frames, @pixels per frame, /sampling policy)"},
                  "x2": {"field": "x1"},
-                 "y": {"field": "items", "type": "quantitative", "title": "items (↑ rescued, ↓ harmed)", "axis": ALIGNED},
+                 "y": {"field": "items", "type": "quantitative", "title": f"items (↑ {terms['up']}, ↓ {terms['down']})", "axis": ALIGNED},
                  "y2": {"datum": 0},
                  "fill": {"field": "kind", "type": "nominal", "title": None,
-                          "scale": {"domain": ["rescued", "harmed"], "range": [CORRECT, WRONG]}},
+                          "scale": {"domain": [terms["up"], terms["down"]], "range": [CORRECT, WRONG]}},
                  "stroke": {**colour, "legend": None},
                  "tooltip": flow_tip,
              }},
@@ -99,7 +109,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
     }  # fmt: skip
     # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
     # take the same room, so the configuration ticks line up.
-    return [{**SCHEMA, "title": series.CURVE_TITLE, "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
+    return [{**SCHEMA, "title": terms["title"], "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
 
 
 # -- Inspector: one item ------------------------------------------------------------------------------

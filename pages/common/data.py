@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -30,7 +31,7 @@ from backend.scope import inspector
 from backend.scope.filters import ItemFilter
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import Matrix, available, load_matrix, narrow
-from backend.scope.resolve import Resolved, tag_subset
+from backend.scope.resolve import Resolved, scope_views
 from backend.scope.resolve import Scope as BackendScope
 from store.store import Store
 
@@ -112,27 +113,42 @@ def _matched(
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) -> dict[str, list[str]]:
-    """Filter choices present among the matched items (durations ordered by their length in seconds)."""
-    items = _matched(root, version, models, benchmark, grid, ItemFilter(), False).items
+def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) -> dict:
+    """Filter choices present among the matched items (durations ordered by their length in seconds), and
+    whether some of their responses carry a score (the sidebar offers the score cut-off then)."""
+    full = _matched(root, version, models, benchmark, grid, ItemFilter(), False)
+    items = full.items
     durations = (
         items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
     )
-    return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist()}
+    return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist(),
+            "scored": bool(np.isfinite(full.score).any())}  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
-def matrix(scope: Scope) -> Matrix:
-    """The matched matrix of the scope, narrowed to the trajectory tag of the focus model (``Resolved.load``)."""
+def _views(scope: Scope) -> tuple[Matrix, Matrix]:
+    """The scope's accuracy and score matrices (``Resolved.load_views``): score cut-off, then trajectory tag."""
     s = scope.resolved.scope
     full = _matched(scope.root, scope.version, s.models, s.benchmark, s.grid, s.item_filter, s.include_reruns)
-    return tag_subset(full, s.focus, s.tag)
+    return scope_views(full, s)
+
+
+def matrix(scope: Scope) -> Matrix:
+    """The matched matrix of the scope's accuracy views (``Resolved.load``)."""
+    return _views(scope)[0]
+
+
+def score_matrix(scope: Scope) -> Matrix:
+    """The matched matrix of the scope's score views: every scored item, whatever the cut-off."""
+    return _views(scope)[1]
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=SCOPE_HASH)
 def overview(scope: Scope) -> OverviewReport:
     """``trajaudit metrics --json`` for the view."""
-    return views.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
+    return views.overview(
+        Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP, scores=score_matrix(scope)
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
@@ -185,7 +201,7 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 @st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=SCOPE_HASH)
 def compare_view(scope: Scope, top: int) -> CompareReport:
     """``trajaudit compare --json`` for the view."""
-    return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
+    return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP, scores=score_matrix(scope))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -22,7 +22,7 @@ from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
 from backend.scope.resolve import Scope, default_grid
-from pages.common import data, state, ui
+from pages.common import data, scores, state, ui
 from store import configs
 from store.store import MANIFEST, Store
 
@@ -159,6 +159,7 @@ def draw() -> data.Scope | None:
     atags = state.bind(sb.multiselect, "atag", "Annotation tag", options=list(VOCABULARY), default=[],
                        help="Items annotated with any of these tags (by anyone, for any model).")  # fmt: skip
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
+    cutoff = scores.cutoff_control(sb, choices["scored"])
 
     with sb.expander("Videos and export"):
         st.caption(f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
@@ -177,6 +178,7 @@ def draw() -> data.Scope | None:
         tag=None if tag == ANY_TAG else tag,
         tag_model=focus,
         include_reruns=reruns,
+        score_cutoff=cutoff,
     )
     return data.Scope(root=str(store.root), version=version, resolved=scope.resolve(store, info))
 

@@ -47,6 +47,9 @@ PARAMS: dict[str, type] = {
     "atag": list,  # annotation tags (item filter)
     "noise": bool,  # overview and flows: hide within-noise flips
     "reruns": bool,  # include live re-runs in the matrix (an overlay otherwise)
+    "cut": str,  # how scored (open-ended) items enter accuracy: stored, none or a cut-off (--score-cutoff)
+    "stol": float,  # flows: the score tolerance of "unchanged" (--tolerance)
+    "sband": list,  # flows: a score band opened, [from, to, improved|regressed|unchanged]
     "ladder": list,  # policies: the cascade's and predictor's ladder
     "thr": float,  # policies: cascade threshold
     "folds": int,  # policies: predictor cross-validation folds

@@ -17,8 +17,9 @@ from backend.present.tables import headline_table
 from backend.present.text import ci_text, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
+from backend.scope.binary import describe
 from backend.scope.resolve import command_line
-from pages.common import data, state
+from pages.common import data, score_data, state
 from store.errors import UserError
 
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
@@ -148,6 +149,11 @@ def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
 def need_items(scope: data.Scope) -> None:
     """Stop the page with a notice when the filters leave no matched item."""
     m = data.matrix(scope)
+    if m.n_items == 0 and scope.score_cutoff == "none" and score_data.has_scores(scope):
+        st.warning("Every matched item is scored (open-ended), and the sidebar's *Open-ended items in accuracy* leaves "
+                   "them out, so there is no accuracy to show: pick the stored verdict or a cut-off there "
+                   "(`trajaudit flows --scores` prints their scores meanwhile).", icon=":material/rule:")  # fmt: skip
+        st.stop()
     if m.n_items == 0:
         filtered = "" if scope.item_filter.is_empty() and scope.tag is None else " and the filters"
         st.warning(
@@ -173,6 +179,8 @@ def scope_caption(scope: data.Scope) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
+    if score_data.has_scores(scope):  # how scored (open-ended) items enter accuracy (--score-cutoff)
+        st.caption(escape_md(describe(score_data.binary(scope))))
     excluded = scope.resolved.grid_excluded
     if excluded:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):

@@ -1,0 +1,304 @@
+"""The pages' score sections: open-ended (scored) items audited like multiple choice.
+
+Wherever the scope has scored items, the Overview, Flows and Compare pages draw a section of their own
+(mean score per configuration with intervals, best fixed, oracle mean and gap, regressions per
+transition; improved/regressed/unchanged bands; oracle gaps side by side), beside the accuracy
+sections and never averaged with them. Numbers are score points (the mean score x 100, as the CLI
+prints them) and come from the dicts the CLI twins print (``metrics``, ``flows --scores``, ``compare``);
+the tables are the report's own (``backend.report.tables``), so the page and the report read alike.
+The sidebar's score cut-off (``cutoff_control``) says how scored items enter accuracy, and the scope
+line says so (``pages.common.ui.scope_caption``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from backend.contracts.views import ScoreFlows, ScoreTransition
+from backend.report import tables
+from backend.report.palette import CORRECT, NEUTRAL, WRONG
+from backend.runtime.selection import Selection
+from backend.scope.binary import NONE, STORED
+from backend.scope.resolve import command_line
+from pages.common import charts, score_data, state, ui, walk
+from pages.common.data import Scope
+
+# The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
+CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))
+SCORE_TERMS = {"title": "Scores of the open-ended items: mean score (95% CI) and the items whose score rose or fell",
+               "value": "mean score (points)", "up": "improved", "down": "regressed", "p": "sign-test p",
+               "net": "mean change (points)", "churn": "changed (% of items)"}  # fmt: skip
+KIND_TEXT = {"improved": "improved (score rose)", "regressed": "regressed (score fell)", "unchanged": "unchanged"}
+BAND_COLOURS = {"improved": CORRECT, "unchanged": NEUTRAL, "regressed": WRONG}
+PAGE_SIZE = 50
+
+
+def cutoff_label(value: str) -> str:
+    if value == STORED:
+        return "stored verdict (correct)"
+    if value == NONE:
+        return "left out of accuracy"
+    return f"correct when score ≥ {float(value):.2f}"
+
+
+def cutoff_control(sidebar, shown: bool) -> str:
+    """The sidebar's score cut-off (``--score-cutoff``), drawn when the store has scored responses."""
+    if not shown:
+        return STORED
+    return state.bind(sidebar.selectbox, "cut", "Open-ended items in accuracy", options=list(CUTOFFS), default=STORED,
+                      format_func=cutoff_label,
+                      help="How scored (open-ended) responses enter accuracy, flows and tags: their stored verdict, "
+                      "a cut-off on the score, or not at all (their score sections stay). Same as --score-cutoff.")  # fmt: skip
+
+
+def points(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def _points_metric(col, label: str, value: float | None, ci: list | None, help: str) -> None:
+    delta = None if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}"
+    col.metric(label, points(value), delta=delta, delta_color="off", delta_arrow="off", help=help)
+
+
+def scored(models: dict) -> dict[str, dict]:
+    """Per model with scores, its ``continuous`` summaries."""
+    return {m: rec["continuous"] for m, rec in models.items() if "continuous" in rec}
+
+
+def curve_input(grid: list[str], models: dict[str, dict]) -> dict:
+    """The score summaries shaped as ``charts.curve_and_flows`` reads an Overview (value, its CI, up/down counts)."""
+    out = {}
+    for model, c in models.items():
+        n = max(c["n_items"], 1)
+        out[model] = {
+            "accuracy": c["mean_score"],
+            "ci": {"accuracy": c["ci"].get("mean_score", {})},
+            "transitions": [
+                {"from": t["from"], "to": t["to"], "rescued": t["improved"], "harmed": t["regressed"],
+                 "net": t["mean_delta"], "churn": (t["improved"] + t["regressed"]) / n, "mcnemar_p": t["sign_p"]}
+                for t in c["transitions"]
+            ],
+        }  # fmt: skip
+    return {"grid": grid, "models": out}
+
+
+def table_frame(table: tables.Table) -> pd.DataFrame:
+    return pd.DataFrame(table.rows, columns=table.columns)
+
+
+def show_by_model(table: tables.Table, name: str) -> None:
+    """A per-model table (the report's) with one column per model, so a long grid fits the page; its download
+    keeps the report's shape (one row per model)."""
+    frame = table_frame(table)
+    st.dataframe(frame.set_index("Model").T.rename_axis("score points (95% CI)"),
+                 column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
+    ui.downloads(frame, name)
+
+
+def overview_section(scope: Scope, metrics: dict, colours: dict[str, str]) -> None:
+    """The Overview's score section (``metrics --json``'s ``continuous`` per model)."""
+    models = scored(metrics["models"])
+    if not models:
+        return
+    st.subheader("Scores: open-ended items")
+    n = max(c["n_items"] for c in models.values())
+    st.caption(f"Score points (mean score × 100) over the {n:,} items scored at every configuration, with 95% paired-"
+               "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together.")  # fmt: skip
+    focus = models.get(scope.focus)
+    if focus is not None:
+        with st.container(border=True):
+            st.html(f"<b>{ui.swatch(colours[scope.focus], scope.focus)}</b>")
+            worst = max(focus["transitions"], key=lambda t: t["regression_rate"], default=None)
+            cis = focus["ci"].get("regression_rate") or [None] * len(focus["transitions"])
+            c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.4])
+            best = focus["best_fixed"]
+            _points_metric(c1, f"Best fixed score ({best['config']})", best["mean_score"], focus["ci"].get("mean_score", {}).get(best["config"]),
+                           "Highest mean score of one configuration for every item (ties: the cheapest).")  # fmt: skip
+            _points_metric(
+                c2,
+                "Oracle mean",
+                focus["oracle_mean"],
+                None,
+                "Mean over items of each item's best score over the grid.",
+            )
+            _points_metric(c3, "Oracle gap", focus["oracle_gap"], focus["ci"].get("oracle_gap"),
+                           "Oracle mean minus the best fixed mean score: what per-item budget choice could gain.")  # fmt: skip
+            if worst is not None:
+                k = focus["transitions"].index(worst)
+                c4.metric(f"Most regressions ({worst['from']} → {worst['to']})", ui.pct(worst["regression_rate"]),
+                          delta=ui.ci_text(cis[k]), delta_color="off", delta_arrow="off",
+                          help="Share of scored items whose score falls at this step (beyond the tolerance of 0).")  # fmt: skip
+    data = {"overview": {"grid": metrics["grid"], "models": metrics["models"]}}
+    show_by_model(tables.score_table(data), "scores")
+    for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics["grid"], models), colours, terms=SCORE_TERMS)):
+        ui.vega(spec, f"score-curve-{k}")
+    box = st.expander("Score transitions (improved, regressed, unchanged, regression rate, sign p)", key="score-transitions",
+                      on_change="rerun")  # fmt: skip
+    if box.open:
+        trans = tables.score_transitions_table(data)
+        box.caption(trans.caption)
+        box.dataframe(table_frame(trans), hide_index=True)
+
+
+def compare_section(report: dict, colours: dict[str, str]) -> None:
+    """Compare's score section: every scored model's oracle gap (and mean scores) side by side."""
+    models = scored(report["metrics"])
+    if not models:
+        return
+    st.subheader("Oracle gaps of the open-ended items")
+    table = tables.score_table({"overview": {"grid": report["grid"], "models": report["metrics"]}})
+    st.caption(table.caption)
+    show_by_model(table, "compare-scores")
+    rows = [{"model": m, "metric": "oracle gap", "value": charts.number(c["oracle_gap"], 100),
+             "lo": charts.number((c["ci"].get("oracle_gap") or [None, None])[0], 100),
+             "hi": charts.number((c["ci"].get("oracle_gap") or [None, None])[1], 100)} for m, c in models.items()]  # fmt: skip
+    spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
+    spec["title"] = "Oracle gaps side by side (score points, 95% CI)"
+    spec["layer"][0]["encoding"]["y"]["title"] = "score points"
+    spec["encoding"]["tooltip"][2]["title"] = "score points"
+    ui.vega(spec, "compare-scores")
+
+
+def band_counts(t: ScoreTransition) -> dict[str, int]:
+    """A transition's items per band."""
+    return {"improved": t["improved"], "regressed": t["regressed"], "unchanged": t["unchanged"]}
+
+
+def band_chart(view: ScoreFlows) -> dict:
+    """One bar per transition split into its improved, unchanged and regressed items (share of scored items);
+    a click on a band selects it (``flows_section`` opens its items)."""
+    rows = [{"step": f"{t['from']} → {t['to']}", "from": t["from"], "to": t["to"], "kind": kind, "items": band_counts(t)[kind],
+             "share": charts.number(band_counts(t)[kind] / max(view["n_items"], 1), 100), "order": k}
+            for t in view["transitions"] for k, kind in enumerate(("improved", "unchanged", "regressed"))]  # fmt: skip
+    steps = [f"{t['from']} → {t['to']}" for t in view["transitions"]]
+    kinds = list(BAND_COLOURS)
+    return {
+        **charts.SCHEMA, "config": charts.CONFIG,
+        "title": f"{view['model']}: score changes per transition, {view['n_items']:,} scored items (click a band for its items)",
+        "height": max(60, 34 * len(steps)),
+        "data": {"values": rows},
+        "params": [{"name": "band", "select": {"type": "point", "fields": ["from", "to", "kind"]}}],
+        "mark": {"type": "bar", "cursor": "pointer"},
+        "encoding": {
+            "y": {"field": "step", "type": "nominal", "sort": steps, "title": None, "axis": {"labelLimit": 240}},
+            "x": {"field": "share", "type": "quantitative", "stack": "zero", "title": "share of scored items (%)",
+                  "scale": {"domain": [0, 100]}},
+            "color": {"field": "kind", "type": "nominal", "title": None,
+                      "scale": {"domain": kinds, "range": [BAND_COLOURS[k] for k in kinds]}},
+            "order": {"field": "order"},
+            "opacity": {"condition": {"param": "band", "value": 1, "empty": True}, "value": 0.45},
+            "tooltip": [{"field": "step", "title": "transition"}, {"field": "kind", "title": "band"},
+                        {"field": "items", "title": "items"}, {"field": "share", "title": "share (%)", "format": ".1f"}],
+        },
+    }  # fmt: skip
+
+
+def _band_from_chart(key: str) -> None:
+    picked = (st.session_state.get(key) or {}).get("selection", {}).get("band") or []
+    if picked:
+        state.put("sband", [picked[0]["from"], picked[0]["to"], picked[0]["kind"]])
+
+
+def _band_from_row(table: pd.DataFrame) -> None:
+    rows = st.session_state["scorebands"].selection.rows
+    if rows:
+        row = table.iloc[rows[0]]
+        state.put("sband", [row["from"], row["to"], row["band"]])
+
+
+def _open_item(items: pd.DataFrame, key: str, sel: Selection) -> None:
+    rows = st.session_state[key].selection.rows
+    if rows:
+        walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
+
+
+def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
+    """The band the URL opens (``sband``: from, to, kind), when this view has it."""
+    band = state.get("sband")
+    steps = {(t["from"], t["to"]) for t in view["transitions"]}
+    if band and len(band) == 3 and (band[0], band[1]) in steps and band[2] in KIND_TEXT:
+        return band[0], band[1], band[2]
+    return None
+
+
+def band_items(scope: Scope, band: tuple[str, str, str], tolerance: float) -> None:
+    """The opened band's items, largest change first: a row opens the Inspector, walking these items."""
+    a, b, kind = band
+    view = score_data.score_flows(scope, scope.focus, (a, b), kind, tolerance)
+    items = pd.DataFrame(view.get("items", []))
+    st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {view['n_flow_items']:,} items**")
+    if items.empty:
+        st.info("No scored item takes this band.")
+        return
+    sel = Selection("items", tuple(items["item_id"].astype(str)))
+    n_pages = max(1, -(-len(items) // PAGE_SIZE))
+    page = st.pagination(n_pages, key=f"sbp-{a}-{b}-{kind}") if n_pages > 1 else 1
+    shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+    key = f"scoreitems-{a}-{b}-{kind}-{page}"
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.caption("Largest change first. Select a row to open the item in the Inspector, which then walks these items.")
+    if c2.button(
+        f"Walk these {len(items):,} in the Inspector",
+        icon=":material/frame_inspect:",
+        width="stretch",
+        key=f"walk-{key}",
+    ):
+        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
+    cols = [c for c in ["item_id", "task_type", "question"] if c == "item_id" or shown[c].notna().any()]
+    st.dataframe(
+        shown[[*cols, "score_from", "score_to", "delta"]], hide_index=True, key=key, selection_mode="single-row",
+        on_select=lambda: _open_item(shown, key, sel),
+        column_config={"question": st.column_config.TextColumn(width="large"),
+                       "score_from": st.column_config.NumberColumn(f"score at {a}", format="%.3f"),
+                       "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
+                       "delta": st.column_config.NumberColumn("change", format="%+.3f")},
+    )  # fmt: skip
+    ui.downloads(items, f"score-flow-{scope.focus}-{a}-{b}-{kind}", key=key)
+
+
+def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
+    """The Flows page's score section (``flows --scores``): bands per transition, a click lists a band's items."""
+    if not score_data.has_scores(scope):
+        return
+    st.subheader("Scores: open-ended items")
+    left, _ = st.columns([1, 3])
+    tolerance = float(state.bind(left.number_input, "stol", "Unchanged within (score tolerance)", default=0.0, min_value=0.0,
+                                 max_value=1.0, step=0.01, format="%.2f",
+                                 help="A score change of at most this counts as unchanged (METRICS.md's tolerance e; "
+                                 "same as --tolerance)."))  # fmt: skip
+    view = score_data.score_flows(scope, scope.focus, pair, None, tolerance)
+    if view["n_items"] == 0:
+        st.info(f"{scope.focus} has no item scored at every configuration of the grid.")
+        return
+    st.caption(f"{view['n_items']:,} items scored at every configuration ({view['n_unscored']:,} others without a score "
+               f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
+               f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
+               "its items.")  # fmt: skip
+    key = f"score-bands-{scope.focus}"
+    st.vega_lite_chart(band_chart(view), width="stretch", theme=None, key=key, on_select=lambda: _band_from_chart(key),
+                       selection_mode="band")  # fmt: skip
+    table = pd.DataFrame([{"from": t["from"], "to": t["to"], "band": kind, "items": band_counts(t)[kind],
+                           "share": band_counts(t)[kind] / view["n_items"], "sign_p": t["sign_p"]}
+                          for t in view["transitions"] for kind in KIND_TEXT])  # fmt: skip
+    st.dataframe(
+        table, hide_index=True, key="scorebands", on_select=lambda: _band_from_row(table), selection_mode="single-row",
+        column_config={"share": st.column_config.NumberColumn("share of scored items", format="percent"),
+                       "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g")},
+    )  # fmt: skip
+    ui.downloads(table, f"score-flows-{scope.focus}")
+    band = opened_band(view)
+    if band is not None:
+        band_items(scope, band, tolerance)
+    flags = ["--scores", "--tolerance", f"{tolerance:g}"]
+    flags += (
+        ["--from", band[0], "--to", band[1], "--kind", band[2]]
+        if band
+        else ["--from", pair[0], "--to", pair[1]]
+        if pair
+        else []
+    )
+    box = st.expander("CLI twin of the score flows", key="cli-twin-scores", on_change="rerun")
+    if box.open:
+        line = command_line(["flows", "--model", scope.focus], scope.resolved, scope.root, *flags, "--json")
+        box.code(line, language="bash", wrap_lines=True)
