@@ -1,11 +1,15 @@
 """One report per view: the dict a page draws is the dict its CLI twin prints with ``--json``.
 
-Each function takes a resolved ``Scope`` and its matched matrix (pages cache the matrix; the CLI
-loads it once) and returns plain data, with the scope itself under ``"scope"`` so a reader always
-knows which grid, items and exclusions a number belongs to.
+Each function takes a ``backend.scope.view.View`` (store, resolved scope, matched matrix: the
+pages cache it, the CLI opens it once from its flags, both with ``open_view``) and returns plain
+data, with the scope itself under ``"scope"`` so a reader always knows which grid, items and
+exclusions a number belongs to. The one-model commands (policies, audits) read the focus model
+alone: ``single_scope`` is the scope both the page and the CLI build for them.
 """
 
 from __future__ import annotations
+
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -13,25 +17,29 @@ import pandas as pd
 from backend.analysis import cascade, compare, explain, flows, noise
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.contracts.audits import NoiseAudit
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.store import JobsOverview
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
-from backend.scope.matrix import Matrix
-from backend.scope.resolve import Resolved
+from backend.scope.resolve import Resolved, Scope, command_line
+from backend.scope.view import View
 from store import configs
 from store.errors import UserError
 from store.store import Store
 
 
-def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
-             pairs: list[tuple[str, str]] | None = None) -> OverviewReport:  # fmt: skip
+def overview(
+    view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None
+) -> OverviewReport:
     """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables.
 
     With ``beyond_noise`` each model's ``transitions`` count only flips beyond the item's repeat
     noise (the bars' view); the curve and the headline numbers always count every item.
     """
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
@@ -50,9 +58,10 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
     return out
 
 
-def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str] | None = None,
-               kind: str | None = None, limit: int | None = 100) -> FlowsReport:  # fmt: skip
+def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
+               limit: int | None = 100) -> FlowsReport:  # fmt: skip
     """The Flows page (``trajaudit flows``): the Sankey's nodes and links, trajectory classes, a flow's items."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     if kind is not None and (kind not in FLOW_KINDS or pair is None):
         raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
     if limit is not None and limit < 0:
@@ -63,17 +72,18 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
         out = noise.sankey_without_noise(out, matrix, profile)
     out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
     if kind is not None and pair is not None:
-        items = flow_item_table(store, resolved, matrix, model, pair, kind, profile)
+        items = flow_item_table(view, model, pair, kind, profile)
         out["n_flow_items"] = len(items)
         out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
     out["scope"] = resolved.header(matrix)
     return out
 
 
-def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str], kind: str,
+def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
                     profile: noise.NoiseProfile | None = None) -> pd.DataFrame:  # fmt: skip
     """Every item of one flow (``flows_view``'s ``items``, as a table): the Flows page lists them a page at a time
     (as records, 56k items of a 10M store took 0.7 s to build and as long again to cache)."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
         profile = profile if profile is not None else noise.noise_profile(store, matrix)
@@ -81,9 +91,10 @@ def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str
     return items
 
 
-def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
-               page: int = 1, page_size: int = 50) -> ItemsPage:  # fmt: skip
+def items_page(view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1,
+               page_size: int = 50) -> ItemsPage:  # fmt: skip
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
+    resolved, matrix = view.resolved, view.matrix
     rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
     return {
         "model": model,
@@ -97,10 +108,15 @@ def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item
     }
 
 
-def compare_view(
-    resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0
-) -> CompareReport:
+def heatmap(view: View, model: str, max_rows: int) -> dict:
+    """The Items page's trajectory heatmap: items grouped by their right/wrong pattern over the grid (its
+    class counts are ``flows_view``'s ``trajectory_classes``)."""
+    return flows.heatmap(view.matrix, model, max_rows=max_rows)
+
+
+def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: int = 0) -> CompareReport:
     """The Compare page (``trajaudit compare``): headline metrics side by side, confused-item overlap, disagreement."""
+    resolved, matrix = view.resolved, view.matrix
     if (top is not None and top < 0) or bootstrap < 0:
         raise UserError("--top and --bootstrap must be >= 0")
     metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
@@ -117,6 +133,9 @@ def compare_view(
         out["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
     out["scope"] = resolved.header(matrix)
     return out
+
+
+Ladder = cascade.Ladder  # what the policy views take: the pages name it here, not in the analysis
 
 
 def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[str]:
@@ -151,10 +170,10 @@ def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, s
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
 
 
-def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, target: explain.Target,
-                 min_size: int = explain.MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
-                 pairs: bool = True) -> ExplainReport:  # fmt: skip
+def explain_view(view: View, model: str, target: explain.Target, min_size: int = explain.MIN_SIZE,
+                 top: int | None = 25, exclude_unparsed: bool = False, pairs: bool = True) -> ExplainReport:  # fmt: skip
     """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     from backend.scope.annotations import annotation_tags
     from backend.videos.catalog import probed
 
@@ -163,3 +182,53 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
     return out | {"scope": resolved.header(matrix)}
+
+
+def single_scope(scope: Scope, grid: tuple[str, ...] = ()) -> Scope:
+    """The scope of the one-model commands (``cascade``, ``predictor``, ``audit``): the focus model alone,
+    on the same benchmark and item filters (``grid`` given, else its default grid); the trajectory tag,
+    the noise toggle and re-runs do not apply there. The Policies and Audits pages build it from the
+    sidebar's scope, so their scope header and CLI twin are those of the command."""
+    return Scope(benchmark=scope.benchmark, models=(scope.focus,), grid=grid, item_filter=scope.item_filter)
+
+
+def fixed_budgets(ladder: cascade.Ladder) -> list[dict]:
+    """Fixed budgets and the oracle on the ladder (the first rows of ``predictor_view``'s frontier): the
+    Policies page draws them when the predictor cannot be fitted."""
+    from backend.analysis import predictor
+
+    return predictor.reference_rows(ladder)
+
+
+def noise_audit(view: View) -> NoiseAudit:
+    """``trajaudit audit noise``: the focus model's repeat noise and its flips within and beyond it."""
+    model = view.scope.focus
+    if view.matrix.n_items == 0:
+        raise UserError(f"no item of {model!r} has a response at every config of {','.join(view.matrix.grid)}")
+    return noise.summary(view.matrix, noise.noise_profile(view.store, view.matrix), model)
+
+
+def noise_items(view: View) -> pd.DataFrame:
+    """The items of ``noise_audit`` that have repeats, noisiest first (the Audits page's table)."""
+    return noise.item_noise(
+        view.matrix, noise.noise_profile(view.store, view.matrix), view.scope.focus, measured_only=True
+    )
+
+
+def inspect_twin(view: View, item_id: str) -> str:
+    """The Inspector's CLI twin: ``trajaudit inspect`` takes the store, the benchmark and the item (every
+    model's responses, as the page shows them), none of the view's grid or filters."""
+    bare = Resolved(Scope(view.scope.benchmark, view.scope.models), "default")
+    return command_line(["inspect"], bare, view.root, "--item", item_id, "--json", model_flag=None)
+
+
+def jobs_view(root: str, state: str | None = None, model: str | None = None, limit: int = 100) -> JobsOverview:
+    """The Workers page (``trajaudit jobs``): the re-run queue per state, online and local workers, recent jobs."""
+    from backend.runtime.worker_pool import overview  # the queue and the worker processes: only this view reads them
+
+    return overview(root, state=state, model=model, limit=limit)
+
+
+def jobs_twin(root: str, limit: int) -> str:
+    """The Workers page's CLI twin (the queue has no scope: the store and how many recent jobs)."""
+    return shlex.join(["trajaudit", "jobs", "--store", root, "--limit", str(limit), "--json"])

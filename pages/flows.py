@@ -13,6 +13,7 @@ from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
 from backend.runtime.selection import Selection
+from backend.scope.view import View
 from pages.common import data, explain_panel, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
@@ -130,9 +131,10 @@ def title(sel: Selection) -> str:
     return f"{sel.args[1]} at {sel.args[0]}"
 
 
-def items_panel(scope: data.Scope, sel: Selection) -> None:
+def items_panel(view: View, sel: Selection) -> None:
     """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
-    items = walk.items(scope, scope.focus, sel)
+    scope = view.scope
+    items = walk.items(view, scope.focus, sel)
     st.subheader(f"{title(sel)} · {len(items):,} items")
     if items.empty:
         st.info("No item takes this flow.")
@@ -163,16 +165,16 @@ def items_panel(scope: data.Scope, sel: Selection) -> None:
         },
     )  # fmt: skip
     ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
-    selection_panel(scope, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
+    selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
 st.title("Flows")
 with ui.guard():
-    scope = scope.with_noise(sidebar.noise_toggle())
-    ui.need_items(scope)
-    ui.scope_caption(scope)
+    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    scope = view.scope
+    ui.need_items(view)
+    ui.scope_caption(view)
     grid = list(scope.grid)
     mode = state.bind(
         st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get
@@ -183,18 +185,18 @@ with ui.guard():
         a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
         b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
         configs = (a, b)
-    view = data.flows_view(scope, scope.focus, configs)
-    fig = sankey_figure(view)
+    report = data.flows_view(view, scope.focus, configs)
+    fig = sankey_figure(report)
     height = fig["layout"]["height"]
-    open_clicked(view, clickable_sankey(fig, f"sankey-{scope.focus}", height))
+    open_clicked(report, clickable_sankey(fig, f"sankey-{scope.focus}", height))
     if scope.beyond_noise:
-        st.caption(f"Within-noise flips hidden: {view['n_hidden']:,} (flips of items that flip under repeats at either "
+        st.caption(f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
                    "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
     st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
                "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
                "that state (or pick a flow in the table below).")  # fmt: skip
 
-    table = flow_table(view)
+    table = flow_table(report)
     st.dataframe(
         table, hide_index=True, key="flowlist", on_select=lambda: _pick_row(table), selection_mode="single-row",
         column_config={
@@ -208,10 +210,10 @@ with ui.guard():
     )  # fmt: skip
     ui.downloads(table, f"flows-{scope.focus}")
 
-    sel = opened(table, view)
+    sel = opened(table, report)
     if sel is not None:
-        items_panel(scope, sel)
-        explain_panel.panel(scope, Target(sel.kind, sel.args), "-".join(sel.to_url()))
+        items_panel(view, sel)
+        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
     else:
         st.info(
             "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
@@ -223,4 +225,4 @@ with ui.guard():
         else []
     )
     pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
-    ui.twin(scope, ["flows", "--model", scope.focus], *pair, *flow)
+    ui.twin(view, ["flows", "--model", scope.focus], *pair, *flow)

@@ -3,7 +3,7 @@
 A failure is one line: a job's ``error`` column (the worker writes one line; its traceback stays in
 its log), and a local worker that exited shows its ``reason`` with the path of its log.
 
-Everything shown is ``backend.runtime.worker_pool.overview``, the object ``trajaudit jobs --json`` prints. The
+Everything shown is ``backend.views.jobs_view``, the object ``trajaudit jobs --json`` prints. The
 view redraws itself every few seconds (a fragment), so a job moving through the queue is seen
 without reloading.
 """
@@ -14,8 +14,9 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from backend import views
 from backend.runtime import lifeline, rerun
-from backend.runtime.worker_pool import overview, stop_local_workers
+from backend.runtime.worker_pool import stop_local_workers
 from pages.common import state as url_state
 from pages.common import ui
 from pages.common.boot import ensure_entrypoint
@@ -46,7 +47,7 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 
 @st.fragment(run_every=REFRESH_S)
 def live(root: str) -> None:
-    view = overview(root, limit=RECENT_JOBS)
+    view = views.jobs_view(root, limit=RECENT_JOBS)
     for col, state in zip(st.columns(len(rerun.JOB_STATES)), rerun.JOB_STATES, strict=True):
         col.metric(state, f"{view['counts'][state]:,}")
 
@@ -109,10 +110,11 @@ def live(root: str) -> None:
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
 st.title("Workers")
 st.caption(
-    f"Re-run queue of **{ui.escape_md(scope.root)}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same"
+    f"Re-run queue of **{ui.escape_md(view.root)}** · refreshed every {REFRESH_S:g} s · "
+    f"{ui.code(views.jobs_twin(view.root, RECENT_JOBS))} prints the same"
 )
 with ui.guard():
-    live(scope.root)
+    live(view.root)

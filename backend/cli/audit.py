@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.analysis import crossflows, interventions, isocompute
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
 from backend.scope.matrix import load_matrix
+from backend.scope.resolve import Scope
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -126,10 +129,8 @@ def run_isocompute(args: argparse.Namespace) -> int:
 
 def run_noise(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store), item_filter_from(args))
-    if matrix.n_items == 0:
-        raise UserError(f"no item of {args.model!r} has a response at every config of {','.join(matrix.grid)}")
-    out = noise.summary(matrix, noise.noise_profile(store, matrix), args.model)
+    scope = Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))
+    out = views.noise_audit(open_view(store, views.single_scope(scope, tuple(_grid(args, store))).resolve(store)))
     if args.json:
         print_json(out)
         return 0

@@ -8,6 +8,7 @@ from backend import views
 from backend.analysis.compare import headline_table
 from backend.cli.common import add_json, add_store, print_json
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.store import Store
 
 
@@ -26,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def compute(args: argparse.Namespace) -> dict:
     store = Store(args.store)
-    resolved = Scope.from_args(args).resolve(store)
-    return views.compare_view(resolved, resolved.load(store), top=args.top, bootstrap=args.bootstrap, seed=args.seed)
+    view = open_view(store, Scope.from_args(args).resolve(store))
+    return views.compare_view(view, top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from backend.analysis.flows import CLASSES, flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -37,10 +38,9 @@ def compute(args: argparse.Namespace) -> dict:
         raise UserError("--from and --to go together")
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
     store = Store(args.store)
-    resolved = Scope.from_args(args, models=models).resolve(store)
-    matrix = resolved.load(store)
+    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
     pair = None if args.frm is None else (args.frm, args.to)
-    return views.flows_view(store, resolved, matrix, args.model, pair, args.kind, args.limit)
+    return views.flows_view(view, args.model, pair, args.kind, args.limit)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -65,11 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> dict:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
-    resolved = Scope.from_args(args).resolve(store)
-    matrix = resolved.load(store)
-    return views.overview(
-        store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs)
-    )
+    view = open_view(store, Scope.from_args(args).resolve(store))
+    return views.overview(view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs))
 
 
 def _pp(x: float | None) -> str:

@@ -15,7 +15,7 @@ import streamlit as st
 
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
-from backend.scope.resolve import command_line
+from backend.scope.view import View
 from pages.common import data, state
 from store.errors import UserError
 
@@ -171,9 +171,9 @@ def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
-def need_items(scope: data.Scope) -> None:
+def need_items(view: View) -> None:
     """Stop the page with a notice when the filters leave no matched item."""
-    m = data.matrix(scope)
+    m, scope = view.matrix, view.scope
     if m.n_items == 0:
         filtered = "" if scope.item_filter.is_empty() and scope.tag is None else " and the filters"
         st.warning(
@@ -184,10 +184,10 @@ def need_items(scope: data.Scope) -> None:
         st.stop()
 
 
-def scope_caption(scope: data.Scope) -> None:
+def scope_caption(view: View) -> None:
     """What the numbers below are about: matched items, the grid (and where it came from), exclusions."""
-    m = data.matrix(scope)
-    source = "default grid" if scope.resolved.grid_source == "default" else "grid"
+    m, scope = view.matrix, view.scope
+    source = "default grid" if view.resolved.grid_source == "default" else "grid"
     parts = [
         f"**{escape_md(scope.benchmark)}**",
         f"{m.n_items:,} matched items",
@@ -199,7 +199,7 @@ def scope_caption(scope: data.Scope) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
-    excluded = scope.resolved.grid_excluded
+    excluded = view.resolved.grid_excluded
     if excluded:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
             st.caption(
@@ -210,9 +210,9 @@ def scope_caption(scope: data.Scope) -> None:
             )
 
 
-def twin(scope: data.Scope, command: list[str], *extra: str) -> None:
+def twin(view: View, command: list[str], *extra: str) -> None:
     """The view's CLI twin: the exact ``trajaudit ... --json`` line that prints the numbers drawn here."""
-    show_twin(command_line(command, scope.resolved, scope.root, *extra, "--json"))
+    show_twin(view.twin(command, *extra, "--json"))
 
 
 def show_twin(line: str) -> None:
