@@ -14,13 +14,12 @@ import shlex
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, explain, flows, noise
+from backend.analysis import cascade, compare, explain, flows, interventions, noise
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.audits import NoiseAudit
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
-from backend.contracts.store import JobsOverview
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
@@ -28,6 +27,7 @@ from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.view import View
 from store import configs
 from store.errors import UserError
+from store.rerun_request import RerunRequest
 from store.store import Store
 
 
@@ -200,6 +200,12 @@ def fixed_budgets(ladder: cascade.Ladder) -> list[dict]:
     return predictor.reference_rows(ladder)
 
 
+def intervention_requests(view: View, label: str) -> list[RerunRequest]:
+    """``audit interventions --enqueue LABEL``'s requests: re-run the focus model's terminal regressions of
+    the view's grid at ``label`` (the Audits page's "Run the intervention" submits the same)."""
+    return interventions.intervention_requests(view.matrix, view.scope.focus, label)
+
+
 def noise_audit(view: View) -> NoiseAudit:
     """``trajaudit audit noise``: the focus model's repeat noise and its flips within and beyond it."""
     model = view.scope.focus
@@ -222,13 +228,7 @@ def inspect_twin(view: View, item_id: str) -> str:
     return command_line(["inspect"], bare, view.root, "--item", item_id, "--json", model_flag=None)
 
 
-def jobs_view(root: str, state: str | None = None, model: str | None = None, limit: int = 100) -> JobsOverview:
-    """The Workers page (``trajaudit jobs``): the re-run queue per state, online and local workers, recent jobs."""
-    from backend.runtime.worker_pool import overview  # the queue and the worker processes: only this view reads them
-
-    return overview(root, state=state, model=model, limit=limit)
-
-
 def jobs_twin(root: str, limit: int) -> str:
-    """The Workers page's CLI twin (the queue has no scope: the store and how many recent jobs)."""
+    """The Workers page's CLI twin: the queue has no scope, only the store and how many recent jobs
+    (the page draws ``backend.runtime.client.queue_overview``, which ``trajaudit jobs --json`` prints)."""
     return shlex.join(["trajaudit", "jobs", "--store", root, "--limit", str(limit), "--json"])

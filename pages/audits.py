@@ -13,11 +13,11 @@ import streamlit as st
 from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
+from backend import views
 from backend.analysis import crossflows, interventions, isocompute
 from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
-from backend.runtime import registry, rerun
+from backend.runtime import client
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import load_matrix
 from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.view import View
 from pages.common import data, state, ui
@@ -53,13 +53,11 @@ def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str
     return interventions.audit(Store(root), model, list(grid), bench, item_filter=flt)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def requests(
-    root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str
-) -> list[rerun.RerunRequest]:
-    """Re-run requests for the terminal regressions of the audited grid (as ``--enqueue LABEL`` builds them)."""
-    matrix = load_matrix(Store(root), [model], bench, list(grid), flt)
-    return interventions.intervention_requests(matrix, model, label)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
+def requests(v: View, label: str) -> list[client.RerunRequest]:
+    """Re-run requests for the terminal regressions of the audited grid (``views.intervention_requests``,
+    as ``--enqueue LABEL`` builds them)."""
+    return views.intervention_requests(v, label)
 
 
 @st.cache_data(show_spinner="Grouping allocations…", max_entries=16)
@@ -135,7 +133,7 @@ def agreement_tables(out: dict) -> None:
 
 
 def intervention_runner(view: View, resolved: Resolved, top: str, available: list[str], recovered: list[dict]) -> None:
-    scope, grid = view.scope, list(resolved.scope.grid)
+    scope = view.scope
     st.markdown(
         "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
     )
@@ -144,9 +142,9 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
     if label is None:
         st.caption(f"No other sampling policy applies to {top}.")
         return
-    reqs = requests(view.root, view.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter, label)
+    reqs = requests(data.view(view.root, view.version, resolved), label)
     answered = next((r["n_terminal"] for r in recovered if r["policy"] == label), None)
-    missing = scope.focus not in registry.load(view.root)
+    missing = scope.focus not in client.registered(view.root)
     why = (f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)" if missing
            else "this view has no terminal regression at the top budget" if not reqs else None)  # fmt: skip
     reused = ("none of them has an answer there yet" if answered is None else
@@ -156,7 +154,7 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
     if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=why is not None,
                  icon=":material/play_arrow:", help=why):  # fmt: skip
         try:
-            done = rerun.submit_many(view.root, reqs)
+            done = client.submit_many(view.root, reqs)
         except UserError as exc:
             st.error(str(exc), icon=":material/warning:")
             return

@@ -10,7 +10,7 @@ import streamlit as st
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.report.palette import CORRECT, WRONG, model_colours
-from backend.runtime.selection import Selection
+from backend.runtime.client import Selection
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
 from backend.scope.view import View

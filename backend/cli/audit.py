@@ -9,7 +9,6 @@ from backend.analysis import crossflows, interventions, isocompute
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
-from backend.scope.matrix import load_matrix
 from backend.scope.resolve import Scope
 from backend.scope.view import open_view
 from store.errors import UserError
@@ -85,8 +84,9 @@ def run_interventions(args: argparse.Namespace) -> int:
     out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
                               bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
     if args.enqueue:
-        matrix = load_matrix(store, [args.model], args.benchmark, out["grid"], item_filter)
-        requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
+        scope = Scope(args.benchmark, (args.model,), item_filter=item_filter)
+        view = open_view(store, views.single_scope(scope, tuple(out["grid"])).resolve(store))
+        requests = views.intervention_requests(view, args.enqueue)
         out["enqueued"] = rerun.submit_many(store.root, requests)
     if args.json:
         print_json(out)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from backend import views
 from backend.cli.common import add_json, add_store, print_json
 from backend.runtime import rerun
+from backend.runtime.worker_pool import overview
 from store.store import resolve_root
 
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"cancelled job {job.id}")
         return 0
-    out = views.jobs_view(str(root), args.state, args.model, args.limit)  # what the Workers page shows
+    out = overview(root, state=args.state, model=args.model, limit=args.limit)  # what the Workers page shows
     if args.json:
         print_json(out)
         return 0

@@ -25,7 +25,7 @@ from backend.contracts.audits import NoiseAudit
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
-from backend.runtime.video import thumbnails
+from backend.runtime.client import thumbnails
 from backend.scope import inspector
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import available

@@ -20,7 +20,7 @@ from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.analysis.tags import TAGS
 from backend.contracts.explain import ExplainReport
 from backend.report import figures
-from backend.runtime.selection import Selection
+from backend.runtime.client import Selection
 from backend.scope.view import View
 from pages.common import data, state, ui
 

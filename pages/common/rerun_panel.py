@@ -1,7 +1,7 @@
 """The inspector's live re-run panel: run this item under another budget, watch the job, see its answer.
 
 The form names a configuration (frames, spatial budget, sampling policy, seed) for a registered
-model; Run hands it to ``backend.runtime.rerun.submit``, which answers from the store when an identical
+model; Run hands it to ``backend.runtime.client.submit``, which answers from the store when an identical
 request is stored, or queues a job. When no worker of the model is online, a local one is started
 (``backend.runtime.worker_pool.ensure_local_worker``). The job's state is polled by a fragment that reruns
 every second, without reloading the page; once the job ends the whole page reruns, so the
@@ -17,11 +17,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
-from backend.runtime import registry, rerun, sampling, selection
-from backend.runtime.logged_frames import LOGGED
-from backend.runtime.sampling import timestamps
-from backend.runtime.selection import Selection
-from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
+from backend.runtime import client
+from backend.runtime.client import (
+    LOGGED,
+    Selection,
+    ensure_local_worker,
+    job_status,
+    local_worker,
+    timestamps,
+    worker_log,
+)
 from backend.scope.view import View
 from pages.common import data, sidebar, ui
 from store import configs
@@ -40,7 +45,7 @@ def rerun_panel(view: View, item: dict, thumb_dir: str) -> None:
     """The panel, below the frame strips of ``item`` (thumbnails cached under ``thumb_dir``)."""
     with st.container(border=True):
         st.subheader("Re-run this item")
-        specs = registry.list_models(view.root)
+        specs = client.list_models(view.root)
         if not specs:
             st.info(
                 "No model is registered in this store, so there is nothing to re-run with. Register a local "
@@ -64,13 +69,13 @@ def rerun_panel(view: View, item: dict, thumb_dir: str) -> None:
         except UserError:  # the queue was reset (a rebuilt store): forget the job
             del st.session_state[_LAST][key]
             return
-        if status["state"] in rerun.FINAL_STATES:
+        if status["state"] in client.FINAL_STATES:
             _result(view, item, status, thumb_dir)
         else:
             _live_status(view.root, last["job_id"], last["model"])
 
 
-def _request(view: View, specs: list[registry.ModelSpec], what: str, prefix: str = "rerun") -> tuple[str, str] | None:
+def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str = "rerun") -> tuple[str, str] | None:
     """The request widgets (model, frames, spatial budget, policy, seed): (model, label), or None if invalid."""
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
@@ -86,7 +91,7 @@ def _request(view: View, specs: list[registry.ModelSpec], what: str, prefix: str
     pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
                                    help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
     policy = top[3].selectbox(
-        "Sampling policy", [*sampling.NAMES, LOGGED], key=f"{prefix}_policy",
+        "Sampling policy", [*client.SAMPLING_POLICIES, LOGGED], key=f"{prefix}_policy",
         format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
         help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
         "(a protocol check: the re-run should agree with it).",
@@ -99,7 +104,7 @@ def _request(view: View, specs: list[registry.ModelSpec], what: str, prefix: str
         seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
                                    help="For the random policy only.")  # fmt: skip
     try:
-        label = configs.make_label(int(frames), pixels_k or None, sampling.spell(policy, seed, rate))
+        label = configs.make_label(int(frames), pixels_k or None, client.spell_policy(policy, seed, rate))
     except (ConfigLabelError, UserError) as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
@@ -107,7 +112,7 @@ def _request(view: View, specs: list[registry.ModelSpec], what: str, prefix: str
     return model, label
 
 
-def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: str) -> None:
+def _start_worker(root: str, model: str, spec: client.ModelSpec | None, jobs: str) -> None:
     """Start a local worker for queued jobs when none is online (the dashboard never imports torch)."""
     try:
         # The dashboard cannot see GPUs: a worker it starts runs on the CPU unless the registry pins
@@ -127,7 +132,7 @@ def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: 
             )
 
 
-def _form(view: View, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
+def _form(view: View, item: dict, specs: list[client.ModelSpec]) -> dict | None:
     """The request widgets and the Run button; what to remember about a submitted request, else None."""
     request = _request(view, specs, f"item {ui.code(item['item_id'])}")
     run_col, force_col, _ = st.columns([1, 1.4, 5.6], vertical_alignment="center")
@@ -136,15 +141,15 @@ def _form(view: View, item: dict, specs: list[registry.ModelSpec]) -> dict | Non
         return None
     model, label = request
     try:
-        out = rerun.submit(
-            view.root, rerun.RerunRequest(model, view.scope.benchmark, str(item["item_id"]), label, force=force)
+        out = client.submit(
+            view.root, client.RerunRequest(model, view.scope.benchmark, str(item["item_id"]), label, force=force)
         )
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
     if out["from_store"]:
         return {"outcome": out}
-    _start_worker(view.root, model, registry.load(view.root).get(model), f"Job {out['job_id']} is")
+    _start_worker(view.root, model, client.registered(view.root).get(model), f"Job {out['job_id']} is")
     return {"job_id": out["job_id"], "model": model}
 
 
@@ -157,7 +162,7 @@ def _live_status(root: str, job_id: int, model: str) -> None:
     """The job's state, redrawn every second; the whole page reruns once the job has ended."""
     status = job_status(root, job_id)
     job = status["job"]
-    if status["state"] in rerun.FINAL_STATES:
+    if status["state"] in client.FINAL_STATES:
         st.rerun()
     elapsed = (
         f"waiting {job['waited_s']:.1f} s"
@@ -189,7 +194,7 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         )
     if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
         try:
-            rerun.cancel(root, job_id)
+            client.cancel(root, job_id)
         except UserError as exc:
             st.error(ui.escape_md(exc), icon=":material/warning:")
         st.rerun()
@@ -217,7 +222,7 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
         job = out["job"]
         st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
                    "the new point is on the charts above, marked as a live re-run.", icon=":material/check_circle:")  # fmt: skip
-    spec = registry.load(view.root).get(out["model"])
+    spec = client.registered(view.root).get(out["model"])
     note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
     if note:
         st.warning(
@@ -297,13 +302,13 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
     """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
 
     The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
-    drawn is its ``comparison`` (``backend.runtime.selection.batch_report``).
+    drawn is its ``comparison`` (``backend.runtime.client.batch_report``).
     """
     sel = sel or Selection("filtered")
     label = sel.describe()
     with st.container(border=True):
         st.subheader(f"Re-run {_items(len(ids))} together")
-        specs = registry.list_models(view.root)
+        specs = client.list_models(view.root)
         if not specs:
             st.button(f"Re-run {_items(len(ids))}", disabled=True, key=f"{key}-run",
                       help="No model is registered in this store: `trajaudit models add` registers one.")  # fmt: skip
@@ -319,7 +324,7 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
         if run and request is not None:
             model, config = request
             try:
-                batch = selection.submit(view.root, selection.batch_requests(model, view.scope.benchmark, ids, config))
+                batch = client.submit_batch(view.root, client.batch_requests(model, view.scope.benchmark, ids, config))
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             else:
@@ -332,14 +337,14 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
                     _start_worker(
                         view.root,
                         model,
-                        registry.load(view.root).get(model),
+                        client.registered(view.root).get(model),
                         f"{len(ids) - batch['from_store']} jobs",
                     )
         last = st.session_state.get(_BATCH, {}).get(remembered)
         if last is None:
             return
         try:
-            progress = selection.progress(view.root, last["batch"])
+            progress = client.batch_progress(view.root, last["batch"])
         except UserError:  # the queue was reset (a rebuilt store)
             del st.session_state[_BATCH][remembered]
             return
@@ -357,7 +362,7 @@ def _items(n: int) -> str:
 def _batch_progress(root: str, remembered: tuple) -> None:
     """A progress bar over the batch's jobs and a cancel button; the page reruns once every job ended."""
     last = st.session_state[_BATCH][remembered]
-    progress = selection.progress(root, last["batch"])
+    progress = client.batch_progress(root, last["batch"])
     if progress["finished"]:
         st.rerun()
     counts = progress["counts"]
@@ -367,7 +372,7 @@ def _batch_progress(root: str, remembered: tuple) -> None:
         text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v),
     )
     if st.button("Cancel the queued jobs", key=f"batch-cancel-{remembered[2]}"):
-        n = selection.cancel(root, last["batch"])
+        n = client.cancel_batch(root, last["batch"])
         st.toast(f"Cancelled {n} queued jobs (running ones finish).", icon=":material/block:")
         st.rerun()
 
@@ -375,7 +380,7 @@ def _batch_progress(root: str, remembered: tuple) -> None:
 def _comparison(view: View, sel: Selection, last: dict) -> None:
     """The finished batch against its baseline: the sentence, and the items side by side."""
     batch = last["batch"]
-    report = selection.batch_report(view.root, batch, last["baseline"], last["label"])
+    report = client.batch_report(view.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
     counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (
@@ -388,7 +393,7 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
         where = f" · worker log: {ui.code(log)}" if log else ""
         st.error(f"Failed jobs: {ui.escape_md(failure)}{where}", icon=":material/error:")
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
-    spec = registry.load(view.root).get(batch["model"])
+    spec = client.registered(view.root).get(batch["model"])
     if spec is not None and spec.note:
         st.warning(
             f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from backend.runtime import selection
-from backend.runtime.selection import Selection
+from backend.runtime import client
+from backend.runtime.client import Selection
 from backend.scope.view import View
 from pages.common import data, state
 
@@ -29,8 +29,8 @@ def items(view: View, model: str, sel: Selection) -> pd.DataFrame:
         return data.flow_item_list(view, model, *sel.args)
     m = view.matrix
     if sel.kind == "state":
-        return selection.state_items(m, model, *sel.args)
-    ids = selection.item_ids(m, model, sel)
+        return client.state_items(m, model, *sel.args)
+    ids = client.item_ids(m, model, sel)
     frame = m.items.set_index(m.items["item_id"].astype(str))
     return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
 
