@@ -14,12 +14,12 @@ import shlex
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, explain, flows, interventions, noise
+from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
-from backend.contracts.audits import NoiseAudit
+from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.explain import ExplainReport
-from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
@@ -192,12 +192,56 @@ def single_scope(scope: Scope, grid: tuple[str, ...] = ()) -> Scope:
     return Scope(benchmark=scope.benchmark, models=(scope.focus,), grid=grid, item_filter=scope.item_filter)
 
 
-def fixed_budgets(ladder: cascade.Ladder) -> list[dict]:
+def fixed_budgets(ladder: cascade.Ladder) -> list[PredictorRow]:
     """Fixed budgets and the oracle on the ladder (the first rows of ``predictor_view``'s frontier): the
     Policies page draws them when the predictor cannot be fitted."""
     from backend.analysis import predictor
 
     return predictor.reference_rows(ladder)
+
+
+# The Audits page's choices of protocol and budget: label logic the page and ``audit interventions`` share.
+grid_up_to, intervention_labels, protocol_tops = interventions.grid_up_to, interventions.intervention_labels, interventions.protocol_tops  # fmt: skip
+DEFAULT_TOLERANCE = isocompute.DEFAULT_TOLERANCE
+
+
+def protocol_labels(store: Store, resolved: Resolved) -> list[str]:
+    """Every configuration the focus model has on the scope's benchmark (re-runs included: re-running
+    under another policy is how an intervention is measured)."""
+    return interventions.store_labels(store, resolved.scope.focus, resolved.scope.benchmark)
+
+
+def interventions_view(store: Store, resolved: Resolved, protocols: list[str] | None = None, bootstrap: int = 1000,
+                       seed: int = 0) -> InterventionsAudit:  # fmt: skip
+    """``trajaudit audit interventions``: the focus model's other sampling protocols at the budgets of the
+    scope's grid (kappa, tag changes, recovery of the terminal regressions at its top)."""
+    s = resolved.scope
+    return interventions.audit(store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter,
+                               bootstrap=bootstrap, seed=seed)  # fmt: skip
+
+
+def registered_pixels(store: Store, resolved: Resolved) -> int | None:
+    """The focus model's default pixels per frame from the registry (None: not registered or not stated)."""
+    return isocompute.registered_pixels(store, resolved.scope.focus)
+
+
+def isocompute_view(store: Store, resolved: Resolved, tolerance: float = isocompute.DEFAULT_TOLERANCE,
+                    default_pixels: int | None = None, labels: list[str] | None = None, bootstrap: int = 1000,
+                    seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+    """``trajaudit audit isocompute``: the focus model's allocations of (nearly) equal pixel budget."""
+    s = resolved.scope
+    return isocompute.isocompute(store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter,
+                                 bootstrap=bootstrap, seed=seed)  # fmt: skip
+
+
+def crossmodel_view(store: Store, resolved: Resolved, models: tuple[str, str], config: str, config_b: str | None = None,
+                    limit: int = 50, item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+    """``trajaudit audit crossmodel``: flows from ``models[0]`` at ``config`` to ``models[1]`` at ``config_b``
+    (one model twice compares two of its configurations) on the items both answered, on the scope's
+    benchmark and item filters."""
+    s = resolved.scope
+    return crossflows.cross_flows(store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit,
+                                  item_columns=item_columns)  # fmt: skip
 
 
 def intervention_requests(view: View, label: str) -> list[RerunRequest]:

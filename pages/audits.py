@@ -14,11 +14,10 @@ from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
 from backend import views
-from backend.analysis import crossflows, interventions, isocompute
+from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit
 from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
 from backend.runtime import client
-from backend.scope.filters import ItemFilter
-from backend.scope.resolve import Resolved, Scope, command_line
+from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
@@ -37,20 +36,21 @@ CROSS_LIMIT = 500
 FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
 
 
-def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: str = "--model") -> str:
+def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: str | None = "--model") -> str:
     """The CLI line printing a tab's numbers: generated from the tab's scope (the focus model alone,
     ``backend.views.single_scope``, or the two compared models), with the sidebar's item filters."""
     return ui.code(command_line(["audit", name], resolved, view.root, *extra, "--json", model_flag=model_flag))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def store_labels(root: str, version: int, model: str, bench: str) -> list[str]:
-    return interventions.store_labels(Store(root), model, bench)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
+def protocol_labels(root: str, version: int, resolved: Resolved) -> list[str]:
+    return views.protocol_labels(Store(root), resolved)
 
 
-@st.cache_data(show_spinner="Comparing protocols…", max_entries=16)
-def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
-    return interventions.audit(Store(root), model, list(grid), bench, item_filter=flt)
+@st.cache_data(show_spinner="Comparing protocols…", max_entries=16, hash_funcs=data.HASH)
+def audit(root: str, version: int, resolved: Resolved) -> InterventionsAudit:
+    """``trajaudit audit interventions --json`` on the focus model's grid up to the chosen top budget."""
+    return views.interventions_view(Store(root), resolved)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
@@ -60,16 +60,16 @@ def requests(v: View, label: str) -> list[client.RerunRequest]:
     return views.intervention_requests(v, label)
 
 
-@st.cache_data(show_spinner="Grouping allocations…", max_entries=16)
-def iso(root: str, version: int, model: str, bench: str, flt: ItemFilter, tolerance: float, pixels: int | None) -> dict:
-    return isocompute.isocompute(Store(root), model, bench, tolerance, pixels, item_filter=flt)
+@st.cache_data(show_spinner="Grouping allocations…", max_entries=16, hash_funcs=data.HASH)
+def iso(root: str, version: int, resolved: Resolved, tolerance: float, pixels: int | None) -> IsocomputeAudit:
+    """``trajaudit audit isocompute --json`` of the focus model."""
+    return views.isocompute_view(Store(root), resolved, tolerance, pixels)
 
 
-@st.cache_data(show_spinner="Matching the two models…", max_entries=16)
-def cross(root: str, version: int, a: str, b: str, ca: str, cb: str, bench: str, flt: ItemFilter) -> dict:
-    return crossflows.cross_flows(
-        Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS
-    )
+@st.cache_data(show_spinner="Matching the two models…", max_entries=16, hash_funcs=data.HASH)
+def cross(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, cb: str) -> CrossmodelAudit:
+    """``trajaudit audit crossmodel --json`` (with the question beside each listed item)."""
+    return views.crossmodel_view(Store(root), resolved, (a, b), ca, cb, CROSS_LIMIT, CROSS_ITEM_COLUMNS)
 
 
 def _open_item(frame: pd.DataFrame, key: str) -> None:
@@ -137,7 +137,7 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
     st.markdown(
         "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
     )
-    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=interventions.intervention_labels(top, available),
+    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=views.intervention_labels(top, available),
                        help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
     if label is None:
         st.caption(f"No other sampling policy applies to {top}.")
@@ -176,21 +176,21 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
 
 def intervention_tab(view: View) -> None:
     scope = view.scope
-    available = store_labels(view.root, view.version, scope.focus, scope.benchmark)
+    available = protocol_labels(view.root, view.version, data.single(view))
     visual = configs.visual(list(scope.grid))
-    tops = interventions.protocol_tops(list(scope.grid), available)
+    tops = views.protocol_tops(list(scope.grid), available)
     top = state.bind(st.selectbox, "atop", "Top budget of the audit", options=visual, default=(tops or visual)[-1],
                      help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
                      "The default is the costliest budget that another protocol also ran.")  # fmt: skip
-    grid = interventions.grid_up_to(list(scope.grid), top)
+    grid = views.grid_up_to(list(scope.grid), top)
     if len(grid) < 2:
         st.info(
             f"No configuration of the grid is cheaper than {top}: pick a higher top budget.",
             icon=":material/touch_app:",
         )
         return
-    out = audit(view.root, view.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter)
     resolved = data.single(view, tuple(grid))
+    out = audit(view.root, view.version, resolved)
     st.caption(f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
                f"{command(view, 'interventions', resolved)}")  # fmt: skip
     if not out["protocols"]:
@@ -258,25 +258,18 @@ def group_figure(group: dict, colour: str) -> go.Figure:
 def isocompute_tab(view: View, colour: str) -> None:
     scope = view.scope
     c1, c2 = st.columns(2)
-    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=isocompute.DEFAULT_TOLERANCE, min_value=0.0,
+    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=views.DEFAULT_TOLERANCE, min_value=0.0,
                            max_value=0.5, step=0.01, format="%.2f", help="Configurations within (1 + tolerance) times "
                            "the cheapest budget of a group count as equal compute.")  # fmt: skip
-    registered = isocompute.registered_pixels(Store(view.root), scope.focus)
+    resolved = data.single(view)
+    registered = views.registered_pixels(view.store, resolved)
     pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
                         step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
                         "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
-    out = iso(
-        view.root,
-        view.version,
-        scope.focus,
-        scope.benchmark,
-        scope.item_filter,
-        float(tolerance),
-        int(pixels) or None,
-    )
+    out = iso(view.root, view.version, resolved, float(tolerance), int(pixels) or None)
     pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
     st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
-               f"{command(view, 'isocompute', data.single(view), '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
+               f"{command(view, 'isocompute', resolved, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
     if not out["groups"]:
         st.info(out["note"], icon=":material/balance:")
         return
@@ -407,14 +400,14 @@ def crossmodel_tab(view: View) -> None:
     b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
     b_cfgs = configs.order(info["configs"][b][scope.benchmark])
     cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
+    resolved = data.single(view)  # the benchmark and item filters; the two models are the tab's
     try:
-        out = cross(view.root, view.version, a, b, ca, cb, scope.benchmark, scope.item_filter)
+        out = cross(view.root, view.version, resolved, a, b, ca, cb)
     except UserError as exc:
         st.info(str(exc), icon=":material/shuffle:")
         return
-    pair = Scope(scope.benchmark, (a, b), item_filter=scope.item_filter).resolve(view.store, info)  # the twin's scope
     st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
-               f"{command(view, 'crossmodel', pair, '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag='--models')}")  # fmt: skip
+               f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}")  # fmt: skip
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out["accuracy_from"]))
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))

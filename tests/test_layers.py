@@ -61,15 +61,13 @@ def test_backend_never_imports_pages():
 
 
 PAGES = ("pages",)
-# Imports of analysis functions the pages still make, each with where it goes (issue 23): the table
-# builders move to the presentation module; the audits' three other tabs take a matrix once those
-# analysis modules stop querying the store, and then draw views functions like the noise tab.
+# Imports of analysis functions the pages still make: table builders, which move to the presentation
+# module that the pages, the CLI and the report share (issue 23, part 4).
 KNOWN_ANALYSIS_CALLS = {
     "pages/overview.py": ["backend.analysis.compare.headline_table"],
     "pages/compare.py": ["backend.analysis.compare.headline_table"],
     "pages/flows.py": ["backend.analysis.flows.flow_table"],
     "pages/inspector.py": ["backend.analysis.ladders.ladders"],
-    "pages/audits.py": ["backend.analysis.crossflows", "backend.analysis.interventions", "backend.analysis.isocompute"],
 }
 
 

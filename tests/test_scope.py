@@ -139,6 +139,7 @@ def test_scope_round_trips_through_its_flags():
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from backend import views  # noqa: E402
 from backend.cli.common import print_json  # noqa: E402
 from backend.scope.view import View  # noqa: E402
 from pages.common import data  # noqa: E402
@@ -201,6 +202,24 @@ def _audits(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
     return [(data.noise_audit(noise_view)[0], _one(_inline_twins(at), "audit", "noise"))]
 
 
+def _audit_tab(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
+    """The Audits page's other tabs: each draws one ``views`` function on the focus model's scope, which
+    its ``audit ...`` line prints (the cross-model lists carry the question on the page: ids compared)."""
+    tab, lines, single = at.session_state["s_atab"], _inline_twins(at), data.single(view)
+    if tab == "intervention":
+        grid = views.grid_up_to(list(view.scope.grid), at.session_state["s_atop"])
+        shown = [argv for argv in lines if "--enqueue" not in argv]  # the run button's line queues re-runs
+        return [(views.interventions_view(view.store, data.single(view, tuple(grid))), _one(shown, "interventions"))]
+    if tab == "isocompute":
+        pixels = int(at.session_state["s_pix"]) or None
+        tolerance = float(at.session_state["s_tol"])
+        return [(views.isocompute_view(view.store, single, tolerance, pixels), _one(lines, "isocompute"))]
+    models = (at.session_state["s_xa"], at.session_state["s_xb"])
+    configs = (at.session_state["s_xca"], at.session_state["s_xcb"])
+    drawn = views.crossmodel_view(view.store, single, models, *configs, limit=500)
+    return [(drawn, _one(lines, "crossmodel"))]
+
+
 def _inspector(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
     """Inspector: the item and every stored response the page draws (its frame plan is the video's, not a number)."""
     detail = data.item_detail(view.root, view.version, view.scope.benchmark, at.session_state["s_item"])
@@ -224,6 +243,8 @@ OPENED_AS = {"pages/audits.py": {"atab": "noise"}}  # the tab whose numbers are 
 
 def _printed(capsys, argv: list[str], page: str) -> dict:
     printed = json.loads(cli_json(capsys, *argv))
+    if "harmed_items" in printed:  # the cross-model lists: the page adds each item's question
+        printed = printed | {k: [r["item_id"] for r in printed[k]] for k in ("harmed_items", "rescued_items")}
     if page == "pages/inspector.py":  # `inspect` adds the video and its frame plan; the page draws them as pictures
         printed["responses"] = [{c: r[c] for c in PAGE_RESPONSE_COLUMNS} for r in printed["responses"]]
         printed = {"item": printed["item"], "responses": printed["responses"]}
@@ -246,6 +267,23 @@ def test_each_page_draws_what_its_cli_twin_prints(demo_store, page, monkeypatch,
         assert printed == _as_printed(drawn, capsys), " ".join(argv)
         if "scope" in printed:
             assert printed["scope"]["item_filter"]["task_types"] == ["Counting Problem", "OCR Problems"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("app_env")
+@pytest.mark.parametrize("tab", ["intervention", "isocompute", "crossmodel"])
+def test_each_audit_tab_draws_what_its_cli_twin_prints(demo_store, tab, monkeypatch, capsys):
+    # iso-compute groups need items answered at every allocation: the demo's two task types have none
+    task = {} if tab == "isocompute" else {"task": "Counting Problem,OCR Problems"}
+    at = _open("pages/audits.py", monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", atab=tab,
+               pix="100000", **task)  # fmt: skip
+    for drawn, argv in _audit_tab(at, at.session_state["view"]):
+        printed = _printed(capsys, argv, "pages/audits.py")
+        if "harmed_items" in drawn:
+            drawn = drawn | {k: [r["item_id"] for r in drawn[k]] for k in ("harmed_items", "rescued_items")}
+        assert printed == _as_printed(drawn, capsys), " ".join(argv)
+        assert ("--task-type" in argv) == bool(task) and "--benchmark" in argv
+        assert any(drawn.get(k) for k in ("n_items", "groups", "protocols"))  # numbers, not an empty report
 
 
 @pytest.mark.slow

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.analysis import crossflows, interventions, isocompute
+from backend.analysis import interventions, isocompute
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
-from backend.scope.resolve import Scope
+from backend.scope.resolve import Resolved, Scope
 from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
@@ -77,15 +77,18 @@ def _grid(args: argparse.Namespace, store: Store) -> list[str]:
     return split_list(args.grid) or interventions.base_grid(store, args.model, args.benchmark)
 
 
+def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str, ...] = ()) -> Resolved:
+    """The one-model scope the flags name (``views.single_scope``: the Audits page builds the same)."""
+    scope = Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))
+    return views.single_scope(scope, tuple(grid)).resolve(store)
+
+
 def run_interventions(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    grid = _grid(args, store)
-    item_filter = item_filter_from(args)
-    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
-                              bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    resolved = _single(args, store, _grid(args, store))
+    out = views.interventions_view(store, resolved, split_list(args.protocols), args.bootstrap, args.seed)
     if args.enqueue:
-        scope = Scope(args.benchmark, (args.model,), item_filter=item_filter)
-        view = open_view(store, views.single_scope(scope, tuple(out["grid"])).resolve(store))
+        view = open_view(store, _single(args, store, out["grid"]))
         requests = views.intervention_requests(view, args.enqueue)
         out["enqueued"] = rerun.submit_many(store.root, requests)
     if args.json:
@@ -112,9 +115,10 @@ def run_interventions(args: argparse.Namespace) -> int:
 
 def run_isocompute(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    pixels = args.default_pixels or isocompute.registered_pixels(store, args.model)
-    out = isocompute.isocompute(store, args.model, args.benchmark, args.tolerance, pixels, split_list(args.configs),
-                                item_filter_from(args), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    resolved = _single(args, store)
+    pixels = args.default_pixels or views.registered_pixels(store, resolved)
+    out = views.isocompute_view(store, resolved, args.tolerance, pixels, split_list(args.configs), args.bootstrap,
+                                args.seed)  # fmt: skip
     if args.json:
         print_json(out)
         return 0
@@ -129,8 +133,7 @@ def run_isocompute(args: argparse.Namespace) -> int:
 
 def run_noise(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    scope = Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))
-    out = views.noise_audit(open_view(store, views.single_scope(scope, tuple(_grid(args, store))).resolve(store)))
+    out = views.noise_audit(open_view(store, _single(args, store, _grid(args, store))))
     if args.json:
         print_json(out)
         return 0
@@ -146,8 +149,11 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     models = split_list(args.models) or []
     if len(models) != 2:
         raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
-    out = crossflows.cross_flows(Store(args.store), models[0], models[1], args.config, args.config_b,
-                                 args.benchmark, item_filter_from(args), limit=args.limit)  # fmt: skip
+    store = Store(args.store)
+    resolved = views.single_scope(Scope(args.benchmark, (models[0],), item_filter=item_filter_from(args))).resolve(
+        store
+    )
+    out = views.crossmodel_view(store, resolved, (models[0], models[1]), args.config, args.config_b, args.limit)
     if args.json:
         print_json(out)
         return 0

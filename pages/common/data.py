@@ -22,7 +22,7 @@ import streamlit as st
 
 from backend import views
 from backend.contracts.audits import NoiseAudit
-from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
 from backend.runtime.client import thumbnails
@@ -145,7 +145,7 @@ def cascade_view(
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
-def fixed_budgets(root: str, version: int, resolved: Resolved, labels: tuple[str, ...]) -> list[dict]:
+def fixed_budgets(root: str, version: int, resolved: Resolved, labels: tuple[str, ...]) -> list[PredictorRow]:
     """Fixed budgets and the oracle (the first rows of ``trajaudit predictor --json``'s frontier)."""
     return views.fixed_budgets(ladder(root, version, resolved, labels))
 
