@@ -82,7 +82,7 @@ def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind
 def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
                     profile: noise.NoiseProfile | None = None) -> pd.DataFrame:  # fmt: skip
     """Every item of one flow (``flows_view``'s ``items``, as a table): the Flows page lists them a page at a time
-    (as records, 56k items of a 10M store took 0.7 s to build and as long again to cache)."""
+    (as records, a large flow was slow to build and as slow again to cache)."""
     store, resolved, matrix = view.store, view.resolved, view.matrix
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
@@ -165,7 +165,7 @@ def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | 
 
 def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
     """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
-    from backend.analysis import predictor  # with the video index behind it: not paid by every other view (40 ms)
+    from backend.analysis import predictor  # with the video index behind it: not paid by every other view
 
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
 

@@ -23,7 +23,7 @@ THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
 STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
-# What the answer grid and the confidence chart read; their row loops over every column cost 70 ms an item.
+# What the answer grid and the confidence chart read: their row loops over every column were slow.
 CHART_COLUMNS = ["model", "config", "answer", "correct", "confidence", "score", "rerun_note"]
 
 

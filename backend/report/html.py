@@ -25,6 +25,7 @@ from html import escape
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from backend.present.text import interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
 from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
@@ -228,9 +229,9 @@ def policy_section(data: dict) -> str:
     sweep, match = pol["sweep"], pol["sweep"]["matching"]
     text = "No threshold reaches the top budget's accuracy on these items."
     if match is not None:
-        text = (f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({tables.pp(sweep['top_accuracy'])}%): "
-                f"t = {match['threshold']:.3g}, accuracy {e(tables.interval(match['accuracy'], match.get('accuracy_ci')))}%, "
-                f"frame saving {e(tables.interval(match['saving'], match.get('saving_ci')))}%.")  # fmt: skip
+        text = (f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({pp(sweep['top_accuracy'])}%): "
+                f"t = {match['threshold']:.3g}, accuracy {e(interval(match['accuracy'], match.get('accuracy_ci')))}%, "
+                f"frame saving {e(interval(match['saving'], match.get('saving_ci')))}%.")  # fmt: skip
     return (f'<section id="frontier"><h2>Adaptive budgets: {e(pol["model"])}</h2><div class="fig" id="fig-frontier"></div>'
             f'<p>{text}</p><p class="note">{sweep["n_items"]:,} items with a confidence at every budget of '
             f"{e(', '.join(sweep['ladder']))}; {sweep['n_without_confidence']:,} without.</p></section>")  # fmt: skip

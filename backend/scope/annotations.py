@@ -207,7 +207,7 @@ def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = 
 
 def annotation_tags(store: Store, items: pd.DataFrame, benchmark: str | None = None) -> pd.Series | None:
     """Each item's annotation tags ("a;b", aligned with ``items``), or None when the store holds no annotation
-    file (nothing to look up, and the merge costs 60 ms at 25k items)."""
+    file (nothing to look up, and the merge is not free)."""
     if not store.manifest().files.get("annotations"):
         return None
     return with_annotations(items[["benchmark", "item_id"]], store, benchmark)["annotation_tags"]

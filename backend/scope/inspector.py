@@ -126,7 +126,7 @@ def locate_video(
 def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | None) -> pd.DataFrame:
     """``responses`` with ``frames_source`` resolved and ``frame_indices`` filled where reconstructed.
 
-    METRICS.md "Frames seen": a response's frames are ``logged`` (stored indices: ingested from its
+    docs/metrics.md "Frames seen": a response's frames are ``logged`` (stored indices: ingested from its
     file, or recorded by our worker and sweeps; rows written before the column existed count as
     logged where they hold indices), ``reconstructed`` (the harness sampler named at ingest, over the
     video's ``n_frames`` from the catalog or the probed file; null while no video is linked) or

@@ -49,7 +49,7 @@ def store_info(root: str, version: int) -> dict:
 def warm_snapshot(root: str, version: int) -> threading.Thread:
     """Build this version's DuckDB views (``Store.connect``) once, in the background, after a run has
     drawn its page: the first page that queries the store (the Inspector, an annotation) then does not
-    wait 30-70 ms for them, and the first page drawn does not share the CPU with them."""
+    wait for them, and the first page drawn does not share the CPU with them."""
     thread = threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True)
     thread.start()
     return thread

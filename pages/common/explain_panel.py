@@ -19,6 +19,7 @@ from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.analysis.tags import TAGS
 from backend.contracts.explain import ExplainReport
+from backend.present.text import interval
 from backend.report import figures
 from backend.runtime.client import Selection
 from backend.scope.view import View
@@ -54,10 +55,7 @@ def slice_table(rows: list[dict]) -> pd.DataFrame:
             "in slice": [r["n_slice"] for r in rows],
             "rate": [r["rate"] for r in rows],
             "lift": [r["lift"] for r in rows],
-            "difference (95% CI)": [
-                ui.pct(r["diff"]) + (f" [{ui.pct(r['diff_ci'][0])}, {ui.pct(r['diff_ci'][1])}]" if r["diff_ci"] else "")
-                for r in rows
-            ],  # fmt: skip
+            "difference (pp, 95% CI)": [interval(r["diff"], r["diff_ci"]) for r in rows],  # as the report writes it
             "p": [r["p"] for r in rows],
             "q": [r["q"] for r in rows],
             "small": [r["small"] for r in rows],

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend.contracts.runs import PHASES
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import client
 from backend.runtime.client import (
@@ -33,7 +34,6 @@ from store import configs
 from store.configs import ConfigLabelError
 from store.errors import UserError
 
-PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 DEFAULT_FRAMES = 12
 POLL_S = 1.0
 _LAST = "_rerun_last"  # session state: (store, benchmark, item) -> {"job_id", "model"} or {"outcome"}

@@ -1,4 +1,4 @@
-"""Where each ingested response's frames come from (METRICS.md "Frames seen"; ``store.samplers``).
+"""Where each ingested response's frames come from (docs/metrics.md "Frames seen"; ``store.samplers``).
 
 A reader hands over ``frame_indices`` where its file logs them (lmms-eval's ``<task>_score.frame_idx``,
 the generic table's ``--map frames=KEY``), as lists, JSON list text or nothing. Here they become:

@@ -2,7 +2,7 @@
 
 A family module subclasses :class:`HFAdapter` and overrides only what differs (how frames and their
 metadata reach the processor, which positions the language model gets). The phases are run
-separately so each is timed on its own (phase accounting, METRICS.md): ``preprocess`` (prompt,
+separately so each is timed on its own (phase accounting, docs/metrics.md): ``preprocess`` (prompt,
 resize, processor), ``vision`` (the vision encoder, fed back through ``mm_encoder_outputs`` so it
 is not run twice), ``prefill`` (the language model over the prompt) and ``generate`` (greedy
 decoding, open-ended only). Video decoding is the caller's and is not timed here.
@@ -95,7 +95,7 @@ class HFAdapter:
         self.eos_ids = {int(i) for i in eos if i is not None}
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))  # batched suffixes (masked)
-        # a sweep asks each question at every budget: its chat template (about 0.4 ms) and its letters' ids
+        # a sweep asks each question at every budget: its chat template and its letters' ids
         # (a tokenizer call on five texts) are the same each time, so they are remembered (bounded)
         self._prompts: dict[tuple, str] = {}
         self._letter_ids: dict[tuple[str, tuple[str, ...]], list[int]] = {}

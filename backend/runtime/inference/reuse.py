@@ -53,7 +53,6 @@ from backend.runtime.inference.packed_attention import packed_attention
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
-PHASES = ("preprocess", "vision", "prefill", "generate")
 
 
 @dataclass
