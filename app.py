@@ -1,6 +1,6 @@
 """trajaudit dashboard: ``streamlit run app.py`` (store: ``$TRAJAUDIT_STORE`` or ./trajaudit-data).
 
-The entry point draws the shared sidebar, builds the view's ``Scope`` and runs the chosen page.
+The entry point draws the shared sidebar, opens the ``View`` it selects and runs the chosen page.
 All state is in the URL (``pages.common.state``): the navigation links carry it, and a run that
 stays on its page writes it back, so a copied link reopens the same view.
 """
@@ -49,18 +49,18 @@ nav = st.sidebar.container()
 timer = runlog.start(page.url_path)
 try:
     with ui.guard():
-        scope = sidebar.draw()
+        view = sidebar.draw()
     with nav:
         for p in PAGES:
             st.page_link(p, query_params=state.params())
         st.divider()
-    if scope is not None:
-        st.session_state["scope"] = scope
+    if view is not None:
+        st.session_state["view"] = view
         state.follow()
         page.run()
-        data.warm_snapshot(scope.root, scope.version)
+        data.warm_snapshot(view.root, view.version)
         with st.sidebar:
-            live.follow_writes(scope.root, scope.version)  # a write elsewhere reruns the page (no reload)
+            live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
 finally:
     # A page switch already carried the state in its link; rewriting the URL in that same run
     # would race the browser's own URL update (the path would lag one page behind).

@@ -1,21 +1,26 @@
 """One report per view: the dict a page draws is the dict its CLI twin prints with ``--json``.
 
-Each function takes a resolved ``Scope`` and its matched matrix (pages cache the matrix; the CLI
-loads it once) and returns plain data, with the scope itself under ``"scope"`` so a reader always
-knows which grid, items and exclusions a number belongs to.
+Each function takes a ``backend.scope.view.View`` (store, resolved scope, matched matrix: the
+pages cache it, the CLI opens it once from its flags, both with ``open_view``) and returns plain
+data, with the scope itself under ``"scope"`` so a reader always knows which grid, items and
+exclusions a number belongs to. The one-model commands (policies, audits) read the focus model
+alone: ``single_scope`` is the scope both the page and the CLI build for them.
 """
 
 from __future__ import annotations
 
+import shlex
+
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, explain, flows, noise
+from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise
 from backend.analysis.continuous import SCORE_KINDS, continuous_metrics, score_flow_items, score_flows
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import ItemTexts
-from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.views import (
     BinaryView,
     CompareReport,
@@ -29,10 +34,12 @@ from backend.scope.answer_cells import load_answer_cells
 from backend.scope.binary import NONE, binary_view
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
-from backend.scope.resolve import Resolved
+from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.texts import item_texts
+from backend.scope.view import View
 from store import configs
 from store.errors import UserError
+from store.rerun_request import RerunRequest
 from store.store import Store
 
 
@@ -56,25 +63,23 @@ def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
     return binary_view(scores, cutoff), {m: c for m, c in per_model.items() if c is not None}
 
 
-def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 1000, seed: int = 0,
-             pairs: list[tuple[str, str]] | None = None, scores: Matrix | None = None,
+def overview(view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None,
              tolerance: float = 0.0) -> OverviewReport:  # fmt: skip
     """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables, and
     where the scope has scored items, the score section (``continuous`` per model, ``binary``).
 
-    ``matrix`` is the scope's accuracy matrix, ``scores`` its score matrix (``Resolved.load_views``; the
-    same matrix unless ``--score-cutoff none``). With ``beyond_noise`` each model's ``transitions`` count
+    ``view.matrix`` is the scope's accuracy matrix, ``view.scores`` its score matrix (``Resolved.load_views``;
+    the same matrix unless ``--score-cutoff none``). With ``beyond_noise`` each model's ``transitions`` count
     only flips beyond the item's repeat noise (the bars' view); the curve and the headline numbers always
     count every item.
     """
+    store, resolved, matrix, scores = view.store, view.resolved, view.matrix, view.scores
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     require_accuracy_items(resolved, matrix)
     out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
     out["excluded_reasons"] = matrix.excluded_reasons
-    sections = score_sections(
-        matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance
-    )
+    sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance)
     if sections is not None:
         out["binary"] = sections[0]
         for model, cont in sections[1].items():
@@ -88,9 +93,10 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
     return out
 
 
-def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str] | None = None,
-               kind: str | None = None, limit: int | None = 100) -> FlowsReport:  # fmt: skip
+def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
+               limit: int | None = 100) -> FlowsReport:  # fmt: skip
     """The Flows page (``trajaudit flows``): the Sankey's nodes and links, trajectory classes, a flow's items."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     if kind is not None and (kind not in FLOW_KINDS or pair is None):
         raise UserError(f"a flow's items need --from/--to and --kind in {', '.join(FLOW_KINDS)}")
     if limit is not None and limit < 0:
@@ -102,17 +108,18 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
         out = noise.sankey_without_noise(out, matrix, profile)
     out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
     if kind is not None and pair is not None:
-        items = flow_item_table(store, resolved, matrix, model, pair, kind, profile)
+        items = flow_item_table(view, model, pair, kind, profile)
         out["n_flow_items"] = len(items)
         out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
     out["scope"] = resolved.header(matrix)
     return out
 
 
-def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str], kind: str,
+def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
                     profile: noise.NoiseProfile | None = None) -> pd.DataFrame:  # fmt: skip
     """Every item of one flow (``flows_view``'s ``items``, as a table): the Flows page lists them a page at a time
     (as records, a large flow was slow to build and as slow again to cache)."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
         profile = profile if profile is not None else noise.noise_profile(store, matrix)
@@ -120,10 +127,11 @@ def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str
     return items
 
 
-def score_flows_view(resolved: Resolved, scores: Matrix, model: str, pair: tuple[str, str] | None = None,
-                     kind: str | None = None, tolerance: float = 0.0, limit: int | None = 100) -> ScoreFlowsReport:  # fmt: skip
+def score_flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
+                     tolerance: float = 0.0, limit: int | None = 100) -> ScoreFlowsReport:  # fmt: skip
     """The Flows page's score section (``trajaudit flows --scores``): per transition, items improved, regressed
     and unchanged (within ``tolerance``); with ``kind``, that flow's items, largest change first."""
+    resolved, scores = view.resolved, view.scores
     if kind is not None and (kind not in SCORE_KINDS or pair is None):
         raise UserError(f"a score flow's items need --from/--to and --kind in {', '.join(SCORE_KINDS)}")
     if limit is not None and limit < 0:
@@ -137,9 +145,10 @@ def score_flows_view(resolved: Resolved, scores: Matrix, model: str, pair: tuple
     return out
 
 
-def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item", descending: bool = False,
-               page: int = 1, page_size: int = 50) -> ItemsPage:  # fmt: skip
+def items_page(view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1,
+               page_size: int = 50) -> ItemsPage:  # fmt: skip
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
+    resolved, matrix = view.resolved, view.matrix
     rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
     return {
         "model": model,
@@ -153,10 +162,16 @@ def items_page(resolved: Resolved, matrix: Matrix, model: str, sort: str = "item
     }
 
 
-def compare_view(resolved: Resolved, matrix: Matrix, top: int | None = 50, bootstrap: int = 1000, seed: int = 0,
-                 scores: Matrix | None = None) -> CompareReport:  # fmt: skip
+def heatmap(view: View, model: str, max_rows: int) -> dict:
+    """The Items page's trajectory heatmap: items grouped by their right/wrong pattern over the grid (its
+    class counts are ``flows_view``'s ``trajectory_classes``)."""
+    return flows.heatmap(view.matrix, model, max_rows=max_rows)
+
+
+def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: int = 0) -> CompareReport:
     """The Compare page (``trajaudit compare``): headline metrics side by side (score summaries, oracle gaps
     among them, where the scope has scored items), confused-item overlap, disagreement."""
+    resolved, matrix, scores = view.resolved, view.matrix, view.scores
     if (top is not None and top < 0) or bootstrap < 0:
         raise UserError("--top and --bootstrap must be >= 0")
     require_accuracy_items(resolved, matrix)
@@ -167,7 +182,7 @@ def compare_view(resolved: Resolved, matrix: Matrix, top: int | None = 50, boots
         "n_excluded": metrics["n_excluded"],
         "metrics": metrics["models"],
     }
-    sections = score_sections(matrix if scores is None else scores, resolved.scope.score_cutoff, bootstrap, seed)
+    sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed)
     if sections is not None:
         out["binary"] = sections[0]
         for model, cont in sections[1].items():
@@ -179,6 +194,9 @@ def compare_view(resolved: Resolved, matrix: Matrix, top: int | None = 50, boots
         out["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
     out["scope"] = resolved.header(matrix)
     return out
+
+
+Ladder = cascade.Ladder  # what the policy views take: the pages name it here, not in the analysis
 
 
 def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[str]:
@@ -213,10 +231,10 @@ def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, s
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
 
 
-def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, target: explain.Target,
-                 min_size: int = explain.MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
-                 pairs: bool = True) -> ExplainReport:  # fmt: skip
+def explain_view(view: View, model: str, target: explain.Target, min_size: int = explain.MIN_SIZE,
+                 top: int | None = 25, exclude_unparsed: bool = False, pairs: bool = True) -> ExplainReport:  # fmt: skip
     """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
+    store, resolved, matrix = view.store, view.resolved, view.matrix
     from backend.scope.annotations import annotation_tags
     from backend.videos.catalog import probed
 
@@ -231,3 +249,97 @@ def texts_view(detail: dict) -> ItemTexts | None:
     """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
     the reference and each configuration's answer with its word-level diff; None unless open-ended."""
     return item_texts(detail["item"], detail["responses"])
+
+
+def single_scope(scope: Scope, grid: tuple[str, ...] = ()) -> Scope:
+    """The scope of the one-model commands (``cascade``, ``predictor``, ``audit``): the focus model alone,
+    on the same benchmark and item filters (``grid`` given, else its default grid); the trajectory tag,
+    the noise toggle and re-runs do not apply there. The Policies and Audits pages build it from the
+    sidebar's scope, so their scope header and CLI twin are those of the command."""
+    return Scope(benchmark=scope.benchmark, models=(scope.focus,), grid=grid, item_filter=scope.item_filter)
+
+
+def fixed_budgets(ladder: cascade.Ladder) -> list[PredictorRow]:
+    """Fixed budgets and the oracle on the ladder (the first rows of ``predictor_view``'s frontier): the
+    Policies page draws them when the predictor cannot be fitted."""
+    from backend.analysis import predictor
+
+    return predictor.reference_rows(ladder)
+
+
+# The Audits page's choices of protocol and budget: label logic the page and ``audit interventions`` share.
+grid_up_to, intervention_labels, protocol_tops = interventions.grid_up_to, interventions.intervention_labels, interventions.protocol_tops  # fmt: skip
+DEFAULT_TOLERANCE = isocompute.DEFAULT_TOLERANCE
+
+
+def protocol_labels(store: Store, resolved: Resolved) -> list[str]:
+    """Every configuration the focus model has on the scope's benchmark (re-runs included: re-running
+    under another policy is how an intervention is measured)."""
+    return interventions.store_labels(store, resolved.scope.focus, resolved.scope.benchmark)
+
+
+def interventions_view(store: Store, resolved: Resolved, protocols: list[str] | None = None, bootstrap: int = 1000,
+                       seed: int = 0) -> InterventionsAudit:  # fmt: skip
+    """``trajaudit audit interventions``: the focus model's other sampling protocols at the budgets of the
+    scope's grid (kappa, tag changes, recovery of the terminal regressions at its top)."""
+    s = resolved.scope
+    return interventions.audit(store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter,
+                               bootstrap=bootstrap, seed=seed)  # fmt: skip
+
+
+def registered_pixels(store: Store, resolved: Resolved) -> int | None:
+    """The focus model's default pixels per frame from the registry (None: not registered or not stated)."""
+    return isocompute.registered_pixels(store, resolved.scope.focus)
+
+
+def isocompute_view(store: Store, resolved: Resolved, tolerance: float = isocompute.DEFAULT_TOLERANCE,
+                    default_pixels: int | None = None, labels: list[str] | None = None, bootstrap: int = 1000,
+                    seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+    """``trajaudit audit isocompute``: the focus model's allocations of (nearly) equal pixel budget."""
+    s = resolved.scope
+    return isocompute.isocompute(store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter,
+                                 bootstrap=bootstrap, seed=seed)  # fmt: skip
+
+
+def crossmodel_view(store: Store, resolved: Resolved, models: tuple[str, str], config: str, config_b: str | None = None,
+                    limit: int = 50, item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+    """``trajaudit audit crossmodel``: flows from ``models[0]`` at ``config`` to ``models[1]`` at ``config_b``
+    (one model twice compares two of its configurations) on the items both answered, on the scope's
+    benchmark and item filters."""
+    s = resolved.scope
+    return crossflows.cross_flows(store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit,
+                                  item_columns=item_columns)  # fmt: skip
+
+
+def intervention_requests(view: View, label: str) -> list[RerunRequest]:
+    """``audit interventions --enqueue LABEL``'s requests: re-run the focus model's terminal regressions of
+    the view's grid at ``label`` (the Audits page's "Run the intervention" submits the same)."""
+    return interventions.intervention_requests(view.matrix, view.scope.focus, label)
+
+
+def noise_audit(view: View) -> NoiseAudit:
+    """``trajaudit audit noise``: the focus model's repeat noise and its flips within and beyond it."""
+    model = view.scope.focus
+    if view.matrix.n_items == 0:
+        raise UserError(f"no item of {model!r} has a response at every config of {','.join(view.matrix.grid)}")
+    return noise.summary(view.matrix, noise.noise_profile(view.store, view.matrix), model)
+
+
+def noise_items(view: View) -> pd.DataFrame:
+    """The items of ``noise_audit`` that have repeats, noisiest first (the Audits page's table)."""
+    return noise.item_noise(
+        view.matrix, noise.noise_profile(view.store, view.matrix), view.scope.focus, measured_only=True
+    )
+
+
+def inspect_twin(view: View, item_id: str) -> str:
+    """The Inspector's CLI twin: ``trajaudit inspect`` takes the store, the benchmark and the item (every
+    model's responses, as the page shows them), none of the view's grid or filters."""
+    bare = Resolved(Scope(view.scope.benchmark, view.scope.models), "default")
+    return command_line(["inspect"], bare, view.root, "--item", item_id, "--json", model_flag=None)
+
+
+def jobs_twin(root: str, limit: int) -> str:
+    """The Workers page's CLI twin: the queue has no scope, only the store and how many recent jobs
+    (the page draws ``backend.runtime.client.queue_overview``, which ``trajaudit jobs --json`` prints)."""
+    return shlex.join(["trajaudit", "jobs", "--store", root, "--limit", str(limit), "--json"])

@@ -33,6 +33,7 @@ from backend.scope.annotations import annotation_tags  # noqa: E402
 from backend.scope.answer_cells import load_answer_cells  # noqa: E402
 from backend.scope.filters import ItemFilter  # noqa: E402
 from backend.scope.resolve import Scope  # noqa: E402
+from backend.scope.view import open_view  # noqa: E402
 
 TARGET = explain.Target("flow", ("8f", "32f", "harmed"))
 
@@ -72,7 +73,7 @@ def main() -> None:
     resolved = Scope(benchmark="bench", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
 
     def whole() -> dict:
-        return views.explain_view(store, resolved, resolved.load(store), model, TARGET)
+        return views.explain_view(open_view(store, resolved), model, TARGET)
 
     t = time.perf_counter()
     out = whole()  # warm-up: writes the matrix cache entry, imports scipy.stats and sliceline
@@ -88,7 +89,7 @@ def main() -> None:
     quick = []
     for _ in range(args.repeats):
         t = time.perf_counter()
-        views.explain_view(store, resolved, resolved.load(store), model, TARGET, pairs=False)
+        views.explain_view(open_view(store, resolved), model, TARGET, pairs=False)
         quick.append(time.perf_counter() - t)
     print(f"explain_view without pairs (--no-pairs): median {statistics.median(quick):.3f} s "
           f"({', '.join(f'{x:.3f}' for x in quick)})")  # fmt: skip

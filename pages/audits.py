@@ -6,8 +6,6 @@ benchmark and item filters; the command line that prints the same numbers is und
 Only the open tab is computed.
 """
 
-import shlex
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,11 +13,12 @@ import streamlit as st
 from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit
 from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
-from backend.runtime import registry, rerun
-from backend.scope.filters import ItemFilter
-from backend.scope.matrix import load_matrix
+from backend.runtime import client
+from backend.scope.resolve import Resolved, command_line
+from backend.scope.view import View
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
@@ -37,55 +36,40 @@ CROSS_LIMIT = 500
 FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
 
 
-def command(scope: data.Scope, *args: str) -> str:
-    """The CLI line printing a tab's numbers (store, benchmark and the sidebar's item filters included)."""
-    parts = ["trajaudit", "audit", args[0], "--store", scope.root, "--benchmark", scope.benchmark, *args[1:],
-             *scope.item_filter.to_argv(), "--json"]  # fmt: skip
-    return ui.code(shlex.join(parts))
+def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: str | None = "--model") -> str:
+    """The CLI line printing a tab's numbers: generated from the tab's scope (the focus model alone,
+    ``backend.views.single_scope``, or the two compared models), with the sidebar's item filters."""
+    return ui.code(command_line(["audit", name], resolved, view.root, *extra, "--json", model_flag=model_flag))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def store_labels(root: str, version: int, model: str, bench: str) -> list[str]:
-    return interventions.store_labels(Store(root), model, bench)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
+def protocol_labels(root: str, version: int, resolved: Resolved) -> list[str]:
+    return views.protocol_labels(Store(root), resolved)
 
 
-@st.cache_data(show_spinner="Comparing protocols…", max_entries=16)
-def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
-    return interventions.audit(Store(root), model, list(grid), bench, item_filter=flt)
+@st.cache_data(show_spinner="Comparing protocols…", max_entries=16, hash_funcs=data.HASH)
+def audit(root: str, version: int, resolved: Resolved) -> InterventionsAudit:
+    """``trajaudit audit interventions --json`` on the focus model's grid up to the chosen top budget."""
+    return views.interventions_view(Store(root), resolved)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def requests(
-    root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter, label: str
-) -> list[rerun.RerunRequest]:
-    """Re-run requests for the terminal regressions of the audited grid (as ``--enqueue LABEL`` builds them)."""
-    matrix = load_matrix(Store(root), [model], bench, list(grid), flt)
-    return interventions.intervention_requests(matrix, model, label)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
+def requests(v: View, label: str) -> list[client.RerunRequest]:
+    """Re-run requests for the terminal regressions of the audited grid (``views.intervention_requests``,
+    as ``--enqueue LABEL`` builds them)."""
+    return views.intervention_requests(v, label)
 
 
-@st.cache_data(show_spinner="Grouping allocations…", max_entries=16)
-def iso(root: str, version: int, model: str, bench: str, flt: ItemFilter, tolerance: float, pixels: int | None) -> dict:
-    return isocompute.isocompute(Store(root), model, bench, tolerance, pixels, item_filter=flt)
+@st.cache_data(show_spinner="Grouping allocations…", max_entries=16, hash_funcs=data.HASH)
+def iso(root: str, version: int, resolved: Resolved, tolerance: float, pixels: int | None) -> IsocomputeAudit:
+    """``trajaudit audit isocompute --json`` of the focus model."""
+    return views.isocompute_view(Store(root), resolved, tolerance, pixels)
 
 
-@st.cache_data(show_spinner="Counting repeats…", max_entries=16)
-def noise_audit(
-    root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter
-) -> tuple[dict, pd.DataFrame]:
-    """``audit noise --json`` and the items with repeats (noisiest first)."""
-    store = Store(root)
-    matrix = load_matrix(store, [model], bench, list(grid), flt)
-    if matrix.n_items == 0:
-        raise UserError(f"no item of {model!r} has a response at every config of {','.join(matrix.grid)}")
-    profile = noise.noise_profile(store, matrix)
-    return noise.summary(matrix, profile, model), noise.item_noise(matrix, profile, model, measured_only=True)
-
-
-@st.cache_data(show_spinner="Matching the two models…", max_entries=16)
-def cross(root: str, version: int, a: str, b: str, ca: str, cb: str, bench: str, flt: ItemFilter) -> dict:
-    return crossflows.cross_flows(
-        Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS
-    )
+@st.cache_data(show_spinner="Matching the two models…", max_entries=16, hash_funcs=data.HASH)
+def cross(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, cb: str) -> CrossmodelAudit:
+    """``trajaudit audit crossmodel --json`` (with the question beside each listed item)."""
+    return views.crossmodel_view(Store(root), resolved, (a, b), ca, cb, CROSS_LIMIT, CROSS_ITEM_COLUMNS)
 
 
 def _open_item(frame: pd.DataFrame, key: str) -> None:
@@ -148,20 +132,19 @@ def agreement_tables(out: dict) -> None:
     ui.downloads(tags, "protocol-tag-changes")
 
 
-def intervention_runner(
-    scope: data.Scope, grid: list[str], top: str, available: list[str], recovered: list[dict]
-) -> None:
+def intervention_runner(view: View, resolved: Resolved, top: str, available: list[str], recovered: list[dict]) -> None:
+    scope = view.scope
     st.markdown(
         "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
     )
-    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=interventions.intervention_labels(top, available),
+    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=views.intervention_labels(top, available),
                        help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
     if label is None:
         st.caption(f"No other sampling policy applies to {top}.")
         return
-    reqs = requests(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter, label)
+    reqs = requests(data.view(view.root, view.version, resolved), label)
     answered = next((r["n_terminal"] for r in recovered if r["policy"] == label), None)
-    missing = scope.focus not in registry.load(scope.root)
+    missing = scope.focus not in client.registered(view.root)
     why = (f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)" if missing
            else "this view has no terminal regression at the top budget" if not reqs else None)  # fmt: skip
     reused = ("none of them has an answer there yet" if answered is None else
@@ -171,7 +154,7 @@ def intervention_runner(
     if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=why is not None,
                  icon=":material/play_arrow:", help=why):  # fmt: skip
         try:
-            done = rerun.submit_many(scope.root, reqs)
+            done = client.submit_many(view.root, reqs)
         except UserError as exc:
             st.error(str(exc), icon=":material/warning:")
             return
@@ -188,28 +171,28 @@ def intervention_runner(
             )
         except StreamlitAPIException:  # the page run on its own (no navigation registered)
             st.caption("Follow the jobs with `trajaudit jobs`.")
-    st.caption(
-        f"Same as {command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid), '--enqueue', label)}"
-    )
+    st.caption(f"Same as {command(view, 'interventions', resolved, '--enqueue', label)}")
 
 
-def intervention_tab(scope: data.Scope) -> None:
-    available = store_labels(scope.root, scope.version, scope.focus, scope.benchmark)
+def intervention_tab(view: View) -> None:
+    scope = view.scope
+    available = protocol_labels(view.root, view.version, data.single(view))
     visual = configs.visual(list(scope.grid))
-    tops = interventions.protocol_tops(list(scope.grid), available)
+    tops = views.protocol_tops(list(scope.grid), available)
     top = state.bind(st.selectbox, "atop", "Top budget of the audit", options=visual, default=(tops or visual)[-1],
                      help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
                      "The default is the costliest budget that another protocol also ran.")  # fmt: skip
-    grid = interventions.grid_up_to(list(scope.grid), top)
+    grid = views.grid_up_to(list(scope.grid), top)
     if len(grid) < 2:
         st.info(
             f"No configuration of the grid is cheaper than {top}: pick a higher top budget.",
             icon=":material/touch_app:",
         )
         return
-    out = audit(scope.root, scope.version, scope.focus, tuple(grid), scope.benchmark, scope.item_filter)
+    resolved = data.single(view, tuple(grid))
+    out = audit(view.root, view.version, resolved)
     st.caption(f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
-               f"{command(scope, 'interventions', '--model', scope.focus, '--grid', ','.join(grid))}")  # fmt: skip
+               f"{command(view, 'interventions', resolved)}")  # fmt: skip
     if not out["protocols"]:
         st.info(
             f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.",
@@ -239,7 +222,7 @@ def intervention_tab(scope: data.Scope) -> None:
         )
     if out["protocols"]:
         agreement_tables(out)
-    intervention_runner(scope, grid, out["top"], available, rows)
+    intervention_runner(view, resolved, out["top"], available, rows)
 
 
 # --- iso-compute -----------------------------------------------------------------------------------
@@ -272,27 +255,21 @@ def group_figure(group: dict, colour: str) -> go.Figure:
     )
 
 
-def isocompute_tab(scope: data.Scope, colour: str) -> None:
+def isocompute_tab(view: View, colour: str) -> None:
+    scope = view.scope
     c1, c2 = st.columns(2)
-    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=isocompute.DEFAULT_TOLERANCE, min_value=0.0,
+    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=views.DEFAULT_TOLERANCE, min_value=0.0,
                            max_value=0.5, step=0.01, format="%.2f", help="Configurations within (1 + tolerance) times "
                            "the cheapest budget of a group count as equal compute.")  # fmt: skip
-    registered = isocompute.registered_pixels(Store(scope.root), scope.focus)
+    resolved = data.single(view)
+    registered = views.registered_pixels(view.store, resolved)
     pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
                         step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
                         "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
-    out = iso(
-        scope.root,
-        scope.version,
-        scope.focus,
-        scope.benchmark,
-        scope.item_filter,
-        float(tolerance),
-        int(pixels) or None,
-    )
+    out = iso(view.root, view.version, resolved, float(tolerance), int(pixels) or None)
     pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
     st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
-               f"{command(scope, 'isocompute', '--model', scope.focus, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
+               f"{command(view, 'isocompute', resolved, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
     if not out["groups"]:
         st.info(out["note"], icon=":material/balance:")
         return
@@ -348,11 +325,13 @@ def noise_figure(summary: dict) -> go.Figure:
     )
 
 
-def noise_tab(scope: data.Scope) -> None:
-    summary, items = noise_audit(scope.root, scope.version, scope.focus, scope.grid, scope.benchmark, scope.item_filter)
+def noise_tab(view: View) -> None:
+    scope = view.scope
+    resolved = data.single(view, scope.grid)  # the focus model alone on the sidebar's grid: `audit noise`'s scope
+    summary, items = data.noise_audit(data.view(view.root, view.version, resolved))
     st.caption(f"**{ui.escape_md(scope.focus)}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
                "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
-               f"repeats at either side. {command(scope, 'noise', '--model', scope.focus, '--grid', ','.join(scope.grid))}")  # fmt: skip
+               f"repeats at either side. {command(view, 'noise', resolved)}")  # fmt: skip
     if summary["n_items_with_repeats"] == 0:
         st.info(f"No repeats in this store for {ui.escape_md(scope.focus)} on this grid: every item has one answer per budget, "
                 "so repeat noise cannot be measured and no flip can be called within or beyond it. Repeats are a second run, "
@@ -407,8 +386,9 @@ def cross_figure(out: dict) -> go.Figure:
     return ui.style(fig, title, height=160 + 28 * len(by))
 
 
-def crossmodel_tab(scope: data.Scope) -> None:
-    info = data.store_info(scope.root, scope.version)
+def crossmodel_tab(view: View) -> None:
+    scope = view.scope
+    info = data.store_info(view.root, view.version)
     models = [m for m in info["models"] if scope.benchmark in info["configs"].get(m, {})]
     others = [m for m in scope.models if m != scope.focus] + [m for m in models if m != scope.focus]
     left, right = st.columns(2)
@@ -420,13 +400,14 @@ def crossmodel_tab(scope: data.Scope) -> None:
     b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
     b_cfgs = configs.order(info["configs"][b][scope.benchmark])
     cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
+    resolved = data.single(view)  # the benchmark and item filters; the two models are the tab's
     try:
-        out = cross(scope.root, scope.version, a, b, ca, cb, scope.benchmark, scope.item_filter)
+        out = cross(view.root, view.version, resolved, a, b, ca, cb)
     except UserError as exc:
         st.info(str(exc), icon=":material/shuffle:")
         return
     st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
-               f"{command(scope, 'crossmodel', '--models', f'{a},{b}', '--config', ca, '--config-b', cb)}")  # fmt: skip
+               f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}")  # fmt: skip
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out["accuracy_from"]))
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
@@ -456,22 +437,23 @@ def _tab_changed() -> None:
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
+scope = view.scope
 st.title("Audits")
 with ui.guard():
     st.caption(
         f"**{ui.escape_md(scope.benchmark)}** · focus model **{ui.escape_md(scope.focus)}** · the sidebar's item filters apply; the trajectory tag does not."
     )
-    colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
+    colour = model_colours(data.store_info(view.root, view.version)["models"])[scope.focus]
     current = TABS.get(state.get("atab"), TABS["intervention"])
     tabs = st.tabs(list(TABS.values()), default=current, key="w_atab", on_change=_tab_changed)
     draw = {
         "intervention": intervention_tab,
-        "isocompute": lambda s: isocompute_tab(s, colour),
+        "isocompute": lambda v: isocompute_tab(v, colour),
         "noise": noise_tab,
         "crossmodel": crossmodel_tab,
     }
     for name, tab in zip(TABS, tabs, strict=True):
         if tab.open:
             with tab:
-                draw[name](scope)
+                draw[name](view)

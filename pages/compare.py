@@ -39,19 +39,19 @@ def _open_item(table: pd.DataFrame) -> None:
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
 st.title("Compare")
 with ui.guard():
-    if len(scope.models) < 2:
+    if len(view.scope.models) < 2:
         st.info(
             "Select two or more models in the sidebar to compare them on their matched grid.",
             icon=":material/arrow_back:",
         )
         st.stop()
-    ui.need_items(scope)
-    ui.scope_caption(scope)
-    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
-    report = data.compare_view(scope, TOP)
+    ui.need_items(view)
+    ui.scope_caption(view)
+    colours = model_colours(data.store_info(view.root, view.version)["models"])
+    report = data.compare_view(view, TOP)
     table = headline_table({"models": report["metrics"]})
     st.dataframe(
         ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
@@ -98,4 +98,4 @@ with ui.guard():
         | {c: st.column_config.ProgressColumn(c.split(":", 1)[1], min_value=0.0, max_value=1.0, format="percent") for c in acc_cols},
     )  # fmt: skip
     ui.downloads(dis, "disagreement")
-    ui.twin(scope, ["compare"], "--top", str(TOP))
+    ui.twin(view, ["compare"], "--top", str(TOP))

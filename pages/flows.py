@@ -16,7 +16,8 @@ from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
 from backend.present.text import KIND_TEXT
 from backend.report.palette import SANKEY_COLOURS
-from backend.runtime.selection import Selection
+from backend.runtime.client import Selection
+from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
@@ -95,9 +96,10 @@ def title(sel: Selection) -> str:
     return f"{sel.args[1]} at {sel.args[0]}"
 
 
-def items_panel(scope: data.Scope, sel: Selection) -> None:
+def items_panel(view: View, sel: Selection) -> None:
     """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
-    items = walk.items(scope, scope.focus, sel)
+    scope = view.scope
+    items = walk.items(view, scope.focus, sel)
     st.subheader(f"{title(sel)} · {len(items):,} items")
     if items.empty:
         st.info("No item takes this flow.")
@@ -128,16 +130,16 @@ def items_panel(scope: data.Scope, sel: Selection) -> None:
         },
     )  # fmt: skip
     ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
-    selection_panel(scope, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
+    selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
 st.title("Flows")
 with ui.guard():
-    scope = scope.with_noise(sidebar.noise_toggle())
-    ui.need_items(scope)
-    ui.scope_caption(scope)
+    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    scope = view.scope
+    ui.need_items(view)
+    ui.scope_caption(view)
     grid = list(scope.grid)
     mode = state.bind(
         st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get
@@ -148,18 +150,18 @@ with ui.guard():
         a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
         b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
         configs = (a, b)
-    view = data.flows_view(scope, scope.focus, configs)
-    fig = sankey_figure(view)
+    report = data.flows_view(view, scope.focus, configs)
+    fig = sankey_figure(report)
     height = fig["layout"]["height"]
-    open_clicked(view, clickable_sankey(fig, f"sankey-{scope.focus}", height))
+    open_clicked(report, clickable_sankey(fig, f"sankey-{scope.focus}", height))
     if scope.beyond_noise:
-        st.caption(f"Within-noise flips hidden: {view['n_hidden']:,} (flips of items that flip under repeats at either "
+        st.caption(f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
                    "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
     st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
                "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
                "that state (or pick a flow in the table below).")  # fmt: skip
 
-    table = flow_table(view)
+    table = flow_table(report)
     st.dataframe(
         table, hide_index=True, key="flowlist", on_select=lambda: _pick_row(table), selection_mode="single-row",
         column_config={
@@ -173,20 +175,20 @@ with ui.guard():
     )  # fmt: skip
     ui.downloads(table, f"flows-{scope.focus}")
 
-    sel = opened(table, view)
+    sel = opened(table, report)
     if sel is not None:
-        items_panel(scope, sel)
-        explain_panel.panel(scope, Target(sel.kind, sel.args), "-".join(sel.to_url()))
+        items_panel(view, sel)
+        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
     else:
         st.info(
             "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
             icon=":material/touch_app:",
         )
-    scores.flows_section(scope, configs)  # where the scope has scored (open-ended) items
+    scores.flows_section(view, configs)  # where the scope has scored (open-ended) items
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
         if sel is not None and sel.kind == "flow"
         else []
     )
     pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
-    ui.twin(scope, ["flows", "--model", scope.focus], *pair, *flow)
+    ui.twin(view, ["flows", "--model", scope.focus], *pair, *flow)

@@ -1,15 +1,16 @@
 """Inspector: one item, every model's answer per configuration, raw output and provenance, the exact frames seen."""
 
 import os
-import shlex
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from backend import views
 from backend.analysis.ladders import ladders
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import frame_plan, trajectory_rows
+from backend.scope.view import View
 from pages.common import charts, data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
@@ -31,16 +32,16 @@ def thumb_cache() -> str:
     return os.environ.get(THUMB_CACHE_ENV) or str(Path("~/.cache/trajaudit/thumbnails").expanduser())
 
 
-def pick_item(scope: data.Scope) -> str:
+def pick_item(view: View) -> str:
     """The item shown, and previous/next along the walk: the URL's selection (a flow, a node, picked items) or the filtered list."""
-    sel = walk.current()
+    sel, focus = walk.current(), view.scope.focus
     try:
-        ids = walk.ids(scope.with_noise(bool(state.get("noise"))), scope.focus, sel)
+        ids = walk.ids(data.restate(view, beyond_noise=bool(state.get("noise"))), focus, sel)
     except UserError as exc:  # a walk that no longer fits the view (another grid or model)
         st.warning(
             f"The walk {ui.code(sel.describe())} does not fit this view ({ui.escape_md(exc)}); walking the filtered items."
         )
-        sel, ids = None, walk.ids(scope, scope.focus, None)
+        sel, ids = None, walk.ids(view, focus, None)
         state.put("walk", None)
     current = state.get("item") or (ids[0] if ids else "")
     state.put("item", current)
@@ -181,7 +182,8 @@ def timeline(plan: pd.DataFrame, info) -> dict:
                                  {"kept from the row above": FRAME_KEPT, "added": FRAME_ADDED, "dropped": INK})  # fmt: skip
 
 
-def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None:
+def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
+    scope = view.scope
     st.subheader("Frame strips")
     visual = configs.visual(configs.order(responses["config"].unique().tolist()))
     if not visual:
@@ -191,13 +193,13 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
     chosen = state.bind(st.multiselect, "strips", "Configurations", options=visual, default=default)
     if not chosen:
         return
-    path, info, problem = data.video(str(sidebar.video_root(scope)), scope, item)
+    path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:
         st.warning(
             f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",
             icon=":material/movie:",
         )
-    length = data.catalog_length(scope.root, scope.version, scope.benchmark, item["item_id"])
+    length = data.catalog_length(view.root, view.version, scope.benchmark, item["item_id"])
     plan = frame_plan(responses, chosen, info, length)
     if plan["indices"].notna().any():
         ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
@@ -242,15 +244,16 @@ def frame_strips(scope: data.Scope, item: dict, responses: pd.DataFrame) -> None
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
+scope = view.scope
 st.title("Inspector")
 with ui.guard():
-    ui.need_items(scope)
-    item_id = pick_item(scope)
-    detail = data.item_detail(scope.root, scope.version, scope.benchmark, item_id)
+    ui.need_items(view)
+    item_id = pick_item(view)
+    detail = data.item_detail(view.root, view.version, scope.benchmark, item_id)
     item, responses = detail["item"], detail["responses"]
     item_header(item)
-    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version)["models"])
     if responses.empty:
         st.info("No stored response for this item.")
     else:
@@ -276,11 +279,7 @@ with ui.guard():
                                          "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
             with raw:
                 ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
-        frame_strips(scope, item, responses)
-    rerun_panel(scope, item, thumb_cache())
-    annotation_panel(scope.root, scope.benchmark, item_id, list(scope.models))
-    ui.show_twin(
-        shlex.join(
-            ["trajaudit", "inspect", "--store", scope.root, "--benchmark", scope.benchmark, "--item", item_id, "--json"]
-        )
-    )
+        frame_strips(view, item, responses)
+    rerun_panel(view, item, thumb_cache())
+    annotation_panel(view.root, scope.benchmark, item_id, list(scope.models))
+    ui.show_twin(views.inspect_twin(view, item_id))

@@ -10,13 +10,13 @@ import streamlit as st
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.report.palette import CORRECT, WRONG, model_colours
-from backend.runtime.selection import Selection
+from backend.runtime.client import Selection
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
+from backend.scope.view import View
 from pages.common import data, explain_panel, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
-from store.store import Store
 
 SIZES = (25, 50, 100)
 VIEWS = {"table": "Table", "heatmap": "Heatmap"}
@@ -36,22 +36,23 @@ def picked(page: pd.DataFrame) -> list[str]:
     return page["item_id"].iloc[[r for r in rows if r < len(page)]].astype(str).tolist()
 
 
-def selection_actions(scope: data.Scope, ids: list[str]) -> None:
+def selection_actions(view: View, ids: list[str]) -> None:
     """Pick mode: walk or re-run the picked rows; with none picked, the batch re-run takes the filtered items."""
     if ids:
         sel = Selection("items", tuple(ids))
         if st.button(f"Walk the {len(ids)} picked items in the Inspector", icon=":material/frame_inspect:"):
             state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
-        selection_panel(scope, sel, ids, key="batch-picked")
-        explain_panel.panel(scope, Target("items", tuple(ids)), "items-picked")
+        selection_panel(view, sel, ids, key="batch-picked")
+        explain_panel.panel(view, Target("items", tuple(ids)), "items-picked")
     else:
         st.caption(
             "Pick rows in the table to walk or re-run them; without a pick, the re-run below takes every filtered item."
         )
-        selection_panel(scope, None, walk.ids(scope, scope.focus, None), key="batch-filtered")
+        selection_panel(view, None, walk.ids(view, view.scope.focus, None), key="batch-filtered")
 
 
-def table_view(scope: data.Scope) -> None:
+def table_view(view: View) -> None:
+    scope = view.scope
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
     pick = state.bind(
         c4.toggle,
@@ -67,10 +68,10 @@ def table_view(scope: data.Scope) -> None:
     desc = state.bind(c2.toggle, "desc", "Descending", default=False)
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
     page_no = max(1, int(state.get("page") or 1))
-    report = data.item_page(scope, scope.focus, sort, bool(desc), page_no, size)
+    report = data.item_page(view, scope.focus, sort, bool(desc), page_no, size)
     page, n_pages = pd.DataFrame(report["rows"]), report["n_pages"]
     has_conf = any(v is not None for row in page["confidence"] for v in row)
-    m = data.matrix(scope)
+    m = view.matrix
     cells = m.correct[:, page["position"].to_numpy(), :]  # [M, rows, C]: only this page's rows
     shown = page.drop(columns=["position"]).assign(
         trajectory=[ui.trajectory_svg(cells[:, r, :]) for r in range(len(page))],
@@ -88,7 +89,7 @@ def table_view(scope: data.Scope) -> None:
     cols = [
         c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()
     ]  # no all-empty column (no question text)
-    colours = model_colours(data.store_info(scope.root, scope.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version)["models"])
     order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
     st.html(
         f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "
@@ -126,22 +127,22 @@ def table_view(scope: data.Scope) -> None:
                 "`trajaudit items --format csv --annotations`)")  # fmt: skip
 
     def export() -> pd.DataFrame:  # built on click only
-        return with_annotations(data.items_export(scope, scope.focus), Store(scope.root), scope.benchmark)
+        return with_annotations(data.items_export(view, scope.focus), view.store, scope.benchmark)
 
     ui.downloads(export, f"items-{scope.benchmark}-{scope.focus}", parquet=True)
     if pick:
-        selection_actions(scope, picked(page))
+        selection_actions(view, picked(page))
     order = ["--sort", sort, *(["--desc"] if desc else []), "--page", str(report["page"]), "--page-size", str(size)]
-    ui.twin(scope, ["items", "--model", scope.focus], *order)
+    ui.twin(view, ["items", "--model", scope.focus], *order)
 
 
-def heatmap_figure(view: dict) -> go.Figure:
-    z, rows = view["z"], view["rows"]
+def heatmap_figure(heat: dict) -> go.Figure:
+    z, rows = heat["z"], heat["rows"]
     n = len(rows)
     classes = rows["trajectory_class"].to_numpy()
     fig = go.Figure(
         go.Heatmap(
-            z=z, x=view["grid"], y=np.arange(n), zmin=0, zmax=1, showscale=False, xgap=1,
+            z=z, x=heat["grid"], y=np.arange(n), zmin=0, zmax=1, showscale=False, xgap=1,
             colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
             customdata=np.stack([np.repeat(rows["item_id"].to_numpy()[:, None], z.shape[1], 1),
                                  np.repeat(classes[:, None], z.shape[1], 1)], axis=-1),
@@ -154,38 +155,39 @@ def heatmap_figure(view: dict) -> go.Figure:
         name = classes[s]
         if s > 0:
             fig.add_hline(y=s - 0.5, line={"color": "white", "width": 3})
-        fig.add_annotation(x=1.01, xref="paper", y=(s + e - 1) / 2, text=f"{name} ({view['class_counts'][name]:,})",
+        fig.add_annotation(x=1.01, xref="paper", y=(s + e - 1) / 2, text=f"{name} ({heat['class_counts'][name]:,})",
                            showarrow=False, xanchor="left", font={"size": 12})  # fmt: skip
     fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
     fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
-    sampled = "" if view["stride"] == 1 else f" (every {view['stride']}th of {view['n_items']:,} items)"
+    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {heat['n_items']:,} items)"
     fig = ui.style(
-        fig, f"{view['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
+        fig, f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
     )
     fig.update_layout(margin={"r": 200})
     return fig
 
 
-def heatmap_view(scope: data.Scope) -> None:
-    view = data.heatmap(scope, scope.focus, HEATMAP_ROWS)
-    ui.chart(heatmap_figure(view), f"heatmap-{scope.focus}")
-    counts = pd.DataFrame({"class": CLASSES, "items": [view["class_counts"][c] for c in CLASSES],
+def heatmap_view(view: View) -> None:
+    scope = view.scope
+    heat = data.heatmap(view, scope.focus, HEATMAP_ROWS)
+    ui.chart(heatmap_figure(heat), f"heatmap-{scope.focus}")
+    counts = pd.DataFrame({"class": CLASSES, "items": [heat["class_counts"][c] for c in CLASSES],
                            "meaning": [CLASS_HELP[c] for c in CLASSES]})  # fmt: skip
     st.dataframe(counts, hide_index=True)
     ui.downloads(counts, f"trajectory-classes-{scope.focus}")
-    ui.twin(scope, ["flows", "--model", scope.focus])  # its trajectory_classes
+    ui.twin(view, ["flows", "--model", scope.focus])  # its trajectory_classes
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
 st.title("Items")
 with ui.guard():
-    ui.need_items(scope)
-    ui.scope_caption(scope)
-    view = state.bind(
+    ui.need_items(view)
+    ui.scope_caption(view)
+    mode = state.bind(
         st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get
     )
-    if view == "heatmap":
-        heatmap_view(scope)
+    if mode == "heatmap":
+        heatmap_view(view)
     else:
-        table_view(scope)
+        table_view(view)

@@ -9,6 +9,7 @@ from backend.present.tables import headline_value
 from backend.present.tables import task_table as task_text
 from backend.present.text import HEADLINES
 from backend.report.palette import model_colours
+from backend.scope.resolve import Scope
 from pages.common import charts, data, explain_panel, scores, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
@@ -54,7 +55,7 @@ def transitions_table(metrics: dict) -> pd.DataFrame:
     )
 
 
-def task_table(scope: data.Scope, report: dict) -> None:
+def task_table(scope: Scope, report: dict) -> None:
     """Per task type, with Wilson 95% intervals; groups under the minimum size are marked and sorted last."""
     st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
     left, right = st.columns([4, 1], vertical_alignment="bottom")
@@ -84,7 +85,7 @@ def task_table(scope: data.Scope, report: dict) -> None:
     ui.downloads(table, f"task-types-{scope.focus}")
 
 
-def tag_notice(scope: data.Scope, metrics: dict) -> None:
+def tag_notice(scope: Scope, metrics: dict) -> None:
     """Under a trajectory-tag filter every number is conditioned on the tag (confused items: 100% confusion)."""
     if scope.tag:
         st.warning(f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
@@ -94,15 +95,16 @@ def tag_notice(scope: data.Scope, metrics: dict) -> None:
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
 st.title("Overview")
 with ui.guard():
-    scope = scope.with_noise(sidebar.noise_toggle())  # the bars and the table count only flips beyond noise
-    ui.need_items(scope)
-    ui.scope_caption(scope)
-    info = data.store_info(scope.root, scope.version)
+    # the bars and the table count only flips beyond noise
+    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    scope = view.scope
+    ui.need_items(view)
+    ui.scope_caption(view)
+    info = data.store_info(view.root, view.version)
     colours = model_colours(info["models"])
-    metrics = data.overview(scope)
+    metrics = data.overview(view)
     tag_notice(scope, metrics)
     headlines(metrics, colours, scope.focus)
     if "text" not in scope.grid:
@@ -123,18 +125,17 @@ with ui.guard():
                                "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
             )  # fmt: skip
             ui.downloads(trans, "transitions")
-    scores.overview_section(scope, metrics, colours)
+    scores.overview_section(view, metrics, colours)
     task_table(scope, metrics)
-    explain_panel.tag_panel(scope)
+    explain_panel.tag_panel(view)
     # The shareable report: built on click by the CLI's own function (same bytes as `trajaudit report` for this scope and seed).
     from backend.report import build as build_report
-    from store.store import Store
 
     st.download_button(
         "Download report", icon=":material/download:", on_click="ignore", mime="text/html", file_name="trajaudit-report.html",
-        data=lambda: build_report(Store(scope.root), scope.resolved, "html", seed=0, bootstrap=data.BOOTSTRAP,
-                                  video_root=sidebar.video_root(scope)),
+        data=lambda: build_report(view.store, view.resolved, "html", seed=0, bootstrap=data.BOOTSTRAP,
+                                  video_root=sidebar.video_root(view)),
         help="One self-contained HTML file of this view (charts draw offline, tables, a gallery of 24 items); "
              "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
     )  # fmt: skip
-    ui.twin(scope, ["metrics"])
+    ui.twin(view, ["metrics"])

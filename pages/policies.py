@@ -1,78 +1,44 @@
 """Policies: adaptive budgets on the stored responses: the confidence cascade and the budget predictor on one frontier.
 
 Nothing here runs a model: both policies are read off the focus model's responses on a ladder of
-budgets (``backend.analysis.cascade``, ``backend.analysis.predictor``), so every number is also printed by
-``trajaudit cascade`` / ``trajaudit predictor`` with the command line shown under each section.
+budgets (``backend.views.cascade_view``, ``backend.views.predictor_view``, on the focus model's one-model
+scope ``backend.views.single_scope``), so every number is also printed by ``trajaudit cascade`` /
+``trajaudit predictor`` with the command line shown under each section (generated from that scope).
 """
-
-import shlex
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.analysis import cascade, predictor
+from backend import views
 from backend.report import figures
 from backend.report.palette import INK, model_colours
-from backend.scope.filters import ItemFilter
-from backend.scope.resolve import default_grid
+from backend.scope.resolve import Resolved, command_line
+from backend.scope.view import View
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
-from store.store import Store
 
 DEFAULT_THRESHOLD = 0.5
 DEFAULT_FOLDS = 5
 
 
-@st.cache_resource(show_spinner="Loading the ladder…", max_entries=8)
-def _ladder(
-    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter
-) -> cascade.Ladder:
-    return cascade.load_ladder(Store(root), model, list(labels), bench, flt)
+def command(name: str, view: View, resolved: Resolved, ladder: list[str], *extra: str) -> str:
+    """The CLI line that prints the numbers of a section (the one-model scope's flags, generated)."""
+    return command_line(
+        [name], resolved, view.root, "--ladder", ",".join(ladder), *extra, "--json", model_flag="--model"
+    )
 
 
-@st.cache_data(show_spinner="Sweeping thresholds…", max_entries=16)
-def cascade_sweep(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
-    """``trajaudit cascade --sweep --json``."""
-    return cascade.sweep(_ladder(root, version, model, labels, bench, flt))
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def cascade_at(
-    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, threshold: float
-) -> dict:
-    """``trajaudit cascade --threshold T --json``."""
-    return cascade.evaluate(_ladder(root, version, model, labels, bench, flt), threshold)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def reference(root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter) -> list[dict]:
-    """Fixed budgets and the oracle (the first rows of ``trajaudit predictor --json``'s frontier)."""
-    return predictor.reference_rows(_ladder(root, version, model, labels, bench, flt))
-
-
-@st.cache_data(show_spinner="Cross-validating the budget predictor…", max_entries=16)
-def predictor_report(
-    root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter, folds: int, seed: int
-) -> dict:
-    """``trajaudit predictor --json``."""
-    return predictor.report(_ladder(root, version, model, labels, bench, flt), folds, seed)
-
-
-def command(name: str, scope: data.Scope, ladder: list[str], *extra: str) -> str:
-    """The CLI line that prints the numbers of a section."""
-    args = ["trajaudit", name, "--store", scope.root, "--model", scope.focus, "--benchmark", scope.benchmark,
-            "--ladder", ",".join(ladder), *scope.item_filter.to_argv(), *extra, "--json"]  # fmt: skip
-    return shlex.join(args)
-
-
-def pick_ladder(scope: data.Scope) -> list[str]:
-    have = data.store_info(scope.root, scope.version)["configs"].get(scope.focus, {}).get(scope.benchmark, [])
+def pick_ladder(view: View, resolved: Resolved) -> list[str]:
+    s = resolved.scope
+    have = data.store_info(view.root, view.version)["configs"].get(s.focus, {}).get(s.benchmark, [])
     visual = configs.visual(configs.order(have))
-    grid = default_grid(data.store_info(scope.root, scope.version), [scope.focus], scope.benchmark, scope.root)
-    default = configs.visual(grid)  # as `trajaudit cascade` without --ladder (views.policy_ladder)
+    try:
+        default = views.policy_ladder(resolved)  # as `trajaudit cascade` without --ladder
+    except UserError:  # under two budgets in the default grid: the user picks
+        default = []
     chosen = state.bind(st.multiselect, "ladder", "Ladder (budgets, cheapest first)", options=visual, default=default or visual,
                         help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
                         "last; the predictor picks one budget per item from its question, options and metadata.")  # fmt: skip
@@ -184,39 +150,41 @@ def predictor_numbers(report: dict) -> None:
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
 st.title("Policies")
 with ui.guard():
+    scope = view.scope
+    resolved = data.single(view)  # the focus model alone: the scope `trajaudit cascade` / `predictor` read
     st.caption(f"**{ui.escape_md(scope.benchmark)}** · model **{ui.escape_md(scope.focus)}** (the sidebar's focus model) · item filters apply; the "
                "trajectory tag does not. Policies are evaluated on the stored responses: no new inference.")  # fmt: skip
-    ladder = pick_ladder(scope)
+    ladder = pick_ladder(view, resolved)
     if len(ladder) < 2:
         st.info("Pick at least two budgets for the ladder.", icon=":material/touch_app:")
         st.stop()
-    key = (scope.root, scope.version, scope.focus, tuple(ladder), scope.benchmark, scope.item_filter)
-    loaded = _ladder(*key)
+    key = (view.root, view.version, resolved, tuple(ladder))
+    loaded = data.ladder(*key)
     if len(loaded.items) == 0:
         st.warning(f"No item has a response of {ui.escape_md(scope.focus)} at every budget of {', '.join(ladder)} with these filters "
                    f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon=":material/search:")  # fmt: skip
         st.stop()
-    refs = reference(*key)
+    refs = data.fixed_budgets(*key)
     top = ladder[-1]
-    colour = model_colours(data.store_info(scope.root, scope.version)["models"])[scope.focus]
+    colour = model_colours(data.store_info(view.root, view.version)["models"])[scope.focus]
 
     st.subheader("Confidence cascade")
     threshold = state.bind(st.slider, "thr", "Threshold on the chosen option's probability", default=DEFAULT_THRESHOLD,
                            min_value=0.0, max_value=1.0, step=0.01, format="%.2f")  # fmt: skip
     sweep = point = None
     try:
-        sweep = cascade_sweep(*key)
-        point = cascade_at(*key, float(threshold))
+        sweep = data.cascade_view(*key, None)
+        point = data.cascade_view(*key, float(threshold))
     except UserError as exc:
         st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon=":material/stairs:")
     if point is not None:
         cascade_numbers(point, top)
         matching_numbers(sweep)
-        st.caption(f"{ui.code(command('cascade', scope, ladder, '--threshold', f'{threshold:g}'))} · "
-                   f"{ui.code(command('cascade', scope, ladder, '--sweep'))}")  # fmt: skip
+        st.caption(f"{ui.code(command('cascade', view, resolved, ladder, '--threshold', f'{threshold:g}'))} · "
+                   f"{ui.code(command('cascade', view, resolved, ladder, '--sweep'))}")  # fmt: skip
 
     st.subheader("Budget predictor and the frontier")
     st.caption("The predictor sees only the question, options and item metadata and picks the cheapest sufficient "
@@ -225,7 +193,7 @@ with ui.guard():
     folds, seed = predictor_controls()
     report = None
     try:
-        report = predictor_report(*key, folds, seed)
+        report = data.predictor_view(*key, folds, seed)
     except UserError as exc:
         st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon=":material/explore:")
     if report is not None:
@@ -236,7 +204,7 @@ with ui.guard():
     if sweep is not None and sweep["n_items"] != n_all:
         counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
     st.caption(f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
-               f"{ui.code(command('predictor', scope, ladder, '--folds', str(folds), '--seed', str(seed)))}")  # fmt: skip
+               f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}")  # fmt: skip
     with st.expander("Frontier tables"):
         table = pd.DataFrame(report["frontier"] if report is not None else refs)
         st.dataframe(table, hide_index=True, column_config={

@@ -3,7 +3,7 @@
 A failure is one line: a job's ``error`` column (the worker writes one line; its traceback stays in
 its log), and a local worker that exited shows its ``reason`` with the path of its log.
 
-Everything shown is ``backend.runtime.worker_pool.overview``, the object ``trajaudit jobs --json`` prints. The
+Everything shown is ``backend.runtime.client.queue_overview``, the object ``trajaudit jobs --json`` prints. The
 view redraws itself every few seconds (a fragment), so a job moving through the queue is seen
 without reloading.
 """
@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from backend.runtime import lifeline, rerun
-from backend.runtime.worker_pool import overview, stop_local_workers
+from backend import views
+from backend.runtime import client
 from pages.common import state as url_state
 from pages.common import ui
 from pages.common.boot import ensure_entrypoint
@@ -34,7 +34,7 @@ def started_by(who: dict | None) -> str:
         return "Started by a dashboard of an older version: stop it here when done."
     when = datetime.fromtimestamp(who["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
     idle = f" or after {who['idle_timeout_s'] / 60:g} min without a job" if who.get("idle_timeout_s") else ""
-    alive = "" if lifeline.identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
+    alive = "" if client.process_identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
     return ui.escape_md(f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
                         f"it stops when that process stops{idle}.")  # fmt: skip
 
@@ -46,8 +46,8 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 
 @st.fragment(run_every=REFRESH_S)
 def live(root: str) -> None:
-    view = overview(root, limit=RECENT_JOBS)
-    for col, state in zip(st.columns(len(rerun.JOB_STATES)), rerun.JOB_STATES, strict=True):
+    view = client.queue_overview(root, limit=RECENT_JOBS)
+    for col, state in zip(st.columns(len(client.JOB_STATES)), client.JOB_STATES, strict=True):
         col.metric(state, f"{view['counts'][state]:,}")
 
     st.subheader("Online workers")
@@ -75,7 +75,7 @@ def live(root: str) -> None:
             )
             left.caption(started_by(w["started_by"]))
             if right.button("Stop", key=f"stop-{w['model']}"):
-                stop_local_workers(root, w["model"])
+                client.stop_local_workers(root, w["model"])
                 st.rerun()
 
     for w in (w for w in view["local"] if w["state"] == "exited"):  # one line each; the traceback is in the log
@@ -102,17 +102,18 @@ def live(root: str) -> None:
         job_id = left.selectbox("Queued job", queued, key="cancel-job")
         if right.button("Cancel job", width="stretch"):
             try:
-                rerun.cancel(root, int(job_id))
+                client.cancel(root, int(job_id))
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             st.rerun()
 
 
 ensure_entrypoint()
-scope = st.session_state["scope"]
+view = st.session_state["view"]
 st.title("Workers")
 st.caption(
-    f"Re-run queue of **{ui.escape_md(scope.root)}** · refreshed every {REFRESH_S:g} s · `trajaudit jobs --json` prints the same"
+    f"Re-run queue of **{ui.escape_md(view.root)}** · refreshed every {REFRESH_S:g} s · "
+    f"{ui.code(views.jobs_twin(view.root, RECENT_JOBS))} prints the same"
 )
 with ui.guard():
-    live(scope.root)
+    live(view.root)

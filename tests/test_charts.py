@@ -19,6 +19,7 @@ from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
 from backend.scope.inspector import item_detail, trajectory_rows
 from backend.scope.resolve import Scope
+from backend.scope.view import open_view
 from pages.common import charts
 from store.store import Store
 
@@ -31,7 +32,7 @@ def overview(demo_store):
     resolved = Scope(
         benchmark="synthetic-videomme", models=("synthetic-A-7B", "synthetic-B-13B"), grid=(), item_filter=ItemFilter()
     ).resolve(store)
-    return views.overview(store, resolved, resolved.load(store), bootstrap=200)
+    return views.overview(open_view(store, resolved), bootstrap=200)
 
 
 def _rows(spec: dict, **match) -> list[dict]:
@@ -107,7 +108,7 @@ def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
     store = Store(demo_store)
     models = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
     resolved = Scope(benchmark="synthetic-videomme", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
-    overlap = views.compare_view(resolved, resolved.load(store), top=10, bootstrap=0)["overlap"]
+    overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0)["overlap"]
     spec, fig = charts.jaccard(overlap), figures.jaccard(overlap)
     drawn = {(c["a"], c["b"]): c["jaccard"] for c in spec["data"]["values"]}
     assert drawn == {

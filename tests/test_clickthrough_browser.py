@@ -27,11 +27,12 @@ def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = No
     from backend import views
     from backend.scope.filters import ItemFilter
     from backend.scope.resolve import Scope
+    from backend.scope.view import open_view
     from store.store import Store
 
     store = Store(server.store)
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    return views.flows_view(store, resolved, resolved.load(store), MODEL, pair, kind, limit=None)
+    return views.flows_view(open_view(store, resolved), MODEL, pair, kind, limit=None)
 
 
 def sankey_frame(page):

@@ -270,7 +270,7 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
     at.run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     (line,) = [c.value for c in at.code if c.value.startswith("trajaudit explain")]
-    scope = explain_panel.explain_scope(at.session_state["scope"])
+    scope = explain_panel.explain_scope(at.session_state["view"])
     capsys.readouterr()
     print_json(explain_panel.report(scope, "synthetic-A-7B", explain.Target("tag", ("confused",)), False))
     drawn = json.loads(capsys.readouterr().out)

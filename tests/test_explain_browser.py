@@ -28,11 +28,12 @@ def explained(server) -> dict:
     from backend.analysis.explain import Target
     from backend.scope.filters import ItemFilter
     from backend.scope.resolve import Scope
+    from backend.scope.view import open_view
     from store.store import Store
 
     store = Store(server.store)
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    return views.explain_view(store, resolved, resolved.load(store), MODEL, Target("flow", FLOW))
+    return views.explain_view(open_view(store, resolved), MODEL, Target("flow", FLOW))
 
 
 def test_flows_panel_lists_slices_and_a_slice_link_walks_exactly_its_items(app_server, page):
@@ -67,11 +68,12 @@ def test_overview_panel_explains_a_tag(app_server, page):
     from backend.analysis.explain import Target
     from backend.scope.filters import ItemFilter
     from backend.scope.resolve import Scope
+    from backend.scope.view import open_view
     from store.store import Store
 
     store = Store(app_server.store)
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    out = views.explain_view(store, resolved, resolved.load(store), MODEL, Target("tag", ("text-overwrite",)))
+    out = views.explain_view(open_view(store, resolved), MODEL, Target("tag", ("text-overwrite",)))
     goto(page, app_server, f"overview?{BASE}")
     page.get_by_text("Why these items? What tag text-overwrite has in common").click()
     page.wait_for_selector("text=One attribute")

@@ -58,3 +58,53 @@ def test_analysis_and_scope_never_submit_jobs_or_call_the_cli():
 
 def test_backend_never_imports_pages():
     assert crossing(files("backend"), ("pages",)) == {}
+
+
+PAGES = ("pages",)
+# Imports of analysis functions the pages still make: table builders, which move to the presentation
+# module that the pages, the CLI and the report share (issue 23, part 4).
+KNOWN_ANALYSIS_CALLS = {
+    "pages/overview.py": ["backend.analysis.compare.headline_table"],
+    "pages/compare.py": ["backend.analysis.compare.headline_table"],
+    "pages/flows.py": ["backend.analysis.flows.flow_table"],
+    "pages/inspector.py": ["backend.analysis.ladders.ladders"],
+}
+
+
+def analysis_calls(path: Path) -> list[str]:
+    """What ``path`` imports from ``backend.analysis`` beyond its vocabulary (constants and types: names
+    in UPPER_CASE or CapWords): modules and functions, that is, computation a page would run itself."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.startswith("backend.analysis")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("backend.analysis"):
+            out += [f"{node.module}.{a.name}" for a in node.names if not a.name[0].isupper()]
+    return sorted(out)
+
+
+def test_pages_draw_views_and_compute_nothing_from_the_analysis():
+    """A page draws what a ``backend.views`` function returns (its CLI twin prints the same): it may name
+    the analysis's vocabulary (``TAGS``, ``Target``) but calls none of its functions."""
+    found = {str(p.relative_to(REPO)): analysis_calls(p) for p in files(*PAGES) + [REPO / "app.py"]}
+    assert {p: calls for p, calls in found.items() if calls} == KNOWN_ANALYSIS_CALLS
+
+
+def test_pages_reach_the_runtime_only_through_its_client():
+    """Submitting, following and cancelling re-runs, and the models and workers behind them, go through
+    ``backend.runtime.client``: no page imports the queue, the worker pool or the registry itself."""
+    bad = {}
+    for path in files(*PAGES) + [REPO / "app.py"]:
+        hit = sorted(n for n in imports(path)
+                     if n.startswith("backend.runtime.") and not n.startswith("backend.runtime.client"))  # fmt: skip
+        if hit:
+            bad[str(path.relative_to(REPO))] = hit
+    assert bad == {}
+
+
+def test_every_view_is_opened_by_one_loader():
+    """The CLI and the pages build a ``View`` with ``open_view`` alone, and no page loads a matrix itself."""
+    loaders = ("backend.scope.matrix.load_matrix", "backend.scope.matrix.narrow", "backend.scope.resolve.tag_subset")
+    assert crossing(files(*PAGES) + [REPO / "app.py"], loaders) == {}
+    calls = {str(p.relative_to(REPO)) for p in files("backend/cli", "pages") if "View(" in p.read_text()}
+    assert calls == set(), calls  # a View is only ever built by backend.scope.view.open_view

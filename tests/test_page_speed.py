@@ -54,23 +54,23 @@ def test_run_clock_profiles_into_a_folder(monkeypatch, tmp_path, capsys):
 
 
 def test_cache_key_of_a_view_tells_every_scope_apart():
-    """Cached page results are keyed by ``scope_key`` (cheap), which must separate what the deep hash did."""
+    """Cached page results are keyed by ``view_key`` (cheap), which must separate what the deep hash did."""
     import dataclasses
 
     from backend.scope.filters import ItemFilter
     from backend.scope.resolve import Resolved, Scope
-    from pages.common.data import Scope as View
-    from pages.common.data import scope_key
+    from backend.scope.view import view_key
 
     base = Scope(benchmark="b", models=("m1", "m2"), grid=("8f", "16f"))
-    view = View("/s", 3, Resolved(base, "default", {"4f": {"n_items": 2, "why": "coverage"}}))
+    resolved = Resolved(base, "default", {"4f": {"n_items": 2, "why": "coverage"}})
+    view = ("/s", 3, resolved)
     variants = [
-        dataclasses.replace(view, version=4),
-        dataclasses.replace(view, root="/t"),
-        dataclasses.replace(view, resolved=Resolved(base, "given", view.resolved.grid_excluded)),
-        dataclasses.replace(view, resolved=Resolved(base, "default", {})),
+        ("/s", 4, resolved),
+        ("/t", 3, resolved),
+        ("/s", 3, Resolved(base, "given", resolved.grid_excluded)),
+        ("/s", 3, Resolved(base, "default", {})),
         *(
-            dataclasses.replace(view, resolved=Resolved(dataclasses.replace(base, **change), "default", {}))
+            ("/s", 3, Resolved(dataclasses.replace(base, **change), "default", {}))
             for change in (
                 {"grid": ("8f", "32f")},
                 {"models": ("m2", "m1")},
@@ -81,6 +81,6 @@ def test_cache_key_of_a_view_tells_every_scope_apart():
             )
         ),
     ]
-    keys = [scope_key(v) for v in [view, *variants]]
+    keys = [view_key(*v) for v in [view, *variants]]
     assert len(set(keys)) == len(keys)
-    assert scope_key(View("/s", 3, Resolved(base, "default", {"4f": {"n_items": 2, "why": "x"}}))) == keys[0]
+    assert view_key("/s", 3, Resolved(base, "default", {"4f": {"n_items": 2, "why": "x"}})) == keys[0]

@@ -21,7 +21,8 @@ from backend.cli import main
 from backend.runtime import registry
 from backend.scope import annotations
 from backend.scope.resolve import Scope
-from pages.common import data, ui
+from backend.scope.view import open_view
+from pages.common import ui
 from store.queue import JobQueue
 from store.store import Store
 from tests import policy_fixtures as fx
@@ -190,7 +191,9 @@ def test_run_intervention_queues_the_terminal_regressions(tmp_path):
     (ckpt / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
     registry.add(root, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
     at = AppTest.from_file(str(REPO / "pages" / "audits.py"), default_timeout=TIMEOUT_S)
-    at.session_state["scope"] = data.Scope.of(str(root), Scope(BENCH, (MODEL,), tuple(GRID.split(","))))
+    at.session_state["view"] = open_view(
+        Store(root), Scope(BENCH, (MODEL,), tuple(GRID.split(","))).resolve(Store(root))
+    )
     at.session_state["s_apolicy"] = "64f/random-s2"
     at.run()
     assert not at.exception, [e.value for e in at.exception]

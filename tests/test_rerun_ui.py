@@ -187,17 +187,16 @@ def demo(tmp_path_factory) -> Path:
 
 def _scope(store: Path):
     from backend.scope.resolve import Scope
-    from pages.common import data
+    from backend.scope.view import open_view
 
-    return data.Scope.of(str(store), Scope("synthetic-videomme", (DEMO_MODEL,), ("8f", "16f")))
+    return open_view(Store(store), Scope("synthetic-videomme", (DEMO_MODEL,), ("8f", "16f")).resolve(Store(store)))
 
 
-def _panel_script(scope, item_id: str, thumbs: str) -> None:
+def _panel_script(view, item_id: str, thumbs: str) -> None:
     from backend.scope.inspector import item_detail
     from pages.common.rerun_panel import rerun_panel
-    from store.store import Store
 
-    rerun_panel(scope, item_detail(Store(scope.root), scope.benchmark, item_id)["item"], thumbs)
+    rerun_panel(view, item_detail(view.store, view.scope.benchmark, item_id)["item"], thumbs)
 
 
 def _panel(store: Path, item_id: str = "001-1") -> AppTest:
@@ -289,7 +288,7 @@ def test_panel_offers_every_sampling_policy_and_spells_its_label(demo):
 def test_workers_page_shows_the_queue_and_cancels_a_queued_job(demo):
     job = JobQueue(demo).enqueue(RerunRequest(DEMO_MODEL, "synthetic-videomme", "001-1", "24f"))
     at = AppTest.from_file(str(REPO / "pages" / "workers.py"), default_timeout=120)
-    at.session_state["scope"] = _scope(demo)
+    at.session_state["view"] = _scope(demo)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Workers"

@@ -9,6 +9,7 @@ run it, and compare its JSON with the dict the page drew.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -138,7 +139,9 @@ def test_scope_round_trips_through_its_flags():
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from backend import views  # noqa: E402
 from backend.cli.common import print_json  # noqa: E402
+from backend.scope.view import View  # noqa: E402
 from pages.common import data  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,6 +160,18 @@ def _twin(at: AppTest) -> list[str]:
     return shlex.split(line)[1:]
 
 
+def _inline_twins(at: AppTest) -> list[list[str]]:
+    """The command lines a page shows in its captions (``pages.common.ui.code`` spans), as argv."""
+    texts = [c.value for c in at.caption]
+    return [shlex.split(line)[1:] for text in texts for _, line in re.findall(r"(`+) (trajaudit .+?) \1", text)]
+
+
+def _one(lines: list[list[str]], *words: str) -> list[str]:
+    """The one shown line holding every word of ``words``."""
+    (argv,) = [argv for argv in lines if all(w in argv for w in words)]
+    return argv
+
+
 def _open(page: str, monkeypatch, root: Path, **params: str) -> AppTest:
     monkeypatch.setenv("TRAJAUDIT_STORE", str(root))
     monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
@@ -169,30 +184,121 @@ def _open(page: str, monkeypatch, root: Path, **params: str) -> AppTest:
     return at
 
 
+def _policies(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
+    """Policies: the cascade frontier, the cascade at the slider's threshold and the predictor, each with its line."""
+    resolved, lines = data.single(view), _inline_twins(at)
+    key = (view.root, view.version, resolved, tuple(at.session_state["s_ladder"]))
+    threshold, folds, seed = at.session_state["s_thr"], at.session_state["s_folds"], at.session_state["s_pseed"]
+    return [
+        (data.cascade_view(*key, None), _one(lines, "cascade", "--sweep")),
+        (data.cascade_view(*key, float(threshold)), _one(lines, "cascade", "--threshold")),
+        (data.predictor_view(*key, int(folds), int(seed)), _one(lines, "predictor")),
+    ]
+
+
+def _audits(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
+    """Audits, noise tab: ``audit noise`` on the focus model alone over the sidebar's grid."""
+    noise_view = data.view(view.root, view.version, data.single(view, view.scope.grid))
+    return [(data.noise_audit(noise_view)[0], _one(_inline_twins(at), "audit", "noise"))]
+
+
+def _audit_tab(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
+    """The Audits page's other tabs: each draws one ``views`` function on the focus model's scope, which
+    its ``audit ...`` line prints (the cross-model lists carry the question on the page: ids compared)."""
+    tab, lines, single = at.session_state["s_atab"], _inline_twins(at), data.single(view)
+    if tab == "intervention":
+        grid = views.grid_up_to(list(view.scope.grid), at.session_state["s_atop"])
+        shown = [argv for argv in lines if "--enqueue" not in argv]  # the run button's line queues re-runs
+        return [(views.interventions_view(view.store, data.single(view, tuple(grid))), _one(shown, "interventions"))]
+    if tab == "isocompute":
+        pixels = int(at.session_state["s_pix"]) or None
+        tolerance = float(at.session_state["s_tol"])
+        return [(views.isocompute_view(view.store, single, tolerance, pixels), _one(lines, "isocompute"))]
+    models = (at.session_state["s_xa"], at.session_state["s_xb"])
+    configs = (at.session_state["s_xca"], at.session_state["s_xcb"])
+    drawn = views.crossmodel_view(view.store, single, models, *configs, limit=500)
+    return [(drawn, _one(lines, "crossmodel"))]
+
+
+def _inspector(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
+    """Inspector: the item and every stored response the page draws (its frame plan is the video's, not a number)."""
+    detail = data.item_detail(view.root, view.version, view.scope.benchmark, at.session_state["s_item"])
+    drawn = {"item": detail["item"], "responses": detail["responses"][PAGE_RESPONSE_COLUMNS].to_dict("records")}
+    assert drawn["responses"]  # the demo item has responses to compare
+    return [(drawn, _twin(at))]
+
+
+PAGE_RESPONSE_COLUMNS = ["model", "config", "run", "answer", "correct", "confidence"]
 PAGES = {
-    "pages/overview.py": lambda scope: data.overview(scope),
-    "pages/flows.py": lambda scope: data.flows_view(scope, scope.focus, None),
-    "pages/compare.py": lambda scope: data.compare_view(scope, 50),
-    "pages/items.py": lambda scope: data.item_page(scope, scope.focus, "item", False, 1, 50),
-}
+    "pages/overview.py": lambda at, v: [(data.overview(v), _twin(at))],
+    "pages/flows.py": lambda at, v: [(data.flows_view(v, v.scope.focus, None), _twin(at))],
+    "pages/compare.py": lambda at, v: [(data.compare_view(v, 50), _twin(at))],
+    "pages/items.py": lambda at, v: [(data.item_page(v, v.scope.focus, "item", False, 1, 50), _twin(at))],
+    "pages/inspector.py": _inspector,
+    "pages/policies.py": _policies,
+    "pages/audits.py": _audits,
+}  # and the Workers page: test_workers_page_draws_what_jobs_prints
+OPENED_AS = {"pages/audits.py": {"atab": "noise"}}  # the tab whose numbers are compared
 
 
+def _printed(capsys, argv: list[str], page: str) -> dict:
+    printed = json.loads(cli_json(capsys, *argv))
+    if "harmed_items" in printed:  # the cross-model lists: the page adds each item's question
+        printed = printed | {k: [r["item_id"] for r in printed[k]] for k in ("harmed_items", "rescued_items")}
+    if page == "pages/inspector.py":  # `inspect` adds the video and its frame plan; the page draws them as pictures
+        printed["responses"] = [{c: r[c] for c in PAGE_RESPONSE_COLUMNS} for r in printed["responses"]]
+        printed = {"item": printed["item"], "responses": printed["responses"]}
+    return printed
+
+
+@pytest.mark.slow
 @pytest.mark.usefixtures("app_env")
 @pytest.mark.parametrize("page", list(PAGES))
 def test_each_page_draws_what_its_cli_twin_prints(demo_store, page, monkeypatch, capsys):
-    at = _open(
-        page, monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", task="Counting Problem,OCR Problems"
-    )
-    scope = at.session_state["scope"]
-    drawn = _as_printed(PAGES[page](scope), capsys)
-    argv = _twin(at)
-    assert "--grid" not in argv, " ".join(argv)  # the default grid: the twin resolves it the same way
-    printed = json.loads(cli_json(capsys, *argv))
-    assert printed == drawn
-    assert printed["scope"]["grid_source"] == "default" and printed["scope"]["item_filter"]["task_types"] == [
-        "Counting Problem",
-        "OCR Problems",
-    ]
+    """Every number a page draws is its twin's ``--json``: the twin line is read off the page and run."""
+    at = _open(page, monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}",
+               task="Counting Problem,OCR Problems", **OPENED_AS.get(page, {}))  # fmt: skip
+    view = at.session_state["view"]
+    pairs = PAGES[page](at, view)
+    assert pairs
+    for drawn, argv in pairs:
+        assert "--grid" not in argv or page == "pages/audits.py", " ".join(argv)  # the default grid stays default
+        printed = _printed(capsys, argv, page)
+        assert printed == _as_printed(drawn, capsys), " ".join(argv)
+        if "scope" in printed:
+            assert printed["scope"]["item_filter"]["task_types"] == ["Counting Problem", "OCR Problems"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("app_env")
+@pytest.mark.parametrize("tab", ["intervention", "isocompute", "crossmodel"])
+def test_each_audit_tab_draws_what_its_cli_twin_prints(demo_store, tab, monkeypatch, capsys):
+    # iso-compute groups need items answered at every allocation: the demo's two task types have none
+    task = {} if tab == "isocompute" else {"task": "Counting Problem,OCR Problems"}
+    at = _open("pages/audits.py", monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", atab=tab,
+               pix="100000", **task)  # fmt: skip
+    for drawn, argv in _audit_tab(at, at.session_state["view"]):
+        printed = _printed(capsys, argv, "pages/audits.py")
+        if "harmed_items" in drawn:
+            drawn = drawn | {k: [r["item_id"] for r in drawn[k]] for k in ("harmed_items", "rescued_items")}
+        assert printed == _as_printed(drawn, capsys), " ".join(argv)
+        assert ("--task-type" in argv) == bool(task) and "--benchmark" in argv
+        assert any(drawn.get(k) for k in ("n_items", "groups", "protocols"))  # numbers, not an empty report
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("app_env")
+def test_workers_page_draws_what_jobs_prints(demo_store, monkeypatch, capsys):
+    """The Workers page's counts per state and its recent jobs are ``trajaudit jobs --json``'s (its line, run)."""
+    from store.queue import JobQueue
+    from store.rerun_request import RerunRequest
+
+    JobQueue(demo_store).enqueue(RerunRequest(MODEL, BENCH, "001-1", "24f"))
+    at = _open("pages/workers.py", monkeypatch, demo_store, bench=BENCH)
+    printed = json.loads(cli_json(capsys, *_one(_inline_twins(at), "jobs")))
+    assert {m.label: m.value for m in at.metric} == {k: f"{n:,}" for k, n in printed["counts"].items()}
+    assert printed["counts"]["queued"] >= 1
+    assert at.dataframe[-1].value["id"].tolist() == [j["id"] for j in printed["jobs"]]
 
 
 @pytest.mark.usefixtures("app_env")
@@ -201,7 +307,7 @@ def test_overview_parity_on_the_real_scale_grid_store(realdata, tmp_path, monkey
     assert main(["ingest", str(realdata / "LLaVA-NeXT-Video-7B_V1_short_predictions_wide.csv"), "--answers",
                  str(realdata / "videomme_answers.csv"), "--store", str(root)]) == 0  # fmt: skip
     at = _open("pages/overview.py", monkeypatch, root)
-    drawn = _as_printed(data.overview(at.session_state["scope"]), capsys)
+    drawn = _as_printed(data.overview(at.session_state["view"]), capsys)
     printed = json.loads(cli_json(capsys, *_twin(at)))
     assert printed == drawn
     assert printed["grid"] == ["text", "8f@151k", "16f@151k", "32f@151k"] and printed["n_items"] == 786

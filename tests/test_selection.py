@@ -16,6 +16,7 @@ from backend.runtime import registry, selection
 from backend.runtime.selection import Selection
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.queue import JobQueue
 from store.store import Store
@@ -31,7 +32,7 @@ def view(demo_store, tmp_path_factory):
     registry.add(demo_store, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
     store = Store(demo_store)
     resolved = Scope(benchmark=BENCH, models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    return store, resolved, resolved.load(store)
+    return open_view(store, resolved)
 
 
 def test_selection_parses_describes_and_refuses_bad_specs():
@@ -50,14 +51,12 @@ def test_selection_parses_describes_and_refuses_bad_specs():
 
 
 def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
-    store, resolved, matrix = view
-    out = views.flows_view(store, resolved, matrix, MODEL)
+    matrix = view.matrix
+    out = views.flows_view(view, MODEL)
     for link in (lk for lk in out["links"] if lk["count"] > 0):
         sel = Selection("flow", (link["from"], link["to"], link["kind"]))
-        ids = selection.selected_ids(store, resolved, matrix, MODEL, sel)
-        listed = views.flows_view(store, resolved, matrix, MODEL, (link["from"], link["to"]), link["kind"], limit=None)[
-            "items"
-        ]
+        ids = selection.selected_ids(view, MODEL, sel)
+        listed = views.flows_view(view, MODEL, (link["from"], link["to"]), link["kind"], limit=None)["items"]
         assert ids == [r["item_id"] for r in listed] and len(ids) == link["count"]
     for node in out["nodes"]:
         assert (
@@ -68,7 +67,7 @@ def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
 
 
 def test_compare_counts_rescued_and_harmed_by_hand(view):
-    store, _, matrix = view
+    store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:20]
     out = selection.compare(str(store.root), MODEL, BENCH, ids, "16f", "8f", label="first 20")
     m = matrix.model_index(MODEL)
@@ -88,10 +87,8 @@ def test_compare_counts_rescued_and_harmed_by_hand(view):
 
 
 def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
-    store, resolved, matrix = view
-    link = next(
-        lk for lk in views.flows_view(store, resolved, matrix, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"]
-    )
+    store, matrix = view.store, view.matrix
+    link = next(lk for lk in views.flows_view(view, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"])
     flow, other = (
         f"{link['from']}:{link['to']}:harmed",
         next(c for c in matrix.grid if c not in (link["from"], link["to"])),
@@ -113,7 +110,7 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
 
 
 def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, capsys):
-    store, _, matrix = view
+    store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:3]
     path = tmp_path / "items.csv"
     path.write_text("item_id,task_type\n" + "".join(f"{i},x\n" for i in ids))
@@ -134,7 +131,7 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
 
 
 def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
-    store, _, matrix = view
+    store, matrix = view.store, view.matrix
     before = JobQueue(store.root).counts()
     with pytest.raises(UserError, match="empty"):
         selection.submit(str(store.root), selection.batch_requests(MODEL, BENCH, [], "8f"))
@@ -189,7 +186,7 @@ def test_ladders_join_budget_steps_only():
 
 def test_compare_at_the_baseline_config_keeps_both_columns(view):
     """Re-running at the baseline's own configuration (a noise check) shows the logged and the new answer apart."""
-    store, _, matrix = view
+    store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:5]
     out = selection.compare(str(store.root), MODEL, BENCH, ids, "8f", "8f")
     row = out["items"][0]

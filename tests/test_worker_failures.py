@@ -232,7 +232,7 @@ def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
     from streamlit.testing.v1 import AppTest
 
     from backend.scope.resolve import Scope
-    from pages.common import data
+    from backend.scope.view import open_view
 
     job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
     with pytest.raises(ModelLoadError):
@@ -246,7 +246,7 @@ def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
     pid_file.write_text(json.dumps({"pid": dead.pid, "model": "m", "device": "cpu"}))
 
     at = AppTest.from_file(str(Path(__file__).parents[1] / "pages" / "workers.py"), default_timeout=120)
-    at.session_state["scope"] = data.Scope.of(str(root), Scope("bench", ("m",), ("16f",)))
+    at.session_state["view"] = open_view(Store(root), Scope("bench", ("m",), ("16f",)).resolve(Store(root)))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     (caption,) = [c.value for c in at.caption if "exited" in c.value]
@@ -268,11 +268,11 @@ def test_batch_panel_names_the_failed_jobs_reason_and_the_log_in_one_line(root, 
 
     import pages.common.rerun_panel as panel
     from backend.scope.resolve import Scope
-    from pages.common import data
+    from backend.scope.view import open_view
     from pages.common.ui import escape_md
 
     monkeypatch.setattr(panel, "ensure_local_worker", lambda *a, **k: {"started": False})  # no process here
-    scope = data.Scope.of(str(root), Scope("bench", ("m",), ("16f",)))
+    scope = open_view(Store(root), Scope("bench", ("m",), ("16f",)).resolve(Store(root)))
     at = AppTest.from_function(_batch_panel_script, args=(scope, ["q1", "q3"]), default_timeout=120)
     at.run()
     at.number_input(key="batch_frames_m").set_value(0).run()  # text only: no video needed

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.analysis import interventions, isocompute
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
-from backend.scope.matrix import load_matrix
+from backend.scope.resolve import Resolved, Scope
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -75,15 +77,19 @@ def _grid(args: argparse.Namespace, store: Store) -> list[str]:
     return split_list(args.grid) or interventions.base_grid(store, args.model, args.benchmark)
 
 
+def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str, ...] = ()) -> Resolved:
+    """The one-model scope the flags name (``views.single_scope``: the Audits page builds the same)."""
+    scope = Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))
+    return views.single_scope(scope, tuple(grid)).resolve(store)
+
+
 def run_interventions(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    grid = _grid(args, store)
-    item_filter = item_filter_from(args)
-    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
-                              bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    resolved = _single(args, store, _grid(args, store))
+    out = views.interventions_view(store, resolved, split_list(args.protocols), args.bootstrap, args.seed)
     if args.enqueue:
-        matrix = load_matrix(store, [args.model], args.benchmark, out["grid"], item_filter)
-        requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
+        view = open_view(store, _single(args, store, out["grid"]))
+        requests = views.intervention_requests(view, args.enqueue)
         out["enqueued"] = rerun.submit_many(store.root, requests)
     if args.json:
         print_json(out)
@@ -109,9 +115,10 @@ def run_interventions(args: argparse.Namespace) -> int:
 
 def run_isocompute(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    pixels = args.default_pixels or isocompute.registered_pixels(store, args.model)
-    out = isocompute.isocompute(store, args.model, args.benchmark, args.tolerance, pixels, split_list(args.configs),
-                                item_filter_from(args), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    resolved = _single(args, store)
+    pixels = args.default_pixels or views.registered_pixels(store, resolved)
+    out = views.isocompute_view(store, resolved, args.tolerance, pixels, split_list(args.configs), args.bootstrap,
+                                args.seed)  # fmt: skip
     if args.json:
         print_json(out)
         return 0
@@ -126,10 +133,7 @@ def run_isocompute(args: argparse.Namespace) -> int:
 
 def run_noise(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store), item_filter_from(args))
-    if matrix.n_items == 0:
-        raise UserError(f"no item of {args.model!r} has a response at every config of {','.join(matrix.grid)}")
-    out = noise.summary(matrix, noise.noise_profile(store, matrix), args.model)
+    out = views.noise_audit(open_view(store, _single(args, store, _grid(args, store))))
     if args.json:
         print_json(out)
         return 0
@@ -145,8 +149,11 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     models = split_list(args.models) or []
     if len(models) != 2:
         raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
-    out = crossflows.cross_flows(Store(args.store), models[0], models[1], args.config, args.config_b,
-                                 args.benchmark, item_filter_from(args), limit=args.limit)  # fmt: skip
+    store = Store(args.store)
+    resolved = views.single_scope(Scope(args.benchmark, (models[0],), item_filter=item_filter_from(args))).resolve(
+        store
+    )
+    out = views.crossmodel_view(store, resolved, (models[0], models[1]), args.config, args.config_b, args.limit)
     if args.json:
         print_json(out)
         return 0

@@ -26,7 +26,9 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
     store = Store(args.store)
-    resolved = Scope(benchmark=args.benchmark, models=(args.model,), item_filter=item_filter_from(args)).resolve(store)
+    resolved = views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(
+        store
+    )
     return views.load_ladder(store, resolved, split_list(args.ladder)), resolved
 
 

@@ -9,6 +9,7 @@ from backend.analysis.compare import headline_table
 from backend.cli.common import add_json, add_store, print_json
 from backend.contracts.views import CompareReport
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.store import Store
 
 
@@ -27,9 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def compute(args: argparse.Namespace) -> CompareReport:
     store = Store(args.store)
-    resolved = Scope.from_args(args).resolve(store)
-    matrix, scores = resolved.load_views(store)
-    return views.compare_view(resolved, matrix, top=args.top, bootstrap=args.bootstrap, seed=args.seed, scores=scores)
+    view = open_view(store, Scope.from_args(args).resolve(store))
+    return views.compare_view(view, top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.runtime.selection import Selection
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -88,11 +89,10 @@ def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(args.store)
-    resolved = Scope.from_args(args, models=models).resolve(store)
-    matrix = resolved.load(store)
-    if matrix.n_items == 0:
-        raise UserError(f"no matched item in this scope ({matrix.n_excluded} excluded)")
-    return views.explain_view(store, resolved, matrix, args.model, target, args.min_size, args.top,
+    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    if view.matrix.n_items == 0:
+        raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
+    return views.explain_view(view, args.model, target, args.min_size, args.top,
                               args.exclude_unparsed, not args.no_pairs)  # fmt: skip
 
 

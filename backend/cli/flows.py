@@ -15,6 +15,7 @@ from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -47,14 +48,13 @@ def compute(args: argparse.Namespace) -> FlowsReport:
         raise UserError("--from and --to go together")
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
     store = Store(args.store)
-    resolved = Scope.from_args(args, models=models).resolve(store)
-    matrix, scores = resolved.load_views(store)
+    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
     pair = None if args.frm is None else (args.frm, args.to)
     if args.scores:
-        return views.score_flows_view(resolved, scores, args.model, pair, args.kind, args.tolerance, args.limit)
+        return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)
     if args.tolerance:
         raise UserError("--tolerance is for score flows: add --scores")
-    return views.flows_view(store, resolved, matrix, args.model, pair, args.kind, args.limit)
+    return views.flows_view(view, args.model, pair, args.kind, args.limit)
 
 
 def run(args: argparse.Namespace) -> int:

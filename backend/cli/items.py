@@ -16,6 +16,7 @@ from backend.export import csv_text
 from backend.scope.annotations import with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -45,16 +46,11 @@ def run(args: argparse.Namespace) -> int:
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
     store = Store(args.store)
     scope = Scope.from_args(args, models=models)
-    resolved = scope.resolve(store)
-    matrix = resolved.load(store)
+    view = open_view(store, scope.resolve(store))
     if args.page is not None or args.sort is not None:
-        print_json(
-            views.items_page(
-                resolved, matrix, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size
-            )
-        )
+        print_json(views.items_page(view, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
         return 0
-    table = trajectory_table(matrix, args.model)
+    table = trajectory_table(view.matrix, args.model)
     grid = table.attrs["grid"]
     if args.limit is not None:
         table = table.head(args.limit)

@@ -16,6 +16,7 @@ from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -77,10 +78,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
-    resolved = Scope.from_args(args).resolve(store)
-    matrix, scores = resolved.load_views(store)
-    return views.overview(store, resolved, matrix, bootstrap=args.bootstrap, seed=args.seed,
-                          pairs=parse_pairs(args.pairs), scores=scores, tolerance=args.tolerance)  # fmt: skip
+    view = open_view(store, Scope.from_args(args).resolve(store))
+    return views.overview(view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs),
+                          tolerance=args.tolerance)  # fmt: skip
 
 
 def render(out: OverviewReport) -> str:

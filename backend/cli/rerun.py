@@ -18,6 +18,7 @@ from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store, resolve_root
 
@@ -112,10 +113,8 @@ def run_selection(args: argparse.Namespace, root) -> int:
     sel = _selection(args)
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(root)
-    resolved = Scope.from_args(args, models=models).resolve(store)
-    out = selection.rerun_selection(
-        store, resolved, resolved.load(store), args.model, sel, args.config, args.baseline, args.seed, args.force
-    )
+    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    out = selection.rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
     batch = out["batch"]
     if args.wait and not out["progress"]["finished"]:
         _warn_no_worker(root, args.model)

@@ -26,8 +26,9 @@ from backend.contracts.views import FlowsSummary, OverviewNumbers
 from backend.report.gallery import gallery
 from backend.report.palette import model_colours
 from backend.runtime.video import default_video_root
-from backend.scope.matrix import Matrix, available
+from backend.scope.matrix import available
 from backend.scope.resolve import Resolved, command_line
+from backend.scope.view import View, open_view
 from store.errors import UserError
 from store.store import Store
 
@@ -88,18 +89,19 @@ def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) 
     }
 
 
-def explain_section(store: Store, resolved: Resolved, matrix: Matrix) -> ExplainReport | None:
+def explain_section(view: View) -> ExplainReport | None:
     """The focus model's largest harmed flow between consecutive configurations, explained (None: nothing harmed)."""
     from backend.analysis.explain import Target
     from backend.analysis.metrics import flow_mask
 
-    focus, grid = resolved.scope.focus, matrix.grid
+    matrix = view.matrix
+    focus, grid = view.scope.focus, matrix.grid
     pairs = list(zip(grid, grid[1:], strict=False))
     harmed = [int(flow_mask(matrix, focus, a, b, "harmed").sum()) for a, b in pairs]
     if not pairs or max(harmed) == 0:
         return None
     a, b = pairs[int(np.argmax(harmed))]
-    return views.explain_view(store, resolved, matrix, focus, Target("flow", (a, b, "harmed")), top=10)
+    return views.explain_view(view, focus, Target("flow", (a, b, "harmed")), top=10)
 
 
 def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
@@ -108,17 +110,18 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
     if gallery_items < 0:
         raise UserError("--gallery must be >= 0")
     scope = resolved.scope
-    matrix, scores = resolved.load_views(store, include_answers=True)  # the gallery shows the answers
+    view = open_view(store, resolved, include_answers=True)  # the gallery shows the answers
+    matrix = view.matrix
     if matrix.n_items == 0:
         raise UserError(
             f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model"
         )
-    overview = views.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed, scores=scores)
+    overview = views.overview(view, bootstrap=bootstrap, seed=seed)
     task_types = overview["task_types"][scope.focus]  # the Overview's table: the focus model's, Wilson intervals
-    flows = views.flows_view(store, resolved, matrix, scope.focus)
+    flows = views.flows_view(view, scope.focus)
     overlap = None
     if len(matrix.models) > 1:
-        overlap = views.compare_view(resolved, matrix, top=1, bootstrap=0)["overlap"]
+        overlap = views.compare_view(view, top=1, bootstrap=0)["overlap"]
     extra = ["--seed", str(seed), "--bootstrap", str(bootstrap)]
     root = Path(video_root) if video_root is not None else default_video_root(store.root)
     out: ReportData = {
@@ -137,7 +140,7 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
         "flows": cast(FlowsSummary, _without(flows, "scope")),
         "overlap": overlap,
         "policy": policy_section(store, resolved, bootstrap, seed),
-        "explain": explain_section(store, resolved, matrix),
+        "explain": explain_section(view),
         "gallery": gallery(store, matrix, gallery_items, seed, root),
     }
     return cast(ReportData, _clean(out))  # the same keys; NaN as null, NumPy scalars as Python

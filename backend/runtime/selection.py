@@ -28,7 +28,7 @@ from backend.export import from_cell
 from backend.runtime import logged_frames, rerun
 from backend.runtime.sampling import takes_seed
 from backend.scope.matrix import Matrix
-from backend.scope.resolve import Resolved
+from backend.scope.view import View
 from store import configs
 from store.errors import UserError
 from store.queue import MAX_QUEUED, JobQueue
@@ -298,13 +298,13 @@ def _share(k: int, n: int) -> dict:
     return {"k": k, "n": n, "value": k / n if n else None, "ci95": None if not n else [float(low[0]), float(high[0])]}
 
 
-def selected_ids(store: Store, resolved: Resolved, matrix: Matrix, model: str, sel: Selection) -> list[str]:
-    """The selection on a scope: a flow's items exactly as the Flows page lists them (within-noise flips too)."""
+def selected_ids(view: View, model: str, sel: Selection) -> list[str]:
+    """The selection on a view: a flow's items exactly as the Flows page lists them (within-noise flips too)."""
     if sel.kind != "flow":
-        return item_ids(matrix, model, sel)
+        return item_ids(view.matrix, model, sel)
     a, b, kind = sel.args
-    listed = views.flows_view(store, resolved, matrix, model, (a, b), kind, limit=None)["items"]
-    return item_ids(matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
+    listed = views.flows_view(view, model, (a, b), kind, limit=None)["items"]
+    return item_ids(view.matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
 
 
 def batch_report(root: str, batch: dict, baseline: str, label: str) -> dict:
@@ -315,13 +315,13 @@ def batch_report(root: str, batch: dict, baseline: str, label: str) -> dict:
     return {"batch": batch, "progress": progress(root, batch), "comparison": cmp}
 
 
-def rerun_selection(store: Store, resolved: Resolved, matrix: Matrix, model: str, sel: Selection, config: str,
-                    baseline: str | None = None, seed: int | None = None, force: bool = False) -> dict:  # fmt: skip
+def rerun_selection(view: View, model: str, sel: Selection, config: str, baseline: str | None = None,
+                    seed: int | None = None, force: bool = False) -> dict:  # fmt: skip
     """Submit the selection's re-run under ``config`` and report it (``batch_report``)."""
-    benchmark = resolved.scope.benchmark
+    benchmark = view.scope.benchmark
     if benchmark is None:
         raise UserError("a selection re-run needs --benchmark")
-    ids = selected_ids(store, resolved, matrix, model, sel)
-    base = baseline or sel.baseline(list(matrix.grid))
-    submitted = submit(str(store.root), batch_requests(model, benchmark, ids, config, seed, force))
-    return batch_report(str(store.root), submitted, base, sel.describe())
+    ids = selected_ids(view, model, sel)
+    base = baseline or sel.baseline(list(view.matrix.grid))
+    submitted = submit(view.root, batch_requests(model, benchmark, ids, config, seed, force))
+    return batch_report(view.root, submitted, base, sel.describe())

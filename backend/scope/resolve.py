@@ -20,7 +20,7 @@ from backend.contracts.common import ScopeHeader
 from backend.runtime import registry
 from backend.scope import binary
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, restrict
+from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, narrow, restrict
 from store import configs
 from store.errors import UserError
 from store.store import Store
@@ -84,9 +84,12 @@ class Scope:
                 known = [k for k in info["models"] if self.benchmark is None or self.benchmark in info["configs"][k]]
                 raise UserError(f"model {m!r} has no responses{where}: models there are {', '.join(known) or 'none'}")
 
-    def to_argv(self, *, model_flag: str = "--models") -> list[str]:
-        """The CLI flags that select this scope (the pages print them as the view's CLI twin)."""
-        argv = [model_flag, ",".join(self.models)]
+    def to_argv(self, *, model_flag: str | None = "--models") -> list[str]:
+        """The CLI flags that select this scope (the pages print them as the view's CLI twin).
+
+        ``model_flag`` is how the command names its models: ``--models`` (a list), ``--model`` (the
+        one-model commands, ``backend.views.single_scope``), or None (a command that takes none)."""
+        argv = [model_flag, ",".join(self.models)] if model_flag else []
         argv += ["--benchmark", self.benchmark] if self.benchmark else []
         argv += ["--grid", ",".join(self.grid)] if self.grid else []
         argv += self.item_filter.to_argv()
@@ -131,24 +134,49 @@ class Resolved:
     grid_source: str  # "default" | "given"
     grid_excluded: dict[str, dict] = field(default_factory=dict, hash=False, compare=False)
 
-    def load(self, store: Store, include_answers: bool = False) -> Matrix:
-        """The matched matrix of the scope's accuracy views, narrowed to its trajectory tag."""
-        return self.load_views(store, include_answers)[0]
+    def load(self, store: Store, include_answers: bool = False, base: Matrix | None = None) -> Matrix:
+        """The matched matrix of the scope's accuracy views, narrowed to its trajectory tag (``load_views``)."""
+        return self.load_views(store, include_answers, base)[0]
 
-    def load_views(self, store: Store, include_answers: bool = False) -> tuple[Matrix, Matrix]:
-        """The accuracy matrix and the score matrix of the scope, from one load (``scope_views``)."""
+    def load_views(
+        self, store: Store, include_answers: bool = False, base: Matrix | None = None
+    ) -> tuple[Matrix, Matrix]:
+        """The accuracy matrix and the score matrix of the scope, from one load (``scope_views``): the one
+        loader of the CLI and the pages.
+
+        ``base`` is the matrix of ``unfiltered()`` when the caller holds it (the pages cache it): the
+        item filter then cuts it in memory (``backend.scope.matrix.narrow``) where that is exact,
+        instead of rescanning every response.
+        """
         s = self.scope
         if len(s.grid) == 0:
             raise UserError(no_grid_message(s))
-        matrix = load_matrix(
-            store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns
-        )
+        matrix = narrow(store, base, s.item_filter) if base is not None and not include_answers else None
+        if matrix is None:
+            matrix = load_matrix(
+                store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns
+            )
         return scope_views(matrix, s)
 
-    def to_argv(self) -> list[str]:
+    def unfiltered(self) -> Resolved:
+        """The same models, benchmark, grid and re-run choice with no item filter, tag, noise toggle or score
+        cut-off (the stored verdicts): the matrix every filtered view of the grid is cut from, before any
+        cut-off drops or recodes a scored item (and the sidebar's filter choices)."""
+        bare = dataclasses.replace(self.scope, item_filter=ItemFilter(), tag=None, tag_model=None, beyond_noise=False,
+                                   score_cutoff=binary.STORED)  # fmt: skip
+        return dataclasses.replace(self, scope=bare)
+
+    def key(self) -> str:
+        """What a result computed on this resolved scope depends on, as a short string (a cache key).
+
+        Streamlit hashes a dataclass argument by deep-copying it into a dict (``dataclasses.asdict``),
+        4-11 ms a call: a ``repr`` of these few small values costs microseconds."""
+        return repr((self.scope, self.grid_source, sorted(self.grid_excluded)))
+
+    def to_argv(self, *, model_flag: str | None = "--models") -> list[str]:
         """The flags of the scope as the user chose it: a default grid stays "default" (no ``--grid``)."""
         chosen = dataclasses.replace(self.scope, grid=()) if self.grid_source == "default" else self.scope
-        return chosen.to_argv()
+        return chosen.to_argv(model_flag=model_flag)
 
     def header(self, matrix: Matrix | None = None) -> ScopeHeader:
         """The scope as every report's JSON states it (``scope`` key)."""
@@ -334,8 +362,10 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
                    "T in [0, 1] correct = score >= T, 'none' left out of accuracy (their scores stay)")  # fmt: skip
 
 
-def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str) -> str:
-    """The exact ``trajaudit ...`` line of a view (its CLI twin), ready to copy."""
+def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str,
+                 model_flag: str | None = "--models") -> str:  # fmt: skip
+    """The exact ``trajaudit ...`` line of a view (its CLI twin), ready to copy: every page's twin is built
+    here from its scope (``model_flag``: see ``Scope.to_argv``), never written out by hand."""
     argv = ["trajaudit", *command]
     argv += ["--store", str(store.root if isinstance(store, Store) else store)] if store else []
-    return shlex.join([*argv, *resolved.to_argv(), *extra])
+    return shlex.join([*argv, *resolved.to_argv(model_flag=model_flag), *extra])

@@ -1,10 +1,12 @@
 """Cached backend calls: every page asks here, so a filter change recomputes only what changed.
 
-Each cache key holds the store's root and version (``Store.version()`` grows with every write, so
-new data invalidates everything read before) and the view's resolved ``backend.scope.resolve.Scope``. The
-numbers come from ``backend.views``, the same functions the CLI twins print, so a page and its
-``--json`` twin cannot disagree. The matrix is a ``cache_resource`` (shared, never copied: pages
-treat it as read-only); reports derived from it are small and go through ``cache_data``.
+The sidebar's choices make a ``backend.scope.resolve.Resolved``; ``view`` opens its
+``backend.scope.view.View`` (store, version, resolved scope, matrix) with ``open_view``, the
+function the CLI opens its view with, and caches it (``cache_resource``: shared, never copied:
+pages treat it as read-only). Every key holds the store's root and version (``Store.version()``
+grows with every write, so new data invalidates everything read before). The numbers come from
+``backend.views``, the same functions the CLI twins print, so a page and its ``--json`` twin
+cannot disagree; reports derived from a view are small and go through ``cache_data``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import contextlib
 import dataclasses
 import io
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,61 +22,25 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.analysis import flows, noise
+from backend.contracts.audits import NoiseAudit
 from backend.contracts.inspector import ItemTexts
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.store import StoreContents
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
-from backend.runtime.video import thumbnails
+from backend.runtime.client import thumbnails
 from backend.scope import inspector
-from backend.scope.filters import ItemFilter
 from backend.scope.items import flat_table, trajectory_table
-from backend.scope.matrix import Matrix, available, load_matrix, narrow
-from backend.scope.resolve import Resolved, scope_views
-from backend.scope.resolve import Scope as BackendScope
+from backend.scope.matrix import available
+from backend.scope.resolve import Resolved
+from backend.scope.view import View, open_view, view_key
 from store.store import Store
 
 BOOTSTRAP = 1000
 THUMB_HEIGHT = 72
 
 
-@dataclass(frozen=True)
-class Scope:
-    """What a view is about, on which store version: hashable, the cache key of everything computed for it.
-
-    The view's fields (``benchmark``, ``models``, ``grid``, ``focus``, ``item_filter``, ``tag``)
-    read through to the resolved backend scope, which the CLI twin builds from its flags.
-    """
-
-    root: str
-    version: int
-    resolved: Resolved
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "resolved":  # unpickling asks before the fields exist
-            raise AttributeError(name)
-        return getattr(self.resolved.scope, name)
-
-    @classmethod
-    def of(cls, root: str, scope: BackendScope) -> Scope:
-        """The view of ``scope`` on the store at ``root`` as it is now (resolved: default grid applied)."""
-        store = Store(root)
-        return cls(str(store.root), store.version(), scope.resolve(store))
-
-    def with_noise(self, beyond_noise: bool) -> Scope:
-        """The same view with the "hide within-noise flips" toggle set (Overview, Flows)."""
-        inner = dataclasses.replace(self.resolved.scope, beyond_noise=beyond_noise)
-        return dataclasses.replace(self, resolved=dataclasses.replace(self.resolved, scope=inner))
-
-
-def scope_key(scope: Scope) -> str:
-    """What a result cached on ``scope`` depends on. Streamlit hashes a dataclass argument by deep-copying
-    it into a dict (``dataclasses.asdict``) on every call, which a cold Overview pays many times."""
-    r = scope.resolved
-    return repr((scope.root, scope.version, r.scope, r.grid_source, sorted(r.grid_excluded)))
-
-
-SCOPE_HASH = {Scope: scope_key}
+HASH = {View: View.key, Resolved: Resolved.key}  # cheap keys (Resolved.key says why)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -98,25 +63,36 @@ def _open_snapshot(root: str) -> None:
         Store(root).connect().close()
 
 
-@st.cache_resource(show_spinner="Loading the response matrix…", max_entries=8)
-def _matched(
-    root: str, version: int, models: tuple, benchmark: str, grid: tuple, item_filter: ItemFilter, reruns: bool
-) -> Matrix:
-    """A filter change cuts the cached unfiltered matrix in memory (``backend.scope.matrix.narrow``) when
-    that is exact, instead of rescanning every response."""
-    if not item_filter.is_empty():
-        full = _matched(root, version, models, benchmark, grid, ItemFilter(), reruns)
-        cut = narrow(Store(root), full, item_filter)
-        if cut is not None:
-            return cut
-    return load_matrix(Store(root), list(models), benchmark, list(grid), item_filter, include_reruns=reruns)
+def view(root: str, version: int, resolved: Resolved) -> View:
+    """The cached ``View`` of ``resolved`` on the store at ``root`` (``version``): ``open_view``, as the CLI opens it."""
+    return _view(view_key(root, version, resolved), root, version, resolved)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) -> dict:
-    """Filter choices present among the matched items (durations ordered by their length in seconds), and
-    whether some of their responses carry a score (the sidebar offers the score cut-off then)."""
-    full = _matched(root, version, models, benchmark, grid, ItemFilter(), False)
+@st.cache_resource(show_spinner="Loading the response matrix…", max_entries=16)
+def _view(key: str, root: str, version: int, _resolved: Resolved) -> View:
+    """Keyed on ``key`` alone (``view_key``: cheap). A filter or tag change cuts the cached matrix of the
+    unfiltered view (``Resolved.unfiltered``) in memory instead of rescanning every response, and the
+    noise toggle, which changes no item, reuses the matrix of the view without it."""
+    store, s = Store(root), _resolved.scope
+    if s.beyond_noise:
+        quiet = dataclasses.replace(_resolved, scope=dataclasses.replace(s, beyond_noise=False))
+        return dataclasses.replace(view(root, version, quiet), resolved=_resolved)
+    bare = _resolved.unfiltered()
+    base = None if bare.scope == s else view(root, version, bare).matrix
+    return open_view(store, _resolved, version=version, base=base)
+
+
+def restate(v: View, **changes: object) -> View:
+    """The same view with some scope fields changed (the noise toggle, the explain panel's untagged view)."""
+    resolved = dataclasses.replace(v.resolved, scope=dataclasses.replace(v.scope, **changes))
+    return view(v.root, v.version, resolved)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def facets(root: str, version: int, resolved: Resolved) -> dict:
+    """Filter choices present among the matched items of the unfiltered view (durations ordered by their length),
+    and whether some of their responses carry a score (the sidebar offers the score cut-off then)."""
+    full = view(root, version, resolved.unfiltered()).matrix
     items = full.items
     durations = (
         items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
@@ -125,65 +101,79 @@ def facets(root: str, version: int, models: tuple, benchmark: str, grid: tuple) 
             "scored": bool(np.isfinite(full.score).any())}  # fmt: skip
 
 
-@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
-def _views(scope: Scope) -> tuple[Matrix, Matrix]:
-    """The scope's accuracy and score matrices (``Resolved.load_views``): score cut-off, then trajectory tag."""
-    s = scope.resolved.scope
-    full = _matched(scope.root, scope.version, s.models, s.benchmark, s.grid, s.item_filter, s.include_reruns)
-    return scope_views(full, s)
-
-
-def matrix(scope: Scope) -> Matrix:
-    """The matched matrix of the scope's accuracy views (``Resolved.load``)."""
-    return _views(scope)[0]
-
-
-def score_matrix(scope: Scope) -> Matrix:
-    """The matched matrix of the scope's score views: every scored item, whatever the cut-off."""
-    return _views(scope)[1]
-
-
-@st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=SCOPE_HASH)
-def overview(scope: Scope) -> OverviewReport:
+@st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=HASH)
+def overview(v: View) -> OverviewReport:
     """``trajaudit metrics --json`` for the view."""
-    return views.overview(
-        Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP, scores=score_matrix(scope)
-    )
+    return views.overview(v, bootstrap=BOOTSTRAP)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> FlowsReport:
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def flows_view(v: View, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> FlowsReport:
     """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
-    return views.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
+    return views.flows_view(v, model, pair, kind, limit=None)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def flow_item_list(v: View, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
     """Every item of one flow: ``trajaudit flows --from A --to B --kind K``'s items, as a table."""
-    return views.flow_item_table(Store(scope.root), scope.resolved, matrix(scope), model, (a, b), kind)
+    return views.flow_item_table(v, model, (a, b), kind)
 
 
-@st.cache_resource(show_spinner="Counting repeats…", max_entries=8, hash_funcs=SCOPE_HASH)
-def noise_profile(scope: Scope) -> noise.NoiseProfile:
-    """Repeat counts and flip rates of the scope's cells."""
-    return noise.noise_profile(Store(scope.root), matrix(scope))
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def heatmap(v: View, model: str, max_rows: int) -> dict:
+    """The Items page's trajectory heatmap (its class counts are ``trajaudit flows --json``'s ``trajectory_classes``)."""
+    return views.heatmap(v, model, max_rows)
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
-def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
-    return flows.heatmap(matrix(scope), model, max_rows=max_rows)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def item_page(v: View, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
     """``trajaudit items --sort S --page P --json`` for the view."""
-    return views.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
+    return views.items_page(v, model, sort, descending, page, size)
 
 
-@st.cache_data(show_spinner="Preparing the export…", max_entries=8, hash_funcs=SCOPE_HASH)
-def items_export(scope: Scope, model: str) -> pd.DataFrame:
+def single(v: View, grid: tuple[str, ...] = ()) -> Resolved:
+    """The one-model commands' scope of the view (``views.single_scope``: Policies, Audits), resolved."""
+    return views.single_scope(v.scope, grid).resolve(v.store, store_info(v.root, v.version))
+
+
+@st.cache_resource(show_spinner="Loading the ladder…", max_entries=8, hash_funcs=HASH)
+def ladder(root: str, version: int, resolved: Resolved, labels: tuple[str, ...]) -> views.Ladder:
+    """The focus model's responses on the policy ladder (``views.load_ladder``, as ``trajaudit cascade`` loads them)."""
+    return views.load_ladder(Store(root), resolved, list(labels))
+
+
+@st.cache_data(show_spinner="Sweeping thresholds…", max_entries=64, hash_funcs=HASH)
+def cascade_view(
+    root: str, version: int, resolved: Resolved, labels: tuple[str, ...], threshold: float | None
+) -> CascadeThresholdReport | CascadeSweepReport:
+    """``trajaudit cascade --sweep --json`` (``threshold`` None) or ``--threshold T --json``."""
+    return views.cascade_view(ladder(root, version, resolved, labels), resolved, threshold)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def fixed_budgets(root: str, version: int, resolved: Resolved, labels: tuple[str, ...]) -> list[PredictorRow]:
+    """Fixed budgets and the oracle (the first rows of ``trajaudit predictor --json``'s frontier)."""
+    return views.fixed_budgets(ladder(root, version, resolved, labels))
+
+
+@st.cache_data(show_spinner="Cross-validating the budget predictor…", max_entries=16, hash_funcs=HASH)
+def predictor_view(
+    root: str, version: int, resolved: Resolved, labels: tuple[str, ...], folds: int, seed: int
+) -> PredictorReport:
+    """``trajaudit predictor --json``."""
+    return views.predictor_view(ladder(root, version, resolved, labels), resolved, folds, seed)
+
+
+@st.cache_data(show_spinner="Counting repeats…", max_entries=16, hash_funcs=HASH)
+def noise_audit(v: View) -> tuple[NoiseAudit, pd.DataFrame]:
+    """``trajaudit audit noise --json`` of a one-model view, and its items with repeats (noisiest first)."""
+    return views.noise_audit(v), views.noise_items(v)
+
+
+@st.cache_data(show_spinner="Preparing the export…", max_entries=8, hash_funcs=HASH)
+def items_export(v: View, model: str) -> pd.DataFrame:
     """Every filtered item of ``model``, flat: the same table as ``trajaudit items --format csv``."""
-    table = trajectory_table(matrix(scope), model)
+    table = trajectory_table(v.matrix, model)
     return flat_table(table, table.attrs["grid"])
 
 
@@ -198,10 +188,10 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-@st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=SCOPE_HASH)
-def compare_view(scope: Scope, top: int) -> CompareReport:
+@st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=HASH)
+def compare_view(v: View, top: int) -> CompareReport:
     """``trajaudit compare --json`` for the view."""
-    return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP, scores=score_matrix(scope))
+    return views.compare_view(v, top=top, bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -216,10 +206,10 @@ def _video(
     return inspector.locate_video(video_root, rel, Store(root), benchmark, item_id)
 
 
-def video(video_root: str, scope: Scope, item: dict) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
+def video(video_root: str, v: View, item: dict) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
     """The item's video (the catalog's link first, then ``items.video``), probed; cached for a few minutes
     (files may appear or change) and per store version (a new link shows at once)."""
-    return _video(video_root, item.get("video"), scope.root, scope.version, scope.benchmark, str(item["item_id"]))
+    return _video(video_root, item.get("video"), v.root, v.version, v.scope.benchmark, str(item["item_id"]))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -10,7 +10,6 @@ expander is open: slice finding costs a few hundred milliseconds.
 
 from __future__ import annotations
 
-import dataclasses
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -22,24 +21,21 @@ from backend.analysis.tags import TAGS
 from backend.contracts.explain import ExplainReport
 from backend.present.text import interval
 from backend.report import figures
-from backend.runtime.selection import Selection
-from backend.scope.resolve import command_line
+from backend.runtime.client import Selection
+from backend.scope.view import View
 from pages.common import data, state, ui
-from store.store import Store
 
 
-def explain_scope(scope: data.Scope) -> data.Scope:
+def explain_scope(view: View) -> View:
     """The view without the sidebar's trajectory tag and noise toggle: slices compare a selection with every
     matched item (under a tag every item would be in it), and ``trajaudit explain`` counts every flip."""
-    inner = dataclasses.replace(scope.resolved.scope, tag=None, tag_model=None, beyond_noise=False)
-    return dataclasses.replace(scope, resolved=dataclasses.replace(scope.resolved, scope=inner))
+    return data.restate(view, tag=None, tag_model=None, beyond_noise=False)
 
 
-@st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.SCOPE_HASH)
-def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
-    """``trajaudit explain --json`` of ``model``'s ``target`` on ``scope`` (an ``explain_scope``)."""
-    return views.explain_view(Store(scope.root), scope.resolved, data.matrix(scope), model, target,
-                              top=25, exclude_unparsed=exclude_unparsed)  # fmt: skip
+@st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.HASH)
+def report(view: View, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
+    """``trajaudit explain --json`` of ``model``'s ``target`` on ``view`` (an ``explain_scope``)."""
+    return views.explain_view(view, model, target, top=25, exclude_unparsed=exclude_unparsed)
 
 
 def walk_link(ids: list[str] | None) -> str | None:
@@ -133,17 +129,17 @@ def _agreement(out: dict) -> None:
     st.markdown(f"{text}: [walk them in the Inspector]({link})" if link else f"{text}.")
 
 
-def panel(scope: data.Scope, target: Target, key: str) -> None:
+def panel(view: View, target: Target, key: str) -> None:
     """The panel for ``target`` of the focus model, in an expander drawn while open."""
     box = st.expander(f"Why these items? What {target.describe()} has in common", key=f"explain-{key}",
                       on_change="rerun", icon=":material/query_stats:")  # fmt: skip
     if not box.open:
         return
     with box:
-        model, tagged, scope = scope.focus, bool(scope.tag or scope.beyond_noise), explain_scope(scope)
+        model, tagged, view = view.scope.focus, bool(view.scope.tag or view.scope.beyond_noise), explain_scope(view)
         exclude = st.toggle("Leave out items whose raw output was unreadable", key=f"explain-x-{key}",
                             help="empty, degenerate (one character repeated) or unparsed at the configurations checked")  # fmt: skip
-        out = report(scope, model, target, exclude)
+        out = report(view, model, target, exclude)
         if out["n_selected"] == 0:
             st.info("No item selected: nothing to explain.")
             return
@@ -162,8 +158,7 @@ def panel(scope: data.Scope, target: Target, key: str) -> None:
         _answers(out)
         _agreement(out)
         extra = target.to_argv() or ["--items", "ITEMS.txt"]
-        line = command_line(["explain", "--model", model], scope.resolved, scope.root, *extra,
-                            *(["--exclude-unparsed"] if exclude else []), "--json")  # fmt: skip
+        line = view.twin(["explain", "--model", model], *extra, *(["--exclude-unparsed"] if exclude else []), "--json")
         st.markdown("**CLI twin** (the same numbers as JSON)")
         st.code(line, language="bash", wrap_lines=True)
         if target.kind == "items":
@@ -171,8 +166,8 @@ def panel(scope: data.Scope, target: Target, key: str) -> None:
                                on_click="ignore", key=f"explain-ids-{key}")  # fmt: skip
 
 
-def tag_panel(scope: data.Scope) -> None:
+def tag_panel(view: View) -> None:
     """Overview: the panel for one trajectory tag of the focus model (the sidebar's tag, else text overwrite)."""
-    default = scope.tag or ("text-overwrite" if "text" in scope.grid else "confused")
+    default = view.scope.tag or ("text-overwrite" if "text" in view.scope.grid else "confused")
     tag = st.selectbox("Explain the items with the tag", TAGS, index=TAGS.index(default), key="explain-tag")
-    panel(scope, Target("tag", (tag,)), f"tag-{tag}")
+    panel(view, Target("tag", (tag,)), f"tag-{tag}")

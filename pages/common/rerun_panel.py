@@ -1,7 +1,7 @@
 """The inspector's live re-run panel: run this item under another budget, watch the job, see its answer.
 
 The form names a configuration (frames, spatial budget, sampling policy, seed) for a registered
-model; Run hands it to ``backend.runtime.rerun.submit``, which answers from the store when an identical
+model; Run hands it to ``backend.runtime.client.submit``, which answers from the store when an identical
 request is stored, or queues a job. When no worker of the model is online, a local one is started
 (``backend.runtime.worker_pool.ensure_local_worker``). The job's state is polled by a fragment that reruns
 every second, without reloading the page; once the job ends the whole page reruns, so the
@@ -18,11 +18,17 @@ import streamlit as st
 
 from backend.contracts.runs import PHASES
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
-from backend.runtime import registry, rerun, sampling, selection
-from backend.runtime.logged_frames import LOGGED
-from backend.runtime.sampling import timestamps
-from backend.runtime.selection import Selection
-from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
+from backend.runtime import client
+from backend.runtime.client import (
+    LOGGED,
+    Selection,
+    ensure_local_worker,
+    job_status,
+    local_worker,
+    timestamps,
+    worker_log,
+)
+from backend.scope.view import View
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
@@ -35,48 +41,46 @@ _STATE_ICONS = {"queued": ":material/hourglass_top:", "running": ":material/prog
                 "failed": ":material/error:", "cancelled": ":material/block:"}  # fmt: skip
 
 
-def rerun_panel(scope: data.Scope, item: dict, thumb_dir: str) -> None:
+def rerun_panel(view: View, item: dict, thumb_dir: str) -> None:
     """The panel, below the frame strips of ``item`` (thumbnails cached under ``thumb_dir``)."""
     with st.container(border=True):
         st.subheader("Re-run this item")
-        specs = registry.list_models(scope.root)
+        specs = client.list_models(view.root)
         if not specs:
             st.info(
                 "No model is registered in this store, so there is nothing to re-run with. Register a local "
-                f"checkpoint: `trajaudit models add NAME --family qwen2_5_vl --path /path/to/checkpoint --store {scope.root}` "
-                f"(or a tiny random-weights one for a pipeline demo: `trajaudit models demo NAME --store {scope.root}`).",
+                f"checkpoint: `trajaudit models add NAME --family qwen2_5_vl --path /path/to/checkpoint --store {view.root}` "
+                f"(or a tiny random-weights one for a pipeline demo: `trajaudit models demo NAME --store {view.root}`).",
                 icon=":material/extension:",
             )
             return
-        key = (scope.root, scope.benchmark, str(item["item_id"]))
-        submitted = _form(scope, item, specs)
+        key = (view.root, view.scope.benchmark, str(item["item_id"]))
+        submitted = _form(view, item, specs)
         if submitted is not None:
             st.session_state.setdefault(_LAST, {})[key] = submitted
         last = st.session_state.get(_LAST, {}).get(key)
         if last is None:
             return
         if "outcome" in last:
-            _result(scope, item, last["outcome"], thumb_dir)
+            _result(view, item, last["outcome"], thumb_dir)
             return
         try:
-            status = job_status(scope.root, last["job_id"])
+            status = job_status(view.root, last["job_id"])
         except UserError:  # the queue was reset (a rebuilt store): forget the job
             del st.session_state[_LAST][key]
             return
-        if status["state"] in rerun.FINAL_STATES:
-            _result(scope, item, status, thumb_dir)
+        if status["state"] in client.FINAL_STATES:
+            _result(view, item, status, thumb_dir)
         else:
-            _live_status(scope.root, last["job_id"], last["model"])
+            _live_status(view.root, last["job_id"], last["model"])
 
 
-def _request(
-    scope: data.Scope, specs: list[registry.ModelSpec], what: str, prefix: str = "rerun"
-) -> tuple[str, str] | None:
+def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str = "rerun") -> tuple[str, str] | None:
     """The request widgets (model, frames, spatial budget, policy, seed): (model, label), or None if invalid."""
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
     top = st.columns([2.4, 1, 1.3, 1.3, 0.9], vertical_alignment="bottom")
-    default = names.index(scope.focus) if scope.focus in by_name else 0
+    default = names.index(view.scope.focus) if view.scope.focus in by_name else 0
     model = top[0].selectbox("Model", names, index=default, key=f"{prefix}_model",
                              format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n)  # fmt: skip
     spec = by_name[model]
@@ -87,7 +91,7 @@ def _request(
     pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
                                    help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
     policy = top[3].selectbox(
-        "Sampling policy", [*sampling.NAMES, LOGGED], key=f"{prefix}_policy",
+        "Sampling policy", [*client.SAMPLING_POLICIES, LOGGED], key=f"{prefix}_policy",
         format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
         help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
         "(a protocol check: the re-run should agree with it).",
@@ -100,7 +104,7 @@ def _request(
         seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
                                    help="For the random policy only.")  # fmt: skip
     try:
-        label = configs.make_label(int(frames), pixels_k or None, sampling.spell(policy, seed, rate))
+        label = configs.make_label(int(frames), pixels_k or None, client.spell_policy(policy, seed, rate))
     except (ConfigLabelError, UserError) as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
@@ -108,7 +112,7 @@ def _request(
     return model, label
 
 
-def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: str) -> None:
+def _start_worker(root: str, model: str, spec: client.ModelSpec | None, jobs: str) -> None:
     """Start a local worker for queued jobs when none is online (the dashboard never imports torch)."""
     try:
         # The dashboard cannot see GPUs: a worker it starts runs on the CPU unless the registry pins
@@ -128,24 +132,24 @@ def _start_worker(root: str, model: str, spec: registry.ModelSpec | None, jobs: 
             )
 
 
-def _form(scope: data.Scope, item: dict, specs: list[registry.ModelSpec]) -> dict | None:
+def _form(view: View, item: dict, specs: list[client.ModelSpec]) -> dict | None:
     """The request widgets and the Run button; what to remember about a submitted request, else None."""
-    request = _request(scope, specs, f"item {ui.code(item['item_id'])}")
+    request = _request(view, specs, f"item {ui.code(item['item_id'])}")
     run_col, force_col, _ = st.columns([1, 1.4, 5.6], vertical_alignment="center")
     force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
     if not run_col.button("Run", type="primary", width="stretch", key="rerun_run", disabled=request is None):
         return None
     model, label = request
     try:
-        out = rerun.submit(
-            scope.root, rerun.RerunRequest(model, scope.benchmark, str(item["item_id"]), label, force=force)
+        out = client.submit(
+            view.root, client.RerunRequest(model, view.scope.benchmark, str(item["item_id"]), label, force=force)
         )
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
     if out["from_store"]:
         return {"outcome": out}
-    _start_worker(scope.root, model, registry.load(scope.root).get(model), f"Job {out['job_id']} is")
+    _start_worker(view.root, model, client.registered(view.root).get(model), f"Job {out['job_id']} is")
     return {"job_id": out["job_id"], "model": model}
 
 
@@ -158,7 +162,7 @@ def _live_status(root: str, job_id: int, model: str) -> None:
     """The job's state, redrawn every second; the whole page reruns once the job has ended."""
     status = job_status(root, job_id)
     job = status["job"]
-    if status["state"] in rerun.FINAL_STATES:
+    if status["state"] in client.FINAL_STATES:
         st.rerun()
     elapsed = (
         f"waiting {job['waited_s']:.1f} s"
@@ -190,13 +194,13 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         )
     if st.button("Cancel job", key=f"rerun_cancel_{job_id}"):
         try:
-            rerun.cancel(root, job_id)
+            client.cancel(root, job_id)
         except UserError as exc:
             st.error(ui.escape_md(exc), icon=":material/warning:")
         st.rerun()
 
 
-def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
+def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
     """A finished request: its verdict, option probabilities, phase timings and frame strip."""
     label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
     if out["state"] == "failed":  # the job's error is one line (the worker keeps the traceback in its log)
@@ -218,7 +222,7 @@ def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
         job = out["job"]
         st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
                    "the new point is on the charts above, marked as a live re-run.", icon=":material/check_circle:")  # fmt: skip
-    spec = registry.load(scope.root).get(out["model"])
+    spec = client.registered(view.root).get(out["model"])
     note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
     if note:
         st.warning(
@@ -245,7 +249,7 @@ def _result(scope: data.Scope, item: dict, out: dict, thumb_dir: str) -> None:
             ui.chart(_timings_chart(out["timings"]), f"rerun-timings-{item['item_id']}")
         else:
             st.caption("No phase timings stored for this answer (only a worker's re-runs record them).")
-    _strip(scope, item, out["frame_indices"], thumb_dir)
+    _strip(view, item, out["frame_indices"], thumb_dir)
 
 
 def _probs_chart(probs: dict[str, float], answer: str | None, target: str | None) -> go.Figure:
@@ -274,11 +278,11 @@ def _compact(fig: go.Figure) -> go.Figure:
     return fig.update_layout(showlegend=False, margin={"t": 40})
 
 
-def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: str) -> None:
+def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) -> None:
     if not indices:
         st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
         return
-    path, info, problem = data.video(str(sidebar.video_root(scope)), scope, item)
+    path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     st.markdown(f"**Frames this run saw** · {len(indices)} frames")
     if path is None:
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
@@ -294,33 +298,33 @@ def _strip(scope: data.Scope, item: dict, indices: list[int] | None, thumb_dir: 
 _BATCH = "_rerun_batch"  # session state: (store, benchmark, selection) -> {"batch", "baseline", "label"}
 
 
-def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], key: str) -> None:
+def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str) -> None:
     """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
 
     The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
-    drawn is its ``comparison`` (``backend.runtime.selection.batch_report``).
+    drawn is its ``comparison`` (``backend.runtime.client.batch_report``).
     """
     sel = sel or Selection("filtered")
     label = sel.describe()
     with st.container(border=True):
         st.subheader(f"Re-run {_items(len(ids))} together")
-        specs = registry.list_models(scope.root)
+        specs = client.list_models(view.root)
         if not specs:
             st.button(f"Re-run {_items(len(ids))}", disabled=True, key=f"{key}-run",
                       help="No model is registered in this store: `trajaudit models add` registers one.")  # fmt: skip
             st.caption("Disabled: no model is registered in this store, so there is nothing to re-run with "
-                       f"({ui.code(f'trajaudit models add NAME --family ... --path ... --store {scope.root}')}).")  # fmt: skip
+                       f"({ui.code(f'trajaudit models add NAME --family ... --path ... --store {view.root}')}).")  # fmt: skip
             return
-        request = _request(scope, specs, f"{_items(len(ids))} ({ui.escape_md(label)})", prefix=key)
-        remembered = (scope.root, scope.benchmark, tuple(sel.to_url()))
-        baseline = sel.baseline(list(scope.grid))
+        request = _request(view, specs, f"{_items(len(ids))} ({ui.escape_md(label)})", prefix=key)
+        remembered = (view.root, view.scope.benchmark, tuple(sel.to_url()))
+        baseline = sel.baseline(list(view.scope.grid))
         run = st.button(
             f"Re-run {_items(len(ids))}", type="primary", key=f"{key}-run", disabled=request is None or not ids
         )
         if run and request is not None:
             model, config = request
             try:
-                batch = selection.submit(scope.root, selection.batch_requests(model, scope.benchmark, ids, config))
+                batch = client.submit_batch(view.root, client.batch_requests(model, view.scope.benchmark, ids, config))
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             else:
@@ -331,23 +335,23 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
                 }
                 if batch["from_store"] < len(ids):
                     _start_worker(
-                        scope.root,
+                        view.root,
                         model,
-                        registry.load(scope.root).get(model),
+                        client.registered(view.root).get(model),
                         f"{len(ids) - batch['from_store']} jobs",
                     )
         last = st.session_state.get(_BATCH, {}).get(remembered)
         if last is None:
             return
         try:
-            progress = selection.progress(scope.root, last["batch"])
+            progress = client.batch_progress(view.root, last["batch"])
         except UserError:  # the queue was reset (a rebuilt store)
             del st.session_state[_BATCH][remembered]
             return
         if progress["finished"]:
-            _comparison(scope, sel, last)
+            _comparison(view, sel, last)
         else:
-            _batch_progress(scope.root, remembered)
+            _batch_progress(view.root, remembered)
 
 
 def _items(n: int) -> str:
@@ -358,7 +362,7 @@ def _items(n: int) -> str:
 def _batch_progress(root: str, remembered: tuple) -> None:
     """A progress bar over the batch's jobs and a cancel button; the page reruns once every job ended."""
     last = st.session_state[_BATCH][remembered]
-    progress = selection.progress(root, last["batch"])
+    progress = client.batch_progress(root, last["batch"])
     if progress["finished"]:
         st.rerun()
     counts = progress["counts"]
@@ -368,15 +372,15 @@ def _batch_progress(root: str, remembered: tuple) -> None:
         text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v),
     )
     if st.button("Cancel the queued jobs", key=f"batch-cancel-{remembered[2]}"):
-        n = selection.cancel(root, last["batch"])
+        n = client.cancel_batch(root, last["batch"])
         st.toast(f"Cancelled {n} queued jobs (running ones finish).", icon=":material/block:")
         st.rerun()
 
 
-def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
+def _comparison(view: View, sel: Selection, last: dict) -> None:
     """The finished batch against its baseline: the sentence, and the items side by side."""
     batch = last["batch"]
-    report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
+    report = client.batch_report(view.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
     counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (
@@ -385,11 +389,11 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
         else ""
     )
     if failure is not None:  # one line; the worker's log holds the traceback
-        log = worker_log(scope.root, batch["model"])
+        log = worker_log(view.root, batch["model"])
         where = f" · worker log: {ui.code(log)}" if log else ""
         st.error(f"Failed jobs: {ui.escape_md(failure)}{where}", icon=":material/error:")
     st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
-    spec = registry.load(scope.root).get(batch["model"])
+    spec = client.registered(view.root).get(batch["model"])
     if spec is not None and spec.note:
         st.warning(
             f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",
@@ -420,7 +424,7 @@ def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
     ui.twin(
-        scope,
+        view,
         ["rerun", "--model", batch["model"]],
         *which,
         "--config",

@@ -18,11 +18,10 @@ import streamlit as st
 from backend.contracts.views import ScoreFlows, ScoreTransition
 from backend.report import tables
 from backend.report.palette import CORRECT, NEUTRAL, WRONG
-from backend.runtime.selection import Selection
+from backend.runtime.client import Selection
 from backend.scope.binary import NONE, STORED
-from backend.scope.resolve import command_line
+from backend.scope.view import View
 from pages.common import charts, score_data, state, ui, walk
-from pages.common.data import Scope
 
 # The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
 CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))
@@ -96,7 +95,7 @@ def show_by_model(table: tables.Table, name: str) -> None:
     ui.downloads(frame, name)
 
 
-def overview_section(scope: Scope, metrics: dict, colours: dict[str, str]) -> None:
+def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
     """The Overview's score section (``metrics --json``'s ``continuous`` per model)."""
     models = scored(metrics["models"])
     if not models:
@@ -105,10 +104,10 @@ def overview_section(scope: Scope, metrics: dict, colours: dict[str, str]) -> No
     n = max(c["n_items"] for c in models.values())
     st.caption(f"Score points (mean score × 100) over the {n:,} items scored at every configuration, with 95% paired-"
                "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together.")  # fmt: skip
-    focus = models.get(scope.focus)
+    focus = models.get(v.scope.focus)
     if focus is not None:
         with st.container(border=True):
-            st.html(f"<b>{ui.swatch(colours[scope.focus], scope.focus)}</b>")
+            st.html(f"<b>{ui.swatch(colours[v.scope.focus], v.scope.focus)}</b>")
             worst = max(focus["transitions"], key=lambda t: t["regression_rate"], default=None)
             cis = focus["ci"].get("regression_rate") or [None] * len(focus["transitions"])
             c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.4])
@@ -222,10 +221,10 @@ def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
     return None
 
 
-def band_items(scope: Scope, band: tuple[str, str, str], tolerance: float) -> None:
+def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
     """The opened band's items, largest change first: a row opens the Inspector, walking these items."""
     a, b, kind = band
-    view = score_data.score_flows(scope, scope.focus, (a, b), kind, tolerance)
+    view = score_data.score_flows(v, v.scope.focus, (a, b), kind, tolerance)
     items = pd.DataFrame(view.get("items", []))
     st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {view['n_flow_items']:,} items**")
     if items.empty:
@@ -254,12 +253,12 @@ def band_items(scope: Scope, band: tuple[str, str, str], tolerance: float) -> No
                        "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
                        "delta": st.column_config.NumberColumn("change", format="%+.3f")},
     )  # fmt: skip
-    ui.downloads(items, f"score-flow-{scope.focus}-{a}-{b}-{kind}", key=key)
+    ui.downloads(items, f"score-flow-{v.scope.focus}-{a}-{b}-{kind}", key=key)
 
 
-def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
+def flows_section(v: View, pair: tuple[str, str] | None) -> None:
     """The Flows page's score section (``flows --scores``): bands per transition, a click lists a band's items."""
-    if not score_data.has_scores(scope):
+    if not score_data.has_scores(v):
         return
     st.subheader("Scores: open-ended items")
     left, _ = st.columns([1, 3])
@@ -267,15 +266,15 @@ def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
                                  max_value=1.0, step=0.01, format="%.2f",
                                  help="A score change of at most this counts as unchanged (METRICS.md's tolerance e; "
                                  "same as --tolerance)."))  # fmt: skip
-    view = score_data.score_flows(scope, scope.focus, pair, None, tolerance)
+    view = score_data.score_flows(v, v.scope.focus, pair, None, tolerance)
     if view["n_items"] == 0:
-        st.info(f"{scope.focus} has no item scored at every configuration of the grid.")
+        st.info(f"{v.scope.focus} has no item scored at every configuration of the grid.")
         return
     st.caption(f"{view['n_items']:,} items scored at every configuration ({view['n_unscored']:,} others without a score "
                f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
                f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
                "its items.")  # fmt: skip
-    key = f"score-bands-{scope.focus}"
+    key = f"score-bands-{v.scope.focus}"
     st.vega_lite_chart(band_chart(view), width="stretch", theme=None, key=key, on_select=lambda: _band_from_chart(key),
                        selection_mode="band")  # fmt: skip
     table = pd.DataFrame([{"from": t["from"], "to": t["to"], "band": kind, "items": band_counts(t)[kind],
@@ -286,10 +285,10 @@ def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
         column_config={"share": st.column_config.NumberColumn("share of scored items", format="percent"),
                        "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g")},
     )  # fmt: skip
-    ui.downloads(table, f"score-flows-{scope.focus}")
+    ui.downloads(table, f"score-flows-{v.scope.focus}")
     band = opened_band(view)
     if band is not None:
-        band_items(scope, band, tolerance)
+        band_items(v, band, tolerance)
     flags = ["--scores", "--tolerance", f"{tolerance:g}"]
     flags += (
         ["--from", band[0], "--to", band[1], "--kind", band[2]]
@@ -300,5 +299,5 @@ def flows_section(scope: Scope, pair: tuple[str, str] | None) -> None:
     )
     box = st.expander("CLI twin of the score flows", key="cli-twin-scores", on_change="rerun")
     if box.open:
-        line = command_line(["flows", "--model", scope.focus], scope.resolved, scope.root, *flags, "--json")
+        line = v.twin(["flows", "--model", v.scope.focus], *flags, "--json")
         box.code(line, language="bash", wrap_lines=True)

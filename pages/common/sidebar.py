@@ -1,4 +1,4 @@
-"""The shared sidebar: store, benchmark, models, focus model, grid and item filters -> one ``Scope``.
+"""The shared sidebar: store, benchmark, models, focus model, grid and item filters -> one ``View``.
 
 Every choice is URL state (``pages.common.state``). The grid offers the configurations every
 selected model has (the matched grid); a fresh view starts on their budget ladder
@@ -7,6 +7,7 @@ selected model has (the matched grid); a fresh view starts on their budget ladde
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -22,6 +23,7 @@ from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
 from backend.scope.resolve import Scope, default_grid
+from backend.scope.view import View
 from pages.common import data, scores, state, ui
 from store import configs
 from store.store import MANIFEST, Store
@@ -110,8 +112,8 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
     return Store(config.stores[name]), name == config.default
 
 
-def draw() -> data.Scope | None:
-    """Draw the sidebar and return the view's scope (the page stops on an empty store)."""
+def draw() -> View | None:
+    """Draw the sidebar and return the view it selects (the page stops on an empty store)."""
     sb = st.sidebar
     store, default_store = _store(sb)
     if store.is_empty():
@@ -152,7 +154,9 @@ def draw() -> data.Scope | None:
         return None
 
     sb.markdown("**Items**")
-    choices = data.facets(str(store.root), version, tuple(models), bench, tuple(grid))
+    grid_choice = () if grid == default else tuple(grid)  # the default grid stays "default" in the CLI twin
+    bare = Scope(benchmark=bench, models=tuple(models), grid=grid_choice, tag_model=focus, include_reruns=reruns)
+    choices = data.facets(str(store.root), version, bare.resolve(store, info))
     tasks = state.bind(sb.multiselect, "task", "Task type", options=choices["task_types"], default=[])
     durations = state.bind(sb.multiselect, "dur", "Duration", options=choices["durations"], default=[])
     tag = state.bind(sb.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG)
@@ -168,19 +172,11 @@ def draw() -> data.Scope | None:
                    help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
                    "a PNG from their menu; the Sankey saves an SVG from its own button.")  # fmt: skip
 
-    scope = Scope(
-        benchmark=bench,
-        models=tuple(models),
-        grid=() if grid == default else tuple(grid),  # the default grid stays "default" in the CLI twin
-        item_filter=ItemFilter(
-            task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)
-        ),
-        tag=None if tag == ANY_TAG else tag,
-        tag_model=focus,
-        include_reruns=reruns,
-        score_cutoff=cutoff,
+    item_filter = ItemFilter(
+        task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)
     )
-    return data.Scope(root=str(store.root), version=version, resolved=scope.resolve(store, info))
+    scope = dataclasses.replace(bare, item_filter=item_filter, tag=None if tag == ANY_TAG else tag, score_cutoff=cutoff)
+    return data.view(str(store.root), version, scope.resolve(store, info))
 
 
 def noise_toggle() -> bool:
@@ -193,6 +189,6 @@ def noise_toggle() -> bool:
     ))  # fmt: skip
 
 
-def video_root(scope: data.Scope) -> Path:
-    """The configured video root of the scope's store (never a URL's: frames are decoded only under it)."""
-    return serverconfig.current().video_root_for(scope.root)
+def video_root(view: View) -> Path:
+    """The configured video root of the view's store (never a URL's: frames are decoded only under it)."""
+    return serverconfig.current().video_root_for(view.root)

@@ -18,7 +18,7 @@ from backend.present.text import ci_text, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.binary import describe
-from backend.scope.resolve import command_line
+from backend.scope.view import View
 from pages.common import data, score_data, state
 from store.errors import UserError
 
@@ -146,10 +146,10 @@ def trajectory_svg(rows: np.ndarray, cell: int = 11, gap: int = 2) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
-def need_items(scope: data.Scope) -> None:
+def need_items(view: View) -> None:
     """Stop the page with a notice when the filters leave no matched item."""
-    m = data.matrix(scope)
-    if m.n_items == 0 and scope.score_cutoff == "none" and score_data.has_scores(scope):
+    m, scope = view.matrix, view.scope
+    if m.n_items == 0 and scope.score_cutoff == "none" and score_data.has_scores(view):
         st.warning("Every matched item is scored (open-ended), and the sidebar's *Open-ended items in accuracy* leaves "
                    "them out, so there is no accuracy to show: pick the stored verdict or a cut-off there "
                    "(`trajaudit flows --scores` prints their scores meanwhile).", icon=":material/rule:")  # fmt: skip
@@ -164,10 +164,10 @@ def need_items(scope: data.Scope) -> None:
         st.stop()
 
 
-def scope_caption(scope: data.Scope) -> None:
+def scope_caption(view: View) -> None:
     """What the numbers below are about: matched items, the grid (and where it came from), exclusions."""
-    m = data.matrix(scope)
-    source = "default grid" if scope.resolved.grid_source == "default" else "grid"
+    m, scope = view.matrix, view.scope
+    source = "default grid" if view.resolved.grid_source == "default" else "grid"
     parts = [
         f"**{escape_md(scope.benchmark)}**",
         f"{m.n_items:,} matched items",
@@ -179,9 +179,9 @@ def scope_caption(scope: data.Scope) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
-    if score_data.has_scores(scope):  # how scored (open-ended) items enter accuracy (--score-cutoff)
-        st.caption(escape_md(describe(score_data.binary(scope))))
-    excluded = scope.resolved.grid_excluded
+    if score_data.has_scores(view):  # how scored (open-ended) items enter accuracy (--score-cutoff)
+        st.caption(escape_md(describe(score_data.binary(view))))
+    excluded = view.resolved.grid_excluded
     if excluded:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
             st.caption(
@@ -192,9 +192,9 @@ def scope_caption(scope: data.Scope) -> None:
             )
 
 
-def twin(scope: data.Scope, command: list[str], *extra: str) -> None:
+def twin(view: View, command: list[str], *extra: str) -> None:
     """The view's CLI twin: the exact ``trajaudit ... --json`` line that prints the numbers drawn here."""
-    show_twin(command_line(command, scope.resolved, scope.root, *extra, "--json"))
+    show_twin(view.twin(command, *extra, "--json"))
 
 
 def show_twin(line: str) -> None:

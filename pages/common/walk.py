@@ -11,8 +11,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from backend.runtime import selection
-from backend.runtime.selection import Selection
+from backend.runtime import client
+from backend.runtime.client import Selection
+from backend.scope.view import View
 from pages.common import data, state
 
 
@@ -21,26 +22,26 @@ def current() -> Selection | None:
     return Selection.from_url(state.get("walk"))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def items(scope: data.Scope, model: str, sel: Selection) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=data.HASH)
+def items(view: View, model: str, sel: Selection) -> pd.DataFrame:
     """The selection's items (item_id, task type, duration, question, confidence where it has one)."""
     if sel.kind == "flow":
-        return data.flow_item_list(scope, model, *sel.args)
-    m = data.matrix(scope)
+        return data.flow_item_list(view, model, *sel.args)
+    m = view.matrix
     if sel.kind == "state":
-        return selection.state_items(m, model, *sel.args)
-    ids = selection.item_ids(m, model, sel)
+        return client.state_items(m, model, *sel.args)
+    ids = client.item_ids(m, model, sel)
     frame = m.items.set_index(m.items["item_id"].astype(str))
     return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
 
 
-def ids(scope: data.Scope, model: str, sel: Selection | None) -> list[str]:
+def ids(view: View, model: str, sel: Selection | None) -> list[str]:
     """The walk's item ids, in order (the filtered list when ``sel`` is None)."""
     if sel is None:
-        return data.matrix(scope).items["item_id"].astype(str).tolist()
+        return view.matrix.items["item_id"].astype(str).tolist()
     if sel.kind == "items":
         return list(dict.fromkeys(sel.args))
-    return items(scope, model, sel)["item_id"].astype(str).tolist()
+    return items(view, model, sel)["item_id"].astype(str).tolist()
 
 
 def open_in_inspector(sel: Selection | None, item: str) -> None:

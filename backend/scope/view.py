@@ -1,0 +1,61 @@
+"""A view: one store version, one resolved scope and its matched matrix, built by one loader.
+
+Every ``backend.views`` function takes a ``View``: the CLI opens one from its flags
+(``open_view``), the pages open the same one from the sidebar (``pages.common.data.view``, which
+caches it and hands ``open_view`` the cached unfiltered matrix to cut). Because both build it with
+the same function, a page and its CLI twin (``twin``) read the same matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backend.scope.matrix import Matrix
+from backend.scope.resolve import Resolved, Scope, command_line
+from store.store import Store
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """What a page draws and its CLI twin prints: the store (at ``version``), the resolved scope, the
+    accuracy matrix and the score matrix (they differ only under ``--score-cutoff none``).
+
+    Not hashable by value (the matrix is large): caches key it on ``key()``.
+    """
+
+    store: Store
+    version: int
+    resolved: Resolved
+    matrix: Matrix
+    scores: Matrix  # the score matrix (``Resolved.load_views``): every matched item, the score cut-off applied
+
+    @property
+    def scope(self) -> Scope:
+        return self.resolved.scope
+
+    @property
+    def root(self) -> str:
+        return str(self.store.root)
+
+    def key(self) -> str:
+        """What a result computed on this view depends on: store, version and the resolved scope (the
+        matrix is fixed by them). Cheap, unlike hashing the dataclass (see ``Resolved.key``)."""
+        return view_key(self.root, self.version, self.resolved)
+
+    def twin(self, command: list[str], *extra: str, model_flag: str | None = "--models") -> str:
+        """The view's CLI twin: the exact ``trajaudit COMMAND --store ... <scope flags> EXTRA`` line."""
+        return command_line(command, self.resolved, self.root, *extra, model_flag=model_flag)
+
+
+def view_key(root: str, version: int, resolved: Resolved) -> str:
+    """``View.key`` from its parts (the pages key the cached view itself on it, before it exists)."""
+    return repr((root, version, resolved.key()))
+
+
+def open_view(store: Store, resolved: Resolved, *, include_answers: bool = False, base: Matrix | None = None,
+              version: int | None = None) -> View:  # fmt: skip
+    """The view of ``resolved`` on ``store``: its matrices by ``Resolved.load_views`` (``base``: see there), at
+    ``version`` (the pages pass the version their cache key names; default: the store's now)."""
+    version = store.version() if version is None else version
+    matrix, scores = resolved.load_views(store, include_answers, base)
+    return View(store, version, resolved, matrix, scores)
