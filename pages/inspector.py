@@ -266,7 +266,7 @@ with ui.guard():
             ui.vega(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
-        texts = data.item_texts(scope.root, scope.version, scope.benchmark, item_id)
+        texts = data.item_texts(view.root, view.version, scope.benchmark, item_id)
         if texts is not None:
             texts_panel(texts, list(scope.models), colours)
         notes = responses["protocol_note"].dropna().unique().tolist()

@@ -323,10 +323,10 @@ SCORED = "synthetic-mlvu"
 @pytest.mark.parametrize("cut", ["stored", "0.3"])
 def test_score_sections_draw_what_their_cli_twin_prints(demo_store, page, cut, monkeypatch, capsys):
     at = _open(page, monkeypatch, demo_store, bench=SCORED, models=f"{MODEL},{OTHER}", cut=cut)
-    scope = at.session_state["scope"]
-    assert scope.score_cutoff == cut
-    drawn = _as_printed(PAGES[page](scope), capsys)
-    argv = _twin(at)
+    view = at.session_state["view"]
+    assert view.scope.score_cutoff == cut
+    ((report, argv),) = PAGES[page](at, view)
+    drawn = _as_printed(report, capsys)
     assert ("--score-cutoff" in argv) == (cut != "stored"), " ".join(argv)
     printed = json.loads(cli_json(capsys, *argv))
     assert printed == drawn
@@ -346,8 +346,8 @@ def test_flows_score_section_draws_what_its_cli_twin_prints(demo_store, monkeypa
     from pages.common import score_data
 
     at = _open("pages/flows.py", monkeypatch, demo_store, bench=SCORED, models=MODEL, stol="0.05")
-    scope = at.session_state["scope"]
-    drawn = _as_printed(score_data.score_flows(scope, scope.focus, None, None, 0.05), capsys)
+    view = at.session_state["view"]
+    drawn = _as_printed(score_data.score_flows(view, view.scope.focus, None, None, 0.05), capsys)
     at.session_state["cli-twin-scores"] = True
     at.run()
     (line,) = [c.value for c in at.code if c.value.startswith("trajaudit ") and "--scores" in c.value]
