@@ -449,6 +449,7 @@ class IngestReport(TypedDict):
     replaced: stored responses replaced (--replace)
     duplicates: responses repeated within the input
     flagged: per quality flag, its responses
+    scores: responses read per score source (file, judge, token_f1; store.ingest.scores); unscored ones uncounted
     models: the models read
     benchmarks: the benchmarks read
     configs: the configurations read
@@ -465,6 +466,7 @@ class IngestReport(TypedDict):
     replaced: int
     duplicates: int
     flagged: dict[str, int]
+    scores: dict[str, int]
     models: list[str]
     benchmarks: list[str]
     configs: list[str]
