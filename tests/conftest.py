@@ -5,6 +5,9 @@ venv): without the worker extra, a test module whose import needs it, and a test
 are skipped with the reason instead of erroring. Only a missing torch/transformers/... module skips:
 any other import error still fails, and ``tests/test_extras.py`` checks that no core module needs
 the extra, so a core regression cannot hide behind this rule.
+
+And the fast tier's rule (docs/testing.md): a test that uses the tiny models (the ``tiny`` fixture,
+``tests/tiny_models.py``: minutes of CPU to build) is marked ``slow``, wherever it is written.
 """
 
 from __future__ import annotations
@@ -46,7 +49,11 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the fast tier must see the mark
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # building the tiny models takes minutes of CPU: every test using them is slow
+        if "tiny" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")
         for item in items:

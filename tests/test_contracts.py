@@ -329,6 +329,7 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     return got
 
 
+@pytest.mark.slow
 def test_every_command_prints_its_contract(outputs):
     schema = current_schema()
     assert {name for name, _, _ in outputs} == set(REPORTS) - (WORKER_REPORTS if missing_worker_extra() else set())

@@ -120,6 +120,7 @@ def test_open_items_scores_are_token_f1(tmp_path):
     expected = [max(_token_f1(p, ref) for ref in json.loads(refs)) for p, refs in zip(r.raw_output, r.references)]
     np.testing.assert_allclose(r.score, expected, atol=1e-12)
     assert (r.correct == (r.score >= 0.5)).all()
+    assert (r.score_source == "token_f1").all()  # and each row says so
 
 
 def test_frame_indices_follow_the_policies_and_videos_decode(demo):
@@ -159,6 +160,7 @@ def test_progress_reaches_one(tmp_path):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and any("video" in m for _, m in seen)
 
 
+@pytest.mark.slow
 def test_cli_demo(tmp_path, capsys):
     root = tmp_path / "cli"
     assert main(["demo", "--store", str(root), "--items", "8", "--no-videos", "--json"]) == 0

@@ -47,6 +47,7 @@ def _page_imports() -> list[str]:
     return sorted(n for n in names if _is_module(n))
 
 
+@pytest.mark.slow
 def test_every_core_module_imports_without_the_worker_extra():
     code = """
 import importlib, json, pkgutil
@@ -71,6 +72,7 @@ print(json.dumps(failed))
     assert "backend.runtime.inference.hf" in failed, "the block did not take effect"
 
 
+@pytest.mark.slow
 def test_every_cli_command_registers_without_the_worker_extra():
     out = _run("from backend.cli import build_parser\nbuild_parser()\nprint('ok')")  # imports every command module
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

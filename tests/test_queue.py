@@ -168,6 +168,7 @@ def _claim_all(root: str, worker: str, start, out) -> None:
     out.put(got)
 
 
+@pytest.mark.slow
 def test_two_processes_never_claim_the_same_job(tmp_path):
     q = JobQueue(tmp_path)
     ids = {_enqueue(q, str(i)).id for i in range(200)}

@@ -69,6 +69,7 @@ def hostile_scope(store: Store):
     return Scope(benchmark="bench", models=("plain-model", EVIL_MODEL)).resolve(store)
 
 
+@pytest.mark.slow
 def test_same_scope_and_seed_give_the_same_bytes(demo_store, demo_html, monkeypatch):
     store = Store(demo_store)
     again = build(store, demo_scope(store), "html", gallery_items=24, seed=0)
