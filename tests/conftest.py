@@ -13,6 +13,7 @@ And the fast tier's rule (docs/testing.md): a test that uses the tiny models (th
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -87,13 +88,22 @@ def _restore_main_module():
         sys.modules["__main__"] = main
 
 
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory) -> Path:
-    """A small demo store (60 items, with videos), built once per test module that asks for it."""
+@pytest.fixture(scope="session")
+def _demo_store_built(tmp_path_factory) -> Path:
+    """The small demo store (60 items, with videos), built once per session (seconds of CPU each time)."""
     from backend.demo.synthetic import build_demo
 
-    root = tmp_path_factory.mktemp("demo") / "store"
+    root = tmp_path_factory.mktemp("demo-built") / "store"
     build_demo(root, n_items=60, seed=0)
+    return root
+
+
+@pytest.fixture(scope="module")
+def demo_store(_demo_store_built, tmp_path_factory) -> Path:
+    """A private copy of the small demo store per test module that asks for it (a module may write to
+    it: re-runs, annotations, caches), copied rather than rebuilt."""
+    root = tmp_path_factory.mktemp("demo") / "store"
+    shutil.copytree(_demo_store_built, root)
     return root
 
 

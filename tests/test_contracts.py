@@ -338,6 +338,7 @@ def test_every_command_prints_its_contract(outputs):
     assert not problems, "\n".join(problems[:40])
 
 
+@pytest.mark.slow
 def test_the_outputs_exercise_the_optional_keys(outputs):
     """The modes above reach the keys only some flags add (so the contract's optional parts are checked too)."""
     by = {}

@@ -34,6 +34,7 @@ def demo(tmp_path_factory) -> Store:
     return Store(root)
 
 
+@pytest.mark.slow
 def test_deterministic(tmp_path):
     build_demo(tmp_path / "a", n_items=40, seed=3, videos=False)
     build_demo(tmp_path / "b", n_items=40, seed=3, videos=False)
@@ -195,6 +196,7 @@ def test_default_demo_has_the_documented_phenomena(tmp_path):
     assert 0 < (r["flags"] == "no-answer").mean() < 0.01  # a few unparseable replies, as real logs have
 
 
+@pytest.mark.slow
 def test_demo_does_not_import_torch():
     """The dashboard builds the demo store in process, and the dashboard never imports torch."""
     import subprocess

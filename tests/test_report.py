@@ -85,6 +85,7 @@ def test_same_scope_and_seed_give_the_same_bytes(demo_store, demo_html, monkeypa
     )
 
 
+@pytest.mark.slow
 def test_demo_report_with_24_gallery_items_is_self_contained_and_under_5_mb(demo_html):
     assert len(demo_html) < 5_000_000, f"{len(demo_html) / 1e6:.2f} MB"
     text = demo_html.decode()
