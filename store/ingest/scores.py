@@ -91,7 +91,9 @@ def declared(path: Path, rows: pd.DataFrame, scale: Scale | None, word: str) -> 
         )
         raise fail(path, problem, rows["_line"].iloc[row], word)
     rows["score"] = (v - low) / (high - low)
-    rows["score_source"] = np.where(np.isnan(v), None, "judge" if scale else "file")
+    source = np.full(len(v), "judge" if scale else "file", dtype=object)
+    source[np.isnan(v)] = None
+    rows["score_source"] = source
 
 
 def fill_token_f1(rows: pd.DataFrame, open_ended: np.ndarray) -> None:
