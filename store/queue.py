@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -152,12 +152,21 @@ class JobQueue:
     ``create``: whether a missing ``jobs.sqlite`` may be created (inside an existing store folder,
     never the folder itself). A worker passes False once the queue exists, so a deleted store
     stops it with ``QueueGone`` rather than leaving an empty queue behind.
+    ``clock``: the time source (default ``time.time``); a test passes its own to move time forward
+    and check leases exactly, without sleeping or racing a loaded machine.
     """
 
-    def __init__(self, store_root: str | os.PathLike, max_attempts: int = MAX_ATTEMPTS, create: bool = True):
+    def __init__(
+        self,
+        store_root: str | os.PathLike,
+        max_attempts: int = MAX_ATTEMPTS,
+        create: bool = True,
+        clock: Callable[[], float] = time.time,
+    ):
         self.path = Path(store_root) / QUEUE_FILE
         self.max_attempts = max_attempts
         self.create = create
+        self.clock = clock  # Unix seconds; every time the queue writes or compares comes from here
         self._ready = False
 
     # -- plumbing --------------------------------------------------------------------------
@@ -253,7 +262,7 @@ class JobQueue:
         transaction as the inserts, so a batch larger than the free slots queues nothing, and the
         ``UserError`` says how many slots are free.
         """
-        now = time.time()
+        now = self.clock()
         with self._write() as con:
             (before,) = con.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
             jobs = [
@@ -294,7 +303,7 @@ class JobQueue:
 
     def cancel(self, job_id: int) -> Job:
         """Cancel a queued job. A running job cannot be cancelled (its worker would keep going)."""
-        now = time.time()
+        now = self.clock()
         with self._write() as con:
             job = self._maybe_job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
             if job is None:
@@ -308,7 +317,7 @@ class JobQueue:
     # -- workers ---------------------------------------------------------------------------
     def claim(self, worker_id: str, model: str, lease_s: float) -> Job | None:
         """Atomically take the oldest queued job for ``model`` (expired leases are queued again first)."""
-        now = time.time()
+        now = self.clock()
         with self._write() as con:
             self._reap(con, now)
             row = con.execute(
@@ -333,13 +342,13 @@ class JobQueue:
 
     def renew(self, job_id: int, worker_id: str, lease_s: float) -> bool:
         """Extend the lease; False when the worker no longer holds the job (it was taken over)."""
-        return self._holder_update("UPDATE jobs SET lease_expires_at = ?", (time.time() + lease_s,), job_id, worker_id)
+        return self._holder_update("UPDATE jobs SET lease_expires_at = ?", (self.clock() + lease_s,), job_id, worker_id)
 
     def complete(self, job_id: int, worker_id: str, result_ref: str) -> bool:
         """Mark the job done with the key of the stored result; False when the worker lost the job."""
         return self._holder_update(
             "UPDATE jobs SET state = 'done', finished_at = ?, lease_expires_at = NULL, result_ref = ?",
-            (time.time(), result_ref),
+            (self.clock(), result_ref),
             job_id,
             worker_id,
         )
@@ -347,7 +356,7 @@ class JobQueue:
     def fail(self, job_id: int, worker_id: str, error: str) -> bool:
         return self._holder_update(
             "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, error = ?",
-            (time.time(), error),
+            (self.clock(), error),
             job_id,
             worker_id,
         )
@@ -359,7 +368,7 @@ class JobQueue:
             cur = con.execute(
                 "UPDATE jobs SET state = 'failed', finished_at = ?, attempts = attempts + 1, error = ? "
                 "WHERE state = 'queued' AND model = ?",
-                (time.time(), error, model),
+                (self.clock(), error, model),
             )
             return cur.rowcount
 
@@ -374,7 +383,7 @@ class JobQueue:
         )
 
     def heartbeat(self, worker_id: str, model: str, device: str | None, current_job: int | None) -> None:
-        now = time.time()
+        now = self.clock()
         with self._write() as con:
             con.execute(
                 "INSERT INTO workers (worker_id, model, device, current_job, pid, started_at, seen_at) "
@@ -398,7 +407,7 @@ class JobQueue:
         if state is not None and state not in STATES:
             raise UserError(f"unknown job state {state!r}: expected one of {', '.join(STATES)}")
         with self._write() as con:
-            self._reap(con, time.time())
+            self._reap(con, self.clock())
         with self._connect() as con:
             rows = con.execute(
                 "SELECT * FROM jobs WHERE (? IS NULL OR state = ?) AND (? IS NULL OR model = ?) ORDER BY id DESC LIMIT ?",
@@ -416,6 +425,6 @@ class JobQueue:
         """Workers whose last heartbeat is at most ``online_within_s`` old."""
         with self._connect() as con:
             rows = con.execute(
-                "SELECT * FROM workers WHERE seen_at >= ? ORDER BY model, worker_id", (time.time() - online_within_s,)
+                "SELECT * FROM workers WHERE seen_at >= ? ORDER BY model, worker_id", (self.clock() - online_within_s,)
             ).fetchall()
         return [WorkerInfo(**dict(r)) for r in rows]

@@ -60,6 +60,7 @@ RESPONSES = pa.schema(
         ("correct", pa.int8()),
         ("confidence", pa.float64()),  # probability of the chosen option
         ("score", pa.float64()),  # continuous score in [0, 1] (open-ended)
+        ("score_source", pa.string()),  # "file" | "judge" | "token_f1" (store.ingest.scores); null = not recorded
         ("option_probs", pa.string()),  # JSON {letter: prob}, renormalised over the options
         ("letter_mass", pa.float64()),  # total probability on option letters before renormalising
         ("frames", pa.int32()),
@@ -128,7 +129,7 @@ def folder(table: str) -> str:
 
 # Nullable columns added after stores were first written: an older file lacks them, and reads as null
 # there (the store's views union files by name over the full schema), so it is still a sound file.
-ADDED_LATER: dict[str, tuple[str, ...]] = {"responses": ("frames_source", "sampler")}
+ADDED_LATER: dict[str, tuple[str, ...]] = {"responses": ("frames_source", "sampler", "score_source")}
 
 
 def fits(table: str, file_schema: pa.Schema) -> bool:

@@ -5,11 +5,15 @@ venv): without the worker extra, a test module whose import needs it, and a test
 are skipped with the reason instead of erroring. Only a missing torch/transformers/... module skips:
 any other import error still fails, and ``tests/test_extras.py`` checks that no core module needs
 the extra, so a core regression cannot hide behind this rule.
+
+And the fast tier's rule (docs/testing.md): a test that uses the tiny models (the ``tiny`` fixture,
+``tests/tiny_models.py``: minutes of CPU to build) is marked ``slow``, wherever it is written.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -46,7 +50,11 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the fast tier must see the mark
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # building the tiny models takes minutes of CPU: every test using them is slow
+        if "tiny" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")
         for item in items:
@@ -80,13 +88,22 @@ def _restore_main_module():
         sys.modules["__main__"] = main
 
 
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory) -> Path:
-    """A small demo store (60 items, with videos), built once per test module that asks for it."""
+@pytest.fixture(scope="session")
+def _demo_store_built(tmp_path_factory) -> Path:
+    """The small demo store (60 items, with videos), built once per session (seconds of CPU each time)."""
     from backend.demo.synthetic import build_demo
 
-    root = tmp_path_factory.mktemp("demo") / "store"
+    root = tmp_path_factory.mktemp("demo-built") / "store"
     build_demo(root, n_items=60, seed=0)
+    return root
+
+
+@pytest.fixture(scope="module")
+def demo_store(_demo_store_built, tmp_path_factory) -> Path:
+    """A private copy of the small demo store per test module that asks for it (a module may write to
+    it: re-runs, annotations, caches), copied rather than rebuilt."""
+    root = tmp_path_factory.mktemp("demo") / "store"
+    shutil.copytree(_demo_store_built, root)
     return root
 
 

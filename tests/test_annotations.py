@@ -74,6 +74,7 @@ def _annotate_many(root: str, author: str, n: int) -> None:
         add_annotation(s, "vmme", "q2", "other", f"{author}-{k}", author)
 
 
+@pytest.mark.slow
 def test_concurrent_appends_from_two_processes_are_all_kept(items_store):
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_annotate_many, args=(str(items_store.root), who, 8)) for who in ("p1", "p2")]

@@ -107,6 +107,7 @@ def test_inspector_shows_thumbnails_and_unknown_item_error(demo):
     assert any("not found" in e.value for e in bad.error)
 
 
+@pytest.mark.slow
 def test_fresh_launch_store_builds_the_demo(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJAUDIT_DEMO_ITEMS", "8")
     monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "fresh"))

@@ -391,6 +391,7 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     return got
 
 
+@pytest.mark.slow
 def test_every_command_prints_its_contract(outputs):
     schema = current_schema()
     assert {name for name, _, _ in outputs} == set(REPORTS) - (WORKER_REPORTS if missing_worker_extra() else set())
@@ -399,6 +400,7 @@ def test_every_command_prints_its_contract(outputs):
     assert not problems, "\n".join(problems[:40])
 
 
+@pytest.mark.slow
 def test_the_outputs_exercise_the_optional_keys(outputs):
     """The modes above reach the keys only some flags add (so the contract's optional parts are checked too)."""
     by = {}

@@ -34,6 +34,7 @@ def demo(tmp_path_factory) -> Store:
     return Store(root)
 
 
+@pytest.mark.slow
 def test_deterministic(tmp_path):
     build_demo(tmp_path / "a", n_items=40, seed=3, videos=False)
     build_demo(tmp_path / "b", n_items=40, seed=3, videos=False)
@@ -120,6 +121,7 @@ def test_open_items_scores_are_token_f1(tmp_path):
     expected = [max(_token_f1(p, ref) for ref in json.loads(refs)) for p, refs in zip(r.raw_output, r.references)]
     np.testing.assert_allclose(r.score, expected, atol=1e-12)
     assert (r.correct == (r.score >= 0.5)).all()
+    assert (r.score_source == "token_f1").all()  # and each row says so
 
 
 def test_frame_indices_follow_the_policies_and_videos_decode(demo):
@@ -159,6 +161,7 @@ def test_progress_reaches_one(tmp_path):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and any("video" in m for _, m in seen)
 
 
+@pytest.mark.slow
 def test_cli_demo(tmp_path, capsys):
     root = tmp_path / "cli"
     assert main(["demo", "--store", str(root), "--items", "8", "--no-videos", "--json"]) == 0
@@ -193,6 +196,7 @@ def test_default_demo_has_the_documented_phenomena(tmp_path):
     assert 0 < (r["flags"] == "no-answer").mean() < 0.01  # a few unparseable replies, as real logs have
 
 
+@pytest.mark.slow
 def test_demo_does_not_import_torch():
     """The dashboard builds the demo store in process, and the dashboard never imports torch."""
     import subprocess

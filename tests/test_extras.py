@@ -47,6 +47,7 @@ def _page_imports() -> list[str]:
     return sorted(n for n in names if _is_module(n))
 
 
+@pytest.mark.slow
 def test_every_core_module_imports_without_the_worker_extra():
     code = """
 import importlib, json, pkgutil
@@ -71,6 +72,7 @@ print(json.dumps(failed))
     assert "backend.runtime.inference.hf" in failed, "the block did not take effect"
 
 
+@pytest.mark.slow
 def test_every_cli_command_registers_without_the_worker_extra():
     out = _run("from backend.cli import build_parser\nbuild_parser()\nprint('ok')")  # imports every command module
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
@@ -84,6 +86,7 @@ def test_every_cli_command_registers_without_the_worker_extra():
         ["models", "demo", "tiny"],
     ],
 )
+@pytest.mark.slow
 def test_inference_commands_say_what_to_install(command, tmp_path):
     out = _run("from backend.cli import main\nsys.exit(main(sys.argv[1:]))", *command, "--store", str(tmp_path))
     lines = out.stderr.strip().splitlines()
@@ -93,6 +96,7 @@ def test_inference_commands_say_what_to_install(command, tmp_path):
     assert not (tmp_path / "models").exists()  # nothing half-built
 
 
+@pytest.mark.slow
 def test_a_local_worker_says_what_to_install(tmp_path):
     """The re-run panel starts a local worker through this call: its UserError is the panel's one line
     ("Job N is queued, but no worker can be started here: ..."); the queued job waits for a worker elsewhere."""
@@ -113,6 +117,7 @@ ensure_local_worker(sys.argv[1], "m")
     assert not list((tmp_path / "store").glob("logs/*.pid"))  # nothing was started
 
 
+@pytest.mark.slow
 def test_the_demo_store_builds_without_the_worker_extra(tmp_path):
     code = "from backend.cli import main\nsys.exit(main(sys.argv[1:]))"
     out = _run(code, "demo", "--store", str(tmp_path / "s"), "--items", "8", "--no-videos", "--json")

@@ -289,6 +289,7 @@ def test_without_a_sampler_frames_are_unknown_never_uniform(tmp_path, capsys):
     assert json.loads(out)["frames"][MODEL]["videomme"] == {"16f": {"unknown": 4}}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_lmms_eval_log_reconstructs_lmms_eval_frames_for_linked_clips(realdata, tmp_path, capsys):
     """The shared real Video-MME log (16 frames, no indices logged) with catalog rows for a few items."""

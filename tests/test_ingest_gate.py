@@ -68,6 +68,7 @@ def test_score_out_of_range(seeded, tmp_path, capsys):
     assert "line 5: `score` must be a number in [0, 1] or empty, got '1.5'" in err
 
 
+@pytest.mark.slow
 def test_non_numeric_confidence_late_in_a_large_csv(seeded, tmp_path, capsys):
     """`confidence=high` at line 500,002 is refused with that line (never coerced to NaN)."""
     n = 500_001

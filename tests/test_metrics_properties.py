@@ -7,6 +7,7 @@ from itertools import combinations, permutations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -100,6 +101,7 @@ def test_rates_are_shares_of_tagged_items(mx):
     st.lists(st.lists(st.one_of(st.none(), st.integers(0, 1)), min_size=6, max_size=6), min_size=2, max_size=2),
     st.lists(st.sampled_from(["a", "b"]), min_size=6, max_size=6),
 )
+@pytest.mark.slow
 def test_matched_grid_drops_incomplete_items_and_counts_them(cells, task_types):
     """Two models x one shared grid x 6 items with holes; a task-type filter narrows the scope."""
     assume(all(any(c is not None for c in row) for row in cells))  # else 8f leaves the matched grid

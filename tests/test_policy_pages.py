@@ -180,6 +180,7 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert harmed[["benchmark", "item_id"]].to_dict("records") == out["harmed_items"]
 
 
+@pytest.mark.slow
 def test_run_intervention_queues_the_terminal_regressions(tmp_path):
     """The page alone (AppTest drops a click's trigger when the multipage app re-resolves its page)."""
     from backend.demo.synthetic import build_demo

@@ -17,20 +17,42 @@ def _enqueue(q: JobQueue, item: str, model: str = "m", **kw):
     return q.enqueue(RerunRequest(model, "bench", item, "16f"), **kw)
 
 
+class Clock:
+    """A hand-driven time source for the queue: leases expire when the test says, never because a
+    loaded machine was slow between two calls."""
+
+    def __init__(self, t: float = 1_700_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
 def test_wal_mode_and_fifo_claim_per_model(tmp_path):
-    q = JobQueue(tmp_path)
+    clock = Clock()
+    q = JobQueue(tmp_path, clock=clock)
     a = _enqueue(q, "1")
     _enqueue(q, "x", model="other")
     b = _enqueue(q, "2")
-    assert a.state == "queued" and a.attempts == 0
+    assert a.state == "queued" and a.attempts == 0 and a.created_at == clock.t
+    clock.advance(1)
     first = q.claim("w1", "m", lease_s=30)
     second = q.claim("w1", "m", lease_s=30)
     assert (first.id, second.id) == (a.id, b.id)
     assert first.state == "running" and first.worker_id == "w1" and first.attempts == 1
-    assert first.lease_expires_at > time.time() + 20
+    assert (first.started_at, first.lease_expires_at) == (clock.t, clock.t + 30)
     assert q.claim("w1", "m", lease_s=30) is None  # the other model's job is not ours
     with sqlite3.connect(q.path) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_the_default_clock_is_the_wall_clock(tmp_path):
+    before = time.time()
+    job = _enqueue(JobQueue(tmp_path), "1")
+    assert before <= job.created_at <= time.time()
 
 
 def test_only_the_holder_completes_once(tmp_path):
@@ -46,29 +68,38 @@ def test_only_the_holder_completes_once(tmp_path):
 
 
 def test_expired_lease_returns_job_and_counts_attempts(tmp_path):
-    q = JobQueue(tmp_path, max_attempts=2)
+    clock = Clock()
+    q = JobQueue(tmp_path, max_attempts=2, clock=clock)
     job = _enqueue(q, "1")
-    q.claim("dead", "m", lease_s=0.05)
-    time.sleep(0.1)
+    q.claim("dead", "m", lease_s=5)
+    clock.advance(5)
+    assert [j.state for j in q.list_jobs()] == ["running"]  # at its expiry instant the lease still holds
+    clock.advance(0.001)
     assert [j.state for j in q.list_jobs()] == ["queued"]  # listing shows it back in the queue
-    again = q.claim("w2", "m", lease_s=0.05)
+    again = q.claim("w2", "m", lease_s=5)
     assert again.id == job.id and again.worker_id == "w2" and again.attempts == 2
     assert not q.complete(job.id, "dead", "{}")  # the dead worker lost it
-    time.sleep(0.1)
+    clock.advance(5.001)
     assert q.claim("w3", "m", lease_s=30) is None  # attempts spent: failed, not retried forever
     failed = q.get(job.id)
     assert failed.state == "failed" and "lease expired 2 times" in failed.error
+    assert failed.finished_at == clock.t
 
 
 def test_renew_keeps_lease(tmp_path):
-    q = JobQueue(tmp_path)
+    clock = Clock()
+    q = JobQueue(tmp_path, clock=clock)
     job = _enqueue(q, "1")
-    q.claim("w1", "m", lease_s=0.2)
-    for _ in range(3):
-        time.sleep(0.1)
-        assert q.renew(job.id, "w1", 0.2)
+    q.claim("w1", "m", lease_s=10)
+    for _ in range(3):  # 27 s in all, well past the first lease: each renewal pushes it on
+        clock.advance(9)
+        assert q.renew(job.id, "w1", 10)
+        assert q.get(job.id).lease_expires_at == clock.t + 10
     assert q.claim("w2", "m", lease_s=1) is None
     assert q.get(job.id).worker_id == "w1"
+    clock.advance(10.001)  # no renewal: the lease runs out and another worker takes the job
+    taken = q.claim("w2", "m", lease_s=1)
+    assert (taken.id, taken.worker_id, taken.attempts) == (job.id, "w2", 2)
 
 
 def test_release_fail_and_cancel(tmp_path):
@@ -137,6 +168,7 @@ def _claim_all(root: str, worker: str, start, out) -> None:
     out.put(got)
 
 
+@pytest.mark.slow
 def test_two_processes_never_claim_the_same_job(tmp_path):
     q = JobQueue(tmp_path)
     ids = {_enqueue(q, str(i)).id for i in range(200)}

@@ -70,6 +70,7 @@ def hostile_scope(store: Store):
     return Scope(benchmark="bench", models=("plain-model", EVIL_MODEL)).resolve(store)
 
 
+@pytest.mark.slow
 def test_same_scope_and_seed_give_the_same_bytes(demo_store, demo_html, monkeypatch):
     store = Store(demo_store)
     again = build(store, demo_scope(store), "html", gallery_items=24, seed=0)
@@ -85,6 +86,7 @@ def test_same_scope_and_seed_give_the_same_bytes(demo_store, demo_html, monkeypa
     )
 
 
+@pytest.mark.slow
 def test_demo_report_with_24_gallery_items_is_self_contained_and_under_5_mb(demo_html):
     assert len(demo_html) < 5_000_000, f"{len(demo_html) / 1e6:.2f} MB"
     text = demo_html.decode()

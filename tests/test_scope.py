@@ -81,6 +81,7 @@ def overlay_store(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_rerun_leaves_every_default_number_byte_identical(overlay_store, capsys):
     views = default_views(overlay_store)
     before = {name: cli_json(capsys, *argv) for name, argv in views.items()}

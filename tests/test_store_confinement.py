@@ -280,6 +280,7 @@ def template(tmp_path_factory) -> Path:
     return base
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rel=_paths(), where=st.sampled_from(["files", "retired"]))
 @example(rel="a/\x00", where="files").via("a NUL byte")

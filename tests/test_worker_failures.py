@@ -200,6 +200,7 @@ def big_store(tmp_path):
     return root
 
 
+@pytest.mark.slow
 def test_a_selection_rerun_that_does_not_fit_queues_nothing_and_says_so(big_store, tmp_path, capsys):
     queue = JobQueue(big_store)
     filler = [RerunRequest("other", BENCH, f"f{i}", "8f") for i in range(MAX_QUEUED - BATCH // 3)]

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         metavar="FIELD=SOURCE[,FIELD=SOURCE...]",
         help="read a per-item file with its own key names as the generic table: FIELD (item_id, model, benchmark, "
-        "config, correct, prediction, target, options, confidence, task_type, question, video, duration, frames = the "
+        "config, correct (0/1 or a verdict: correct/incorrect, yes/no), score, prediction, target, options, confidence, task_type, question, video, duration, frames = the "
         "logged frame indices, ...) from a "
         "column or JSON key (dotted for nested keys); FIELD=A+B joins sources with '/'. Repeatable.",
     )
@@ -49,6 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="|".join(samplers.NAMES),
         help="the harness's frame sampler, for files that log no frame indices: the frames each response saw are then "
         "reconstructed from the linked video's frame count (notes/VIDEOS.md); without it they are unknown",
+    )
+    p.add_argument(
+        "--score-scale",
+        metavar="MIN:MAX",
+        help="the scale of the files' `score` (a judge's 1:5): mapped linearly onto 0..1 and recorded as score_source "
+        "judge; a score outside it is refused (default: scores are fractions in [0, 1])",
     )
     p.add_argument(
         "--dry-run",
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         field_map=args.map,
         sampler=args.sampler,
+        score_scale=args.score_scale,
         dry_run=args.dry_run,
     )
     if args.json:
@@ -85,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _flags_text(flagged: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in flagged.items()) or "none"
+
+
+def _scores_text(scores: dict[str, int]) -> str:
+    return "; scores: " + ", ".join(f"{k} {v}" for k, v in scores.items()) if scores else ""
 
 
 def _frames_text(frames: dict[str, int]) -> str:
@@ -100,7 +111,7 @@ def format_summary(s: IngestSummary) -> str:
             for f in s.files
         ]
         lines.append(f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
-                     f"skipped; nothing written (store version {s.store_version})")  # fmt: skip
+                     f"skipped{_scores_text(s.scores)}; nothing written (store version {s.store_version})")  # fmt: skip
         return "\n".join(lines)
     lines = [
         f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
@@ -109,7 +120,8 @@ def format_summary(s: IngestSummary) -> str:
     ]
     lines.append(
         f"total: {s.rows} rows, {s.new} new, {s.already_stored} already stored, {s.replaced} replaced, "
-        f"{s.duplicates} duplicate; flagged: {_flags_text(s.flagged)}; {s.items_written} item rows written"
+        f"{s.duplicates} duplicate; flagged: {_flags_text(s.flagged)}{_scores_text(s.scores)}; "
+        f"{s.items_written} item rows written"
     )
     lines.append(
         f"models: {', '.join(s.models)}; benchmarks: {', '.join(s.benchmarks)}; configs: {', '.join(s.configs)}"

@@ -452,6 +452,7 @@ class IngestReport(TypedDict):
     replaced: stored responses replaced (--replace)
     duplicates: responses repeated within the input
     flagged: per quality flag, its responses
+    scores: responses read per score source (file, judge, token_f1; store.ingest.scores); unscored ones uncounted
     models: the models read
     benchmarks: the benchmarks read
     configs: the configurations read
@@ -468,6 +469,7 @@ class IngestReport(TypedDict):
     replaced: int
     duplicates: int
     flagged: dict[str, int]
+    scores: dict[str, int]
     models: list[str]
     benchmarks: list[str]
     configs: list[str]

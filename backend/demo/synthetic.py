@@ -498,6 +498,7 @@ def _responses(items: pd.DataFrame, run_id: str, rng: np.random.Generator) -> pd
     score, text = _open_answers(cells[~mcqa], item._ref_words[~mcqa], rng)
     out.loc[~mcqa, "raw_output"] = text
     out.loc[~mcqa, "score"] = score
+    out.loc[~mcqa, "score_source"] = "token_f1"  # the closed form is the answer's Token-F1 (tests/test_demo.py)
     out.loc[~mcqa, "correct"] = (score >= 0.5).astype(np.int8)
     out["correct"] = out["correct"].astype("int8")
     out["seed"] = _seeds(cells)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from store import configs, samplers
 from store.errors import UserError
-from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, table, videomme, vlmevalkit, walk
+from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
 from store.ingest.common import Batch, IngestOptions, count_flags, fail, load_json
 from store.ingest.publish import FileResult, described, publish_batches
 from store.store import Store
@@ -46,6 +46,7 @@ class IngestSummary:
     replaced: int
     duplicates: int
     flagged: dict[str, int]
+    scores: dict[str, int]  # responses per score source (store.ingest.scores.SOURCES); unscored rows uncounted
     models: list[str]
     benchmarks: list[str]
     configs: list[str]
@@ -159,6 +160,7 @@ def ingest_paths(
     progress: bool = False,
     field_map: list[str] | str | None = None,
     sampler: str | None = None,
+    score_scale: str | None = None,
     dry_run: bool = False,
 ) -> IngestSummary:
     """Read every file, then publish them in one checked write; raises UserError on bad input
@@ -166,12 +168,14 @@ def ingest_paths(
     (``store.ingest.walk``). ``field_map``: ``--map`` specs for the generic table
     (``store.ingest.mapping``); with ``format="auto"`` they make every file a generic table.
     ``sampler``: the harness's frame sampler for files that log no frames (``store.samplers``).
+    ``score_scale``: ``"MIN:MAX"``, the scale of the files' ``score`` (``store.ingest.scores``).
     ``dry_run``: read and check everything, write nothing (the summary says what would be written)."""
     store = store if isinstance(store, Store) else Store(store)
     if not paths:
         raise UserError("no files to ingest")
     if sampler is not None:
         samplers.check(sampler)
+    scale = scores.parse_scale(score_scale)
     files, skipped = walk.expand([Path(p) for p in paths], detect)
     if format != "auto" and format not in READERS:
         raise UserError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}")
@@ -186,7 +190,16 @@ def ingest_paths(
     if fields and format not in ("auto", "table"):
         raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
     opts = IngestOptions(
-        model, benchmark, split, config, Path(answers) if answers else None, run or "main", progress, fields, sampler
+        model,
+        benchmark,
+        split,
+        config,
+        Path(answers) if answers else None,
+        run or "main",
+        progress,
+        fields,
+        sampler,
+        scale,
     )
     chosen = "table" if fields and format == "auto" else format
     batches = []
@@ -202,7 +215,8 @@ def ingest_paths(
         return _planned(store, batches, [str(p) for p in skipped])
     options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
                "answers": str(answers) if answers else None, "run": run, "replace": replace,
-               "map": {f: "+".join(src) for f, src in fields}, "sampler": sampler}  # fmt: skip
+               "map": {f: "+".join(src) for f, src in fields}, "sampler": sampler,
+               "score_scale": list(scale) if scale else None}  # fmt: skip
     done = publish_batches(store, batches, replace=replace, options=options)
     flagged: Counter[str] = Counter()
     for f in done.files:
@@ -223,9 +237,14 @@ def ingest_paths(
 
 
 def _read_keys(batches: list) -> dict:
-    """The models, benchmarks and configurations the batches hold."""
+    """The models, benchmarks and configurations the batches hold, and their scored rows per source."""
     rows = [b.rows for b in batches]
+    sources: Counter[str] = Counter()
+    for r in rows:
+        if "score_source" in r:
+            sources.update(r["score_source"].dropna().value_counts().to_dict())
     return {
+        "scores": {k: int(sources[k]) for k in scores.SOURCES if sources.get(k, 0)},
         "models": sorted({m for r in rows for m in r["model"].unique()}),
         "benchmarks": sorted({b for r in rows for b in r["benchmark"].unique()}),
         "configs": configs.order([c for r in rows for c in r["config"].unique()]),

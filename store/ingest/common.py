@@ -18,8 +18,9 @@ item columns it knows (``target``, ``question``, ``duration``...); :func:`make_b
   (``store.ingest.videos``), so folds and per-video views group its three questions;
 * frames: logged indices, ``frames_source`` and ``sampler`` (``store.ingest.frames``); a logged set
   that is no uniform sampler's moves its configuration to ``<N>f/adaptive``, flagged ``adaptive-frames``;
-* frames: logged indices, ``frames_source`` and ``sampler`` (``store.ingest.frames``); a logged set
-  that is no uniform sampler's moves its configuration to ``<N>f/adaptive``, flagged ``adaptive-frames``;
+* scores (``store.ingest.scores``): a score on a declared scale is mapped onto [0, 1], an open-ended
+  response with a prediction and a reference but no score gets its Token-F1, and ``score_source``
+  records which; an open-ended row that has a score and no verdict keeps ``correct`` empty;
 * ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``;
 * every value passes the gate (``store.ingest.gate``): bad numbers, out-of-range counts and
   oversized text are refused with their line, never coerced.
@@ -47,7 +48,7 @@ import pyarrow as pa
 from store import configs
 from store.answers import LETTERS, extract_letter, is_letter, letter_or_text
 from store.errors import UserError
-from store.ingest import frames, gate, jsontext
+from store.ingest import frames, gate, jsontext, scores
 from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
@@ -73,6 +74,7 @@ class IngestOptions:
     progress: bool = False
     field_map: tuple[tuple[str, tuple[str, ...]], ...] = ()  # --map, parsed (store.ingest.mapping)
     sampler: str | None = None  # --sampler: the harness's frame sampler (store.samplers)
+    score_scale: tuple[float, float] | None = None  # --score-scale MIN:MAX, parsed (store.ingest.scores)
 
 
 @dataclass
@@ -310,6 +312,7 @@ def make_batch(
     if implied.notna().any():
         rows["video"] = implied if "video" not in rows else rows["video"].astype("str").fillna(implied)
     _names_and_ids(path, rows, line_word)
+    scores.declared(path, rows, opts.score_scale, line_word)
     gate.fractions(path, rows, line_word)
     gate.counts(path, rows, line_word)
     gate.option_probs(path, rows, line_word)
@@ -397,24 +400,29 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     answer = np.asarray(rows["answer"], dtype=object)
     has_answer = pd.notna(answer)
     computed = has_answer & (answer == target)
+    if has_raw:
+        scores.fill_token_f1(rows, kind == "open")
+    scored = rows["score"].notna().to_numpy() if "score" in rows else np.zeros(n, dtype=bool)
     given = rows["correct"].to_numpy(dtype="float64", na_value=np.nan) if "correct" in rows else np.full(n, np.nan)
-    missing = np.isnan(given) & ~(has_raw & letter_target)
+    by_rule = np.isnan(given) & has_raw & letter_target
+    missing = np.isnan(given) & ~by_rule & ~(scored & (kind == "open"))
     if missing.any():
         raise fail(
             path,
-            "cannot tell whether this response is correct: give `correct`, or a prediction and an option-letter target",
+            "cannot tell whether this response is correct: give `correct`, a prediction and an option-letter "
+            "target, or (open-ended) a score or a prediction to score against the reference",
             rows["_line"].iloc[int(np.argmax(missing))],
             word,
         )
-    correct = np.where(np.isnan(given), computed, given).astype("int8")
-    rows["correct"] = correct
+    correct = np.where(by_rule, computed, given)  # NaN: an open-ended row judged by its score alone
+    rows["correct"] = pd.arrays.IntegerArray(np.nan_to_num(correct).astype(np.int8), np.isnan(correct))
     mismatch = np.zeros(n, dtype=bool)
     if "harness_answer" in rows:
         said = np.asarray(normalise_letters(rows["harness_answer"]), dtype=object)
         mismatch |= letter_target & (said != answer) & ~(pd.isna(said) & ~has_answer)
     if "harness_correct" in rows:
         verdict = rows["harness_correct"].to_numpy(dtype="float64", na_value=np.nan)
-        mismatch |= ~np.isnan(verdict) & (verdict != correct)
+        mismatch |= ~np.isnan(verdict) & ~np.isnan(correct) & (verdict != correct)
     if has_raw:  # a verdict the file gives beside a prediction and a letter target: is it ours?
         judged = ~np.isnan(given) & letter_target & rows["raw_output"].notna().to_numpy()
         mismatch |= judged & (given != computed)

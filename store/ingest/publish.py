@@ -164,7 +164,7 @@ def _classify(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarr
     con.register("b", pa.Table.from_pandas(batch, preserve_index=False))
     found = con.sql(
         f"""SELECT b._row,
-                   bool_and(s.answer IS NOT DISTINCT FROM b.answer AND s.correct = b.correct) AS same
+                   bool_and(s.answer IS NOT DISTINCT FROM b.answer AND s.correct IS NOT DISTINCT FROM b.correct) AS same
             FROM b JOIN responses s ON {_on("b")} GROUP BY b._row"""
     ).df()
     status[found["_row"].to_numpy()] = np.where(found["same"].to_numpy(dtype=bool), STORED, CONFLICT)

@@ -2,8 +2,9 @@
 JSON array of objects, or a JSON object holding one such array.
 
 Required: ``model, benchmark, item_id, config`` (each may instead come from the command line) and
-either ``correct`` (bool, 0/1, true/false) or both ``prediction`` and ``target``. Optional:
-``confidence``, ``score``, ``letter_mass`` (numbers in [0, 1]), ``option_probs`` (JSON {letter:
+either ``correct`` (bool, 0/1, true/false, or a judge's verdict word: ``store.ingest.scores``) or
+both ``prediction`` and ``target``. Optional: ``confidence``, ``letter_mass`` (numbers in [0, 1]),
+``score`` (in [0, 1], or on the scale ``--score-scale`` declares), ``option_probs`` (JSON {letter:
 probability}), ``task_type``, ``question``, ``options``, ``video``, ``duration``, ``domain``,
 ``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``. A file
 with its own key names is read through ``--map`` (``store.ingest.mapping``).
@@ -30,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.answers import LETTERS, is_letter, letter_or_text, split_lettered, with_letters
-from store.ingest import gate, jsontext, mapping
+from store.ingest import gate, jsontext, mapping, scores
 from store.ingest.common import (
     Batch,
     IngestOptions,
@@ -84,7 +85,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows = known.rename(columns={"prediction": "raw_output", "frames": "frame_indices"})
     rows["_line"] = lines
     if "correct" in rows:
-        rows["correct"] = _zero_one(path, rows["correct"], rows["_line"], word)
+        rows["correct"] = scores.verdicts(path, rows["correct"], rows["_line"], word)
     if "options" in rows:
         o_codes, texts = _options(path, rows, word)
         if "target" in rows:
@@ -192,26 +193,6 @@ def _records(
     if bad.size:
         raise fail(path, message, numbers[bad[0]], word)
     return pd.DataFrame(records, dtype=object), numbers, word
-
-
-def _zero_one(path: Path, values: pd.Series, lines: pd.Series, word: str) -> pd.Series:
-    """bool, 0/1, true/false (any case) -> Int8; anything else is refused with its line.
-
-    The spelling is checked once per distinct value (factorize), not once per row.
-    """
-    if values.dtype == bool:
-        return values.astype("int8")
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    spelled = pd.Series(uniques, dtype="object").astype("str").str.strip().str.lower()
-    mapped = spelled.map({"0": 0, "1": 1, "0.0": 0, "1.0": 1, "true": 1, "false": 0})
-    bad = np.flatnonzero(mapped.isna().to_numpy())
-    if bad.size:
-        i = int(np.flatnonzero(np.isin(codes, bad))[0])
-        raise fail(
-            path, f"`correct` must be 0 or 1, got {str(values.iloc[i])!r} (true/false also read)", lines.iloc[i], word
-        )
-    out = np.where(codes >= 0, mapped.to_numpy(dtype="float64")[np.maximum(codes, 0)], np.nan)
-    return pd.Series(out, index=values.index).astype("Int8")
 
 
 def _options(path: Path, rows: pd.DataFrame, word: str) -> tuple[np.ndarray, list[list[str] | None]]:

@@ -26,12 +26,12 @@ import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from backend.analysis.continuous import token_f1
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
 from backend.runtime.inference.frames import fit_to_budget
 from backend.runtime.inference.prompting import option_letters, user_text
 from backend.runtime.inference.scoring import letter_token_ids, score_letters
 from store.errors import UserError
+from store.token_f1 import token_f1
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

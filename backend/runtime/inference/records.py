@@ -124,6 +124,7 @@ def response_row(answered: Answered, source: RowSource, now: datetime) -> dict[s
         "correct": correct,
         "confidence": result.confidence,
         "score": result.score,
+        "score_source": None if result.score is None else "token_f1",  # adapters score open answers by Token-F1
         "option_probs": None if result.option_probs is None else json.dumps(result.option_probs),
         "letter_mass": result.letter_mass,
         "frames": cfg.frames,
