@@ -17,7 +17,6 @@ from backend.contracts.views import ContinuousMetrics, ScoreFlows, ScoreTransiti
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
-
 SCORE_KINDS = ("improved", "regressed", "unchanged")  # a score flow between two configurations
 
 

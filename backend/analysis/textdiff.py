@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from backend.analysis.continuous import normalize_tokens, token_f1
 from backend.contracts.inspector import DiffWord, WordDiff
+from store.token_f1 import normalize_tokens, token_f1
 
 WordState = Literal["matched", "unmatched", "ignored"]
 
