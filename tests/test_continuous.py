@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backend.analysis.continuous import continuous_metrics, token_f1
+from backend.analysis.continuous import continuous_metrics
 from backend.scope.matrix import load_matrix
+from store.token_f1 import token_f1
 from tests.matrix_fixtures import build_store
 
 

@@ -26,7 +26,7 @@ from backend.contracts import NAMED, REPORTS, audits, common, inspector, policie
 from backend.contracts import explain as explain_contracts
 from backend.contracts import views as view_contracts
 from backend.contracts.schema import declared_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
-from backend.runtime.extras import missing_worker_extra
+from backend.extras import missing_worker_extra
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
@@ -143,8 +143,8 @@ def test_views_and_analyses_return_their_contracts():
 
 def test_dataclass_outputs_keep_their_contracts_fields():
     """``check``, ``repair`` and ``jobs`` print dataclasses (``store/`` imports nothing from backend): same fields."""
-    from backend.runtime.video import VideoInfo
     from backend.scope.filters import ItemFilter
+    from backend.videos.decode import VideoInfo
     from store.health import Problem, RepairReport, Report
     from store.queue import Job, WorkerInfo
 

@@ -1,14 +1,11 @@
 """Continuous scores (open-ended QA, summaries, dialogue): Token-F1 and score trajectories (METRICS.md).
 
-``token_f1`` scores one prediction when a response is written; the matrix then carries the score
+``store.token_f1`` scores one prediction when a response is written; the matrix then carries the score
 per (model, item, config) and ``continuous_metrics`` summarises it like the MCQA metrics: mean per
 config, the oracle gap, and per consecutive transition the share of items whose score drops.
 """
 
 from __future__ import annotations
-
-import re
-from collections import Counter
 
 import numpy as np
 
@@ -16,35 +13,6 @@ from backend.analysis.metrics import best_fixed_index
 from backend.analysis.stats import bootstrap_means, percentile_interval
 from backend.contracts.views import ContinuousMetrics
 from backend.scope.matrix import Matrix
-
-_PUNCT = re.compile(r"[^\w\s]|_")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-
-
-def normalize_tokens(text: str | None) -> list[str]:
-    """Lower-case, strip punctuation and the articles a/an/the, split on white space."""
-    text = _PUNCT.sub("", (text or "").lower())  # deleted, as SQuAD does: "don't" -> "dont"
-    return _ARTICLES.sub(" ", text).split()
-
-
-def _f1(pred: list[str], ref: list[str]) -> float:
-    if not pred or not ref:
-        return float(not pred and not ref)  # both empty: 1; exactly one empty: 0
-    same = sum((Counter(pred) & Counter(ref)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
-
-
-def token_f1(prediction: str | None, references: str | list[str] | None) -> float:
-    """Token-F1 of the prediction against each reference (multisets of tokens), the best one.
-
-    No references at all counts as one empty reference.
-    """
-    refs = [references] if isinstance(references, str) or references is None else list(references)
-    pred = normalize_tokens(prediction)
-    return max(_f1(pred, normalize_tokens(r)) for r in refs or [""])
 
 
 def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0) -> ContinuousMetrics | None:

@@ -9,7 +9,7 @@ neither. ``64f/random-s1`` is the ``random-s1`` counterpart of ``64f``.
   protocol P. Each P is read on the matched items of the grid plus P's top counterpart.
 * Agreement: P's grid is the base grid with every config that has a P counterpart in the store
   replaced by it; per replaced config, Cohen's kappa between the base and P correctness, a pooled
-  kappa over all replaced cells, and how the item tags (``backend.analysis.tags``) change between the grids.
+  kappa over all replaced cells, and how the item tags (``backend.scope.tags``) change between the grids.
 * The intervention itself (re-running the terminal regressions under P) is not analysis: the requests
   built here go to ``backend.runtime.rerun.submit_many``, which validates each one and joins or skips
   duplicates.
@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from backend.analysis.stats import bootstrap_means, percentile_interval, wilson_interval
-from backend.analysis.tags import TAGS, tag_masks, terminal_regression, top_index
 from backend.contracts.audits import Agreement, InterventionsAudit, Recovery, TagChange
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix, main_only
+from backend.scope.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
 from store.errors import UserError
 from store.rerun_request import RerunRequest

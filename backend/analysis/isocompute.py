@@ -25,10 +25,9 @@ import pandas as pd
 from backend.analysis.interventions import store_labels
 from backend.analysis.stats import bootstrap_means, percentile_interval
 from backend.contracts.audits import IsocomputeAudit, IsoGroup
-from backend.runtime import registry
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, load_matrix
-from store import configs
+from store import configs, registry
 from store.errors import UserError
 from store.store import Store
 

@@ -19,9 +19,9 @@ from backend import views
 from backend.analysis import predictor
 from backend.report.gallery import gallery
 from backend.report.palette import model_colours
-from backend.runtime.video import default_video_root
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved, command_line
+from backend.videos.decode import default_video_root
 from store.errors import UserError
 from store.store import Store
 

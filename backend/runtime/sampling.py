@@ -174,10 +174,3 @@ def config_indices(label: str, n_frames: int, fps: float, seed: int | None = Non
     if cfg.is_text:
         return np.empty(0, dtype=np.int64)
     return frame_indices(cfg.policy, n_frames, fps, cfg.frames, seed)
-
-
-def timestamps(indices: np.ndarray, fps: float) -> np.ndarray:
-    """Frame times in seconds (``index / fps``), as Qwen3-VL's per-frame timestamps are computed."""
-    if fps <= 0:
-        raise UserError(f"cannot compute timestamps at {fps} fps")
-    return np.asarray(indices, dtype=np.float64) / float(fps)

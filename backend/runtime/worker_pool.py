@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker
+from backend.extras import require_worker_extra
 from backend.runtime import registry, rerun
-from backend.runtime.extras import require_worker_extra
 from store.errors import UserError
 from store.paths import inside, write_atomic
 from store.queue import Job, JobQueue

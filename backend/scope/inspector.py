@@ -17,11 +17,9 @@ import numpy as np
 import pandas as pd
 
 from backend.contracts.inspector import InspectReport
-from backend.runtime import registry
-from backend.runtime.sampling import timestamps
-from backend.runtime.video import VideoInfo, probe, resolve_video
 from backend.videos import catalog
-from store import configs, samplers
+from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
+from store import configs, registry, samplers
 from store.errors import UserError
 from store.store import Store
 

@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from backend.analysis.tags import TAGS, changes, tag_lists, tag_masks
 from backend.scope.matrix import Matrix
+from backend.scope.tags import TAGS, changes, tag_lists, tag_masks
 from store.errors import UserError
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]

@@ -22,13 +22,13 @@ import streamlit as st
 from backend import views
 from backend.analysis import flows, noise
 from backend.export import csv_text
-from backend.runtime.video import thumbnails
 from backend.scope import inspector
 from backend.scope.filters import ItemFilter
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import Matrix, available, load_matrix, narrow
 from backend.scope.resolve import Resolved, tag_subset
 from backend.scope.resolve import Scope as BackendScope
+from backend.videos.decode import thumbnails
 from store.store import Store
 
 BOOTSTRAP = 1000
@@ -211,5 +211,5 @@ def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tup
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
-    """Thumbnail files (cached on disk by ``backend.runtime.video.thumbnails``; keyed on the file's mtime)."""
+    """Thumbnail files (cached on disk by ``backend.videos.decode.thumbnails``; keyed on the file's mtime)."""
     return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]

@@ -18,10 +18,10 @@ import streamlit as st
 
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
-from backend.analysis.tags import TAGS
 from backend.report import figures
 from backend.runtime.selection import Selection
 from backend.scope.resolve import command_line
+from backend.scope.tags import TAGS
 from pages.common import data, state, ui
 from store.store import Store
 

@@ -19,9 +19,9 @@ import streamlit as st
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
 from backend.runtime.logged_frames import LOGGED
-from backend.runtime.sampling import timestamps
 from backend.runtime.selection import Selection
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
+from backend.videos.decode import timestamps
 from pages.common import data, sidebar, ui
 from store import configs
 from store.configs import ConfigLabelError
