@@ -10,16 +10,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, explain, flows, noise
+from backend.analysis import cascade, compare, explain, flows, noise, selection
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
+from backend.contracts.runs import BatchComparison, RerunBatch, SelectionRerunReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
+from backend.runtime.selection import progress as batch_progress
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.items import item_page
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved
+from backend.scope.selection import Selection, selection_answers
 from store import configs
 from store.errors import UserError
 from store.store import Store
@@ -163,3 +166,37 @@ def explain_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, t
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
     return out | {"scope": resolved.header(matrix)}
+
+
+def selected_ids(store: Store, resolved: Resolved, matrix: Matrix, model: str, sel: Selection) -> list[str]:
+    """The selection on a scope: a flow's items exactly as the Flows page lists them (within-noise flips too)."""
+    if sel.kind != "flow":
+        return selection.item_ids(matrix, model, sel)
+    a, b, kind = sel.args
+    listed = flows_view(store, resolved, matrix, model, (a, b), kind, limit=None)["items"]
+    return selection.item_ids(matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
+
+
+def selection_comparison(store: Store, model: str, benchmark: str, ids: list[str], config: str, baseline: str,
+                         seed: int | None = None, label: str = "the selected items") -> BatchComparison:  # fmt: skip
+    """The selection's answers under ``config`` against ``baseline`` (``backend.analysis.selection.compare``),
+    read from the store as far as the re-run has answered; a ``logged`` label is also checked against the
+    logged answers whose frames it replayed."""
+    base = selection_answers(store, model, benchmark, ids, baseline, None, reruns=False)
+    new = selection_answers(store, model, benchmark, ids, config, seed, reruns=True)
+    cfg = configs.parse(config)
+    logged = None
+    if configs.is_logged(cfg):
+        logged_config = configs.base_label(cfg)
+        logged = logged_config, selection_answers(store, model, benchmark, ids, logged_config, None, reruns=False)
+    return selection.compare(base, new, ids, model=model, benchmark=benchmark, config=config, baseline=baseline,
+                             label=label, logged=logged)  # fmt: skip
+
+
+def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> SelectionRerunReport:
+    """The batch, its progress and its comparison so far: ``trajaudit rerun --flow ... --json`` and the re-run panel."""
+    cmp = selection_comparison(
+        Store(root), batch["model"], batch["benchmark"], batch["item_ids"], batch["config"], baseline, batch["seed"],
+        label,
+    )  # fmt: skip
+    return {"batch": batch, "progress": batch_progress(root, batch), "comparison": cmp}

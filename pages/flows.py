@@ -12,7 +12,7 @@ from backend.analysis.explain import Target
 from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
-from backend.runtime.selection import Selection
+from backend.scope.selection import Selection
 from pages.common import data, explain_panel, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel

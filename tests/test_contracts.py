@@ -109,8 +109,10 @@ def test_views_and_analyses_return_their_contracts():
         metrics,
         noise,
         predictor,
+        selection,
     )
     from backend.runtime import rerun, worker_pool
+    from backend.runtime import selection as batch
     from backend.scope import inspector as scope_inspector
     from backend.scope import matrix, resolve
 
@@ -132,6 +134,8 @@ def test_views_and_analyses_return_their_contracts():
         scope_inspector.inspect_record: contracts.InspectReport, matrix.available: sc.StoreContents,
         resolve.Resolved.header: common.ScopeHeader, worker_pool.overview: sc.JobsOverview,
         worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker, rerun.submit_many: ac.Enqueued,
+        selection.compare: runs.BatchComparison, views.selection_comparison: runs.BatchComparison,
+        views.batch_report: runs.SelectionRerunReport, batch.submit: runs.RerunBatch, batch.progress: runs.BatchProgress,
     }  # fmt: skip
     wrong = {
         f.__qualname__: get_type_hints(f).get("return")

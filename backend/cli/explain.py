@@ -14,8 +14,8 @@ from pathlib import Path
 from backend import views
 from backend.analysis import explain
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.runtime.selection import Selection
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from store.errors import UserError
 from store.store import Store

@@ -13,11 +13,15 @@ import argparse
 import sys
 import time
 
+from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.runs import SelectionRerunReport
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
-from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.matrix import Matrix
+from backend.scope.resolve import Resolved, Scope, add_scope_args
+from backend.scope.selection import Selection, read_ids
 from store.errors import UserError
 from store.store import Store, resolve_root
 
@@ -97,15 +101,15 @@ def _warn_no_worker(root, model: str) -> None:
         print(f"no worker online for {model}: start one with `trajaudit worker --model {model}`", file=sys.stderr)
 
 
-def _selection(args: argparse.Namespace) -> selection.Selection:
+def _selection(args: argparse.Namespace) -> Selection:
     if args.items_file is not None:
-        return selection.Selection("items", tuple(selection.read_ids(args.items_file)))
+        return Selection("items", tuple(read_ids(args.items_file)))
     if args.flow is not None:
-        return selection.Selection.flow(args.flow)
+        return Selection.flow(args.flow)
     parts = args.state.split(":")
     if len(parts) != 2:
         raise UserError(f"--state takes CONFIG:STATE, e.g. 8f:wrong (got {args.state!r})")
-    return selection.Selection("state", tuple(parts))
+    return Selection("state", tuple(parts))
 
 
 def run_selection(args: argparse.Namespace, root) -> int:
@@ -113,7 +117,7 @@ def run_selection(args: argparse.Namespace, root) -> int:
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(root)
     resolved = Scope.from_args(args, models=models).resolve(store)
-    out = selection.rerun_selection(
+    out = rerun_selection(
         store, resolved, resolved.load(store), args.model, sel, args.config, args.baseline, args.seed, args.force
     )
     batch = out["batch"]
@@ -122,7 +126,7 @@ def run_selection(args: argparse.Namespace, root) -> int:
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         while not out["progress"]["finished"] and (deadline is None or time.monotonic() < deadline):
             time.sleep(POLL_S)
-            out = selection.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
+            out = views.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
     if args.json:
         print_json(out)
     else:
@@ -132,3 +136,15 @@ def run_selection(args: argparse.Namespace, root) -> int:
         )
         print(out["comparison"]["sentence"])
     return 0 if out["progress"]["finished"] or not args.wait else 1
+
+
+def rerun_selection(store: Store, resolved: Resolved, matrix: Matrix, model: str, sel: Selection, config: str,
+                    baseline: str | None = None, seed: int | None = None, force: bool = False) -> SelectionRerunReport:  # fmt: skip
+    """Submit the selection's re-run under ``config`` and report it (``views.batch_report``)."""
+    benchmark = resolved.scope.benchmark
+    if benchmark is None:
+        raise UserError("a selection re-run needs --benchmark")
+    ids = views.selected_ids(store, resolved, matrix, model, sel)
+    base = baseline or sel.baseline(list(matrix.grid))
+    submitted = selection.submit(str(store.root), selection.batch_requests(model, benchmark, ids, config, seed, force))
+    return views.batch_report(str(store.root), submitted, base, sel.describe())

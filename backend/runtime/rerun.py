@@ -29,10 +29,10 @@ import pandas as pd
 
 from backend.contracts.audits import Enqueued
 from backend.runtime import logged_frames, registry
-from backend.runtime.sampling import policy_name, takes_seed
+from backend.runtime.sampling import policy_name
 from backend.videos import catalog
 from backend.videos.decode import default_video_root, probe, resolve_video
-from store.configs import ConfigLabelError, parse
+from store.configs import ConfigLabelError, parse, takes_seed
 from store.errors import UserError
 from store.queue import MAX_QUEUED, STATES, Job, JobQueue
 from store.rerun_request import RerunRequest

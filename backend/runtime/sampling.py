@@ -39,8 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backend.runtime.logged_frames import LOGGED
-from store.configs import DEFAULT_POLICY, ConfigLabelError, parse
+from store.configs import DEFAULT_POLICY, LOGGED, ConfigLabelError, parse
 from store.errors import UserError
 
 _RANDOM = re.compile(r"^random(?:-s(?P<seed>\d+))?$")
@@ -138,12 +137,6 @@ def label_policy(spelling: str) -> str:
     label = f"random-s{m['seed']}" if m else spelling
     policy_name(label)  # validates
     return label
-
-
-def takes_seed(policy: str) -> bool:
-    """Whether the policy draws at random without naming its seed (a bare ``random``): only then does a
-    response's seed column say which frames it saw (``random-s3`` carries its seed)."""
-    return (policy or DEFAULT_POLICY).strip() == "random"
 
 
 def frame_indices(policy: str, n_frames: int, fps: float, budget: int, seed: int | None = None) -> np.ndarray:

@@ -19,8 +19,8 @@ import streamlit as st
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.report import figures
-from backend.runtime.selection import Selection
 from backend.scope.resolve import command_line
+from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from pages.common import data, state, ui
 from store.store import Store

@@ -16,15 +16,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend import views
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
-from backend.runtime.logged_frames import LOGGED
-from backend.runtime.selection import Selection
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
+from backend.scope.selection import Selection
 from backend.videos.decode import timestamps
 from pages.common import data, sidebar, ui
 from store import configs
-from store.configs import ConfigLabelError
+from store.configs import LOGGED, ConfigLabelError
 from store.errors import UserError
 
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
@@ -298,7 +298,7 @@ def selection_panel(scope: data.Scope, sel: Selection | None, ids: list[str], ke
     """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
 
     The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
-    drawn is its ``comparison`` (``backend.runtime.selection.batch_report``).
+    drawn is its ``comparison`` (``backend.views.batch_report``).
     """
     sel = sel or Selection("filtered")
     label = sel.describe()
@@ -376,7 +376,7 @@ def _batch_progress(root: str, remembered: tuple) -> None:
 def _comparison(scope: data.Scope, sel: Selection, last: dict) -> None:
     """The finished batch against its baseline: the sentence, and the items side by side."""
     batch = last["batch"]
-    report = selection.batch_report(scope.root, batch, last["baseline"], last["label"])
+    report = views.batch_report(scope.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
     counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (
