@@ -10,17 +10,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, explain, flows, noise, selection
+from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise, selection
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
+from backend.contracts.audits import Agreement, CrossmodelAudit, InterventionsAudit, IsocomputeAudit, Recovery
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.runs import BatchComparison, RerunBatch, SelectionRerunReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.runtime.selection import progress as batch_progress
 from backend.scope.answer_cells import load_answer_cells
+from backend.scope.filters import ItemFilter
 from backend.scope.items import item_page
-from backend.scope.matrix import Matrix
+from backend.scope.labels import store_labels
+from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.repeats import load_repeats
 from backend.scope.resolve import Resolved
 from backend.scope.selection import Selection, selection_answers
 from store import configs
@@ -46,7 +50,7 @@ def overview(store: Store, resolved: Resolved, matrix: Matrix, bootstrap: int = 
                 out["models"][model]["continuous"] = cont
     out["task_types"] = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
     if resolved.scope.beyond_noise:
-        profile = noise.noise_profile(store, matrix)
+        profile = noise_profile(store, matrix)
         for model in matrix.models:
             out["models"][model]["transitions"] = noise.transitions_without_noise(matrix, profile, model)
     out["scope"] = resolved.header(matrix)
@@ -61,7 +65,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
     out = flows.sankey(matrix, model, None if pair is None else list(pair))
-    profile = noise.noise_profile(store, matrix) if resolved.scope.beyond_noise else None
+    profile = noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
         out = noise.sankey_without_noise(out, matrix, profile)
     out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
@@ -79,7 +83,7 @@ def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str
     (as records, 56k items of a 10M store took 0.7 s to build and as long again to cache)."""
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
-        profile = profile if profile is not None else noise.noise_profile(store, matrix)
+        profile = profile if profile is not None else noise_profile(store, matrix)
         items = noise.drop_within_noise(items, matrix, profile, model, pair[0], pair[1])
     return items
 
@@ -131,7 +135,7 @@ def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[s
 def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = None) -> cascade.Ladder:
     """The focus model's responses on the policy ladder, on the scope's items (main runs only)."""
     s = resolved.scope
-    return cascade.load_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
+    return model_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
 
 
 def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | None = None, points: int = cascade.DEFAULT_POINTS,
@@ -200,3 +204,79 @@ def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> Sel
         label,
     )  # fmt: skip
     return {"batch": batch, "progress": batch_progress(root, batch), "comparison": cmp}
+
+
+# -- loaders for the analyses that read more than the scope's matrix ---------------------------------------------
+def noise_profile(store: Store, matrix: Matrix) -> noise.NoiseProfile:
+    """Repeat counts of the matrix's cells (``backend.scope.repeats``) and their flip rates (``backend.analysis.noise``)."""
+    return noise.noise_profile(matrix, load_repeats(store, matrix))
+
+
+def model_ladder(store: Store, model: str, labels: list[str], benchmark: str | None = None,
+                 item_filter: ItemFilter | None = None) -> cascade.Ladder:  # fmt: skip
+    """``model``'s matched matrix over the ladder, as rungs (items lacking a rung are excluded, counted)."""
+    labels = cascade.check_ladder(labels)
+    matrix = load_matrix(store, [model], benchmark=benchmark, grid=labels, item_filter=item_filter)
+    return cascade.ladder_from_matrix(matrix, model, labels, benchmark)
+
+
+def audit_grid(store: Store, model: str, benchmark: str | None = None) -> list[str]:
+    """The default grid of the protocol and noise audits: the model's main-run configs under the uniform protocol."""
+    return interventions.base_grid(store_labels(store, model, benchmark, reruns=False), model, benchmark)
+
+
+def protocol_recovery(store: Store, model: str, grid: list[str], policy_label: str, benchmark: str | None = None,
+                      item_filter: ItemFilter | None = None, bootstrap: int = 1000, seed: int = 0) -> Recovery:  # fmt: skip
+    """``interventions.recovery`` on the matched items of the grid plus ``policy_label`` (re-runs included)."""
+    labels = interventions.recovery_grid(grid, policy_label)
+    matrix = load_matrix(store, [model], benchmark, labels, item_filter, include_reruns=True)
+    return interventions.recovery(matrix, grid, policy_label, bootstrap, seed)
+
+
+def protocol_agreement(store: Store, model: str, grid: list[str], proto: str, pairs: dict[str, str],
+                       benchmark: str | None = None, item_filter: ItemFilter | None = None) -> Agreement:  # fmt: skip
+    """``interventions.agreement`` on the matched items of the grid and its counterparts ``pairs``."""
+    union, _ = interventions.protocol_grids(grid, pairs)
+    matrix = load_matrix(store, [model], benchmark, union, item_filter, include_reruns=True)
+    return interventions.agreement(matrix, grid, proto, pairs)
+
+
+def interventions_audit(store: Store, model: str, grid: list[str], benchmark: str | None = None,
+                        protocols: list[str] | None = None, item_filter: ItemFilter | None = None,
+                        bootstrap: int = 1000, seed: int = 0) -> InterventionsAudit:  # fmt: skip
+    """``trajaudit audit interventions``: per protocol found in the store, agreement and recovery."""
+    grid, top = interventions.grid_top(grid)
+    found = interventions.audited_protocols(grid, store_labels(store, model, benchmark), model, protocols)
+    rows = []
+    for proto, pairs in found.items():  # protocols, a handful
+        row = protocol_agreement(store, model, grid, proto, pairs, benchmark, item_filter)
+        row["recovery"] = (
+            protocol_recovery(store, model, grid, pairs[top], benchmark, item_filter, bootstrap, seed)
+            if top in pairs
+            else None
+        )
+        rows.append(row)
+    return interventions.audit(model, grid, rows)
+
+
+def isocompute_audit(store: Store, model: str, benchmark: str | None = None,
+                     tolerance: float = isocompute.DEFAULT_TOLERANCE, default_pixels: int | None = None,
+                     labels: list[str] | None = None, item_filter: ItemFilter | None = None, bootstrap: int = 1000,
+                     seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+    """``trajaudit audit isocompute``: every iso-compute group of ``model``'s configurations, each on its matched items."""
+    labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
+    groups = []
+    for group in isocompute.iso_groups(labels, tolerance, default_pixels):  # a handful of groups
+        budgets = {g: isocompute.pixel_budget(g, default_pixels) for g in group}
+        matrix = load_matrix(store, [model], benchmark, group, item_filter)
+        groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
+    return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
+
+
+def crossmodel_audit(store: Store, model_a: str, model_b: str, config: str, config_b: str | None = None,
+                     benchmark: str | None = None, item_filter: ItemFilter | None = None, limit: int = 50,
+                     item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+    """``trajaudit audit crossmodel``: flows from (model_a, config) to (model_b, config_b) on their matched items."""
+    grid = crossflows.pair_grid(model_a, model_b, config, config_b)
+    matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
+    return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)

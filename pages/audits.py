@@ -15,14 +15,17 @@ import streamlit as st
 from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.analysis import interventions, isocompute, noise
 from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
 from backend.runtime import registry, rerun
 from backend.scope.filters import ItemFilter
+from backend.scope.labels import store_labels as stored_labels
 from backend.scope.matrix import load_matrix
 from pages.common import data, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
+from store import registry as store_registry
 from store.errors import UserError
 from store.store import Store
 
@@ -46,12 +49,12 @@ def command(scope: data.Scope, *args: str) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def store_labels(root: str, version: int, model: str, bench: str) -> list[str]:
-    return interventions.store_labels(Store(root), model, bench)
+    return stored_labels(Store(root), model, bench)
 
 
 @st.cache_data(show_spinner="Comparing protocols…", max_entries=16)
 def audit(root: str, version: int, model: str, grid: tuple[str, ...], bench: str, flt: ItemFilter) -> dict:
-    return interventions.audit(Store(root), model, list(grid), bench, item_filter=flt)
+    return views.interventions_audit(Store(root), model, list(grid), bench, item_filter=flt)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -65,7 +68,7 @@ def requests(
 
 @st.cache_data(show_spinner="Grouping allocations…", max_entries=16)
 def iso(root: str, version: int, model: str, bench: str, flt: ItemFilter, tolerance: float, pixels: int | None) -> dict:
-    return isocompute.isocompute(Store(root), model, bench, tolerance, pixels, item_filter=flt)
+    return views.isocompute_audit(Store(root), model, bench, tolerance, pixels, item_filter=flt)
 
 
 @st.cache_data(show_spinner="Counting repeats…", max_entries=16)
@@ -77,13 +80,13 @@ def noise_audit(
     matrix = load_matrix(store, [model], bench, list(grid), flt)
     if matrix.n_items == 0:
         raise UserError(f"no item of {model!r} has a response at every config of {','.join(matrix.grid)}")
-    profile = noise.noise_profile(store, matrix)
+    profile = views.noise_profile(store, matrix)
     return noise.summary(matrix, profile, model), noise.item_noise(matrix, profile, model, measured_only=True)
 
 
 @st.cache_data(show_spinner="Matching the two models…", max_entries=16)
 def cross(root: str, version: int, a: str, b: str, ca: str, cb: str, bench: str, flt: ItemFilter) -> dict:
-    return crossflows.cross_flows(
+    return views.crossmodel_audit(
         Store(root), a, b, ca, cb, bench, flt, limit=CROSS_LIMIT, item_columns=CROSS_ITEM_COLUMNS
     )
 
@@ -277,7 +280,7 @@ def isocompute_tab(scope: data.Scope, colour: str) -> None:
     tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=isocompute.DEFAULT_TOLERANCE, min_value=0.0,
                            max_value=0.5, step=0.01, format="%.2f", help="Configurations within (1 + tolerance) times "
                            "the cheapest budget of a group count as equal compute.")  # fmt: skip
-    registered = isocompute.registered_pixels(Store(scope.root), scope.focus)
+    registered = store_registry.default_pixels(scope.root, scope.focus)
     pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
                         step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
                         "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip

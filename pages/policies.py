@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend import views
 from backend.analysis import cascade, predictor
 from backend.report import figures
 from backend.report.palette import INK, model_colours
@@ -30,7 +31,7 @@ DEFAULT_FOLDS = 5
 def _ladder(
     root: str, version: int, model: str, labels: tuple[str, ...], bench: str, flt: ItemFilter
 ) -> cascade.Ladder:
-    return cascade.load_ladder(Store(root), model, list(labels), bench, flt)
+    return views.model_ladder(Store(root), model, list(labels), bench, flt)
 
 
 @st.cache_data(show_spinner="Sweeping thresholds…", max_entries=16)

@@ -83,3 +83,9 @@ def get(store_root: str | os.PathLike, name: str) -> ModelSpec:
         known = ", ".join(sorted(models)) or "none registered (trajaudit models add NAME --family F --path P)"
         raise UserError(f"unknown model {name!r}; registered models: {known}")
     return models[name]
+
+
+def default_pixels(store_root: str | os.PathLike, model: str) -> int | None:
+    """The model's registered ``default_pixels`` (what iso-compute places unlabelled resolutions at); None when unknown."""
+    spec = load(store_root).get(model)
+    return None if spec is None else spec.default_pixels

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.analysis import interventions, isocompute, noise
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
 from backend.scope.matrix import load_matrix
+from store import registry
 from store.errors import UserError
 from store.store import Store
 
@@ -72,15 +74,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _grid(args: argparse.Namespace, store: Store) -> list[str]:
-    return split_list(args.grid) or interventions.base_grid(store, args.model, args.benchmark)
+    return split_list(args.grid) or views.audit_grid(store, args.model, args.benchmark)
 
 
 def run_interventions(args: argparse.Namespace) -> int:
     store = Store(args.store)
     grid = _grid(args, store)
     item_filter = item_filter_from(args)
-    out = interventions.audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
-                              bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    out = views.interventions_audit(store, args.model, grid, args.benchmark, split_list(args.protocols), item_filter,
+                                    bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
     if args.enqueue:
         matrix = load_matrix(store, [args.model], args.benchmark, out["grid"], item_filter)
         requests = interventions.intervention_requests(matrix, args.model, args.enqueue)
@@ -109,9 +111,9 @@ def run_interventions(args: argparse.Namespace) -> int:
 
 def run_isocompute(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    pixels = args.default_pixels or isocompute.registered_pixels(store, args.model)
-    out = isocompute.isocompute(store, args.model, args.benchmark, args.tolerance, pixels, split_list(args.configs),
-                                item_filter_from(args), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
+    pixels = args.default_pixels or registry.default_pixels(store.root, args.model)
+    out = views.isocompute_audit(store, args.model, args.benchmark, args.tolerance, pixels, split_list(args.configs),
+                                 item_filter_from(args), bootstrap=args.bootstrap, seed=args.seed)  # fmt: skip
     if args.json:
         print_json(out)
         return 0
@@ -129,7 +131,7 @@ def run_noise(args: argparse.Namespace) -> int:
     matrix = load_matrix(store, [args.model], args.benchmark, _grid(args, store), item_filter_from(args))
     if matrix.n_items == 0:
         raise UserError(f"no item of {args.model!r} has a response at every config of {','.join(matrix.grid)}")
-    out = noise.summary(matrix, noise.noise_profile(store, matrix), args.model)
+    out = noise.summary(matrix, views.noise_profile(store, matrix), args.model)
     if args.json:
         print_json(out)
         return 0
@@ -145,7 +147,7 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     models = split_list(args.models) or []
     if len(models) != 2:
         raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
-    out = crossflows.cross_flows(Store(args.store), models[0], models[1], args.config, args.config_b,
+    out = views.crossmodel_audit(Store(args.store), models[0], models[1], args.config, args.config_b,
                                  args.benchmark, item_filter_from(args), limit=args.limit)  # fmt: skip
     if args.json:
         print_json(out)

@@ -147,7 +147,7 @@ def flow_item_list(scope: Scope, model: str, a: str, b: str, kind: str) -> pd.Da
 @st.cache_resource(show_spinner="Counting repeats…", max_entries=8, hash_funcs=SCOPE_HASH)
 def noise_profile(scope: Scope) -> noise.NoiseProfile:
     """Repeat counts and flip rates of the scope's cells."""
-    return noise.noise_profile(Store(scope.root), matrix(scope))
+    return views.noise_profile(Store(scope.root), matrix(scope))
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=SCOPE_HASH)
