@@ -13,7 +13,14 @@ import pandas as pd
 from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise, selection
 from backend.analysis.continuous import continuous_metrics
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
-from backend.contracts.audits import Agreement, CrossmodelAudit, InterventionsAudit, IsocomputeAudit, Recovery
+from backend.contracts.audits import (
+    Agreement,
+    CrossmodelAudit,
+    InterventionsAudit,
+    IsocomputeAudit,
+    ProtocolAgreement,
+    Recovery,
+)
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.runs import BatchComparison, RerunBatch, SelectionRerunReport
@@ -247,15 +254,15 @@ def interventions_audit(store: Store, model: str, grid: list[str], benchmark: st
     """``trajaudit audit interventions``: per protocol found in the store, agreement and recovery."""
     grid, top = interventions.grid_top(grid)
     found = interventions.audited_protocols(grid, store_labels(store, model, benchmark), model, protocols)
-    rows = []
+    rows: list[ProtocolAgreement] = []
     for proto, pairs in found.items():  # protocols, a handful
         row = protocol_agreement(store, model, grid, proto, pairs, benchmark, item_filter)
-        row["recovery"] = (
+        recovered = (
             protocol_recovery(store, model, grid, pairs[top], benchmark, item_filter, bootstrap, seed)
             if top in pairs
             else None
         )
-        rows.append(row)
+        rows.append({**row, "recovery": recovered})
     return interventions.audit(model, grid, rows)
 
 

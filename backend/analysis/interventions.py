@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.analysis.stats import bootstrap_means, percentile_interval, wilson_interval
-from backend.contracts.audits import Agreement, InterventionsAudit, Recovery, TagChange
+from backend.contracts.audits import Agreement, InterventionsAudit, ProtocolAgreement, Recovery, TagChange
 from backend.scope.matrix import Matrix
 from backend.scope.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
@@ -223,7 +223,7 @@ def audited_protocols(grid: list[str], labels: list[str], model: str, protocols:
     return {p: found[p] for p in protocols}
 
 
-def audit(model: str, grid: list[str], rows: list[Agreement]) -> InterventionsAudit:
+def audit(model: str, grid: list[str], rows: list[ProtocolAgreement]) -> InterventionsAudit:
     """The ``audit interventions --json`` contract: the audited grid and, per protocol, its agreement and recovery."""
     grid, top = grid_top(grid)
     return {"model": model, "grid": grid, "top": top, "base_protocol": protocol(top), "protocols": rows}
