@@ -22,7 +22,7 @@ from store import configs
 from store.errors import UserError
 from store.store import Store
 
-FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")
+FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")  # the links of each config pair (analysis.flows)
 KINDS = ("flow", "state", "items", "filtered")
 STATES = ("correct", "wrong")
 ARROW = "→"
