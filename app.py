@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import data, runlog, sidebar, state, ui
+from pages.common import data, live, runlog, sidebar, state, ui
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -59,6 +59,8 @@ try:
         state.follow()
         page.run()
         data.warm_snapshot(scope.root, scope.version)
+        with st.sidebar:
+            live.follow_writes(scope.root, scope.version)  # a write elsewhere reruns the page (no reload)
 finally:
     # A page switch already carried the state in its link; rewriting the URL in that same run
     # would race the browser's own URL update (the path would lag one page behind).

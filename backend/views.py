@@ -22,6 +22,7 @@ from backend.contracts.audits import (
     Recovery,
 )
 from backend.contracts.explain import ExplainReport
+from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.runs import BatchComparison, RerunBatch, SelectionRerunReport
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
@@ -34,6 +35,7 @@ from backend.scope.matrix import Matrix, load_matrix
 from backend.scope.repeats import load_repeats
 from backend.scope.resolve import Resolved
 from backend.scope.selection import Selection, selection_answers
+from backend.scope.texts import item_texts
 from store import configs
 from store.errors import UserError
 from store.store import Store
@@ -87,7 +89,7 @@ def flows_view(store: Store, resolved: Resolved, matrix: Matrix, model: str, pai
 def flow_item_table(store: Store, resolved: Resolved, matrix: Matrix, model: str, pair: tuple[str, str], kind: str,
                     profile: noise.NoiseProfile | None = None) -> pd.DataFrame:  # fmt: skip
     """Every item of one flow (``flows_view``'s ``items``, as a table): the Flows page lists them a page at a time
-    (as records, 56k items of a 10M store took 0.7 s to build and as long again to cache)."""
+    (as records, a large flow was slow to build and as slow again to cache)."""
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
         profile = profile if profile is not None else noise_profile(store, matrix)
@@ -160,7 +162,7 @@ def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | 
 
 def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
     """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
-    from backend.analysis import predictor  # with the video index behind it: not paid by every other view (40 ms)
+    from backend.analysis import predictor  # with the video index behind it: not paid by every other view
 
     return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
 
@@ -287,3 +289,9 @@ def crossmodel_audit(store: Store, model_a: str, model_b: str, config: str, conf
     grid = crossflows.pair_grid(model_a, model_b, config, config_b)
     matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
     return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)
+
+
+def texts_view(detail: dict) -> ItemTexts | None:
+    """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
+    the reference and each configuration's answer with its word-level diff; None unless open-ended."""
+    return item_texts(detail["item"], detail["responses"])

@@ -160,7 +160,9 @@ def server_seconds() -> float:
 
 def serve(root: Path, log: Path):
     """``streamlit run app.py`` on ``root`` with the app's run clock on, its log read by :func:`server_seconds`."""
-    server = start_server(root, log, {"TRAJAUDIT_RUN_LOG": "1"})
+    # The live check (pages.common.live) off: its fragment's tick flips the app's script state as a run does,
+    # which ``DONE`` would take for the end of the step's run (a step measured 1.16 s with no server time).
+    server = start_server(root, log, {"TRAJAUDIT_RUN_LOG": "1", "TRAJAUDIT_LIVE_POLL_S": "0"})
     RUN_LOG.update(path=log, offset=0)
     return server
 

@@ -54,7 +54,8 @@ with ui.guard():
     report = data.compare_view(scope, TOP)
     table = headline_table({"models": report["metrics"]})
     st.dataframe(
-        ui.headline_text(table).T.astype(str), column_config={"_index": st.column_config.TextColumn("metric (95% CI)")}
+        ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
+        column_config={"_index": st.column_config.TextColumn("metric (95% CI)")},
     )
     ui.downloads(table, "compare-headlines")
     ui.vega(bars(table, colours), "compare-headlines")

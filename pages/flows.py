@@ -5,13 +5,17 @@ list opens an item in the Inspector, which then walks that flow's items (``pages
 and the whole list can be re-run under another configuration (``rerun_panel.selection_panel``).
 """
 
+import html
+
 import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
-from backend.report.palette import FLOW_COLOURS, STATE_COLOURS
+from backend.present import series
+from backend.present.text import KIND_TEXT
+from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection
 from pages.common import data, explain_panel, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
@@ -20,56 +24,17 @@ from pages.common.sankey import clickable_sankey
 
 PAGE_SIZE = 50
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
-KIND_TEXT = {"rescued": "rescued (wrong → correct)", "harmed": "harmed (correct → wrong)",
-             "stable-correct": "stayed correct", "stable-wrong": "stayed wrong"}  # fmt: skip
 
 
 def sankey_figure(view: dict) -> dict:
-    """The Sankey: state nodes per config, non-empty aggregated links coloured by kind. A Plotly figure as a plain
-    dict, in the dashboard's chart look (``ui.style``'s): the component draws it (``pages.common.sankey``), so it
-    is never validated into a ``go.Figure`` (0.1-0.25 s a run)."""
-    nodes = view["nodes"]
+    """The Sankey (``backend.present.series``' trace, the report's figure's): state nodes per config, non-empty
+    aggregated links coloured by kind. A Plotly figure as a plain dict, in the dashboard's chart look
+    (``ui.style``'s): the component draws it (``pages.common.sankey``), so it is never validated into a
+    ``go.Figure`` (a cost on every run). The component shows hover values as text and decodes entities in
+    labels and the title, where it reads ``<b>`` as markup: the title's model name is escaped."""
     n_cfg = len(view["configs"])
-    xs = [0.001 + 0.998 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]
-    share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
-    ys = [
-        0.02 + 0.45 * share_correct[n["config"]]
-        if n["state"] == "correct"
-        else 0.98 - 0.45 * (1 - share_correct[n["config"]])
-        for n in nodes
-    ]
-    links = [link for link in view["links"] if link["count"] > 0]
-    custom = [
-        [lk["from"], lk["to"], KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"], lk["harmed"], lk["mcnemar_p"]]
-        for lk in links
-    ]
-    trace = {
-        "type": "sankey",
-        "arrangement": "fixed",
-        "valueformat": "d",
-        "node": {
-            "label": [f"{n['config']} {'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],
-            "color": [STATE_COLOURS[n["state"]] for n in nodes],
-            "x": xs,
-            "y": ys,
-            "pad": 18,
-            "thickness": 18,
-            "customdata": [[n["config"], n["state"], 100 * n["share"]] for n in nodes],
-            "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
-        },
-        "link": {
-            "source": [lk["source"] for lk in links],
-            "target": [lk["target"] for lk in links],
-            "value": [lk["count"] for lk in links],
-            "color": [FLOW_COLOURS[lk["kind"]] for lk in links],
-            "customdata": custom,
-            "hovertemplate": (
-                "%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
-                "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"
-            ),
-        },
-    }
-    title = f"{view['model']}: correct (✓) and wrong (✗) items per configuration, {view['n_items']:,} items"
+    trace = series.sankey_trace(view, SANKEY_COLOURS, config_labels=True)  # no column headers: labels name them
+    title = series.sankey_title(view, lambda t: html.escape(t, quote=False))
     layout = {
         "title": {"text": title, "font": {"size": 16}},
         "font": ui.FONT,

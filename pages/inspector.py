@@ -9,11 +9,13 @@ import streamlit as st
 
 from backend.analysis.ladders import ladders
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
-from backend.scope.inspector import frame_plan, trajectory_rows
+from backend.scope.inspector import frame_plan
+from backend.scope.texts import trajectory_rows
 from pages.common import charts, data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import rerun_panel
+from pages.common.texts_panel import texts_panel
 from store import configs
 from store.answers import letter_of
 from store.errors import UserError
@@ -22,7 +24,7 @@ THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
 STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
-# What the answer grid and the confidence chart read; their row loops over every column cost 70 ms an item.
+# What the answer grid and the confidence chart read: their row loops over every column were slow.
 CHART_COLUMNS = ["model", "config", "answer", "correct", "confidence", "score", "rerun_note"]
 
 
@@ -109,10 +111,11 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
     rows = pd.concat([rows, extra], ignore_index=True)
     value, _ = value_column(rows)
     cells = [
-        {"model": r.model, "config": r.config, "state": _state(r.correct), "value": charts.number(getattr(r, value)),
-         "text": ("–" if r.answer is None or r.answer != r.answer else str(r.answer)) if value == "confidence"
-         else ("–" if charts.number(r.score) is None else f"{r.score:.2f}")}
-        for r in rows.itertuples() if _state(r.correct) is not None and r.model in models and r.config in labels
+        {"model": r["model"], "config": r["config"], "state": _state(r["correct"]), "value": charts.number(r[value]),
+         "text": ("–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])) if value == "confidence"
+         else ("–" if charts.number(r["score"]) is None else f"{r['score']:.2f}")}
+        for r in rows.to_dict("records")  # plain dicts: itertuples' pandas overhead was most of this
+        if _state(r["correct"]) is not None and r["model"] in models and r["config"] in labels
     ]  # fmt: skip
     return charts.answer_grid(cells, models, labels, value)
 
@@ -129,24 +132,31 @@ def confidence_chart(
     where = {c: k for k, ladder in enumerate(lines) for c in ladder}
     points, series = [], {}
 
-    def add(r, name: str, kind: str, line: str | None, colour: str) -> None:
-        if _state(r.correct) is None or charts.number(getattr(r, value)) is None:
+    def add(r: dict, name: str, kind: str, line: str | None, colour: str) -> None:
+        if _state(r["correct"]) is None or charts.number(r[value]) is None:
             return
         series.setdefault(name, colour)
-        answer = "–" if r.answer is None or r.answer != r.answer else str(r.answer)
-        points.append({"series": name, "config": r.config, "value": charts.number(getattr(r, value)), "state": _state(r.correct),
+        answer = "–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])
+        points.append({"series": name, "config": r["config"], "value": charts.number(r[value]), "state": _state(r["correct"]),
                        "answer": answer, "kind": kind, "line": line})  # fmt: skip
 
-    for model in [m for m in models if m in set(rows["model"])]:
-        for r in rows[rows["model"] == model].itertuples():
-            if r.config in where:
-                add(r, model, "ladder", f"{model}\x1f{where[r.config]}", colours[model])
-        for r in rows[rows["model"] == model].itertuples():
-            if r.config in alone:
+    # Plain records, split once: pandas' boolean filters and itertuples per model cost 80-150 ms an item
+    # (object overhead on a few dozen rows), the same loops over dicts well under a millisecond.
+    logged: dict[str, list[dict]] = {}
+    for r in rows.to_dict("records"):
+        logged.setdefault(r["model"], []).append(r)
+    for model in [m for m in models if m in logged]:
+        for r in logged[model]:
+            if r["config"] in where:
+                add(r, model, "ladder", f"{model}\x1f{where[r['config']]}", colours[model])
+        for r in logged[model]:
+            if r["config"] in alone:
                 add(r, f"{model} · other protocols", "other", None, colours[model])
+    live_records = live.to_dict("records")
     for model in [m for m in models if m in names]:
-        for r in live[live["model"] == names[model]].itertuples():
-            add(r, names[model], "rerun", None, colours[model])
+        for r in live_records:
+            if r["model"] == names[model]:
+                add(r, names[model], "rerun", None, colours[model])
     order = [c for ladder in lines for c in ladder] + alone  # a ladder's steps side by side, other protocols after them
     return charts.confidence_chart(points, order, series, value, axis)
 
@@ -254,6 +264,9 @@ with ui.guard():
             ui.vega(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
+        texts = data.item_texts(scope.root, scope.version, scope.benchmark, item_id)
+        if texts is not None:
+            texts_panel(texts, list(scope.models), colours)
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")

@@ -5,9 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from backend.analysis.compare import headline_table
-from backend.analysis.metrics import WILSON_COLUMNS
+from backend.present.tables import headline_value
+from backend.present.tables import task_table as task_text
+from backend.present.text import HEADLINES
 from backend.report.palette import model_colours
-from backend.report.tables import HEADLINES
 from pages.common import charts, data, explain_panel, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
@@ -19,6 +20,7 @@ HELP = {
     "text_overwrite_rate": "Share of items correct text-only and wrong with some video input (needs `text` in the grid).",
     "mean_churn": "Mean over consecutive steps of (rescued + harmed) / items.",
 }
+CARDS = [(name, label) for name, label in HEADLINES if name in HELP]  # overwrite / text-correct: in the table
 MIN_GROUP = 30  # task types with fewer items are marked small
 SORTS = {
     "visual_confusion_rate": "visual confusion",
@@ -30,23 +32,18 @@ SORTS = {
 
 def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
     """The focus model's numbers as cards; every selected model's in a compact table below."""
-    table = headline_table(metrics)
-    row = table.set_index("model").loc[focus]
+    rec = metrics["models"][focus]
     with st.container(border=True):
         st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>")
-        widths = [1.6] + [1] * (len(HEADLINES) - 1)  # room for the best config's label
-        for col, (name, label) in zip(st.columns(widths), HEADLINES, strict=True):
-            ci = None if np.isnan(row[f"{name}_lo"]) else [row[f"{name}_lo"], row[f"{name}_hi"]]
+        widths = [1.6] + [1] * (len(CARDS) - 1)  # room for the best config's label
+        for col, (name, label) in zip(st.columns(widths), CARDS, strict=True):
             if name == "best_fixed":
-                label = f"{label} ({row['best_fixed_config']})"
-            ui.rate_metric(col, label, row[name], ci, help=HELP[name])
-    if len(table) > 1:
-        # One column per model (rows: metrics), so the widest table fits the page instead of hiding its right columns.
-        st.dataframe(
-            ui.headline_text(table).astype(str).T.rename_axis("95% CI"),
-            column_config={"_index": st.column_config.TextColumn(pinned=True)},
-        )
-    ui.downloads(table, "headlines")
+                label = f"{label} ({rec['best_fixed']['config']})"
+            ui.rate_metric(col, label, headline_value(rec, name), rec["ci"].get(name), help=HELP[name])
+    if len(metrics["models"]) > 1:
+        st.dataframe(ui.headline_text(metrics["models"], metrics["n_items"], metrics["grid"]),
+                     column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
+    ui.downloads(headline_table(metrics), "headlines")
 
 
 def transitions_table(metrics: dict) -> pd.DataFrame:
@@ -55,18 +52,6 @@ def transitions_table(metrics: dict) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden]
     )
-
-
-def ci_column(lo: pd.Series, hi: pd.Series) -> pd.Series:
-    """Intervals as text, "[20, 57]" in percent; empty where there is none."""
-    text = (
-        "["
-        + (100 * lo).round().astype("Int64").astype(str)
-        + ", "
-        + (100 * hi).round().astype("Int64").astype(str)
-        + "]"
-    )
-    return text.where(lo.notna(), "")
 
 
 def task_table(scope: data.Scope, report: dict) -> None:
@@ -84,16 +69,13 @@ def task_table(scope: data.Scope, report: dict) -> None:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
         table = table.sort_values("n", key=lambda n: n < min_n, kind="stable")  # small groups last, order kept
     acc = [c for c in table.columns if c.startswith("accuracy[")]
-    shown = table[["task_type", "n", "size"]].copy()
-    for col in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate"):
-        interval = ci_column(table[f"{col}_lo"], table[f"{col}_hi"]) if col in WILSON_COLUMNS else ""
-        shown[col.replace("_", " ")] = (
-            (100 * table[col]).round().astype("Int64").astype(str).str.replace("<NA>", "n/a") + "% " + interval
-        )
+    shown = task_text(table.to_dict("records"), scope.focus).frame()  # the report's cells, in this order
+    shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
+    shown.insert(2, "size", table["size"].to_numpy())
     st.caption(f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
-               "Brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
+               "% of items; brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
     st.dataframe(shown, hide_index=True,
-                 column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items", "size": "group"})  # fmt: skip
+                 column_config={"Task type": st.column_config.TextColumn(pinned=True), "n": "items", "size": "group"})  # fmt: skip
     more = st.expander("Accuracy per configuration, by task type", key="task-acc", on_change="rerun")
     if more.open:  # drawn when opened: a folded table still costs its serialisation and the browser's drawing
         more.dataframe(table[["task_type", "n", *acc]], hide_index=True,

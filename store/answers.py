@@ -13,6 +13,7 @@ and the caller flags the row so the summary can count it. The raw text is always
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 LETTERS = "ABCDEFGH"
 """The option letters, in order; an item has at most ``len(LETTERS)`` options."""
@@ -64,7 +65,7 @@ def letter_of(option: object) -> str | None:
     return found[0] if found else None
 
 
-def is_letter(value: object) -> bool:
+def is_letter(value: object) -> TypeGuard[str]:
     """Whether ``value`` is one option letter ("C"; not "c", not "CD")."""
     return isinstance(value, str) and len(value) == 1 and value in LETTERS
 

@@ -1,4 +1,4 @@
-"""Configuration labels: parsing, canonical form, cost and partial order (METRICS.md, "Grid").
+"""Configuration labels: parsing, canonical form, cost and partial order (docs/metrics.md, "Grid").
 
 A label names how the visual input was built: ``text``, ``<N>f``, ``<N>f@<spatial>``,
 ``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with an approximate-protocol suffix
@@ -42,7 +42,7 @@ MAX_PIXELS = 8192 * 8192
 
 
 class ConfigLabelError(ValueError):
-    """A configuration label that does not follow the grammar in METRICS.md."""
+    """A configuration label that does not follow the grammar in docs/metrics.md."""
 
 
 @dataclass(frozen=True, order=False)
@@ -79,7 +79,7 @@ class Config:
 
     @property
     def is_budget_step(self) -> bool:
-        """A step of a budget ladder (METRICS.md, "Grid"): visual, default sampling, no scale-grid
+        """A step of a budget ladder (docs/metrics.md, "Grid"): visual, default sampling, no scale-grid
         tag, exact processing, so that only its frames and pixels say what it is."""
         return not self.is_text and self.policy == DEFAULT_POLICY and self.tag is None and self.keep is None
 

@@ -154,10 +154,10 @@ def check(store: Store, deep: bool = False) -> Report:
     for table in TABLES:
         rows[table] = 0
         for rel in (f for f in m.files[table] if f not in foreign):
-            problem, n = _file_problem(root, table, rel, m.rows.get(rel), deep)
-            rows[table] += n or 0
-            if problem:
-                problems.append(Problem(rel, table, problem, m.rows.get(rel, n)))
+            why, n_rows = _file_problem(root, table, rel, m.rows.get(rel), deep)
+            rows[table] += n_rows or 0
+            if why:
+                problems.append(Problem(rel, table, why, m.rows.get(rel, n_rows)))
     files = sum(len(f) for f in m.files.values())
     return Report(str(root), not problems, m.version, files, rows, problems, _orphans(root, m))
 
@@ -186,13 +186,14 @@ def repair(store: Store) -> RepairReport:
     root = _existing(store)
     with store.lock():
         try:
-            m, rebuilt, unreadable = store.raw_manifest(), False, []
+            unreadable: list[tuple[str, str, str]] = []
+            m, rebuilt = store.raw_manifest(), False
         except StoreError:
             (m, unreadable), rebuilt = _rebuild(root), True
         out = RepairReport(str(root), rebuilt, rebuilt, m.version)
         out.dropped += _drop_foreign(root, m)
-        for table, rel, problem in unreadable:
-            out.dropped.append(Problem(rel, table, problem))
+        for table, rel, why in unreadable:
+            out.dropped.append(Problem(rel, table, why))
             out.moved_to_damaged.append(_quarantine(root, rel))
         for table in TABLES:
             for rel in list(m.files[table]):

@@ -26,13 +26,16 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar, Literal, get_args
 from urllib.parse import quote
 
 from store.errors import StoreError, UserError
 from store.rerun_request import RerunRequest
 
 QUEUE_FILE = "jobs.sqlite"
-STATES = ("queued", "running", "done", "failed", "cancelled")
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+STATES: tuple[JobState, ...] = get_args(JobState)
+
 MAX_QUEUED = 1000
 MAX_ATTEMPTS = 3
 BUSY_TIMEOUT_MS = 30_000
@@ -71,7 +74,13 @@ CREATE TABLE IF NOT EXISTS workers (
 
 @dataclass(frozen=True)
 class Job:
-    """One row of the ``jobs`` table (times are Unix seconds)."""
+    """One row of the ``jobs`` table (times are Unix seconds).
+
+    ``TIMES`` are Unix seconds here (arithmetic on them is cheap) and ISO-8601 UTC strings in
+    ``to_dict()`` (the ``JobRecord`` contract; ``tests/test_contracts.py`` compares the two field by field).
+    """
+
+    TIMES: ClassVar[tuple[str, ...]] = ("created_at", "started_at", "finished_at", "lease_expires_at")
 
     id: int
     model: str
@@ -80,7 +89,7 @@ class Job:
     config: str
     seed: int | None
     force: bool
-    state: str
+    state: JobState
     created_at: float
     started_at: float | None
     finished_at: float | None
@@ -100,16 +109,19 @@ class Job:
         """What the job asks (the request it was queued for)."""
         return RerunRequest(self.model, self.benchmark, self.item_id, self.config, self.seed, self.force)
 
-    def to_dict(self) -> dict:
-        """JSON-ready form: times as ISO-8601 UTC strings."""
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``backend.contracts.store.JobRecord``): the ``TIMES`` as ISO-8601 UTC strings."""
         out = asdict(self)
-        for key in ("created_at", "started_at", "finished_at", "lease_expires_at"):
+        for key in self.TIMES:
             out[key] = _iso(out[key])
         return out
 
 
 @dataclass(frozen=True)
 class WorkerInfo:
+    """One row of the ``workers`` table; ``TIMES`` as in ``Job``."""
+
+    TIMES: ClassVar[tuple[str, ...]] = ("started_at", "seen_at")
     worker_id: str
     model: str
     device: str | None
@@ -118,10 +130,11 @@ class WorkerInfo:
     started_at: float
     seen_at: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``backend.contracts.store.WorkerRow`` less ``age_s``): times as ISO-8601 UTC."""
         out = asdict(self)
-        out["started_at"] = _iso(self.started_at)
-        out["seen_at"] = _iso(self.seen_at)
+        for key in self.TIMES:
+            out[key] = _iso(out[key])
         return out
 
 
@@ -203,12 +216,15 @@ class JobQueue:
             con.execute("COMMIT")
 
     @staticmethod
-    def _job(row: sqlite3.Row | None) -> Job | None:
-        if row is None:
-            return None
+    def _job(row: sqlite3.Row) -> Job:
         data = dict(row)
         data["force"] = bool(data["force"])
         return Job(**data)
+
+    @classmethod
+    def _maybe_job(cls, row: sqlite3.Row | None) -> Job | None:
+        """The job of a row that may be missing (a lookup by id or request)."""
+        return None if row is None else cls._job(row)
 
     def _reap(self, con: sqlite3.Connection, now: float) -> None:
         """Expired leases: back to the queue, or failed once ``max_attempts`` claims have died."""
@@ -268,7 +284,7 @@ class JobQueue:
             "AND item_id = ? AND config = ? AND seed IS ? ORDER BY id LIMIT 1",
             (request.model, request.benchmark, request.item_id, request.config, request.seed),
         ).fetchone()
-        return cls._job(row)
+        return cls._maybe_job(row)
 
     def find_pending(self, request: RerunRequest) -> Job | None:
         """A job for the same request still queued or running (so a repeated request does not queue it
@@ -280,7 +296,7 @@ class JobQueue:
         """Cancel a queued job. A running job cannot be cancelled (its worker would keep going)."""
         now = time.time()
         with self._write() as con:
-            job = self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+            job = self._maybe_job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
             if job is None:
                 raise UserError(f"no job {job_id}")
             if job.state != "queued":
@@ -375,7 +391,7 @@ class JobQueue:
     # -- readers ---------------------------------------------------------------------------
     def get(self, job_id: int) -> Job | None:
         with self._connect() as con:
-            return self._job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+            return self._maybe_job(con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
 
     def list_jobs(self, state: str | None = None, model: str | None = None, limit: int = 100) -> list[Job]:
         """Newest first. Expired leases are returned to the queue first, so states are current."""

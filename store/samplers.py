@@ -34,7 +34,7 @@ harness's code (lmms-eval v0.7.2-41, VLMEvalKit of 2026-08-18, qwen-vl-utils in 
     bound narrow the range, which the store does not keep yet: the whole clip is used).
 
 ``uniform_mask`` decides whether a logged set is one of these uniform samplers' sets for its nominal
-budget (METRICS.md "Frames seen"): a set of exactly N frames must equal one of them for a video
+budget (docs/metrics.md "Frames seen"): a set of exactly N frames must equal one of them for a video
 length consistent with its last index; a set of fewer than N frames counts as uniform only when it
 is every frame ``0..k-1`` of a k-frame video (what each clamping sampler gives a video shorter than
 its budget). A shorter set that skips frames (the real lmms-eval Video-MME log's 51 short videos at

@@ -67,7 +67,7 @@ RESPONSES = pa.schema(
         ("policy", pa.string()),
         ("seed", pa.int64()),
         ("frame_indices", pa.list_(pa.int32())),  # logged: what the model saw; null otherwise
-        ("frames_source", pa.string()),  # "logged" | "reconstructed" | "unknown" (METRICS.md "Frames seen")
+        ("frames_source", pa.string()),  # "logged" | "reconstructed" | "unknown" (docs/metrics.md "Frames seen")
         ("sampler", pa.string()),  # the harness sampler named at ingest (store.samplers); reconstructs indices
         ("flags", pa.string()),  # comma-joined: "no-answer", "protocol-note", ...
         ("source_tag", pa.string()),

@@ -50,8 +50,8 @@ LOCK = ".write.lock"
 VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
 SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
 # Rows per Parquet row group. DuckDB skips a row group whose min/max statistics exclude a filter, so one
-# item's rows (the Inspector) are read from a few small groups instead of scanning million-row ones:
-# 60 ms -> 20 ms on a 10M-response file, 40 ms -> 5 ms for an item among 250k; files grow by 8%.
+# item's rows (the Inspector) are read from a few small groups instead of scanning million-row ones, for
+# slightly larger files (the figures: benchmarks/README.md).
 ROW_GROUP_ROWS = {"items": 16_384}
 DEFAULT_ROW_GROUP_ROWS = 131_072
 
@@ -165,8 +165,8 @@ class Store:
         each (benchmark, item_id); the raw tables are ``items_all`` and ``responses``.
 
         The views of a snapshot are built once per process and each call gets its own cursor on
-        them (:class:`_Snapshots`): building them reads every file's footer, which costs a
-        dashboard click 30-80 ms on a 10M-response store, and a snapshot never changes (a write
+        them (:class:`_Snapshots`): building them reads every file's footer, which a
+        dashboard click would pay on every query, and a snapshot never changes (a write
         publishes a new manifest). Closing the cursor leaves the snapshot for the next caller.
         """
         snap = self.manifest()
@@ -215,7 +215,7 @@ class Store:
                 if problem:
                     raise StoreError(f"{self.root / rel}: {problem}; {REPAIR_HINT}")
                 fresh = True
-            _SCHEMA_CHECKED.add((str(self.root), rel, *key))
+            _SCHEMA_CHECKED.add((str(self.root), rel, key[0], key[1]))
         if fresh:
             try:
                 record.parent.mkdir(exist_ok=True)

@@ -187,3 +187,12 @@ def test_inspector_draws_raw_outputs_when_their_panel_opens(demo):
     at.run()
     table = at.dataframe[0].value
     assert {"model", "config", "raw_output", "provenance"} <= set(table.columns) and len(table) > 0
+
+
+def test_inspector_shows_the_texts_panel_for_open_ended_items_only(demo):
+    item = Store(demo).query("SELECT item_id FROM items WHERE answer_type = 'open' ORDER BY item_id LIMIT 1").item_id[0]
+    at = open_app("pages/inspector.py", bench="synthetic-mlvu", models=MODELS, item=item)
+    assert "Texts side by side" in [h.value for h in at.subheader]
+    assert "Texts side by side" not in [
+        h.value for h in open_app("pages/inspector.py", models=MODELS, item="001-1").subheader
+    ]

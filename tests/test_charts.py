@@ -13,11 +13,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend import views
+from backend.present import series
 from backend.report import figures
 from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
-from backend.scope.inspector import item_detail, trajectory_rows
+from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope
+from backend.scope.texts import trajectory_rows
 from pages.common import charts
 from store.store import Store
 
@@ -60,7 +62,7 @@ def test_curve_and_flows_draws_the_plotly_figures_numbers(overview):
             np.testing.assert_allclose([r["items"] for r in rows], bar.y)
             np.testing.assert_allclose([(r["x0"] + r["x1"]) / 2 for r in rows], bar.x)
             np.testing.assert_allclose([r["x1"] - r["x0"] for r in rows], bar.width)
-    assert top["title"] == charts.CURVE_TITLE == fig.layout.title.text
+    assert top["title"] == series.CURVE_TITLE == fig.layout.title.text
 
 
 def test_configuration_labels_are_a_json_literal_in_the_tick_expression():

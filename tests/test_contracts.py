@@ -12,12 +12,15 @@ import contextlib
 import copy
 import dataclasses
 import difflib
+import functools
 import io
 import json
+import operator
 import sys
 import time
+import types
 from pathlib import Path
-from typing import get_type_hints
+from typing import Union, get_args, get_origin, get_type_hints
 
 import pytest
 
@@ -145,30 +148,80 @@ def test_views_and_analyses_return_their_contracts():
     assert not wrong, wrong
 
 
-def test_dataclass_outputs_keep_their_contracts_fields():
-    """``check``, ``repair`` and ``jobs`` print dataclasses (``store/`` imports nothing from backend): same fields."""
+def dataclass_contracts() -> dict[type, type]:
+    """The dataclasses whose JSON form (``to_dict()`` or ``asdict``) a command prints -> their contracts
+    (``store/`` imports nothing from backend, so the contract cannot be the dataclass's own annotation)."""
     from backend.scope.filters import ItemFilter
     from backend.videos.decode import VideoInfo
     from store.health import Problem, RepairReport, Report
-    from store.queue import Job, WorkerInfo
-
-    def names(dc) -> list[str]:
-        return [f.name for f in dataclasses.fields(dc)]
-
-    assert names(Report) == list(get_type_hints(store.CheckReport))
-    assert names(RepairReport) == list(get_type_hints(store.RepairReport))
-    assert names(Problem) == list(get_type_hints(store.StoreProblem))
-    assert names(Job) == list(get_type_hints(store.JobRecord))
-    assert names(WorkerInfo) + ["age_s"] == list(get_type_hints(store.WorkerRow))
-    assert names(VideoInfo) == list(get_type_hints(inspector.VideoProbe))
-    assert names(ItemFilter) == list(get_type_hints(common.ItemFilterSpec))
-    from backend.runtime.registry import ModelSpec
     from store.ingest import IngestSummary
     from store.ingest.publish import FileResult
+    from store.queue import Job, WorkerInfo
+    from store.registry import ModelSpec
 
-    assert names(ModelSpec) == list(get_type_hints(store.ModelEntry))
-    assert names(IngestSummary) == list(get_type_hints(runs.IngestReport))
-    assert names(FileResult) == list(get_type_hints(runs.IngestedFile))
+    return {
+        Report: store.CheckReport, RepairReport: store.RepairReport, Problem: store.StoreProblem,
+        Job: store.JobRecord, WorkerInfo: store.WorkerRow, VideoInfo: inspector.VideoProbe,
+        ItemFilter: common.ItemFilterSpec, ModelSpec: store.ModelEntry, IngestSummary: runs.IngestReport,
+        FileResult: runs.IngestedFile,
+    }  # fmt: skip
+
+
+def json_type(tp: object, contracts: dict[type, type]) -> object:
+    """The type ``tp`` takes in JSON: a nested dataclass becomes its contract, a tuple ``tuple[X, ...]`` a
+    ``list[X]``; unions and containers are rewritten member by member."""
+    if isinstance(tp, type) and tp in contracts:
+        return contracts[tp]
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return list[json_type(args[0], contracts)]
+    if origin in (types.UnionType, Union):
+        return functools.reduce(operator.or_, (json_type(a, contracts) for a in args))
+    if origin in (list, dict):
+        return origin[tuple(json_type(a, contracts) for a in args)]
+    return tp
+
+
+def iso_time(tp: object) -> object:
+    """A time field's JSON type: Unix seconds (``float``) become an ISO-8601 string (``str``)."""
+    return {float: str, float | None: str | None}[tp]
+
+
+def test_dataclass_outputs_keep_their_contracts_types():
+    """``check``, ``repair``, ``jobs``, ``ingest``, ``models`` print dataclasses: their fields, in order, and
+    each field's type are the contract's, once rewritten as JSON holds them (``json_type``; a class's
+    ``TIMES`` are Unix seconds in the dataclass and ISO-8601 strings in ``to_dict()``)."""
+    from store.queue import Job, WorkerInfo
+
+    contracts = dataclass_contracts()
+    extra = {WorkerInfo: {"age_s": float}}  # added by backend.runtime.worker_pool.overview
+    wrong = {}
+    for dc, contract in contracts.items():
+        hints = get_type_hints(dc)
+        times = getattr(dc, "TIMES", ())
+        got = {
+            f.name: iso_time(hints[f.name]) if f.name in times else json_type(hints[f.name], contracts)
+            for f in dataclasses.fields(dc)
+        } | extra.get(dc, {})
+        want = get_type_hints(contract)
+        if list(got.items()) != list(want.items()):
+            wrong[dc.__name__] = {k: (got.get(k), want.get(k)) for k in got | want if got.get(k) != want.get(k)}
+    assert not wrong, wrong
+    assert Job.TIMES == ("created_at", "started_at", "finished_at", "lease_expires_at")
+    assert WorkerInfo.TIMES == ("started_at", "seen_at")
+    assert get_args(store.JobState) == get_args(get_type_hints(Job)["state"])  # one list of states, typed twice
+
+
+def test_json_type_rewrites_what_json_changes():
+    """The comparison above rewrites only what JSON changes (hand-written cases)."""
+    from store.health import Problem
+
+    contracts = dataclass_contracts()
+    assert json_type(tuple[str, ...], contracts) == list[str]
+    assert json_type(list[Problem] | None, contracts) == list[store.StoreProblem] | None
+    assert json_type(dict[str, Problem], contracts) == dict[str, store.StoreProblem]
+    assert json_type(tuple[int, int], contracts) == tuple[int, int] and json_type(int | None, contracts) == int | None
+    assert iso_time(float | None) == str | None
 
 
 @pytest.mark.worker
@@ -246,6 +299,11 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     items = got[4][2]
     got.append(("inspect", ["inspect"], _cli(["inspect", *s, "--benchmark", items[0]["benchmark"],
                                               "--item", items[0]["item_id"], "--json"])))  # fmt: skip
+    from store.store import Store
+
+    open_item = Store(demo_store).query("SELECT benchmark, item_id FROM items WHERE answer_type = 'open' LIMIT 1")
+    got.append(("inspect", ["inspect", "open-ended"], _cli(["inspect", *s, "--benchmark", open_item.benchmark[0],
+                                                            "--item", open_item.item_id[0], "--json"])))  # fmt: skip
 
     # The queue: re-runs of the terminal regressions (a registered model), then one job of each state.
     ckpt = Path(demo_store).parent / "ckpt"
@@ -362,6 +420,7 @@ def test_the_outputs_exercise_the_optional_keys(outputs):
     assert {j["state"] for j in jobs["jobs"]} == {"queued", "running", "done", "failed", "cancelled"}
     assert jobs["workers"] and jobs["local"][0]["state"] == "exited"
     assert by["inspect"][0]["video"]["info"] is not None and by["inspect"][0]["frames"]
+    assert by["inspect"][0]["texts"] is None and by["inspect"][1]["texts"]["rows"][0]["diff"]["answer_words"]
     answered, queued = by["rerun"]  # one shape either way: a queued request has every result key, as null
     assert answered["from_store"] and answered["written_at"] and queued["written_at"] is None
     assert set(answered) == set(queued)

@@ -18,6 +18,7 @@ pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is neede
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
+from backend.present.tables import headline_table, task_table
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 180
@@ -89,14 +90,29 @@ def test_overview_marks_tag_conditioning_and_small_task_groups(demo_store, capsy
     at = open_page(demo_store, "pages/overview.py", tag="confused", minn="10", **DEMO_BASE)
     assert any("Conditioned on the trajectory tag" in w.value for w in at.warning)
     table = at.dataframe[-1].value  # the task-type table (the per-config one is drawn when its expander opens)
-    assert list(table.columns[:3]) == ["task_type", "n", "size"]
+    assert list(table.columns[:3]) == ["Task type", "n", "size"]
     argv = ["metrics", "--store", str(demo_store), "--benchmark", "synthetic-videomme", "--models", DEMO_BASE["models"],
             "--tag", "confused", "--bootstrap", "0", "--json"]  # fmt: skip
     assert main(argv) == 0
-    groups = {g["task_type"]: g for g in json.loads(capsys.readouterr().out)["task_types"]["synthetic-A-7B"]}
+    rows = json.loads(capsys.readouterr().out)["task_types"]["synthetic-A-7B"]
+    twins = {r[0]: r for r in task_table(rows, "synthetic-A-7B").rows}  # the report's cells for the twin's numbers
     for _, row in table.iterrows():
-        twin = groups[row["task_type"]]
-        assert row["n"] == twin["n"]
-        assert (row["size"] != "") == (twin["n"] < 10)
-        lo, hi = twin["visual_confusion_rate_lo"], twin["visual_confusion_rate_hi"]
-        assert row["visual confusion rate"].endswith(f"[{round(100 * lo)}, {round(100 * hi)}]")
+        twin = twins[row["Task type"]]
+        assert (row["size"] != "") == (int(twin[1]) < 10)
+        assert [str(row["n"]), *row.iloc[3:]] == twin[1:]
+
+
+@pytest.mark.slow
+def test_overview_headline_table_shows_the_cli_twins_cells(demo_store, capsys):
+    """The Overview's headline table (one column per model) holds the cells ``backend.present`` builds from its CLI
+    twin's JSON: the same text, not only the same numbers."""
+    at = open_page(demo_store, "pages/overview.py", **DEMO_BASE)
+    shown = at.dataframe[0].value
+    argv = ["metrics", "--store", str(demo_store), "--benchmark", "synthetic-videomme", "--models", DEMO_BASE["models"],
+            "--bootstrap", "1000", "--seed", "0", "--json"]  # fmt: skip  # the page's bootstrap (data.BOOTSTRAP), seed 0
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    twin = headline_table(out["models"], out["n_items"], out["grid"])
+    assert list(shown.columns) == [row[0] for row in twin.rows]
+    for row in twin.rows:
+        assert shown[row[0]].tolist() == row[1:]

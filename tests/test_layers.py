@@ -23,14 +23,14 @@ REPO = Path(__file__).resolve().parent.parent
 ROOTS = ("store", "backend", "pages")
 
 # unit -> the units it imports. Bottom to top: store < contracts, extras, export (leaves) < videos < scope
-# (matrix, tags, selection, repeats) < analysis | runtime < views < report, cli, pages. ``runtime`` sits
+# (matrix, tags, selection, repeats) < analysis | runtime < views, present < report, cli, pages. ``runtime`` sits
 # beside ``analysis``: neither imports the other.
 DIAGRAM: dict[str, set[str]] = {
     "store": set(),
     "backend.contracts": set(),
     "backend.extras": {"store"},
     "backend.export": set(),
-    "backend.videos": {"store", "backend.extras"},
+    "backend.videos": {"store", "backend.contracts", "backend.extras"},
     "backend.scope": {"store", "backend.contracts", "backend.export", "backend.videos"},
     "backend.analysis": {"store", "backend.contracts", "backend.scope"},
     "backend.runtime": {"store", "backend.contracts", "backend.extras", "backend.videos"},
@@ -39,14 +39,18 @@ DIAGRAM: dict[str, set[str]] = {
     },
     "backend.serverconfig": {"store", "backend.videos"},
     "backend.demo": {"store", "backend.extras", "backend.runtime"},
-    "backend.report": {"store", "backend.videos", "backend.scope", "backend.analysis", "backend.views"},
+    "backend.present": {"backend.analysis"},
+    "backend.report": {
+        "store", "backend.contracts", "backend.videos", "backend.scope", "backend.analysis", "backend.views",
+        "backend.present",
+    },
     "backend.cli": {
         "store", "backend.contracts", "backend.extras", "backend.export", "backend.videos", "backend.scope",
-        "backend.analysis", "backend.runtime", "backend.views", "backend.report", "backend.demo",
+        "backend.analysis", "backend.runtime", "backend.views", "backend.present", "backend.report", "backend.demo",
     },
     "pages": {
         "store", "backend.export", "backend.videos", "backend.scope", "backend.runtime", "backend.views",
-        "backend.report", "backend.demo", "backend.serverconfig",
+        "backend.present", "backend.report", "backend.demo", "backend.serverconfig",
     },
     "app": {"pages"},
 }  # fmt: skip

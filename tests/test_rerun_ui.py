@@ -19,7 +19,8 @@ from backend.cli import main
 from backend.demo.model import DEMO_MAX_FRAMES, DEMO_MODEL
 from backend.runtime import registry, rerun
 from backend.runtime.worker_pool import ensure_local_worker, local_worker, overview, stop_local_workers
-from backend.scope.inspector import item_detail, trajectory_rows
+from backend.scope.inspector import item_detail
+from backend.scope.texts import trajectory_rows
 from store import registry as store_registry
 from store.errors import UserError
 from store.queue import JobQueue

@@ -1,4 +1,4 @@
-"""Confidence cascade on a ladder of budgets (METRICS.md, "Adaptive budget policies").
+"""Confidence cascade on a ladder of budgets (docs/metrics.md, "Adaptive budget policies").
 
 On a ladder ``b_1 < ... < b_k`` with threshold ``t`` an item is answered at the first rung whose
 confidence is at least ``t``, else at ``b_k``. Cost is counted in frames: with frame sharing (nested

@@ -1,6 +1,6 @@
 """Model comparison on one matched matrix: headline numbers side by side, confused-item overlap, disagreement.
 
-Matching (METRICS.md) makes the models comparable: the same items and the same configurations.
+Matching (docs/metrics.md) makes the models comparable: the same items and the same configurations.
 The overlap answers "are the confused items the same items for every model?" (a property of the
 items) or "does each model fail its own items?" (a property of the models); the disagreement
 ranking lists the items the models split on most, the ones worth opening first.

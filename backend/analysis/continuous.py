@@ -1,4 +1,4 @@
-"""Continuous scores (open-ended QA, summaries, dialogue): score trajectories of Token-F1 (METRICS.md).
+"""Continuous scores (open-ended QA, summaries, dialogue): score trajectories of Token-F1 (docs/metrics.md).
 
 ``store.token_f1`` scores one prediction when a response is written; the matrix then carries the score
 per (model, item, config) and ``continuous_metrics`` summarises it like the MCQA metrics: mean per

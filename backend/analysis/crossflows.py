@@ -1,7 +1,7 @@
 """Cross-model and cross-checkpoint flows: which items one model (or a fine-tune) gains or loses over another.
 
 The flow machinery is ``backend.analysis.metrics.transition_between`` on a matched matrix of the two models,
-so the numbers mean exactly what the within-model flows mean. Matching follows METRICS.md: both
+so the numbers mean exactly what the within-model flows mean. Matching follows docs/metrics.md: both
 models need every configuration asked for (``config`` and ``config_b``) and only the items with all
 of those responses count. The record is broken down by benchmark and by task type (e.g. a base
 model vs its video fine-tune on image and video benchmarks), and lists the items behind each flow.

@@ -20,7 +20,7 @@ algorithm behind Apache SystemDS' slice finder), chosen over pysubgroup because 
 against the pinned numpy/scipy/scikit-learn with no other dependency.
 Sliceline scores slices by size and "error" (here: being selected) with pruning, so it *proposes* the
 enriched pairs; each proposed pair is then given the same exact statistics as a single slice, on every item.
-Its search costs time linear in the items (2 s at 250k), so a scope over ``PAIR_SAMPLE`` items is searched
+Its search costs time linear in the items (figure: benchmarks/README.md), so a scope over ``PAIR_SAMPLE`` items is searched
 on a seeded sample of that many (its minimum support scaled to match); only which pairs are proposed can
 depend on the sample, never a reported number. Its BH family is conservative: every pair of values with at
 least ``min_size`` items counts as a test (pairs sliceline did not report enter at p = 1, which can only raise
@@ -128,7 +128,7 @@ def _binned(x: np.ndarray, edges: tuple, labels: tuple[str, ...]) -> Coded:
 
 def _text_length(text: pd.Series) -> np.ndarray:
     """Characters per text (NaN: none), from the Arrow offsets: characters, not words (counting words splits
-    every string, 0.5 s at 250k questions, where the length is free)."""
+    every string, a cost that grows with the questions, where the length is free)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -227,7 +227,7 @@ def newcombe_interval(k1, n1, k2, n2, level: float = 0.95) -> tuple[np.ndarray, 
 
 def fisher_two_sided(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
     """Fisher's exact two-sided p of each 2x2 table ``[[a, b], [c, d]]`` (scipy's, one call per table)."""
-    from scipy.stats import fisher_exact  # scipy.stats costs 0.5 s of start-up: only where slices are tested
+    from scipy.stats import fisher_exact  # scipy.stats is slow to import: only where slices are tested
 
     return np.array(
         [fisher_exact([[ai, bi], [ci, di]])[1] for ai, bi, ci, di in zip(a, b, c, d, strict=True)], dtype=float
@@ -302,7 +302,7 @@ def pair_slices(
 
     x = np.stack([a.codes for a in single], axis=1)
     rows, min_sup = np.arange(len(selected)), min_size
-    if len(selected) > PAIR_SAMPLE:  # the search's cost is linear in the rows: 2 s at 250k items, 0.3 s at 50k
+    if len(selected) > PAIR_SAMPLE:  # the search's cost is linear in the rows: a sample bounds it
         rows = np.sort(np.random.default_rng(0).choice(len(selected), PAIR_SAMPLE, replace=False))
         min_sup = max(1, round(min_size * PAIR_SAMPLE / len(selected)))
     finder = Slicefinder(alpha=0.95, k=k, max_l=2, min_sup=min_sup, verbose=False)

@@ -10,6 +10,8 @@ numbers the metric engine reports; only the stable counts are added here.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -100,7 +102,7 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
     }
 
 
-def flow_table(view: dict) -> pd.DataFrame:
+def flow_table(view: Mapping[str, Any]) -> pd.DataFrame:
     """The Sankey's links as a table (one row per pair and kind, non-empty flows only)."""
     table = pd.DataFrame(view["links"])
     table = table.loc[table["count"] > 0, ["from", "to", "kind", "count", "share", "net", "churn", "mcnemar_p"]]

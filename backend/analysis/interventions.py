@@ -4,7 +4,7 @@ A *budget* is (frames, pixels per frame); a *protocol* is what else the label sa
 policy (``random-s1``, ``dense-start``) or a scale-grid tag (``fallback``), ``uniform`` when it says
 neither. ``64f/random-s1`` is the ``random-s1`` counterpart of ``64f``.
 
-* Recovery rate (METRICS.md): among the terminal regressions of the base grid (wrong at the top
+* Recovery rate (docs/metrics.md): among the terminal regressions of the base grid (wrong at the top
   budget, right at some cheaper config), the share that the top budget gets right under
   protocol P. Each P is read on the matched items of the grid plus P's top counterpart.
 * Agreement: P's grid is the base grid with every config that has a P counterpart in the store

@@ -1,4 +1,4 @@
-"""MCQA metrics on the matched matrix (METRICS.md), with paired-bootstrap intervals.
+"""MCQA metrics on the matched matrix (docs/metrics.md), with paired-bootstrap intervals.
 
 Every metric is a mean over items of a per-item indicator (correct at c, correct somewhere,
 confused, text overwrite, flipped between two configs), so all of them, per model, are stacked

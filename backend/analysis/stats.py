@@ -1,4 +1,4 @@
-"""Uncertainty: a paired bootstrap over items and the exact McNemar test (METRICS.md, "Uncertainty").
+"""Uncertainty: a paired bootstrap over items and the exact McNemar test (docs/metrics.md, "Uncertainty").
 
 The bootstrap is *paired*: one multinomial count matrix ``W[B, I]`` (how often each item is drawn
 in each resample) serves every configuration and model, so differences between them are not
@@ -12,8 +12,7 @@ When the per-item rows take few distinct values (a model's indicators are a func
 trajectory pattern: at most 2^|G| of them, however many items), ``pattern_bootstrap_means``
 resamples the *pattern counts* instead: drawing I items with replacement puts a
 Multinomial(I, n_p / I) number of them on each distinct row p, so the resampled means have exactly
-the item bootstrap's distribution at a cost in patterns, not items (0.2 s instead of tens of seconds
-for 1,000 resamples of 250k items).
+the item bootstrap's distribution at a cost in patterns, not items (the figures: benchmarks/README.md, "Figures behind code choices").
 """
 
 from __future__ import annotations
@@ -117,7 +116,7 @@ def row_codes(x: np.ndarray) -> np.ndarray:
 
 def code_counts(codes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(codes, return_counts=True)`` for codes below ``2**bits``: counted when the codes are few
-    (linear in the items where the sort is n log n: 15 ms -> 2 ms for 250k items), sorted otherwise."""
+    (linear in the items where the sort is n log n), sorted otherwise."""
     if bits > COUNTED_BITS:
         return np.unique(codes, return_counts=True)
     every = np.bincount(codes, minlength=1 << bits)
@@ -164,7 +163,7 @@ def mcnemar_exact(rescued: int | np.ndarray, harmed: int | np.ndarray) -> float 
     r = np.asarray(rescued)
     h = np.asarray(harmed)
     n = r + h
-    from scipy.special import bdtr  # the binomial CDF; scipy.stats alone costs 0.5 s of start-up
+    from scipy.special import bdtr  # the binomial CDF; scipy.stats is slow to import
 
     p = np.minimum(1.0, 2.0 * bdtr(np.minimum(r, h), n, 0.5))
     p = np.where(n == 0, 1.0, p)

@@ -1,8 +1,6 @@
 """``trajaudit annotate add|list|delete|tags``: tag items with evidence pathways and free notes."""
 
-from __future__ import annotations
-
-import argparse
+import argparse  # no `from __future__ import annotations`: this module's `annotations` is backend.scope's
 
 from backend.cli.common import add_json, add_store, print_json
 from backend.scope import annotations

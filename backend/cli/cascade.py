@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import cast
 
 from backend import views
 from backend.analysis import cascade
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
 from backend.scope.resolve import Resolved, Scope
 from store.store import Store
 
@@ -57,19 +59,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"ladder {','.join(out['ladder'])}: {out['n_items']} items with confidences at every rung")
     if not args.sweep:
-        print(f"threshold {out['threshold']:g}: accuracy {100 * out['accuracy']:.1f}%, "
-              f"frames {out['mean_frames_shared']:.1f} shared / {out['mean_frames_unshared']:.1f} unshared, "
-              f"cost vs top {100 * out['cost_vs_top_shared']:.1f}%")  # fmt: skip
+        at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
+        print(f"threshold {at['threshold']:g}: accuracy {100 * at['accuracy']:.1f}%, "
+              f"frames {at['mean_frames_shared']:.1f} shared / {at['mean_frames_unshared']:.1f} unshared, "
+              f"cost vs top {_percent(at['cost_vs_top_shared'])}")  # fmt: skip
         return 0
-    print(f"top budget accuracy {100 * out['top_accuracy']:.1f}%")
-    for pt in out["frontier"]:
+    swept = cast(CascadeSweepReport, out)  # cascade_view's report without a threshold
+    print(f"top budget accuracy {100 * swept['top_accuracy']:.1f}%")
+    for pt in swept["frontier"]:
         print(f"  t={pt['threshold']:<8g} acc {100 * pt['accuracy']:5.1f}%  shared {pt['mean_frames_shared']:7.1f}  "
               f"unshared {pt['mean_frames_unshared']:7.1f}")  # fmt: skip
-    m = out["matching"]
+    m = swept["matching"]
     if m is None:
         print("no threshold matches the top budget's accuracy")
     else:
         print(
-            f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {100 * m['saving']:.1f}% of frames"
+            f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {_percent(m['saving'])} of frames"
         )
     return 0
+
+
+def _percent(fraction: float | None) -> str:
+    """A fraction as a percentage; the contract's null (a top rung of 0 frames) as "n/a"."""
+    return "n/a" if fraction is None else f"{100 * fraction:.1f}%"

@@ -7,6 +7,7 @@ import argparse
 from backend import views
 from backend.analysis.compare import headline_table
 from backend.cli.common import add_json, add_store, print_json
+from backend.contracts.views import CompareReport
 from backend.scope.resolve import Scope, add_scope_args
 from store.store import Store
 
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> CompareReport:
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
     return views.compare_view(resolved, resolved.load(store), top=args.top, bootstrap=args.bootstrap, seed=args.seed)

@@ -14,6 +14,7 @@ from pathlib import Path
 from backend import views
 from backend.analysis import explain
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.scope.resolve import Scope, add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
@@ -83,7 +84,7 @@ def target_of(args: argparse.Namespace) -> explain.Target:
     return explain.Target("items", read_item_ids(args.items))
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(args.store)
@@ -95,7 +96,7 @@ def compute(args: argparse.Namespace) -> dict:
                               args.exclude_unparsed, not args.no_pairs)  # fmt: skip
 
 
-def _row(s: dict) -> str:
+def _row(s: ExplainSlice) -> str:
     ci = "" if s["diff_ci"] is None else f" [{100 * s['diff_ci'][0]:+.1f}, {100 * s['diff_ci'][1]:+.1f}]"
     small = "  (small)" if s["small"] else ""
     return (f"  {s['label']}: {s['n_selected']}/{s['n_slice']} = {100 * (s['rate'] or 0):.1f}%, lift {s['lift'] or 0:.2f}, "

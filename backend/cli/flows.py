@@ -11,6 +11,7 @@ from backend import views
 from backend.analysis.flows import CLASSES, flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.views import FlowsReport
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
 from store.store import Store
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> FlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages

@@ -20,11 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    out: InfoReport = available(store) | {
-        "store_version": store.version(),
-        "store": str(store.root),
-        "frames": frames_known(store),
-    }
+    out = InfoReport(
+        **available(store), store_version=store.version(), store=str(store.root), frames=frames_known(store)
+    )
     if args.json:
         print_json(out)
         return 0
@@ -40,13 +38,12 @@ def run(args: argparse.Namespace) -> int:
         print("frames seen (responses per source: logged, reconstructed:<sampler>, unknown):")
     for model, bench, config, sources in known:
         print(f"  {model:<{wm}}  {bench:<{wb}}  {config}: " + ", ".join(f"{s} {n}" for s, n in sources.items()))
-    overlay = [(m, b, labels) for m, per in out["reruns"].items() for b, labels in per.items()]
+    overlay = [(m, b, reran) for m, per in out["reruns"].items() for b, reran in per.items()]
     if overlay:
         print(f"live re-runs (an overlay, never in default grids; {out['n_rerun_responses']} responses):")
-    for model, bench, labels in overlay:
+    for model, bench, reran in overlay:
         print(
-            f"  {model:<{wm}}  {bench:<{wb}}  "
-            + ", ".join(f"{c} ({n} item{'s' * (n != 1)})" for c, n in labels.items())
+            f"  {model:<{wm}}  {bench:<{wb}}  " + ", ".join(f"{c} ({n} item{'s' * (n != 1)})" for c, n in reran.items())
         )
     if out["task_types"]:
         print(f"task types: {', '.join(out['task_types'])}")

@@ -1,4 +1,5 @@
-"""``trajaudit inspect``: one item in full (the inspector page as JSON): responses, provenance, frame plan."""
+"""``trajaudit inspect``: one item in full (the inspector page as JSON): responses, provenance, frame plan and,
+for an open-ended item, the texts side by side with their word-level diff against the reference."""
 
 from __future__ import annotations
 
@@ -40,4 +41,13 @@ def run(args: argparse.Namespace) -> int:
         shown = "?" if f["indices"] is None else len(f["indices"])
         how = f"{f['source']} ({f['sampler']})" if f["sampler"] else f["source"]
         print(f"  {f['config']:<16} {how:<28} {shown} frames  {f['note']}")
+    texts = out["texts"]
+    if texts is not None:
+        print("reference: " + " | ".join(texts["references"]))
+        for t in texts["rows"]:
+            score = "-" if t["score"] is None else f"{t['score']:.2f}"
+            matched = f"{t['diff']['matched']}/{t['diff']['reference_tokens']}"
+            print(
+                f"  {t['model']:<24} {t['config']:<16} {score:>5} {matched:>6} {t['rank'] or '':<5} {' '.join((t['text'] or '').split())}"
+            )
     return 0

@@ -1,4 +1,4 @@
-"""``trajaudit metrics``: the Overview's numbers: every MCQA metric of METRICS.md with 95% intervals.
+"""``trajaudit metrics``: the Overview's numbers: every MCQA metric of docs/metrics.md with 95% intervals.
 
 Also owns the item-filter options of the commands that take one model and no grid (``audit``).
 """
@@ -6,9 +6,13 @@ Also owns the item-filter options of the commands that take one model and no gri
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.views import OverviewReport
+from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -62,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> dict:
+def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
@@ -72,16 +76,9 @@ def compute(args: argparse.Namespace) -> dict:
     )
 
 
-def _pp(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
-
-
-def _with_ci(x: float | None, ci: list | None) -> str:
-    return _pp(x) + ("" if ci is None else f" [{_pp(ci[0])}, {_pp(ci[1])}]")
-
-
-def render(out: dict) -> str:
-    """A readable report: percentage points with 95% intervals."""
+def render(out: OverviewReport) -> str:
+    """A readable report: percentage points with 95% intervals, as the Overview and the report write them
+    (``backend.present.text``)."""
     lines = [
         f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
     ]
@@ -91,23 +88,24 @@ def render(out: dict) -> str:
         ci = m["ci"]
         lines += ["", f"== {model}", "accuracy (pp):"]
         for label, acc in m["accuracy"].items():
-            lines.append(f"  {label:>14}  {_with_ci(acc, ci.get('accuracy', {}).get(label))}")
+            lines.append(f"  {label:>14}  {interval(acc, ci.get('accuracy', {}).get(label))}")
         best = m["best_fixed"]
-        lines.append(f"{'best fixed':<31} {best['config']}  {_with_ci(best['accuracy'], ci.get('best_fixed'))}")
-        for key in ("oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate",
-                    "text_overwrite_of_text_correct", "mean_churn"):  # fmt: skip
-            lines.append(f"{key.replace('_', ' '):<31} {_with_ci(m[key], ci.get(key))}")
+        lines.append(f"{'best fixed':<31} {best['config']}  {interval(best['accuracy'], ci.get('best_fixed'))}")
+        rates: Mapping[str, Any] = m  # the rates by name (HEADLINES), not by literal keys
+        cis: Mapping[str, Any] = ci
+        for key, _ in HEADLINES[1:]:  # after best fixed, in the Overview's order
+            lines.append(f"{key.replace('_', ' '):<31} {interval(rates[key], cis.get(key))}")
         lines.append(f"{'terminal regressions':<31} {m['terminal_regressions']}")
         lines.append("transitions       rescued  harmed   net(pp)  churn(pp)  mcnemar p")
         for t in m["transitions"]:
             lines.append(
-                f"  {t['from'] + ' -> ' + t['to']:<16}{t['rescued']:>7} {t['harmed']:>7} {_pp(t['net']):>9} "
-                f"{_pp(t['churn']):>10}  {t['mcnemar_p']:.3g}"
+                f"  {t['from'] + ' -> ' + t['to']:<16}{t['rescued']:>7} {t['harmed']:>7} {signed_pp(t['net']):>9} "
+                f"{pp(t['churn']):>10}  {p_value(t['mcnemar_p'])}"
             )
         if "continuous" in m:
             c = m["continuous"]
-            scores = ", ".join(f"{k} {_pp(v)}" for k, v in c["mean_score"].items())
-            lines.append(f"continuous score (pp, {c['n_items']} items): {scores}; oracle gap {_pp(c['oracle_gap'])}")
+            scores = ", ".join(f"{k} {pp(v)}" for k, v in c["mean_score"].items())
+            lines.append(f"continuous score (pp, {c['n_items']} items): {scores}; oracle gap {pp(c['oracle_gap'])}")
     return "\n".join(lines)
 
 

@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--item needs --benchmark")
     request = rerun.RerunRequest(args.model, args.benchmark, args.item_id, args.config, args.seed, args.force)
     out = rerun.submit(root, request)
-    if args.wait and not out["from_store"]:
+    if args.wait and (job_id := out["job_id"]) is not None:  # a job: not answered from the store
         _warn_no_worker(root, args.model)
-        out = rerun.wait(root, out["job_id"], args.timeout)
+        out = rerun.wait(root, job_id, args.timeout)
     if args.json:
         print_json(out)
     elif out["state"] == "done":

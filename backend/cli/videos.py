@@ -66,7 +66,8 @@ def run_link(args: argparse.Namespace) -> int:
         f"{out['linked']} linked, {out['missing']} missing, {out['unreadable']} unreadable; "
         f"{out['matched_items']} of the {out['stored_items']} stored items covered"
     )
-    for state, rows in out["examples"].items():
+    examples = out["examples"]
+    for state, rows in (("missing", examples["missing"]), ("unreadable", examples["unreadable"])):
         for r in rows:
             print(f"  {state}: {r['item_id']} -> {r['path']}")
     return 0

@@ -34,7 +34,7 @@ class ScopeHeader(TypedDict):
     benchmark: the one benchmark in scope (null: every benchmark)
     models: the models the items are matched over
     grid: the configurations of the grid, cheapest first
-    grid_source: "default" (METRICS.md's default grid) or "given" (named with --grid)
+    grid_source: "default" (docs/metrics.md's default grid) or "given" (named with --grid)
     grid_excluded: configurations left out of the default grid, with the items each covers
     grid_excluded_why: why each of those was left out
     item_filter: the item filters applied
@@ -62,7 +62,7 @@ class ScopeHeader(TypedDict):
 
 
 class Transition(From):
-    """One transition ``a -> b`` on the matched items (METRICS.md): what flips, and whether by chance.
+    """One transition ``a -> b`` on the matched items (docs/metrics.md): what flips, and whether by chance.
 
     from: configuration a
     to: configuration b

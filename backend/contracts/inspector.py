@@ -156,6 +156,72 @@ class FramePlanRow(TypedDict):
     note: str
 
 
+class DiffWord(TypedDict):
+    """One word of an answer or a reference, as written, marked against the other side (``backend.scope.textdiff``).
+
+    text: the word as written (data: escaped wherever shown)
+    state: "matched" (its token is in the other side's bag), "unmatched", or "ignored" (an article or punctuation alone: Token-F1 never counts it)
+    """
+
+    text: str
+    state: Literal["matched", "unmatched", "ignored"]
+
+
+class WordDiff(TypedDict):
+    """An answer against its best reference, word by word, in Token-F1's terms.
+
+    reference_index: which of the item's references the answer is diffed against (the best one; 0-based)
+    answer_words: the answer's words, marked
+    reference_words: that reference's words, marked against the answer
+    matched: the answer's matched words (Token-F1's overlap)
+    answer_tokens: the answer's counted tokens
+    reference_tokens: the reference's counted tokens
+    token_f1: 2 * matched / (answer_tokens + reference_tokens), recomputed from the texts
+    """
+
+    reference_index: int
+    answer_words: list[DiffWord]
+    reference_words: list[DiffWord]
+    matched: int
+    answer_tokens: int
+    reference_tokens: int
+    token_f1: float
+
+
+class TextRow(TypedDict):
+    """One configuration's answer to an open-ended item, beside the reference.
+
+    model: the model
+    config: the configuration label
+    run: the repeat id (the logged trajectory's run, or a live re-run's)
+    live_rerun: true for a worker's re-run (never ranked with the logged answers)
+    text: the answer as stored (raw output; data: escaped wherever shown)
+    score: the stored score in [0, 1] (null: not scored)
+    rank: "best" or "worst" among the model's logged configurations by stored score (null: neither, or all equal)
+    diff: the word-level diff against the reference
+    """
+
+    model: str
+    config: str
+    run: str
+    live_rerun: bool
+    text: str | None
+    score: float | None
+    rank: Literal["best", "worst"] | None
+    diff: WordDiff
+
+
+class ItemTexts(TypedDict):
+    """The texts side by side: an open-ended item's references and each configuration's answer.
+
+    references: the item's references (its target when it stores no list)
+    rows: one row per model and configuration (logged first, in grid order; then live re-runs)
+    """
+
+    references: list[str]
+    rows: list[TextRow]
+
+
 class InspectReport(TypedDict):
     """The Inspector page and ``trajaudit inspect --json``.
 
@@ -163,9 +229,11 @@ class InspectReport(TypedDict):
     responses: every stored response, in grid order per model
     video: the video's status
     frames: the frame plan per visual configuration
+    texts: the answers beside the reference with a word-level diff (null unless the item is open-ended)
     """
 
     item: InspectedItem
     responses: list[ResponseRow]
     video: VideoStatus
     frames: list[FramePlanRow]
+    texts: ItemTexts | None

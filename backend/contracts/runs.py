@@ -5,6 +5,9 @@ from typing import Any, TypedDict
 from backend.contracts.common import Interval
 from backend.contracts.store import JobState
 
+# The phases a run's ``timings`` name, in the order a request passes through them (decoding the video, the
+# processor, the vision encoder, the prefill, generation): the sweep's accounting and the re-run panel's chart.
+PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 # Families of keys: one key per configuration (see backend.contracts.schema.is_family).
 CorrectAtColumns = TypedDict("CorrectAtColumns", {"correct at <config>": int | None})
 

@@ -123,7 +123,8 @@ class _Converter:
             return
         self.defs[name] = {"x-module": cls.__module__}  # placeholder: recursion stops here
         hints, docs = get_type_hints(cls), field_docs(cls)
-        props, patterns = {}, {}
+        props: dict[str, Any] = {}
+        patterns: dict[str, Any] = {}
         for key, tp in hints.items():
             (patterns if is_family(key) else props)[family_pattern(key) if is_family(key) else key] = self.of(tp) | {
                 "description": docs.get(key, "")
@@ -131,7 +132,8 @@ class _Converter:
         schema: dict[str, Any] = {"type": "object", "description": summary(cls), "properties": props}
         if patterns:
             schema["patternProperties"] = patterns
-        schema["required"] = [k for k in hints if k in cls.__required_keys__ and not is_family(k)]
+        required = cls.__required_keys__  # type: ignore[attr-defined]  # a TypedDict class's; typing names no type for one
+        schema["required"] = [k for k in hints if k in required and not is_family(k)]
         schema["additionalProperties"] = False
         self.defs[name] = {"x-module": cls.__module__} | schema
 

@@ -105,7 +105,7 @@ class ContinuousMetrics(TypedDict):
 
 
 class ModelMetrics(TypedDict):
-    """One model's MCQA metrics on the matched items and grid (METRICS.md); rates are fractions.
+    """One model's MCQA metrics on the matched items and grid (docs/metrics.md); rates are fractions.
 
     accuracy: per configuration, the share of items right
     best_fixed: the best fixed configuration and its accuracy

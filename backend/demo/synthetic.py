@@ -415,7 +415,7 @@ def _cell_frame(model: str, label: str, run: str, rows: np.ndarray, z: np.ndarra
     return pd.DataFrame({"model": model, "config": label, "run": run, "_row": rows, "_z": z[rows]})
 
 
-def _mcqa_answers(cells: pd.DataFrame, targets: np.ndarray, rng: np.random.Generator) -> dict[str, object]:
+def _mcqa_answers(cells: pd.DataFrame, targets: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Letters, confidences and option probabilities of MCQA cells (``_z`` > 0 = correct)."""
     n = len(cells)
     z = cells["_z"].to_numpy()
@@ -494,7 +494,7 @@ def _responses(items: pd.DataFrame, run_id: str, rng: np.random.Generator) -> pd
         None if skip else json.dumps(dict(zip(LETTERS.tolist(), np.round(p, 4).tolist())))
         for p, skip in zip(m["probs"], no_answer)
     ]
-    out.loc[mcqa, "flags"] = np.where(no_answer, "no-answer", None)
+    out.loc[mcqa, "flags"] = np.where(no_answer, "no-answer", None)  # type: ignore[call-overload]  # numpy's stubs take no None scalar
     score, text = _open_answers(cells[~mcqa], item._ref_words[~mcqa], rng)
     out.loc[~mcqa, "raw_output"] = text
     out.loc[~mcqa, "score"] = score

@@ -9,17 +9,23 @@ the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (rep
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
 from backend import views
 from backend.analysis import predictor
+from backend.contracts.explain import ExplainReport
+from backend.contracts.policies import CascadeSweep
+from backend.contracts.report import PolicySection, ReportData
+from backend.contracts.views import FlowsSummary, OverviewNumbers
 from backend.report.gallery import gallery
 from backend.report.palette import model_colours
-from backend.scope.matrix import available
+from backend.scope.matrix import Matrix, available
 from backend.scope.resolve import Resolved, command_line
 from backend.videos.decode import default_video_root
 from store.errors import UserError
@@ -49,7 +55,7 @@ def generated_at() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _clean(value):
+def _clean(value: Any) -> Any:
     """NaN -> None, NumPy scalars -> Python: the dict is JSON as it stands."""
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
@@ -62,23 +68,27 @@ def _clean(value):
     return value
 
 
-def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> dict:
+def _without(report: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """``report`` less ``keys`` (the report states its scope once, at the top)."""
+    return {k: v for k, v in report.items() if k not in keys}
+
+
+def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> PolicySection:
     """The focus model's cascade frontier with fixed budgets and the oracle, or why it is not available."""
     try:
         ladder = views.load_ladder(store, resolved)
         sweep = views.cascade_view(ladder, resolved, bootstrap=bootstrap, seed=seed)
     except UserError as exc:
         return {"available": False, "why": str(exc)}
-    sweep.pop("scope")
     return {
         "available": True,
         "model": resolved.scope.focus,
         "reference": predictor.reference_rows(ladder),
-        "sweep": sweep,
+        "sweep": cast(CascadeSweep, _without(sweep, "scope")),  # cascade_view without a threshold sweeps
     }
 
 
-def explain_section(store: Store, resolved: Resolved, matrix) -> dict | None:
+def explain_section(store: Store, resolved: Resolved, matrix: Matrix) -> ExplainReport | None:
     """The focus model's largest harmed flow between consecutive configurations, explained (None: nothing harmed)."""
     from backend.analysis.explain import Target
     from backend.analysis.metrics import flow_mask
@@ -93,7 +103,7 @@ def explain_section(store: Store, resolved: Resolved, matrix) -> dict | None:
 
 
 def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
-                video_root: str | Path | None = None) -> dict:  # fmt: skip
+                video_root: str | Path | None = None) -> ReportData:  # fmt: skip
     """The report of ``resolved`` on ``store``: scope, headline numbers, flows, overlap, frontier, gallery."""
     if gallery_items < 0:
         raise UserError("--gallery must be >= 0")
@@ -104,16 +114,14 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
             f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model"
         )
     overview = views.overview(store, resolved, matrix, bootstrap=bootstrap, seed=seed)
-    overview.pop("scope")  # stated once, below
-    task_types = overview.pop("task_types")[scope.focus]  # the Overview's table: the focus model's, Wilson intervals
+    task_types = overview["task_types"][scope.focus]  # the Overview's table: the focus model's, Wilson intervals
     flows = views.flows_view(store, resolved, matrix, scope.focus)
-    flows.pop("scope")
     overlap = None
     if len(matrix.models) > 1:
         overlap = views.compare_view(resolved, matrix, top=1, bootstrap=0)["overlap"]
     extra = ["--seed", str(seed), "--bootstrap", str(bootstrap)]
     root = Path(video_root) if video_root is not None else default_video_root(store.root)
-    out = {
+    out: ReportData = {
         "meta": {
             "store": str(store.root),
             "store_version": store.version(),
@@ -124,12 +132,12 @@ def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, se
         },
         "scope": resolved.header(matrix),
         "colours": {m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
-        "overview": overview,
+        "overview": cast(OverviewNumbers, _without(overview, "scope", "task_types")),  # the scope is stated once
         "task_types": {"model": scope.focus, "rows": task_types},
-        "flows": flows,
+        "flows": cast(FlowsSummary, _without(flows, "scope")),
         "overlap": overlap,
         "policy": policy_section(store, resolved, bootstrap, seed),
         "explain": explain_section(store, resolved, matrix),
         "gallery": gallery(store, matrix, gallery_items, seed, root),
     }
-    return _clean(out)
+    return cast(ReportData, _clean(out))  # the same keys; NaN as null, NumPy scalars as Python

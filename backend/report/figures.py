@@ -9,14 +9,17 @@ characters and never parses a tag out of a model name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape as html_escape
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from backend.report.palette import ACCENT, CORRECT, FLOW_COLOURS, INK, NEUTRAL, SEQUENTIAL, STATE_COLOURS, WRONG, rgba
+from backend.present import series
+from backend.report.palette import ACCENT, CORRECT, INK, NEUTRAL, SANKEY_COLOURS, SEQUENTIAL, WRONG, rgba
 
 # System fonts only: the file opens offline, and nothing is fetched to draw text.
 FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
@@ -27,10 +30,6 @@ def escape(text: str) -> str:
     """Data text for Plotly: ``<``, ``>`` and ``&`` as entities, which Plotly shows as the characters (it decodes
     no ``&quot;``; quotes are harmless where no tag can open)."""
     return html_escape(str(text), quote=False)
-
-
-KIND_TEXT = {"rescued": "rescued (wrong → correct)", "harmed": "harmed (correct → wrong)",
-             "stable-correct": "stayed correct", "stable-wrong": "stayed wrong"}  # fmt: skip
 
 
 def style(fig: go.Figure, title: str, height: int | None, font: dict = FONT, title_size: int = 15) -> go.Figure:
@@ -50,48 +49,36 @@ def style(fig: go.Figure, title: str, height: int | None, font: dict = FONT, tit
 
 
 def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
-    """Accuracy per config with its 95% band on top; rescued up / harmed down per transition below, same x."""
+    """Accuracy per config with its 95% band on top; rescued up / harmed down per transition below, same x
+    (``backend.present.series``' points, which the Overview's Vega-Lite twin draws)."""
     grid = overview["grid"]
     x = np.arange(len(grid))
     ticks = [escape(c) for c in grid]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.05)
-    models = list(overview["models"])
-    width = 0.8 / max(len(models), 1) * 0.9
-    for model, rec in overview["models"].items():
+    points, bars = series.curve_points(overview, colours), series.flow_bars(overview)
+    width = series.bar_width(len(overview["models"]))
+    for k, model in enumerate(overview["models"]):
         name, colour = escape(model), colours[model]
-        acc = np.array([rec["accuracy"][c] for c in grid]) * 100
-        ci = [rec["ci"].get("accuracy", {}).get(c) for c in grid]
-        if all(ci):
-            lo, hi = (np.array([v[j] for v in ci]) * 100 for j in (0, 1))
+        own = [p for p in points if p["model"] == model]
+        if all(p["lo"] is not None for p in own):
+            lo, hi = (np.array([p[end] for p in own]) for end in ("lo", "hi"))
             fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself", mode="lines",
                                      fillcolor=rgba(colour, 0.15), line={"width": 0}, hoverinfo="skip", showlegend=False,
                                      legendgroup=name), row=1, col=1)  # fmt: skip
         fig.add_trace(go.Scatter(
-            x=x, y=acc, mode="lines+markers", name=name, legendgroup=name, line={"color": colour, "width": 2.5}, marker={"size": 8},
-            customdata=[[t, *(v or [None, None])] for t, v in zip(ticks, ci, strict=True)],
-            hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1%}}–%{{customdata[2]:.1%}})<extra></extra>",
+            x=x, y=[p["accuracy"] for p in own], mode="lines+markers", name=name, legendgroup=name,
+            line={"color": colour, "width": 2.5}, marker={"size": 8}, customdata=[[escape(p["config"]), p["lo"], p["hi"]] for p in own],
+            hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1f}}–%{{customdata[2]:.1f}})<extra></extra>",
         ), row=1, col=1)  # fmt: skip
-    for k, (model, rec) in enumerate(overview["models"].items()):
-        name, colour, trans = escape(model), colours[model], rec["transitions"]
-        tx = np.arange(len(trans)) + 0.5 + (k - (len(models) - 1) / 2) * width
-        custom = [
-            [
-                escape(t["from"]),
-                escape(t["to"]),
-                t["rescued"],
-                t["harmed"],
-                100 * t["net"],
-                100 * t["churn"],
-                t["mcnemar_p"],
-            ]
-            for t in trans
-        ]
         hover = (f"<b>{name}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
                  "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>")  # fmt: skip
-        for sign, kind, fill in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
+        for kind, fill in (("rescued", CORRECT), ("harmed", WRONG)):
+            own_bars = [b for b in bars if b["model"] == model and b["kind"] == kind]
             fig.add_trace(go.Bar(
-                x=tx, y=[sign * t[kind] for t in trans], width=width, name=kind, legendgroup=kind, showlegend=k == 0,
-                marker={"color": fill, "line": {"color": colour, "width": 2}}, customdata=custom, hovertemplate=hover,
+                x=[(b["x0"] + b["x1"]) / 2 for b in own_bars], y=[b["items"] for b in own_bars], width=width, name=kind,
+                legendgroup=kind, showlegend=k == 0, marker={"color": fill, "line": {"color": colour, "width": 2}},
+                customdata=[[escape(b["from"]), escape(b["to"]), b["rescued"], b["harmed"], b["net"], b["churn"], b["p"]] for b in own_bars],
+                hovertemplate=hover,
             ), row=2, col=1)  # fmt: skip
     fig.update_layout(barmode="overlay", hovermode="closest")
     fig.update_xaxes(tickvals=x, ticktext=ticks, range=[-0.5, len(grid) - 0.5], row=2, col=1,
@@ -99,41 +86,19 @@ def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
     fig.update_xaxes(tickvals=x, ticktext=ticks, showticklabels=False, row=1, col=1)
     fig.update_yaxes(title_text="accuracy (%)", row=1, col=1)
     fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888", row=2, col=1)
-    return style(fig, "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets", height=560)
+    return style(fig, series.CURVE_TITLE, height=560)
 
 
 def sankey(flows: dict) -> go.Figure:
-    """Correct / wrong state nodes per config, non-empty links coloured by kind (the Flows page's Sankey)."""
-    nodes = flows["nodes"]
+    """Correct / wrong state nodes per config, non-empty links coloured by kind (``backend.present.series``' trace,
+    which the Flows page's component draws); the configurations head the columns."""
     n_cfg = len(flows["configs"])
-    xs = [0.001 + 0.998 * (n["id"] // 2) / max(n_cfg - 1, 1) for n in nodes]
-    share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
-    ys = [0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
-          for n in nodes]  # fmt: skip
-    links = [lk for lk in flows["links"] if lk["count"] > 0]
-    custom = [[escape(lk["from"]), escape(lk["to"]), KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"], lk["harmed"], lk["mcnemar_p"]]
-              for lk in links]  # fmt: skip
-    fig = go.Figure(go.Sankey(
-        arrangement="fixed", valueformat="d",
-        node={
-            "label": [f"{'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes],  # configs head the columns
-            "color": [STATE_COLOURS[n["state"]] for n in nodes], "x": xs, "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
-            "customdata": [[escape(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
-            "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
-        },
-        link={
-            "source": [lk["source"] for lk in links], "target": [lk["target"] for lk in links], "value": [lk["count"] for lk in links],
-            "color": [FLOW_COLOURS[lk["kind"]] for lk in links], "customdata": custom,
-            "hovertemplate": ("%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
-                              "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"),
-        },
-    ))  # fmt: skip
+    fig = go.Figure(data=[series.sankey_trace(flows, SANKEY_COLOURS, text=escape)])
     for k, config in enumerate(flows["configs"]):  # long labels ("16f@151k ✓ 343") would collide between columns
-        fig.add_annotation(x=0.001 + 0.998 * k / max(n_cfg - 1, 1), y=1.0, xref="paper", yref="paper", yanchor="bottom",
+        fig.add_annotation(x=series.column_x(k, n_cfg), y=1.0, xref="paper", yref="paper", yanchor="bottom",
                            xanchor="left" if k == 0 else "right" if k == n_cfg - 1 else "center", showarrow=False,
                            text=f"<b>{escape(config)}</b>")  # fmt: skip
-    title = f"{escape(flows['model'])}: correct (✓) and wrong (✗) items per configuration, {flows['n_items']:,} items"
-    return style(fig, title, height=440)
+    return style(fig, series.sankey_title(flows, escape), height=440)
 
 
 def jaccard(overlap: dict) -> go.Figure:
@@ -187,7 +152,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
             line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
             hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
         ))  # fmt: skip
-    if match is not None:
+    if match is not None and sweep is not None:
         ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
         fig.add_trace(go.Scatter(
             x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {escape(sweep['ladder'][-1])}",
@@ -206,7 +171,7 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
     return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 
 
-def figures(data: dict) -> dict[str, go.Figure]:
+def figures(data: Mapping[str, Any]) -> dict[str, go.Figure]:
     """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
     colours = data["colours"]
     out = {"fig-curve": curve_and_flows(data["overview"], colours), "fig-sankey": sankey(data["flows"])}

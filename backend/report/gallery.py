@@ -22,6 +22,7 @@ import pandas as pd
 from PIL import Image
 
 from backend.analysis import compare
+from backend.contracts.report import FrameStrip, GalleryItem, GalleryNote, GalleryTrajectory
 from backend.scope.annotations import annotations_for
 from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
 from backend.scope.inspector import frame_plan, locate_video
@@ -103,7 +104,7 @@ def _reasons(row: pd.Series, n_models: int) -> list[str]:
 def jpeg_base64(frame: np.ndarray) -> str:
     """One frame as a small baseline JPEG, base64 (PIL's encoder is deterministic for the same pixels)."""
     img = Image.fromarray(frame)
-    img = img.resize((max(1, round(img.width * THUMB_HEIGHT / img.height)), THUMB_HEIGHT), Image.BILINEAR)
+    img = img.resize((max(1, round(img.width * THUMB_HEIGHT / img.height)), THUMB_HEIGHT), Image.Resampling.BILINEAR)
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=JPEG_QUALITY, optimize=True)
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -116,7 +117,7 @@ def spread(indices: list[int], k: int = THUMBS_PER_BUDGET) -> list[int]:
     return [indices[j] for j in np.linspace(0, len(indices) - 1, k).round().astype(int)]
 
 
-def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> tuple[str | None, list[dict]]:
+def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> tuple[str | None, list[FrameStrip]]:
     """(why no video or None, one strip per visual budget of the grid) for one item."""
     path, info, problem = locate_video(video_root, rel)
     plan = frame_plan(responses, grid, info)
@@ -127,7 +128,7 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
         images = {
             i: jpeg_base64(f) for i, f in zip(wanted, decode_frames(path, wanted, size=THUMB_HEIGHT), strict=True)
         }
-    strips = [
+    strips: list[FrameStrip] = [
         {
             "config": row["config"],
             "models": list(row["models"]),
@@ -165,11 +166,13 @@ def entry(
     video_root,
     notes: pd.DataFrame,
     video: str | None,
-) -> dict:
+) -> GalleryItem:
     """One gallery item: metadata, per-model trajectory over the grid (correct, answer, confidence), frames,
     annotations; ``video``: its file under the video root (the catalog's link, else ``items.video``)."""
     item = matrix.items.iloc[position]
-    trajectories = {
+    if matrix.answer is None:
+        raise ValueError("a gallery entry needs a matrix loaded with include_answers=True")
+    trajectories: dict[str, GalleryTrajectory] = {
         model: {
             "correct": matrix.correct[m, position].astype(int).tolist(),
             "answer": [_text(a) for a in matrix.answer[m, position]],
@@ -192,7 +195,7 @@ def entry(
         "video_problem": problem,
         "frames": strips,
         "annotations": [
-            {k: _text(r[k]) for k in ("author", "tag", "model", "note")}
+            GalleryNote(author=_text(r["author"]), tag=_text(r["tag"]), model=_text(r["model"]), note=_text(r["note"]))
             for r in mine.sort_values("annotation_id").to_dict("records")
         ],
     }
@@ -203,7 +206,7 @@ def _text(value) -> str | None:
     return None if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
 
 
-def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list[dict]:
+def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list[GalleryItem]:
     """The ``n`` most informative items of the matched matrix (loaded with its answers), ready to draw."""
     picks = pick(matrix, n, seed) if n > 0 and matrix.n_items else []
     if not picks:

@@ -19,12 +19,15 @@ import base64
 import gzip
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from html import escape
+from typing import Any
 
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from backend.present.text import interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
 from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
@@ -148,7 +151,7 @@ def kv_table(rows: list[tuple[str, str]]) -> str:
     return '<table class="kv">' + "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
 
 
-def scope_section(data: dict) -> str:
+def scope_section(data: Mapping[str, Any]) -> str:
     meta, scope = data["meta"], data["scope"]
     flt = {k: v for k, v in scope["item_filter"].items() if v}
     excluded = "".join(f"<li><code>{e(label)}</code>: {scope['grid_excluded'][label]:,} items, {e(why)}</li>"
@@ -178,7 +181,7 @@ def scope_section(data: dict) -> str:
             f'<p class="muted">This file:</p><code class="cmd">{e(meta["command"])}</code></section>')  # fmt: skip
 
 
-def headline_section(data: dict) -> str:
+def headline_section(data: Mapping[str, Any]) -> str:
     ov = data["overview"]
     note = (
         ""
@@ -189,7 +192,7 @@ def headline_section(data: dict) -> str:
             f'<div class="fig" id="fig-curve"></div>{table_html(tables.transitions_table(data), data["colours"])}</section>')  # fmt: skip
 
 
-def flows_section(data: dict) -> str:
+def flows_section(data: Mapping[str, Any]) -> str:
     noise = ""
     if data["scope"]["beyond_noise"]:
         noise = f'<p class="note">Within-noise flips hidden: {data["flows"].get("n_hidden", 0):,}.</p>'
@@ -198,7 +201,7 @@ def flows_section(data: dict) -> str:
             f"{noise}</section>")  # fmt: skip
 
 
-def explain_section(data: dict) -> str:
+def explain_section(data: Mapping[str, Any]) -> str:
     report = data.get("explain")
     if report is None:
         return '<section id="explain"><h2>Why these items?</h2><p class="note">No flow between consecutive configurations harms an item.</p></section>'
@@ -206,11 +209,11 @@ def explain_section(data: dict) -> str:
             f"{table_html(tables.explain_table(report))}</section>")  # fmt: skip
 
 
-def task_section(data: dict) -> str:
+def task_section(data: Mapping[str, Any]) -> str:
     return f'<section id="task-types"><h2>By task type</h2>{table_html(tables.task_table(data))}</section>'
 
 
-def overlap_section(data: dict) -> str:
+def overlap_section(data: Mapping[str, Any]) -> str:
     ov = data["overlap"]
     if ov is None:
         return '<section id="overlap"><h2>Confused-item overlap</h2><p class="note">Needs two or more models.</p></section>'
@@ -221,16 +224,16 @@ def overlap_section(data: dict) -> str:
             '<div class="fig" id="fig-jaccard"></div><div class="fig" id="fig-intersections"></div></section>')  # fmt: skip
 
 
-def policy_section(data: dict) -> str:
+def policy_section(data: Mapping[str, Any]) -> str:
     pol = data["policy"]
     if not pol["available"]:
         return f'<section id="frontier"><h2>Adaptive budgets</h2><p class="note">Not available: {e(pol["why"])}</p></section>'
     sweep, match = pol["sweep"], pol["sweep"]["matching"]
     text = "No threshold reaches the top budget's accuracy on these items."
     if match is not None:
-        text = (f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({tables.pp(sweep['top_accuracy'])}%): "
-                f"t = {match['threshold']:.3g}, accuracy {e(tables.interval(match['accuracy'], match.get('accuracy_ci')))}%, "
-                f"frame saving {e(tables.interval(match['saving'], match.get('saving_ci')))}%.")  # fmt: skip
+        text = (f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({pp(sweep['top_accuracy'])}%): "
+                f"t = {match['threshold']:.3g}, accuracy {e(interval(match['accuracy'], match.get('accuracy_ci')))}%, "
+                f"frame saving {e(interval(match['saving'], match.get('saving_ci')))}%.")  # fmt: skip
     return (f'<section id="frontier"><h2>Adaptive budgets: {e(pol["model"])}</h2><div class="fig" id="fig-frontier"></div>'
             f'<p>{text}</p><p class="note">{sweep["n_items"]:,} items with a confidence at every budget of '
             f"{e(', '.join(sweep['ladder']))}; {sweep['n_without_confidence']:,} without.</p></section>")  # fmt: skip
@@ -268,7 +271,7 @@ def strips_html(item: dict) -> str:
     return note + "".join(out)
 
 
-def gallery_section(data: dict) -> str:
+def gallery_section(data: Mapping[str, Any]) -> str:
     items = data["gallery"]
     grid = data["overview"]["grid"]
     if not items:
@@ -293,7 +296,7 @@ def gallery_section(data: dict) -> str:
     return f'<section id="gallery"><h2>Gallery: {len(items)} items</h2>{intro}{"".join(arts)}</section>'
 
 
-def render(data: dict) -> str:
+def render(data: Mapping[str, Any]) -> str:
     """The report as one HTML document (a pure function of ``data``)."""
     scope = data["scope"]
     title = f"trajaudit report: {', '.join(scope['models'])} on {scope['benchmark'] or 'all benchmarks'}"

@@ -49,3 +49,4 @@ FLOW_COLOURS = {
     "stable-wrong": rgba(WRONG, 0.22),
 }
 STATE_COLOURS = {"correct": CORRECT, "wrong": WRONG}
+SANKEY_COLOURS = STATE_COLOURS | FLOW_COLOURS  # a Sankey colours its nodes by state and its links by kind

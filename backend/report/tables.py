@@ -1,108 +1,40 @@
-"""The report's tables as one model (caption, columns, text cells, numbers) and their paper-ready forms.
+"""The report's tables (``backend.present.tables``, from the report's dict) and their paper-ready forms.
 
 The HTML report, ``--format latex`` (booktabs) and ``--format markdown`` all render these same
-``Table`` values, so a number reads the same everywhere: percentage points with one decimal and
-the 95% interval in brackets, ``68.3 [61.7, 75.6]``; ``n/a`` where a metric is not available
-(never 0). Text from data (model, config and task names) is escaped for each target.
+``Table`` values, which the Overview page and ``trajaudit metrics`` share, so a number reads the same
+everywhere: percentage points with one decimal and the 95% interval in brackets, ``68.3 [61.7, 75.6]``;
+``n/a`` where a metric is not available (never 0). Text from data (model, config and task names) is
+escaped for each target.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
 
-# The Overview's headline cards, in its order and with its labels.
-HEADLINES = (
-    ("best_fixed", "Best fixed"),
-    ("oracle_accuracy", "Oracle"),
-    ("oracle_headroom", "Oracle headroom"),
-    ("visual_confusion_rate", "Visual confusion"),
-    ("text_overwrite_rate", "Text overwrite"),
-    ("mean_churn", "Mean churn / step"),
-)
-UNITS = "% of items; 95% paired-bootstrap interval in brackets"
+from backend.present import tables as frames
+from backend.present.tables import Table
+from backend.present.text import interval, p_value, pp
 
 
-@dataclass(frozen=True)
-class Table:
-    """``rows`` are display text; ``values[r][c]`` the number a cell shows (None for text cells), ``keys`` its metric name."""
-
-    name: str
-    caption: str
-    columns: list[str]
-    rows: list[list[str]]
-    values: list[list[float | None]]
-    keys: list[str | None]
+def headline_table(data: Mapping[str, Any]) -> Table:
+    """The Overview's headline table for the report's scope."""
+    return frames.headline_table(data["overview"]["models"], data["scope"]["n_items"], data["scope"]["grid"])
 
 
-def pp(x: float | None) -> str:
-    """A fraction as percentage points, one decimal; ``n/a`` when missing."""
-    return "n/a" if x is None else f"{100 * x:.1f}"
+def transitions_table(data: Mapping[str, Any]) -> Table:
+    """The Overview's transitions (rescued, harmed, net, churn, McNemar p) for the report's models."""
+    return frames.transitions_table(data["overview"]["models"])
 
 
-def interval(x: float | None, ci: list | None) -> str:
-    """``68.3 [61.7, 75.6]`` (or the value alone without an interval)."""
-    return pp(x) + ("" if x is None or not ci or None in ci else f" [{pp(ci[0])}, {pp(ci[1])}]")
+def task_table(data: Mapping[str, Any]) -> Table:
+    """The Overview's table per task type of the focus model (Wilson intervals)."""
+    return frames.task_table(data["task_types"]["rows"], data["task_types"]["model"])
 
 
-def _headline_value(rec: dict, name: str) -> float | None:
-    return rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
-
-
-def headline_table(data: dict) -> Table:
-    """Per model: the Overview's headline numbers with intervals, the best fixed configuration, terminal regressions."""
-    rows, values = [], []
-    for model, rec in data["overview"]["models"].items():
-        nums = [_headline_value(rec, name) for name, _ in HEADLINES]
-        cells = [interval(v, rec["ci"].get(name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
-        rows.append([model, rec["best_fixed"]["config"], *cells, str(rec["terminal_regressions"])])
-        values.append([None, None, *nums, rec["terminal_regressions"]])
-    scope = data["scope"]
-    caption = (f"Headline metrics on {scope['n_items']:,} matched items, grid {', '.join(scope['grid'])} ({UNITS}). "
-               "Terminal regressions: items correct at a cheaper configuration and wrong at the top one.")  # fmt: skip
-    columns = ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
-    return Table(
-        "headlines", caption, columns, rows, values, [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"]
-    )
-
-
-def transitions_table(data: dict) -> Table:
-    """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
-    rows, values = [], []
-    for model, rec in data["overview"]["models"].items():
-        for t in rec["transitions"]:
-            rows.append([model, f"{t['from']} → {t['to']}", str(t["rescued"]), str(t["harmed"]), f"{100 * t['net']:+.1f}",
-                         pp(t["churn"]), f"{t['mcnemar_p']:.3g}"])  # fmt: skip
-            values.append([None, None, t["rescued"], t["harmed"], t["net"], t["churn"], t["mcnemar_p"]])
-    caption = ("Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
-               "net and churn in percentage points, exact McNemar p.")  # fmt: skip
-    columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
-    return Table(
-        "transitions", caption, columns, rows, values, [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
-    )
-
-
-TASK_COLUMNS = (("best_fixed", "Best fixed"), ("oracle_accuracy", "Oracle"), ("oracle_headroom", "Oracle headroom"),
-                ("visual_confusion_rate", "Visual confusion"), ("text_overwrite_rate", "Text overwrite"))  # fmt: skip
-
-
-def task_table(data: dict) -> Table:
-    """The Overview's table per task type of the focus model: group size and rates with Wilson 95% intervals."""
-    names = [n for n, _ in TASK_COLUMNS]
-    rows, values = [], []
-    for r in data["task_types"]["rows"]:
-        nums = [r[n] for n in names]
-        cis = [[r[f"{n}_lo"], r[f"{n}_hi"]] if f"{n}_lo" in r else None for n in names]
-        rows.append([r["task_type"], str(r["n"]), *(interval(v, ci) for v, ci in zip(nums, cis, strict=True))])
-        values.append([None, r["n"], *nums])
-    caption = (f"By task type, {data['task_types']['model']} (% of items; Wilson 95% interval in brackets, valid for small groups); "
-               "n is the number of matched items of the type.")  # fmt: skip
-    columns = ["Task type", "n", *(label for _, label in TASK_COLUMNS)]
-    return Table("task_types", caption, columns, rows, values, [None, "n", *names])
-
-
-def paper_tables(data: dict) -> list[Table]:
+def paper_tables(data: Mapping[str, Any]) -> list[Table]:
     """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type."""
     return [headline_table(data), transitions_table(data), task_table(data)]
 
@@ -154,7 +86,7 @@ def markdown(tables: list[Table]) -> str:
     return "\n".join(out)
 
 
-def as_json(data: dict) -> str:
+def as_json(data: Mapping[str, Any]) -> str:
     """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -165,7 +97,7 @@ def explain_table(report: dict) -> Table:
     for s in report["slices"] + report["pairs"]:
         diff = interval(s["diff"], s["diff_ci"])
         rows.append([s["label"] + (" (small)" if s["small"] else ""), f"{s['n_selected']} / {s['n_slice']}", pp(s["rate"]),
-                     "n/a" if s["lift"] is None else f"{s['lift']:.2f}", diff, f"{s['p']:.3g}", f"{s['q']:.3g}"])  # fmt: skip
+                     "n/a" if s["lift"] is None else f"{s['lift']:.2f}", diff, p_value(s["p"]), p_value(s["q"])])  # fmt: skip
         values.append([None, s["n_selected"], s["rate"], s["lift"], s["diff"], s["p"], s["q"]])
     caption = (f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
                f"{report['n_scope']:,} items (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "

@@ -38,7 +38,7 @@ def logged_indices(store: Store, model: str, benchmark: str, item_id: str, cfg: 
 
     Logged indices are replayed as stored; a response whose frames are ``reconstructed`` (its file
     logged none, the harness sampler was named at ingest) replays that sampler's set over the
-    catalog's frame count, the frames the harness fed (METRICS.md "Frames seen")."""
+    catalog's frame count, the frames the harness fed (docs/metrics.md "Frames seen")."""
     base = base_label(cfg)
     found = store.query(
         "SELECT frame_indices, frames_source, sampler FROM responses WHERE model = ? AND benchmark = ? "

@@ -23,11 +23,13 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from backend.contracts.audits import Enqueued
+from backend.contracts.audits import Enqueued, EnqueueError
+from backend.contracts.runs import RerunOutcome
 from backend.runtime import logged_frames, registry
 from backend.runtime.sampling import policy_name
 from backend.videos import catalog
@@ -114,7 +116,7 @@ def validate(store_root: str | os.PathLike, request: RerunRequest) -> RerunReque
     return replace(request, item_id=item_id, config=cfg.label, seed=eff_seed, force=bool(request.force))
 
 
-def _plain(value: object) -> object:
+def _plain(value: object) -> Any:
     """A cell as plain Python: NA/NaN -> None, NumPy scalars and arrays -> int/float/list."""
     if isinstance(value, (np.ndarray, list, tuple)):
         return [_plain(v) for v in value]
@@ -161,7 +163,7 @@ def job_result(store_root: str | os.PathLike, job: Job) -> dict | None:
     return None if df.empty else _result_dict(df.iloc[0])
 
 
-def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: bool = False) -> dict:
+def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: bool = False) -> RerunOutcome:
     """The JSON the CLI prints and the page shows: the request, job id/state, and the result fields."""
     out = {
         "from_store": job is None,
@@ -177,10 +179,12 @@ def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: 
     }
     # every result key, null until there is an answer: one shape for a queued, failed and answered request
     empty = dict.fromkeys((*(k for k in RESULT_KEYS if k != "seed"), "timings"))
-    return out | empty | (result or {})
+    return cast(RerunOutcome, out | empty | (result or {}))  # every key of the contract (test_contracts checks)
 
 
-def place_many(store_root: str | os.PathLike, reqs: list[RerunRequest], max_queued: int = MAX_QUEUED) -> list[dict]:
+def place_many(
+    store_root: str | os.PathLike, reqs: list[RerunRequest], max_queued: int = MAX_QUEUED
+) -> list[RerunOutcome]:
     """Validated requests' outcomes, all or nothing: each answered from the store, joined to an
     identical pending job, or queued; the new jobs go in one queue transaction, so a batch that does
     not fit the free slots queues none (``UserError`` saying how many slots are free)."""
@@ -193,12 +197,12 @@ def place_many(store_root: str | os.PathLike, reqs: list[RerunRequest], max_queu
     ]
 
 
-def place(store_root: str | os.PathLike, req: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:
+def place(store_root: str | os.PathLike, req: RerunRequest, max_queued: int = MAX_QUEUED) -> RerunOutcome:
     """A validated request's outcome: answered from the store, joined to an identical pending job, or queued."""
     return place_many(store_root, [req], max_queued)[0]
 
 
-def submit(store_root: str | os.PathLike, request: RerunRequest, max_queued: int = MAX_QUEUED) -> dict:
+def submit(store_root: str | os.PathLike, request: RerunRequest, max_queued: int = MAX_QUEUED) -> RerunOutcome:
     """Validate, then answer from the store, join an identical pending job, or enqueue a new one."""
     return place(store_root, validate(store_root, request), max_queued)
 
@@ -209,7 +213,8 @@ def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> 
     A request that cannot run (no video, queue full) is reported, not fatal; when every request
     fails the first reason is raised, since it is then about the intervention, not one item.
     """
-    outcomes, errors = [], []
+    outcomes: list[RerunOutcome] = []
+    errors: list[EnqueueError] = []
     for req in requests:  # one queue transaction each; bounded by the queue's capacity
         try:
             outcomes.append(submit(store_root, req))
@@ -227,7 +232,9 @@ def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> 
     }
 
 
-def wait(store_root: str | os.PathLike, job_id: int, timeout_s: float | None = None, poll_s: float = 0.5) -> dict:
+def wait(
+    store_root: str | os.PathLike, job_id: int, timeout_s: float | None = None, poll_s: float = 0.5
+) -> RerunOutcome:
     """Poll the job until it is done, failed or cancelled (or ``timeout_s`` passes); its outcome."""
     queue = JobQueue(store_root)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s

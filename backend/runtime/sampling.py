@@ -76,7 +76,10 @@ def _dense_start(n: int, fps: float, k: int, seed: int | None, spec: str) -> np.
 
 
 def _fps(n: int, fps: float, k: int, seed: int | None, spec: str) -> np.ndarray:
-    rate = float(_FPS.match(spec)["rate"])
+    match = _FPS.match(spec)
+    if match is None:
+        raise UserError(f"sampling policy {spec!r}: expected fps-<rate>, e.g. fps-1 or fps-0.5")
+    rate = float(match["rate"])
     if rate <= 0 or fps <= 0:
         raise UserError(f"sampling policy {spec!r}: needs a positive rate and video fps (got video fps {fps})")
     steps = math.ceil(n * rate / fps)  # samples at t = j / rate while t < duration

@@ -44,11 +44,11 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from backend.runtime import logged_frames, registry
+from backend.runtime.inference.base import Adapter
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
 from backend.runtime.registry import ModelSpec
@@ -64,8 +64,8 @@ DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
 FAILURE_LINE_CHARS = 500  # a job's error is one line, at most this long (the traceback is in the log)
 
-# (model spec, resolved checkpoint path, device, dtype) -> an object with .answer(InferenceRequest)
-AdapterFactory = Callable[[ModelSpec, Path, str, str], Any]
+# (model spec, resolved checkpoint path, device, dtype) -> an adapter (anything with .answer(InferenceRequest))
+AdapterFactory = Callable[[ModelSpec, Path, str, str], Adapter]
 
 
 class ModelLoadError(UserError):
@@ -90,7 +90,7 @@ class _Interrupted(BaseException):
     Exception`` must not swallow it)."""
 
 
-def load_registered_adapter(spec: ModelSpec, path: Path, device: str, dtype: str) -> Any:
+def load_registered_adapter(spec: ModelSpec, path: Path, device: str, dtype: str) -> Adapter:
     """The default factory: the family's adapter from ``backend.runtime.inference``."""
     from backend.runtime.inference.base import load_adapter
 
@@ -196,7 +196,7 @@ class Worker:
             self.spec.name, self.spec.family, str(self.path), self.fingerprint, self.versions, self.device, self.dtype
         )
 
-    def _load(self, adapter_factory: AdapterFactory) -> tuple[str, Any]:
+    def _load(self, adapter_factory: AdapterFactory) -> tuple[str, Adapter]:
         """(checkpoint fingerprint, adapter); a checkpoint that cannot load fails the model's queued
         jobs and raises ``ModelLoadError``."""
         from backend.runtime.inference.base import checkpoint_fingerprint

@@ -31,8 +31,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
-from backend.contracts.store import JobRow, JobsOverview, LocalWorker
+from backend.contracts.store import JobRow, JobsOverview, LocalWorker, StartedBy, WorkerRow
 from backend.extras import require_worker_extra
 from backend.runtime import registry, rerun
 from store.errors import UserError
@@ -123,7 +124,8 @@ def _exit_reason(tail: list[str]) -> str | None:
     load, a deleted store), else the log's last non-empty line (a crash's exception)."""
     lines = [line.strip() for line in tail if line.strip()]
     errors = [line for line in lines if line.startswith("trajaudit worker: error:")]
-    return (errors or lines or [None])[-1]
+    found = errors or lines
+    return found[-1] if found else None
 
 
 def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
@@ -139,29 +141,25 @@ def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     log, pid_file, _ = _files(store_root, model)
     online = [w for w in JobQueue(store_root).workers(ONLINE_WITHIN_S) if w.model == model]
     started = json.loads(pid_file.read_text()) if pid_file.is_file() else None
-    who = (
-        None if started is None else {k: started.get(k) for k in ("parent_pid", "user", "started_at", "idle_timeout_s")}
-    )
-    out = {
-        "model": model,
-        "log": str(log),
-        "pid": None,
-        "worker_id": None,
-        "device": None,
-        "log_tail": [],
-        "reason": None,
-        "started_by": who,
-    }
+    who = None if started is None else StartedBy(
+        parent_pid=started.get("parent_pid"), user=started.get("user"), started_at=started.get("started_at"),
+        idle_timeout_s=started.get("idle_timeout_s"),
+    )  # fmt: skip
+    out = LocalWorker(
+        model=model, log=str(log), pid=None, worker_id=None, device=None, log_tail=[], reason=None, started_by=who,
+        state="none",
+    )  # fmt: skip
     if online:
         w = online[0]
-        return out | {"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device}
-    if started is None:
-        return out | {"state": "none"}
-    out |= {"pid": started["pid"], "device": started["device"]}
-    if _alive(started["pid"], model):
-        return out | {"state": "starting"}
-    tail = _log_tail(log)
-    return out | {"state": "exited", "log_tail": tail, "reason": _exit_reason(tail)}
+        out.update({"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device})
+    elif started is not None:
+        out.update({"pid": started["pid"], "device": started["device"]})
+        if _alive(started["pid"], model):
+            out["state"] = "starting"
+        else:
+            tail = _log_tail(log)
+            out.update({"state": "exited", "log_tail": tail, "reason": _exit_reason(tail)})
+    return out
 
 
 def _user() -> str:
@@ -252,7 +250,8 @@ def job_row(job: Job, now: float) -> JobRow:
     end = job.finished_at if job.finished_at is not None else now
     waited = (job.started_at if job.started_at is not None else end) - job.created_at
     ran = None if job.started_at is None else end - job.started_at
-    return job.to_dict() | {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
+    timings = {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
+    return cast(JobRow, job.to_dict() | timings)  # to_dict() is a JobRecord (test_contracts compares their types)
 
 
 def worker_log(store_root: str | os.PathLike, model: str) -> str | None:
@@ -285,6 +284,8 @@ def overview(
     return {
         "counts": queue.counts(),
         "jobs": [job_row(j, now) for j in jobs],
-        "workers": [w.to_dict() | {"age_s": round(now - w.seen_at, 1)} for w in queue.workers(ONLINE_WITHIN_S)],
+        "workers": [
+            cast(WorkerRow, w.to_dict() | {"age_s": round(now - w.seen_at, 1)}) for w in queue.workers(ONLINE_WITHIN_S)
+        ],  # to_dict() is a WorkerRow less age_s (test_contracts compares their types)
         "local": [local_worker(store_root, started["model"]) for _, started in _started(store_root)],
     }

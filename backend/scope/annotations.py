@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
+from typing import TypeVar
 
 import pandas as pd
 
@@ -63,7 +64,10 @@ def _require(value: str | None, what: str) -> str:
     return str(value).strip()
 
 
-def _capped(value: str | None, what: str, *, name: bool = False) -> str | None:
+_Text = TypeVar("_Text", bound=str | None)  # _capped returns what it is given: a str stays a str
+
+
+def _capped(value: _Text, what: str, *, name: bool = False) -> _Text:
     """``value`` if it fits the field limit ingest applies (``MAX_FIELD_CHARS``): a note is drawn in
     full on every item page, so a megabyte of text would be a megabyte on each of them. A ``name``
     (the author) must also be visible text, as ingested names must (``gate.unshown_problem``)."""
@@ -84,7 +88,8 @@ def _item_known(store: Store, benchmark: str, item_id: str) -> bool:
         "OR EXISTS (SELECT 1 FROM responses WHERE benchmark = $b AND item_id = $i)"
     )
     with store.connect() as con:
-        return bool(con.execute(sql, {"b": benchmark, "i": item_id}).fetchone()[0])
+        row = con.execute(sql, {"b": benchmark, "i": item_id}).fetchone()  # one row: EXISTS OR EXISTS
+    return row is not None and bool(row[0])
 
 
 def add_annotation(
@@ -207,7 +212,7 @@ def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = 
 
 def annotation_tags(store: Store, items: pd.DataFrame, benchmark: str | None = None) -> pd.Series | None:
     """Each item's annotation tags ("a;b", aligned with ``items``), or None when the store holds no annotation
-    file (nothing to look up, and the merge costs 60 ms at 25k items)."""
+    file (nothing to look up, and the merge is not free)."""
     if not store.manifest().files.get("annotations"):
         return None
     return with_annotations(items[["benchmark", "item_id"]], store, benchmark)["annotation_tags"]

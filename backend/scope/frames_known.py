@@ -1,6 +1,6 @@
 """How each configuration's frames are known (``trajaudit info``): responses per frames source.
 
-METRICS.md "Frames seen": ``logged`` (indices stored with the response), ``reconstructed`` (the
+docs/metrics.md "Frames seen": ``logged`` (indices stored with the response), ``reconstructed`` (the
 harness sampler named at ingest, computed from the linked video at read time) or ``unknown``. Rows
 written before ``frames_source`` existed count as logged where they hold indices, else unknown, as
 ``backend.scope.inspector.response_frames`` reads them. Text-only rows see no frames and are left out.

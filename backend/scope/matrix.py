@@ -1,6 +1,6 @@
 """The matched response matrix: models x items x configurations, loaded from the store in one pass.
 
-Every metric is computed on the *matched grid* (METRICS.md): the configurations every chosen model
+Every metric is computed on the *matched grid* (docs/metrics.md): the configurations every chosen model
 has and the items with a response for every (model, configuration). DuckDB selects and codes the
 rows (model, item and config become integers); NumPy scatters them into dense arrays with fancy
 indexing, so nothing loops over items and nothing pivots millions of rows in pandas.
@@ -76,7 +76,7 @@ class Matrix:
     @cached_property
     def task_types(self) -> tuple[np.ndarray, pd.Index]:
         """Each item's task type as a code into the names, in first-seen order ("(none)" for an item without
-        one): computed once per matrix, not once per model's table (8 ms each at 250k items)."""
+        one): computed once per matrix, not once per model's table."""
         return pd.factorize(self.items["task_type"].fillna("(none)"))
 
     @cached_property
@@ -114,7 +114,7 @@ def canonical_grid(grid: list[str]) -> list[str]:
 
 
 def main_only(alias: str = "") -> str:
-    """The predicate of main-run rows. Re-runs are an overlay (METRICS.md): unless asked for, no
+    """The predicate of main-run rows. Re-runs are an overlay (docs/metrics.md): unless asked for, no
     query that builds a matrix or a default grid sees them."""
     return f"coalesce({alias}origin, '') <> 'rerun'"
 
@@ -376,8 +376,8 @@ def _cells_of_file(store: Store, rel: str) -> dict:
     source = f"read_parquet('{str(store.root / rel).replace(chr(39), chr(39) * 2)}')"
     with duckdb.connect(":memory:") as con:
         # rows and distinct items per cell in two grouping steps (per item, then per cell): the same counts
-        # as count(*) and count(DISTINCT item_id), 2.2 s -> 1.6 s on a 10M-row file (a NULL id counts as a
-        # row, never as an item, as count(DISTINCT) has it)
+        # as count(*) and count(DISTINCT item_id) in less time (benchmarks/README.md); a NULL id counts as a
+        # row, never as an item, as count(DISTINCT) has it
         cells = con.execute(
             f"""SELECT model, benchmark, config, rerun, sum(n)::BIGINT, count(item_id) FROM (
                 SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, item_id, count(*) AS n

@@ -3,7 +3,7 @@
 A ``Scope`` names a benchmark, models, a grid (or "the default grid"), item filters, a trajectory
 tag, the within-noise toggle and whether re-runs are compared. Every page builds one from the
 sidebar and every CLI command from its flags (``from_args``); ``resolve`` turns "the default grid"
-into METRICS.md's default grid, stating which configurations it left out and why
+into docs/metrics.md's default grid, stating which configurations it left out and why
 (``grid_excluded``); ``load`` gives the matched matrix. Because both sides go through these three
 steps, a page and its CLI twin (``to_argv``) cannot disagree about what they look at.
 """
@@ -23,7 +23,7 @@ from store import configs, registry
 from store.errors import UserError
 from store.store import Store
 
-COVERAGE = 0.9  # METRICS.md: a default-grid configuration covers at least 90% of the benchmark's items
+COVERAGE = 0.9  # docs/metrics.md: a default-grid configuration covers at least 90% of the benchmark's items
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Scope:
         return self.tag_model or self.models[0]
 
     def resolve(self, store: Store, info: dict | None = None) -> Resolved:
-        """The grid this scope means on ``store``: the given one, or METRICS.md's default grid."""
+        """The grid this scope means on ``store``: the given one, or docs/metrics.md's default grid."""
         info = info if info is not None else available(store)
         self._check_names(info)
         if self.grid:
@@ -198,7 +198,7 @@ def _coverage(info: dict, model: str, benchmark: str | None) -> tuple[dict[str, 
 
 
 def _ladder(labels: list[str]) -> list[str]:
-    """METRICS.md's budget ladder: text plus uniform frame budgets at one spatial budget.
+    """docs/metrics.md's budget ladder: text plus uniform frame budgets at one spatial budget.
 
     The model's default resolution (labels without ``@``) where the store has it, else the
     spatial budget with the most frame budgets (ties: the larger pixel count). Protocol variants,
@@ -219,7 +219,7 @@ def _ladder(labels: list[str]) -> list[str]:
 
 
 def default_grid(info: dict, models: list[str], benchmark: str | None, store_root=None) -> list[str]:
-    """METRICS.md's default grid for ``models`` on ``benchmark`` (all benchmarks when None).
+    """docs/metrics.md's default grid for ``models`` on ``benchmark`` (all benchmarks when None).
 
     Candidates are main-run configurations (``info`` never lists re-runs among them) that every
     model covers on at least ``COVERAGE`` of the benchmark's items (the most items any of the
@@ -293,7 +293,7 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
         p.add_argument("--models", required=True, help="models, comma-separated (items are matched over all of them)")
     p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
     p.add_argument("--grid", default=None,
-                   help="configs in order, e.g. text,16f,32f,64f (default: METRICS.md's default grid, as on the pages)")  # fmt: skip
+                   help="configs in order, e.g. text,16f,32f,64f (default: docs/metrics.md's default grid, as on the pages)")  # fmt: skip
     p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
     p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
     p.add_argument("--domain", default=None, help="only these domains (comma-separated)")

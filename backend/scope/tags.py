@@ -1,4 +1,4 @@
-"""Per-item trajectory conditions and the item tags built from them (METRICS.md, "Item tags").
+"""Per-item trajectory conditions and the item tags built from them (docs/metrics.md, "Item tags").
 
 A trajectory is one item's correctness along the grid. The conditions here work on boolean arrays
 ``y[..., I, C]`` (any leading axes, e.g. models), so ``backend.analysis.metrics`` aggregates exactly the
@@ -64,7 +64,7 @@ def changes(y: np.ndarray) -> np.ndarray:
 def monotone_gain(y: np.ndarray) -> np.ndarray:
     """Wrong at some config and correct at a later one, never correct-then-wrong along the grid.
 
-    A gain is required (METRICS.md), so stable-wrong items never carry it: along ``G`` this is
+    A gain is required (docs/metrics.md), so stable-wrong items never carry it: along ``G`` this is
     exactly one change of correctness, upward. The Items heatmap's trajectory class uses this
     same function, so the tag and the class always count the same items.
     """

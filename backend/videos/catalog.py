@@ -37,7 +37,7 @@ def lookup(store: Store, benchmark: str, item_ids: Sequence[str] | None = None) 
     An empty frame with the catalog's columns when nothing is linked: callers fall back to
     ``items.video`` without testing for a missing table.
     """
-    where, params = "benchmark = ?", [benchmark]
+    where, params = "benchmark = ?", list[object]([benchmark])
     if item_ids is not None:
         ids = [str(i) for i in item_ids]
         if not ids:

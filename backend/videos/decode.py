@@ -62,7 +62,7 @@ def default_video_root(store_root: str | os.PathLike) -> Path:
     return Path(env).expanduser().resolve() if env else Path(store_root).expanduser().resolve() / "videos"
 
 
-def resolve_video(video_root: str | os.PathLike, rel: str) -> Path:
+def resolve_video(video_root: str | os.PathLike, rel: str | None) -> Path:
     """The file ``rel`` names under ``video_root``, refusing anything that would leave the root.
 
     ``items.video`` comes from ingested files, so it is untrusted: absolute paths, ``..`` escapes
@@ -238,7 +238,7 @@ def thumbnails(path: str | os.PathLike, indices, cache_dir: str | os.PathLike, h
         folder.mkdir(parents=True, exist_ok=True)
         for i, frame in zip(missing, decode_frames(path, missing)):
             img = Image.fromarray(frame)
-            img = img.resize((max(1, round(img.width * height / img.height)), height), Image.BILINEAR)
+            img = img.resize((max(1, round(img.width * height / img.height)), height), Image.Resampling.BILINEAR)
             target = folder / f"{i}_h{height}.jpg"
             with exclusive_temp(target) as (handle, tmp):  # sessions are threads: each its own temporary file
                 img.save(handle, format="JPEG", quality=85)

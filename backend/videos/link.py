@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from backend.contracts.store import VideoExample, VideoLinkReport
 from backend.videos import catalog, layouts
 from backend.videos.decode import VIDEO_ROOT_ENV, default_video_root
 from backend.videos.probe import probe_files
@@ -94,6 +95,11 @@ def _refuse_mismatch(stored: pd.Series, linked: pd.Series, benchmark: str) -> in
     return matched
 
 
+def _examples(rows: pd.DataFrame, status: str) -> list[VideoExample]:
+    """The first ``EXAMPLES`` items of ``status`` (item id and path)."""
+    return rows.loc[rows["status"] == status, ["item_id", "path"]].head(EXAMPLES).to_dict("records")
+
+
 def link(
     store: Store,
     benchmark: str,
@@ -103,7 +109,7 @@ def link(
     template: str | None = None,
     paths: str | None = None,
     progress: bool = True,
-) -> dict:
+) -> VideoLinkReport:
     """Link ``benchmark``'s items to their videos (module docstring); returns the ``videos link`` report."""
     if template is not None and paths is not None:
         raise UserError("pass --template or --paths, not both")
@@ -130,12 +136,11 @@ def link(
         "video_root": str(root),
         "items": len(rows),
         "files": int(rows["path"].nunique()),
-        **{s: int(counts.get(s, 0)) for s in catalog.STATUSES},
+        "linked": int(counts.get("linked", 0)),  # catalog.STATUSES, one key each
+        "missing": int(counts.get("missing", 0)),
+        "unreadable": int(counts.get("unreadable", 0)),
         "stored_items": len(stored),
         "matched_items": matched,
-        "examples": {
-            s: rows.loc[rows["status"] == s, ["item_id", "path"]].head(EXAMPLES).to_dict("records")
-            for s in ("missing", "unreadable")
-        },
+        "examples": {"missing": _examples(rows, "missing"), "unreadable": _examples(rows, "unreadable")},
         "store_version": version,
     }

@@ -1,9 +1,8 @@
 """Vega-Lite charts of the pages a session opens first (Overview, Inspector, Compare), drawn by ``ui.vega``.
 
 Why two chart libraries: a page with a Plotly chart makes the browser import Streamlit's 4.7 MB
-Plotly chunk before it can draw (1.1-2.6 s of the main thread in a new session on the 2-core
-benchmark machine, ``benchmarks/dashboard_browser.py``; Python's validation of a Plotly figure added
-0.1-0.5 s a figure), while the Vega-Lite chunk imports in about 0.2 s and a spec is a plain dict.
+Plotly chunk before it can draw, and Python validates every Plotly figure, while the Vega-Lite chunk is
+smaller and a spec is a plain dict (the figures: ``benchmarks/README.md``, ``benchmarks/dashboard_browser.py``).
 The shareable report and the Policies, Audits and re-run charts keep Plotly (``backend.report.figures``
 and the pages' own); where a chart here has a Plotly twin, it draws the same numbers from the same
 report dict (``tests/test_charts.py`` compares them).
@@ -15,8 +14,9 @@ markup, and labels Vega computes from an expression get their text through ``jso
 from __future__ import annotations
 
 import json
-import math
 
+from backend.present import series
+from backend.present.text import number
 from backend.report.palette import ACCENT, CORRECT, INK, WRONG
 
 FONT = "Source Sans Pro, Arial, sans-serif"
@@ -36,16 +36,6 @@ SCHEMA = {
     "autosize": {"type": "fit-x", "contains": "padding"},
 }
 ALIGNED = {"minExtent": 56, "maxExtent": 56}  # the same y-axis width on charts drawn one above the other
-CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
-
-
-def number(x, scale: float = 1.0) -> float | None:
-    """``x * scale`` as a JSON number (``None`` for a missing value, NA or NaN)."""
-    try:
-        value = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) else scale * value
 
 
 def _labels(values: list[str]) -> str:
@@ -59,28 +49,12 @@ def _tip(*fields: tuple[str, ...]) -> list[dict]:
 
 
 def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) -> list[dict]:
-    """``backend.report.figures.curve_and_flows`` in Vega-Lite: accuracy per config with its 95% band on top;
-    rescued up / harmed down per transition below, on the same configuration axis (two specs, drawn in turn)."""
+    """``backend.report.figures.curve_and_flows`` in Vega-Lite, from the same ``backend.present.series`` points:
+    accuracy per config with its 95% band on top; rescued up / harmed down per transition below, on the same
+    configuration axis (two specs, drawn in turn)."""
     grid = list(overview["grid"])
     models = list(overview["models"])
-    curve, flows = [], []
-    width = 0.8 / max(len(models), 1) * 0.9
-    for k, (model, rec) in enumerate(overview["models"].items()):
-        cis = rec["ci"].get("accuracy", {})
-        for x, config in enumerate(grid):
-            ci = cis.get(config)
-            curve.append({"model": model, "colour": colours[model], "x": x, "config": config,
-                          "accuracy": number(rec["accuracy"][config], 100),
-                          "lo": None if not ci else number(ci[0], 100), "hi": None if not ci else number(ci[1], 100)})  # fmt: skip
-        centre = (k - (len(models) - 1) / 2) * width
-        for t, tr in enumerate(rec["transitions"]):
-            x = t + 0.5 + centre
-            for kind, sign in (("rescued", 1), ("harmed", -1)):
-                flows.append({
-                    "model": model, "kind": kind, "x0": x - width / 2, "x1": x + width / 2, "items": sign * tr[kind],
-                    "step": f"{tr['from']} → {tr['to']}", "rescued": tr["rescued"], "harmed": tr["harmed"],
-                    "net": number(tr["net"], 100), "churn": number(tr["churn"], 100), "p": number(tr["mcnemar_p"]),
-                })  # fmt: skip
+    curve, flows = series.curve_points(overview, colours), series.flow_bars(overview)
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
     colour = {"field": "model", "type": "nominal", "title": None,
@@ -125,7 +99,7 @@ def curve_and_flows(overview: dict, colours: dict[str, str], height: int = 620) 
     }  # fmt: skip
     # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
     # take the same room, so the configuration ticks line up.
-    return [{**SCHEMA, "title": CURVE_TITLE, "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
+    return [{**SCHEMA, "title": series.CURVE_TITLE, "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
 
 
 # -- Inspector: one item ------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ import streamlit as st
 
 from backend import views
 from backend.analysis import flows, noise
+from backend.contracts.inspector import ItemTexts
+from backend.contracts.store import StoreContents
+from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
 from backend.scope import inspector
 from backend.scope.filters import ItemFilter
@@ -66,7 +69,7 @@ class Scope:
 
 def scope_key(scope: Scope) -> str:
     """What a result cached on ``scope`` depends on. Streamlit hashes a dataclass argument by deep-copying
-    it into a dict (``dataclasses.asdict``), which costs 4-11 ms a call and 70 ms of a cold Overview."""
+    it into a dict (``dataclasses.asdict``) on every call, which a cold Overview pays many times."""
     r = scope.resolved
     return repr((scope.root, scope.version, r.scope, r.grid_source, sorted(r.grid_excluded)))
 
@@ -75,7 +78,7 @@ SCOPE_HASH = {Scope: scope_key}
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def store_info(root: str, version: int) -> dict:
+def store_info(root: str, version: int) -> StoreContents:
     return available(Store(root))
 
 
@@ -83,7 +86,7 @@ def store_info(root: str, version: int) -> dict:
 def warm_snapshot(root: str, version: int) -> threading.Thread:
     """Build this version's DuckDB views (``Store.connect``) once, in the background, after a run has
     drawn its page: the first page that queries the store (the Inspector, an annotation) then does not
-    wait 30-70 ms for them, and the first page drawn does not share the CPU with them."""
+    wait for them, and the first page drawn does not share the CPU with them."""
     thread = threading.Thread(target=_open_snapshot, args=(root,), name="trajaudit-snapshot", daemon=True)
     thread.start()
     return thread
@@ -127,13 +130,13 @@ def matrix(scope: Scope) -> Matrix:
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=SCOPE_HASH)
-def overview(scope: Scope) -> dict:
+def overview(scope: Scope) -> OverviewReport:
     """``trajaudit metrics --json`` for the view."""
     return views.overview(Store(scope.root), scope.resolved, matrix(scope), bootstrap=BOOTSTRAP)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> dict:
+def flows_view(scope: Scope, model: str, pair: tuple[str, str] | None, kind: str | None = None) -> FlowsReport:
     """``trajaudit flows --json`` for the view (every flow item when ``kind`` is given)."""
     return views.flows_view(Store(scope.root), scope.resolved, matrix(scope), model, pair, kind, limit=None)
 
@@ -156,7 +159,7 @@ def heatmap(scope: Scope, model: str, max_rows: int) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=SCOPE_HASH)
-def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> dict:
+def item_page(scope: Scope, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
     """``trajaudit items --sort S --page P --json`` for the view."""
     return views.items_page(scope.resolved, matrix(scope), model, sort, descending, page, size)
 
@@ -180,7 +183,7 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 
 @st.cache_data(show_spinner="Comparing models…", max_entries=16, hash_funcs=SCOPE_HASH)
-def compare_view(scope: Scope, top: int) -> dict:
+def compare_view(scope: Scope, top: int) -> CompareReport:
     """``trajaudit compare --json`` for the view."""
     return views.compare_view(scope.resolved, matrix(scope), top=top, bootstrap=BOOTSTRAP)
 
@@ -213,3 +216,9 @@ def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tup
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
     """Thumbnail files (cached on disk by ``backend.videos.decode.thumbnails``; keyed on the file's mtime)."""
     return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def item_texts(root: str, version: int, benchmark: str, item_id: str) -> ItemTexts | None:
+    """``trajaudit inspect --json``'s ``texts`` for the Inspector's texts panel (None unless open-ended)."""
+    return views.texts_view(item_detail(root, version, benchmark, item_id))

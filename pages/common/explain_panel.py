@@ -18,6 +18,8 @@ import streamlit as st
 
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
+from backend.contracts.explain import ExplainReport
+from backend.present.text import interval
 from backend.report import figures
 from backend.scope.resolve import command_line
 from backend.scope.selection import Selection
@@ -34,7 +36,7 @@ def explain_scope(scope: data.Scope) -> data.Scope:
 
 
 @st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.SCOPE_HASH)
-def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> dict:
+def report(scope: data.Scope, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
     """``trajaudit explain --json`` of ``model``'s ``target`` on ``scope`` (an ``explain_scope``)."""
     return views.explain_view(Store(scope.root), scope.resolved, data.matrix(scope), model, target,
                               top=25, exclude_unparsed=exclude_unparsed)  # fmt: skip
@@ -57,10 +59,7 @@ def slice_table(rows: list[dict]) -> pd.DataFrame:
             "in slice": [r["n_slice"] for r in rows],
             "rate": [r["rate"] for r in rows],
             "lift": [r["lift"] for r in rows],
-            "difference (95% CI)": [
-                ui.pct(r["diff"]) + (f" [{ui.pct(r['diff_ci'][0])}, {ui.pct(r['diff_ci'][1])}]" if r["diff_ci"] else "")
-                for r in rows
-            ],  # fmt: skip
+            "difference (pp, 95% CI)": [interval(r["diff"], r["diff_ci"]) for r in rows],  # as the report writes it
             "p": [r["p"] for r in rows],
             "q": [r["q"] for r in rows],
             "small": [r["small"] for r in rows],

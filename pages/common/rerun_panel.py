@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend import views
+from backend.contracts.runs import PHASES
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import registry, rerun, sampling, selection
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, worker_log
@@ -27,7 +28,6 @@ from store import configs
 from store.configs import LOGGED, ConfigLabelError
 from store.errors import UserError
 
-PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 DEFAULT_FRAMES = 12
 POLL_S = 1.0
 _LAST = "_rerun_last"  # session state: (store, benchmark, item) -> {"job_id", "model"} or {"outcome"}

@@ -5,9 +5,9 @@ click on a Sankey link fires Plotly's ``plotly_click`` but Streamlit's selection
 (checked on Streamlit 1.67), so the Flows page draws its Sankey here. The component is one HTML
 file (``assets/sankey/index.html``) speaking Streamlit's component messages by hand. It draws the
 figure's Sankey trace (fixed arrangement: nodes where the figure puts them, links stacked as
-d3-sankey stacks them, the trace's hover templates) itself: loading Plotly's 4.6 MB script into
-the component's frame cost over a second of every first switch to the page
-(``benchmarks/dashboard_browser.py``). The figure is built in Python (``pages/flows.py``), a plain
+d3-sankey stacks them, the trace's hover templates) itself: loading Plotly's script into
+the component's frame slowed every first switch to the page (``benchmarks/dashboard_browser.py``;
+the figure: ``benchmarks/README.md``). The figure is built in Python (``pages/flows.py``), a plain
 dict in Plotly's figure schema.
 """
 

@@ -71,7 +71,9 @@ def _offer_demo(store: Store, default: bool) -> None:
     fresh = not (store.root / MANIFEST).exists()
     if fresh or st.button("Build the demo store here", type="primary"):
         bar = st.progress(0.0, text="Building the demo store…")
-        from backend.demo.model import build_demo_store  # imported here: PyAV and the demo, 65 ms of every cold start
+        from backend.demo.model import (
+            build_demo_store,  # imported here: PyAV and the demo, not paid by every cold start
+        )
         from backend.demo.synthetic import DEFAULT_ITEMS
 
         with ui.guard(), _demo_lock():
@@ -136,7 +138,7 @@ def draw() -> data.Scope | None:
     shared = shared_configs(info, models, bench, reruns)
     grid = state.bind(
         sb.multiselect, "grid", "Grid (configurations)", options=shared, default=default,
-        help="Configurations every selected model has, ordered by cost. The default (METRICS.md) is the budget ladder "
+        help="Configurations every selected model has, ordered by cost. The default (docs/metrics.md) is the budget ladder "
         "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
     )  # fmt: skip
     grid = configs.order(grid)

@@ -43,6 +43,7 @@ PARAMS: dict[str, type] = {
     "itemview": str,  # items page: "table" or "heatmap"
     "item": str,  # selected item id (inspector)
     "strips": list,  # inspector: configurations whose frame strips are shown
+    "texts": list,  # inspector: models whose answers the texts panel shows (open-ended items)
     "atag": list,  # annotation tags (item filter)
     "noise": bool,  # overview and flows: hide within-noise flips
     "reruns": bool,  # include live re-runs in the matrix (an overlay otherwise)

@@ -13,6 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend.present.tables import headline_table
+from backend.present.text import ci_text, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.resolve import command_line
@@ -38,43 +40,15 @@ def guard() -> Iterator[None]:
         st.stop()
 
 
-def pct(x: float | None, digits: int = 1) -> str:
-    """A fraction as percentage points for the UI; ``n/a`` (never 0) when not available."""
-    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{100 * x:.{digits}f}%"
-
-
-def ci_text(ci: list | None) -> str | None:
-    return None if not ci else f"95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
-
-
 def rate_metric(col, label: str, value: float | None, ci: list | None, help: str | None = None) -> None:
     """A rate as a metric with its 95% interval underneath (a muted delta: an interval is not a change)."""
     col.metric(label, pct(value), delta=ci_text(ci), delta_color="off", delta_arrow="off", help=help)
 
 
-HEADLINE_LABELS = {
-    "best_fixed": "best fixed",
-    "oracle_accuracy": "oracle",
-    "oracle_headroom": "oracle headroom",
-    "visual_confusion_rate": "visual confusion",
-    "text_overwrite_rate": "text overwrite",
-    "text_overwrite_of_text_correct": "overwrite / text-correct",
-    "mean_churn": "mean churn",
-}
-
-
-def headline_text(table: pd.DataFrame) -> pd.DataFrame:
-    """``backend.analysis.compare.headline_table`` as text, one row per model: "68.3% [61.7, 75.6]", "n/a"."""
-    columns = {}  # built as lists and framed once: inserting string columns one by one costs ~0.1 s
-    for name, label in HEADLINE_LABELS.items():
-        value, lo, hi = (table[c].to_numpy() for c in (name, f"{name}_lo", f"{name}_hi"))
-        columns[label] = [
-            pct(v) + ("" if np.isnan(a) else f" [{100 * a:.1f}, {100 * b:.1f}]")
-            for v, a, b in zip(value, lo, hi, strict=True)
-        ]
-    columns["best fixed config"] = table["best_fixed_config"].to_numpy()
-    columns["terminal regressions"] = table["terminal_regressions"].to_numpy()
-    return pd.DataFrame(columns, index=pd.Index(table["model"]))
+def headline_text(models: dict, n_items: int, grid: list[str]) -> pd.DataFrame:
+    """``backend.present.tables.headline_table`` as a page shows it: one column per model (rows: metrics), so
+    the widest table fits the page instead of hiding its right columns; cells read "68.3 [61.7, 75.6]", "n/a"."""
+    return headline_table(models, n_items, grid).frame().set_index("Model").T.rename_axis("% of items (95% CI)")
 
 
 def style(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
@@ -219,7 +193,7 @@ def show_twin(line: str) -> None:
     """A copyable CLI line under the page (datasette's "JSON" link, for a terminal).
 
     Drawn only once the expander is opened: a code block loads Streamlit's syntax highlighter
-    (a 1.5 MB script, about 0.3-0.6 s of the browser's time on a new session) even when folded."""
+    (a large script the browser runs on a new session) even when folded."""
     box = st.expander("CLI twin: the same numbers as JSON", key="cli-twin", on_change="rerun")
     if box.open:
         box.code(line, language="bash", wrap_lines=True)

@@ -87,8 +87,8 @@ class Batch:
     settings: dict = field(default_factory=dict)  # parsed harness settings, stored in runs.args
     line_word: str = "line"  # how an error names a position: "line" (text files) or "row" (sheets)
 
-    def where(self, line: object) -> str:
-        return f"{self.path} {self.line_word} {int(line)}" if pd.notna(line) else str(self.path)
+    def where(self, line: float | None) -> str:
+        return f"{self.path} {self.line_word} {int(line)}" if line is not None and pd.notna(line) else str(self.path)
 
 
 def read_text_bytes(path: Path) -> bytes:
@@ -382,7 +382,7 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     has_target = np.asarray([t is not None for t in targets])[t_codes]
     letter_n = np.asarray([LETTERS.index(t) + 1 if is_letter(t) else np.nan for t in targets], dtype="float64")[t_codes]
     letter_target = ~np.isnan(letter_n)
-    kind = np.where(letter_target, "mcqa", np.where(has_target, "open", None))
+    kind = np.where(letter_target, "mcqa", np.where(has_target, "open", None))  # type: ignore[call-overload]  # numpy's stubs take no None scalar (an object array)
     if "answer_type" in rows:
         kind = np.where(rows["answer_type"].isna().to_numpy(), kind, rows["answer_type"].to_numpy(dtype=object))
     mcqa = kind == "mcqa"

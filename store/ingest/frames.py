@@ -1,4 +1,4 @@
-"""Where each ingested response's frames come from (METRICS.md "Frames seen"; ``store.samplers``).
+"""Where each ingested response's frames come from (docs/metrics.md "Frames seen"; ``store.samplers``).
 
 A reader hands over ``frame_indices`` where its file logs them (lmms-eval's ``<task>_score.frame_idx``,
 the generic table's ``--map frames=KEY``), as lists, JSON list text or nothing. Here they become:
@@ -54,7 +54,7 @@ def prepare(path: Path, rows: pd.DataFrame, sampler: str | None, word: str) -> N
         rows["frames"] = np.where(logged, counts, before)
 
 
-def _indices(path: Path, value: object, line: object, word: str) -> list[int] | None:
+def _indices(path: Path, value: object, line: float | None, word: str) -> list[int] | None:
     """One row's logged indices as ints; None where the row logs none (an empty list included)."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None

@@ -52,7 +52,7 @@ FRACTION_COLUMNS = ("confidence", "score", "letter_mass")
 _CSV_BLOCK = 4 * MAX_FIELD_CHARS  # pyarrow parses a row within one block: longer rows are refused by the locator
 
 
-def fail(path: Path | str, message: str, line: object = None, word: str = "line") -> UserError:
+def fail(path: Path | str, message: str, line: float | None = None, word: str = "line") -> UserError:
     """A UserError that names the file (and the line) first, as every ingest error does."""
     where = f"{path} {word} {int(line)}" if line is not None and pd.notna(line) else f"{path}"
     return UserError(f"{where}: {message}")

@@ -40,8 +40,10 @@ def _pairs(pairs: list[tuple[str, object]]) -> dict:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
-        key = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise Refused(f"the key {key!r} appears twice in one object; keep one (the file is ambiguous)")
+        for key, _ in pairs:  # error path only: the first key met twice
+            if key in seen:
+                raise Refused(f"the key {key!r} appears twice in one object; keep one (the file is ambiguous)")
+            seen.add(key)
     return obj
 
 
@@ -97,9 +99,15 @@ def locate(text: str, exc: Refused, *, constants: bool = False) -> int | None:
     more parse, not a pure-Python one; it ends at the refused constant itself, or at the repeated key."""
     if exc.line is not None:
         return exc.line
-    scan = _DECODERS[not constants].scan_once
-    pos = _refused_at(text, scan, _WS.match(text, 0).end())
+    scan = _DECODERS[not constants].scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__; not in typeshed
+    pos = _refused_at(text, scan, _skip_ws(text, 0))
     return text.count("\n", 0, pos) + 1
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not JSON whitespace (``_WS`` matches, maybe empty)."""
+    match = _WS.match(text, pos)
+    return match.end() if match else pos
 
 
 def _refused_at(text: str, scan, pos: int) -> int:
@@ -108,18 +116,18 @@ def _refused_at(text: str, scan, pos: int) -> int:
     if kind not in "[{":
         return pos  # NaN / Infinity
     keys: set[str] = set()
-    i = _WS.match(text, pos + 1).end()
+    i = _skip_ws(text, pos + 1)
     while text[i] not in "]}":
         if kind == "{":
             key, end = scan(text, i)
             if key in keys:
                 return i  # the second occurrence of a key
             keys.add(key)
-            i = _WS.match(text, _WS.match(text, end).end() + 1).end()  # past the colon
+            i = _skip_ws(text, _skip_ws(text, end) + 1)  # past the colon
         try:
             _, end = scan(text, i)
         except Refused:
             return _refused_at(text, scan, i)
-        i = _WS.match(text, end).end()
-        i = _WS.match(text, i + 1).end() if text[i] == "," else i
+        i = _skip_ws(text, end)
+        i = _skip_ws(text, i + 1) if text[i] == "," else i
     return pos

@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -322,8 +323,9 @@ def parse_model_args(text: object) -> dict[str, str]:
 def _harness_settings(path: Path, top: dict) -> tuple[Path | None, dict]:
     """What the harness says about the run: model, model_args (parsed), versions."""
     results_file = None if top else _results_file(path)
+    cfg: dict[str, Any]
     if top:
-        args = top.get("args") if isinstance(top.get("args"), dict) else {}
+        args = given if isinstance(given := top.get("args"), dict) else {}
         cfg = {"model": args.get("model"), "model_args": args.get("model_args")}
         model_args = parse_model_args(args.get("model_args"))
         if isinstance(top.get("model_configs"), dict):
@@ -332,7 +334,7 @@ def _harness_settings(path: Path, top: dict) -> tuple[Path | None, dict]:
     elif results_file:
         res = load_json(results_file, read_text_bytes(results_file).decode("utf-8"), constants=True)
         res = res if isinstance(res, dict) else {}
-        cfg = res.get("config") if isinstance(res.get("config"), dict) else {}
+        cfg = given if isinstance(given := res.get("config"), dict) else {}
         model_args = parse_model_args(cfg.get("model_args"))
         extra = {k: res[k] for k in ("model_name", "lmms_eval_version", "git_hash", "date") if k in res}
     else:

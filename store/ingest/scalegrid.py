@@ -37,7 +37,8 @@ def benchmark_of_split(split: pd.Series) -> pd.Series:
     """V1_short / V2_medium -> videomme; MLVU -> mlvu; anything else -> missing."""
     s = split.astype("str")
     out = pd.Series(
-        np.where(s.str.match(r"^V\d+_"), "videomme", np.where(s.str.upper() == "MLVU", "mlvu", None)), index=split.index
+        np.where(s.str.match(r"^V\d+_"), "videomme", np.where(s.str.upper() == "MLVU", "mlvu", None)),  # type: ignore[call-overload]  # numpy's stubs take no None scalar
+        index=split.index,
     )
     return out.astype("str")
 

@@ -151,9 +151,9 @@ def _json_lines(path: Path, text: str) -> tuple[pd.DataFrame, np.ndarray, str]:
         records = jsontext.decode("[" + ",".join(lines[keep]) + "]", jsontext.MAX_JSON_DEPTH + 1)
     except (json.JSONDecodeError, jsontext.Refused):
         records = None
-    if records is None or len(records) != len(keep):  # a bad line, or one line holding two values
+    if not isinstance(records, list) or len(records) != len(keep):  # a bad line, or one line holding two values
         for n in keep:
-            load_json(path, lines[n], n + 1)
+            load_json(path, lines[n], int(n) + 1)
         raise fail(path, "expected one JSON object per line")
     return _records(path, records, keep + 1, "line", "expected one JSON object per line")
 
@@ -250,8 +250,8 @@ def _option_list(value: str) -> list[str] | None:
 
 def _option_texts(entries: list[str]) -> list[str]:
     """Each option's own text: lettered entries (A, B, C... in order) lose their letter."""
-    found = [split_lettered(e) for e in entries]
-    if all(f and f[0] == LETTERS[k] for k, f in enumerate(found)):
+    found = [f for f in map(split_lettered, entries) if f is not None]
+    if len(found) == len(entries) and all(f[0] == LETTERS[k] for k, f in enumerate(found)):
         return [f[1] for f in found]
     return [e.strip() for e in entries]
 
@@ -264,7 +264,7 @@ def _targets(
     t_codes, t_uniq = pd.factorize(rows["target"])
     width = len(t_uniq) + 1  # codes shifted by one so that -1 (missing) is a value too
     p_codes, p_uniq = pd.factorize((o_codes.astype(np.int64) + 1) * width + t_codes + 1)
-    out = []
+    out: list[str | None] = []
     for k, p in enumerate(p_uniq):
         options, t = texts[p // width - 1], p % width - 1
         if t < 0:

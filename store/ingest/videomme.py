@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     missing = [flag for flag, value in (("--model", opts.model), ("--config", opts.config)) if not value]
     if missing:
         raise fail(path, f"the Video-MME result JSON names neither model nor budget; pass {' and '.join(missing)}")
-    records = []
+    records: list[dict[str, Any]] = []
     for v_no, video in enumerate(videos, 1):
         meta = {col: next((video[k] for k in keys if k in video), None) for col, keys in VIDEO_FIELDS.items()}
         meta["video"] = _video_reference(video)

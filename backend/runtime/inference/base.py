@@ -12,7 +12,7 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -89,7 +89,10 @@ class InferenceResult:
 
 
 class Adapter(Protocol):
-    family: str
+    """What the worker and the cell runner need of a model: its family and one answer per request
+    (``HFAdapter`` and its family subclasses; the sweep engine needs an ``HFAdapter`` itself)."""
+
+    family: ClassVar[str]
 
     def answer(self, request: InferenceRequest) -> InferenceResult: ...
 

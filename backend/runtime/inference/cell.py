@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.runtime.inference.base import InferenceRequest
+from backend.runtime.inference.base import Adapter, InferenceRequest, InferenceResult
 from backend.runtime.inference.pruning import PruneSpec
 from backend.runtime.logged_frames import check_inside
 from backend.runtime.sampling import frame_indices
@@ -39,7 +39,7 @@ def prune_spec(cfg: Config) -> PruneSpec | None:
     """The approximate protocol a label names, None for an exact label: ``32f~prune85`` keeps 85% of the
     vision units, ``32f~prune85t8`` drops only units whose pixel difference is at most 8 (at most 15%).
     The label is the whole protocol, so a re-run of a stored label prunes exactly as its sweep did."""
-    return None if cfg.is_exact or cfg.is_text else PruneSpec(cfg.keep / 100, cfg.threshold)
+    return None if cfg.keep is None or cfg.is_text else PruneSpec(cfg.keep / 100, cfg.threshold)  # keep: not is_exact
 
 
 def item_request(
@@ -71,7 +71,7 @@ def item_request(
 class ColdCell:
     """A cold answer and how it was obtained."""
 
-    result: Any  # InferenceResult
+    result: InferenceResult
     indices: np.ndarray  # frame indices shown (empty for text-only)
     fps: float | None
     pixels: int | None
@@ -86,7 +86,7 @@ def video_of(item: Mapping[str, Any]) -> str | None:
 
 
 def answer_cold(
-    adapter: Any,
+    adapter: Adapter,
     item: Mapping[str, Any],
     cfg: Config,
     video_root: str | os.PathLike,

@@ -29,7 +29,7 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
-from backend.runtime.inference.hf import TORCH_DTYPES
+from backend.runtime.inference.hf import TORCH_DTYPES, HFAdapter
 from store.errors import UserError
 
 _QWEN_TOKENS = dict(
@@ -216,7 +216,7 @@ def _fit_processor(family: str, processor, config) -> None:
 
 def load_random_fullsize(
     family: str, processor_dir: str | Path, preset: str | None = None, device: str = "cuda", dtype: str = "bfloat16"
-):
+) -> HFAdapter:
     """A full-size random-weight model behind its family's adapter, driven by the processor in ``processor_dir``.
 
     For timing only (throughput, phase shares): the processor (usually a tiny model's, whose
@@ -231,5 +231,5 @@ def load_random_fullsize(
     ids = _processor_token_ids(family, processor)
     model = build_random_fullsize(family, preset, device=device, dtype=dtype, token_ids=ids)
     _fit_processor(family, processor, model.config)
-    adapter_class = importlib.import_module(f"backend.runtime.inference.{family}").ADAPTER
+    adapter_class: type[HFAdapter] = importlib.import_module(f"backend.runtime.inference.{family}").ADAPTER
     return adapter_class(model, processor, device)

@@ -2,7 +2,7 @@
 
 A family module subclasses :class:`HFAdapter` and overrides only what differs (how frames and their
 metadata reach the processor, which positions the language model gets). The phases are run
-separately so each is timed on its own (phase accounting, METRICS.md): ``preprocess`` (prompt,
+separately so each is timed on its own (phase accounting, docs/metrics.md): ``preprocess`` (prompt,
 resize, processor), ``vision`` (the vision encoder, fed back through ``mm_encoder_outputs`` so it
 is not run twice), ``prefill`` (the language model over the prompt) and ``generate`` (greedy
 decoding, open-ended only). Video decoding is the caller's and is not timed here.
@@ -86,7 +86,7 @@ class HFAdapter:
         self.eos_ids = {int(i) for i in eos if i is not None}
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))  # batched suffixes (masked)
-        # a sweep asks each question at every budget: its chat template (about 0.4 ms) and its letters' ids
+        # a sweep asks each question at every budget: its chat template and its letters' ids
         # (a tokenizer call on five texts) are the same each time, so they are remembered (bounded)
         self._prompts: dict[tuple, str] = {}
         self._letter_ids: dict[tuple[str, tuple[str, ...]], list[int]] = {}
@@ -98,7 +98,7 @@ class HFAdapter:
             raise UserError(f"unknown dtype {dtype!r}; expected one of {', '.join(TORCH_DTYPES)}")
         processor = AutoProcessor.from_pretrained(path, local_files_only=True)
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=TORCH_DTYPES[dtype], local_files_only=True)
-        return cls(model.to(device), processor, device)
+        return cls(model.to(device), processor, device)  # type: ignore[arg-type]  # transformers' stubs type .to on the class, not the instance
 
     def prompt(self, request: InferenceRequest) -> str:
         """:meth:`render_prompt`, remembered per question, options, answer type and whether frames come."""
@@ -141,7 +141,7 @@ class HFAdapter:
 
     def fed_resolution(self, inputs: dict[str, Any]) -> tuple[int, int] | None:
         pixels = inputs.get(self.pixel_key)
-        return None if pixels is None else tuple(int(s) for s in pixels.shape[-2:])
+        return None if pixels is None else (int(pixels.shape[-2]), int(pixels.shape[-1]))
 
     # -- shared pipeline ----------------------------------------------------------------------
     def prepare(self, request: InferenceRequest) -> Prepared:
@@ -208,7 +208,7 @@ class HFAdapter:
         next_position = None if positions is None else int(positions.max()) + 1
         while len(generated) < max_new_tokens and token not in self.eos_ids:
             step = None
-            if positions is not None:
+            if positions is not None and next_position is not None:  # both or neither
                 step = torch.full((*positions.shape[:-1], 1), next_position, dtype=positions.dtype, device=self.device)
                 next_position += 1
             out = self.model(
@@ -232,6 +232,15 @@ class HFAdapter:
             self._letter_ids, (prompt, tuple(letters)), lambda: letter_token_ids(self.tokenizer, prompt, letters)
         )
         return letters, list(ids)
+
+    def process_frames(self, frames: np.ndarray) -> torch.Tensor:
+        """Processed pixels of frames, one frame at a time: only where ``per_frame_processor`` (the sweep's
+        ``FrameFeatures`` asks no other family)."""
+        raise NotImplementedError(f"{self.family}: its processor treats a clip as a whole (per_frame_processor)")
+
+    def process_pixels(self, prompt: str, pixels: torch.Tensor, n_frames: int | None = None) -> dict[str, Any]:
+        """What :meth:`process` returns, from :meth:`process_frames`' pixels: only where ``per_frame_processor``."""
+        raise NotImplementedError(f"{self.family}: its processor treats a clip as a whole (per_frame_processor)")
 
     def resize_for_budget(self, frames: np.ndarray, pixels: int | None) -> np.ndarray:
         """Frames as ``process`` feeds them under a per-frame budget (idempotent: resizing twice is a no-op),

@@ -2,8 +2,7 @@
 
 Why: the processor subtracts a per-channel mean and divides by a per-channel std over frames that
 sit channels-last in memory. Broadcasting a ``[C, 1, 1]`` vector over that layout gives the
-elementwise loop an innermost run of three values, so it barely vectorises (about 40 ms for 64
-frames at 224 px on one core). Here the frames are viewed as rows of ``width x channels``
+elementwise loop an innermost run of three values, so it barely vectorises (its cost: benchmarks/README.md). Here the frames are viewed as rows of ``width x channels``
 contiguous values and the mean and std are tiled along a row: the same subtraction and the same
 division on every value, in long vectorised runs. Each value goes through the same two IEEE
 operations in float32 as in the processor, so the result is equal bit for bit (the tests compare

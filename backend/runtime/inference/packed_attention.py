@@ -33,6 +33,8 @@ _FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", 
 
 def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """``(output [B, T, H, D], None)`` as transformers' attention functions return it."""
+    if _FLASH is None:  # installed only where the kernel exists (packed_suffix)
+        raise RuntimeError("packed attention needs torch's CPU flash-attention kernel")
     split = _SPLIT.get()
     b, heads, t, d = query.shape
     groups = key.shape[1]

@@ -29,14 +29,12 @@ from store.errors import UserError
 
 def video_metadata(request: InferenceRequest) -> dict[str, Any]:
     """The metadata the Qwen processors read instead of re-deriving fps and frame positions."""
-    missing = [name for name in ("frame_indices", "native_fps", "total_frames") if getattr(request, name) is None]
-    if missing:
+    indices, fps, total = request.frame_indices, request.native_fps, request.total_frames
+    if indices is None or fps is None or total is None:
+        given = {"frame_indices": indices, "native_fps": fps, "total_frames": total}
+        missing = [name for name, value in given.items() if value is None]
         raise UserError(f"Qwen video input needs {', '.join(missing)} with the frames (timestamps come from them)")
-    return {
-        "total_num_frames": int(request.total_frames),
-        "fps": float(request.native_fps),
-        "frames_indices": [int(i) for i in request.frame_indices],
-    }
+    return {"total_num_frames": int(total), "fps": float(fps), "frames_indices": [int(i) for i in indices]}
 
 
 class QwenAdapter(HFAdapter):

@@ -61,7 +61,8 @@ class Qwen25VLAdapter(QwenAdapter):
             window_index=kept_window,
             cu_window_seqlens=remap_segments(cu_window, units[window].repeat_interleave(unit)),
         )
-        return {"video": BaseModelOutputWithPooling(pooler_output=(out.pooler_output,))}
+        # a tuple of one video's features, as get_video_features returns it (the dataclass annotates a Tensor)
+        return {"video": BaseModelOutputWithPooling(pooler_output=(out.pooler_output,))}  # type: ignore[arg-type]
 
 
 ADAPTER = Qwen25VLAdapter

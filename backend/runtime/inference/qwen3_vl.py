@@ -77,8 +77,10 @@ class Qwen3VLAdapter(QwenAdapter):
             cu_seqlens=remap_segments(get_vision_cu_seqlens(grid), rows),
         )
         return {
+            # tuples of one video's features, as get_video_features returns them (the dataclass annotates Tensors)
             "video": BaseModelOutputWithDeepstackFeatures(
-                pooler_output=(out.pooler_output,), deepstack_features=[(f,) for f in out.deepstack_features]
+                pooler_output=(out.pooler_output,),  # type: ignore[arg-type]
+                deepstack_features=[(f,) for f in out.deepstack_features],  # type: ignore[misc]
             )
         }
 

@@ -29,7 +29,7 @@ _VERSIONED = ("trajaudit", "torch", "transformers", "decord", "av", "numpy")
 
 
 def library_versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in _VERSIONED:
         try:
             out[name] = metadata.version(name)
@@ -97,7 +97,7 @@ def response_row(answered: Answered, source: RowSource, now: datetime) -> dict[s
     item, cfg, result, fps = answered.item, answered.cfg, answered.result, answered.fps
     mcqa = item_fields(item)[2] == "mcqa"
     answer = (result.answer or None) if mcqa else None  # open-ended: the text is raw_output, scored by score
-    correct = int(answer == item["target"]) if mcqa else None  # no answer counts as wrong (METRICS.md)
+    correct = int(answer == item["target"]) if mcqa else None  # no answer counts as wrong (docs/metrics.md)
     frame_list = [int(i) for i in answered.indices]
     provenance = {
         **source.extra,

@@ -54,7 +54,6 @@ from backend.runtime.inference.prepared import Prepared
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens
-PHASES = ("preprocess", "vision", "prefill", "generate")
 
 
 @dataclass
@@ -101,7 +100,7 @@ class FrameFeatures:
 
     def prepare(self, adapter: HFAdapter, request: InferenceRequest) -> Prepared:
         """``adapter.prepare(request)``, processing only the frames this video has not processed at this budget."""
-        if not adapter.per_frame_processor or request.frames is None:
+        if not adapter.per_frame_processor or request.frames is None or request.frame_indices is None:
             return adapter.prepare(request)
         keys = [(int(i), request.pixels) for i in request.frame_indices]
         missing = [j for j, key in enumerate(keys) if key not in self._pixels]
@@ -123,6 +122,8 @@ class FrameFeatures:
 
     def encode(self, adapter: HFAdapter, prepared: Prepared, request: InferenceRequest) -> tuple[dict[str, Any], int]:
         """(``mm_encoder_outputs`` for the request's frames, frames encoded): only missing frames are encoded."""
+        if request.frame_indices is None:
+            raise ValueError("FrameFeatures.encode: a request without frame_indices has no per-frame key")
         keys = [(int(i), request.pixels) for i in request.frame_indices]
         missing = [j for j, key in enumerate(keys) if key not in self._features]
         if missing:
@@ -381,7 +382,10 @@ def answer_group(
             _answer_on_prefixes(group)
         else:
             _answer_each(group)
-    return group.results
+    answered = [r for r in group.results if r is not None]
+    if len(answered) != n:
+        raise RuntimeError(f"answer_group: {n - len(answered)} of {n} requests left unanswered")
+    return answered
 
 
 def _answer_cold(

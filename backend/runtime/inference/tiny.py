@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 from transformers import (
@@ -92,7 +93,16 @@ def _qwen_tokenizer():
     return bytelevel_tokenizer(QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
 
 
-def _qwen_ids(tok) -> dict[str, int]:
+class _QwenIds(TypedDict):
+    """The special-token ids a Qwen VL config names (typed, so ``**`` into the config is checked per key)."""
+
+    image_token_id: int
+    video_token_id: int
+    vision_start_token_id: int
+    vision_end_token_id: int
+
+
+def _qwen_ids(tok) -> _QwenIds:
     ids = dict(zip(QWEN_SPECIALS, tok.convert_tokens_to_ids(QWEN_SPECIALS)))
     return {
         "image_token_id": ids["<|image_pad|>"],

@@ -1,6 +1,6 @@
 """Phase accounting: where the time went, and what a speed-up of one phase can buy end to end.
 
-METRICS.md: a component speed-up ``s`` on a phase holding a share ``f`` of the wall time bounds the
+docs/metrics.md: a component speed-up ``s`` on a phase holding a share ``f`` of the wall time bounds the
 end-to-end speed-up at ``1 / ((1 - f) + f / s)``. No speed-up is reported without the phase shares
 it rests on. Shares are of the wall time; what the phases do not cover (store writes, planning,
 Python between phases) is ``other``.
@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
+from backend.contracts.runs import PHASES
+
 REUSES = ("decode", "prefix", "vision")
 REUSE_PHASES: dict[str, tuple[str, ...]] = {
     "decode": ("decode", "preprocess"),

@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from backend.runtime.inference.base import InferenceResult
 from backend.runtime.inference.cell import item_request, prune_spec
+from backend.runtime.inference.hf import HFAdapter
 from backend.runtime.inference.records import Answered  # one answered cell, as the worker's
 from backend.runtime.inference.reuse import FrameFeatures, ReuseCounters, answer_group
 from backend.runtime.sampling import frame_indices, policy_name
@@ -96,11 +98,12 @@ def label_seed(cfg: Config) -> int | None:
 
 
 class Engine:
-    """Answers video groups with one loaded adapter."""
+    """Answers video groups with one loaded adapter: an ``HFAdapter``, not any ``Adapter``, because the
+    reuses (``answer_group``) drive its processor, vision encoder and prefill step by step."""
 
     def __init__(
         self,
-        adapter: Any,
+        adapter: HFAdapter,
         video_root: str | os.PathLike,
         reuse: Reuse,
         default_pixels: int | None = None,
@@ -177,5 +180,5 @@ class Engine:
         self.counters.frames_decoded += clip.frames_decoded
 
 
-def _timings(result: Any) -> dict[str, float]:
+def _timings(result: InferenceResult) -> dict[str, float]:
     return {phase: float((result.timings or {}).get(phase, 0.0)) for phase in PHASES}

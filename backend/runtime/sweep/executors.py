@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from backend.runtime.sweep.plan import VideoGroup
 from backend.runtime.sweep.shard import Outcome, ShardReport, ShardRunner, ShardSettings
@@ -83,7 +84,8 @@ def run_ray(
     gpus = int(ray.cluster_resources().get("GPU", 0))
     workers = workers or max(1, gpus)
     actor_class = ray.remote(num_cpus=1, num_gpus=1 if gpus else 0)(SweepActor)
-    actors = [actor_class.remote(replace(settings, shard=k)) for k in range(workers)]
+    # Any: a handle's methods gain ``.remote`` at run time, which Ray's annotations do not describe
+    actors: list[Any] = [actor_class.remote(replace(settings, shard=k)) for k in range(workers)]
     queue = sorted(groups, key=lambda g: g.n_cells, reverse=True)
     running = {}
     try:

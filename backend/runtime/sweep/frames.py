@@ -58,29 +58,31 @@ class ClipFrames:
             frames = decode_frames(self.path, indices)
             self.frames_decoded += len(indices)
             return frames, time.perf_counter() - t0, 0.0
-        rows = np.searchsorted(self.union, indices)
-        inside = self.decoded is not None and rows.max(initial=0) < len(self.union)
-        if not inside or not np.array_equal(self.union[rows], indices):
+        rows, decoded = np.searchsorted(self.union, indices), self.decoded
+        inside = decoded is not None and rows.max(initial=0) < len(self.union)
+        if decoded is None or not inside or not np.array_equal(self.union[rows], indices):
             raise ValueError("ClipFrames.frames: indices outside the preloaded union")
         if pixels is None:
-            return _take(self.decoded, rows), 0.0, 0.0
+            return _take(decoded, rows), 0.0, 0.0
         t0 = time.perf_counter()
-        store = self._resized_store(pixels, rows)
+        store = self._resized_store(decoded, pixels, rows)
         if store is None:  # the budget holds the decoded frames as they are
-            return _take(self.decoded, rows), 0.0, time.perf_counter() - t0
+            return _take(decoded, rows), 0.0, time.perf_counter() - t0
         resized, done = store
         missing = rows[~done[rows]]
         if len(missing):
-            resized[missing] = self.resize(self.decoded[missing], pixels)
+            resized[missing] = self.resize(decoded[missing], pixels)
             done[missing] = True
         return _take(resized, rows), 0.0, time.perf_counter() - t0
 
-    def _resized_store(self, pixels: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def _resized_store(
+        self, decoded: np.ndarray, pixels: int, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         if pixels not in self._resized:
-            shape = self.resize(self.decoded[rows[:1]], pixels).shape[1:]  # every frame of a clip has one size
+            shape = self.resize(decoded[rows[:1]], pixels).shape[1:]  # every frame of a clip has one size
             self._resized[pixels] = (
                 None
-                if shape == self.decoded.shape[1:]
+                if shape == decoded.shape[1:]
                 else (
                     np.empty((len(self.union), *shape), dtype=np.uint8),
                     np.zeros(len(self.union), dtype=bool),

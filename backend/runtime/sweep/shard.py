@@ -23,6 +23,7 @@ import pandas as pd
 
 from backend.runtime import registry
 from backend.runtime.inference.cell import answer_cold
+from backend.runtime.inference.hf import HFAdapter
 from backend.runtime.inference.records import ModelContext, RowSource, library_versions, response_row
 from backend.runtime.sweep.accounting import PHASES
 from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
@@ -30,6 +31,7 @@ from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
 from backend.videos import catalog
 from backend.videos.decode import default_video_root
 from store.configs import parse
+from store.errors import UserError
 from store.store import Store
 
 
@@ -85,7 +87,7 @@ class ShardReport:
         return {p: sum(o.timings.get(p, 0.0) for o in self.outcomes) for p in PHASES}
 
 
-def load_model(settings: ShardSettings) -> tuple[Any, ModelContext, int | None]:
+def load_model(settings: ShardSettings) -> tuple[HFAdapter, ModelContext, int | None]:
     """(adapter, provenance context, default pixels) for the sweep's model."""
     from backend.runtime.inference.base import checkpoint_fingerprint
     from backend.runtime.worker import load_registered_adapter, resolve_device, resolve_dtype
@@ -94,8 +96,12 @@ def load_model(settings: ShardSettings) -> tuple[Any, ModelContext, int | None]:
     path = spec.resolved_path(settings.store_root)
     device = resolve_device(spec.device if settings.device == "auto" else settings.device)
     dtype = resolve_dtype(spec.dtype, device)
+    adapter: HFAdapter
     if settings.random_fullsize is None:
-        adapter = load_registered_adapter(spec, path, device, dtype)
+        loaded = load_registered_adapter(spec, path, device, dtype)
+        if not isinstance(loaded, HFAdapter):  # every family's is; the engine's reuses need one (Engine)
+            raise UserError(f"model {spec.name!r}: the sweep needs a transformers adapter, got {type(loaded).__name__}")
+        adapter = loaded
         fingerprint, checkpoint = checkpoint_fingerprint(path), str(path)
     else:
         from backend.runtime.inference.fullsize import DEFAULT_PRESET, load_random_fullsize
@@ -110,7 +116,7 @@ def load_model(settings: ShardSettings) -> tuple[Any, ModelContext, int | None]:
 class ShardRunner:
     """Runs video groups for one shard and writes their rows in batches."""
 
-    def __init__(self, settings: ShardSettings, loaded: tuple[Any, ModelContext, int | None] | None = None):
+    def __init__(self, settings: ShardSettings, loaded: tuple[HFAdapter, ModelContext, int | None] | None = None):
         t0 = time.perf_counter()
         self.settings = settings
         self.store = Store(settings.store_root)
@@ -155,7 +161,7 @@ class ShardRunner:
     def _add(self, done: Answered) -> None:
         row = self._row(done)
         self._rows.append(row)
-        self._pending.append(Outcome.from_row(row, done.timings))
+        self._pending.append(Outcome.from_row(row, dict(done.timings)))
         if len(self._rows) >= self.settings.batch_size:
             self.flush()
 

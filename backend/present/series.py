@@ -1,0 +1,111 @@
+"""The series a figure draws, laid out once for both chart libraries: the Overview's curve and flow bars
+(Vega-Lite on the page, ``pages.common.charts``; Plotly in the report, ``backend.report.figures``) and the
+Flows Sankey's trace (a Plotly trace dict the page's component draws and the report's figure wraps).
+
+Rows are plain JSON (rates in percent, ``None`` where missing). Text from data stays raw here; a caller that
+draws into markup passes its escape as ``text`` (Plotly parses a small HTML dialect; Vega-Lite does not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from backend.present.text import KIND_TEXT, bounds, number
+
+CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
+BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
+
+
+def bar_width(n_models: int) -> float:
+    """One model's bar width in a transition's slot (slots are one configuration step wide)."""
+    return BAR_SPAN / max(n_models, 1)
+
+
+def curve_points(overview: Mapping[str, Any], colours: Mapping[str, str]) -> list[dict]:
+    """Accuracy per model and configuration with its 95% interval: ``model, colour, x, config, accuracy, lo, hi``
+    (percent; ``lo``/``hi`` None without an interval), models in order, configurations cheapest first."""
+    points = []
+    for model, rec in overview["models"].items():
+        cis = rec["ci"].get("accuracy", {})
+        for x, config in enumerate(overview["grid"]):
+            ends = bounds(cis.get(config))
+            points.append({"model": model, "colour": colours[model], "x": x, "config": config,
+                           "accuracy": number(rec["accuracy"][config], 100),
+                           "lo": None if ends is None else 100 * ends[0], "hi": None if ends is None else 100 * ends[1]})  # fmt: skip
+    return points
+
+
+def flow_bars(overview: Mapping[str, Any]) -> list[dict]:
+    """Rescued (up) and harmed (down) bars per model and transition, side by side in the transition's slot
+    between its two configurations: ``model, kind, x0, x1, items`` (signed), the transition (``from``, ``to``,
+    ``step``) and its ``rescued, harmed, net, churn`` (percent) and McNemar ``p``."""
+    models = list(overview["models"])
+    width = bar_width(len(models))
+    bars = []
+    for k, (model, rec) in enumerate(overview["models"].items()):
+        centre = (k - (len(models) - 1) / 2) * width
+        for t, tr in enumerate(rec["transitions"]):
+            x = t + 0.5 + centre
+            for kind, sign in (("rescued", 1), ("harmed", -1)):
+                bars.append({
+                    "model": model, "kind": kind, "x0": x - width / 2, "x1": x + width / 2, "items": sign * tr[kind],
+                    "from": tr["from"], "to": tr["to"], "step": f"{tr['from']} → {tr['to']}", "rescued": tr["rescued"],
+                    "harmed": tr["harmed"], "net": number(tr["net"], 100), "churn": number(tr["churn"], 100),
+                    "p": number(tr["mcnemar_p"]),
+                })  # fmt: skip
+    return bars
+
+
+def _same(value: str) -> str:
+    return value
+
+
+def sankey_trace(
+    view: Mapping[str, Any],
+    colours: Mapping[str, str],
+    text: Callable[[str], str] = _same,
+    config_labels: bool = False,
+) -> dict:
+    """The Flows Sankey as a Plotly trace dict: correct / wrong state nodes per configuration (correct above,
+    each column's split at its share), non-empty links coloured by kind, hover text from ``KIND_TEXT``.
+
+    ``colours``: a colour per state and per flow kind (``backend.report.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
+    passed in so this layer stays below the report); ``text`` escapes data text for the target; ``config_labels``
+    names the configuration in each node's label (where no column header does)."""
+    nodes = view["nodes"]
+    n_cfg = len(view["configs"])
+    share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
+    ys = [0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
+          for n in nodes]  # fmt: skip
+    links = [lk for lk in view["links"] if lk["count"] > 0]
+    labels = [f"{'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes]
+    if config_labels:
+        labels = [f"{text(n['config'])} {label}" for n, label in zip(nodes, labels, strict=True)]
+    return {
+        "type": "sankey", "arrangement": "fixed", "valueformat": "d",
+        "node": {
+            "label": labels, "color": [colours[n["state"]] for n in nodes],
+            "x": [column_x(n["id"] // 2, n_cfg) for n in nodes], "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
+            "customdata": [[text(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
+            "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
+        },
+        "link": {
+            "source": [lk["source"] for lk in links], "target": [lk["target"] for lk in links],
+            "value": [lk["count"] for lk in links], "color": [colours[lk["kind"]] for lk in links],
+            "customdata": [[text(lk["from"]), text(lk["to"]), KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"],
+                            lk["harmed"], lk["mcnemar_p"]] for lk in links],
+            "hovertemplate": ("%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
+                              "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"),
+        },
+    }  # fmt: skip
+
+
+def column_x(k: int, n_cfg: int) -> float:
+    """The paper x of configuration ``k``'s node column (the first at the left edge, the last at the right)."""
+    return 0.001 + 0.998 * k / max(n_cfg - 1, 1)
+
+
+def sankey_title(view: Mapping[str, Any], text: Callable[[str], str] = _same) -> str:
+    """The Sankey's title: whose items, how many (``text`` escapes the model name for the target)."""
+    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {view['n_items']:,} items"

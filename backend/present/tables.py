@@ -1,0 +1,84 @@
+"""The tables a view is read as: text cells beside the numbers they show, built once for the pages, the CLI
+and the report (HTML, LaTeX, Markdown), so a cell reads the same everywhere (``backend.present.text``).
+
+Inputs are the views' dicts (``backend.views.overview``'s ``models`` and task-type rows, NaN or None where a
+metric is not available); text from data (model, config and task names) is left as it is: each target
+escapes it for itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from backend.present.text import HEADLINES, RATE_UNITS, TASK_RATES, interval, p_value, pp, signed_pp
+
+
+@dataclass(frozen=True)
+class Table:
+    """``rows`` are display text; ``values[r][c]`` the number a cell shows (None for text cells), ``keys`` its metric name."""
+
+    name: str
+    caption: str
+    columns: list[str]
+    rows: list[list[str]]
+    values: list[list[float | None]]
+    keys: list[str | None]
+
+    def frame(self) -> pd.DataFrame:
+        """The text cells as a frame (what a page's table shows), one column per ``columns``."""
+        return pd.DataFrame(self.rows, columns=self.columns, dtype=object)
+
+
+def headline_value(rec: Mapping[str, Any], name: str) -> float | None:
+    """A headline's value in a model's metrics (the best fixed accuracy sits under its configuration)."""
+    return rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
+
+
+def headline_table(models: Mapping[str, Mapping[str, Any]], n_items: int, grid: Sequence[str]) -> Table:
+    """Per model: the Overview's headline numbers with intervals, the best fixed configuration, terminal regressions."""
+    rows, values = [], []
+    for model, rec in models.items():
+        nums = [headline_value(rec, name) for name, _ in HEADLINES]
+        cells = [interval(v, rec["ci"].get(name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
+        rows.append([model, rec["best_fixed"]["config"], *cells, str(rec["terminal_regressions"])])
+        values.append([None, None, *nums, rec["terminal_regressions"]])
+    caption = (f"Headline metrics on {n_items:,} matched items, grid {', '.join(grid)} ({RATE_UNITS}). "
+               "Terminal regressions: items correct at a cheaper configuration and wrong at the top one.")  # fmt: skip
+    columns = ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
+    keys = [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"]
+    return Table("headlines", caption, columns, rows, values, keys)
+
+
+def transitions_table(models: Mapping[str, Mapping[str, Any]]) -> Table:
+    """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
+    rows, values = [], []
+    for model, rec in models.items():
+        for t in rec["transitions"]:
+            rows.append([model, f"{t['from']} → {t['to']}", str(t["rescued"]), str(t["harmed"]), signed_pp(t["net"]),
+                         pp(t["churn"]), p_value(t["mcnemar_p"])])  # fmt: skip
+            values.append([None, None, t["rescued"], t["harmed"], t["net"], t["churn"], t["mcnemar_p"]])
+    caption = ("Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
+               "net and churn in percentage points, exact McNemar p.")  # fmt: skip
+    columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
+    keys = [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
+    return Table("transitions", caption, columns, rows, values, keys)
+
+
+def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
+    """Per task type of one model (rows in the order given): group size and rates with their Wilson 95% intervals
+    (a rate without ``<name>_lo`` has none)."""
+    names = [n for n, _ in TASK_RATES]
+    cells, values = [], []
+    for r in rows:
+        nums = [r[n] for n in names]
+        cis = [[r[f"{n}_lo"], r[f"{n}_hi"]] if f"{n}_lo" in r else None for n in names]
+        cells.append([r["task_type"], str(r["n"]), *(interval(v, ci) for v, ci in zip(nums, cis, strict=True))])
+        values.append([None, r["n"], *nums])
+    caption = (f"By task type, {model} (% of items; Wilson 95% interval in brackets, valid for small groups); "
+               "n is the number of matched items of the type.")  # fmt: skip
+    columns = ["Task type", "n", *(label for _, label in TASK_RATES)]
+    return Table("task_types", caption, columns, cells, values, [None, "n", *names])

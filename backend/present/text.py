@@ -1,0 +1,97 @@
+"""How a number reads wherever it is shown: rates as percentage points with one decimal and the 95% interval
+in brackets (``68.3 [61.7, 75.6]``), ``n/a`` where a value is not available (never 0, which would read as a
+measurement), p-values to three significant digits; and the names the metrics and flows go by.
+
+One definition, so the page, its CLI twin and the report show the same string for the same number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from backend.analysis import compare
+
+MISSING = "n/a"
+
+# How each headline metric is named on screen; ``backend.analysis.compare.HEADLINES`` holds which they are
+# and their order (cards, tables, the report).
+LABELS = {
+    "best_fixed": "Best fixed",
+    "oracle_accuracy": "Oracle",
+    "oracle_headroom": "Oracle headroom",
+    "visual_confusion_rate": "Visual confusion",
+    "text_overwrite_rate": "Text overwrite",
+    "text_overwrite_of_text_correct": "Overwrite / text-correct",
+    "mean_churn": "Mean churn / step",
+}
+HEADLINES: tuple[tuple[str, str], ...] = tuple((name, LABELS[name]) for name in compare.HEADLINES)
+# The rates broken down per task type (``backend.analysis.metrics.task_type_breakdown``), in the same order.
+TASK_RATES: tuple[tuple[str, str], ...] = tuple(
+    (name, LABELS[name])
+    for name in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate")
+)
+# A flow between two configurations, as a reader says it (Sankey links, item lists).
+KIND_TEXT = {
+    "rescued": "rescued (wrong → correct)",
+    "harmed": "harmed (correct → wrong)",
+    "stable-correct": "stayed correct",
+    "stable-wrong": "stayed wrong",
+}
+RATE_UNITS = "% of items; 95% paired-bootstrap interval in brackets"
+
+
+def number(x: object, scale: float = 1.0) -> float | None:
+    """``x * scale`` as a float (a JSON number), or None where ``x`` is not there (None, NaN, pandas' NA, not a
+    number): a NaN rate is "not measurable", and shows as ``n/a``, never as a number."""
+    try:
+        value = float(x)  # type: ignore[arg-type]  # anything float() takes; the rest is missing
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else scale * value
+
+
+def pp(x: object) -> str:
+    """A fraction as percentage points, one decimal: ``0.683`` -> ``68.3``; ``n/a`` when missing."""
+    v = number(x)
+    return MISSING if v is None else f"{100 * v:.1f}"
+
+
+def pct(x: object, digits: int = 1) -> str:
+    """A fraction as a percentage with its sign, for a number shown alone: ``68.3%``; ``n/a`` when missing."""
+    v = number(x)
+    return MISSING if v is None else f"{100 * v:.{digits}f}%"
+
+
+def signed_pp(x: object) -> str:
+    """A change in percentage points with its sign: ``+1.5``, ``-0.7`` (a net flow); ``n/a`` when missing."""
+    v = number(x)
+    return MISSING if v is None else f"{100 * v:+.1f}"
+
+
+def bounds(ci: Sequence[object] | None) -> tuple[float, float] | None:
+    """An interval's two ends, or None where it has none (bootstrap off, a metric without an interval)."""
+    if ci is None or len(ci) != 2:
+        return None
+    lo, hi = number(ci[0]), number(ci[1])
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def interval(x: object, ci: Sequence[object] | None) -> str:
+    """A rate with its 95% interval, ``68.3 [61.7, 75.6]``; the value alone without an interval, ``n/a`` when
+    the value is missing."""
+    ends = bounds(ci)
+    return pp(x) if number(x) is None or ends is None else f"{pp(x)} [{pp(ends[0])}, {pp(ends[1])}]"
+
+
+def ci_text(ci: Sequence[object] | None) -> str | None:
+    """An interval on its own line under a value (a metric card): ``95% CI 61.7–75.6``; None without one."""
+    ends = bounds(ci)
+    return None if ends is None else f"95% CI {pp(ends[0])}–{pp(ends[1])}"
+
+
+def p_value(p: object) -> str:
+    """A p-value to three significant digits (``0.0312``, ``1e-05``); ``n/a`` where there is no test (a pair
+    without flips has none)."""
+    v = number(p)
+    return MISSING if v is None else f"{v:.3g}"
