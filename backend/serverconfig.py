@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from backend.runtime.video import VIDEO_ROOT_ENV, default_video_root
+from backend.videos.decode import VIDEO_ROOT_ENV, default_video_root
 from store.errors import UserError
 from store.store import resolve_root
 

@@ -14,13 +14,22 @@ import shlex
 import numpy as np
 import pandas as pd
 
-from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise
+from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise, selection
 from backend.analysis.continuous import SCORE_KINDS, continuous_metrics, score_flow_items, score_flows
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
-from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
+from backend.contracts.audits import (
+    Agreement,
+    CrossmodelAudit,
+    InterventionsAudit,
+    IsocomputeAudit,
+    NoiseAudit,
+    ProtocolAgreement,
+    Recovery,
+)
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
+from backend.contracts.runs import BatchComparison, RerunBatch, SelectionRerunReport
 from backend.contracts.views import (
     BinaryView,
     CompareReport,
@@ -30,14 +39,19 @@ from backend.contracts.views import (
     OverviewReport,
     ScoreFlowsReport,
 )
+from backend.runtime.selection import progress as batch_progress
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.binary import NONE, binary_view
+from backend.scope.filters import ItemFilter
 from backend.scope.items import item_page
-from backend.scope.matrix import Matrix
+from backend.scope.labels import store_labels
+from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.repeats import load_repeats
 from backend.scope.resolve import Resolved, Scope, command_line
+from backend.scope.selection import Selection, selection_answers
 from backend.scope.texts import item_texts
 from backend.scope.view import View
-from store import configs
+from store import configs, registry
 from store.errors import UserError
 from store.rerun_request import RerunRequest
 from store.store import Store
@@ -86,7 +100,7 @@ def overview(view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple
             out["models"][model]["continuous"] = cont
     out["task_types"] = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
     if resolved.scope.beyond_noise:
-        profile = noise.noise_profile(store, matrix)
+        profile = noise_profile(store, matrix)
         for model in matrix.models:
             out["models"][model]["transitions"] = noise.transitions_without_noise(matrix, profile, model)
     out["scope"] = resolved.header(matrix)
@@ -103,7 +117,7 @@ def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind
         raise UserError("--limit must be >= 0")
     require_accuracy_items(resolved, matrix)
     out = flows.sankey(matrix, model, None if pair is None else list(pair))
-    profile = noise.noise_profile(store, matrix) if resolved.scope.beyond_noise else None
+    profile = noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
         out = noise.sankey_without_noise(out, matrix, profile)
     out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
@@ -122,7 +136,7 @@ def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
     store, resolved, matrix = view.store, view.resolved, view.matrix
     items = flow_items(matrix, model, pair[0], pair[1], kind)
     if resolved.scope.beyond_noise:
-        profile = profile if profile is not None else noise.noise_profile(store, matrix)
+        profile = profile if profile is not None else noise_profile(store, matrix)
         items = noise.drop_within_noise(items, matrix, profile, model, pair[0], pair[1])
     return items
 
@@ -208,7 +222,7 @@ def policy_ladder(resolved: Resolved, ladder: list[str] | None = None) -> list[s
 def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = None) -> cascade.Ladder:
     """The focus model's responses on the policy ladder, on the scope's items (main runs only)."""
     s = resolved.scope
-    return cascade.load_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
+    return model_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
 
 
 def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | None = None, points: int = cascade.DEFAULT_POINTS,
@@ -245,6 +259,116 @@ def explain_view(view: View, model: str, target: explain.Target, min_size: int =
     return out | {"scope": resolved.header(matrix)}
 
 
+def selected_ids(view: View, model: str, sel: Selection) -> list[str]:
+    """The selection on a view: a flow's items exactly as the Flows page lists them (within-noise flips too)."""
+    if sel.kind != "flow":
+        return selection.item_ids(view.matrix, model, sel)
+    a, b, kind = sel.args
+    listed = flows_view(view, model, (a, b), kind, limit=None)["items"]
+    return selection.item_ids(view.matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
+
+
+def selection_comparison(store: Store, model: str, benchmark: str, ids: list[str], config: str, baseline: str,
+                         seed: int | None = None, label: str = "the selected items") -> BatchComparison:  # fmt: skip
+    """The selection's answers under ``config`` against ``baseline`` (``backend.analysis.selection.compare``),
+    read from the store as far as the re-run has answered; a ``logged`` label is also checked against the
+    logged answers whose frames it replayed."""
+    base = selection_answers(store, model, benchmark, ids, baseline, None, reruns=False)
+    new = selection_answers(store, model, benchmark, ids, config, seed, reruns=True)
+    cfg = configs.parse(config)
+    logged = None
+    if configs.is_logged(cfg):
+        logged_config = configs.base_label(cfg)
+        logged = logged_config, selection_answers(store, model, benchmark, ids, logged_config, None, reruns=False)
+    return selection.compare(base, new, ids, model=model, benchmark=benchmark, config=config, baseline=baseline,
+                             label=label, logged=logged)  # fmt: skip
+
+
+def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> SelectionRerunReport:
+    """The batch, its progress and its comparison so far: ``trajaudit rerun --flow ... --json`` and the re-run panel."""
+    cmp = selection_comparison(
+        Store(root), batch["model"], batch["benchmark"], batch["item_ids"], batch["config"], baseline, batch["seed"],
+        label,
+    )  # fmt: skip
+    return {"batch": batch, "progress": batch_progress(root, batch), "comparison": cmp}
+
+
+# -- loaders for the analyses that read more than the scope's matrix ---------------------------------------------
+def noise_profile(store: Store, matrix: Matrix) -> noise.NoiseProfile:
+    """Repeat counts of the matrix's cells (``backend.scope.repeats``) and their flip rates (``backend.analysis.noise``)."""
+    return noise.noise_profile(matrix, load_repeats(store, matrix))
+
+
+def model_ladder(store: Store, model: str, labels: list[str], benchmark: str | None = None,
+                 item_filter: ItemFilter | None = None) -> cascade.Ladder:  # fmt: skip
+    """``model``'s matched matrix over the ladder, as rungs (items lacking a rung are excluded, counted)."""
+    labels = cascade.check_ladder(labels)
+    matrix = load_matrix(store, [model], benchmark=benchmark, grid=labels, item_filter=item_filter)
+    return cascade.ladder_from_matrix(matrix, model, labels, benchmark)
+
+
+def audit_grid(store: Store, model: str, benchmark: str | None = None) -> list[str]:
+    """The default grid of the protocol and noise audits: the model's main-run configs under the uniform protocol."""
+    return interventions.base_grid(store_labels(store, model, benchmark, reruns=False), model, benchmark)
+
+
+def protocol_recovery(store: Store, model: str, grid: list[str], policy_label: str, benchmark: str | None = None,
+                      item_filter: ItemFilter | None = None, bootstrap: int = 1000, seed: int = 0) -> Recovery:  # fmt: skip
+    """``interventions.recovery`` on the matched items of the grid plus ``policy_label`` (re-runs included)."""
+    labels = interventions.recovery_grid(grid, policy_label)
+    matrix = load_matrix(store, [model], benchmark, labels, item_filter, include_reruns=True)
+    return interventions.recovery(matrix, grid, policy_label, bootstrap, seed)
+
+
+def protocol_agreement(store: Store, model: str, grid: list[str], proto: str, pairs: dict[str, str],
+                       benchmark: str | None = None, item_filter: ItemFilter | None = None) -> Agreement:  # fmt: skip
+    """``interventions.agreement`` on the matched items of the grid and its counterparts ``pairs``."""
+    union, _ = interventions.protocol_grids(grid, pairs)
+    matrix = load_matrix(store, [model], benchmark, union, item_filter, include_reruns=True)
+    return interventions.agreement(matrix, grid, proto, pairs)
+
+
+def interventions_audit(store: Store, model: str, grid: list[str], benchmark: str | None = None,
+                        protocols: list[str] | None = None, item_filter: ItemFilter | None = None,
+                        bootstrap: int = 1000, seed: int = 0) -> InterventionsAudit:  # fmt: skip
+    """``trajaudit audit interventions``: per protocol found in the store, agreement and recovery."""
+    grid, top = interventions.grid_top(grid)
+    found = interventions.audited_protocols(grid, store_labels(store, model, benchmark), model, protocols)
+    rows: list[ProtocolAgreement] = []
+    for proto, pairs in found.items():  # protocols, a handful
+        row = protocol_agreement(store, model, grid, proto, pairs, benchmark, item_filter)
+        recovered = (
+            protocol_recovery(store, model, grid, pairs[top], benchmark, item_filter, bootstrap, seed)
+            if top in pairs
+            else None
+        )
+        rows.append({**row, "recovery": recovered})
+    return interventions.audit(model, grid, rows)
+
+
+def isocompute_audit(store: Store, model: str, benchmark: str | None = None,
+                     tolerance: float = isocompute.DEFAULT_TOLERANCE, default_pixels: int | None = None,
+                     labels: list[str] | None = None, item_filter: ItemFilter | None = None, bootstrap: int = 1000,
+                     seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+    """``trajaudit audit isocompute``: every iso-compute group of ``model``'s configurations, each on its matched items."""
+    labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
+    groups = []
+    for group in isocompute.iso_groups(labels, tolerance, default_pixels):  # a handful of groups
+        budgets = {g: isocompute.pixel_budget(g, default_pixels) for g in group}
+        matrix = load_matrix(store, [model], benchmark, group, item_filter)
+        groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
+    return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
+
+
+def crossmodel_audit(store: Store, model_a: str, model_b: str, config: str, config_b: str | None = None,
+                     benchmark: str | None = None, item_filter: ItemFilter | None = None, limit: int = 50,
+                     item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+    """``trajaudit audit crossmodel``: flows from (model_a, config) to (model_b, config_b) on their matched items."""
+    grid = crossflows.pair_grid(model_a, model_b, config, config_b)
+    matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
+    return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)
+
+
 def texts_view(detail: dict) -> ItemTexts | None:
     """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
     the reference and each configuration's answer with its word-level diff; None unless open-ended."""
@@ -275,7 +399,7 @@ DEFAULT_TOLERANCE = isocompute.DEFAULT_TOLERANCE
 def protocol_labels(store: Store, resolved: Resolved) -> list[str]:
     """Every configuration the focus model has on the scope's benchmark (re-runs included: re-running
     under another policy is how an intervention is measured)."""
-    return interventions.store_labels(store, resolved.scope.focus, resolved.scope.benchmark)
+    return store_labels(store, resolved.scope.focus, resolved.scope.benchmark)
 
 
 def interventions_view(store: Store, resolved: Resolved, protocols: list[str] | None = None, bootstrap: int = 1000,
@@ -283,13 +407,13 @@ def interventions_view(store: Store, resolved: Resolved, protocols: list[str] | 
     """``trajaudit audit interventions``: the focus model's other sampling protocols at the budgets of the
     scope's grid (kappa, tag changes, recovery of the terminal regressions at its top)."""
     s = resolved.scope
-    return interventions.audit(store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter,
+    return interventions_audit(store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter,
                                bootstrap=bootstrap, seed=seed)  # fmt: skip
 
 
 def registered_pixels(store: Store, resolved: Resolved) -> int | None:
     """The focus model's default pixels per frame from the registry (None: not registered or not stated)."""
-    return isocompute.registered_pixels(store, resolved.scope.focus)
+    return registry.default_pixels(store.root, resolved.scope.focus)
 
 
 def isocompute_view(store: Store, resolved: Resolved, tolerance: float = isocompute.DEFAULT_TOLERANCE,
@@ -297,8 +421,8 @@ def isocompute_view(store: Store, resolved: Resolved, tolerance: float = isocomp
                     seed: int = 0) -> IsocomputeAudit:  # fmt: skip
     """``trajaudit audit isocompute``: the focus model's allocations of (nearly) equal pixel budget."""
     s = resolved.scope
-    return isocompute.isocompute(store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter,
-                                 bootstrap=bootstrap, seed=seed)  # fmt: skip
+    return isocompute_audit(store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter,
+                            bootstrap=bootstrap, seed=seed)  # fmt: skip
 
 
 def crossmodel_view(store: Store, resolved: Resolved, models: tuple[str, str], config: str, config_b: str | None = None,
@@ -307,8 +431,8 @@ def crossmodel_view(store: Store, resolved: Resolved, models: tuple[str, str], c
     (one model twice compares two of its configurations) on the items both answered, on the scope's
     benchmark and item filters."""
     s = resolved.scope
-    return crossflows.cross_flows(store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit,
-                                  item_columns=item_columns)  # fmt: skip
+    return crossmodel_audit(store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit,
+                            item_columns=item_columns)  # fmt: skip
 
 
 def intervention_requests(view: View, label: str) -> list[RerunRequest]:
@@ -322,14 +446,12 @@ def noise_audit(view: View) -> NoiseAudit:
     model = view.scope.focus
     if view.matrix.n_items == 0:
         raise UserError(f"no item of {model!r} has a response at every config of {','.join(view.matrix.grid)}")
-    return noise.summary(view.matrix, noise.noise_profile(view.store, view.matrix), model)
+    return noise.summary(view.matrix, noise_profile(view.store, view.matrix), model)
 
 
 def noise_items(view: View) -> pd.DataFrame:
     """The items of ``noise_audit`` that have repeats, noisiest first (the Audits page's table)."""
-    return noise.item_noise(
-        view.matrix, noise.noise_profile(view.store, view.matrix), view.scope.focus, measured_only=True
-    )
+    return noise.item_noise(view.matrix, noise_profile(view.store, view.matrix), view.scope.focus, measured_only=True)
 
 
 def inspect_twin(view: View, item_id: str) -> str:

@@ -55,7 +55,7 @@ def load(family: str, ckpt: Path, device: str):
 def one_request(root: Path, frames: int) -> InferenceRequest:
     """The first item of the store at ``frames`` uniformly sampled frames, decoded now."""
     from backend.runtime.sampling import frame_indices
-    from backend.runtime.video import decode_frames, probe
+    from backend.videos.decode import decode_frames, probe
 
     item = Store(root).query("SELECT * FROM items ORDER BY item_id LIMIT 1").to_dict("records")[0]
     path = root / "videos" / item["video"]

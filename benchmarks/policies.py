@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend import views
 from backend.analysis import cascade, predictor
 from store.store import Store
 
@@ -93,9 +94,9 @@ def main() -> None:
     n_resp = store.query("SELECT count(*) n FROM responses").n[0]
     print(f"store: {n_resp:,} responses ({len(MODELS)} models x {args.items:,} items x {len(GRID)} configs)")
 
-    cascade.load_ladder(store, MODELS[0], LADDER, "bench")  # warm the file cache
+    views.model_ladder(store, MODELS[0], LADDER, "bench")  # warm the file cache
     t0 = time.perf_counter()
-    ladder = cascade.load_ladder(store, MODELS[0], LADDER, "bench")
+    ladder = views.model_ladder(store, MODELS[0], LADDER, "bench")
     t1 = time.perf_counter()
     swept = cascade.sweep(ladder, max_points=100, bootstrap=0)
     t2 = time.perf_counter()

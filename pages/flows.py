@@ -16,7 +16,7 @@ from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
 from backend.present.text import KIND_TEXT
 from backend.report.palette import SANKEY_COLOURS
-from backend.runtime.client import Selection
+from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint

@@ -9,7 +9,8 @@ import streamlit as st
 from backend import views
 from backend.analysis.ladders import ladders
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
-from backend.scope.inspector import frame_plan, trajectory_rows
+from backend.scope.inspector import frame_plan
+from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
 from pages.common import charts, data, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel

@@ -233,3 +233,23 @@ def lower_matrix(labels: list[str]) -> np.ndarray:
             elif a.pixels is not None and b.pixels is not None:
                 out[i, j] = a.frames * a.pixels < b.frames * b.pixels
     return out
+
+
+LOGGED = "logged"  # the policy that replays a logged answer's own frames (``backend.runtime.logged_frames``)
+LOGGED_SUFFIX = f"/{LOGGED}"
+
+
+def takes_seed(policy: str) -> bool:
+    """Whether the policy draws at random without naming its seed (a bare ``random``): only then does a
+    response's seed column say which frames it saw (``random-s3`` carries its seed)."""
+    return (policy or DEFAULT_POLICY).strip() == "random"
+
+
+def is_logged(cfg: Config) -> bool:
+    """Whether the label replays a logged answer's frames (``16f/logged``)."""
+    return cfg.policy == LOGGED
+
+
+def base_label(cfg: Config) -> str:
+    """The logged configuration a ``logged`` label replays (``16f/logged`` -> ``16f``)."""
+    return parse(cfg.label.replace(LOGGED_SUFFIX, "", 1)).label

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.runtime.extras import WORKER_EXTRA, WORKER_INSTALL, missing_worker_extra
+from backend.extras import WORKER_EXTRA, WORKER_INSTALL, missing_worker_extra
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

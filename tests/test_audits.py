@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from backend.analysis import crossflows, interventions, isocompute, noise
+from backend import views
+from backend.analysis import interventions, isocompute, noise
 from backend.cli import main
 from backend.runtime import rerun
 from backend.scope.matrix import load_matrix
@@ -43,7 +44,7 @@ def test_cohen_kappa_known_values():
 
 
 def test_recovery_rate_by_hand(protocol_store):
-    rec = interventions.recovery(protocol_store, "m", GRID, "64f/random-s1", bootstrap=200)
+    rec = views.protocol_recovery(protocol_store, "m", GRID, "64f/random-s1", bootstrap=200)
     # Terminal regressions under uniform 64f: q0, q1, q2; random-s1 gets q0 and q2 right.
     assert (rec["n_terminal"], rec["n_recovered"]) == (3, 2) and rec["recovery_rate"] == pytest.approx(2 / 3)
     assert rec["harm_rate"] == pytest.approx(1 / 2)  # right at 64f: q4 (lost), q5 (kept)
@@ -51,11 +52,11 @@ def test_recovery_rate_by_hand(protocol_store):
     lo, hi = rec["recovery_ci"]
     assert 0 <= lo <= hi <= 1
     with pytest.raises(UserError, match="not another protocol at the top budget '64f'"):
-        interventions.recovery(protocol_store, "m", GRID, "32f/dense-start")
+        views.protocol_recovery(protocol_store, "m", GRID, "32f/dense-start")
 
 
 def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store):
-    out = interventions.audit(protocol_store, "m", GRID, bootstrap=0)
+    out = views.interventions_audit(protocol_store, "m", GRID, bootstrap=0)
     assert out["top"] == "64f" and [p["protocol"] for p in out["protocols"]] == ["dense-start", "random-s1"]
     dense, rand = out["protocols"]
     assert dense["recovery"] is None and dense["grid"] == ["16f", "32f/dense-start", "64f"]
@@ -69,7 +70,7 @@ def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store
     assert terminal == {"base": 3, "protocol": 2, "both": 1, "gained": 1, "lost": 2}  # base q0,q1,q2 -> q1,q4
     assert rand["recovery"]["n_recovered"] == 2
     with pytest.raises(UserError, match="no config under protocol.*fps-1"):
-        interventions.audit(protocol_store, "m", GRID, protocols=["fps-1"])
+        views.interventions_audit(protocol_store, "m", GRID, protocols=["fps-1"])
 
 
 def test_intervention_requests_are_the_terminal_regressions(protocol_store):
@@ -93,7 +94,7 @@ def test_isocompute_grouping():
 def test_isocompute_winners_and_complementarity_by_hand(store):
     y = [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]]
     fx.build(store, fx.responses("m", ["32f@302k", "128f@75k"], y))
-    out = isocompute.isocompute(store, "m", bootstrap=100)
+    out = views.isocompute_audit(store, "m", bootstrap=100)
     (g,) = out["groups"]
     acc = {c["config"]: (c["accuracy"], c["unique_wins"]) for c in g["configs"]}
     assert acc == {"128f@75k": (0.4, 1), "32f@302k": (0.6, 2)}
@@ -113,7 +114,7 @@ def noise_store(store):
 
 def test_noise_split_by_hand(noise_store):
     matrix = load_matrix(noise_store, ["m"], grid=["16f", "32f"])
-    prof = noise.noise_profile(noise_store, matrix)
+    prof = views.noise_profile(noise_store, matrix)
     assert prof.n_repeats[0, :, 0].tolist() == [2, 2, 1, 1, 3]  # 16f: main + r2 (+ r3)
     assert prof.n_repeats[0, :, 1].tolist() == [1, 2, 1, 2, 1]  # 32f: main + random-s1
     np.testing.assert_allclose(prof.flip_rate[0, :, 0], [1, 0, np.nan, np.nan, 2 / 3])
@@ -135,14 +136,14 @@ def test_cross_model_flows_by_hand(store):
     a = fx.responses("base", ["16f"], [[1], [1], [0], [0], [1]]).assign(benchmark=items["benchmark"])
     b = fx.responses("tuned", ["16f"], [[0], [1], [1], [0], [0]]).assign(benchmark=items["benchmark"])
     fx.build(store, a, b, item_rows=items)
-    out = crossflows.cross_flows(store, "base", "tuned", "16f")
+    out = views.crossmodel_audit(store, "base", "tuned", "16f")
     assert (out["rescued"], out["harmed"], out["n_items"]) == (1, 2, 5)
     assert out["harmed_items"] == [{"benchmark": "img", "item_id": "q0"}, {"benchmark": "vid", "item_id": "q4"}]
     by_bench = {r["benchmark"]: (r["n"], r["rescued"], r["harmed"]) for r in out["by_benchmark"]}
     assert by_bench == {"img": (2, 0, 1), "vid": (3, 1, 1)}
     assert out["accuracy_from"] == pytest.approx(0.6) and out["accuracy_to"] == pytest.approx(0.4)
     with pytest.raises(UserError, match="two different models"):
-        crossflows.cross_flows(store, "base", "base", "16f")
+        views.crossmodel_audit(store, "base", "base", "16f")
 
 
 def test_audit_cli_commands(protocol_store, capsys):

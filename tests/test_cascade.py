@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from backend import views
 from backend.analysis import cascade
 from backend.cli import main
 from store.errors import UserError
@@ -24,7 +25,7 @@ def hand_store(store):
 
 
 def _ladder(hand_store):
-    return cascade.load_ladder(hand_store, "m", LADDER)
+    return views.model_ladder(hand_store, "m", LADDER)
 
 
 def test_one_threshold_by_hand(hand_store):
@@ -71,14 +72,14 @@ def test_items_without_confidence_are_left_out_and_counted(store):
     conf = np.array(CONF)
     conf[1, 2] = np.nan
     fx.build(store, fx.responses("m", LADDER, CORRECT, conf))
-    out = cascade.evaluate(cascade.load_ladder(store, "m", LADDER), 0.8, bootstrap=0)
+    out = cascade.evaluate(views.model_ladder(store, "m", LADDER), 0.8, bootstrap=0)
     assert out["n_items"] == 3 and out["n_without_confidence"] == 1
 
 
 def test_missing_confidences_are_reported_not_invented(store):
     fx.build(store, fx.responses("m", LADDER, CORRECT))
     with pytest.raises(UserError, match="no confidences stored for model 'm' at 16f, 32f, 64f, 128f"):
-        cascade.sweep(cascade.load_ladder(store, "m", LADDER))
+        cascade.sweep(views.model_ladder(store, "m", LADDER))
 
 
 def test_ladder_must_increase_in_cost():

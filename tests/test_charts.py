@@ -17,8 +17,9 @@ from backend.present import series
 from backend.report import figures
 from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
-from backend.scope.inspector import item_detail, trajectory_rows
+from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope
+from backend.scope.texts import trajectory_rows
 from backend.scope.view import open_view
 from pages.common import charts
 from store.store import Store

@@ -29,7 +29,7 @@ from backend.contracts import NAMED, REPORTS, audits, common, inspector, policie
 from backend.contracts import explain as explain_contracts
 from backend.contracts import views as view_contracts
 from backend.contracts.schema import declared_bases, dumps, field_docs, json_schema, own_field_docs, summary, violations
-from backend.runtime.extras import missing_worker_extra
+from backend.extras import missing_worker_extra
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
@@ -112,8 +112,10 @@ def test_views_and_analyses_return_their_contracts():
         metrics,
         noise,
         predictor,
+        selection,
     )
     from backend.runtime import rerun, worker_pool
+    from backend.runtime import selection as batch
     from backend.scope import inspector as scope_inspector
     from backend.scope import matrix, resolve
 
@@ -129,12 +131,14 @@ def test_views_and_analyses_return_their_contracts():
         cascade.evaluate: pc.CascadeAtThreshold, cascade.sweep: pc.CascadeSweep, predictor.report: pc.Predictor,
         noise.summary: ac.NoiseAudit, noise.split_transition: common.NoiseTransition,
         noise.transition_without_noise: common.QuietTransition, noise.sankey_without_noise: vc.Sankey,
-        interventions.audit: ac.InterventionsAudit, interventions.recovery: ac.Recovery,
-        interventions.agreement: ac.Agreement, isocompute.isocompute: ac.IsocomputeAudit,
-        isocompute.compare_group: ac.IsoGroup, crossflows.cross_flows: ac.CrossmodelAudit,
+        interventions.audit: ac.InterventionsAudit, views.interventions_audit: ac.InterventionsAudit, interventions.recovery: ac.Recovery,
+        interventions.agreement: ac.Agreement, isocompute.isocompute: ac.IsocomputeAudit, views.isocompute_audit: ac.IsocomputeAudit,
+        isocompute.compare_group: ac.IsoGroup, crossflows.cross_flows: ac.CrossmodelAudit, views.crossmodel_audit: ac.CrossmodelAudit,
         scope_inspector.inspect_record: contracts.InspectReport, matrix.available: sc.StoreContents,
         resolve.Resolved.header: common.ScopeHeader, worker_pool.overview: sc.JobsOverview,
         worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker, rerun.submit_many: ac.Enqueued,
+        selection.compare: runs.BatchComparison, views.selection_comparison: runs.BatchComparison,
+        views.batch_report: runs.SelectionRerunReport, batch.submit: runs.RerunBatch, batch.progress: runs.BatchProgress,
     }  # fmt: skip
     wrong = {
         f.__qualname__: get_type_hints(f).get("return")
@@ -147,13 +151,13 @@ def test_views_and_analyses_return_their_contracts():
 def dataclass_contracts() -> dict[type, type]:
     """The dataclasses whose JSON form (``to_dict()`` or ``asdict``) a command prints -> their contracts
     (``store/`` imports nothing from backend, so the contract cannot be the dataclass's own annotation)."""
-    from backend.runtime.registry import ModelSpec
-    from backend.runtime.video import VideoInfo
     from backend.scope.filters import ItemFilter
+    from backend.videos.decode import VideoInfo
     from store.health import Problem, RepairReport, Report
     from store.ingest import IngestSummary
     from store.ingest.publish import FileResult
     from store.queue import Job, WorkerInfo
+    from store.registry import ModelSpec
 
     return {
         Report: store.CheckReport, RepairReport: store.RepairReport, Problem: store.StoreProblem,

@@ -1,7 +1,7 @@
 """decord and PyAV read the same frames: the decoder-independence that makes macOS and ARM Linux supported.
 
 decord has wheels only for x86-64 Linux and 64-bit Windows; elsewhere PyAV reads every frame
-(backend/runtime/video.py). Generated clips (H.264 with and without B-frames, MPEG-4 Part 2) with
+(backend/videos/decode.py). Generated clips (H.264 with and without B-frames, MPEG-4 Part 2) with
 texture and motion are read at the same indices, in a shuffled order with repeats and one past the
 end, through both. Measured on x86-64 Linux with the pinned decord 0.6.0 and av 18.1.0:
 
@@ -17,7 +17,7 @@ import av
 import numpy as np
 import pytest
 
-import backend.runtime.video as video
+import backend.videos.decode as video
 
 pytestmark = pytest.mark.skipif(
     not video.decord_installed(), reason="decord is not installed here (no wheel for this platform): PyAV only"

@@ -13,7 +13,7 @@ import pytest
 from backend.cli import main
 from backend.demo.synthetic import FPS, MAIN_GRID, MODELS, REPEAT_RUNS, SOURCE, SUBSET_CONFIGS, build_demo
 from backend.runtime.sampling import config_indices
-from backend.runtime.video import decode_frames, default_video_root, probe, resolve_video
+from backend.videos.decode import decode_frames, default_video_root, probe, resolve_video
 from store.configs import lower_matrix, parse
 from store.errors import UserError
 from store.store import Store

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.runtime import extras
+from backend import extras
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = f"import sys\nfor _m in {extras.WORKER_EXTRA!r}: sys.modules[_m] = None\n"

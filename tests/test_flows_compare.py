@@ -13,12 +13,12 @@ from backend.analysis.compare import confusion_overlap, disagreement, headline_t
 from backend.analysis.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
 from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
-from backend.runtime.video import VideoInfo
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
 from backend.scope.matrix import available, load_matrix
 from backend.scope.paging import default_models
 from backend.scope.resolve import default_grid, tag_subset
+from backend.videos.decode import VideoInfo
 from store.errors import UserError
 from tests.matrix_fixtures import build_store
 

@@ -366,7 +366,7 @@ def test_items_csv_neutralises_formulas(tmp_path, capsys):
     assert by_id["'=1+1"]["16f"] in ("0", "1") and float(by_id["'=1+1"]["confidence:16f"]) == 0.9
     assert not any(line.startswith(("=", "+", "-", "@")) for line in out.splitlines())
     # the export reads back as the ids it was made from (`rerun --items` takes it)
-    from backend.runtime.selection import read_ids
+    from backend.scope.selection import read_ids
 
     (tmp_path / "export.csv").write_text(out)
     assert sorted(read_ids(str(tmp_path / "export.csv"))) == sorted(df["item_id"])

@@ -139,7 +139,7 @@ def test_confusion_and_terminal_follow_cost_not_grid_position(tmp_path):
     # All four tie at 2/3; 32f@25k is cheaper than every other one, though last in the grid.
     assert m["best_fixed"] == {"config": "32f@25k", "accuracy": pytest.approx(2 / 3)}
     assert m["text_overwrite_rate"] is None and m["text_overwrite_of_text_correct"] is None
-    from backend.analysis.tags import item_tags
+    from backend.scope.tags import item_tags
 
     tags = item_tags(mx).set_index("item_id")
     assert tags["confused"].to_dict() == {"i0": False, "i1": True, "i2": False}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.analysis.flows import CLASSES, trajectory_classes
-from backend.analysis.tags import monotone_gain, tag_masks
+from backend.scope.tags import monotone_gain, tag_masks
 from store.configs import lower_matrix
 
 GRID = ["text", "8f", "16f", "32f"]

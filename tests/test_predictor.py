@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.analysis import cascade, predictor
+from backend import views
+from backend.analysis import predictor
 from backend.cli import main
 from store.errors import UserError
 from tests import policy_fixtures as fx
@@ -59,7 +60,7 @@ def test_folds_never_share_a_video():
 
 
 def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_store):
-    ladder = cascade.load_ladder(pred_store, "m", LADDER)
+    ladder = views.model_ladder(pred_store, "m", LADDER)
     cv = predictor.cross_validate(ladder, n_folds=4, seed=0)
     assert cv.proba.shape == (N, 3) and np.allclose(cv.proba.sum(axis=1), 1)
     by_video = pd.DataFrame({"g": cv.groups, "fold": cv.fold}).groupby("g").fold.nunique()
@@ -87,7 +88,7 @@ def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
         fx.responses("m", LADDER, y),
         item_rows=fx.items(12, question=["q"] * 12, video=[f"v{i}" for i in range(12)]),
     )
-    out = predictor.report(cascade.load_ladder(store, "m", LADDER), n_folds=3)
+    out = predictor.report(views.model_ladder(store, "m", LADDER), n_folds=3)
     assert not any(r["policy"] == "cascade" for r in out["frontier"])
     assert "no confidences stored" in out["cascade_note"]
 

@@ -19,7 +19,9 @@ from backend.cli import main
 from backend.demo.model import DEMO_MAX_FRAMES, DEMO_MODEL
 from backend.runtime import registry, rerun
 from backend.runtime.worker_pool import ensure_local_worker, local_worker, overview, stop_local_workers
-from backend.scope.inspector import item_detail, trajectory_rows
+from backend.scope.inspector import item_detail
+from backend.scope.texts import trajectory_rows
+from store import registry as store_registry
 from store.errors import UserError
 from store.queue import JobQueue
 from store.rerun_request import RerunRequest
@@ -226,7 +228,7 @@ def _register_fake(store: Path) -> None:
 
 
 def test_panel_without_models_says_how_to_register_one(demo):
-    (demo / registry.REGISTRY_FILE).unlink(missing_ok=True)
+    (demo / store_registry.REGISTRY_FILE).unlink(missing_ok=True)
     at = _panel(demo)
     hint = " ".join(i.value for i in at.info)
     assert "No model is registered" in hint and "trajaudit models add" in hint

@@ -13,9 +13,9 @@ from backend.runtime.sampling import (
     label_policy,
     policy_name,
     spell,
-    takes_seed,
-    timestamps,
 )
+from backend.videos.decode import timestamps
+from store.configs import takes_seed
 from store.errors import UserError
 
 

@@ -1,21 +1,25 @@
-"""The current selection and its batch re-run (backend.runtime.selection), the ``rerun --flow/--items`` twin,
-Wilson intervals and budget ladders, checked by hand against the matched matrix."""
+"""The current selection (backend.scope.selection, backend.analysis.selection) and its batch re-run
+(backend.runtime.selection), the ``rerun --flow/--items`` twin, Wilson intervals and budget ladders, checked by
+hand against the matched matrix."""
 
 from __future__ import annotations
 
 import json
+from math import comb
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from backend import views
+from backend.analysis import selection as analysis_selection
 from backend.analysis.ladders import ladders
-from backend.analysis.stats import mcnemar_exact, wilson_interval
+from backend.analysis.stats import wilson_interval
 from backend.cli import main
 from backend.runtime import registry, selection
-from backend.runtime.selection import Selection
 from backend.scope.filters import ItemFilter
 from backend.scope.resolve import Scope
+from backend.scope.selection import Selection, read_ids
 from backend.scope.view import open_view
 from store.errors import UserError
 from store.queue import JobQueue
@@ -55,34 +59,38 @@ def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
     out = views.flows_view(view, MODEL)
     for link in (lk for lk in out["links"] if lk["count"] > 0):
         sel = Selection("flow", (link["from"], link["to"], link["kind"]))
-        ids = selection.selected_ids(view, MODEL, sel)
+        ids = views.selected_ids(view, MODEL, sel)
         listed = views.flows_view(view, MODEL, (link["from"], link["to"]), link["kind"], limit=None)["items"]
         assert ids == [r["item_id"] for r in listed] and len(ids) == link["count"]
     for node in out["nodes"]:
         assert (
-            len(selection.item_ids(matrix, MODEL, Selection("state", (node["config"], node["state"])))) == node["count"]
+            len(analysis_selection.item_ids(matrix, MODEL, Selection("state", (node["config"], node["state"]))))
+            == node["count"]
         )
-    assert selection.item_ids(matrix, MODEL, Selection("filtered")) == matrix.items["item_id"].tolist()
-    assert selection.item_ids(matrix, MODEL, Selection("items", ("b", "a", "b"))) == ["b", "a"]
+    assert analysis_selection.item_ids(matrix, MODEL, Selection("filtered")) == matrix.items["item_id"].tolist()
+    assert analysis_selection.item_ids(matrix, MODEL, Selection("items", ("b", "a", "b"))) == ["b", "a"]
 
 
 def test_compare_counts_rescued_and_harmed_by_hand(view):
     store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:20]
-    out = selection.compare(str(store.root), MODEL, BENCH, ids, "16f", "8f", label="first 20")
+    out = views.selection_comparison(store, MODEL, BENCH, ids, "16f", "8f", label="first 20")
     m = matrix.model_index(MODEL)
     y8 = matrix.correct[m, :20, matrix.config_index("8f")].astype(bool)
     y16 = matrix.correct[m, :20, matrix.config_index("16f")].astype(bool)
     rescued, harmed = int((~y8 & y16).sum()), int((y8 & ~y16).sum())
     assert (out["n_compared"], out["correct_new"], out["correct_baseline"]) == (20, int(y16.sum()), int(y8.sum()))
     assert (out["rescued"], out["harmed"]) == (rescued, harmed)
-    assert out["mcnemar_p"] == pytest.approx(mcnemar_exact(rescued, harmed))
+    n = rescued + harmed  # exact two-sided McNemar: twice the smaller binomial tail at 1/2, written out here
+    assert out["mcnemar_p"] == pytest.approx(
+        min(1.0, 2 * sum(comb(n, i) for i in range(min(rescued, harmed) + 1)) / 2**n)
+    )
     lo, hi = out["accuracy_new"]["ci95"]
     assert lo <= y16.mean() <= hi
     assert out["sentence"].startswith(
         f"Of the 20 items (first 20), {int(y16.sum())} of the 20 answered are correct under 16f"
     )
-    missing = selection.compare(str(store.root), MODEL, BENCH, ids, "8f/random-s9", "8f")
+    missing = views.selection_comparison(store, MODEL, BENCH, ids, "8f/random-s9", "8f")
     assert missing["n_compared"] == 0 and missing["n_missing"] == 20 and missing["accuracy_new"]["value"] is None
 
 
@@ -97,12 +105,12 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
             "--config", other, "--wait", "--json"]  # fmt: skip
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    ids = selection.item_ids(matrix, MODEL, Selection.flow(flow))
+    ids = analysis_selection.item_ids(matrix, MODEL, Selection.flow(flow))
     assert out["batch"]["item_ids"] == ids and len(ids) == link["count"]
     assert out["batch"]["from_store"] == len(ids)  # a logged config: answered from the store, nothing queued
     assert out["progress"]["finished"] and out["progress"]["counts"]["done"] == len(ids)
-    expected = selection.compare(
-        str(store.root), MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe()
+    expected = views.selection_comparison(
+        store, MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe()
     )
     assert out["comparison"] == json.loads(json.dumps(expected))
     assert out["comparison"]["correct_baseline"] == 0  # harmed at TO: wrong there by definition
@@ -114,7 +122,7 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
     ids = matrix.items["item_id"].tolist()[:3]
     path = tmp_path / "items.csv"
     path.write_text("item_id,task_type\n" + "".join(f"{i},x\n" for i in ids))
-    assert selection.read_ids(str(path)) == ids
+    assert read_ids(str(path)) == ids
     argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--items", str(path),
             "--config", "8f/random-s7", "--json"]  # fmt: skip
     assert main(argv) == 0
@@ -146,7 +154,7 @@ def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
     with pytest.raises(UserError, match="lists no item id"):
-        selection.read_ids(str(empty))
+        read_ids(str(empty))
     assert (
         main(
             [
@@ -188,7 +196,43 @@ def test_compare_at_the_baseline_config_keeps_both_columns(view):
     """Re-running at the baseline's own configuration (a noise check) shows the logged and the new answer apart."""
     store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:5]
-    out = selection.compare(str(store.root), MODEL, BENCH, ids, "8f", "8f")
+    out = views.selection_comparison(store, MODEL, BENCH, ids, "8f", "8f")
     row = out["items"][0]
     assert {"correct at 8f", "correct at 8f (re-run)"} <= set(row)
     assert [r["correct at 8f"] for r in out["items"]] == [r["correct at 8f (re-run)"] for r in out["items"]]
+
+
+def _answers(correct: list[int | None]) -> pd.DataFrame:
+    """One answer row per answered item (``selection_answers``' shape); None: the item has no row yet."""
+    rows = [(f"q{i}", c, "A", "main") for i, c in enumerate(correct) if c is not None]
+    return pd.DataFrame(rows, columns=["item_id", "correct", "answer", "run"]).set_index("item_id")
+
+
+def test_compare_on_hand_counted_answers():
+    """Eight items: 5 rescued, 1 harmed, 1 right at both, 1 unanswered under the new config.
+
+    McNemar exact (two-sided): 2 * P(X <= 1), X ~ Binomial(6, 1/2) = 2 * (1 + 6) / 64 = 0.21875.
+    Wilson 95% of 6 of 7 (new) and 2 of 7 (baseline), z = 1.959964: centre (k + z^2/2) / (n + z^2),
+    half-width z sqrt(k (n - k) / n + z^2 / 4) / (n + z^2): [0.4869, 0.9743] and [0.0822, 0.6411].
+    """
+    base = _answers([0, 0, 0, 0, 0, 1, 1, 0])
+    new = _answers([1, 1, 1, 1, 1, 0, 1, None])
+    ids = base.index.tolist()  # the eight selected items (q7 has no row under the new config)
+    out = analysis_selection.compare(base, new, ids, model="m", benchmark="b", config="16f", baseline="8f")
+    assert (out["n_items"], out["n_compared"], out["n_missing"]) == (8, 7, 1)
+    assert (out["rescued"], out["harmed"], out["correct_new"], out["correct_baseline"]) == (5, 1, 6, 2)
+    assert out["mcnemar_p"] == pytest.approx(0.21875)
+    assert out["accuracy_new"]["ci95"] == pytest.approx([0.4869, 0.9743], abs=1e-4)
+    assert out["accuracy_baseline"]["ci95"] == pytest.approx([0.0822, 0.6411], abs=1e-4)
+    assert out["items"][7] == {
+        "item_id": "q7",
+        "correct at 8f": 0.0,
+        "correct at 16f": None,
+        "answer": None,
+        "run": None,
+    }
+    assert out["agreement"] is None
+    logged = analysis_selection.compare(
+        base, new, ids, model="m", benchmark="b", config="8f/logged", baseline="8f", logged=("8f", base)
+    )["agreement"]
+    assert (logged["k"], logged["n"], logged["differing"]) == (7, 7, [])  # same letter "A" wherever both answered

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from backend.cli import main
 from backend.runtime.registry import ModelSpec
-from backend.runtime.video import resolve_video
+from backend.videos.decode import resolve_video
 from store import health
 from store.errors import StoreError, UserError
 from store.paths import inside, outside_reason, write_atomic

@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.runtime import registry, video
+from backend.runtime import registry
 from backend.runtime.inference.base import FAMILIES
 from backend.runtime.sweep import accounting
 from backend.runtime.sweep.engine import Reuse
 from backend.runtime.sweep.plan import build_plan, expand_grid
 from backend.runtime.sweep.runner import SweepRequest, run_sweep
+from backend.videos import decode as video
 from store.errors import UserError
 from store.store import Store
 from tests.rerun_fixtures import write_video

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.analysis.tags import TAGS, changes, item_tags, tag_masks, top_index
 from backend.scope.items import trajectory_table
 from backend.scope.matrix import load_matrix
 from backend.scope.resolve import Scope
+from backend.scope.tags import TAGS, changes, item_tags, tag_masks, top_index
 from store.configs import lower_matrix
 from store.errors import UserError
 from tests.matrix_fixtures import build_store

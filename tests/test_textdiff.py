@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.analysis.textdiff import word_diff
+from backend.scope.textdiff import word_diff
 from backend.scope.texts import item_texts, ranks, references
 from store.token_f1 import token_f1
 

@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-import backend.runtime.video as video
+import backend.videos.decode as video
 from store.errors import UserError
 
 N_FRAMES, FPS, W, H = 24, 12, 64, 48
@@ -133,5 +133,5 @@ def test_video_module_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, backend.runtime.video, backend.runtime.sampling; sys.exit('torch' in sys.modules)"
+    code = "import sys, backend.videos.decode, backend.runtime.sampling; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

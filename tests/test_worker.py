@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from backend.cli import main
-from backend.runtime import registry, rerun, video
+from backend.runtime import registry, rerun
 from backend.runtime.sampling import frame_indices
 from backend.runtime.worker import Worker
+from backend.videos import decode as video
 from store.queue import JobQueue
 from store.rerun_request import RerunRequest
 from store.store import Store

@@ -24,11 +24,9 @@ import pandas as pd
 
 from backend.analysis.stats import bootstrap_means, percentile_interval
 from backend.contracts.policies import CascadeAtThreshold, CascadePoint, CascadeSweep, FixedBudget
-from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
-from store.store import Store
 
 DEFAULT_POINTS = 100
 
@@ -84,15 +82,6 @@ def ladder_from_matrix(matrix: Matrix, model: str, labels: list[str], benchmark:
         n_excluded=matrix.n_excluded,
         benchmark=benchmark,
     )
-
-
-def load_ladder(
-    store: Store, model: str, labels: list[str], benchmark: str | None = None, item_filter: ItemFilter | None = None
-) -> Ladder:
-    """Load ``model``'s matched matrix over the ladder (items lacking a rung are excluded, counted)."""
-    labels = check_ladder(labels)
-    matrix = load_matrix(store, [model], benchmark=benchmark, grid=labels, item_filter=item_filter)
-    return ladder_from_matrix(matrix, model, labels, benchmark)
 
 
 def with_confidences(ladder: Ladder) -> Ladder:

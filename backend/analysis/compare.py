@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import code_counts, row_codes
-from backend.analysis.tags import confused
 from backend.contracts.views import ConfusionOverlap
 from backend.scope.matrix import Matrix
+from backend.scope.tags import confused
 from store.errors import UserError
 
 HEADLINES = (

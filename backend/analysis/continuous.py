@@ -1,4 +1,4 @@
-"""Continuous scores (open-ended QA, summaries, dialogue): Token-F1 and score trajectories (docs/metrics.md).
+"""Continuous scores (open-ended QA, summaries, dialogue): score trajectories of Token-F1 (docs/metrics.md).
 
 A response's score is written with it (``store.token_f1`` scores a generated answer, at ingest or in
 the worker); the matrix then carries the score per (model, item, config) and ``continuous_metrics``
@@ -153,13 +153,3 @@ def score_flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str, tole
     out["delta"] = delta[keep]
     order = np.argsort(-np.abs(out["delta"].to_numpy()), kind="stable")  # the largest change first, ties by item
     return out.iloc[order].reset_index(drop=True)
-
-
-def largest_drop(matrix: Matrix, model: str) -> np.ndarray:
-    """Per item, the largest fall of ``model``'s score between consecutive configurations (``s(a) - s(b)``,
-    positive for a drop, 0 when it never falls); NaN where it lacks a score somewhere (sorted last)."""
-    s = matrix.score[matrix.model_index(model)].astype(np.float64)
-    if s.shape[1] < 2:
-        return np.full(len(s), np.nan)
-    fall = np.round(s[:, :-1] - s[:, 1:], 6).max(axis=1)
-    return np.where(np.isfinite(s).all(axis=1), np.maximum(fall, 0.0), np.nan)

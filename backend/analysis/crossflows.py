@@ -15,11 +15,9 @@ import pandas as pd
 from backend.analysis.metrics import transition_between
 from backend.analysis.stats import mcnemar_exact
 from backend.contracts.audits import CrossmodelAudit
-from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
-from store.store import Store
 
 
 def _breakdown(flows: pd.DataFrame, by: str) -> list[dict]:
@@ -39,26 +37,27 @@ def flow_flags(matrix: Matrix, source: tuple[str, str], target: tuple[str, str])
     return matrix.items[["benchmark", "item_id", "task_type"]].assign(rescued=~ya & yb, harmed=ya & ~yb)
 
 
-def cross_flows(
-    store: Store,
-    model_a: str,
-    model_b: str,
-    config: str,
-    config_b: str | None = None,
-    benchmark: str | None = None,
-    item_filter: ItemFilter | None = None,
-    limit: int = 50,
-    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
-) -> CrossmodelAudit:
-    """The ``audit crossmodel --json`` contract: flows from (model_a, config) to (model_b, config_b).
-
-    ``item_columns`` (columns of ``Matrix.items``) are what the harmed and rescued item lists carry.
-    """
+def pair_grid(model_a: str, model_b: str, config: str, config_b: str | None = None) -> list[str]:
+    """The configs a cross-model audit reads (one, or A's and B's); ``UserError`` when both sides are the same."""
     if model_a == model_b and (config_b is None or configs.canonical(config_b) == configs.canonical(config)):
         raise UserError("crossmodel needs two different models, or two configs of one model")
     cb = config if config_b is None else config_b
-    grid = list(dict.fromkeys([configs.canonical(config), configs.canonical(cb)]))
-    matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
+    return list(dict.fromkeys([configs.canonical(config), configs.canonical(cb)]))
+
+
+def cross_flows(
+    matrix: Matrix,
+    model_a: str,
+    model_b: str,
+    grid: list[str],
+    limit: int = 50,
+    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
+) -> CrossmodelAudit:
+    """The ``audit crossmodel --json`` contract: flows from (model_a, grid[0]) to (model_b, grid[-1]).
+
+    ``matrix`` holds both models over ``grid`` (``pair_grid``); ``item_columns`` (columns of ``Matrix.items``)
+    are what the harmed and rescued item lists carry.
+    """
     source, target = (model_a, grid[0]), (model_b, grid[-1])
     record = transition_between(matrix, source, target)
     flags = flow_flags(matrix, source, target)

@@ -45,9 +45,9 @@ import pandas as pd
 
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
-from backend.analysis.tags import tag_masks
 from backend.scope.answer_cells import AnswerCells
 from backend.scope.matrix import Matrix
+from backend.scope.tags import tag_masks
 from store.errors import UserError
 
 MIN_SIZE = 30  # slices of fewer scope items are marked small and ranked after the rest

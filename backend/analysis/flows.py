@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.metrics import FLOW_KINDS, transition
-from backend.analysis.tags import changes, monotone_gain
 from backend.contracts.views import Sankey
 from backend.scope.matrix import Matrix
+from backend.scope.tags import changes, monotone_gain
 from store.errors import UserError
 
 # (state at a, state at b) per flow kind; the code 2*y(a) + y(b) indexes this order.
@@ -112,7 +112,7 @@ def flow_table(view: Mapping[str, Any]) -> pd.DataFrame:
 def trajectory_classes(y: np.ndarray) -> np.ndarray:
     """Index into ``CLASSES`` per item of a boolean ``y[I, C]`` (one class per item).
 
-    ``monotone-gain`` is the tag's own rule (``backend.analysis.tags.monotone_gain``), so the heatmap's
+    ``monotone-gain`` is the tag's own rule (``backend.scope.tags.monotone_gain``), so the heatmap's
     class counts and the tag filter agree; what has one change and is not a gain is regressing.
     """
     y = y.astype(bool)

@@ -9,7 +9,7 @@ neither. ``64f/random-s1`` is the ``random-s1`` counterpart of ``64f``.
   protocol P. Each P is read on the matched items of the grid plus P's top counterpart.
 * Agreement: P's grid is the base grid with every config that has a P counterpart in the store
   replaced by it; per replaced config, Cohen's kappa between the base and P correctness, a pooled
-  kappa over all replaced cells, and how the item tags (``backend.analysis.tags``) change between the grids.
+  kappa over all replaced cells, and how the item tags (``backend.scope.tags``) change between the grids.
 * The intervention itself (re-running the terminal regressions under P) is not analysis: the requests
   built here go to ``backend.runtime.rerun.submit_many``, which validates each one and joins or skips
   duplicates.
@@ -20,14 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from backend.analysis.stats import bootstrap_means, percentile_interval, wilson_interval
-from backend.analysis.tags import TAGS, tag_masks, terminal_regression, top_index
-from backend.contracts.audits import Agreement, InterventionsAudit, Recovery, TagChange
-from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, load_matrix, main_only
+from backend.contracts.audits import Agreement, InterventionsAudit, ProtocolAgreement, Recovery, TagChange
+from backend.scope.matrix import Matrix
+from backend.scope.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
 from store.errors import UserError
 from store.rerun_request import RerunRequest
-from store.store import Store
 
 
 def budget_key(label: str) -> tuple[int, int | None]:
@@ -41,25 +39,9 @@ def protocol(label: str) -> str:
     return configs.parse(label).protocol
 
 
-def store_labels(store: Store, model: str, benchmark: str | None = None, reruns: bool = True) -> list[str]:
-    """The configs ``model`` has in the store (on ``benchmark``), in grid order.
-
-    Other protocols include live re-runs: re-running terminal regressions under another policy is
-    how the intervention is measured, an explicit comparison. Base grids use main runs only.
-    """
-    df = store.query(
-        "SELECT DISTINCT config FROM responses WHERE model = $m AND ($b IS NULL OR benchmark = $b)"
-        + ("" if reruns else f" AND {main_only()}"),
-        {"m": model, "b": benchmark},
-    )
-    return configs.order(df["config"].tolist())
-
-
-def base_grid(store: Store, model: str, benchmark: str | None = None) -> list[str]:
-    """The default grid for protocol audits: the model's configs under the uniform protocol."""
-    grid = [
-        lab for lab in store_labels(store, model, benchmark, reruns=False) if protocol(lab) == configs.DEFAULT_POLICY
-    ]
+def base_grid(labels: list[str], model: str, benchmark: str | None = None) -> list[str]:
+    """The default grid for protocol audits: the model's main-run configs (``labels``) under the uniform protocol."""
+    grid = [lab for lab in labels if protocol(lab) == configs.DEFAULT_POLICY]
     if not grid:
         raise UserError(f"model {model!r} has no uniform-protocol configs{f' on {benchmark!r}' if benchmark else ''}")
     return grid
@@ -127,31 +109,21 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     return float("nan") if pe >= 1.0 else (po - pe) / (1.0 - pe)
 
 
-def _grid_top(grid: list[str]) -> tuple[list[str], str]:
+def grid_top(grid: list[str]) -> tuple[list[str], str]:
+    """The grid, canonical, and its top (costliest) config."""
     grid = [configs.canonical(g) for g in grid]
     return grid, grid[top_index(grid, configs.lower_matrix(grid))]
 
 
-def recovery(
-    store: Store,
-    model: str,
-    grid: list[str],
-    policy_label: str,
-    benchmark: str | None = None,
-    item_filter: ItemFilter | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> Recovery:
+def recovery(matrix: Matrix, grid: list[str], policy_label: str, bootstrap: int = 1000, seed: int = 0) -> Recovery:
     """Recovery of the base grid's terminal regressions when the top budget is run as ``policy_label``.
 
     Also ``harm_rate``: among the items right at the top under the base protocol, the share that
     ``policy_label`` gets wrong (what the intervention costs elsewhere), and the top's kappa.
+    ``matrix`` is the model's matched matrix over ``recovery_grid(grid, policy_label)``.
     """
-    grid, top = _grid_top(grid)
-    policy_label = configs.canonical(policy_label)
-    if budget_key(policy_label) != budget_key(top) or policy_label == top:
-        raise UserError(f"{policy_label!r} is not another protocol at the top budget {top!r} (same frames and pixels)")
-    matrix = load_matrix(store, [model], benchmark, grid + [policy_label], item_filter, include_reruns=True)
+    *grid, policy_label = recovery_grid(grid, policy_label)
+    top = grid[top_index(grid, configs.lower_matrix(grid))]
     y = matrix.correct[0].astype(bool)
     base, alt = y[:, : len(grid)], y[:, len(grid)]
     lower = configs.lower_matrix(grid)
@@ -183,6 +155,15 @@ def recovery(
     return out
 
 
+def recovery_grid(grid: list[str], policy_label: str) -> list[str]:
+    """The configs a recovery reads: the base grid, then ``policy_label``, which must be another protocol at its top."""
+    grid, top = grid_top(grid)
+    label = configs.canonical(policy_label)
+    if budget_key(label) != budget_key(top) or label == top:
+        raise UserError(f"{policy_label!r} is not another protocol at the top budget {top!r} (same frames and pixels)")
+    return grid + [label]
+
+
 def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: list[str]) -> dict[str, TagChange]:
     mb = tag_masks(base, grid, configs.lower_matrix(grid))
     ma = tag_masks(alt, alt_grid, configs.lower_matrix(alt_grid))
@@ -193,31 +174,18 @@ def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: l
     }  # fmt: skip
 
 
-def protocol_matrix(
-    store: Store,
-    model: str,
-    grid: list[str],
-    pairs: dict[str, str],
-    benchmark: str | None = None,
-    item_filter: ItemFilter | None = None,
-) -> tuple[Matrix, list[str], list[str]]:
-    """The matched matrix over the base grid and its counterparts ``pairs``, with both grids' labels."""
+def protocol_grids(grid: list[str], pairs: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(the union an agreement's matrix is loaded over, the protocol's grid): the base grid with its counterparts."""
     alt_grid = [pairs.get(label, label) for label in grid]
-    union = grid + [pairs[label] for label in grid if label in pairs]
-    return load_matrix(store, [model], benchmark, union, item_filter, include_reruns=True), grid, alt_grid
+    return grid + [pairs[label] for label in grid if label in pairs], alt_grid
 
 
-def agreement(
-    store: Store,
-    model: str,
-    grid: list[str],
-    proto: str,
-    pairs: dict[str, str],
-    benchmark: str | None = None,
-    item_filter: ItemFilter | None = None,
-) -> Agreement:
-    """Kappa per replaced config, pooled kappa, and tag changes between the base grid and ``proto``'s."""
-    matrix, grid, alt_grid = protocol_matrix(store, model, grid, pairs, benchmark, item_filter)
+def agreement(matrix: Matrix, grid: list[str], proto: str, pairs: dict[str, str]) -> Agreement:
+    """Kappa per replaced config, pooled kappa, and tag changes between the base grid and ``proto``'s.
+
+    ``matrix`` is the model's matched matrix over ``protocol_grids(grid, pairs)[0]``.
+    """
+    _, alt_grid = protocol_grids(grid, pairs)
     y = matrix.correct[0].astype(bool)
     base = y[:, [matrix.grid.index(g) for g in grid]]
     alt = y[:, [matrix.grid.index(g) for g in alt_grid]]
@@ -239,35 +207,26 @@ def agreement(
     }
 
 
-def audit(
-    store: Store,
-    model: str,
-    grid: list[str],
-    benchmark: str | None = None,
-    protocols: list[str] | None = None,
-    item_filter: ItemFilter | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> InterventionsAudit:
-    """The ``audit interventions --json`` contract: per protocol found in the store, agreement and recovery."""
-    grid, top = _grid_top(grid)
-    found = counterparts(grid, store_labels(store, model, benchmark))
-    if protocols:
-        unknown = sorted(set(protocols) - set(found))
-        if unknown:
-            raise UserError(
-                f"model {model!r} has no config under protocol(s) {', '.join(unknown)} at the budgets of "
-                f"{','.join(grid)} (found: {', '.join(found) or 'none'})"
-            )
-        found = {p: found[p] for p in protocols}
-    out = []
-    for proto, pairs in found.items():  # protocols, a handful
-        row = agreement(store, model, grid, proto, pairs, benchmark, item_filter)
-        row["recovery"] = (
-            recovery(store, model, grid, pairs[top], benchmark, item_filter, bootstrap, seed) if top in pairs else None
+def audited_protocols(grid: list[str], labels: list[str], model: str, protocols: list[str] | None = None
+                      ) -> dict[str, dict[str, str]]:  # fmt: skip
+    """``counterparts`` of the grid among the model's stored ``labels``, restricted to ``protocols`` when named
+    (``UserError`` naming those the store lacks)."""
+    found = counterparts(grid, labels)
+    if not protocols:
+        return found
+    unknown = sorted(set(protocols) - set(found))
+    if unknown:
+        raise UserError(
+            f"model {model!r} has no config under protocol(s) {', '.join(unknown)} at the budgets of "
+            f"{','.join(grid)} (found: {', '.join(found) or 'none'})"
         )
-        out.append(row)
-    return {"model": model, "grid": grid, "top": top, "base_protocol": protocol(top), "protocols": out}
+    return {p: found[p] for p in protocols}
+
+
+def audit(model: str, grid: list[str], rows: list[ProtocolAgreement]) -> InterventionsAudit:
+    """The ``audit interventions --json`` contract: the audited grid and, per protocol, its agreement and recovery."""
+    grid, top = grid_top(grid)
+    return {"model": model, "grid": grid, "top": top, "base_protocol": protocol(top), "protocols": rows}
 
 
 def intervention_requests(matrix: Matrix, model: str, policy_label: str) -> list[RerunRequest]:

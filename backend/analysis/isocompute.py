@@ -2,7 +2,7 @@
 
 The pixel budget of a configuration is frames x pixels per frame (``store.configs``). Labels without
 a spatial part use the model's default resolution, which the responses do not record; pass
-``default_pixels`` (or register it: ``registered_pixels`` reads the model registry) to place them,
+``default_pixels`` (or register it: ``store.registry`` holds a model's default resolution) to place them,
 otherwise they are left out. Text-only and non-uniform sampling
 policies are not allocations of pixels (see ``backend.analysis.interventions`` for protocols) and are left
 out too.
@@ -22,15 +22,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis.interventions import store_labels
 from backend.analysis.stats import bootstrap_means, percentile_interval
 from backend.contracts.audits import IsocomputeAudit, IsoGroup
-from backend.runtime import registry
-from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
-from store.store import Store
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -42,12 +38,6 @@ def pixel_budget(label: str, default_pixels: int | None = None) -> float | None:
         return None
     pixels = c.pixels if c.pixels is not None else default_pixels
     return None if pixels is None else float(c.frames * pixels)
-
-
-def registered_pixels(store: Store, model: str) -> int | None:
-    """The model's ``default_pixels`` from the store's model registry, None when not registered."""
-    spec = registry.load(store.root).get(model)
-    return None if spec is None else spec.default_pixels
 
 
 def iso_groups(
@@ -118,25 +108,11 @@ def compare_group(
     return out
 
 
-def isocompute(
-    store: Store,
-    model: str,
-    benchmark: str | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    default_pixels: int | None = None,
-    labels: list[str] | None = None,
-    item_filter: ItemFilter | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> IsocomputeAudit:
-    """The ``audit isocompute --json`` contract: every iso-compute group of ``model``'s configurations."""
-    labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
-    groups = iso_groups(labels, tolerance, default_pixels)
-    out = {"model": model, "tolerance": tolerance, "default_pixels": default_pixels, "groups": []}
-    for group in groups:  # a handful of groups
-        budgets = {g: pixel_budget(g, default_pixels) for g in group}
-        matrix = load_matrix(store, [model], benchmark, group, item_filter)
-        out["groups"].append(compare_group(matrix, model, budgets, bootstrap, seed))
+def isocompute(model: str, labels: list[str], tolerance: float, default_pixels: int | None,
+               groups: list[IsoGroup]) -> IsocomputeAudit:  # fmt: skip
+    """The ``audit isocompute --json`` contract: ``compare_group`` of each of ``iso_groups(labels)``, in order,
+    or a note saying why no two configurations could be compared."""
+    out: IsocomputeAudit = {"model": model, "tolerance": tolerance, "default_pixels": default_pixels, "groups": groups}
     if not groups:
         placed = [lab for lab in labels if pixel_budget(lab, default_pixels) is not None]
         out["note"] = (

@@ -20,14 +20,14 @@ from backend.analysis.stats import (
     percentile_interval,
     wilson_interval,
 )
-from backend.analysis.tags import confused, terminal_regression, text_overwrite, top_index
 from backend.contracts.audits import CrossTransition
 from backend.contracts.common import Transition
 from backend.contracts.views import McqaMetrics, MetricsCI
 from backend.scope.matrix import Matrix
+from backend.scope.selection import FLOW_KINDS
+from backend.scope.tags import confused, terminal_regression, text_overwrite, top_index
 from store.errors import UserError
 
-FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")
 WILSON_COLUMNS = ("best_fixed", "oracle_accuracy", "visual_confusion_rate", "text_overwrite_rate")
 
 

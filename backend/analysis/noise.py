@@ -3,7 +3,8 @@
 Repeats of a cell are every stored response of the same model and item at the same *budget*
 (frames, pixels per frame), whatever its ``run`` id, seed, sampling policy or pipeline tag
 (``64f``, ``64f/random-s1`` and a re-run of ``64f`` are three repeats of budget 64 frames). The
-matrix keeps one row per cell, so repeats are read here straight from the ``responses`` view.
+matrix keeps one row per cell, so repeats are counted from the ``responses`` view by
+``backend.scope.repeats.load_repeats``; this module turns the counts into rates and classes.
 
 An item's *flip rate* at a budget with ``n >= 2`` repeats of which ``k`` are right is the chance
 that two different repeats disagree, ``2 k (n - k) / (n (n - 1))``; with fewer repeats it is not
@@ -33,9 +34,9 @@ from backend.analysis.stats import mcnemar_exact
 from backend.contracts.audits import NoiseAudit
 from backend.contracts.common import NoiseTransition, QuietTransition
 from backend.contracts.views import Sankey
-from backend.scope.matrix import Matrix, main_only
+from backend.scope.matrix import Matrix
+from backend.scope.repeats import Repeats
 from store import configs
-from store.store import Store
 
 FLIP_CLASSES = ("within", "beyond", "unmeasured")
 
@@ -53,61 +54,12 @@ class NoiseProfile:
         return self.models.index(model), self.grid.index(label)
 
 
-def _budget_table(labels: list[str]) -> pd.DataFrame:
-    """config -> (frames, pixels) for the distinct labels, pixels -1 for the default resolution."""
-    parsed = [configs.parse(lab) for lab in labels]
-    return pd.DataFrame(
-        {
-            "config": labels,
-            "frames": [c.frames for c in parsed],
-            "pixels": [-1 if c.pixels is None else c.pixels for c in parsed],
-        }
-    )
-
-
-def noise_profile(store: Store, matrix: Matrix) -> NoiseProfile:
-    """Count every response at each matrix cell's budget and its flip rate, in one DuckDB query."""
-    shape = matrix.correct.shape
-    n_rep = np.zeros(shape, dtype=np.int32)
-    n_right = np.zeros(shape, dtype=np.int32)
-    with store.connect() as con:
-        labels = [r[0] for r in con.execute(
-            f"SELECT DISTINCT config FROM responses WHERE list_contains($m, model) AND {main_only()}", {"m": matrix.models}
-        ).fetchall()]  # fmt: skip
-        known = [lab for lab in labels if _parses(lab)]
-        con.register("budgets", _budget_table(known))
-        con.register("grid_budgets", _budget_table(matrix.grid).assign(c=np.arange(len(matrix.grid))))
-        con.register("scope_items", matrix.items[["benchmark", "item_id"]].assign(i=np.arange(matrix.n_items)))
-        con.register("scope_models", pd.DataFrame({"model": matrix.models, "m": np.arange(len(matrix.models))}))
-        cells = con.execute(
-            f"""
-            WITH reps AS (
-                SELECT sm.m, si.i, b.frames, b.pixels, count(*)::INTEGER AS n, sum(coalesce(r.correct, 0))::INTEGER AS k
-                FROM responses r
-                JOIN scope_models sm ON sm.model = r.model
-                JOIN scope_items si ON si.benchmark = r.benchmark AND si.item_id = r.item_id
-                JOIN budgets b ON b.config = r.config
-                WHERE {main_only("r.")}
-                GROUP BY ALL
-            )
-            SELECT reps.m, reps.i, g.c, reps.n, reps.k
-            FROM reps JOIN grid_budgets g ON g.frames = reps.frames AND g.pixels = reps.pixels
-            """
-        ).fetchnumpy()
-    idx = (cells["m"].astype(np.int64), cells["i"].astype(np.int64), cells["c"].astype(np.int64))
-    n_rep[idx] = cells["n"]
-    n_right[idx] = cells["k"]
+def noise_profile(matrix: Matrix, repeats: Repeats) -> NoiseProfile:
+    """Flip rates of the matrix's cells from their repeat counts (``backend.scope.repeats.load_repeats``)."""
+    n_rep, n_right = repeats.n_repeats, repeats.n_right
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(n_rep >= 2, 2.0 * n_right * (n_rep - n_right) / (n_rep * (n_rep - 1.0)), np.nan)
     return NoiseProfile(list(matrix.models), list(matrix.grid), n_rep, rate)
-
-
-def _parses(label: str) -> bool:
-    try:
-        configs.parse(label)
-    except configs.ConfigLabelError:
-        return False
-    return True
 
 
 def flip_classes(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> np.ndarray:

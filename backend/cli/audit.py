@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.analysis import interventions, isocompute
+from backend.analysis import isocompute
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _grid(args: argparse.Namespace, store: Store) -> list[str]:
-    return split_list(args.grid) or interventions.base_grid(store, args.model, args.benchmark)
+    return split_list(args.grid) or views.audit_grid(store, args.model, args.benchmark)
 
 
 def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str, ...] = ()) -> Resolved:

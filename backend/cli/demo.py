@@ -11,7 +11,7 @@ from tqdm import tqdm
 from backend.cli.common import add_json, add_store, print_json
 from backend.demo.model import DEMO_MODEL, build_demo_store
 from backend.demo.synthetic import DEFAULT_ITEMS
-from backend.runtime.extras import WORKER_INSTALL
+from backend.extras import WORKER_INSTALL
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.analysis.tags import TAGS
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.contracts.explain import ExplainReport, ExplainSlice
-from backend.runtime.selection import Selection
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.selection import Selection
+from backend.scope.tags import TAGS
 from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store

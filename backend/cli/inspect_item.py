@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.runtime.video import default_video_root
 from backend.scope.inspector import inspect_record
+from backend.videos.decode import default_video_root
 from store.store import Store
 
 

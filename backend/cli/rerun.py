@@ -13,12 +13,15 @@ import argparse
 import sys
 import time
 
+from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.contracts.runs import SelectionRerunReport
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
 from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
+from backend.scope.selection import Selection, read_ids
+from backend.scope.view import View, open_view
 from store.errors import UserError
 from store.store import Store, resolve_root
 
@@ -98,15 +101,15 @@ def _warn_no_worker(root, model: str) -> None:
         print(f"no worker online for {model}: start one with `trajaudit worker --model {model}`", file=sys.stderr)
 
 
-def _selection(args: argparse.Namespace) -> selection.Selection:
+def _selection(args: argparse.Namespace) -> Selection:
     if args.items_file is not None:
-        return selection.Selection("items", tuple(selection.read_ids(args.items_file)))
+        return Selection("items", tuple(read_ids(args.items_file)))
     if args.flow is not None:
-        return selection.Selection.flow(args.flow)
+        return Selection.flow(args.flow)
     parts = args.state.split(":")
     if len(parts) != 2:
         raise UserError(f"--state takes CONFIG:STATE, e.g. 8f:wrong (got {args.state!r})")
-    return selection.Selection("state", tuple(parts))
+    return Selection("state", tuple(parts))
 
 
 def run_selection(args: argparse.Namespace, root) -> int:
@@ -114,14 +117,14 @@ def run_selection(args: argparse.Namespace, root) -> int:
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
     store = Store(root)
     view = open_view(store, Scope.from_args(args, models=models).resolve(store))
-    out = selection.rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
+    out = rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
     batch = out["batch"]
     if args.wait and not out["progress"]["finished"]:
         _warn_no_worker(root, args.model)
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         while not out["progress"]["finished"] and (deadline is None or time.monotonic() < deadline):
             time.sleep(POLL_S)
-            out = selection.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
+            out = views.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
     if args.json:
         print_json(out)
     else:
@@ -131,3 +134,15 @@ def run_selection(args: argparse.Namespace, root) -> int:
         )
         print(out["comparison"]["sentence"])
     return 0 if out["progress"]["finished"] or not args.wait else 1
+
+
+def rerun_selection(view: View, model: str, sel: Selection, config: str, baseline: str | None = None,
+                    seed: int | None = None, force: bool = False) -> SelectionRerunReport:  # fmt: skip
+    """Submit the selection's re-run under ``config`` and report it (``views.batch_report``)."""
+    benchmark = view.scope.benchmark
+    if benchmark is None:
+        raise UserError("a selection re-run needs --benchmark")
+    ids = views.selected_ids(view, model, sel)
+    base = baseline or sel.baseline(list(view.matrix.grid))
+    submitted = selection.submit(view.root, selection.batch_requests(model, benchmark, ids, config, seed, force))
+    return views.batch_report(view.root, submitted, base, sel.describe())

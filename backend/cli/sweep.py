@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.runtime.extras import require_worker_extra
+from backend.extras import require_worker_extra
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.plan import DEFAULT_BATCH
 from store.errors import UserError

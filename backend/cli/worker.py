@@ -8,8 +8,8 @@ import signal
 import sys
 
 from backend.cli.common import add_store
+from backend.extras import require_worker_extra
 from backend.runtime import lifeline
-from backend.runtime.extras import require_worker_extra
 from store.errors import UserError
 from store.store import resolve_root
 

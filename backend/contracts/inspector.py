@@ -157,7 +157,7 @@ class FramePlanRow(TypedDict):
 
 
 class DiffWord(TypedDict):
-    """One word of an answer or a reference, as written, marked against the other side (``backend.analysis.textdiff``).
+    """One word of an answer or a reference, as written, marked against the other side (``backend.scope.textdiff``).
 
     text: the word as written (data: escaped wherever shown)
     state: "matched" (its token is in the other side's bag), "unmatched", or "ignored" (an article or punctuation alone: Token-F1 never counts it)

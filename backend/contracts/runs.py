@@ -151,7 +151,7 @@ class LoggedAgreement(Share):
 
 
 class BatchComparison(TypedDict):
-    """The selection under the new configuration against the baseline (``backend.runtime.selection.compare``).
+    """The selection under the new configuration against the baseline (``backend.analysis.selection.compare``).
 
     model: the model
     benchmark: the benchmark

@@ -242,7 +242,7 @@ class RepairReport(TypedDict):
 
 
 class ModelEntry(TypedDict):
-    """A registered model (``backend.runtime.registry.ModelSpec``): ``models list --json`` prints each, ``models add|remove|demo`` the one.
+    """A registered model (``store.registry.ModelSpec``): ``models list --json`` prints each, ``models add|remove|demo`` the one.
 
     name: the name workers and re-runs use
     family: the adapter family (qwen2_5_vl, ...)

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable
 
 from backend.demo.synthetic import MAIN_GRID, MODELS, SUBSET_CONFIGS, build_demo
+from backend.extras import missing_worker_extra
 from backend.runtime import registry
-from backend.runtime.extras import missing_worker_extra
 from store.configs import parse
 from store.errors import UserError
 

@@ -25,10 +25,10 @@ from backend.contracts.report import PolicySection, ReportData
 from backend.contracts.views import FlowsSummary, OverviewNumbers
 from backend.report.gallery import gallery
 from backend.report.palette import model_colours
-from backend.runtime.video import default_video_root
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View, open_view
+from backend.videos.decode import default_video_root
 from store.errors import UserError
 from store.store import Store
 

@@ -22,14 +22,14 @@ import pandas as pd
 from PIL import Image
 
 from backend.analysis import compare
-from backend.analysis.tags import changes, tag_masks
 from backend.contracts.report import FrameStrip, GalleryItem, GalleryNote, GalleryTrajectory
-from backend.runtime.video import decode_frames
 from backend.scope.annotations import annotations_for
 from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
 from backend.scope.inspector import frame_plan, locate_video
 from backend.scope.matrix import Matrix, main_only
+from backend.scope.tags import changes, tag_masks
 from backend.videos import catalog
+from backend.videos.decode import decode_frames
 from store.store import Store
 
 THUMBS_PER_BUDGET = 8

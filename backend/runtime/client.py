@@ -9,20 +9,19 @@ name is the runtime's own function or value, under the name a page reads best.
 from __future__ import annotations
 
 from backend.runtime.lifeline import identity as process_identity
-from backend.runtime.logged_frames import LOGGED
 from backend.runtime.registry import ModelSpec, list_models
 from backend.runtime.registry import load as registered
 from backend.runtime.rerun import FINAL_STATES, JOB_STATES, RerunRequest, cancel, submit, submit_many
 from backend.runtime.sampling import NAMES as SAMPLING_POLICIES
 from backend.runtime.sampling import spell as spell_policy
-from backend.runtime.sampling import timestamps
-from backend.runtime.selection import Selection, batch_report, batch_requests, item_ids, state_items
+from backend.runtime.selection import batch_requests
 from backend.runtime.selection import cancel as cancel_batch
 from backend.runtime.selection import progress as batch_progress
 from backend.runtime.selection import submit as submit_batch
-from backend.runtime.video import thumbnails
 from backend.runtime.worker_pool import ensure_local_worker, job_status, local_worker, stop_local_workers, worker_log
 from backend.runtime.worker_pool import overview as queue_overview
+from backend.videos.decode import thumbnails, timestamps
+from store.configs import LOGGED
 
 __all__ = [
     "FINAL_STATES",
@@ -31,14 +30,11 @@ __all__ = [
     "SAMPLING_POLICIES",
     "ModelSpec",
     "RerunRequest",
-    "Selection",
     "batch_progress",
-    "batch_report",
     "batch_requests",
     "cancel",
     "cancel_batch",
     "ensure_local_worker",
-    "item_ids",
     "job_status",
     "list_models",
     "local_worker",
@@ -46,7 +42,6 @@ __all__ = [
     "queue_overview",
     "registered",
     "spell_policy",
-    "state_items",
     "stop_local_workers",
     "submit",
     "submit_batch",

@@ -13,16 +13,9 @@ import numpy as np
 
 from backend.videos import catalog
 from store import samplers
-from store.configs import Config, parse
+from store.configs import LOGGED_SUFFIX, Config, base_label, is_logged, parse
 from store.errors import UserError
 from store.store import Store
-
-LOGGED = "logged"
-SUFFIX = f"/{LOGGED}"
-
-
-def is_logged(cfg: Config) -> bool:
-    return cfg.policy == LOGGED
 
 
 def logged_label(config: str) -> str:
@@ -37,12 +30,7 @@ def logged_label(config: str) -> str:
             f"--frames logged replays the logged answer's own frames; give its config without a policy (got {config!r})"
         )
     head, _, prune = cfg.label.partition("~")
-    return parse(head + SUFFIX + (f"~{prune}" if prune else "")).label
-
-
-def base_label(cfg: Config) -> str:
-    """The logged configuration a ``logged`` label replays (``16f/logged`` -> ``16f``)."""
-    return parse(cfg.label.replace(SUFFIX, "", 1)).label
+    return parse(head + LOGGED_SUFFIX + (f"~{prune}" if prune else "")).label
 
 
 def logged_indices(store: Store, model: str, benchmark: str, item_id: str, cfg: Config) -> np.ndarray:

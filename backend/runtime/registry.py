@@ -3,8 +3,8 @@
 Re-runs name a model; the registry says which adapter family loads it, from which local path
 (nothing is ever downloaded), with which dtype and device, and the model's context ceiling
 (``max_frames``) and default resolution (``default_pixels``), which the re-run form validates
-against before anything is queued. TOML because people edit it by hand; it is read with
-``tomllib`` and written by the small writer below, through a temporary file and ``os.replace`` so
+against before anything is queued. TOML because people edit it by hand; it is read by
+``store.registry`` (readers of a store need it too) and written by the small writer below, through a temporary file and ``os.replace`` so
 a reader never sees half a file. Relative paths are relative to the store folder (the demo model
 lives under ``<store>/models/``), so a store can be moved.
 """
@@ -13,56 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from backend.runtime.extras import require_worker_extra
+from backend.extras import require_worker_extra
 from backend.runtime.inference import base as inference
 from store.errors import UserError
-from store.paths import outside_reason, write_atomic
+from store.paths import write_atomic
+from store.registry import DEFAULT_MAX_FRAMES, ModelSpec, get, load, registry_path
 
-REGISTRY_FILE = "models.toml"
 FAMILIES = inference.FAMILIES
 DTYPES = ("auto", *inference.DTYPES)  # auto: bfloat16 on a GPU, float32 on the CPU
 DEVICES = ("auto", "cuda", "cpu")
-DEFAULT_MAX_FRAMES = 64
 DEMO_NOTE = "random weights: pipeline demo"
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One registered model."""
-
-    name: str
-    family: str
-    path: str  # absolute, or relative to the store folder
-    dtype: str = "auto"
-    device: str = "auto"
-    max_frames: int = DEFAULT_MAX_FRAMES  # context ceiling: the largest frame budget accepted
-    default_pixels: int | None = None  # pixels per frame for labels without a spatial part; None = the processor's
-    note: str = ""
-
-    def resolved_path(self, store_root: str | os.PathLike) -> Path:
-        """The checkpoint folder. An absolute path is the registering user's explicit choice (real
-        checkpoints live outside stores); a relative one must stay inside the store, so the registry
-        of a copied store cannot reach elsewhere with ``..`` or a link (UserError otherwise)."""
-        if Path(self.path).is_absolute():
-            return Path(self.path).resolve()
-        reason = outside_reason(store_root, self.path)
-        if reason:
-            raise UserError(
-                f"model {self.name!r}: checkpoint path {self.path!r} leaves the store ({reason}); "
-                "register an absolute path if the checkpoint really lives elsewhere"
-            )
-        return (Path(store_root) / self.path).resolve()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _path(store_root: str | os.PathLike) -> Path:
-    return Path(store_root) / REGISTRY_FILE
 
 
 def _check(spec: ModelSpec, store_root: str | os.PathLike) -> None:
@@ -82,28 +44,6 @@ def _check(spec: ModelSpec, store_root: str | os.PathLike) -> None:
         raise UserError(f"{where}: default_pixels must be a positive integer (got {spec.default_pixels!r})")
     if not spec.resolved_path(store_root).exists():
         raise UserError(f"{where}: checkpoint path {spec.path!r} does not exist")
-
-
-def load(store_root: str | os.PathLike) -> dict[str, ModelSpec]:
-    """Every registered model by name ({} when there is no registry yet)."""
-    path = _path(store_root)
-    if not path.exists():
-        return {}
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from exc
-    known = {f.name for f in fields(ModelSpec)} - {"name"}
-    out = {}
-    for name, entry in raw.get("models", {}).items():
-        unknown = set(entry) - known
-        if unknown:
-            raise UserError(f"{path}: model {name!r} has unknown keys {sorted(unknown)}")
-        try:
-            out[name] = ModelSpec(name=name, **entry)
-        except TypeError as exc:
-            raise UserError(f"{path}: model {name!r}: {exc}") from exc
-    return out
 
 
 def _toml_str(value: str) -> str:
@@ -130,21 +70,13 @@ def dumps(models: dict[str, ModelSpec]) -> str:
 
 
 def _save(store_root: str | os.PathLike, models: dict[str, ModelSpec]) -> None:
-    path = _path(store_root)
+    path = registry_path(store_root)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, dumps(models))
 
 
 def list_models(store_root: str | os.PathLike) -> list[ModelSpec]:
     return [spec for _, spec in sorted(load(store_root).items())]
-
-
-def get(store_root: str | os.PathLike, name: str) -> ModelSpec:
-    models = load(store_root)
-    if name not in models:
-        known = ", ".join(sorted(models)) or "none registered (trajaudit models add NAME --family F --path P)"
-        raise UserError(f"unknown model {name!r}; registered models: {known}")
-    return models[name]
 
 
 def add(store_root: str | os.PathLike, spec: ModelSpec, replace: bool = False) -> ModelSpec:

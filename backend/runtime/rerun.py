@@ -31,10 +31,10 @@ import pandas as pd
 from backend.contracts.audits import Enqueued, EnqueueError
 from backend.contracts.runs import RerunOutcome
 from backend.runtime import logged_frames, registry
-from backend.runtime.sampling import policy_name, takes_seed
-from backend.runtime.video import default_video_root, probe, resolve_video
+from backend.runtime.sampling import policy_name
 from backend.videos import catalog
-from store.configs import ConfigLabelError, parse
+from backend.videos.decode import default_video_root, probe, resolve_video
+from store.configs import ConfigLabelError, parse, takes_seed
 from store.errors import UserError
 from store.queue import MAX_QUEUED, STATES, Job, JobQueue
 from store.rerun_request import RerunRequest

@@ -39,8 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backend.runtime.logged_frames import LOGGED
-from store.configs import DEFAULT_POLICY, ConfigLabelError, parse
+from store.configs import DEFAULT_POLICY, LOGGED, ConfigLabelError, parse
 from store.errors import UserError
 
 _RANDOM = re.compile(r"^random(?:-s(?P<seed>\d+))?$")
@@ -143,12 +142,6 @@ def label_policy(spelling: str) -> str:
     return label
 
 
-def takes_seed(policy: str) -> bool:
-    """Whether the policy draws at random without naming its seed (a bare ``random``): only then does a
-    response's seed column say which frames it saw (``random-s3`` carries its seed)."""
-    return (policy or DEFAULT_POLICY).strip() == "random"
-
-
 def frame_indices(policy: str, n_frames: int, fps: float, budget: int, seed: int | None = None) -> np.ndarray:
     """Sorted unique frame indices (int64) that ``policy`` picks for a budget of ``budget`` frames.
 
@@ -177,10 +170,3 @@ def config_indices(label: str, n_frames: int, fps: float, seed: int | None = Non
     if cfg.is_text:
         return np.empty(0, dtype=np.int64)
     return frame_indices(cfg.policy, n_frames, fps, cfg.frames, seed)
-
-
-def timestamps(indices: np.ndarray, fps: float) -> np.ndarray:
-    """Frame times in seconds (``index / fps``), as Qwen3-VL's per-frame timestamps are computed."""
-    if fps <= 0:
-        raise UserError(f"cannot compute timestamps at {fps} fps")
-    return np.asarray(indices, dtype=np.float64) / float(fps)

@@ -52,8 +52,8 @@ from backend.runtime.inference.base import Adapter
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
 from backend.runtime.registry import ModelSpec
-from backend.runtime.video import default_video_root
 from backend.videos import catalog
+from backend.videos.decode import default_video_root
 from store.configs import parse
 from store.errors import UserError
 from store.queue import Job, JobQueue, QueueGone

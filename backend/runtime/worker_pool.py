@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import cast
 
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker, StartedBy, WorkerRow
+from backend.extras import require_worker_extra
 from backend.runtime import registry, rerun
-from backend.runtime.extras import require_worker_extra
 from store.errors import UserError
 from store.paths import inside, write_atomic
 from store.queue import Job, JobQueue

@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 
 from backend.contracts.inspector import InspectReport, VideoProbe
-from backend.runtime import registry
-from backend.runtime.sampling import timestamps
-from backend.runtime.video import VideoInfo, probe, resolve_video
+from backend.scope.texts import item_texts
 from backend.videos import catalog
-from store import configs, samplers
+from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
+from store import configs, registry, samplers
 from store.errors import UserError
 from store.store import Store
 
@@ -75,20 +74,6 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     record = item.iloc[0].to_dict() if not item.empty else {"benchmark": benchmark, "item_id": item_id}
     record["options"] = _json_list(record.get("options"))
     return {"item": record, "responses": responses}
-
-
-def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(logged, reruns) of ``item_detail``'s responses, drawn apart on the inspector's charts.
-
-    ``logged``: one row per (model, config) without live re-runs, the run the matrix uses first
-    (``main`` when present). ``reruns``: the newest live re-run per (model, config).
-    """
-    live = responses["live_rerun"].to_numpy(dtype=bool)
-    logged = responses.loc[~live].drop_duplicates(["model", "config"], keep="first")
-    reruns = (
-        responses.loc[live].sort_values("written_at", kind="stable").drop_duplicates(["model", "config"], keep="last")
-    )
-    return logged.reset_index(drop=True), reruns.reset_index(drop=True)
 
 
 def _json_list(value) -> list:
@@ -243,7 +228,6 @@ def inspect_record(
     store: Store, benchmark: str, item_id: str, video_root: str | Path, models: list[str] | None = None
 ) -> InspectReport:
     """The ``inspect --json`` contract: item, responses, video status, frame plan and (open-ended) the texts."""
-    from backend.scope.texts import item_texts  # it reads this module's trajectory rows
 
     detail = item_detail(store, benchmark, item_id, models)
     path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)

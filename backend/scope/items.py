@@ -19,9 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from backend.analysis.continuous import largest_drop
-from backend.analysis.tags import TAGS, changes, tag_lists, tag_masks
 from backend.scope.matrix import Matrix
+from backend.scope.tags import TAGS, changes, tag_lists, tag_masks
 from store.errors import UserError
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]
@@ -160,3 +159,13 @@ def flat_table(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
     correct = table["trajectory"].struct.explode()[grid]
     conf = table["confidence"].struct.explode()[grid].add_prefix("confidence:")
     return pd.concat([flat, correct, conf], axis=1)
+
+
+def largest_drop(matrix: Matrix, model: str) -> np.ndarray:
+    """Per item, the largest fall of ``model``'s score between consecutive configurations (``s(a) - s(b)``,
+    positive for a drop, 0 when it never falls); NaN where it lacks a score somewhere (sorted last)."""
+    s = matrix.score[matrix.model_index(model)].astype(np.float64)
+    if s.shape[1] < 2:
+        return np.full(len(s), np.nan)
+    fall = np.round(s[:, :-1] - s[:, 1:], 6).max(axis=1)
+    return np.where(np.isfinite(s).all(axis=1), np.maximum(fall, 0.0), np.nan)

@@ -15,13 +15,12 @@ import dataclasses
 import shlex
 from dataclasses import dataclass, field
 
-from backend.analysis.tags import TAGS, tag_masks
 from backend.contracts.common import ScopeHeader
-from backend.runtime import registry
 from backend.scope import binary
 from backend.scope.filters import ItemFilter
 from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, narrow, restrict
-from store import configs
+from backend.scope.tags import TAGS, tag_masks
+from store import configs, registry
 from store.errors import UserError
 from store.store import Store
 

@@ -2,7 +2,7 @@
 
 A generated answer is what a researcher reads across budgets; its score alone hides why it moved. Each
 row pairs the stored text with its stored score and a word-level diff against the reference
-(``backend.analysis.textdiff``), and marks the model's best and worst logged configurations, so the
+(``backend.scope.textdiff``), and marks the model's best and worst logged configurations, so the
 Inspector and ``trajaudit inspect --json`` show the same record (``texts``).
 """
 
@@ -12,9 +12,22 @@ import json
 
 import pandas as pd
 
-from backend.analysis.textdiff import word_diff
 from backend.contracts.inspector import ItemTexts, TextRow
-from backend.scope.inspector import trajectory_rows
+from backend.scope.textdiff import word_diff
+
+
+def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logged, reruns) of ``item_detail``'s responses, drawn apart on the inspector's charts.
+
+    ``logged``: one row per (model, config) without live re-runs, the run the matrix uses first
+    (``main`` when present). ``reruns``: the newest live re-run per (model, config).
+    """
+    live = responses["live_rerun"].to_numpy(dtype=bool)
+    logged = responses.loc[~live].drop_duplicates(["model", "config"], keep="first")
+    reruns = (
+        responses.loc[live].sort_values("written_at", kind="stable").drop_duplicates(["model", "config"], keep="last")
+    )
+    return logged.reset_index(drop=True), reruns.reset_index(drop=True)
 
 
 def is_open_ended(item: dict, responses: pd.DataFrame) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from backend.runtime.video import default_video_root
+from backend.videos.decode import default_video_root
 from store.store import Store
 
 EXAMPLES = 3

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from backend.contracts.store import VideoExample, VideoLinkReport
-from backend.runtime.video import VIDEO_ROOT_ENV, default_video_root
 from backend.videos import catalog, layouts
+from backend.videos.decode import VIDEO_ROOT_ENV, default_video_root
 from backend.videos.probe import probe_files
 from store.errors import UserError
 from store.store import Store

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from backend.runtime.video import probe
+from backend.videos.decode import probe
 
 COLUMNS = ["status", "n_frames", "fps", "duration_s", "size_bytes", "width", "height"]
 

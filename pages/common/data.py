@@ -28,12 +28,12 @@ from backend.contracts.policies import CascadeSweepReport, CascadeThresholdRepor
 from backend.contracts.store import StoreContents
 from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
 from backend.export import csv_text
-from backend.runtime.client import thumbnails
 from backend.scope import inspector
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved
 from backend.scope.view import View, open_view, view_key
+from backend.videos.decode import thumbnails
 from store.store import Store
 
 BOOTSTRAP = 1000
@@ -220,7 +220,7 @@ def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tup
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
-    """Thumbnail files (cached on disk by ``backend.runtime.video.thumbnails``; keyed on the file's mtime)."""
+    """Thumbnail files (cached on disk by ``backend.videos.decode.thumbnails``; keyed on the file's mtime)."""
     return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]
 
 

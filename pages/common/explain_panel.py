@@ -17,11 +17,11 @@ import streamlit as st
 
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
-from backend.analysis.tags import TAGS
 from backend.contracts.explain import ExplainReport
 from backend.present.text import interval
 from backend.report import figures
-from backend.runtime.client import Selection
+from backend.scope.selection import Selection
+from backend.scope.tags import TAGS
 from backend.scope.view import View
 from pages.common import data, state, ui
 

@@ -16,22 +16,22 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from backend import views
 from backend.contracts.runs import PHASES
 from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
 from backend.runtime import client
 from backend.runtime.client import (
-    LOGGED,
-    Selection,
     ensure_local_worker,
     job_status,
     local_worker,
     timestamps,
     worker_log,
 )
+from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, sidebar, ui
 from store import configs
-from store.configs import ConfigLabelError
+from store.configs import LOGGED, ConfigLabelError
 from store.errors import UserError
 
 DEFAULT_FRAMES = 12
@@ -302,7 +302,7 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
     """Re-run every item of the selection (``sel`` None: the filtered items) under one configuration.
 
     The CLI twin is ``trajaudit rerun --flow/--state/--items ... --wait --json``; the comparison
-    drawn is its ``comparison`` (``backend.runtime.client.batch_report``).
+    drawn is its ``comparison`` (``backend.views.batch_report``).
     """
     sel = sel or Selection("filtered")
     label = sel.describe()
@@ -380,7 +380,7 @@ def _batch_progress(root: str, remembered: tuple) -> None:
 def _comparison(view: View, sel: Selection, last: dict) -> None:
     """The finished batch against its baseline: the sentence, and the items side by side."""
     batch = last["batch"]
-    report = client.batch_report(view.root, batch, last["baseline"], last["label"])
+    report = views.batch_report(view.root, batch, last["baseline"], last["label"])
     cmp = report["comparison"]
     counts, failure = report["progress"]["counts"], report["progress"]["failure"]
     failed = (

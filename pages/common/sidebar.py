@@ -18,11 +18,11 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from backend import serverconfig
-from backend.analysis.tags import TAGS
 from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
 from backend.scope.resolve import Scope, default_grid
+from backend.scope.tags import TAGS
 from backend.scope.view import View
 from pages.common import data, scores, state, ui
 from store import configs

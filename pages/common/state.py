@@ -32,7 +32,7 @@ PARAMS: dict[str, type] = {
     "to": str,
     "kind": str,  # flow kind opened on the flows page
     "node": list,  # flows page: a Sankey node opened, [config, "correct"|"wrong"]
-    "walk": list,  # the selection the Inspector walks (backend.runtime.selection.Selection.to_url); none: the filtered items
+    "walk": list,  # the selection the Inspector walks (backend.scope.selection.Selection.to_url); none: the filtered items
     "pick": bool,  # items page: pick rows (multi-select) instead of opening one
     "minn": int,  # overview: the smallest task-type group shown without a small-n mark
     "tsort": str,  # overview: task-type table sort

@@ -1,8 +1,8 @@
 """The current selection on the pages: which items the Inspector walks and a batch re-run takes.
 
-The selection lives in the URL (``walk``, ``backend.runtime.selection.Selection.to_url``), so a copied
+The selection lives in the URL (``walk``, ``backend.scope.selection.Selection.to_url``), so a copied
 Inspector link reopens the same walk at the same item. Without one the walk is the filtered list.
-Item lists are computed by ``backend.runtime.selection`` (the ``rerun --flow/--state/--items`` twin's
+Item lists are computed by ``backend.analysis.selection`` (the ``rerun --flow/--state/--items`` twin's
 functions) and cached per view.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from backend.runtime import client
-from backend.runtime.client import Selection
+from backend import views
+from backend.scope.selection import Selection, state_items
 from backend.scope.view import View
 from pages.common import data, state
 
@@ -29,8 +29,8 @@ def items(view: View, model: str, sel: Selection) -> pd.DataFrame:
         return data.flow_item_list(view, model, *sel.args)
     m = view.matrix
     if sel.kind == "state":
-        return client.state_items(m, model, *sel.args)
-    ids = client.item_ids(m, model, sel)
+        return state_items(m, model, *sel.args)
+    ids = views.selected_ids(view, model, sel)
     frame = m.items.set_index(m.items["item_id"].astype(str))
     return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
 

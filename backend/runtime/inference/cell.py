@@ -21,7 +21,7 @@ from backend.runtime.inference.base import Adapter, InferenceRequest, InferenceR
 from backend.runtime.inference.pruning import PruneSpec
 from backend.runtime.logged_frames import check_inside
 from backend.runtime.sampling import frame_indices
-from backend.runtime.video import decode_frames, decoder, probe, resolve_video
+from backend.videos.decode import decode_frames, decoder, probe, resolve_video
 from store.configs import Config
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,22 +27,14 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
 from backend.runtime.inference.frames import fit_to_budget
+from backend.runtime.inference.prepared import Prepared
 from backend.runtime.inference.prompting import option_letters, user_text
+from backend.runtime.inference.pruned import prune
 from backend.runtime.inference.scoring import letter_token_ids, score_letters
 from store.errors import UserError
 from store.token_f1 import token_f1
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass
-class Prepared:
-    """One request turned into model inputs (before the vision encoder runs)."""
-
-    prompt: str  # the chat-templated text before the processor expands the visual placeholders
-    inputs: dict[str, Any]  # every key the processor returned, on the model's device
-    position_ids: torch.Tensor | None  # explicit positions for the language model; None = its default
-    resolution: tuple[int, int] | None  # H, W of each frame as fed to the vision encoder
 
 
 class PhaseTimer:
@@ -331,8 +322,6 @@ class HFAdapter:
                     if request.prune is None:
                         encoded = self.encode_vision(prepared.inputs)
                     else:
-                        from backend.runtime.inference.pruned import prune
-
                         prepared, encoded, _ = prune(self, prepared, request.prune)
             with timer("prefill"):
                 out = self.forward(prepared, encoded, use_cache=request.answer_type != "mcqa")

@@ -16,15 +16,28 @@ kept ones (``HFAdapter.encode_kept``); this module does what every family shares
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from backend.runtime.inference.hf import HFAdapter, Prepared
+from backend.runtime.inference.prepared import Prepared
 from backend.runtime.inference.pruning import PruneSpec, keep_mask
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")
+
+
+class Prunable(Protocol):
+    """What pruning needs of an adapter (``HFAdapter`` is one): typed here so this module does not import it."""
+
+    visual_token_ids: list[int]
+
+    def unit_scores(self, inputs: dict[str, Any]) -> np.ndarray: ...
+
+    def encode_kept(self, inputs: dict[str, Any], mask: np.ndarray) -> dict[str, Any]: ...
+
+    def encode_vision(self, inputs: dict[str, Any]) -> dict[str, Any] | None: ...
 
 
 def unit_scores(pixels: torch.Tensor, std, unit: int, frames_per_step: int = 1) -> np.ndarray:
@@ -51,12 +64,12 @@ def unit_scores(pixels: torch.Tensor, std, unit: int, frames_per_step: int = 1) 
     return steps.cpu().numpy()
 
 
-def unit_mask(adapter: HFAdapter, prepared: Prepared, spec: PruneSpec) -> np.ndarray:
+def unit_mask(adapter: Prunable, prepared: Prepared, spec: PruneSpec) -> np.ndarray:
     """Keep mask over the vision units, in the order the encoder emits their tokens."""
     return keep_mask(adapter.unit_scores(prepared.inputs), spec)
 
 
-def drop_tokens(adapter: HFAdapter, prepared: Prepared, mask: np.ndarray) -> Prepared:
+def drop_tokens(adapter: Prunable, prepared: Prepared, mask: np.ndarray) -> Prepared:
     """``prepared`` without the placeholder tokens of dropped units; positions as in the full prompt."""
     ids = prepared.inputs["input_ids"]
     visual = torch.isin(ids[0], ids.new_tensor(adapter.visual_token_ids))
@@ -68,12 +81,10 @@ def drop_tokens(adapter: HFAdapter, prepared: Prepared, mask: np.ndarray) -> Pre
     if positions is None:
         positions = torch.arange(ids.shape[-1], device=ids.device)[None]
     inputs = {k: (v[..., keep] if k in SEQUENCE_KEYS and torch.is_tensor(v) else v) for k, v in prepared.inputs.items()}
-    return Prepared(prepared.prompt, inputs, positions[..., keep], prepared.resolution)
+    return replace(prepared, inputs=inputs, position_ids=positions[..., keep])
 
 
-def prune(
-    adapter: HFAdapter, prepared: Prepared, spec: PruneSpec
-) -> tuple[Prepared, dict[str, Any] | None, np.ndarray]:
+def prune(adapter: Prunable, prepared: Prepared, spec: PruneSpec) -> tuple[Prepared, dict[str, Any] | None, np.ndarray]:
     """(pruned inputs, ``mm_encoder_outputs`` of the kept units, keep mask) of one prepared request.
 
     A mask that keeps every unit (keep 1.0; a threshold no unit is under) is the exact protocol: the

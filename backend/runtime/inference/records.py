@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from backend.runtime.inference.cell import item_fields
-from backend.runtime.sampling import timestamps
+from backend.videos.decode import timestamps
 from store.configs import Config
 from store.schema import RESPONSE_KEY
 

@@ -47,9 +47,10 @@ from typing import Any
 import torch
 
 from backend.runtime.inference.base import InferenceRequest, InferenceResult
-from backend.runtime.inference.hf import HFAdapter, PhaseTimer, Prepared
+from backend.runtime.inference.hf import HFAdapter, PhaseTimer
 from backend.runtime.inference.kv_prefill import last_layer_kv_only, last_layer_rows
 from backend.runtime.inference.packed_attention import packed_attention
+from backend.runtime.inference.prepared import Prepared
 from backend.runtime.inference.pruned import drop_tokens, prune
 
 SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")  # processor outputs along the tokens

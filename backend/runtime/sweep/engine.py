@@ -38,7 +38,7 @@ from backend.runtime.sampling import frame_indices, policy_name
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.frames import ClipFrames
 from backend.runtime.sweep.plan import VideoGroup
-from backend.runtime.video import decoder, probe, resolve_video
+from backend.videos.decode import decoder, probe, resolve_video
 from store.configs import Config, parse
 from store.errors import UserError
 

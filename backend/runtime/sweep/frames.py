@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.runtime.video import VideoInfo, decode_frames
+from backend.videos.decode import VideoInfo, decode_frames
 
 Resize = Callable[[np.ndarray, int | None], np.ndarray]
 

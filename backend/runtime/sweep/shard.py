@@ -28,8 +28,8 @@ from backend.runtime.inference.records import ModelContext, RowSource, library_v
 from backend.runtime.sweep.accounting import PHASES
 from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
 from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
-from backend.runtime.video import default_video_root
 from backend.videos import catalog
+from backend.videos.decode import default_video_root
 from store.configs import parse
 from store.errors import UserError
 from store.store import Store

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from backend.runtime.extras import importable
+from backend.extras import importable
 from store.errors import UserError
 from store.paths import exclusive_temp
 
@@ -81,6 +81,13 @@ def resolve_video(video_root: str | os.PathLike, rel: str | None) -> Path:
     if not path.is_file():
         raise UserError(f"video {rel!r} not found under the video root {root}")
     return path
+
+
+def timestamps(indices: np.ndarray, fps: float) -> np.ndarray:
+    """Frame times in seconds (``index / fps``), as Qwen3-VL's per-frame timestamps are computed."""
+    if fps <= 0:
+        raise UserError(f"cannot compute timestamps at {fps} fps")
+    return np.asarray(indices, dtype=np.float64) / float(fps)
 
 
 def _decord_reader(path: Path, width: int = -1, height: int = -1):
