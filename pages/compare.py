@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from backend.analysis.compare import headline_table
+from backend.present.tables import headline_frame
 from backend.report.palette import model_colours
 from pages.common import charts, data, scores, state, ui
 from pages.common.boot import ensure_entrypoint
@@ -52,7 +52,7 @@ with ui.guard():
     ui.scope_caption(view)
     colours = model_colours(data.store_info(view.root, view.version)["models"])
     report = data.compare_view(view, TOP)
-    table = headline_table({"models": report["metrics"]})
+    table = headline_frame({"models": report["metrics"]})
     st.dataframe(
         ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
         column_config={"_index": st.column_config.TextColumn("metric (95% CI)")},

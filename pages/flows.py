@@ -11,9 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import Target
-from backend.analysis.flows import flow_table
 from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
+from backend.present.tables import flow_table
 from backend.present.text import KIND_TEXT
 from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection

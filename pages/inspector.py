@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.analysis.ladders import ladders
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import frame_plan
+from backend.scope.ladders import ladders
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
 from pages.common import charts, data, sidebar, state, ui, walk
@@ -124,7 +124,7 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
 def confidence_chart(
     rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]
 ) -> dict:
-    """Each model's logged values joined only along a budget ladder (``backend.analysis.ladders``); other
+    """Each model's logged values joined only along a budget ladder (``backend.scope.ladders``); other
     protocols (another resolution or policy at one budget) as separate diamonds; live re-runs as stars."""
     value, axis = value_column(pd.concat([rows, reruns]))
     live = rerun_rows(reruns)

@@ -4,8 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from backend.analysis.compare import headline_table
-from backend.present.tables import headline_value
+from backend.present.tables import headline_frame, headline_value
 from backend.present.tables import task_table as task_text
 from backend.present.text import HEADLINES
 from backend.report.palette import model_colours
@@ -44,7 +43,7 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
     if len(metrics["models"]) > 1:
         st.dataframe(ui.headline_text(metrics["models"], metrics["n_items"], metrics["grid"]),
                      column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
-    ui.downloads(headline_table(metrics), "headlines")
+    ui.downloads(headline_frame(metrics), "headlines")
 
 
 def transitions_table(metrics: dict) -> pd.DataFrame:

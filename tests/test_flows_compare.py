@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.analysis.compare import confusion_overlap, disagreement, headline_table
-from backend.analysis.flows import CLASSES, flow_table, heatmap, sankey, trajectory_classes
+from backend.analysis.compare import confusion_overlap, disagreement
+from backend.analysis.flows import CLASSES, heatmap, sankey, trajectory_classes
 from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
+from backend.present.tables import flow_table, headline_frame
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
 from backend.scope.matrix import available, load_matrix
@@ -120,7 +121,7 @@ def test_disagreement_ranking_by_hand(hand):
 def test_headline_table_keeps_na_for_overwrite_without_text(hand):
     store, _ = hand
     no_text = load_matrix(store, ["A"], grid=["8f", "16f"])
-    table = headline_table(mcqa_metrics(no_text, bootstrap=50))
+    table = headline_frame(mcqa_metrics(no_text, bootstrap=50))
     assert table.loc[0, "best_fixed"] == 0.5 and table.loc[0, "best_fixed_config"] == "8f"
     assert np.isnan(table.loc[0, "text_overwrite_rate"]) and np.isnan(table.loc[0, "text_overwrite_rate_lo"])
     assert table.loc[0, "oracle_headroom_lo"] <= table.loc[0, "oracle_headroom"] <= table.loc[0, "oracle_headroom_hi"]

@@ -49,7 +49,7 @@ DIAGRAM: dict[str, set[str]] = {
         "backend.analysis", "backend.runtime", "backend.views", "backend.present", "backend.report", "backend.demo",
     },
     "pages": {
-        "store", "backend.export", "backend.videos", "backend.scope", "backend.runtime", "backend.views",
+        "store", "backend.contracts", "backend.export", "backend.videos", "backend.scope", "backend.runtime", "backend.views",
         "backend.present", "backend.report", "backend.demo", "backend.serverconfig",
     },
     "app": {"pages"},
@@ -131,11 +131,34 @@ def test_pages_import_only_what_the_diagram_gives_them():
     """Pages draw what ``backend.views`` returns (no analysis of their own) and reach the runtime only through
     its client (submit, progress, cancel)."""
     graph = unit_graph()
-    extra = {b: arrows[:3] for b, arrows in graph.get("pages", {}).items() if b not in DIAGRAM["pages"]}
+    extra = {
+        b: arrows[:3]
+        for b, arrows in graph.get("pages", {}).items()
+        if b not in DIAGRAM["pages"] and b != "backend.analysis"  # its vocabulary only: the next test
+    }
     runtime = [
         arrow for arrow in graph.get("pages", {}).get("backend.runtime", []) if arrow.split()[-1] != RUNTIME_CLIENT
     ]
     assert (extra, runtime) == ({}, [])
+
+
+def analysis_calls(path: Path) -> list[str]:
+    """What ``path`` imports from ``backend.analysis`` beyond its vocabulary (constants and types: names
+    in UPPER_CASE or CapWords): modules and functions, that is, computation a page would run itself."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.startswith("backend.analysis")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("backend.analysis"):
+            out += [f"{node.module}.{a.name}" for a in node.names if not a.name[0].isupper()]
+    return sorted(out)
+
+
+def test_pages_draw_views_and_compute_nothing_from_the_analysis():
+    """A page draws what a ``backend.views`` function returns (its CLI twin prints the same): it may name
+    the analysis's vocabulary (``TAGS``, ``Target``, ``FLOW_KINDS``) but calls none of its functions."""
+    found = {n: analysis_calls(modules()[n]) for n in modules() if unit(n) in ("pages", "app")}
+    assert {n: calls for n, calls in found.items() if calls} == {}
 
 
 def test_every_arrow_of_the_diagram_is_used():

@@ -13,7 +13,7 @@ import pytest
 
 from backend import views
 from backend.analysis import selection as analysis_selection
-from backend.analysis.ladders import ladders
+from backend.scope.ladders import ladders
 from backend.analysis.stats import wilson_interval
 from backend.cli import main
 from backend.runtime import registry, selection

@@ -28,26 +28,6 @@ HEADLINES = (
 )
 
 
-def headline_table(metrics: dict) -> pd.DataFrame:
-    """One row per model of ``backend.analysis.metrics.mcqa_metrics`` output: each headline with its 95% interval.
-
-    Columns ``<name>``, ``<name>_lo``, ``<name>_hi`` (fractions; NaN where not available, e.g. text
-    overwrite without ``text`` in the grid), plus ``best_fixed_config`` and ``terminal_regressions``.
-    """
-    rows = []
-    for model, rec in metrics["models"].items():
-        row: dict = {"model": model, "best_fixed_config": rec["best_fixed"]["config"]}
-        for name in HEADLINES:
-            value = rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
-            lo, hi = rec["ci"].get(name) or (None, None)
-            row |= {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
-        row["terminal_regressions"] = rec["terminal_regressions"]
-        rows.append(row)
-    return pd.DataFrame(rows).astype(
-        {n: float for n in HEADLINES} | {f"{n}_{s}": float for n in HEADLINES for s in ("lo", "hi")}
-    )
-
-
 def _need_models(matrix: Matrix, what: str) -> None:
     if len(matrix.models) < 2:
         raise UserError(f"{what} needs at least two models (got {', '.join(matrix.models)})")

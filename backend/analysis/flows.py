@@ -10,11 +10,8 @@ numbers the metric engine reports; only the stable counts are added here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from backend.analysis.metrics import FLOW_KINDS, transition
 from backend.contracts.views import Sankey
@@ -100,13 +97,6 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
         "nodes": nodes,
         "links": sorted(links, key=lambda r: (r["source"] // 2, FLOW_KINDS.index(r["kind"]))),
     }
-
-
-def flow_table(view: Mapping[str, Any]) -> pd.DataFrame:
-    """The Sankey's links as a table (one row per pair and kind, non-empty flows only)."""
-    table = pd.DataFrame(view["links"])
-    table = table.loc[table["count"] > 0, ["from", "to", "kind", "count", "share", "net", "churn", "mcnemar_p"]]
-    return table.reset_index(drop=True)
 
 
 def trajectory_classes(y: np.ndarray) -> np.ndarray:

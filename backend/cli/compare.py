@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.analysis.compare import headline_table
 from backend.cli.common import add_json, add_store, print_json
 from backend.contracts.views import CompareReport
+from backend.present.tables import headline_frame
 from backend.scope.resolve import Scope, add_scope_args
 from backend.scope.view import open_view
 from store.store import Store
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(f"grid: {', '.join(out['grid'])}   items: {out['n_items']}   excluded: {out['n_excluded']}")
-    table = headline_table({"models": out["metrics"]}).set_index("model")
+    table = headline_frame({"models": out["metrics"]}).set_index("model")
     print(
         (table.filter(regex=r"^(best_fixed|oracle_headroom|visual_confusion_rate|text_overwrite_rate)$") * 100)
         .round(1)

@@ -9,11 +9,12 @@ import argparse
 
 from backend import views
 from backend.analysis.continuous import SCORE_KINDS
-from backend.analysis.flows import CLASSES, flow_table
+from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport
+from backend.present.tables import flow_table
 from backend.scope.resolve import Scope, add_scope_args
 from backend.scope.view import open_view
 from store.errors import UserError

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from backend.analysis.compare import HEADLINES as METRIC_ORDER
 from backend.present.text import HEADLINES, RATE_UNITS, TASK_RATES, interval, p_value, pp, signed_pp
 
 
@@ -82,3 +83,30 @@ def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
                "n is the number of matched items of the type.")  # fmt: skip
     columns = ["Task type", "n", *(label for _, label in TASK_RATES)]
     return Table("task_types", caption, columns, cells, values, [None, "n", *names])
+
+
+def headline_frame(metrics: dict) -> pd.DataFrame:
+    """One row per model of ``backend.analysis.metrics.mcqa_metrics`` output: each headline with its 95% interval.
+
+    Columns ``<name>``, ``<name>_lo``, ``<name>_hi`` (fractions; NaN where not available, e.g. text
+    overwrite without ``text`` in the grid), plus ``best_fixed_config`` and ``terminal_regressions``.
+    """
+    rows = []
+    for model, rec in metrics["models"].items():
+        row: dict = {"model": model, "best_fixed_config": rec["best_fixed"]["config"]}
+        for name in METRIC_ORDER:
+            value = rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
+            lo, hi = rec["ci"].get(name) or (None, None)
+            row |= {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
+        row["terminal_regressions"] = rec["terminal_regressions"]
+        rows.append(row)
+    return pd.DataFrame(rows).astype(
+        {n: float for n in METRIC_ORDER} | {f"{n}_{s}": float for n in METRIC_ORDER for s in ("lo", "hi")}
+    )
+
+
+def flow_table(view: Mapping[str, Any]) -> pd.DataFrame:
+    """The Sankey's links as a table (one row per pair and kind, non-empty flows only)."""
+    table = pd.DataFrame(view["links"])
+    table = table.loc[table["count"] > 0, ["from", "to", "kind", "count", "share", "net", "churn", "mcnemar_p"]]
+    return table.reset_index(drop=True)

@@ -18,8 +18,8 @@ import streamlit as st
 from backend.contracts.views import ScoreFlows, ScoreTransition
 from backend.report import tables
 from backend.report.palette import CORRECT, NEUTRAL, WRONG
-from backend.runtime.client import Selection
 from backend.scope.binary import NONE, STORED
+from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import charts, score_data, state, ui, walk
 
