@@ -1,4 +1,4 @@
-"""Token-F1 of a generated answer against its references (METRICS.md, SQuAD's normalisation).
+"""Token-F1 of a generated answer against its references (docs/metrics.md, SQuAD's normalisation).
 
 A leaf module (it imports nothing from the project) because two layers score text with it: ingest
 (``store.ingest.scores``) fills the score of an open-ended response a file gives without one, and

@@ -21,7 +21,7 @@ SCORE_KINDS = ("improved", "regressed", "unchanged")  # a score flow between two
 
 
 def check_tolerance(tolerance: float) -> float:
-    """The tolerance of "unchanged" (METRICS.md's ``e``): a finite number in [0, 1]."""
+    """The tolerance of "unchanged" (docs/metrics.md's ``e``): a finite number in [0, 1]."""
     if not 0.0 <= tolerance <= 1.0:  # also refuses NaN
         raise UserError(f"--tolerance must be in [0, 1] (got {tolerance:g})")
     return float(tolerance)
@@ -73,7 +73,7 @@ def _transition(matrix: Matrix, s: np.ndarray, a: int, b: int, tolerance: float)
 
 def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0,
                        tolerance: float = 0.0) -> ContinuousMetrics | None:  # fmt: skip
-    """Score summaries of one model on the items scored at every config of the grid (METRICS.md).
+    """Score summaries of one model on the items scored at every config of the grid (docs/metrics.md).
 
     Items with a missing score somewhere are left out (counted in ``n_unscored``); None when no
     item is scored everywhere. Rates are fractions. Per consecutive transition: items improved,

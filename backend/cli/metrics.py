@@ -41,7 +41,7 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
 
 
 def add_tolerance(p: argparse.ArgumentParser) -> None:
-    """``--tolerance``: a score change of at most this counts as unchanged (METRICS.md's ``e``)."""
+    """``--tolerance``: a score change of at most this counts as unchanged (docs/metrics.md's ``e``)."""
     p.add_argument("--tolerance", type=float, default=0.0,
                    help="score flows: a change of at most this (0..1) counts as unchanged (default 0)")  # fmt: skip
 

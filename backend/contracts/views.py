@@ -57,7 +57,7 @@ class ContinuousBest(TypedDict):
 
 
 class ScoreTransition(From):
-    """Score changes between two configurations, on the items scored at every configuration (METRICS.md).
+    """Score changes between two configurations, on the items scored at every configuration (docs/metrics.md).
 
     from: configuration a
     to: configuration b

@@ -1,7 +1,7 @@
 """Where the binary (correct/wrong) view of a scored response comes from: the scope's score cut-off.
 
 A scored response (open-ended QA, a summary, a dialogue turn: any response with a ``score``) enters
-accuracy, flows, tags and policies through a 0/1 ``correct``. METRICS.md allows two sources: the
+accuracy, flows, tags and policies through a 0/1 ``correct``. docs/metrics.md allows two sources: the
 verdict its source wrote (a judge's, or the writer's own rule: the demo writes ``score >= 0.5``), or
 an explicit cut-off ``correct = score >= t`` that the scope carries. The cut-off is one of:
 

@@ -1,4 +1,4 @@
-"""A word-level diff of a generated answer against its reference, in Token-F1's own terms (METRICS.md).
+"""A word-level diff of a generated answer against its reference, in Token-F1's own terms (docs/metrics.md).
 
 Token-F1 compares bags of words, not sequences, so the diff does too: a word is *matched* when its
 normalised token is still unclaimed in the reference's multiset (claimed left to right, each reference

@@ -264,7 +264,7 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
     left, _ = st.columns([1, 3])
     tolerance = float(state.bind(left.number_input, "stol", "Unchanged within (score tolerance)", default=0.0, min_value=0.0,
                                  max_value=1.0, step=0.01, format="%.2f",
-                                 help="A score change of at most this counts as unchanged (METRICS.md's tolerance e; "
+                                 help="A score change of at most this counts as unchanged (docs/metrics.md's tolerance e; "
                                  "same as --tolerance)."))  # fmt: skip
     view = score_data.score_flows(v, v.scope.focus, pair, None, tolerance)
     if view["n_items"] == 0:
