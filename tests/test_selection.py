@@ -13,11 +13,11 @@ import pytest
 
 from backend import views
 from backend.analysis import selection as analysis_selection
-from backend.scope.ladders import ladders
 from backend.analysis.stats import wilson_interval
 from backend.cli import main
 from backend.runtime import registry, selection
 from backend.scope.filters import ItemFilter
+from backend.scope.ladders import ladders
 from backend.scope.resolve import Scope
 from backend.scope.selection import Selection, read_ids
 from backend.scope.view import open_view
