@@ -47,7 +47,8 @@ def read_json(path: Path) -> object | None:
         return None
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
+    """Delete an entry, file or folder (best effort)."""
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -64,7 +65,7 @@ def write_atomic(path: Path, write) -> bool:
         os.replace(tmp, path)
         return True
     except OSError:
-        _remove(tmp)
+        remove(tmp)
         return False
 
 
@@ -79,4 +80,4 @@ def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
     except OSError:
         return
     for old in entries[keep:]:
-        _remove(old)
+        remove(old)
