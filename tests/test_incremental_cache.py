@@ -103,7 +103,29 @@ def _assert_same_cells(patched, cold) -> None:
     assert as_set(patched.later) == as_set(cold.later)
 
 
+def _assert_coverage_counted_directly(store: Store) -> None:
+    """``info``'s counts, kept as bits and updated per write, equal one scan's counts."""
+    info = available(store)
+    rows = store.query(
+        "SELECT model, benchmark, config, coalesce(origin, '') = 'rerun' AS rerun, count(*) n, "
+        "count(DISTINCT item_id) items FROM responses GROUP BY ALL"
+    )
+    direct = {(r.model, r.benchmark, r.config, bool(r.rerun)): int(r.items) for r in rows.itertuples()}
+    held = {(m, b, c, rerun): n for rerun, block in ((False, info["coverage"]), (True, info["reruns"]))
+            for m, per in block.items() for b, labels in per.items() for c, n in labels.items()}  # fmt: skip
+    assert held == direct
+    assert info["n_responses"] + info["n_rerun_responses"] == int(rows["n"].sum())
+    per_model = store.query(
+        "SELECT model, benchmark, count(DISTINCT item_id) n FROM responses WHERE coalesce(origin, '') <> 'rerun' "
+        "GROUP BY ALL"
+    )
+    assert info["model_items"] == {m: dict(g[["benchmark", "n"]].itertuples(index=False)) for m, g in
+                                   per_model.groupby("model")}  # fmt: skip
+
+
 def _check(store: Store, reruns: bool) -> None:
+    if not reruns:
+        _assert_coverage_counted_directly(store)
     try:
         grid = matrix_module._matched_grid(available(store), MODELS, None, None, reruns)
     except UserError:  # a replace can leave a model without rows: no matrix to compare

@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 
 from backend.contracts.store import StoreContents
-from backend.scope import diskcache
+from backend.scope import coverage, diskcache
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
-from store.store import Store
+from store.store import Manifest, Store
 
 # Item columns carried into Matrix.items, in this order (beside the integer position).
 ITEM_COLUMNS = (
@@ -363,67 +363,24 @@ def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix
     return restrict(full, mask)
 
 
-def _cells_of_file(store: Store, rel: str) -> dict:
-    """Rows and distinct items per (model, benchmark, config, re-run?) of one responses file, and
-    distinct main-run items per (model, benchmark). Files never change, so this is computed once per
-    file (the first read after the write that added it) and kept in the store's cache folder."""
-    path = diskcache.folder(store) / "files" / (rel.replace("/", "__") + ".json")
-    cached = diskcache.read_json(path)
-    if isinstance(cached, dict):
+def _item_facets(store: Store, manifest: Manifest) -> list:
+    """Items, and the task types, durations and domains they name: kept per set of item files (a
+    write of responses alone, a re-run's answer, does not count the items again)."""
+    cache = diskcache.folder(store) / f"facets-{diskcache.file_set_key(manifest, ('items',))}.json"
+    cached = diskcache.read_json(cache)
+    if isinstance(cached, list):
         return cached
-    source = f"read_parquet('{str(store.root / rel).replace(chr(39), chr(39) * 2)}')"
-    with duckdb.connect(":memory:") as con:
-        # rows and distinct items per cell in two grouping steps (per item, then per cell): the same counts
-        # as count(*) and count(DISTINCT item_id), 2.2 s -> 1.6 s on a 10M-row file (a NULL id counts as a
-        # row, never as an item, as count(DISTINCT) has it)
-        cells = con.execute(
-            f"""SELECT model, benchmark, config, rerun, sum(n)::BIGINT, count(item_id) FROM (
-                SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, item_id, count(*) AS n
-                FROM {source} GROUP BY ALL) GROUP BY ALL"""
-        ).fetchall()
-        per_model = con.execute(
-            f"SELECT model, benchmark, count(DISTINCT item_id) FROM {source} WHERE {main_only()} GROUP BY ALL"
-        ).fetchall()
-    out = {"cells": [list(r) for r in cells], "model_items": [list(r) for r in per_model]}
-    diskcache.write_json(path, out)
+    with store.connect() as con:  # names a listed file that is missing
+        out = list(
+            con.execute(
+                "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
+                "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
+                "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
+            ).fetchone()
+        )
+    if diskcache.write_json(cache, out):
+        diskcache.prune(cache.parent, "facets-*.json")
     return out
-
-
-def _distinct_across_files(store: Store, keys: list[tuple], files: set[str], columns: list[str], main: bool) -> dict:
-    """Exact distinct item counts for the ``keys`` (over ``columns``) that several files contribute to."""
-    where = f"WHERE {main_only()}" if main else ""
-    rerun = f", NOT ({main_only()}) AS rerun" if "rerun" in columns else ""
-    on = " AND ".join(f"r.{c} = w.{c}" for c in columns)
-    with duckdb.connect(":memory:") as con:
-        con.register("wanted", pd.DataFrame(keys, columns=columns))
-        rows = con.execute(
-            f"""SELECT {", ".join(f"r.{c}" for c in columns)}, count(DISTINCT r.item_id)
-            FROM (SELECT model, benchmark, config, item_id {rerun}
-                  FROM read_parquet($files, union_by_name=false) {where}) r JOIN wanted w ON {on} GROUP BY ALL""",
-            {"files": [str(store.root / f) for f in sorted(files)]},
-        ).fetchall()
-    return {tuple(r[:-1]): int(r[-1]) for r in rows}
-
-
-def _combine(
-    store: Store, per_file: dict[str, dict], block: str, columns: list[str], main: bool
-) -> dict[tuple, list[int]]:
-    """Sum one block of the per-file counts; distinct items where several files share a key are
-    recounted over exactly those files (a repeat or a later ingest of the same cell)."""
-    totals: dict[tuple, list[int]] = {}
-    sources: dict[tuple, set[str]] = {}
-    for rel, agg in per_file.items():
-        for row in agg[block]:
-            key, counts = tuple(row[: len(columns)]), row[len(columns) :]
-            now = totals.setdefault(key, [0] * len(counts))
-            totals[key] = [a + int(b) for a, b in zip(now, counts, strict=True)]
-            sources.setdefault(key, set()).add(rel)
-    shared = [key for key, files in sources.items() if len(files) > 1]
-    if shared:
-        files = set().union(*(sources[k] for k in shared))
-        for key, n in _distinct_across_files(store, shared, files, columns, main).items():
-            totals[key][-1] = n
-    return totals
 
 
 def available(store: Store) -> StoreContents:
@@ -433,38 +390,36 @@ def available(store: Store) -> StoreContents:
     live re-runs are listed apart under ``reruns`` (items per configuration), so one exploratory
     re-run never adds a configuration to what the views analyse.
 
-    Counting distinct items over 10M responses takes seconds, so the counts are kept per file and
-    the answer per set of files, in the store's cache folder (``backend.scope.diskcache``).
+    Counting distinct items over 10M responses takes seconds, so the counts are kept as one bit per
+    (cell, item) and updated from each write's new rows (``backend.scope.coverage``), and the answer
+    per set of files, in the store's cache folder (``backend.scope.diskcache``).
     """
     manifest = store.manifest()
     cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
     cached = diskcache.read_json(cache)
     if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
         return cached
-    with store.connect() as con:  # names a listed file that is missing
-        n_items, task_types, durations, domains = con.execute(
-            "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
-            "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
-            "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
-        ).fetchone()
-    per_file = {rel: _cells_of_file(store, rel) for rel in manifest.files["responses"]}
-    rows = _combine(store, per_file, "cells", ["model", "benchmark", "config", "rerun"], main=False)
-    per_model = _combine(store, per_file, "model_items", ["model", "benchmark"], main=True)
-    coverage: dict[str, dict[str, dict[str, int]]] = {}
+    n_items, task_types, durations, domains = _item_facets(store, manifest)
+    held = coverage.counts(store, manifest)
+    coverage_: dict[str, dict[str, dict[str, int]]] = {}
     reruns: dict[str, dict[str, dict[str, int]]] = {}
     n_main = n_rerun = 0
-    for (model, bench, label, rerun), (n_rows, n) in sorted(rows.items()):
-        (reruns if rerun else coverage).setdefault(model, {}).setdefault(bench, {})[label] = int(n)
-        n_rerun, n_main = (n_rerun + n_rows, n_main) if rerun else (n_rerun, n_main + n_rows)
-    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage.items()}
+    for k in sorted(range(len(held.keys)), key=lambda k: held.keys[k]):
+        model, bench, label, rerun = held.keys[k]
+        (reruns if rerun else coverage_).setdefault(model, {}).setdefault(bench, {})[label] = held.items(k)
+        n_rerun, n_main = (n_rerun + int(held.rows[k]), n_main) if rerun else (n_rerun, n_main + int(held.rows[k]))
+    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage_.items()}
+    main = np.array([not k[3] for k in held.keys], dtype=bool)
+    per_model = {(k[0], k[1]) for k in held.keys if not k[3]}
     model_items: dict[str, dict[str, int]] = {}
-    for (model, bench), (n,) in per_model.items():
-        model_items.setdefault(model, {})[bench] = int(n)
+    for model, bench in sorted(per_model):
+        mine = main & np.array([k[:2] == (model, bench) for k in held.keys], dtype=bool)
+        model_items.setdefault(model, {})[bench] = held.items(mine)
     out = {
         "models": sorted(cfgs),
         "benchmarks": sorted({b for per in cfgs.values() for b in per}),
         "configs": cfgs,
-        "coverage": coverage,
+        "coverage": coverage_,
         "model_items": model_items,
         "reruns": reruns,
         "task_types": task_types or [],
