@@ -12,7 +12,6 @@ into place, never changed); the rows it was computed from are told apart from ne
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,18 +105,8 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     return Coverage(keys, rows, index, bits)
 
 
-def _entries(root: Path) -> list[tuple[int, Path]]:
-    out = []
-    for path in root.glob(f"{ENTRY}-*"):
-        try:
-            out.append((int(path.name.split("-")[2]), path))
-        except (IndexError, ValueError):
-            continue
-    return sorted(out, reverse=True)
-
-
 def _newest(root: Path, version: int) -> tuple[dict, Coverage] | None:
-    for at, folder in _entries(root):
+    for at, folder in diskcache.versions(root, ENTRY):
         if at > version:
             continue
         try:
@@ -146,6 +135,6 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts)
         (folder / "meta.json").write_text(json.dumps(meta))
 
     root = diskcache.folder(store)
-    if diskcache.write_atomic(root / f"{ENTRY}-{manifest.version:012d}-{os.urandom(4).hex()}", write):
-        for _, old in _entries(root)[KEPT:]:
+    if diskcache.write_atomic(root / diskcache.versioned(ENTRY, manifest.version), write):
+        for _, old in diskcache.versions(root, ENTRY)[KEPT:]:
             diskcache.remove(old)

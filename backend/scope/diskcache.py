@@ -81,3 +81,20 @@ def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
         return
     for old in entries[keep:]:
         remove(old)
+
+
+def versioned(prefix: str, version: int) -> str:
+    """The name of a new entry of ``prefix`` at store ``version`` (random tail: two processes writing the
+    same version never collide; each entry is written whole and never changed)."""
+    return f"{prefix}-{version:012d}-{uuid.uuid4().hex[:8]}"
+
+
+def versions(directory: Path, prefix: str) -> list[tuple[int, Path]]:
+    """The entries of ``prefix`` (``versioned`` names) as (store version, path), newest first."""
+    out = []
+    for path in directory.glob(f"{prefix}-*"):
+        try:
+            out.append((int(path.name[len(prefix) + 1 :].split("-")[0]), path))
+        except ValueError:
+            continue
+    return sorted(out, reverse=True)

@@ -87,21 +87,10 @@ def _scope_id(models: list[str], benchmark: str | None, reruns: bool) -> str:
     return hashlib.sha256(json.dumps([models, benchmark, reruns]).encode()).hexdigest()[:16]
 
 
-def _entries(root: Path, scope: str) -> list[tuple[int, Path]]:
-    """The scope's entries as (manifest version, folder), newest first."""
-    out = []
-    for path in root.glob(f"matrix-{ENTRY_FORMAT}-{scope}-*"):
-        try:
-            out.append((int(path.name.split("-")[3]), path))
-        except (IndexError, ValueError):
-            continue
-    return sorted(out, reverse=True)
-
-
 def _newest(root: Path, scope: str, version: int) -> tuple[Path, dict, Cells] | None:
     """The newest readable entry of the scope written at ``version`` or before (a later one holds rows
     this reader's manifest does not list)."""
-    for at, folder in _entries(root, scope):
+    for at, folder in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}"):
         if at <= version and (read := _read(folder)) is not None:
             return folder, *read
     return None
@@ -154,9 +143,8 @@ def _save(store: Store, manifest: Manifest, scope: str, state: Cells, parts: dic
         (folder / "meta.json").write_text(json.dumps(meta))
 
     root = diskcache.folder(store)
-    name = f"matrix-{ENTRY_FORMAT}-{scope}-{manifest.version:012d}-{os.urandom(4).hex()}"
-    if diskcache.write_atomic(root / name, write):
-        for _, old in _entries(root, scope)[VERSIONS_KEPT:]:
+    if diskcache.write_atomic(root / diskcache.versioned(f"matrix-{ENTRY_FORMAT}-{scope}", manifest.version), write):
+        for _, old in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}")[VERSIONS_KEPT:]:
             diskcache.remove(old)
         diskcache.prune(root, "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
 
