@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 
 from backend.scope import matrix as matrix_module
-from backend.scope import matrix_cache
 from backend.scope.matrix import load_matrix
 from store.store import Store
 
@@ -34,11 +33,11 @@ READER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     import numpy as np
-    from backend.scope import matrix as matrix_module, matrix_cache
+    from backend.scope import matrix as matrix_module
     from backend.scope.matrix import load_matrix
     from store.store import Store
 
-    matrix_module.CACHE_MIN_CELLS = matrix_cache.CACHE_MIN_CELLS = 0
+    matrix_module.CACHE_MIN_CELLS = 0
     store, stop = Store(sys.argv[1]), Path(sys.argv[2])
     seen, last = [], 0
     while not stop.exists() or not seen:
@@ -68,7 +67,6 @@ def _rows(k: int, origin: str = "ingest", flip: bool = False) -> pd.DataFrame:
 @pytest.mark.slow
 def test_a_reader_process_never_sees_a_torn_cache_during_50_appends(tmp_path, monkeypatch):
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
-    monkeypatch.setattr(matrix_cache, "CACHE_MIN_CELLS", 0)
     store = Store(tmp_path / "s")
     store.append({"responses": pd.concat([_rows(k) for k in range(20)], ignore_index=True)})
     load_matrix(store, MODELS)  # the first entry, so the reader patches from the start

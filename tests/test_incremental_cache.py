@@ -150,7 +150,6 @@ def _check(store: Store, reruns: bool) -> None:
 @given(seed=st.integers(0, 2**32 - 1), steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6))
 def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps):
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
-    monkeypatch.setattr(matrix_cache, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes
     rng = random.Random(seed)
     store = Store(tmp_path_factory.mktemp("s"))
@@ -173,7 +172,6 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     """After a one-row append the next read patches (reads no old file: the cold scan is not called),
     and a re-run overlay row moves the default scope's entry on with its arrays linked, not rewritten."""
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
-    monkeypatch.setattr(matrix_cache, "CACHE_MIN_CELLS", 0)
     rng = random.Random(7)
     store = Store(tmp_path / "s")
     store.append({"responses": _rows(rng, ITEMS[:6], CONFIGS[:2], 0, every=True)})

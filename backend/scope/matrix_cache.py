@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from backend.scope import delta, diskcache
+from backend.scope import matrix as matrix_module
 from backend.scope.matrix import (
     ABSENT,
-    CACHE_MIN_CELLS,
     CELL_VALUES,
     ITEM_FIELDS,
     Cells,
@@ -77,7 +77,7 @@ def cells(store: Store, models: list[str], benchmark: str | None, grid: list[str
             _save(store, manifest, scope, new, parts, folder, changed)
             return new
     state = scan(store, models, benchmark, grid, None, False, reruns)
-    if len(models) * state.items.num_rows * len(grid) >= CACHE_MIN_CELLS:
+    if len(models) * state.items.num_rows * len(grid) >= matrix_module.CACHE_MIN_CELLS:  # read now: tests lower it
         parts = {t: delta.file_parts(store, manifest, t, {}) for t in TABLES}
         _save(store, manifest, scope, state, parts, None, set(ARRAYS) | {"items"})
     return state
