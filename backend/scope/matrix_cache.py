@@ -169,23 +169,44 @@ def _patch(store: Store, manifest: Manifest, state: Cells, meta: dict, grid: lis
         with store.connect() as con:
             more = _rows(con, "responses", state.models, grid, joined, benchmark, reruns)
         rows = {k: np.concatenate([np.asarray(rows[k]), np.asarray(more[k])]) for k in rows}
-    old_keys = _keys(state.items["benchmark"], state.items["item_id"])
-    row_keys = _keys(rows["benchmark"], rows["item_id"])
-    fresh = np.setdiff1d(row_keys, old_keys)  # sorted, unique
-    refresh = np.intersect1d(_keys(touched["benchmark"], touched["item_id"]), old_keys)
-    if not len(rows["m"]) and not len(refresh) and not joined:
-        return state, parts, set()
-    items, old_at = _merge_items(store, state.items, old_keys, fresh, refresh)
+    if not len(rows["m"]) and not len(touched["item_id"]) and not joined:
+        return state, parts, set()  # e.g. re-run overlay rows outside this scope
+    at = _positions(state.items, rows["benchmark"], rows["item_id"])  # -1: an item new to the scope
+    seen = _positions(state.items, touched["benchmark"], touched["item_id"])
+    refresh = np.unique(seen[seen >= 0])
+    fresh_rows = at < 0
+    fresh_keys = _keys(rows["benchmark"][fresh_rows], rows["item_id"][fresh_rows])
+    fresh = np.unique(fresh_keys)
+    items, old_at, ins = _merge_items(store, state.items, fresh, refresh)
     grown = _grow(state, old_at, items, grid)
-    keys = np.sort(np.concatenate([old_keys, fresh]))
-    coded = {"m": np.asarray(rows["m"], dtype=np.int64), "i": np.searchsorted(keys, row_keys),
-             "c": np.asarray(rows["c"], dtype=np.int64)}  # fmt: skip
+    i = np.where(fresh_rows, 0, old_at[np.maximum(at, 0)])
+    if fresh_rows.any():
+        k = np.searchsorted(fresh, fresh_keys)
+        i[fresh_rows] = ins[k] + k
+    coded = {"m": np.asarray(rows["m"], dtype=np.int64), "i": i, "c": np.asarray(rows["c"], dtype=np.int64)}
     if not _apply(
         grown, coded | {k: np.asarray(rows[k]) for k in ("tier", "written", "correct", "confidence", "score")}
     ):
         return None
     changed = set(ARRAYS) if len(rows["m"]) or joined or len(fresh) else set()
     return grown, parts, changed | ({"items"} if len(fresh) or len(refresh) else set())
+
+
+def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> np.ndarray:
+    """Each (benchmark, item_id)'s row in ``items``, -1 where absent (a join in DuckDB: no Python strings)."""
+    if not len(item_id):
+        return np.zeros(0, dtype=np.int64)
+    with duckdb.connect(":memory:") as con:
+        con.register(
+            "old", items.select(["benchmark", "item_id"]).append_column("pos", pa.array(np.arange(items.num_rows)))
+        )
+        con.register("q", pa.table({"benchmark": pa.array(benchmark, pa.string()), "item_id": pa.array(item_id, pa.string()),
+                                    "ord": np.arange(len(item_id))}))  # fmt: skip
+        found = con.sql(
+            "SELECT coalesce(o.pos, -1) AS pos FROM q LEFT JOIN old o ON o.benchmark = q.benchmark "
+            "AND o.item_id = q.item_id ORDER BY q.ord"
+        ).fetchnumpy()
+    return np.asarray(found["pos"], dtype=np.int64)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, source: str, models: list[str], grid: list[str], configs: list[str],
@@ -211,31 +232,36 @@ def _plain(values: object) -> object:
     return values.to_numpy(zero_copy_only=False) if isinstance(values, pa.ChunkedArray) else values
 
 
-def _merge_items(store: Store, items: pa.Table, old_keys: np.ndarray, fresh: np.ndarray,
-                 refresh: np.ndarray) -> tuple[pa.Table, np.ndarray]:  # fmt: skip
-    """The scope's items with ``fresh`` inserted in order and ``refresh`` re-read; and each old item's
-    new position."""
-    ins = np.searchsorted(old_keys, fresh)
-    old_at = np.arange(len(old_keys)) + np.searchsorted(ins, np.arange(len(old_keys)), side="right")
+def _merge_items(store: Store, items: pa.Table, fresh: np.ndarray,
+                 refresh: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:  # fmt: skip
+    """The scope's items with the ``fresh`` keys inserted in order and the rows ``refresh`` read again; each old
+    item's new position, and each fresh key's count of old keys before it."""
+    n_old = items.num_rows
     if not len(fresh) and not len(refresh):
-        return items, old_at
-    wanted = np.union1d(fresh, refresh)
-    split = np.char.partition(wanted, "\x01")
+        return items, np.arange(n_old), np.zeros(0, dtype=np.int64)
+    ins = np.zeros(0, dtype=np.int64)
+    old_at = np.arange(n_old)
+    if len(fresh):
+        ins = np.searchsorted(_keys(items["benchmark"], items["item_id"]), fresh)
+        old_at = old_at + np.searchsorted(ins, old_at, side="right")
+    split = np.char.partition(fresh, "\x01") if len(fresh) else np.zeros((0, 3), dtype=str)
+    again = items.take(pa.array(refresh, pa.int64()))
+    wanted = pa.table({"benchmark": pa.concat_arrays([pa.array(split[:, 0], pa.string()), again["benchmark"].combine_chunks()]),
+                       "item_id": pa.concat_arrays([pa.array(split[:, 2], pa.string()), again["item_id"].combine_chunks()]),
+                       "ord": np.arange(len(fresh) + len(refresh))})  # fmt: skip
     with store.connect() as con:
-        con.register("wanted", pa.table({"benchmark": split[:, 0], "item_id": split[:, 2]}))
+        con.register("wanted", wanted)
         try:
             read = con.sql(f"""SELECT r.benchmark, r.item_id, {ITEM_FIELDS} FROM wanted r
                                LEFT JOIN items it ON it.benchmark = r.benchmark AND it.item_id = r.item_id
-                               ORDER BY r.benchmark, r.item_id""").to_arrow_table()  # fmt: skip
+                               ORDER BY r.ord""").to_arrow_table()  # fmt: skip
         finally:
             con.unregister("wanted")
-    read = read.cast(items.schema)
-    order = np.empty(len(old_keys) + len(fresh), dtype=np.int64)
-    order[old_at] = np.arange(len(old_keys))
-    order[ins + np.arange(len(fresh))] = len(old_keys) + np.searchsorted(wanted, fresh)
-    again = np.searchsorted(old_keys, refresh)
-    order[old_at[again]] = len(old_keys) + np.searchsorted(wanted, refresh)
-    return pa.concat_tables([items, read]).take(order).combine_chunks(), old_at
+    order = np.empty(n_old + len(fresh), dtype=np.int64)
+    order[old_at] = np.arange(n_old)
+    order[ins + np.arange(len(fresh))] = n_old + np.arange(len(fresh))
+    order[old_at[refresh]] = n_old + len(fresh) + np.arange(len(refresh))
+    return pa.concat_tables([items, read.cast(items.schema)]).take(order).combine_chunks(), old_at, ins
 
 
 def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) -> Cells:
