@@ -291,7 +291,7 @@ class Store:
                 for group in _full_levels({rel: self._rows(w.manifest, rel) for rel in w.manifest.files[table]}):
                     w.merge(table, group)
             w.publish()
-        except (OSError, pa.ArrowException):
+        except (OSError, pa.ArrowException, StoreError):  # a damaged file is named by the next read or `check`
             w.abandon()
 
     def _rows(self, manifest: Manifest, rel: str) -> int:

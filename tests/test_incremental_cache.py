@@ -196,3 +196,25 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
         if (before / f"{name}.npy").exists():
             assert (newest / f"{name}.npy").stat().st_ino == (before / f"{name}.npy").stat().st_ino, name
     assert np.array_equal(after.correct, patched.correct)
+
+
+def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_path, monkeypatch):
+    """Single-row writes merge level by level (``store.store.FANOUT``): every row stays, each level holds
+    under FANOUT files, and a merged file names the first-written files its rows came from, in row order."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(store_module, "FANOUT", 3)
+    store = Store(tmp_path / "s")
+    for k in range(20):
+        store.append({"responses": _rows(random.Random(k), ["i0"], ["8f"], k, every=True).head(1)})
+    files = store.manifest().files["responses"]
+    assert store.query("SELECT count(*) n FROM responses").n[0] == 20
+    assert len(files) <= 2 * 3  # under FANOUT files on each of the levels 20 rows reach (1, 3, 9 rows)
+    parts = []
+    for rel in files:
+        meta = pq.read_schema(store.root / rel).metadata or {}
+        parts += json.loads(meta[store_module.PARTS]) if store_module.PARTS in meta else [[rel, 1]]
+    assert sum(n for _, n in parts) == 20 and len({p for p, _ in parts}) == 20  # each first-written file once
+    assert store.query("SELECT written_at FROM responses").written_at.is_unique  # no row merged twice
