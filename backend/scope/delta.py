@@ -64,8 +64,8 @@ def delta(store: Store, manifest: Manifest, table: str, known: Parts) -> Delta |
     those parts are gone (rows removed: rebuild)."""
     parts = file_parts(store, manifest, table, known)
     held = {part for listed in known.values() for part, _ in listed}
-    ranges = []
-    live = set()
+    ranges: list[tuple[str, int, int]] = []
+    live: set[str] = set()
     for rel, listed in parts.items():
         start = 0
         for part, rows in listed:

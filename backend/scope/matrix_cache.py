@@ -155,8 +155,9 @@ def _patch(store: Store, manifest: Manifest, state: Cells, meta: dict, grid: lis
     arrays changed; None when only a cold load can say (see the module docstring)."""
     if not set(state.grid) <= set(grid):
         return None
-    changes = {t: delta.delta(store, manifest, t, meta["parts"][t]) for t in TABLES}
-    if any(c is None for c in changes.values()):
+    found = {t: delta.delta(store, manifest, t, meta["parts"][t]) for t in TABLES}
+    changes = {t: c for t, c in found.items() if c is not None}
+    if len(changes) < len(found):
         return None
     parts = {t: c.parts for t, c in changes.items()}
     joined = [g for g in grid if g not in state.grid]
