@@ -49,6 +49,15 @@ RETIRED_GRACE_S = 600.0
 LOCK = ".write.lock"
 VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
 SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
+# Parquet metadata key of a compacted file: JSON [[file, rows], ...], the files first written (never a compacted
+# one) whose rows it holds, in its row order. Derived caches read it to tell rows they already hold from new ones
+# (``backend.scope.delta``): a compaction moves rows, a ``--replace`` rewrite (which names no parts) drops some.
+PARTS = b"trajaudit.parts"
+# Automatic compaction after each write: a table's files are grouped by size (level k holds files of
+# FANOUT**k to FANOUT**(k+1) - 1 rows) and a level holding FANOUT files is merged into one file of the next
+# level. A row is rewritten about log_FANOUT(rows) times over its life, a table keeps under FANOUT files a
+# level, so a write costs what it writes however many came before it (benchmarks/writes.py).
+FANOUT = 16
 # Rows per Parquet row group. DuckDB skips a row group whose min/max statistics exclude a filter, so one
 # item's rows (the Inspector) are read from a few small groups instead of scanning million-row ones, for
 # slightly larger files (the figures: benchmarks/README.md).
@@ -268,6 +277,28 @@ class Store:
                 raise StoreError(
                     f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write"
                 ) from None
+            if w.added:
+                self._auto_compact()
+
+    def _auto_compact(self) -> None:
+        """Merge each full size level (``FANOUT``) into one file, published as one more version under the
+        lock already held. Readers keep their snapshot (the merged files are retired, as ``compact``
+        does). The write before it is published whatever happens here: a compaction that fails leaves
+        the store as that write left it, and the next write tries again."""
+        w = Writer(self, self.manifest())
+        try:
+            for table in TABLES:
+                for group in _full_levels({rel: self._rows(w.manifest, rel) for rel in w.manifest.files[table]}):
+                    w.merge(table, group)
+            w.publish()
+        except (OSError, pa.ArrowException, StoreError):  # a damaged file is named by the next read or `check`
+            w.abandon()
+
+    def _rows(self, manifest: Manifest, rel: str) -> int:
+        """A listed file's rows: from the manifest, else (a store written before it kept them) the footer."""
+        if rel not in manifest.rows:
+            manifest.rows[rel] = pq.ParquetFile(self.root / rel).metadata.num_rows
+        return manifest.rows[rel]
 
     def append(self, tables: dict[str, pd.DataFrame | pa.Table]) -> int:
         """Publish one batch across tables atomically; returns the new store version."""
@@ -287,9 +318,7 @@ class Store:
                 files = list(w.manifest.files[table])
                 if len(files) < 2 and not (files and self._coarse(table, files[0])):
                     continue
-                data = pq.read_table([str(self.root / f) for f in files], schema=SCHEMAS[table])
-                w.retire(table, files)
-                w.add(table, data, supersedes=files)
+                w.merge(table, files)
                 merged[table] = len(files)
         return merged
 
@@ -313,17 +342,25 @@ class Writer:
         """A reader over the manifest this writer started from (for conflict checks)."""
         return self.store.connect()
 
-    def add(self, table: str, data: pd.DataFrame | pa.Table, supersedes: list[str] | None = None) -> str | None:
+    def add(
+        self,
+        table: str,
+        data: pd.DataFrame | pa.Table,
+        supersedes: list[str] | None = None,
+        parts: list[list] | None = None,
+    ) -> str | None:
         """Stage one Parquet file (written now, published at the end of the write).
 
         ``supersedes``: the files this one replaces (retired in the same write), recorded in its
-        metadata; such a file is written even when empty, so the record survives.
+        metadata; such a file is written even when empty, so the record survives. ``parts``: for a
+        compaction, where its rows come from (``PARTS``).
         """
         arrow = conform(table, data)
         if arrow.num_rows == 0 and not supersedes:
             return None
         if supersedes:
-            arrow = arrow.replace_schema_metadata({SUPERSEDES: json.dumps(supersedes).encode()})
+            meta = {SUPERSEDES: json.dumps(supersedes).encode()}
+            arrow = arrow.replace_schema_metadata(meta | ({PARTS: json.dumps(parts).encode()} if parts else {}))
         rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -339,9 +376,28 @@ class Writer:
         self.manifest.rows[rel] = arrow.num_rows
         return rel
 
+    def merge(self, table: str, files: list[str]) -> str | None:
+        """Stage one file holding the rows of ``files`` in their order, retiring them; its metadata names
+        them (``SUPERSEDES``) and the first-written files its rows come from (``PARTS``)."""
+        data = pq.read_table([str(self.store.root / f) for f in files], schema=SCHEMAS[table])
+        parts = [part for f in files for part in self._parts(f)]
+        self.retire(table, files)
+        return self.add(table, data, supersedes=files, parts=parts)
+
+    def _parts(self, rel: str) -> list[list]:
+        meta = pq.read_schema(self.store.root / rel).metadata or {}
+        if PARTS in meta:
+            return json.loads(meta[PARTS])
+        return [[rel, self.store._rows(self.manifest, rel)]]
+
     def retire(self, table: str, files: list[str]) -> None:
         """Drop files from the table at publish time (kept on disk for the grace period)."""
         self._retired.extend((table, f) for f in files)
+
+    @property
+    def added(self) -> bool:
+        """Whether this write staged any file."""
+        return bool(self._added)
 
     def abandon(self) -> None:
         for _, rel in self._added:
@@ -376,6 +432,17 @@ class Writer:
             else:
                 keep.append((rel, when))
         return keep
+
+
+def _full_levels(rows: dict[str, int]) -> list[list[str]]:
+    """The files to merge: each size level holding ``FANOUT`` files or more, in manifest order."""
+    levels: dict[int, list[str]] = {}
+    for rel, n in rows.items():
+        level, size = 0, FANOUT
+        while n >= size:
+            level, size = level + 1, size * FANOUT
+        levels.setdefault(level, []).append(rel)
+    return [files for files in levels.values() if len(files) >= FANOUT]
 
 
 def _open_snapshot(paths: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:

@@ -47,7 +47,8 @@ def read_json(path: Path) -> object | None:
         return None
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
+    """Delete an entry, file or folder (best effort)."""
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -64,7 +65,7 @@ def write_atomic(path: Path, write) -> bool:
         os.replace(tmp, path)
         return True
     except OSError:
-        _remove(tmp)
+        remove(tmp)
         return False
 
 
@@ -79,4 +80,21 @@ def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
     except OSError:
         return
     for old in entries[keep:]:
-        _remove(old)
+        remove(old)
+
+
+def versioned(prefix: str, version: int) -> str:
+    """The name of a new entry of ``prefix`` at store ``version`` (random tail: two processes writing the
+    same version never collide; each entry is written whole and never changed)."""
+    return f"{prefix}-{version:012d}-{uuid.uuid4().hex[:8]}"
+
+
+def versions(directory: Path, prefix: str) -> list[tuple[int, Path]]:
+    """The entries of ``prefix`` (``versioned`` names) as (store version, path), newest first."""
+    out = []
+    for path in directory.glob(f"{prefix}-*"):
+        try:
+            out.append((int(path.name[len(prefix) + 1 :].split("-")[0]), path))
+        except ValueError:
+            continue
+    return sorted(out, reverse=True)

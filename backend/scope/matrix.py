@@ -13,23 +13,20 @@ the earliest written. One scan fetches every row with its preference; NumPy pick
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.feather as feather
 
 from backend.contracts.store import StoreContents
-from backend.scope import diskcache
+from backend.scope import coverage, diskcache
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
-from store.store import Store
+from store.store import Manifest, Store
 
 # Item columns carried into Matrix.items, in this order (beside the integer position).
 ITEM_COLUMNS = (
@@ -149,6 +146,17 @@ def _matched_grid(
     return grid
 
 
+# A response row as a cell: model m and config c coded against $models and $grid, its values, its preference.
+CELL_VALUES = """(list_position($models, r.model) - 1)::TINYINT AS m,
+               (list_position($grid, r.config) - 1)::SMALLINT AS c,
+               coalesce(r.correct, 0)::TINYINT AS correct,
+               coalesce(r.confidence::FLOAT, 'nan'::FLOAT) AS confidence,
+               coalesce(r.score::FLOAT, 'nan'::FLOAT) AS score,
+               (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT
+                  + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT AS tier,
+               coalesce(epoch_us(r.written_at), 9223372036854775807) AS written"""
+
+
 def _fetch_cells(
     con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool, reruns: bool
 ) -> dict:
@@ -159,14 +167,7 @@ def _fetch_cells(
     """
     answer = ", r.answer" if answers else ""
     sql = f"""
-        SELECT (list_position($models, r.model) - 1)::TINYINT AS m, s.i,
-               (list_position($grid, r.config) - 1)::SMALLINT AS c,
-               coalesce(r.correct, 0)::TINYINT AS correct,
-               coalesce(r.confidence::FLOAT, 'nan'::FLOAT) AS confidence,
-               coalesce(r.score::FLOAT, 'nan'::FLOAT) AS score,
-               (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT
-                  + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT AS tier,
-               coalesce(epoch_us(r.written_at), 9223372036854775807) AS written {answer}
+        SELECT s.i, {CELL_VALUES} {answer}
         FROM responses r JOIN scope s ON r.benchmark = s.benchmark AND r.item_id = s.item_id
         WHERE list_contains($models, r.model) AND list_contains($grid, r.config) {"" if reruns else "AND " + main_only("r.")}
     """
@@ -197,12 +198,36 @@ def _winners(cells: dict, shape: tuple[int, int, int]) -> np.ndarray:
     return np.concatenate([others, np.flatnonzero(preferred)])
 
 
+ABSENT = np.int8(127)  # the tier of a cell without a response
+
+
+@dataclass
+class Cells:
+    """Every item in scope, complete or not, and each cell's chosen response (``_winners``): what a matrix
+    is cut from (``matched``) and what the cache keeps and patches (``backend.scope.matrix_cache``).
+
+    ``tier`` is the chosen row's preference tier, ``ABSENT`` where the cell has no response; ``later``
+    holds (m, i, c, written) of the cells won by a row of tier above 0, the only ones a new row can
+    beat on its written time.
+    """
+
+    models: list[str]
+    grid: list[str]
+    items: pa.Table
+    tier: np.ndarray
+    correct: np.ndarray
+    confidence: np.ndarray
+    score: np.ndarray
+    later: dict[str, np.ndarray]
+    answer: np.ndarray | None = None
+
+
 def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[np.ndarray, ...]:
     """Dense arrays from the coded cells, one response per cell (see ``_winners``)."""
     rows = _winners(cells, shape)
     idx = (cells["m"][rows], cells["i"][rows], cells["c"][rows])
-    present = np.zeros(shape, dtype=bool)
-    present[idx] = True
+    tier = np.full(shape, ABSENT, dtype=np.int8)
+    tier[idx] = cells["tier"][rows]
     correct = np.zeros(shape, dtype=np.int8)
     correct[idx] = cells["correct"][rows]
     confidence = np.full(shape, np.nan, dtype=np.float32)
@@ -214,7 +239,11 @@ def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[n
         a = cells["answer"]
         answer = np.full(shape, None, dtype=object)
         answer[idx] = np.where(np.ma.getmaskarray(a), None, np.ma.getdata(a))[rows]
-    return present, correct, confidence, score, answer
+    up = rows[np.asarray(cells["tier"])[rows] > 0]
+    up = up[tier[cells["m"][up], cells["i"][up], cells["c"][up]] > 0]  # not overwritten by a tier-0 row
+    later = {"m": cells["m"][up].astype(np.int64), "i": cells["i"][up].astype(np.int64),
+             "c": cells["c"][up].astype(np.int64), "written": np.asarray(cells["written"])[up].astype(np.int64)}  # fmt: skip
+    return tier, correct, confidence, score, answer, later
 
 
 def load_matrix(
@@ -234,8 +263,8 @@ def load_matrix(
     (model, config) are excluded and counted. Live re-runs (``origin = 'rerun'``) are left out
     unless ``include_reruns``: they are an overlay, never part of a matrix by default.
 
-    The unfiltered matrix of a large store is kept in the store's cache folder (``_load_cached``)
-    and a filter is applied to it in memory when that is exact (``narrow``).
+    The unfiltered matrix of a large store is kept in the store's cache folder and patched after a
+    write (``backend.scope.matrix_cache``); a filter is applied to it in memory when that is exact (``narrow``).
     """
     models = list(dict.fromkeys(models))
     if not models:
@@ -243,7 +272,9 @@ def load_matrix(
     grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
     if include_answers:
         return _load(store, models, benchmark, grid, item_filter, True, include_reruns)
-    full = _load_cached(store, models, benchmark, grid, include_reruns)
+    from backend.scope import matrix_cache  # the cache builds on this module's loader
+
+    full = matrix_cache.load(store, models, benchmark, grid, include_reruns)
     cut = narrow(store, full, item_filter)
     return cut if cut is not None else _load(store, models, benchmark, grid, item_filter, False, include_reruns)
 
@@ -251,13 +282,21 @@ def load_matrix(
 def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
           include_answers: bool, include_reruns: bool) -> Matrix:  # fmt: skip
     """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""
+    return matched(scan(store, models, benchmark, grid, item_filter, include_answers, include_reruns))
+
+
+ITEM_FIELDS = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
+
+
+def scan(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
+         include_answers: bool, include_reruns: bool) -> Cells:  # fmt: skip
+    """Every item in scope and its chosen responses, in one pass over the store."""
     with store.connect() as con:
         bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])
         fsql, fparams = filter_sql(item_filter, alias="it")
-        cols = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
         con.execute(
             f"""CREATE TEMP TABLE scope AS
-            SELECT r.benchmark, r.item_id, {cols},
+            SELECT r.benchmark, r.item_id, {ITEM_FIELDS},
                    (row_number() OVER (ORDER BY r.benchmark, r.item_id) - 1)::INTEGER AS i
             FROM (SELECT DISTINCT benchmark, item_id FROM responses
                   WHERE list_contains(?, model) AND list_contains(?, config) {bench_sql}
@@ -266,78 +305,37 @@ def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str
             WHERE {fsql}""",
             [models, grid, *bench_params, *fparams],
         )
-        # Through Arrow: about 2.5x faster than .df() for the string columns.
-        items = con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table().to_pandas()
+        items = con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table()
         cells = _fetch_cells(con, models, grid, include_answers, include_reruns)
-    shape = (len(models), len(items), len(grid))
-    present, correct, confidence, score, answer = _scatter(cells, shape, include_answers)
+    shape = (len(models), items.num_rows, len(grid))
+    tier, correct, confidence, score, answer, later = _scatter(cells, shape, include_answers)
+    return Cells(models, grid, items, tier, correct, confidence, score, later, answer)
+
+
+def matched(cells: Cells) -> Matrix:
+    """The matched matrix: the items with a response in every (model, configuration), the others counted."""
+    present = cells.tier != ABSENT
     complete = present.all(axis=(0, 2))
     missing = (~present[:, ~complete, :]).sum(axis=1)
+    models, grid = cells.models, cells.grid
     reasons = {f"{models[m]} lacks {grid[c]}": int(missing[m, c]) for m, c in zip(*np.nonzero(missing), strict=True)}
+    every = bool(complete.all())  # nothing to cut: the arrays are used as they are (a cached entry's are mapped)
+    cut = (lambda a: a) if every else (lambda a: a[:, complete, :])  # noqa: E731
+    items = cells.items.to_pandas()  # through Arrow: about 2.5x faster than DuckDB's .df() for the string columns
     return Matrix(
-        models=models,
-        grid=grid,
-        items=items.loc[complete].reset_index(drop=True),
-        correct=correct[:, complete, :],
-        confidence=confidence[:, complete, :],
-        score=score[:, complete, :],
-        answer=None if answer is None else answer[:, complete, :],
+        models=list(models),
+        grid=list(grid),
+        items=items if every else items.loc[complete].reset_index(drop=True),
+        correct=cut(cells.correct),
+        confidence=cut(cells.confidence),
+        score=cut(cells.score),
+        answer=None if cells.answer is None else cut(cells.answer),
         n_excluded=int((~complete).sum()),
         excluded_reasons=reasons,
     )
 
 
 CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
-ENTRY_FORMAT = "v3"  # in the entry's name: a change of layout never reads an old entry
-ARRAYS = ("correct", "confidence", "score")
-
-
-def _load_cached(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Matrix:
-    """The unfiltered matched matrix, from ``<store>/.cache/matrix-<key>/`` when present.
-
-    Keyed on the store's files and the scope (``backend.scope.diskcache``); written only when the
-    manifest did not move during the load, so an entry always matches its key.
-    """
-    manifest = store.manifest()
-    key = diskcache.file_set_key(manifest, ("responses", "items"), models, benchmark, grid, reruns)
-    entry = diskcache.folder(store) / f"matrix-{ENTRY_FORMAT}-{key}"
-    cached = _read_entry(entry, models, grid)
-    if cached is not None and diskcache.all_files_present(store, manifest):
-        return cached
-    matrix = _load(store, models, benchmark, grid, None, False, reruns)
-    cells = len(models) * matrix.n_items * len(grid)
-    if cells >= CACHE_MIN_CELLS and store.manifest().version == manifest.version:
-        if diskcache.write_atomic(entry, lambda tmp: _write_entry(tmp, matrix)):
-            diskcache.prune(entry.parent, "matrix-*")
-    return matrix
-
-
-def _write_entry(folder: Path, matrix: Matrix) -> None:
-    folder.mkdir()
-    all_nan = [name for name in ARRAYS if matrix.n_items and not np.isfinite(getattr(matrix, name)).any()]
-    for name in ARRAYS:
-        if name not in all_nan:  # an all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell
-            np.save(folder / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
-    feather.write_feather(pa.Table.from_pandas(matrix.items, preserve_index=False), folder / "items.arrow",
-                          compression="uncompressed")  # fmt: skip
-    meta = {"n_excluded": matrix.n_excluded, "excluded_reasons": matrix.excluded_reasons, "all_nan": all_nan}
-    (folder / "meta.json").write_text(json.dumps(meta))
-
-
-def _read_entry(folder: Path, models: list[str], grid: list[str]) -> Matrix | None:
-    """The entry, memory-mapped: arrays and item columns are read from the page cache as used, not
-    copied (read-only views: a matrix is never written in place)."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-        stored = [name for name in ARRAYS if name not in meta["all_nan"]]
-        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in stored}
-        items = feather.read_table(folder / "items.arrow", memory_map=True).to_pandas()
-    except (OSError, ValueError, KeyError):
-        return None
-    shape = arrays["correct"].shape
-    arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
-    return Matrix(models=list(models), grid=list(grid), items=items, **arrays, n_excluded=int(meta["n_excluded"]),
-                  excluded_reasons=meta["excluded_reasons"])  # fmt: skip
 
 
 def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:
@@ -365,67 +363,24 @@ def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix
     return restrict(full, mask)
 
 
-def _cells_of_file(store: Store, rel: str) -> dict:
-    """Rows and distinct items per (model, benchmark, config, re-run?) of one responses file, and
-    distinct main-run items per (model, benchmark). Files never change, so this is computed once per
-    file (the first read after the write that added it) and kept in the store's cache folder."""
-    path = diskcache.folder(store) / "files" / (rel.replace("/", "__") + ".json")
-    cached = diskcache.read_json(path)
-    if isinstance(cached, dict):
+def _item_facets(store: Store, manifest: Manifest) -> list:
+    """Items, and the task types, durations and domains they name: kept per set of item files (a
+    write of responses alone, a re-run's answer, does not count the items again)."""
+    cache = diskcache.folder(store) / f"facets-{diskcache.file_set_key(manifest, ('items',))}.json"
+    cached = diskcache.read_json(cache)
+    if isinstance(cached, list):
         return cached
-    source = f"read_parquet('{str(store.root / rel).replace(chr(39), chr(39) * 2)}')"
-    with duckdb.connect(":memory:") as con:
-        # rows and distinct items per cell in two grouping steps (per item, then per cell): the same counts
-        # as count(*) and count(DISTINCT item_id) in less time (benchmarks/README.md); a NULL id counts as a
-        # row, never as an item, as count(DISTINCT) has it
-        cells = con.execute(
-            f"""SELECT model, benchmark, config, rerun, sum(n)::BIGINT, count(item_id) FROM (
-                SELECT model, benchmark, config, NOT ({main_only()}) AS rerun, item_id, count(*) AS n
-                FROM {source} GROUP BY ALL) GROUP BY ALL"""
-        ).fetchall()
-        per_model = con.execute(
-            f"SELECT model, benchmark, count(DISTINCT item_id) FROM {source} WHERE {main_only()} GROUP BY ALL"
-        ).fetchall()
-    out = {"cells": [list(r) for r in cells], "model_items": [list(r) for r in per_model]}
-    diskcache.write_json(path, out)
+    with store.connect() as con:  # names a listed file that is missing
+        out = list(
+            con.execute(
+                "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
+                "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
+                "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
+            ).fetchone()
+        )
+    if diskcache.write_json(cache, out):
+        diskcache.prune(cache.parent, "facets-*.json")
     return out
-
-
-def _distinct_across_files(store: Store, keys: list[tuple], files: set[str], columns: list[str], main: bool) -> dict:
-    """Exact distinct item counts for the ``keys`` (over ``columns``) that several files contribute to."""
-    where = f"WHERE {main_only()}" if main else ""
-    rerun = f", NOT ({main_only()}) AS rerun" if "rerun" in columns else ""
-    on = " AND ".join(f"r.{c} = w.{c}" for c in columns)
-    with duckdb.connect(":memory:") as con:
-        con.register("wanted", pd.DataFrame(keys, columns=columns))
-        rows = con.execute(
-            f"""SELECT {", ".join(f"r.{c}" for c in columns)}, count(DISTINCT r.item_id)
-            FROM (SELECT model, benchmark, config, item_id {rerun}
-                  FROM read_parquet($files, union_by_name=false) {where}) r JOIN wanted w ON {on} GROUP BY ALL""",
-            {"files": [str(store.root / f) for f in sorted(files)]},
-        ).fetchall()
-    return {tuple(r[:-1]): int(r[-1]) for r in rows}
-
-
-def _combine(
-    store: Store, per_file: dict[str, dict], block: str, columns: list[str], main: bool
-) -> dict[tuple, list[int]]:
-    """Sum one block of the per-file counts; distinct items where several files share a key are
-    recounted over exactly those files (a repeat or a later ingest of the same cell)."""
-    totals: dict[tuple, list[int]] = {}
-    sources: dict[tuple, set[str]] = {}
-    for rel, agg in per_file.items():
-        for row in agg[block]:
-            key, counts = tuple(row[: len(columns)]), row[len(columns) :]
-            now = totals.setdefault(key, [0] * len(counts))
-            totals[key] = [a + int(b) for a, b in zip(now, counts, strict=True)]
-            sources.setdefault(key, set()).add(rel)
-    shared = [key for key, files in sources.items() if len(files) > 1]
-    if shared:
-        files = set().union(*(sources[k] for k in shared))
-        for key, n in _distinct_across_files(store, shared, files, columns, main).items():
-            totals[key][-1] = n
-    return totals
 
 
 def available(store: Store) -> StoreContents:
@@ -435,38 +390,36 @@ def available(store: Store) -> StoreContents:
     live re-runs are listed apart under ``reruns`` (items per configuration), so one exploratory
     re-run never adds a configuration to what the views analyse.
 
-    Counting distinct items over 10M responses takes seconds, so the counts are kept per file and
-    the answer per set of files, in the store's cache folder (``backend.scope.diskcache``).
+    Counting distinct items over 10M responses takes seconds, so the counts are kept as one bit per
+    (cell, item) and updated from each write's new rows (``backend.scope.coverage``), and the answer
+    per set of files, in the store's cache folder (``backend.scope.diskcache``).
     """
     manifest = store.manifest()
     cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
     cached = diskcache.read_json(cache)
     if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
         return cached
-    with store.connect() as con:  # names a listed file that is missing
-        n_items, task_types, durations, domains = con.execute(
-            "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
-            "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
-            "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
-        ).fetchone()
-    per_file = {rel: _cells_of_file(store, rel) for rel in manifest.files["responses"]}
-    rows = _combine(store, per_file, "cells", ["model", "benchmark", "config", "rerun"], main=False)
-    per_model = _combine(store, per_file, "model_items", ["model", "benchmark"], main=True)
-    coverage: dict[str, dict[str, dict[str, int]]] = {}
+    n_items, task_types, durations, domains = _item_facets(store, manifest)
+    held = coverage.counts(store, manifest)
+    coverage_: dict[str, dict[str, dict[str, int]]] = {}
     reruns: dict[str, dict[str, dict[str, int]]] = {}
     n_main = n_rerun = 0
-    for (model, bench, label, rerun), (n_rows, n) in sorted(rows.items()):
-        (reruns if rerun else coverage).setdefault(model, {}).setdefault(bench, {})[label] = int(n)
-        n_rerun, n_main = (n_rerun + n_rows, n_main) if rerun else (n_rerun, n_main + n_rows)
-    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage.items()}
+    for k in sorted(range(len(held.keys)), key=lambda k: held.keys[k]):
+        model, bench, label, rerun = held.keys[k]
+        (reruns if rerun else coverage_).setdefault(model, {}).setdefault(bench, {})[label] = held.items(k)
+        n_rerun, n_main = (n_rerun + int(held.rows[k]), n_main) if rerun else (n_rerun, n_main + int(held.rows[k]))
+    cfgs = {m: {b: configs.order(list(labels)) for b, labels in per.items()} for m, per in coverage_.items()}
+    main = np.array([not k[3] for k in held.keys], dtype=bool)
+    per_model = {(k[0], k[1]) for k in held.keys if not k[3]}
     model_items: dict[str, dict[str, int]] = {}
-    for (model, bench), (n,) in per_model.items():
-        model_items.setdefault(model, {})[bench] = int(n)
+    for model, bench in sorted(per_model):
+        mine = main & np.array([k[:2] == (model, bench) for k in held.keys], dtype=bool)
+        model_items.setdefault(model, {})[bench] = held.items(mine)
     out = {
         "models": sorted(cfgs),
         "benchmarks": sorted({b for per in cfgs.values() for b in per}),
         "configs": cfgs,
-        "coverage": coverage,
+        "coverage": coverage_,
         "model_items": model_items,
         "reruns": reruns,
         "task_types": task_types or [],

@@ -1,0 +1,85 @@
+"""Which rows of a table a derived cache has not seen yet: the new files' rows, read without the old ones.
+
+A cache entry records the files it was computed from and, for each, the first-written files ("parts")
+its rows come from (``store.store.PARTS``: a compaction moves rows into a new file and names where
+they came from; any other file is its own part). Against today's manifest, a part the entry holds is
+skipped wherever it now lives, a new part is a row range of the file holding it, and a part the entry
+holds that no listed file holds any more (a ``--replace`` dropped its rows) means the entry cannot be
+patched: the caller rebuilds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow.parquet as pq
+
+from store.schema import SCHEMAS
+from store.store import PARTS, Manifest, Store
+
+Parts = dict[str, list[list]]  # listed file -> [[part, rows], ...] in the file's row order
+
+
+@dataclass(frozen=True)
+class Delta:
+    """The rows of one table a cache lacks: ``ranges`` of (file, first row, end row); ``parts`` to record."""
+
+    ranges: list[tuple[str, int, int]]
+    parts: Parts
+
+    def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
+        """Create the temporary view ``name`` over exactly the new rows, with every column of the table's
+        schema (a file written before a nullable column was added reads null there, as ``Store.connect``)."""
+        empty = f"_{name}_empty"
+        con.from_arrow(SCHEMAS[table].empty_table()).create(empty)
+        selects = [
+            f"SELECT * EXCLUDE (file_row_number) FROM read_parquet({_quote(store.root / rel)}, file_row_number = true)"
+            f" WHERE file_row_number >= {start} AND file_row_number < {end}"
+            for rel, start, end in self.ranges
+        ]
+        con.execute(f"CREATE TEMP VIEW {name} AS " + " UNION ALL BY NAME ".join([f"SELECT * FROM {empty}", *selects]))
+
+
+def file_parts(store: Store, manifest: Manifest, table: str, known: Parts) -> Parts:
+    """Every listed file of ``table`` with its parts (from ``known`` where recorded, else its footer)."""
+    out: Parts = {}
+    for rel in manifest.files[table]:
+        if rel in known:
+            out[rel] = known[rel]
+            continue
+        path = store.root / rel
+        meta = pq.read_schema(path).metadata or {}
+        rows = manifest.rows.get(rel)
+        if PARTS in meta:
+            out[rel] = json.loads(meta[PARTS])
+        else:
+            out[rel] = [[rel, rows if rows is not None else pq.ParquetFile(path).metadata.num_rows]]
+    return out
+
+
+def delta(store: Store, manifest: Manifest, table: str, known: Parts) -> Delta | None:
+    """The rows of ``table`` not among the parts of ``known`` (the entry's files); None when some of
+    those parts are gone (rows removed: rebuild)."""
+    parts = file_parts(store, manifest, table, known)
+    held = {part for listed in known.values() for part, _ in listed}
+    ranges: list[tuple[str, int, int]] = []
+    live: set[str] = set()
+    for rel, listed in parts.items():
+        start = 0
+        for part, rows in listed:
+            live.add(part)
+            if part not in held and rows:
+                if ranges and ranges[-1][0] == rel and ranges[-1][2] == start:
+                    ranges[-1] = (rel, ranges[-1][1], start + rows)  # adjacent new parts read as one range
+                else:
+                    ranges.append((rel, start, start + rows))
+            start += rows
+    if held - live:
+        return None
+    return Delta(ranges, parts)
+
+
+def _quote(path: object) -> str:
+    return "'" + str(path).replace("'", "''") + "'"

@@ -1,0 +1,319 @@
+"""The unfiltered matched matrix of a large store, kept in ``<store>/.cache/`` and patched after each write.
+
+A cold load scans every response (seconds at 10M rows); a write usually adds a few. So an entry keeps a
+scope's full state (``backend.scope.matrix.Cells``: every item in scope, complete or not, and each
+cell's chosen response with its preference tier) with the parts of the files it was computed from
+(``backend.scope.delta``). The next read after a write reads only the new rows and patches:
+
+* a new row takes its cell when it is preferred to the cell's row by the matrix's own rule (lower
+  tier; in the same tier, written earlier), so the patched state is the one a cold load builds;
+* rows of new items insert them in the cold load's order, a configuration joining the grid adds a
+  column (its rows are read from every file, being new to this grid), new item rows refresh fields;
+* a ``--replace`` (rows gone), a model set or grid that lost a member, or a store breaking the
+  response key (two main rows in one cell) is rebuilt cold; a compaction only moves rows and is read
+  as no change at all.
+
+Each version is its own folder (``matrix-v4-<scope>-<version>-<random>``), written under a temporary
+name and renamed into place, never changed after: a reader maps one folder whole, and a folder pruned
+while a reader maps it stays readable (or the read fails and the reader rebuilds). Re-run overlay rows
+are outside a default scope's rows, so an overlay write moves a default entry to the next version with
+its arrays hard-linked, unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.feather as feather
+
+from backend.scope import delta, diskcache
+from backend.scope import matrix as matrix_module
+from backend.scope.matrix import (
+    ABSENT,
+    CELL_VALUES,
+    ITEM_FIELDS,
+    Cells,
+    Matrix,
+    _first_per_cell,
+    main_only,
+    matched,
+    scan,
+)
+from store.store import Manifest, Store
+
+ENTRY_FORMAT = "v4"  # in the entry's name: a change of layout never reads an old entry
+ARRAYS = ("tier", "correct", "confidence", "score")
+VERSIONS_KEPT = 2  # per scope: the newest, and the one a reader that started before the last write may map
+TABLES = ("responses", "items")
+
+
+def load(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Matrix:
+    """The unfiltered matched matrix (``load_matrix``'s contract), from the newest entry of the scope,
+    patched when the store moved on since, else cold. Written back only when the manifest did not move
+    during the load, so an entry always holds what its recorded files hold."""
+    return matched(cells(store, models, benchmark, grid, reruns))
+
+
+def cells(store: Store, models: list[str], benchmark: str | None, grid: list[str], reruns: bool) -> Cells:
+    """The scope's full state as of the store's current manifest (see ``load``)."""
+    manifest = store.manifest()
+    scope = _scope_id(models, benchmark, reruns)
+    root = diskcache.folder(store)
+    present = diskcache.all_files_present(store, manifest)  # else the cold load names the missing file
+    base = _newest(root, scope, manifest.version) if present else None
+    if base is not None:
+        folder, meta, state = base
+        if meta["files"] == {t: manifest.files[t] for t in TABLES} and state.grid == grid:
+            return state
+        patched = _patch(store, manifest, state, meta, grid, benchmark, reruns)
+        if patched is not None:
+            new, parts, changed = patched
+            _save(store, manifest, scope, new, parts, folder, changed)
+            return new
+    state = scan(store, models, benchmark, grid, None, False, reruns)
+    if len(models) * state.items.num_rows * len(grid) >= matrix_module.CACHE_MIN_CELLS:  # read now: tests lower it
+        parts = {t: delta.file_parts(store, manifest, t, {}) for t in TABLES}
+        _save(store, manifest, scope, state, parts, None, set(ARRAYS) | {"items"})
+    return state
+
+
+def _scope_id(models: list[str], benchmark: str | None, reruns: bool) -> str:
+    return hashlib.sha256(json.dumps([models, benchmark, reruns]).encode()).hexdigest()[:16]
+
+
+def _newest(root: Path, scope: str, version: int) -> tuple[Path, dict, Cells] | None:
+    """The newest readable entry of the scope written at ``version`` or before (a later one holds rows
+    this reader's manifest does not list)."""
+    for at, folder in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}"):
+        if at <= version and (read := _read(folder)) is not None:
+            return folder, *read
+    return None
+
+
+def _read(folder: Path) -> tuple[dict, Cells] | None:
+    """An entry, memory-mapped (read-only views: a state is never written in place); None when it is
+    unreadable or was pruned while being read."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+        arrays = {
+            name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS if name not in meta["all_nan"]
+        }
+        later = np.load(folder / "later.npy")
+        items = feather.read_table(folder / "items.arrow", memory_map=True)
+    except (OSError, ValueError, KeyError):
+        return None
+    shape = arrays["tier"].shape
+    arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
+    state = Cells(meta["models"], meta["grid"], items, later=dict(zip(("m", "i", "c", "written"), later, strict=True)),
+                  **{name: np.asarray(arrays[name]) for name in ARRAYS})  # fmt: skip
+    return meta, state
+
+
+def _save(store: Store, manifest: Manifest, scope: str, state: Cells, parts: dict, base: Path | None,
+          changed: set[str]) -> None:  # fmt: skip
+    """Publish ``state`` as the scope's entry at this manifest version (when the manifest has not moved
+    on), hard-linking from ``base`` what did not change; then prune older versions."""
+    if store.manifest().version != manifest.version:
+        return
+    all_nan = [n for n in ("confidence", "score") if state.items.num_rows and not np.isfinite(getattr(state, n)).any()]
+
+    def write(folder: Path) -> None:
+        folder.mkdir()
+        for name in ARRAYS:
+            if name in all_nan:  # an all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell
+                continue
+            if base is not None and name not in changed and (base / f"{name}.npy").exists():
+                os.link(base / f"{name}.npy", folder / f"{name}.npy")
+            else:
+                np.save(folder / f"{name}.npy", getattr(state, name), allow_pickle=False)
+        if base is not None and "items" not in changed:
+            os.link(base / "items.arrow", folder / "items.arrow")
+        else:
+            feather.write_feather(state.items, folder / "items.arrow", compression="uncompressed")
+        later = np.stack([state.later[k].astype(np.int64) for k in ("m", "i", "c", "written")])
+        np.save(folder / "later.npy", later, allow_pickle=False)
+        meta = {"models": state.models, "grid": state.grid, "all_nan": all_nan, "parts": parts,
+                "files": {t: manifest.files[t] for t in TABLES}}  # fmt: skip
+        (folder / "meta.json").write_text(json.dumps(meta))
+
+    root = diskcache.folder(store)
+    if diskcache.write_atomic(root / diskcache.versioned(f"matrix-{ENTRY_FORMAT}-{scope}", manifest.version), write):
+        for _, old in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}")[VERSIONS_KEPT:]:
+            diskcache.remove(old)
+        diskcache.prune(root, "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
+
+
+def _patch(store: Store, manifest: Manifest, state: Cells, meta: dict, grid: list[str], benchmark: str | None,
+           reruns: bool) -> tuple[Cells, dict, set[str]] | None:  # fmt: skip
+    """``state`` brought up to ``manifest`` from the new rows only, with the parts to record and which
+    arrays changed; None when only a cold load can say (see the module docstring)."""
+    if not set(state.grid) <= set(grid):
+        return None
+    found = {t: delta.delta(store, manifest, t, meta["parts"][t]) for t in TABLES}
+    changes = {t: c for t, c in found.items() if c is not None}
+    if len(changes) < len(found):
+        return None
+    parts = {t: c.parts for t, c in changes.items()}
+    joined = [g for g in grid if g not in state.grid]
+    with duckdb.connect(":memory:") as con:
+        changes["responses"].view(store, con, "responses", "new_responses")
+        changes["items"].view(store, con, "items", "new_items")
+        rows = _rows(con, "new_responses", state.models, grid, [g for g in grid if g in state.grid], benchmark, reruns)
+        touched = con.sql("SELECT DISTINCT benchmark, item_id FROM new_items").fetchnumpy()
+    if joined:  # a configuration new to the grid: its rows in every file
+        with store.connect() as con:
+            more = _rows(con, "responses", state.models, grid, joined, benchmark, reruns)
+        rows = {k: np.concatenate([np.asarray(rows[k]), np.asarray(more[k])]) for k in rows}
+    if not len(rows["m"]) and not len(touched["item_id"]) and not joined:
+        return state, parts, set()  # e.g. re-run overlay rows outside this scope
+    at = _positions(state.items, rows["benchmark"], rows["item_id"])  # -1: an item new to the scope
+    seen = _positions(state.items, touched["benchmark"], touched["item_id"])
+    refresh = np.unique(seen[seen >= 0])
+    fresh_rows = at < 0
+    fresh_keys = _keys(rows["benchmark"][fresh_rows], rows["item_id"][fresh_rows])
+    fresh = np.unique(fresh_keys)
+    items, old_at, ins = _merge_items(store, state.items, fresh, refresh)
+    grown = _grow(state, old_at, items, grid)
+    i = np.where(fresh_rows, 0, old_at[np.maximum(at, 0)])
+    if fresh_rows.any():
+        k = np.searchsorted(fresh, fresh_keys)
+        i[fresh_rows] = ins[k] + k
+    coded = {"m": np.asarray(rows["m"], dtype=np.int64), "i": i, "c": np.asarray(rows["c"], dtype=np.int64)}
+    if not _apply(
+        grown, coded | {k: np.asarray(rows[k]) for k in ("tier", "written", "correct", "confidence", "score")}
+    ):
+        return None
+    changed = set(ARRAYS) if len(rows["m"]) or joined or len(fresh) else set()
+    return grown, parts, changed | ({"items"} if len(fresh) or len(refresh) else set())
+
+
+def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> np.ndarray:
+    """Each (benchmark, item_id)'s row in ``items``, -1 where absent (a join in DuckDB: no Python strings)."""
+    if not len(item_id):
+        return np.zeros(0, dtype=np.int64)
+    with duckdb.connect(":memory:") as con:
+        con.register(
+            "old", items.select(["benchmark", "item_id"]).append_column("pos", pa.array(np.arange(items.num_rows)))
+        )
+        con.register("q", pa.table({"benchmark": pa.array(benchmark, pa.string()), "item_id": pa.array(item_id, pa.string()),
+                                    "ord": np.arange(len(item_id))}))  # fmt: skip
+        found = con.sql(
+            "SELECT coalesce(o.pos, -1) AS pos FROM q LEFT JOIN old o ON o.benchmark = q.benchmark "
+            "AND o.item_id = q.item_id ORDER BY q.ord"
+        ).fetchnumpy()
+    return np.asarray(found["pos"], dtype=np.int64)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, source: str, models: list[str], grid: list[str], configs: list[str],
+          benchmark: str | None, reruns: bool) -> dict:  # fmt: skip
+    """The scope's rows of ``source`` at ``configs``, coded as a cold load codes them, with their item keys."""
+    bench = "" if benchmark is None else "AND r.benchmark = $benchmark"
+    sql = f"""SELECT r.benchmark, r.item_id, {CELL_VALUES} FROM {source} r
+              WHERE list_contains($models, r.model) AND list_contains($configs, r.config) {bench}
+              {"" if reruns else "AND " + main_only("r.")}"""
+    params = {"models": models, "grid": grid, "configs": configs} | (
+        {} if benchmark is None else {"benchmark": benchmark}
+    )
+    return con.execute(sql, params).fetchnumpy()
+
+
+def _keys(benchmark: object, item_id: object) -> np.ndarray:
+    """One sortable string per (benchmark, item_id), ordered as DuckDB orders the pair (by code point; \\x01 sorts below any printable character)."""
+    b, i = (np.asarray(_plain(x), dtype=str) for x in (benchmark, item_id))
+    return np.char.add(np.char.add(b, "\x01"), i) if len(b) else np.array([], dtype=str)
+
+
+def _plain(values: object) -> object:
+    return values.to_numpy(zero_copy_only=False) if isinstance(values, pa.ChunkedArray) else values
+
+
+def _merge_items(store: Store, items: pa.Table, fresh: np.ndarray,
+                 refresh: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:  # fmt: skip
+    """The scope's items with the ``fresh`` keys inserted in order and the rows ``refresh`` read again; each old
+    item's new position, and each fresh key's count of old keys before it."""
+    n_old = items.num_rows
+    if not len(fresh) and not len(refresh):
+        return items, np.arange(n_old), np.zeros(0, dtype=np.int64)
+    ins = np.zeros(0, dtype=np.int64)
+    old_at = np.arange(n_old)
+    if len(fresh):
+        ins = np.searchsorted(_keys(items["benchmark"], items["item_id"]), fresh)
+        old_at = old_at + np.searchsorted(ins, old_at, side="right")
+    split = np.char.partition(fresh, "\x01") if len(fresh) else np.zeros((0, 3), dtype=str)
+    again = items.take(pa.array(refresh, pa.int64()))
+    wanted = pa.table({"benchmark": pa.concat_arrays([pa.array(split[:, 0], pa.string()), again["benchmark"].combine_chunks()]),
+                       "item_id": pa.concat_arrays([pa.array(split[:, 2], pa.string()), again["item_id"].combine_chunks()]),
+                       "ord": np.arange(len(fresh) + len(refresh))})  # fmt: skip
+    with store.connect() as con:
+        con.register("wanted", wanted)
+        try:
+            read = con.sql(f"""SELECT r.benchmark, r.item_id, {ITEM_FIELDS} FROM wanted r
+                               LEFT JOIN items it ON it.benchmark = r.benchmark AND it.item_id = r.item_id
+                               ORDER BY r.ord""").to_arrow_table()  # fmt: skip
+        finally:
+            con.unregister("wanted")
+    order = np.empty(n_old + len(fresh), dtype=np.int64)
+    order[old_at] = np.arange(n_old)
+    order[ins + np.arange(len(fresh))] = n_old + np.arange(len(fresh))
+    order[old_at[refresh]] = n_old + len(fresh) + np.arange(len(refresh))
+    return pa.concat_tables([items, read.cast(items.schema)]).take(order).combine_chunks(), old_at, ins
+
+
+def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) -> Cells:
+    """A writable copy of ``state`` on ``items`` and ``grid``, its cells moved to their new places."""
+    n_items = items.num_rows
+    at_c = np.array([grid.index(g) for g in state.grid], dtype=np.int64)
+    shape = (len(state.models), n_items, len(grid))
+    same = n_items == len(old_at) and list(grid) == list(state.grid)
+
+    def moved(a: np.ndarray, fill: object, dtype: type) -> np.ndarray:
+        if same:
+            return np.array(a, dtype=dtype)
+        out = np.full(shape, fill, dtype=dtype)
+        out[:, old_at[:, None], at_c[None, :]] = a
+        return out
+
+    later = state.later | {"i": old_at[state.later["i"]], "c": at_c[state.later["c"]]}
+    return Cells(state.models, list(grid), items, moved(state.tier, ABSENT, np.int8),
+                 moved(state.correct, 0, np.int8), moved(state.confidence, np.nan, np.float32),
+                 moved(state.score, np.nan, np.float32), later)  # fmt: skip
+
+
+def _apply(state: Cells, rows: dict) -> bool:
+    """Let each new row take its cell where the matrix's rule prefers it to the cell's row (in place);
+    False when two main rows meet in one cell (a store breaking the response key: rebuild cold)."""
+    if not len(rows["m"]):
+        return True
+    shape = state.tier.shape
+    flat = np.ravel_multi_index((rows["m"], rows["i"], rows["c"]), shape)
+    tier, written = np.asarray(rows["tier"]), np.asarray(rows["written"])
+    main = flat[tier == 0]
+    if len(np.unique(main)) < len(main) or (state.tier.flat[main] == 0).any():
+        return False
+    best = _first_per_cell(flat, tier, written, np.arange(len(flat)))
+    cell = flat[best]
+    old_tier = state.tier.flat[cell]
+    later_flat = np.ravel_multi_index((state.later["m"], state.later["i"], state.later["c"]), shape)
+    by_cell = np.argsort(later_flat)
+    pos = np.minimum(np.searchsorted(later_flat[by_cell], cell), max(len(by_cell) - 1, 0))
+    known = (later_flat[by_cell][pos] == cell) if len(by_cell) else np.zeros(len(cell), dtype=bool)
+    old_written = np.zeros(len(cell), dtype=np.int64)  # only read where the cell's row has tier above 0
+    old_written[known] = state.later["written"][by_cell[pos[known]]]
+    wins = (tier[best] < old_tier) | ((tier[best] == old_tier) & (written[best] < old_written))
+    won, cell = best[wins], cell[wins]
+    state.tier.flat[cell] = tier[won]
+    state.correct.flat[cell] = rows["correct"][won]
+    state.confidence.flat[cell] = rows["confidence"][won]
+    state.score.flat[cell] = rows["score"][won]
+    keep = ~np.isin(later_flat, cell)
+    up = won[tier[won] > 0]
+    m, i, c = np.unravel_index(flat[up], shape)
+    state.later = {k: np.concatenate([state.later[k][keep], v]) for k, v in
+                   (("m", m), ("i", i), ("c", c), ("written", written[up]))}  # fmt: skip
+    return True

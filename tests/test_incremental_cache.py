@@ -1,0 +1,220 @@
+"""The matrix cache patched from the new rows after each write equals a cold rebuild, bit for bit
+(``backend.scope.matrix_cache``), over random sequences of appends (main rows, repeats, re-run overlay
+rows), new configurations, new items and changed item fields, a ``--replace`` and compactions, explicit
+and automatic."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import store.store as store_module
+from backend.scope import matrix as matrix_module
+from backend.scope import matrix_cache
+from backend.scope.matrix import available, load_matrix, scan
+from store.errors import UserError
+from store.store import Store
+
+MODELS = ["a", "b"]
+CONFIGS = ["8f", "16f", "32f", "64f"]
+ITEMS = ["i0", "i1", "i10", "i2", "I3", "Z", "a b", "é", "ß9", "i0x"]  # orders that differ by case, length, code point
+T0 = pd.Timestamp("2026-01-01", tz="UTC")
+STEPS = ("append", "append", "append", "config", "items", "fields", "replace", "compact")
+
+
+def _rows(rng: random.Random, items: list[str], configs: list[str], step: int, every: bool = False) -> pd.DataFrame:
+    """Rows for a random subset of cells (``every``: a main row in each): main rows, repeats under another
+    run, re-run overlay rows; one row per (model, item, config, run, origin), written at this step's time."""
+    out = []
+    for model in MODELS:
+        for item in items:
+            for config in configs:
+                if every or rng.random() < 0.6:
+                    run, origin = (
+                        ("main", "ingest")
+                        if every
+                        else rng.choice(
+                            [
+                                ("main", "ingest"),
+                                ("main", "ingest"),
+                                ("r2", "ingest"),
+                                ("main", "rerun"),
+                                ("j1", "rerun"),
+                            ]
+                        )
+                    )
+                    out.append({"model": model, "benchmark": "bench", "item_id": item, "config": config,
+                                "run": run, "origin": origin, "correct": rng.randint(0, 1),
+                                "confidence": rng.choice([None, round(rng.random(), 3)]),
+                                "answer": rng.choice("ABCD")})  # fmt: skip
+    frame = pd.DataFrame(out, columns=["model", "benchmark", "item_id", "config", "run", "origin", "correct",
+                                       "confidence", "answer"])  # fmt: skip
+    return frame.astype({"correct": "int8"}).assign(written_at=T0 + pd.Timedelta(seconds=step))
+
+
+def _item_rows(rng: random.Random, items: list[str], step: int) -> pd.DataFrame:
+    return pd.DataFrame({"benchmark": "bench", "item_id": items,
+                         "task_type": [rng.choice(["x", "y", None]) for _ in items],
+                         "duration_s": [rng.choice([None, 1.5, 30.0]) for _ in items],
+                         "written_at": T0 + pd.Timedelta(seconds=step)})  # fmt: skip
+
+
+def _replace(store: Store, rng: random.Random) -> None:
+    """What ``ingest --replace`` does to a stored file: rewritten without some rows, the old one retired."""
+    files = store.manifest().files["responses"]
+    victim = rng.choice(files)
+    data = store.query(f"SELECT * FROM read_parquet('{store.root / victim}')")
+    with store.writer() as w:
+        w.retire("responses", [victim])
+        w.add("responses", data.iloc[: len(data) // 2], supersedes=[victim])
+
+
+def _step(store: Store, rng: random.Random, kind: str, k: int, known: dict) -> None:
+    if kind == "append" or (kind == "replace" and not store.manifest().files["responses"]):
+        store.append({"responses": _rows(rng, known["items"], known["configs"], k)})
+    elif kind == "config" and len(known["configs"]) < len(CONFIGS):
+        known["configs"].append(CONFIGS[len(known["configs"])])
+        store.append({"responses": _rows(rng, known["items"], known["configs"][-1:], k)})
+    elif kind == "items" and len(known["items"]) < len(ITEMS):
+        new = ITEMS[len(known["items"]) : len(known["items"]) + 2]
+        known["items"] += new
+        store.append({"responses": _rows(rng, new, known["configs"], k), "items": _item_rows(rng, new, k)})
+    elif kind == "fields":
+        store.append({"items": _item_rows(rng, rng.sample(known["items"], 2), k)})
+    elif kind == "replace":
+        _replace(store, rng)
+    elif kind == "compact":
+        store.compact()
+
+
+def _assert_same_cells(patched, cold) -> None:
+    assert (patched.models, patched.grid) == (cold.models, cold.grid)
+    assert patched.items.equals(cold.items), (patched.items.to_pandas(), cold.items.to_pandas())
+    for name in ("tier", "correct", "confidence", "score"):
+        a, b = getattr(patched, name), getattr(cold, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert np.array_equal(a, b, equal_nan=True), name
+    as_set = lambda later: sorted(zip(*(later[k].tolist() for k in ("m", "i", "c", "written")), strict=True))  # noqa: E731
+    assert as_set(patched.later) == as_set(cold.later)
+
+
+def _assert_coverage_counted_directly(store: Store) -> None:
+    """``info``'s counts, kept as bits and updated per write, equal one scan's counts."""
+    info = available(store)
+    rows = store.query(
+        "SELECT model, benchmark, config, coalesce(origin, '') = 'rerun' AS rerun, count(*) n, "
+        "count(DISTINCT item_id) items FROM responses GROUP BY ALL"
+    )
+    direct = {(r.model, r.benchmark, r.config, bool(r.rerun)): int(r.items) for r in rows.itertuples()}
+    held = {(m, b, c, rerun): n for rerun, block in ((False, info["coverage"]), (True, info["reruns"]))
+            for m, per in block.items() for b, labels in per.items() for c, n in labels.items()}  # fmt: skip
+    assert held == direct
+    assert info["n_responses"] + info["n_rerun_responses"] == int(rows["n"].sum())
+    per_model = store.query(
+        "SELECT model, benchmark, count(DISTINCT item_id) n FROM responses WHERE coalesce(origin, '') <> 'rerun' "
+        "GROUP BY ALL"
+    )
+    assert info["model_items"] == {m: dict(g[["benchmark", "n"]].itertuples(index=False)) for m, g in
+                                   per_model.groupby("model")}  # fmt: skip
+
+
+def _check(store: Store, reruns: bool) -> None:
+    if not reruns:
+        _assert_coverage_counted_directly(store)
+    try:
+        grid = matrix_module._matched_grid(available(store), MODELS, None, None, reruns)
+    except UserError:  # a replace can leave a model without rows: no matrix to compare
+        return
+    patched = matrix_cache.cells(store, MODELS, None, grid, reruns)
+    _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, reruns))
+    full = load_matrix(store, MODELS, include_reruns=reruns)
+    cold = matrix_module._load(store, MODELS, None, grid, None, False, reruns)
+    for name in ("correct", "confidence", "score"):
+        assert np.array_equal(getattr(full, name), getattr(cold, name), equal_nan=True)
+    pd.testing.assert_frame_equal(full.items, cold.items, check_exact=True)
+    assert (full.n_excluded, full.excluded_reasons) == (cold.n_excluded, cold.excluded_reasons)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6))
+def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps):
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes
+    rng = random.Random(seed)
+    store = Store(tmp_path_factory.mktemp("s"))
+    known = {"items": ITEMS[:4], "configs": CONFIGS[:2]}
+    store.append(
+        {
+            "responses": _rows(rng, known["items"], known["configs"], 0, every=True),
+            "items": _item_rows(rng, ITEMS[:4], 0),
+        }
+    )
+    for k, kind in enumerate(steps, start=1):
+        for reruns in (False, True):
+            _check(store, reruns)
+        _step(store, rng, kind, k, known)
+    for reruns in (False, True):
+        _check(store, reruns)
+
+
+def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default_arrays(tmp_path, monkeypatch):
+    """After a one-row append the next read patches (reads no old file: the cold scan is not called),
+    and a re-run overlay row moves the default scope's entry on with its arrays linked, not rewritten."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    rng = random.Random(7)
+    store = Store(tmp_path / "s")
+    store.append({"responses": _rows(rng, ITEMS[:6], CONFIGS[:2], 0, every=True)})
+    grid = ["8f", "16f"]
+    matrix_cache.cells(store, MODELS, None, grid, False)  # cold: writes the first entry
+    cold_scans = []
+    monkeypatch.setattr(matrix_cache, "scan", lambda *a: cold_scans.append(a) or scan(*a))
+    one = pd.DataFrame([{"model": "a", "benchmark": "bench", "item_id": "q-new", "config": "8f", "run": "main",
+                         "correct": 1, "written_at": T0 + pd.Timedelta(seconds=5)}]).astype({"correct": "int8"})  # fmt: skip
+    store.append({"responses": one})
+    patched = matrix_cache.cells(store, MODELS, None, grid, False)
+    assert cold_scans == []
+    assert "q-new" in patched.items["item_id"].to_pylist()
+    _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, False))
+    before = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
+    store.append({"responses": one.assign(origin="rerun", run="job-1", correct=np.int8(0), item_id="i0")})
+    after = matrix_cache.cells(store, MODELS, None, grid, False)
+    assert cold_scans == []
+    newest = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
+    assert newest != before
+    for name in ("tier", "correct", "confidence"):
+        if (before / f"{name}.npy").exists():
+            assert (newest / f"{name}.npy").stat().st_ino == (before / f"{name}.npy").stat().st_ino, name
+    assert np.array_equal(after.correct, patched.correct)
+
+
+def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_path, monkeypatch):
+    """Single-row writes merge level by level (``store.store.FANOUT``): every row stays, each level holds
+    under FANOUT files, and a merged file names the first-written files its rows came from, in row order."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(store_module, "FANOUT", 3)
+    store = Store(tmp_path / "s")
+    for k in range(20):
+        store.append({"responses": _rows(random.Random(k), ["i0"], ["8f"], k, every=True).head(1)})
+    files = store.manifest().files["responses"]
+    assert store.query("SELECT count(*) n FROM responses").n[0] == 20
+    assert len(files) <= 2 * 3  # under FANOUT files on each of the levels 20 rows reach (1, 3, 9 rows)
+    parts = []
+    for rel in files:
+        meta = pq.read_schema(store.root / rel).metadata or {}
+        parts += json.loads(meta[store_module.PARTS]) if store_module.PARTS in meta else [[rel, 1]]
+    assert sum(n for _, n in parts) == 20 and len({p for p, _ in parts}) == 20  # each first-written file once
+    assert store.query("SELECT written_at FROM responses").written_at.is_unique  # no row merged twice
