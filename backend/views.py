@@ -45,7 +45,8 @@ from backend.scope.binary import NONE, binary_view
 from backend.scope.filters import ItemFilter
 from backend.scope.items import item_page
 from backend.scope.labels import store_labels
-from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import Matrix
 from backend.scope.repeats import load_repeats
 from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.selection import Selection, selection_answers

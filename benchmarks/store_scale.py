@@ -74,7 +74,7 @@ def _ingest(store_dir: str, path: str) -> dict:
 def _metrics(store_dir: str, models: list[str], bootstrap: int, fresh: bool) -> dict:
     """``fresh``: the store's cache folder removed first (the first read after a write)."""
     from backend.analysis.metrics import mcqa_metrics
-    from backend.scope.matrix import load_matrix
+    from backend.scope.loader import load_matrix
     from store.store import Store
 
     if fresh:
@@ -95,7 +95,7 @@ def _metrics(store_dir: str, models: list[str], bootstrap: int, fresh: bool) -> 
 def _items_query(store_dir: str) -> dict:
     """The Items view with a trajectory tag: one model's matrix, then the tagged rows."""
     from backend.scope.items import trajectory_table
-    from backend.scope.matrix import load_matrix
+    from backend.scope.loader import load_matrix
     from store.store import Store
 
     store = Store(store_dir)

@@ -13,7 +13,7 @@ from backend import views
 from backend.analysis import interventions, isocompute, noise
 from backend.cli import main
 from backend.runtime import rerun
-from backend.scope.matrix import load_matrix
+from backend.scope.loader import load_matrix
 from store.errors import UserError
 from tests import policy_fixtures as fx
 

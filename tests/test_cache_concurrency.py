@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from backend.scope import matrix as matrix_module
-from backend.scope.matrix import load_matrix
+from backend.scope.loader import load_matrix
 from store.store import Store
 
 MODELS = ["a", "b"]
@@ -34,7 +34,7 @@ READER = textwrap.dedent(
     from pathlib import Path
     import numpy as np
     from backend.scope import matrix as matrix_module
-    from backend.scope.matrix import load_matrix
+    from backend.scope.loader import load_matrix
     from store.store import Store
 
     matrix_module.CACHE_MIN_CELLS = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.analysis.continuous import continuous_metrics
-from backend.scope.matrix import load_matrix
+from backend.scope.loader import load_matrix
 from tests.matrix_fixtures import build_store
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from backend.scope import matrix as matrix_module
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import available, load_matrix, narrow
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import available, narrow
 from tests.matrix_fixtures import item_rows, response_rows
 
 DATA = {

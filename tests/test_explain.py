@@ -12,7 +12,8 @@ from scipy.stats import fisher_exact
 from backend.analysis import explain
 from backend.cli import main
 from backend.scope.answer_cells import AnswerCells, load_answer_cells
-from backend.scope.matrix import ITEM_COLUMNS, Matrix, load_matrix
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import ITEM_COLUMNS, Matrix
 from store.store import Store
 from tests.matrix_fixtures import item_rows, response_rows
 

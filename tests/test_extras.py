@@ -63,7 +63,7 @@ for name in dict.fromkeys(names + json.loads(sys.argv[1])):
 print(json.dumps(failed))
 """
     pages = _page_imports()
-    assert "pages.common.rerun_panel" in pages and "backend.runtime.worker_pool" in pages
+    assert "pages.common.rerun_panel" in pages and "backend.runtime.client" in pages
     out = _run(code, json.dumps(pages))
     assert out.returncode == 0, out.stderr[-2000:]
     failed = json.loads(out.stdout.strip().splitlines()[-1])

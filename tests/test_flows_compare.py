@@ -16,7 +16,8 @@ from backend.cli import main
 from backend.present.tables import flow_table, headline_frame
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
-from backend.scope.matrix import available, load_matrix
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import available
 from backend.scope.paging import default_models
 from backend.scope.resolve import default_grid, tag_subset
 from backend.videos.decode import VideoInfo

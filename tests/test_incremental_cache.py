@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import store.store as store_module
 from backend.scope import matrix as matrix_module
 from backend.scope import matrix_cache
-from backend.scope.matrix import available, load_matrix, scan
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import available, scan
 from store.errors import UserError
 from store.store import Store
 

@@ -251,7 +251,7 @@ def page_modules() -> list[str]:
 
 def test_every_view_is_opened_by_one_loader():
     """The CLI and the pages build a ``View`` with ``open_view`` alone, and no page loads a matrix itself."""
-    loaders = {"backend.scope.matrix.load_matrix", "backend.scope.matrix.narrow", "backend.scope.resolve.tag_subset"}
+    loaders = {"backend.scope.loader.load_matrix", "backend.scope.matrix.narrow", "backend.scope.resolve.tag_subset"}
     loading = {n: sorted(imported_names(modules()[n]) & loaders) for n in page_modules()}
     assert {n: hit for n, hit in loading.items() if hit} == {}
     builders = sorted(

@@ -26,7 +26,8 @@ from backend.analysis.stats import (
     percentile_interval,
 )
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import available, load_matrix
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import available
 from store.configs import lower_matrix
 from store.errors import UserError
 from tests.matrix_fixtures import build_store, item_rows, response_rows, store_from_rows

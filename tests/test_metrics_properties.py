@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from backend.analysis.metrics import mcqa_metrics
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, load_matrix
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import Matrix
 from backend.scope.tags import item_tags
 from store.configs import lower_matrix
 from tests.matrix_fixtures import build_store

@@ -18,7 +18,7 @@ from backend.analysis.stats import bootstrap_weights
 from backend.cli import main
 from backend.scope.binary import binary_view, describe
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import load_matrix
+from backend.scope.loader import load_matrix
 from backend.scope.resolve import Scope
 from tests.matrix_fixtures import build_store, item_rows
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from backend.scope.items import trajectory_table
-from backend.scope.matrix import load_matrix
+from backend.scope.loader import load_matrix
 from backend.scope.resolve import Scope
 from backend.scope.tags import TAGS, changes, item_tags, tag_masks, top_index
 from store.configs import lower_matrix

@@ -246,39 +246,6 @@ def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[n
     return tier, correct, confidence, score, answer, later
 
 
-def load_matrix(
-    store: Store,
-    models: list[str],
-    benchmark: str | None = None,
-    grid: list[str] | None = None,
-    item_filter: ItemFilter | None = None,
-    include_answers: bool = False,
-    include_reruns: bool = False,
-) -> Matrix:
-    """Load the matched matrix of ``models`` on ``benchmark`` (all when None) over ``grid``.
-
-    Without ``grid``, the configurations every model has, in ``configs.order``; with it, exactly
-    those in that order (``UserError`` for a malformed label or a model lacking one). Items in scope
-    are those passing ``item_filter`` with at least one response in the grid; the ones lacking some
-    (model, config) are excluded and counted. Live re-runs (``origin = 'rerun'``) are left out
-    unless ``include_reruns``: they are an overlay, never part of a matrix by default.
-
-    The unfiltered matrix of a large store is kept in the store's cache folder and patched after a
-    write (``backend.scope.matrix_cache``); a filter is applied to it in memory when that is exact (``narrow``).
-    """
-    models = list(dict.fromkeys(models))
-    if not models:
-        raise UserError("no model given")
-    grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
-    if include_answers:
-        return _load(store, models, benchmark, grid, item_filter, True, include_reruns)
-    from backend.scope import matrix_cache  # the cache builds on this module's loader
-
-    full = matrix_cache.load(store, models, benchmark, grid, include_reruns)
-    cut = narrow(store, full, item_filter)
-    return cut if cut is not None else _load(store, models, benchmark, grid, item_filter, False, include_reruns)
-
-
 def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
           include_answers: bool, include_reruns: bool) -> Matrix:  # fmt: skip
     """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from backend.contracts.common import ScopeHeader
 from backend.scope import binary
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, available, canonical_grid, load_matrix, narrow, restrict
+from backend.scope.loader import load_matrix
+from backend.scope.matrix import Matrix, available, canonical_grid, narrow, restrict
 from backend.scope.tags import TAGS, tag_masks
 from store import configs, registry
 from store.errors import UserError
