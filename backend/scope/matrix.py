@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 import duckdb
 import numpy as np
@@ -117,7 +118,7 @@ def main_only(alias: str = "") -> str:
 
 
 def _matched_grid(
-    info: dict, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
+    info: StoreContents, models: list[str], benchmark: str | None, grid: list[str] | None, reruns: bool
 ) -> list[str]:
     """The grid ``G_M``: the configs every model has, or the given ones checked against each model.
 
@@ -222,7 +223,8 @@ class Cells:
     answer: np.ndarray | None = None
 
 
-def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[np.ndarray, ...]:
+def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, dict[str, np.ndarray]]:  # fmt: skip
     """Dense arrays from the coded cells, one response per cell (see ``_winners``)."""
     rows = _winners(cells, shape)
     idx = (cells["m"][rows], cells["i"][rows], cells["c"][rows])
@@ -238,7 +240,7 @@ def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool) -> tuple[n
     if answers:
         a = cells["answer"]
         answer = np.full(shape, None, dtype=object)
-        answer[idx] = np.where(np.ma.getmaskarray(a), None, np.ma.getdata(a))[rows]
+        answer[idx] = np.where(np.ma.getmaskarray(a), None, np.ma.getdata(a))[rows]  # type: ignore[call-overload]  # numpy stubs reject None as a fill value, which object arrays take
     up = rows[np.asarray(cells["tier"])[rows] > 0]
     up = up[tier[cells["m"][up], cells["i"][up], cells["c"][up]] > 0]  # not overwritten by a tier-0 row
     later = {"m": cells["m"][up].astype(np.int64), "i": cells["i"][up].astype(np.int64),
@@ -338,13 +340,13 @@ def _item_facets(store: Store, manifest: Manifest) -> list:
     if isinstance(cached, list):
         return cached
     with store.connect() as con:  # names a listed file that is missing
-        out = list(
-            con.execute(
-                "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
-                "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
-                "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
-            ).fetchone()
-        )
+        row = con.execute(
+            "SELECT count(*), list(DISTINCT task_type ORDER BY task_type) FILTER (task_type IS NOT NULL), "
+            "list(DISTINCT duration ORDER BY duration) FILTER (duration IS NOT NULL), "
+            "list(DISTINCT domain ORDER BY domain) FILTER (domain IS NOT NULL) FROM items"
+        ).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns one row
+    out = list(row)
     if diskcache.write_json(cache, out):
         diskcache.prune(cache.parent, "facets-*.json")
     return out
@@ -365,7 +367,7 @@ def available(store: Store) -> StoreContents:
     cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
     cached = diskcache.read_json(cache)
     if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
-        return cached
+        return cast(StoreContents, cached)  # written below from a StoreContents
     n_items, task_types, durations, domains = _item_facets(store, manifest)
     held = coverage.counts(store, manifest)
     coverage_: dict[str, dict[str, dict[str, int]]] = {}
@@ -382,7 +384,7 @@ def available(store: Store) -> StoreContents:
     for model, bench in sorted(per_model):
         mine = main & np.array([k[:2] == (model, bench) for k in held.keys], dtype=bool)
         model_items.setdefault(model, {})[bench] = held.items(mine)
-    out = {
+    out: StoreContents = {
         "models": sorted(cfgs),
         "benchmarks": sorted({b for per in cfgs.values() for b in per}),
         "configs": cfgs,
