@@ -94,6 +94,7 @@ class Attribute:
         """``[V, I]``: item in slice of each value."""
         if self.members is not None:
             return self.members.T
+        assert self.codes is not None  # an attribute has codes or members (Attribute's two shapes)
         return self.codes[None, :] == np.arange(len(self.values))[:, None]
 
 
@@ -281,11 +282,11 @@ def single_slices(attributes: list[Attribute]) -> tuple[pd.DataFrame, np.ndarray
 
 def _pair_tests(attributes: list[Attribute], min_size: int) -> int:
     """Value pairs of two different single-valued attributes with at least ``min_size`` items (the pair family)."""
-    single = [a for a in attributes if a.codes is not None]
+    single = [(a, a.codes) for a in attributes if a.codes is not None]
     total = 0
-    for i, a in enumerate(single):
-        for b in single[i + 1 :]:
-            counts = np.bincount(a.codes * len(b.values) + b.codes, minlength=len(a.values) * len(b.values))
+    for i, (a, ca) in enumerate(single):
+        for b, cb in single[i + 1 :]:
+            counts = np.bincount(ca * len(b.values) + cb, minlength=len(a.values) * len(b.values))
             total += int((counts >= min_size).sum())
     return total
 
@@ -295,29 +296,30 @@ def pair_slices(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Two-attribute slices that sliceline proposes for ``selected`` (module docstring), with their membership."""
     single = [a for a in attributes if a.codes is not None]
+    codes = [a.codes for a in attributes if a.codes is not None]  # single's, narrowed for the checker
     empty = pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool)
     if len(single) < 2 or not selected.any() or selected.all():
         return empty
     from sliceline.slicefinder import Slicefinder  # sklearn behind it: imported where pairs are searched
 
-    x = np.stack([a.codes for a in single], axis=1)
+    x = np.stack(codes, axis=1)
     rows, min_sup = np.arange(len(selected)), min_size
     if len(selected) > PAIR_SAMPLE:  # the search's cost is linear in the rows: a sample bounds it
         rows = np.sort(np.random.default_rng(0).choice(len(selected), PAIR_SAMPLE, replace=False))
         min_sup = max(1, round(min_size * PAIR_SAMPLE / len(selected)))
     finder = Slicefinder(alpha=0.95, k=k, max_l=2, min_sup=min_sup, verbose=False)
     finder.fit(x[rows], selected[rows].astype(float))
-    rows, masks = [], []
+    names, masks = [], []
     for top in np.asarray(finder.top_slices_, dtype=object).reshape(-1, len(single)):
         used = [j for j, v in enumerate(top) if v is not None]
         if len(used) != 2:
             continue
         (ja, jb), (va, vb) = used, (int(top[used[0]]), int(top[used[1]]))
-        rows.append(([single[ja].name, single[jb].name], [single[ja].values[va], single[jb].values[vb]]))
-        masks.append((single[ja].codes == va) & (single[jb].codes == vb))
-    if not rows:
+        names.append(([single[ja].name, single[jb].name], [single[ja].values[va], single[jb].values[vb]]))
+        masks.append((codes[ja] == va) & (codes[jb] == vb))
+    if not names:
         return empty
-    return pd.DataFrame(rows, columns=["attributes", "values"]), np.stack(masks)
+    return pd.DataFrame(names, columns=["attributes", "values"]), np.stack(masks)
 
 
 def rank(table: pd.DataFrame, min_size: int) -> pd.DataFrame:

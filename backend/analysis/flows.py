@@ -10,18 +10,19 @@ numbers the metric engine reports; only the stable counts are added here.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
 from backend.analysis.metrics import FLOW_KINDS, transition
-from backend.contracts.views import Sankey, SankeyLink, SankeyNode
+from backend.contracts.views import FlowKind, Sankey, SankeyLink, SankeyNode
 from backend.scope.matrix import Matrix
 from backend.scope.tags import changes, monotone_gain
 from store.errors import UserError
 
 # (state at a, state at b) per flow kind; the code 2*y(a) + y(b) indexes this order.
-_KIND_BY_CODE = ("stable-wrong", "rescued", "harmed", "stable-correct")
-STATES = ("correct", "wrong")
+_KIND_BY_CODE: tuple[FlowKind, ...] = ("stable-wrong", "rescued", "harmed", "stable-correct")
+STATES: tuple[Literal["correct", "wrong"], ...] = ("correct", "wrong")
 
 # Trajectory classes for ordering items (each item in exactly one, unlike the multi-label tags).
 CLASSES = ("stable-correct", "monotone-gain", "regressing", "oscillating", "stable-wrong")
