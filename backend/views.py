@@ -10,6 +10,7 @@ alone: ``single_scope`` is the scope both the page and the CLI build for them.
 from __future__ import annotations
 
 import shlex
+from typing import TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -34,8 +35,13 @@ from backend.contracts.views import (
     BinaryView,
     CompareReport,
     ContinuousMetrics,
+    DisagreementRow,
     FlowsReport,
+    FlowsSummary,
+    ItemSort,
     ItemsPage,
+    Overlap,
+    OverviewNumbers,
     OverviewReport,
     ScoreFlowsReport,
 )
@@ -92,20 +98,21 @@ def overview(view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     require_accuracy_items(resolved, matrix)
-    out = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
-    out["excluded_reasons"] = matrix.excluded_reasons
+    out: OverviewNumbers = {
+        **mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs),
+        "excluded_reasons": matrix.excluded_reasons,
+    }
     sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance)
     if sections is not None:
         out["binary"] = sections[0]
         for model, cont in sections[1].items():
             out["models"][model]["continuous"] = cont
-    out["task_types"] = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
+    task_types = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
     if resolved.scope.beyond_noise:
         profile = noise_profile(store, matrix)
         for model in matrix.models:
-            out["models"][model]["transitions"] = noise.transitions_without_noise(matrix, profile, model)
-    out["scope"] = resolved.header(matrix)
-    return out
+            out["models"][model]["transitions"] = [*noise.transitions_without_noise(matrix, profile, model)]
+    return {**out, "task_types": task_types, "scope": resolved.header(matrix)}
 
 
 def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
@@ -117,17 +124,16 @@ def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
     require_accuracy_items(resolved, matrix)
-    out = flows.sankey(matrix, model, None if pair is None else list(pair))
+    sankey = flows.sankey(matrix, model, None if pair is None else list(pair))
     profile = noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
-        out = noise.sankey_without_noise(out, matrix, profile)
-    out["trajectory_classes"] = flows.heatmap(matrix, model, max_rows=1)["class_counts"]
+        sankey = noise.sankey_without_noise(sankey, matrix, profile)
+    out: FlowsSummary = {**sankey, "trajectory_classes": flows.heatmap(matrix, model, max_rows=1)["class_counts"]}
     if kind is not None and pair is not None:
         items = flow_item_table(view, model, pair, kind, profile)
-        out["n_flow_items"] = len(items)
-        out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
-    out["scope"] = resolved.header(matrix)
-    return out
+        shown = (items if limit is None else items.head(limit)).to_dict("records")
+        return {**out, "n_flow_items": len(items), "items": shown, "scope": resolved.header(matrix)}
+    return {**out, "scope": resolved.header(matrix)}
 
 
 def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
@@ -151,13 +157,13 @@ def score_flows_view(view: View, model: str, pair: tuple[str, str] | None = None
         raise UserError(f"a score flow's items need --from/--to and --kind in {', '.join(SCORE_KINDS)}")
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
-    out = score_flows(scores, model, pair, tolerance) | {"binary": binary_view(scores, resolved.scope.score_cutoff)}
+    out = score_flows(scores, model, pair, tolerance)
+    binary = binary_view(scores, resolved.scope.score_cutoff)
     if kind is not None and pair is not None:
         items = score_flow_items(scores, model, pair[0], pair[1], kind, tolerance)
-        out["n_flow_items"] = len(items)
-        out["items"] = (items if limit is None else items.head(limit)).to_dict("records")
-    out["scope"] = resolved.header(scores)
-    return out
+        shown = (items if limit is None else items.head(limit)).to_dict("records")
+        return {**out, "binary": binary, "n_flow_items": len(items), "items": shown, "scope": resolved.header(scores)}
+    return {**out, "binary": binary, "scope": resolved.header(scores)}
 
 
 def items_page(view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1,
@@ -167,7 +173,7 @@ def items_page(view: View, model: str, sort: str = "item", descending: bool = Fa
     rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
     return {
         "model": model,
-        "sort": sort,
+        "sort": cast(ItemSort, sort),  # item_page raised UserError for any sort but these
         "descending": descending,
         "page": min(max(1, int(page)), n_pages),
         "page_size": page_size,
@@ -191,24 +197,33 @@ def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: 
         raise UserError("--top and --bootstrap must be >= 0")
     require_accuracy_items(resolved, matrix)
     metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
-    out = {
+    sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed)
+    parts: _CompareSections = {}
+    if sections is not None:
+        parts["binary"] = sections[0]
+        for model, cont in sections[1].items():
+            metrics["models"][model]["continuous"] = cont
+    if len(matrix.models) > 1:
+        ov = compare.confusion_overlap(matrix)
+        share = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
+        parts["overlap"] = {**ov, "shared_share": share}
+        parts["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
+    return {
         "grid": metrics["grid"],
         "n_items": metrics["n_items"],
         "n_excluded": metrics["n_excluded"],
         "metrics": metrics["models"],
+        **parts,
+        "scope": resolved.header(matrix),
     }
-    sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed)
-    if sections is not None:
-        out["binary"] = sections[0]
-        for model, cont in sections[1].items():
-            out["metrics"][model]["continuous"] = cont
-    if len(matrix.models) > 1:
-        ov = compare.confusion_overlap(matrix)
-        ov["shared_share"] = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
-        out["overlap"] = ov
-        out["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
-    out["scope"] = resolved.header(matrix)
-    return out
+
+
+class _CompareSections(TypedDict, total=False):
+    """``CompareReport``'s optional sections, in their JSON order (between ``metrics`` and ``scope``)."""
+
+    binary: BinaryView
+    overlap: Overlap
+    disagreement: list[DisagreementRow]
 
 
 Ladder = cascade.Ladder  # what the policy views take: the pages name it here, not in the analysis
@@ -231,19 +246,18 @@ def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | 
     """``trajaudit cascade``: the frontier over thresholds (``threshold`` None) or one threshold."""
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise UserError(f"--threshold must be in [0, 1] (got {threshold:g})")
-    out = (
-        cascade.sweep(ladder, points, bootstrap, seed)
-        if threshold is None
-        else cascade.evaluate(ladder, threshold, bootstrap, seed)
-    )
-    return out | {"scope": resolved.header()}
+    if threshold is None:
+        sweep: CascadeSweepReport = {**cascade.sweep(ladder, points, bootstrap, seed), "scope": resolved.header()}
+        return sweep
+    point: CascadeThresholdReport = {**cascade.evaluate(ladder, threshold, bootstrap, seed), "scope": resolved.header()}
+    return point
 
 
 def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
     """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
     from backend.analysis import predictor  # with the video index behind it: not paid by every other view
 
-    return predictor.report(ladder, folds, seed) | {"scope": resolved.header()}
+    return {**predictor.report(ladder, folds, seed), "scope": resolved.header()}
 
 
 def explain_view(view: View, model: str, target: explain.Target, min_size: int = explain.MIN_SIZE,
@@ -257,7 +271,7 @@ def explain_view(view: View, model: str, target: explain.Target, min_size: int =
     attributes = explain.attribute_table(matrix.items, tags, probed(store, matrix.items))
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
-    return out | {"scope": resolved.header(matrix)}
+    return {**out, "scope": resolved.header(matrix)}
 
 
 def selected_ids(view: View, model: str, sel: Selection) -> list[str]:
@@ -355,7 +369,8 @@ def isocompute_audit(store: Store, model: str, benchmark: str | None = None,
     labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
     groups = []
     for group in isocompute.iso_groups(labels, tolerance, default_pixels):  # a handful of groups
-        budgets = {g: isocompute.pixel_budget(g, default_pixels) for g in group}
+        # every member has a budget: iso_groups keeps only those
+        budgets = {g: b for g in group if (b := isocompute.pixel_budget(g, default_pixels)) is not None}
         matrix = load_matrix(store, [model], benchmark, group, item_filter)
         groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
     return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)

@@ -145,7 +145,7 @@ def test_stored_verdicts_say_which_cutoff_they_are(tmp_path):
     assert view["verdict_cut"] is None  # the judge called 0.3 right and 0.4 wrong at 16f... and 0.1 wrong: no T fits
     demo_like = load_matrix(scored_store(tmp_path / "t"), ["m"])  # verdicts written as score >= 0.5
     view = binary_view(demo_like, "stored")
-    assert view["verdict_cut"] == [0.4, 0.5]  # highest score called wrong, lowest called right
+    assert view["verdict_cut"] == (0.4, 0.5)  # an Interval: highest score called wrong, lowest called right
     assert "score >= T for any T in (0.4, 0.5]" in describe(view)
     assert "left out of accuracy" in describe(binary_view(demo_like, "none"))
 

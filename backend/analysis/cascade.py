@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from backend.analysis.stats import bootstrap_means, percentile_interval
-from backend.contracts.policies import CascadeAtThreshold, CascadePoint, CascadeSweep, FixedBudget
+from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
+from backend.contracts.policies import CascadeAtThreshold, CascadeMatch, CascadePoint, CascadeSweep, FixedBudget
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
@@ -191,12 +191,15 @@ def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int 
         raise UserError(f"--threshold must be a number (got {threshold})")
     lad = with_confidences(ladder)
     totals = curve(lad.correct, lad.confidence, lad.frames, np.array([threshold]))
-    out = {"ladder": lad.labels} | _point(lad, threshold, totals, 0)
-    out["n_excluded"] = lad.n_excluded
-    out["n_without_confidence"] = len(ladder.items) - len(lad.items)
+    out: CascadeAtThreshold = {
+        "ladder": lad.labels,
+        **_point(lad, threshold, totals, 0),
+        "n_excluded": lad.n_excluded,
+        "n_without_confidence": len(ladder.items) - len(lad.items),
+    }
     if bootstrap:
         y, _ = _per_item(lad, threshold)
-        out["accuracy_ci"] = percentile_interval(bootstrap_means(y, bootstrap, seed))[:, 0].tolist()
+        out["accuracy_ci"] = as_interval(percentile_interval(bootstrap_means(y, bootstrap, seed))[:, 0])
     return out
 
 
@@ -226,7 +229,7 @@ def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 100
     totals = curve(lad.correct, lad.confidence, lad.frames, thresholds)
     top_correct = int(lad.correct[:, -1].sum())
     frontier = [_point(lad, t, totals, i) for i, t in enumerate(thresholds)]
-    out = {
+    out: CascadeSweep = {
         "ladder": lad.labels,
         "n_items": n,
         "n_excluded": lad.n_excluded,
@@ -240,15 +243,17 @@ def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 100
     if len(ok) == 0:
         return out
     best = ok[np.lexsort((thresholds[ok], -totals["n_correct"][ok], totals["frames_shared"][ok]))[0]]
-    match = dict(frontier[best])
-    match["saving"] = 1.0 - match["cost_vs_top_shared"] if lad.top_frames else None
+    point = frontier[int(best)]
+    shared = point["cost_vs_top_shared"]
+    match: CascadeMatch = {**point, "saving": None if shared is None else 1.0 - shared}
     if bootstrap:
         y, f = _per_item(lad, float(thresholds[best]))
         per_item = np.column_stack([y, y - lad.correct[:, -1], f / max(lad.top_frames, 1)])
         lo_hi = percentile_interval(bootstrap_means(per_item, bootstrap, seed))
-        match["accuracy_ci"] = lo_hi[:, 0].tolist()
-        match["delta_vs_top_ci"] = lo_hi[:, 1].tolist()
-        match["saving_ci"] = sorted((1.0 - lo_hi[:, 2]).tolist())
+        match["accuracy_ci"] = as_interval(lo_hi[:, 0])
+        match["delta_vs_top_ci"] = as_interval(lo_hi[:, 1])
+        low, high = sorted((1.0 - lo_hi[:, 2]).tolist())
+        match["saving_ci"] = (low, high)
     out["matching"] = match
     return out
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.metrics import best_fixed_index
-from backend.analysis.stats import bootstrap_means, mcnemar_exact, percentile_interval
+from backend.analysis.stats import as_interval, bootstrap_means, mcnemar_exact, percentile_interval
 from backend.contracts.views import ContinuousMetrics, ScoreFlows, ScoreTransition
 from backend.scope.matrix import Matrix
 from store.errors import UserError
@@ -110,7 +110,7 @@ def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: 
         boot = bootstrap_means(x, bootstrap, seed).astype(np.float64)
         # Columns: mean score per config, the oracle gap, regression then improvement rate per transition.
         stacked = np.column_stack([boot[:, :n_cfg], boot[:, n_cfg] - boot[:, :n_cfg].max(axis=1), boot[:, n_cfg + 1 :]])
-        iv = [[float(lo), float(hi)] for lo, hi in percentile_interval(stacked).T]
+        iv = [as_interval(lo_hi) for lo_hi in percentile_interval(stacked).T]
         out["ci"] = {
             "mean_score": dict(zip(grid, iv[:n_cfg], strict=True)),
             "oracle_gap": iv[n_cfg],

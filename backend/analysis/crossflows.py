@@ -9,18 +9,24 @@ model vs its video fine-tune on image and video benchmarks), and lists the items
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 import pandas as pd
 
 from backend.analysis.metrics import transition_between
 from backend.analysis.stats import mcnemar_exact
-from backend.contracts.audits import CrossmodelAudit
+from backend.contracts.audits import BenchmarkFlows, CrossmodelAudit, TaskTypeFlows
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
 
 
-def _breakdown(flows: pd.DataFrame, by: str) -> list[dict]:
+@overload
+def _breakdown(flows: pd.DataFrame, by: Literal["benchmark"]) -> list[BenchmarkFlows]: ...
+@overload
+def _breakdown(flows: pd.DataFrame, by: Literal["task_type"]) -> list[TaskTypeFlows]: ...
+def _breakdown(flows: pd.DataFrame, by: str) -> list[BenchmarkFlows] | list[TaskTypeFlows]:
     """Rescued/harmed/net/churn per value of ``by`` (vectorised groupby over per-item flags)."""
     g = flows.groupby(flows[by].fillna("(none)"), sort=True)
     table = pd.DataFrame({"n": g.size(), "rescued": g["rescued"].sum(), "harmed": g["harmed"].sum()})
@@ -64,7 +70,8 @@ def cross_flows(
     ids = {
         kind: matrix.items.loc[flags[kind].to_numpy(), list(item_columns)].head(limit) for kind in ("rescued", "harmed")
     }
-    return record | {
+    return {
+        **record,
         "n_items": matrix.n_items,
         "n_excluded": matrix.n_excluded,
         "accuracy_from": float(matrix.correct[matrix.model_index(model_a), :, matrix.config_index(grid[0])].mean()),

@@ -45,6 +45,7 @@ import pandas as pd
 
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
+from backend.contracts.explain import AnswerBehaviour, ExplainSlice, Explanation, TargetKind
 from backend.scope.answer_cells import AnswerCells
 from backend.scope.matrix import Matrix
 from backend.scope.tags import tag_masks
@@ -94,6 +95,7 @@ class Attribute:
         """``[V, I]``: item in slice of each value."""
         if self.members is not None:
             return self.members.T
+        assert self.codes is not None  # an attribute has codes or members (Attribute's two shapes)
         return self.codes[None, :] == np.arange(len(self.values))[:, None]
 
 
@@ -281,11 +283,11 @@ def single_slices(attributes: list[Attribute]) -> tuple[pd.DataFrame, np.ndarray
 
 def _pair_tests(attributes: list[Attribute], min_size: int) -> int:
     """Value pairs of two different single-valued attributes with at least ``min_size`` items (the pair family)."""
-    single = [a for a in attributes if a.codes is not None]
+    single = [(a, a.codes) for a in attributes if a.codes is not None]
     total = 0
-    for i, a in enumerate(single):
-        for b in single[i + 1 :]:
-            counts = np.bincount(a.codes * len(b.values) + b.codes, minlength=len(a.values) * len(b.values))
+    for i, (a, ca) in enumerate(single):
+        for b, cb in single[i + 1 :]:
+            counts = np.bincount(ca * len(b.values) + cb, minlength=len(a.values) * len(b.values))
             total += int((counts >= min_size).sum())
     return total
 
@@ -295,29 +297,30 @@ def pair_slices(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Two-attribute slices that sliceline proposes for ``selected`` (module docstring), with their membership."""
     single = [a for a in attributes if a.codes is not None]
+    codes = [a.codes for a in attributes if a.codes is not None]  # single's, narrowed for the checker
     empty = pd.DataFrame(columns=["attributes", "values"]), np.zeros((0, len(selected)), bool)
     if len(single) < 2 or not selected.any() or selected.all():
         return empty
     from sliceline.slicefinder import Slicefinder  # sklearn behind it: imported where pairs are searched
 
-    x = np.stack([a.codes for a in single], axis=1)
+    x = np.stack(codes, axis=1)
     rows, min_sup = np.arange(len(selected)), min_size
     if len(selected) > PAIR_SAMPLE:  # the search's cost is linear in the rows: a sample bounds it
         rows = np.sort(np.random.default_rng(0).choice(len(selected), PAIR_SAMPLE, replace=False))
         min_sup = max(1, round(min_size * PAIR_SAMPLE / len(selected)))
     finder = Slicefinder(alpha=0.95, k=k, max_l=2, min_sup=min_sup, verbose=False)
     finder.fit(x[rows], selected[rows].astype(float))
-    rows, masks = [], []
+    names, masks = [], []
     for top in np.asarray(finder.top_slices_, dtype=object).reshape(-1, len(single)):
         used = [j for j, v in enumerate(top) if v is not None]
         if len(used) != 2:
             continue
         (ja, jb), (va, vb) = used, (int(top[used[0]]), int(top[used[1]]))
-        rows.append(([single[ja].name, single[jb].name], [single[ja].values[va], single[jb].values[vb]]))
-        masks.append((single[ja].codes == va) & (single[jb].codes == vb))
-    if not rows:
+        names.append(([single[ja].name, single[jb].name], [single[ja].values[va], single[jb].values[vb]]))
+        masks.append((codes[ja] == va) & (codes[jb] == vb))
+    if not names:
         return empty
-    return pd.DataFrame(rows, columns=["attributes", "values"]), np.stack(masks)
+    return pd.DataFrame(names, columns=["attributes", "values"]), np.stack(masks)
 
 
 def rank(table: pd.DataFrame, min_size: int) -> pd.DataFrame:
@@ -446,7 +449,7 @@ class Target:
     """What is explained: ``flow`` (from, to, kind), ``state`` (config, correct|wrong: a Sankey node), ``tag`` (a
     trajectory tag) or ``items`` (ids)."""
 
-    kind: str
+    kind: TargetKind
     args: tuple[str, ...]
 
     def describe(self) -> str:
@@ -486,10 +489,10 @@ def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:
 
 
 def _slice_records(table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray, ids: np.ndarray,
-                   top: int | None) -> list[dict]:  # fmt: skip
+                   top: int | None) -> list[ExplainSlice]:  # fmt: skip
     """The ranked slices as report rows (at most ``top``), each with its selected items' ids for a link."""
     shown = table if top is None else table.head(top)
-    out = []
+    out: list[ExplainSlice] = []
     for row in shown.to_dict("records"):  # one per reported slice (tens), never per item
         members = masks[row["index"]] & selected
         out.append({
@@ -497,8 +500,8 @@ def _slice_records(table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray,
             "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
             "n_slice": int(row["n_slice"]), "n_selected": int(row["n_selected"]), "rate": _num(row["rate"]),
             "base_rate": _num(row["base_rate"]), "lift": _num(row["lift"]), "diff": _num(row["diff"]),
-            "lift_ci": None if np.isnan(row["lift_lo"]) else [float(row["lift_lo"]), float(row["lift_hi"])],
-            "diff_ci": None if np.isnan(row["diff_lo"]) else [float(row["diff_lo"]), float(row["diff_hi"])],
+            "lift_ci": None if np.isnan(row["lift_lo"]) else (float(row["lift_lo"]), float(row["lift_hi"])),
+            "diff_ci": None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
             "p": float(row["p"]), "q": float(row["q"]), "small": bool(row["small"]),
             "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
         })  # fmt: skip
@@ -509,7 +512,7 @@ def _num(x: float) -> float | None:
     return None if x is None or np.isnan(x) else float(x)
 
 
-def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
+def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> AnswerBehaviour:
     """The letter prior per configuration and, for a flow, where its answers went (module docstring)."""
     target_code = target_letters(matrix.items["target"])
     # the letters in play ("A" .. "Z"): any target's or any answer's
@@ -522,7 +525,7 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
     remap[used + 1] = np.arange(len(used))
     answer, tcode = remap[cells.letter.astype(np.int64) + 1], remap[target_code + 1]
     prior = letter_prior(answer, tcode, len(letters))
-    out = {
+    out: AnswerBehaviour = {
         "letters": letters,
         "targets": dict(zip(letters, prior["targets"].tolist(), strict=True)),
         "prior": [
@@ -542,8 +545,14 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
         ia, ib = matrix.config_index(target.args[0]), matrix.config_index(target.args[1])
         moved = moved_to(answer[selected, ia], answer[selected, ib], tcode[selected], len(letters))
         names = ["no answer", *letters]
-        out["moved"] = moved | {"from": dict(zip(names, moved["from"].tolist(), strict=True)),
-                                "to": dict(zip(names, moved["to"].tolist(), strict=True))}  # fmt: skip
+        out["moved"] = {
+            "from": dict(zip(names, moved["from"].tolist(), strict=True)),
+            "to": dict(zip(names, moved["to"].tolist(), strict=True)),
+            "to_target": moved["to_target"],
+            "to_other_letter": moved["to_other_letter"],
+            "to_no_answer": moved["to_no_answer"],
+            "same_letter": moved["same_letter"],
+        }
     return out
 
 
@@ -564,7 +573,7 @@ def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected:
 
 def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribute], cells: AnswerCells,
            min_size: int = MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
-           pairs: bool = True) -> dict:  # fmt: skip
+           pairs: bool = True) -> Explanation:  # fmt: skip
     """Everything ``trajaudit explain`` prints (``ExplainReport`` without ``scope``)."""
     if min_size < 1:
         raise UserError("--min-size must be >= 1")
@@ -578,7 +587,7 @@ def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribut
         selected = selected & ~parser["mask"]
     singles, pair_table, n_tests, masks = explain_slices(attributes, selected, min_size, pairs)
     ids = matrix.items["item_id"].astype(str).to_numpy(object)
-    out = {
+    out: Explanation = {
         "model": model, "target": {"kind": target.kind, "args": list(target.args), "describe": target.describe()},
         "n_scope": matrix.n_items, "n_selected": int(selected.sum()),
         "base_rate": float(selected.mean()) if matrix.n_items else None,
@@ -586,12 +595,14 @@ def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribut
         "attributes": [a.name for a in attributes],
         "slices": _slice_records(singles, masks[0], selected, ids, top),
         "pairs": _slice_records(pair_table, masks[1], selected, ids, top),
-        "parser": {k: v for k, v in parser.items() if k != "mask"} | {"excluded": exclude_unparsed},
+        "parser": {"configs": parser["configs"], "empty": parser["empty"], "degenerate": parser["degenerate"],
+                   "unparsed": parser["unparsed"], "affected": parser["affected"], "excluded": exclude_unparsed},
         "answers": answer_behaviour(matrix, cells, target, selected),
         "agreement": None,
     }  # fmt: skip
     if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})
         every = agree.pop("every")
-        out["agreement"] = agree | {"n_every": int(every.sum()), "every": ids[every][:LINK_MAX].tolist()}
+        out["agreement"] = {"models": agree["models"], "pairs": agree["pairs"], "n_every": int(every.sum()),
+                            "every": ids[every][:LINK_MAX].tolist()}  # fmt: skip
     return out

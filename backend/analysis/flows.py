@@ -10,18 +10,19 @@ numbers the metric engine reports; only the stable counts are added here.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
 from backend.analysis.metrics import FLOW_KINDS, transition
-from backend.contracts.views import Sankey
+from backend.contracts.views import FlowKind, Sankey, SankeyLink, SankeyNode
 from backend.scope.matrix import Matrix
 from backend.scope.tags import changes, monotone_gain
 from store.errors import UserError
 
 # (state at a, state at b) per flow kind; the code 2*y(a) + y(b) indexes this order.
-_KIND_BY_CODE = ("stable-wrong", "rescued", "harmed", "stable-correct")
-STATES = ("correct", "wrong")
+_KIND_BY_CODE: tuple[FlowKind, ...] = ("stable-wrong", "rescued", "harmed", "stable-correct")
+STATES: tuple[Literal["correct", "wrong"], ...] = ("correct", "wrong")
 
 # Trajectory classes for ordering items (each item in exactly one, unlike the multi-label tags).
 CLASSES = ("stable-correct", "monotone-gain", "regressing", "oscillating", "stable-wrong")
@@ -67,14 +68,14 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
     n = matrix.n_items
     y = matrix.correct[m][:, idx].astype(np.int8)  # [I, K]
     n_correct = y.sum(axis=0)
-    nodes = [
+    nodes: list[SankeyNode] = [
         {"id": 2 * k + s, "config": label, "state": state, "count": int(count), "share": count / n}
         for k, label in enumerate(labels)
         for s, (state, count) in enumerate(zip(STATES, (n_correct[k], n - n_correct[k]), strict=True))
     ]
     code = 2 * y[:, :-1] + y[:, 1:]  # [I, P]
     counts = (code[..., None] == np.arange(4)).sum(axis=0)  # [P, 4] in _KIND_BY_CODE order
-    links = []
+    links: list[SankeyLink] = []
     for p in range(len(labels) - 1):
         pair = transition(matrix, model, labels[p], labels[p + 1])
         for c, kind in enumerate(_KIND_BY_CODE):
@@ -86,7 +87,13 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
                     "kind": kind,
                     "count": int(counts[p, c]),
                     "share": counts[p, c] / n,
-                    **{k: pair[k] for k in ("from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p")},
+                    "from": pair["from"],
+                    "to": pair["to"],
+                    "rescued": pair["rescued"],
+                    "harmed": pair["harmed"],
+                    "net": pair["net"],
+                    "churn": pair["churn"],
+                    "mcnemar_p": pair["mcnemar_p"],
                 }
             )
     return {

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.analysis.stats import bootstrap_means, percentile_interval, wilson_interval
-from backend.contracts.audits import Agreement, InterventionsAudit, ProtocolAgreement, Recovery, TagChange
+from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval, wilson_interval
+from backend.contracts.audits import (
+    Agreement,
+    InterventionsAudit,
+    ProtocolAgreement,
+    ProtocolConfig,
+    Recovery,
+    TagChange,
+)
 from backend.scope.matrix import Matrix
 from backend.scope.tags import TAGS, tag_masks, terminal_regression, top_index
 from store import configs
@@ -130,7 +137,7 @@ def recovery(matrix: Matrix, grid: list[str], policy_label: str, bootstrap: int 
     terminal = terminal_regression(base, lower, grid.index(top))
     base_top = base[:, grid.index(top)]
     n_terminal, n_right = int(terminal.sum()), int(base_top.sum())
-    out = {
+    out: Recovery = {
         "policy": policy_label,
         "protocol": protocol(policy_label),
         "n_items": matrix.n_items,
@@ -143,7 +150,7 @@ def recovery(matrix: Matrix, grid: list[str], policy_label: str, bootstrap: int 
         "recovery_ci": None,
         # Wilson 95% over the n_terminal items: valid at the small n an intervention often has
         # (a percentile bootstrap of 2 items collapses to [0, 0]).
-        "recovery_wilson": [float(v) for v in wilson_interval(int((terminal & alt).sum()), n_terminal)]
+        "recovery_wilson": as_interval(np.asarray(wilson_interval(int((terminal & alt).sum()), n_terminal)))
         if n_terminal
         else None,
     }
@@ -151,7 +158,7 @@ def recovery(matrix: Matrix, grid: list[str], policy_label: str, bootstrap: int 
         boot = bootstrap_means(np.column_stack([terminal, terminal & alt]), bootstrap, seed).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = np.where(boot[:, 0] > 0, boot[:, 1] / boot[:, 0], np.nan)
-        out["recovery_ci"] = percentile_interval(rate).tolist()
+        out["recovery_ci"] = as_interval(percentile_interval(rate))
     return out
 
 
@@ -190,7 +197,7 @@ def agreement(matrix: Matrix, grid: list[str], proto: str, pairs: dict[str, str]
     base = y[:, [matrix.grid.index(g) for g in grid]]
     alt = y[:, [matrix.grid.index(g) for g in alt_grid]]
     replaced = [j for j, g in enumerate(grid) if g in pairs]
-    per_config = [
+    per_config: list[ProtocolConfig] = [
         {"config": grid[j], "counterpart": alt_grid[j], "kappa": cohen_kappa(base[:, j], alt[:, j]),
          "agreement": float((base[:, j] == alt[:, j]).mean()) if len(y) else None,
          "rescued": int((~base[:, j] & alt[:, j]).sum()), "harmed": int((base[:, j] & ~alt[:, j]).sum())}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis.stats import bootstrap_means, percentile_interval
+from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
 from backend.contracts.audits import IsocomputeAudit, IsoGroup
 from backend.scope.matrix import Matrix
 from store import configs
@@ -88,7 +88,7 @@ def compare_group(
     oracle = float(y.any(axis=1).mean())
     only = y & (y.sum(axis=1, keepdims=True) == 1)
     counts = item_patterns(matrix, model).value_counts()
-    out = {
+    out: IsoGroup = {
         "configs": [
             {"config": g, "frames": configs.parse(g).frames, "pixel_budget": budgets[g], "accuracy": float(acc[j]),
              "unique_wins": int(only[:, j].sum())}
@@ -104,7 +104,7 @@ def compare_group(
     }  # fmt: skip
     if bootstrap:
         boot = bootstrap_means(np.column_stack([y, y.any(axis=1)]), bootstrap, seed).astype(np.float64)
-        out["complementarity_ci"] = percentile_interval(boot[:, -1] - boot[:, :-1].max(axis=1)).tolist()
+        out["complementarity_ci"] = as_interval(percentile_interval(boot[:, -1] - boot[:, :-1].max(axis=1)))
     return out
 
 

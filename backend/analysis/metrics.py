@@ -10,10 +10,13 @@ recomputed per resample, so their intervals respect the pairing too.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import (
+    as_interval,
     distinct_rows,
     mcnemar_exact,
     pattern_bootstrap_means,
@@ -21,8 +24,8 @@ from backend.analysis.stats import (
     wilson_interval,
 )
 from backend.contracts.audits import CrossTransition
-from backend.contracts.common import Transition
-from backend.contracts.views import McqaMetrics, MetricsCI
+from backend.contracts.common import Interval, Transition
+from backend.contracts.views import McqaMetrics, MetricsCI, ModelMetrics
 from backend.scope.matrix import Matrix
 from backend.scope.selection import FLOW_KINDS
 from backend.scope.tags import confused, terminal_regression, text_overwrite, top_index
@@ -50,7 +53,8 @@ def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) ->
     return (~ya & yb) @ weights, (ya & ~yb) @ weights
 
 
-def _flow_record(frm: str, to: str, rescued: int, harmed: int, n: int) -> Transition:
+def _flow_record(frm: str, to: str, rescued: int | np.ndarray, harmed: int | np.ndarray, n: int) -> Transition:
+    """One transition's record; ``rescued`` and ``harmed`` are counts (ints or 0-d arrays)."""
     return {
         "from": frm,
         "to": to,
@@ -82,7 +86,7 @@ def _indicators(y: np.ndarray, matrix: Matrix) -> tuple[np.ndarray, dict[str, sl
     overwrite = text_overwrite(y, matrix.grid)
     blocks: list[tuple[str, np.ndarray]] = [
         ("accuracy", y),
-        ("oracle", y.any(axis=-1, keepdims=True)),
+        ("oracle", np.asarray(y.any(axis=-1, keepdims=True))),  # asarray: the stubs allow a scalar
         ("confused", confused(y, matrix.lower)[..., None]),
         ("flip", y[..., 1:] != y[..., :-1]),
     ]
@@ -135,9 +139,9 @@ def _value(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
 
-def _interval(iv: np.ndarray) -> list[float] | None:
+def _interval(iv: np.ndarray) -> Interval | None:
     """``[lo, hi]`` of one ``[2]`` interval; None where it is not available (NaN)."""
-    return None if np.isnan(iv).any() else [float(iv[0]), float(iv[1])]
+    return None if np.isnan(iv).any() else as_interval(iv)
 
 
 def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_intervals: np.ndarray | None) -> MetricsCI:
@@ -146,7 +150,8 @@ def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_int
     if acc_intervals is None:
         return {}
     accuracy = {label: _interval(acc_intervals[:, m, c]) for c, label in enumerate(grid)}
-    return {"accuracy": accuracy} | {name: _interval(iv[:, m]) for name, iv in intervals.items()}
+    # cast: the keys of ``intervals`` are ``_summaries``'s, MetricsCI's headline fields
+    return cast(MetricsCI, {"accuracy": accuracy} | {name: _interval(iv[:, m]) for name, iv in intervals.items()})
 
 
 def mcqa_metrics(
@@ -186,7 +191,7 @@ def mcqa_metrics(
         intervals = {name: percentile_interval(s) for name, s in _summaries(boot, where, has_text).items()}
         acc_intervals = percentile_interval(boot[..., where["accuracy"]])
 
-    models: dict[str, dict] = {}
+    models: dict[str, ModelMetrics] = {}
     for m, model in enumerate(matrix.models):
         acc = counts[m, where["accuracy"]]
         best = best_fixed_index(acc, matrix.lower)
@@ -220,7 +225,8 @@ def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[st
     ya = matrix.correct[matrix.model_index(ma), :, ia].astype(bool)
     yb = matrix.correct[matrix.model_index(mb), :, ib].astype(bool)
     rescued, harmed = _flows(ya, yb)
-    return _flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items) | {
+    return {
+        **_flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items),
         "from_model": ma,
         "to_model": mb,
     }

@@ -31,9 +31,9 @@ import pandas as pd
 
 from backend.analysis.metrics import _flow_record, transition
 from backend.analysis.stats import mcnemar_exact
-from backend.contracts.audits import NoiseAudit
+from backend.contracts.audits import NoiseAudit, NoiseConfig
 from backend.contracts.common import NoiseTransition, QuietTransition
-from backend.contracts.views import Sankey
+from backend.contracts.views import Sankey, SankeyLink
 from backend.scope.matrix import Matrix
 from backend.scope.repeats import Repeats
 from store import configs
@@ -87,12 +87,18 @@ def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, 
     record = transition(matrix, model, a, b)
     kind = flip_classes(matrix, profile, model, a, b)
     rescued = matrix.correct[profile.models.index(model), :, matrix.config_index(b)].astype(bool) & (kind != "stable")
-    for cls in FLIP_CLASSES:
-        sel = kind == cls
-        record[f"rescued_{cls}"] = int((sel & rescued).sum())
-        record[f"harmed_{cls}"] = int((sel & ~rescued).sum())
-    record["mcnemar_p_beyond"] = mcnemar_exact(record["rescued_beyond"], record["harmed_beyond"])
-    return record
+    within, beyond, unmeasured = (kind == cls for cls in FLIP_CLASSES)
+    rescued_beyond, harmed_beyond = int((beyond & rescued).sum()), int((beyond & ~rescued).sum())
+    return {
+        **record,
+        "rescued_within": int((within & rescued).sum()),
+        "harmed_within": int((within & ~rescued).sum()),
+        "rescued_beyond": rescued_beyond,
+        "harmed_beyond": harmed_beyond,
+        "rescued_unmeasured": int((unmeasured & rescued).sum()),
+        "harmed_unmeasured": int((unmeasured & ~rescued).sum()),
+        "mcnemar_p_beyond": mcnemar_exact(rescued_beyond, harmed_beyond),
+    }
 
 
 def summary(
@@ -102,7 +108,7 @@ def summary(
     m = profile.models.index(model)
     rate = profile.flip_rate[m]
     measured = ~np.isnan(rate)
-    per_config = [
+    per_config: list[NoiseConfig] = [
         {"config": g, "max_repeats": int(profile.n_repeats[m, :, c].max(initial=0)),
          "n_items_measured": int(measured[:, c].sum()),
          "mean_flip_rate": float(np.nanmean(rate[:, c])) if measured[:, c].any() else None,
@@ -151,7 +157,7 @@ def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, 
     split = split_transition(matrix, profile, model, a, b)
     rescued, harmed = split["rescued"] - split["rescued_within"], split["harmed"] - split["harmed_within"]
     record = _flow_record(split["from"], split["to"], rescued, harmed, matrix.n_items)
-    return split | record | {"hidden_rescued": split["rescued_within"], "hidden_harmed": split["harmed_within"]}
+    return {**split, **record, "hidden_rescued": split["rescued_within"], "hidden_harmed": split["harmed_within"]}
 
 
 def transitions_without_noise(
@@ -162,7 +168,7 @@ def transitions_without_noise(
     return [transition_without_noise(matrix, profile, model, a, b) for a, b in pairs]
 
 
-def sankey_without_noise(view: dict, matrix: Matrix, profile: NoiseProfile) -> Sankey:
+def sankey_without_noise(view: Sankey, matrix: Matrix, profile: NoiseProfile) -> Sankey:
     """A ``backend.analysis.flows.sankey`` view whose rescued/harmed links leave out within-noise flips.
 
     Stable links and the nodes (items per state at each config) are unchanged; each link's pair
@@ -171,14 +177,17 @@ def sankey_without_noise(view: dict, matrix: Matrix, profile: NoiseProfile) -> S
     pairs = list(dict.fromkeys((link["from"], link["to"]) for link in view["links"]))
     quiet = {(t["from"], t["to"]): t for t in transitions_without_noise(matrix, profile, view["model"], pairs)}
     n = view["n_items"]
-    links = []
+    links: list[SankeyLink] = []
     for link in view["links"]:  # four links per config pair
         pair = quiet[(link["from"], link["to"])]
-        count = pair[link["kind"]] if link["kind"] in ("rescued", "harmed") else link["count"]
+        kind = link["kind"]
+        count = pair["rescued"] if kind == "rescued" else pair["harmed"] if kind == "harmed" else link["count"]
         hidden = link["count"] - count
-        links.append(link | {"count": count, "share": count / n, "hidden_within": hidden}
-                     | {k: pair[k] for k in ("rescued", "harmed", "net", "churn", "mcnemar_p")})  # fmt: skip
-    return view | {
+        links.append({**link, "count": count, "share": count / n, "hidden_within": hidden,
+                      "rescued": pair["rescued"], "harmed": pair["harmed"], "net": pair["net"],
+                      "churn": pair["churn"], "mcnemar_p": pair["mcnemar_p"]})  # fmt: skip
+    return {
+        **view,
         "links": links,
         "within_noise_hidden": True,
         "n_hidden": int(sum(lk["hidden_within"] for lk in links)),

@@ -27,7 +27,7 @@ import pandas as pd
 
 from backend.analysis import cascade
 from backend.analysis.cascade import Ladder
-from backend.contracts.policies import Predictor, PredictorRow
+from backend.contracts.policies import Policy, Predictor, PredictorRow
 from store.errors import UserError
 from store.ingest.videos import implied_videos
 
@@ -154,7 +154,7 @@ def rungs_at_levels(proba: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return (cum[:, :, None] >= levels[None, None, :]).argmax(axis=1)
 
 
-def _point(policy: str, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> PredictorRow:
+def _point(policy: Policy, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> PredictorRow:
     """One frontier row from per-item correctness and frames at the rung each item was given."""
     acc, cost = float(correct.mean()), float(frames.mean())
     return {"policy": policy, "label": label, "n_items": int(correct.shape[0]), "accuracy": acc,

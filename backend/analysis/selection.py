@@ -113,10 +113,10 @@ def _agreement(ids: list[str], new: pd.DataFrame, logged_config: str, logged: pd
     both = logged["run"].notna().to_numpy() & new["run"].notna().to_numpy()
     same = logged["answer"].fillna("\0").to_numpy() == new["answer"].fillna("\0").to_numpy()
     differing = [i for i, keep in zip(ids, both & ~same, strict=True) if keep]
-    return share(int((both & same).sum()), int(both.sum())) | {"logged_config": logged_config, "differing": differing}
+    return {**share(int((both & same).sum()), int(both.sum())), "logged_config": logged_config, "differing": differing}
 
 
 def share(k: int, n: int) -> Share:
     """``k`` of ``n`` with its Wilson 95% interval (nulls when nothing was compared)."""
     low, high = wilson_interval(np.array([k]), np.array([n]))
-    return {"k": k, "n": n, "value": k / n if n else None, "ci95": None if not n else [float(low[0]), float(high[0])]}
+    return {"k": k, "n": n, "value": k / n if n else None, "ci95": None if not n else (float(low[0]), float(high[0]))}

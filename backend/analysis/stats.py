@@ -20,8 +20,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import overload
 
 import numpy as np
+
+from backend.contracts.common import Interval
 
 CHUNK_CELLS = 4_000_000  # resample rows x items per chunk handed out (16 MB once in float32)
 _DRAW_CELLS = 200_000  # rows drawn per step: keeps bincount's output in cache
@@ -139,6 +142,11 @@ def pattern_bootstrap_means(rows: np.ndarray, counts: np.ndarray, n_resamples: i
     return (weights.astype(np.float64) @ np.asarray(rows, dtype=np.float64)) / n_items
 
 
+def as_interval(lo_hi: np.ndarray) -> Interval:
+    """A ``[lo, hi]`` pair (one column of ``percentile_interval``) as the contracts' ``Interval``."""
+    return float(lo_hi[0]), float(lo_hi[1])
+
+
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> np.ndarray:
     """``[2, K]`` percentile interval of bootstrap samples ``[B, K]``; NaN samples are ignored.
 
@@ -154,6 +162,10 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> np.ndarray:
         return np.nanpercentile(samples, q, axis=0)
 
 
+@overload
+def mcnemar_exact(rescued: int, harmed: int) -> float: ...
+@overload
+def mcnemar_exact(rescued: int | np.ndarray, harmed: int | np.ndarray) -> float | np.ndarray: ...
 def mcnemar_exact(rescued: int | np.ndarray, harmed: int | np.ndarray) -> float | np.ndarray:
     """Two-sided exact McNemar p-value: binomial test of ``rescued`` vs ``harmed`` at p = 1/2.
 

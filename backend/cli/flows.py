@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import cast
 
 from backend import views
 from backend.analysis.continuous import SCORE_KINDS
@@ -13,7 +14,7 @@ from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, add_store, print_json, split_list
 from backend.cli.metrics import add_tolerance
-from backend.contracts.views import FlowsReport
+from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table
 from backend.scope.resolve import Scope, add_scope_args
 from backend.scope.view import open_view
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace) -> FlowsReport:
+def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
     models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
@@ -64,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     if args.scores:
-        print_score_flows(out)
+        print_score_flows(cast(ScoreFlowsReport, out))  # compute gives the score flows exactly under --scores
         return 0
+    out = cast(FlowsReport, out)  # and the flows otherwise
     print(
         f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
     )
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_score_flows(out: dict) -> None:
+def print_score_flows(out: ScoreFlowsReport) -> None:
     print(f"{out['model']}: {out['n_items']} scored items ({out['n_unscored']} without a score everywhere), "
           f"unchanged = a change of at most {out['tolerance']:g}")  # fmt: skip
     for t in out["transitions"]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from backend import views
 from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.contracts.views import OverviewReport
+from backend.contracts.views import ContinuousMetrics, OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
 from backend.scope.filters import ItemFilter
@@ -116,7 +116,7 @@ def render(out: OverviewReport) -> str:
     return "\n".join(lines)
 
 
-def score_lines(c: dict) -> list[str]:
+def score_lines(c: ContinuousMetrics) -> list[str]:
     """The score section of one model: mean score per config, best fixed, oracle, gap, per-transition flows."""
     ci = c["ci"]
     lines = [f"scores (x100, {c['n_items']} scored items; unchanged within {c['tolerance']:g}):"]
@@ -127,8 +127,9 @@ def score_lines(c: dict) -> list[str]:
     lines.append(f"{'oracle mean score':<31} {pp(c['oracle_mean'])}")
     lines.append(f"{'oracle gap':<31} {interval(c['oracle_gap'], ci.get('oracle_gap'))}")
     lines.append("score transitions  improved regressed unchanged  regression rate (pp)   sign p")
+    rates = ci.get("regression_rate")
     for k, t in enumerate(c["transitions"]):
-        rate = interval(t["regression_rate"], (ci.get("regression_rate") or [None] * (k + 1))[k])
+        rate = interval(t["regression_rate"], rates[k] if rates else None)
         lines.append(f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
                      f"  {rate:<21} {t['sign_p']:.3g}")  # fmt: skip
     return lines

@@ -4,6 +4,8 @@ from typing import Literal, TypedDict
 
 from backend.contracts.common import Interval, ScopeHeader
 
+TargetKind = Literal["flow", "state", "tag", "items"]
+
 
 class ExplainTarget(TypedDict):
     """What is explained.
@@ -13,7 +15,7 @@ class ExplainTarget(TypedDict):
     describe: how the pages name it
     """
 
-    kind: Literal["flow", "state", "tag", "items"]
+    kind: TargetKind
     args: list[str]
     describe: str
 
@@ -170,8 +172,8 @@ class Agreement(TypedDict):
     every: list[str]
 
 
-class ExplainReport(TypedDict):
-    """The "Why these items?" panel and ``trajaudit explain --json``.
+class Explanation(TypedDict):
+    """What ``backend.analysis.explain.report`` computes: ``ExplainReport`` without its scope.
 
     model: the model whose flow, tag or items are explained
     target: what is explained
@@ -187,7 +189,6 @@ class ExplainReport(TypedDict):
     parser: selected items whose raw output was empty, degenerate or unparsed
     answers: the letter prior and a flow's answer moves
     agreement: the same selection across models (two models or more; null for listed items)
-    scope: the scope these numbers belong to
     """
 
     model: str
@@ -204,4 +205,12 @@ class ExplainReport(TypedDict):
     parser: ParserEffects
     answers: AnswerBehaviour
     agreement: Agreement | None
+
+
+class ExplainReport(Explanation):
+    """The "Why these items?" panel and ``trajaudit explain --json``.
+
+    scope: the scope these numbers belong to
+    """
+
     scope: ScopeHeader

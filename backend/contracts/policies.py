@@ -4,6 +4,8 @@ from typing import Literal, NotRequired, TypedDict
 
 from backend.contracts.common import Interval, ScopeHeader
 
+Policy = Literal["fixed", "oracle", "predictor", "cascade"]
+
 
 class CascadePoint(TypedDict):
     """The confidence cascade at one threshold, on the items with confidences at every rung.
@@ -123,7 +125,7 @@ class PredictorRow(TypedDict):
     cost_vs_top: mean_frames over the top rung's frames (null: a top of 0 frames)
     """
 
-    policy: Literal["fixed", "oracle", "predictor", "cascade"]
+    policy: Policy
     label: str
     n_items: int
     accuracy: float

@@ -5,6 +5,7 @@ from typing import Literal, NotRequired, TypedDict
 from backend.contracts.common import From, Interval, ItemMeta, QuietTransition, ScopeHeader, Transition
 
 FlowKind = Literal["rescued", "harmed", "stable-correct", "stable-wrong"]
+ItemSort = Literal["item", "task_type", "n_correct", "changes", "mean_confidence", "disagreement", "drop"]
 
 # Families of keys: one key per configuration / model (see backend.contracts.schema.is_family).
 AccuracyColumns = TypedDict("AccuracyColumns", {"accuracy[<config>]": float})
@@ -429,7 +430,7 @@ class ItemsPage(TypedDict):
     """
 
     model: str
-    sort: Literal["item", "task_type", "n_correct", "changes", "mean_confidence", "disagreement", "drop"]
+    sort: ItemSort
     descending: bool
     page: int
     page_size: int

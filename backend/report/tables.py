@@ -37,12 +37,12 @@ def task_table(data: Mapping[str, Any]) -> Table:
 SCORE_UNITS = "score points: mean score x 100; 95% paired-bootstrap interval in brackets"
 
 
-def scored_models(data: dict) -> dict[str, dict]:
+def scored_models(data: Mapping[str, Any]) -> dict[str, dict]:
     """Per model with scores, its ``continuous`` summaries (the report's, the Overview's and Compare's)."""
     return {m: rec["continuous"] for m, rec in data["overview"]["models"].items() if "continuous" in rec}
 
 
-def score_table(data: dict) -> Table:
+def score_table(data: Mapping[str, Any]) -> Table:
     """Per scored model: mean score per configuration, best fixed, oracle mean and oracle gap, in score points.
 
     Scored items only: these numbers are never averaged with multiple-choice accuracy."""
@@ -63,7 +63,7 @@ def score_table(data: dict) -> Table:
     return Table("scores", caption, columns, rows, values, keys)
 
 
-def score_transitions_table(data: dict) -> Table:
+def score_transitions_table(data: Mapping[str, Any]) -> Table:
     """Per scored model and consecutive pair: items improved, regressed, unchanged, regression rate, sign-test p."""
     rows, values = [], []
     for model, c in scored_models(data).items():

@@ -102,7 +102,7 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
         lo = float(s[~y].max()) if (~y).any() else 0.0
         hi = float(s[y].min()) if y.any() else 1.0
         if lo < hi:
-            out["verdict_cut"] = [round(lo, 6), round(hi, 6)]  # the matrix keeps float32: 6 decimals
+            out["verdict_cut"] = (round(lo, 6), round(hi, 6))  # the matrix keeps float32: 6 decimals
     return out
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from backend.contracts.common import ItemFilterSpec
+
 
 @dataclass(frozen=True)
 class ItemFilter:
@@ -37,6 +39,11 @@ class ItemFilter:
                 object.__setattr__(self, name, tuple(value))
         if self.search is not None and not self.search.strip():
             object.__setattr__(self, "search", None)
+
+    def spec(self) -> ItemFilterSpec:
+        """The filters as the reports' JSON states them (``scope.item_filter``)."""
+        return {"task_types": list(self.task_types), "durations": list(self.durations), "domains": list(self.domains),
+                "search": self.search, "item_ids": list(self.item_ids), "tags": list(self.tags)}  # fmt: skip
 
     def to_argv(self) -> list[str]:
         """The command-line flags that select these items (the CLI twins pages print)."""

@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from backend.contracts.common import ScopeHeader
+from backend.contracts.store import StoreContents
 from backend.scope import binary
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
@@ -62,9 +63,10 @@ class Scope:
         """The model whose trajectory tags select items (and that single-model views draw)."""
         return self.tag_model or self.models[0]
 
-    def resolve(self, store: Store, info: dict | None = None) -> Resolved:
+    def resolve(self, store: Store, info: StoreContents | None = None) -> Resolved:
         """The grid this scope means on ``store``: the given one, or docs/metrics.md's default grid."""
-        info = info if info is not None else available(store)
+        if info is None:
+            info = available(store)
         self._check_names(info)
         if self.grid:
             grid = tuple(canonical_grid(list(self.grid)))
@@ -72,7 +74,7 @@ class Scope:
         grid = tuple(default_grid(info, list(self.models), self.benchmark, store.root))
         return Resolved(dataclasses.replace(self, grid=grid), "default", excluded_configs(info, self, grid))
 
-    def _check_names(self, info: dict) -> None:
+    def _check_names(self, info: StoreContents) -> None:
         if self.benchmark is not None and self.benchmark not in info["benchmarks"]:
             raise UserError(
                 f"unknown benchmark {self.benchmark!r}: the store has {', '.join(info['benchmarks']) or 'none'}"
@@ -181,14 +183,14 @@ class Resolved:
     def header(self, matrix: Matrix | None = None) -> ScopeHeader:
         """The scope as every report's JSON states it (``scope`` key)."""
         s = self.scope
-        out = {
+        out: ScopeHeader = {
             "benchmark": s.benchmark,
             "models": list(s.models),
             "grid": list(s.grid),
             "grid_source": self.grid_source,
             "grid_excluded": {label: e["n_items"] for label, e in self.grid_excluded.items()},
             "grid_excluded_why": {label: e["why"] for label, e in self.grid_excluded.items()},
-            "item_filter": dataclasses.asdict(s.item_filter),
+            "item_filter": s.item_filter.spec(),
             "tag": s.tag,
             "tag_model": s.focus if s.tag else None,
             "beyond_noise": s.beyond_noise,
@@ -196,7 +198,7 @@ class Resolved:
             "score_cutoff": binary.header_value(s.score_cutoff),
         }
         if matrix is not None:
-            out |= {"n_items": matrix.n_items, "n_excluded": matrix.n_excluded}
+            out["n_items"], out["n_excluded"] = matrix.n_items, matrix.n_excluded
         return out
 
 
@@ -224,7 +226,7 @@ def _ceiling(store_root, models: list[str]) -> dict[str, int]:
     return {m: specs[m].max_frames for m in models if m in specs}
 
 
-def _coverage(info: dict, model: str, benchmark: str | None) -> tuple[dict[str, int], int]:
+def _coverage(info: StoreContents, model: str, benchmark: str | None) -> tuple[dict[str, int], int]:
     """Items per main-run configuration of ``model`` and the model's items, on one benchmark or all."""
     per_bench = info["coverage"].get(model, {})
     benches = [benchmark] if benchmark else list(per_bench)
@@ -257,7 +259,7 @@ def _ladder(labels: list[str]) -> list[str]:
     return configs.order(text + chosen)
 
 
-def default_grid(info: dict, models: list[str], benchmark: str | None, store_root=None) -> list[str]:
+def default_grid(info: StoreContents, models: list[str], benchmark: str | None, store_root=None) -> list[str]:
     """docs/metrics.md's default grid for ``models`` on ``benchmark`` (all benchmarks when None).
 
     Candidates are main-run configurations (``info`` never lists re-runs among them) that every
@@ -279,7 +281,7 @@ def default_grid(info: dict, models: list[str], benchmark: str | None, store_roo
     return _ladder(sorted(shared or ()))
 
 
-def excluded_configs(info: dict, scope: Scope, grid: tuple[str, ...]) -> dict[str, dict]:
+def excluded_configs(info: StoreContents, scope: Scope, grid: tuple[str, ...]) -> dict[str, dict]:
     """Every configuration some model of the scope has that the grid leaves out: items covered and why.
 
     ``n_items`` is the most items any model of the scope has at that configuration (main runs
@@ -289,9 +291,9 @@ def excluded_configs(info: dict, scope: Scope, grid: tuple[str, ...]) -> dict[st
     n_bench = max((n for _, n in per_model.values()), default=0)
     reruns: dict[str, dict[str, int]] = {}
     for m in scope.models:
-        for b, labels in info["reruns"].get(m, {}).items():
+        for b, per_label in info["reruns"].get(m, {}).items():
             if scope.benchmark is None or b == scope.benchmark:
-                for label, n in labels.items():
+                for label, n in per_label.items():
                     reruns.setdefault(label, {})[m] = reruns.setdefault(label, {}).get(m, 0) + n
     labels = {c for counts, _ in per_model.values() for c in counts} | set(reruns)
     out: dict[str, dict] = {}

@@ -79,9 +79,9 @@ def tag_masks(y: np.ndarray, grid: list[str], lower: np.ndarray) -> dict[str, np
     ``text-overwrite`` is False everywhere without ``text``.
     """
     overwrite = text_overwrite(y, grid)
-    return {
-        "stable-correct": y.all(axis=-1),
-        "stable-wrong": ~y.any(axis=-1),
+    return {  # asarray: the stubs type ``all``/``any`` as possibly a scalar
+        "stable-correct": np.asarray(y.all(axis=-1)),
+        "stable-wrong": ~np.asarray(y.any(axis=-1)),
         "monotone-gain": monotone_gain(y),
         "confused": confused(y, lower),
         "text-overwrite": np.zeros(y.shape[:-1], dtype=bool) if overwrite is None else overwrite,
