@@ -232,8 +232,8 @@ class Store:
             except OSError:  # a read-only store keeps working; it just verifies again next time
                 pass
 
-    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
-        """Run one read query on a fresh snapshot (convenience for the CLI and tests)."""
+    def query(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
+        """Run one read query on a fresh snapshot (the CLI and tests); ``params``: positional or named."""
         with self.connect() as con:
             return con.execute(sql, params or []).df()
 
