@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ READER = textwrap.dedent(
     from store.store import Store
 
     matrix_module.CACHE_MIN_CELLS = 0
-    store, stop = Store(sys.argv[1]), Path(sys.argv[2])
+    store, stop, progress = Store(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     seen, last = [], 0
     while not stop.exists() or not seen:
         m = load_matrix(store, ["a", "b"])
@@ -53,15 +54,41 @@ READER = textwrap.dedent(
         )
         last = len(k)
         seen.append({"items": len(k), "ok": ok})
+        progress.write_text(str(len(seen)))
     print(json.dumps(seen))
     """
 )
 
 
 def _rows(k: int, origin: str = "ingest", flip: bool = False) -> pd.DataFrame:
-    out = [{"model": m, "benchmark": "bench", "item_id": f"q{k:03d}", "config": c, "run": "main", "origin": origin,
-            "correct": (k + flip) % 2, "confidence": k / 1000} for m in MODELS for c in CONFIGS]  # fmt: skip
+    out = [
+        {
+            "model": m,
+            "benchmark": "bench",
+            "item_id": f"q{k:03d}",
+            "config": c,
+            "run": "main",
+            "origin": origin,
+            "correct": (k + flip) % 2,
+            "confidence": k / 1000,
+        }
+        for m in MODELS
+        for c in CONFIGS
+    ]
     return pd.DataFrame(out).astype({"correct": "int8"})
+
+
+def _wait_for_a_load(progress: Path, reader: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Block until the reader reports one more load than when called (it reports after each one)."""
+    before = int(progress.read_text()) if progress.exists() else 0
+    deadline = time.monotonic() + timeout
+    while reader.poll() is None and time.monotonic() < deadline:
+        try:
+            if int(progress.read_text()) > before:
+                return
+        except (OSError, ValueError):  # not written yet, or caught mid-write
+            pass
+        time.sleep(0.05)
 
 
 @pytest.mark.slow
@@ -70,9 +97,9 @@ def test_a_reader_process_never_sees_a_torn_cache_during_50_appends(tmp_path, mo
     store = Store(tmp_path / "s")
     store.append({"responses": pd.concat([_rows(k) for k in range(20)], ignore_index=True)})
     load_matrix(store, MODELS)  # the first entry, so the reader patches from the start
-    stop = tmp_path / "stop"
+    stop, progress = tmp_path / "stop", tmp_path / "progress"
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(store.root), str(stop)],
+        [sys.executable, "-c", READER, str(store.root), str(stop), str(progress)],
         cwd=REPO,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
         stdout=subprocess.PIPE,
@@ -81,6 +108,8 @@ def test_a_reader_process_never_sees_a_torn_cache_during_50_appends(tmp_path, mo
     )
     try:
         for k in range(20, 70):
+            if k % 10 == 0:  # let the reader load between writes, however loaded the machine is
+                _wait_for_a_load(progress, reader)
             store.append({"responses": _rows(k)})
             if k % 2:
                 store.append({"responses": _rows(k - 1, origin="rerun", flip=True).assign(run=f"job-{k}")})
@@ -89,7 +118,7 @@ def test_a_reader_process_never_sees_a_torn_cache_during_50_appends(tmp_path, mo
         out, err = reader.communicate(timeout=600)
     assert reader.returncode == 0, err
     seen = json.loads(out)
-    assert len(seen) >= 3, seen  # the reader loaded while the writer wrote
+    assert len(seen) >= 5, seen  # the reader loaded while the writer wrote (one load per 10 appends at least)
     assert all(s["ok"] for s in seen), [s for s in seen if not s["ok"]]
     final = load_matrix(store, MODELS)
     assert final.n_items == 70
