@@ -67,20 +67,47 @@ def requirements() -> list[str]:
 def start(name: str, reqs: list[str], workdir: Path) -> tuple[subprocess.Popen, Path, float]:
     """pip resolving ``reqs`` for target ``name`` (running; its JSON report goes to the returned path)."""
     platforms, env = TARGETS[name]
-    env = env | {"python_version": PYTHON, "python_full_version": f"{PYTHON}.0", "implementation_name": "cpython",
-                 "platform_python_implementation": "CPython"}  # fmt: skip
+    env = env | {
+        "python_version": PYTHON,
+        "python_full_version": f"{PYTHON}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     workdir.mkdir(parents=True)
     report = workdir / "report.json"
-    args = ["install", "--dry-run", "--ignore-installed", "--quiet", "--use-feature=fast-deps", "--report", str(report),
-            "--only-binary=:all:", "--python-version", PYTHON, "--implementation", "cp",
-            "--target", str(workdir / "target"), "--disable-pip-version-check"]  # fmt: skip
+    args = [
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--quiet",
+        "--use-feature=fast-deps",
+        "--report",
+        str(report),
+        "--only-binary=:all:",
+        "--python-version",
+        PYTHON,
+        "--implementation",
+        "cp",
+        "--target",
+        str(workdir / "target"),
+        "--disable-pip-version-check",
+    ]
     for platform in platforms:
         args += ["--platform", platform]
     # The public index only: no local mirrors, find-links or constraints from this machine's pip config.
-    child_env = os.environ | {"PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "PIP_CONSTRAINT": "",
-                              "PIP_NO_INPUT": "1"}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-c", _PIP, json.dumps(env), *args, *reqs], env=child_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    child_env = os.environ | {
+        "PIP_EXTRA_INDEX_URL": "",
+        "PIP_FIND_LINKS": "",
+        "PIP_CONSTRAINT": "",
+        "PIP_NO_INPUT": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PIP, json.dumps(env), *args, *reqs],
+        env=child_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, report, time.perf_counter()
 
 

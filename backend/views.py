@@ -68,12 +68,15 @@ def require_accuracy_items(resolved: Resolved, matrix: Matrix) -> None:
     """Under ``--score-cutoff none`` an open-ended-only scope has no item left for accuracy: say so (not "no
     matched item"), and where its numbers are."""
     if matrix.n_items == 0 and resolved.scope.score_cutoff == NONE:
-        raise UserError("no matched item is left for accuracy: --score-cutoff none leaves the scored (open-ended) items "
-                        "out; see their scores with `flows --scores`, or give a cut-off (--score-cutoff T)")  # fmt: skip
+        raise UserError(
+            "no matched item is left for accuracy: --score-cutoff none leaves the scored (open-ended) items "
+            "out; see their scores with `flows --scores`, or give a cut-off (--score-cutoff T)"
+        )
 
 
-def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
-                   tolerance: float = 0.0) -> tuple[BinaryView, dict[str, ContinuousMetrics]] | None:  # fmt: skip
+def score_sections(
+    scores: Matrix, cutoff: str, bootstrap: int, seed: int, tolerance: float = 0.0
+) -> tuple[BinaryView, dict[str, ContinuousMetrics]] | None:
     """Where the scope has scored items: how they enter accuracy, and each scored model's score summaries
     (on ``scores``, the score matrix: every matched item, whatever the cut-off). None without scores."""
     if not np.isfinite(scores.score).any():
@@ -84,8 +87,9 @@ def score_sections(scores: Matrix, cutoff: str, bootstrap: int, seed: int,
     return binary_view(scores, cutoff), {m: c for m, c in per_model.items() if c is not None}
 
 
-def overview(view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None,
-             tolerance: float = 0.0) -> OverviewReport:  # fmt: skip
+def overview(
+    view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple[str, str]] | None = None, tolerance: float = 0.0
+) -> OverviewReport:
     """The Overview (``trajaudit metrics``): every MCQA metric with 95% intervals, per-task-type tables, and
     where the scope has scored items, the score section (``continuous`` per model, ``binary``).
 
@@ -115,8 +119,9 @@ def overview(view: View, bootstrap: int = 1000, seed: int = 0, pairs: list[tuple
     return {**out, "task_types": task_types, "scope": resolved.header(matrix)}
 
 
-def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
-               limit: int | None = 100) -> FlowsReport:  # fmt: skip
+def flows_view(
+    view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None, limit: int | None = 100
+) -> FlowsReport:
     """The Flows page (``trajaudit flows``): the Sankey's nodes and links, trajectory classes, a flow's items."""
     store, resolved, matrix = view.store, view.resolved, view.matrix
     if kind is not None and (kind not in FLOW_KINDS or pair is None):
@@ -136,8 +141,9 @@ def flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind
     return {**out, "scope": resolved.header(matrix)}
 
 
-def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
-                    profile: noise.NoiseProfile | None = None) -> pd.DataFrame:  # fmt: skip
+def flow_item_table(
+    view: View, model: str, pair: tuple[str, str], kind: str, profile: noise.NoiseProfile | None = None
+) -> pd.DataFrame:
     """Every item of one flow (``flows_view``'s ``items``, as a table): the Flows page lists them a page at a time
     (as records, a large flow was slow to build and as slow again to cache)."""
     store, resolved, matrix = view.store, view.resolved, view.matrix
@@ -148,8 +154,14 @@ def flow_item_table(view: View, model: str, pair: tuple[str, str], kind: str,
     return items
 
 
-def score_flows_view(view: View, model: str, pair: tuple[str, str] | None = None, kind: str | None = None,
-                     tolerance: float = 0.0, limit: int | None = 100) -> ScoreFlowsReport:  # fmt: skip
+def score_flows_view(
+    view: View,
+    model: str,
+    pair: tuple[str, str] | None = None,
+    kind: str | None = None,
+    tolerance: float = 0.0,
+    limit: int | None = 100,
+) -> ScoreFlowsReport:
     """The Flows page's score section (``trajaudit flows --scores``): per transition, items improved, regressed
     and unchanged (within ``tolerance``); with ``kind``, that flow's items, largest change first."""
     resolved, scores = view.resolved, view.scores
@@ -166,8 +178,9 @@ def score_flows_view(view: View, model: str, pair: tuple[str, str] | None = None
     return {**out, "binary": binary, "scope": resolved.header(scores)}
 
 
-def items_page(view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1,
-               page_size: int = 50) -> ItemsPage:  # fmt: skip
+def items_page(
+    view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
+) -> ItemsPage:
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
     resolved, matrix = view.resolved, view.matrix
     rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
@@ -241,8 +254,14 @@ def load_ladder(store: Store, resolved: Resolved, ladder: list[str] | None = Non
     return model_ladder(store, s.focus, policy_ladder(resolved, ladder), s.benchmark, s.item_filter)
 
 
-def cascade_view(ladder: cascade.Ladder, resolved: Resolved, threshold: float | None = None, points: int = cascade.DEFAULT_POINTS,
-                 bootstrap: int = 1000, seed: int = 0) -> CascadeThresholdReport | CascadeSweepReport:  # fmt: skip
+def cascade_view(
+    ladder: cascade.Ladder,
+    resolved: Resolved,
+    threshold: float | None = None,
+    points: int = cascade.DEFAULT_POINTS,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> CascadeThresholdReport | CascadeSweepReport:
     """``trajaudit cascade``: the frontier over thresholds (``threshold`` None) or one threshold."""
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise UserError(f"--threshold must be in [0, 1] (got {threshold:g})")
@@ -260,8 +279,15 @@ def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, s
     return {**predictor.report(ladder, folds, seed), "scope": resolved.header()}
 
 
-def explain_view(view: View, model: str, target: explain.Target, min_size: int = explain.MIN_SIZE,
-                 top: int | None = 25, exclude_unparsed: bool = False, pairs: bool = True) -> ExplainReport:  # fmt: skip
+def explain_view(
+    view: View,
+    model: str,
+    target: explain.Target,
+    min_size: int = explain.MIN_SIZE,
+    top: int | None = 25,
+    exclude_unparsed: bool = False,
+    pairs: bool = True,
+) -> ExplainReport:
     """The "Why these items?" panel (``trajaudit explain``): slices, answer behaviour, agreement across models."""
     store, resolved, matrix = view.store, view.resolved, view.matrix
     from backend.scope.annotations import annotation_tags
@@ -283,8 +309,16 @@ def selected_ids(view: View, model: str, sel: Selection) -> list[str]:
     return selection.item_ids(view.matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
 
 
-def selection_comparison(store: Store, model: str, benchmark: str, ids: list[str], config: str, baseline: str,
-                         seed: int | None = None, label: str = "the selected items") -> BatchComparison:  # fmt: skip
+def selection_comparison(
+    store: Store,
+    model: str,
+    benchmark: str,
+    ids: list[str],
+    config: str,
+    baseline: str,
+    seed: int | None = None,
+    label: str = "the selected items",
+) -> BatchComparison:
     """The selection's answers under ``config`` against ``baseline`` (``backend.analysis.selection.compare``),
     read from the store as far as the re-run has answered; a ``logged`` label is also checked against the
     logged answers whose frames it replayed."""
@@ -295,16 +329,23 @@ def selection_comparison(store: Store, model: str, benchmark: str, ids: list[str
     if configs.is_logged(cfg):
         logged_config = configs.base_label(cfg)
         logged = logged_config, selection_answers(store, model, benchmark, ids, logged_config, None, reruns=False)
-    return selection.compare(base, new, ids, model=model, benchmark=benchmark, config=config, baseline=baseline,
-                             label=label, logged=logged)  # fmt: skip
+    return selection.compare(
+        base, new, ids, model=model, benchmark=benchmark, config=config, baseline=baseline, label=label, logged=logged
+    )
 
 
 def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> SelectionRerunReport:
     """The batch, its progress and its comparison so far: ``trajaudit rerun --flow ... --json`` and the re-run panel."""
     cmp = selection_comparison(
-        Store(root), batch["model"], batch["benchmark"], batch["item_ids"], batch["config"], baseline, batch["seed"],
+        Store(root),
+        batch["model"],
+        batch["benchmark"],
+        batch["item_ids"],
+        batch["config"],
+        baseline,
+        batch["seed"],
         label,
-    )  # fmt: skip
+    )
     return {"batch": batch, "progress": batch_progress(root, batch), "comparison": cmp}
 
 
@@ -314,8 +355,9 @@ def noise_profile(store: Store, matrix: Matrix) -> noise.NoiseProfile:
     return noise.noise_profile(matrix, load_repeats(store, matrix))
 
 
-def model_ladder(store: Store, model: str, labels: list[str], benchmark: str | None = None,
-                 item_filter: ItemFilter | None = None) -> cascade.Ladder:  # fmt: skip
+def model_ladder(
+    store: Store, model: str, labels: list[str], benchmark: str | None = None, item_filter: ItemFilter | None = None
+) -> cascade.Ladder:
     """``model``'s matched matrix over the ladder, as rungs (items lacking a rung are excluded, counted)."""
     labels = cascade.check_ladder(labels)
     matrix = load_matrix(store, [model], benchmark=benchmark, grid=labels, item_filter=item_filter)
@@ -327,25 +369,47 @@ def audit_grid(store: Store, model: str, benchmark: str | None = None) -> list[s
     return interventions.base_grid(store_labels(store, model, benchmark, reruns=False), model, benchmark)
 
 
-def protocol_recovery(store: Store, model: str, grid: list[str], policy_label: str, benchmark: str | None = None,
-                      item_filter: ItemFilter | None = None, bootstrap: int = 1000, seed: int = 0) -> Recovery:  # fmt: skip
+def protocol_recovery(
+    store: Store,
+    model: str,
+    grid: list[str],
+    policy_label: str,
+    benchmark: str | None = None,
+    item_filter: ItemFilter | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> Recovery:
     """``interventions.recovery`` on the matched items of the grid plus ``policy_label`` (re-runs included)."""
     labels = interventions.recovery_grid(grid, policy_label)
     matrix = load_matrix(store, [model], benchmark, labels, item_filter, include_reruns=True)
     return interventions.recovery(matrix, grid, policy_label, bootstrap, seed)
 
 
-def protocol_agreement(store: Store, model: str, grid: list[str], proto: str, pairs: dict[str, str],
-                       benchmark: str | None = None, item_filter: ItemFilter | None = None) -> Agreement:  # fmt: skip
+def protocol_agreement(
+    store: Store,
+    model: str,
+    grid: list[str],
+    proto: str,
+    pairs: dict[str, str],
+    benchmark: str | None = None,
+    item_filter: ItemFilter | None = None,
+) -> Agreement:
     """``interventions.agreement`` on the matched items of the grid and its counterparts ``pairs``."""
     union, _ = interventions.protocol_grids(grid, pairs)
     matrix = load_matrix(store, [model], benchmark, union, item_filter, include_reruns=True)
     return interventions.agreement(matrix, grid, proto, pairs)
 
 
-def interventions_audit(store: Store, model: str, grid: list[str], benchmark: str | None = None,
-                        protocols: list[str] | None = None, item_filter: ItemFilter | None = None,
-                        bootstrap: int = 1000, seed: int = 0) -> InterventionsAudit:  # fmt: skip
+def interventions_audit(
+    store: Store,
+    model: str,
+    grid: list[str],
+    benchmark: str | None = None,
+    protocols: list[str] | None = None,
+    item_filter: ItemFilter | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> InterventionsAudit:
     """``trajaudit audit interventions``: per protocol found in the store, agreement and recovery."""
     grid, top = interventions.grid_top(grid)
     found = interventions.audited_protocols(grid, store_labels(store, model, benchmark), model, protocols)
@@ -361,10 +425,17 @@ def interventions_audit(store: Store, model: str, grid: list[str], benchmark: st
     return interventions.audit(model, grid, rows)
 
 
-def isocompute_audit(store: Store, model: str, benchmark: str | None = None,
-                     tolerance: float = isocompute.DEFAULT_TOLERANCE, default_pixels: int | None = None,
-                     labels: list[str] | None = None, item_filter: ItemFilter | None = None, bootstrap: int = 1000,
-                     seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+def isocompute_audit(
+    store: Store,
+    model: str,
+    benchmark: str | None = None,
+    tolerance: float = isocompute.DEFAULT_TOLERANCE,
+    default_pixels: int | None = None,
+    labels: list[str] | None = None,
+    item_filter: ItemFilter | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> IsocomputeAudit:
     """``trajaudit audit isocompute``: every iso-compute group of ``model``'s configurations, each on its matched items."""
     labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
     groups = []
@@ -376,9 +447,17 @@ def isocompute_audit(store: Store, model: str, benchmark: str | None = None,
     return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
 
 
-def crossmodel_audit(store: Store, model_a: str, model_b: str, config: str, config_b: str | None = None,
-                     benchmark: str | None = None, item_filter: ItemFilter | None = None, limit: int = 50,
-                     item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+def crossmodel_audit(
+    store: Store,
+    model_a: str,
+    model_b: str,
+    config: str,
+    config_b: str | None = None,
+    benchmark: str | None = None,
+    item_filter: ItemFilter | None = None,
+    limit: int = 50,
+    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
+) -> CrossmodelAudit:
     """``trajaudit audit crossmodel``: flows from (model_a, config) to (model_b, config_b) on their matched items."""
     grid = crossflows.pair_grid(model_a, model_b, config, config_b)
     matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
@@ -408,7 +487,11 @@ def fixed_budgets(ladder: cascade.Ladder) -> list[PredictorRow]:
 
 
 # The Audits page's choices of protocol and budget: label logic the page and ``audit interventions`` share.
-grid_up_to, intervention_labels, protocol_tops = interventions.grid_up_to, interventions.intervention_labels, interventions.protocol_tops  # fmt: skip
+grid_up_to, intervention_labels, protocol_tops = (
+    interventions.grid_up_to,
+    interventions.intervention_labels,
+    interventions.protocol_tops,
+)
 DEFAULT_TOLERANCE = isocompute.DEFAULT_TOLERANCE
 
 
@@ -418,13 +501,15 @@ def protocol_labels(store: Store, resolved: Resolved) -> list[str]:
     return store_labels(store, resolved.scope.focus, resolved.scope.benchmark)
 
 
-def interventions_view(store: Store, resolved: Resolved, protocols: list[str] | None = None, bootstrap: int = 1000,
-                       seed: int = 0) -> InterventionsAudit:  # fmt: skip
+def interventions_view(
+    store: Store, resolved: Resolved, protocols: list[str] | None = None, bootstrap: int = 1000, seed: int = 0
+) -> InterventionsAudit:
     """``trajaudit audit interventions``: the focus model's other sampling protocols at the budgets of the
     scope's grid (kappa, tag changes, recovery of the terminal regressions at its top)."""
     s = resolved.scope
-    return interventions_audit(store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter,
-                               bootstrap=bootstrap, seed=seed)  # fmt: skip
+    return interventions_audit(
+        store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter, bootstrap=bootstrap, seed=seed
+    )
 
 
 def registered_pixels(store: Store, resolved: Resolved) -> int | None:
@@ -432,23 +517,38 @@ def registered_pixels(store: Store, resolved: Resolved) -> int | None:
     return registry.default_pixels(store.root, resolved.scope.focus)
 
 
-def isocompute_view(store: Store, resolved: Resolved, tolerance: float = isocompute.DEFAULT_TOLERANCE,
-                    default_pixels: int | None = None, labels: list[str] | None = None, bootstrap: int = 1000,
-                    seed: int = 0) -> IsocomputeAudit:  # fmt: skip
+def isocompute_view(
+    store: Store,
+    resolved: Resolved,
+    tolerance: float = isocompute.DEFAULT_TOLERANCE,
+    default_pixels: int | None = None,
+    labels: list[str] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> IsocomputeAudit:
     """``trajaudit audit isocompute``: the focus model's allocations of (nearly) equal pixel budget."""
     s = resolved.scope
-    return isocompute_audit(store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter,
-                            bootstrap=bootstrap, seed=seed)  # fmt: skip
+    return isocompute_audit(
+        store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter, bootstrap=bootstrap, seed=seed
+    )
 
 
-def crossmodel_view(store: Store, resolved: Resolved, models: tuple[str, str], config: str, config_b: str | None = None,
-                    limit: int = 50, item_columns: tuple[str, ...] = ("benchmark", "item_id")) -> CrossmodelAudit:  # fmt: skip
+def crossmodel_view(
+    store: Store,
+    resolved: Resolved,
+    models: tuple[str, str],
+    config: str,
+    config_b: str | None = None,
+    limit: int = 50,
+    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
+) -> CrossmodelAudit:
     """``trajaudit audit crossmodel``: flows from ``models[0]`` at ``config`` to ``models[1]`` at ``config_b``
     (one model twice compares two of its configurations) on the items both answered, on the scope's
     benchmark and item filters."""
     s = resolved.scope
-    return crossmodel_audit(store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit,
-                            item_columns=item_columns)  # fmt: skip
+    return crossmodel_audit(
+        store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit, item_columns=item_columns
+    )
 
 
 def intervention_requests(view: View, label: str) -> list[RerunRequest]:

@@ -100,8 +100,10 @@ def main() -> None:
         cold = {name: wall(cmd) for name, cmd in cmds.items()}
         for name, cmd in cmds.items():
             figures[name] = median_wall(cmd, args.repeat)
-            print(f"  {name:<8} first after a write {cold[name]:6.2f} s; then median of {args.repeat} {figures[name]:6.3f} s "
-                  f"({figures[name] - floor:+.3f} s over the duckdb+pandas import)")  # fmt: skip
+            print(
+                f"  {name:<8} first after a write {cold[name]:6.2f} s; then median of {args.repeat} {figures[name]:6.3f} s "
+                f"({figures[name] - floor:+.3f} s over the duckdb+pandas import)"
+            )
     print(f"cli: help {helps:.2f} s, info {figures['info']:.2f} s, metrics {figures['metrics']:.2f} s")
 
 

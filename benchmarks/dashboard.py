@@ -69,8 +69,10 @@ def main() -> None:
     for page in ("flows", "items", "inspector", "compare"):
         figures[page] = timed(f"switch to {page}", lambda p=page: at.switch_page(f"pages/{p}.py").run())
     at.switch_page("pages/items.py").run()
-    figures["sort"] = timed("items: sort by disagreement, descending", lambda: (
-        at.selectbox(key="w_sort").select("disagreement"), at.toggle(key="w_desc").set_value(True))[0].run())  # fmt: skip
+    figures["sort"] = timed(
+        "items: sort by disagreement, descending",
+        lambda: (at.selectbox(key="w_sort").select("disagreement"), at.toggle(key="w_desc").set_value(True))[0].run(),
+    )
     figures["back"] = timed("switch back to Overview (cached)", lambda: at.switch_page("pages/overview.py").run())
     slowest = max(v for k, v in figures.items() if k not in ("cold",))
     print(

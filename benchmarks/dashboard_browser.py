@@ -275,8 +275,13 @@ def floor(browser, workdir: Path) -> None:
         context.close()
         context, page = new_session(browser)
         timed(page, "floor: new session, warm server", lambda: page.goto(server.url), figures)
-        timed(page, "floor: a button click (rerun)", lambda: page.get_by_role("button", name="rerun").click(), figures,
-              heading="^run 2$")  # fmt: skip
+        timed(
+            page,
+            "floor: a button click (rerun)",
+            lambda: page.get_by_role("button", name="rerun").click(),
+            figures,
+            heading="^run 2$",
+        )
         context.close()
     finally:
         stop_server(server)

@@ -68,8 +68,10 @@ def main() -> None:
     n_resp = store.query("SELECT count(*) n FROM responses").n[0]
     model = MODELS[0]
     models = tuple(MODELS) if args.agreement else (model,)
-    print(f"store: {n_resp:,} responses ({len(MODELS)} models x {args.items:,} items x 10 configs); explaining "
-          f"{model}'s {TARGET.describe()}, matched over {len(models)} model(s)")  # fmt: skip
+    print(
+        f"store: {n_resp:,} responses ({len(MODELS)} models x {args.items:,} items x 10 configs); explaining "
+        f"{model}'s {TARGET.describe()}, matched over {len(models)} model(s)"
+    )
     resolved = Scope(benchmark="bench", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
 
     def whole() -> dict:
@@ -83,16 +85,20 @@ def main() -> None:
         t = time.perf_counter()
         out = whole()
         times.append(time.perf_counter() - t)
-    print(f"explain_view, {out['n_scope']:,} items, {out['n_selected']:,} selected, {out['n_tests']} slices tested, "
-          f"{len(out['pairs'])} pairs: median {statistics.median(times):.3f} s of {args.repeats} "
-          f"({', '.join(f'{x:.3f}' for x in times)}) (target < 1 s)")  # fmt: skip
+    print(
+        f"explain_view, {out['n_scope']:,} items, {out['n_selected']:,} selected, {out['n_tests']} slices tested, "
+        f"{len(out['pairs'])} pairs: median {statistics.median(times):.3f} s of {args.repeats} "
+        f"({', '.join(f'{x:.3f}' for x in times)}) (target < 1 s)"
+    )
     quick = []
     for _ in range(args.repeats):
         t = time.perf_counter()
         views.explain_view(open_view(store, resolved), model, TARGET, pairs=False)
         quick.append(time.perf_counter() - t)
-    print(f"explain_view without pairs (--no-pairs): median {statistics.median(quick):.3f} s "
-          f"({', '.join(f'{x:.3f}' for x in quick)})")  # fmt: skip
+    print(
+        f"explain_view without pairs (--no-pairs): median {statistics.median(quick):.3f} s "
+        f"({', '.join(f'{x:.3f}' for x in quick)})"
+    )
     for name, seconds in phases(store, resolved, model).items():
         print(f"  {name}: {seconds:.3f} s")
     top = out["slices"][0] if out["slices"] else None

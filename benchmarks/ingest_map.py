@@ -35,10 +35,16 @@ def generate(n_rows: int, seed: int = 0) -> list[dict]:
         said = np.where(rng.random(n_items) < 0.4 + 0.04 * c, target, rng.integers(0, 4, n_items))
         conf = np.round(rng.random(n_items), 3)
         records += [
-            {"category": f"task{i % 12}", "qid": i, "setting": config, "gt": OPTIONS[target[i]], "choices": OPTIONS,
-             "out": {"text": f"The answer is {'ABCD'[said[i]]}.", "conf": float(conf[i])}}
+            {
+                "category": f"task{i % 12}",
+                "qid": i,
+                "setting": config,
+                "gt": OPTIONS[target[i]],
+                "choices": OPTIONS,
+                "out": {"text": f"The answer is {'ABCD'[said[i]]}.", "conf": float(conf[i])},
+            }
             for i in range(n_items)
-        ]  # fmt: skip
+        ]
     return records
 
 

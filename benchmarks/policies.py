@@ -100,20 +100,26 @@ def main() -> None:
     t1 = time.perf_counter()
     swept = cascade.sweep(ladder, max_points=100, bootstrap=0)
     t2 = time.perf_counter()
-    print(f"cascade frontier, {len(swept['frontier'])} thresholds on {swept['n_items']:,} items: load {t1 - t0:.3f} s + "
-          f"sweep {t2 - t1:.3f} s = {t2 - t0:.3f} s (target < 1 s)")  # fmt: skip
+    print(
+        f"cascade frontier, {len(swept['frontier'])} thresholds on {swept['n_items']:,} items: load {t1 - t0:.3f} s + "
+        f"sweep {t2 - t1:.3f} s = {t2 - t0:.3f} s (target < 1 s)"
+    )
     t = time.perf_counter()
     m = cascade.sweep(ladder, max_points=100, bootstrap=1000)["matching"]
     if m:
-        print(f"  matching threshold {m['threshold']:g}: accuracy {m['accuracy']:.4f} vs top {swept['top_accuracy']:.4f}, "
-              f"saving {100 * m['saving']:.1f}% of shared frames; sweep with its 1000-resample intervals "
-              f"{time.perf_counter() - t:.3f} s")  # fmt: skip
+        print(
+            f"  matching threshold {m['threshold']:g}: accuracy {m['accuracy']:.4f} vs top {swept['top_accuracy']:.4f}, "
+            f"saving {100 * m['saving']:.1f}% of shared frames; sweep with its 1000-resample intervals "
+            f"{time.perf_counter() - t:.3f} s"
+        )
 
     t3 = time.perf_counter()
     cv = predictor.cross_validate(ladder, n_folds=args.folds, seed=0)
     t4 = time.perf_counter()
-    print(f"predictor: {args.folds}-fold grouped CV on {len(cv.target):,} items ({len(np.unique(cv.groups)):,} videos) "
-          f"in {t4 - t3:.1f} s (target < 30 s); target hit rate {(cv.proba.argmax(1) == cv.target).mean():.3f}")  # fmt: skip
+    print(
+        f"predictor: {args.folds}-fold grouped CV on {len(cv.target):,} items ({len(np.unique(cv.groups)):,} videos) "
+        f"in {t4 - t3:.1f} s (target < 30 s); target hit rate {(cv.proba.argmax(1) == cv.target).mean():.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,20 @@ from store.store import Store  # noqa: E402
 
 
 def measure(name: str, store: Store, benchmark: str, models: list[str], out: Path) -> None:
-    cmd = [str(Path(sys.executable).parent / "trajaudit"), "report", "--store", str(store.root), "--benchmark", benchmark,
-           "--models", ",".join(models), "--gallery", "24", "--out", str(out)]  # fmt: skip
+    cmd = [
+        str(Path(sys.executable).parent / "trajaudit"),
+        "report",
+        "--store",
+        str(store.root),
+        "--benchmark",
+        benchmark,
+        "--models",
+        ",".join(models),
+        "--gallery",
+        "24",
+        "--out",
+        str(out),
+    ]
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)
@@ -55,8 +67,10 @@ def measure(name: str, store: Store, benchmark: str, models: list[str], out: Pat
         f"  trajaudit report (fresh process): {wall:.2f} s wall, {cpu:.2f} s CPU (load average {os.getloadavg()[0]:.1f} "
         f"on {os.cpu_count()} cores) -> {out.stat().st_size / 1e6:.2f} MB"
     )
-    print(f"  in process: data {t1 - t0:.2f} s, HTML {t2 - t1:.2f} s, {len(text.encode()) / 1e6:.2f} MB, "
-          f"{len(data['gallery'])} gallery items, {sum(len(s['jpeg_base64']) for g in data['gallery'] for s in g['frames'])} thumbnails")  # fmt: skip
+    print(
+        f"  in process: data {t1 - t0:.2f} s, HTML {t2 - t1:.2f} s, {len(text.encode()) / 1e6:.2f} MB, "
+        f"{len(data['gallery'])} gallery items, {sum(len(s['jpeg_base64']) for g in data['gallery'] for s in g['frames'])} thumbnails"
+    )
 
 
 def main() -> None:

@@ -96,16 +96,34 @@ def repeats(n_items: int, first: int, n: int, run: str) -> pd.DataFrame:
     under run ``run``: rows for items the store holds, so the matched grid stays as it was."""
     k = np.arange(first, first + n)
     per_item = len(MODELS) * len(GRID)
-    return pd.DataFrame({"model": np.array(MODELS)[k % len(MODELS)], "benchmark": "bench",
-                         "item_id": [f"q{i:07d}" for i in (k // per_item) % n_items],
-                         "config": np.array(GRID)[(k // len(MODELS)) % len(GRID)], "correct": 1, "run": run})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": np.array(MODELS)[k % len(MODELS)],
+            "benchmark": "bench",
+            "item_id": [f"q{i:07d}" for i in (k // per_item) % n_items],
+            "config": np.array(GRID)[(k // len(MODELS)) % len(GRID)],
+            "correct": 1,
+            "run": run,
+        }
+    )
 
 
 def overlay_row(store: Store, k: int) -> None:
     """One re-run answer, written as the worker writes it (``backend.runtime.worker``'s responses and runs rows)."""
     now, run = datetime.now(UTC), f"rerun-bench-{k}-{time.time_ns()}"
-    response = {"model": MODELS[0], "benchmark": "bench", "item_id": f"q{k:07d}", "config": GRID[3], "run": run,
-                "run_id": run, "origin": "rerun", "answer": "A", "correct": 1, "confidence": 0.9, "written_at": now}  # fmt: skip
+    response = {
+        "model": MODELS[0],
+        "benchmark": "bench",
+        "item_id": f"q{k:07d}",
+        "config": GRID[3],
+        "run": run,
+        "run_id": run,
+        "origin": "rerun",
+        "answer": "A",
+        "correct": 1,
+        "confidence": 0.9,
+        "written_at": now,
+    }
     runs = {"run_id": run, "origin": "rerun", "source": "job:bench", "format": "rerun", "n_rows": 1, "created_at": now}
     store.append({"responses": pd.DataFrame([response]).astype({"correct": "int8"}), "runs": pd.DataFrame([runs])})
 
@@ -119,20 +137,25 @@ def main() -> None:
     args = ap.parse_args()
     store = build(Path(args.workdir), args.items)
     n = store.query("SELECT count(*) n FROM responses").n[0]
-    print(f"store: {n:,} responses ({len(MODELS)} models x {args.items:,} items x {len(GRID)} configs), "
-          f"version {store.version()}")  # fmt: skip
+    print(
+        f"store: {n:,} responses ({len(MODELS)} models x {args.items:,} items x {len(GRID)} configs), "
+        f"version {store.version()}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="writes-"))
     wall(metrics_cmd(store)), overview_s(store)  # the caches of the current version
     runs = [cpu_of(lambda: wall(metrics_cmd(store))) for _ in range(args.repeat)]
-    warm = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
-            statistics.median(overview_s(store) for _ in range(args.repeat)))  # fmt: skip
+    warm = (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        statistics.median(overview_s(store) for _ in range(args.repeat)),
+    )
     print(f"{'read':<28} {'metrics --json: wall':>22} {'(CPU)':>14} {'overview (server)':>20}")
     print(f"{'warm':<28} {warm[0]:>20.2f} s {warm[1]:>8.2f} s {warm[2]:>18.2f} s")
     stamp, overlays = time.strftime("%H%M%S"), itertools.count(7)
     writes = {
         "after a one-row ingest": lambda: wall(
             [*CLI, "ingest", str(write_csv(tmp, repeats(args.items, 0, 1, f"one-{stamp}"))), "--store", str(store.root)]
-        ),  # fmt: skip
+        ),
         "after a 10k-row ingest": lambda: wall(
             [
                 *CLI,
@@ -141,7 +164,7 @@ def main() -> None:
                 "--store",
                 str(store.root),
             ]
-        ),  # fmt: skip
+        ),
         "after a re-run overlay row": lambda: overlay_row(store, next(overlays)),
     }
     for label, write in writes.items():
@@ -149,8 +172,10 @@ def main() -> None:
         cli, cpu = cpu_of(lambda: wall(metrics_cmd(store)))  # first metrics after the write
         write()
         server = overview_s(store)  # first Overview after the (same size) write
-        print(f"{label:<28} {cli:>7.2f} s ({cli / warm[0]:.2f}x) {cpu:>7.2f} s ({cpu / warm[1]:.2f}x) "
-              f"{server:>8.2f} s ({server / warm[2]:.2f}x)")  # fmt: skip
+        print(
+            f"{label:<28} {cli:>7.2f} s ({cli / warm[0]:.2f}x) {cpu:>7.2f} s ({cpu / warm[1]:.2f}x) "
+            f"{server:>8.2f} s ({server / warm[2]:.2f}x)"
+        )
     print("(each write is made again before the Overview, so each column times the first read after its write)")
 
     times, cpus = [], []
@@ -163,13 +188,17 @@ def main() -> None:
         path.unlink()
     head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
     chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
-    print(f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
-          f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
-          f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
-          f"{len(store.manifest().files['responses'])} response files listed")  # fmt: skip
+    print(
+        f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
+        f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
+        f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
+        f"{len(store.manifest().files['responses'])} response files listed"
+    )
     info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
-    print(f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
-          f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)")  # fmt: skip
+    print(
+        f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
+        f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -87,18 +87,34 @@ def recovery_figure(rows: list[dict], top: str) -> go.Figure:
     rate = [100 * (r["recovery_rate"] or 0) for r in rows]
     ci = [r["recovery_wilson"] or [r["recovery_rate"] or 0] * 2 for r in rows]
     fig = go.Figure()
-    fig.add_trace(go.Bar(
-        x=names, y=rate, name="recovered terminal regressions", marker_color=CORRECT,
-        error_y={"type": "data", "symmetric": False, "color": INK, "array": [100 * c[1] - v for c, v in zip(ci, rate, strict=True)],
-                 "arrayminus": [v - 100 * c[0] for c, v in zip(ci, rate, strict=True)]},
-        customdata=[[r["n_recovered"], r["n_terminal"], r["policy"]] for r in rows], textposition="outside",
-        text=[f"{r['n_recovered']} of {r['n_terminal']}" for r in rows],
-        hovertemplate="%{customdata[2]}: recovers %{customdata[0]} of %{customdata[1]} (%{y:.1f}%)<extra></extra>",
-    ))  # fmt: skip
-    fig.add_trace(go.Bar(
-        x=names, y=[100 * (r["harm_rate"] or 0) for r in rows], name=f"harmed (right at {top}, wrong under the protocol)",
-        marker_color=WRONG, hovertemplate="%{x}: harms %{y:.1f}% of the items right at " + top + "<extra></extra>",
-    ))  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=rate,
+            name="recovered terminal regressions",
+            marker_color=CORRECT,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "color": INK,
+                "array": [100 * c[1] - v for c, v in zip(ci, rate, strict=True)],
+                "arrayminus": [v - 100 * c[0] for c, v in zip(ci, rate, strict=True)],
+            },
+            customdata=[[r["n_recovered"], r["n_terminal"], r["policy"]] for r in rows],
+            textposition="outside",
+            text=[f"{r['n_recovered']} of {r['n_terminal']}" for r in rows],
+            hovertemplate="%{customdata[2]}: recovers %{customdata[0]} of %{customdata[1]} (%{y:.1f}%)<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=[100 * (r["harm_rate"] or 0) for r in rows],
+            name=f"harmed (right at {top}, wrong under the protocol)",
+            marker_color=WRONG,
+            hovertemplate="%{x}: harms %{y:.1f}% of the items right at " + top + "<extra></extra>",
+        )
+    )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text=f"protocol at the top budget {top}")
     fig.update_yaxes(title_text="share of items (%)", rangemode="tozero")
@@ -114,17 +130,39 @@ def agreement_tables(out: dict) -> None:
     )
     for col, row in zip(st.columns(max(len(out["protocols"]), 4)), out["protocols"], strict=False):
         kappa = row["kappa_pooled"]
-        col.metric(f"kappa · {row['protocol']}", "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
-                   delta=f"{row['n_items']:,} items", delta_color="off", delta_arrow="off")  # fmt: skip
-    st.dataframe(kappas, hide_index=True, column_config={
-        "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.3f"),
-        "agreement": st.column_config.NumberColumn("agreement", format="percent"),
-        "rescued": st.column_config.NumberColumn("right only under the protocol"),
-        "harmed": st.column_config.NumberColumn("right only under the base")})  # fmt: skip
+        col.metric(
+            f"kappa · {row['protocol']}",
+            "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
+            delta=f"{row['n_items']:,} items",
+            delta_color="off",
+            delta_arrow="off",
+        )
+    st.dataframe(
+        kappas,
+        hide_index=True,
+        column_config={
+            "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.3f"),
+            "agreement": st.column_config.NumberColumn("agreement", format="percent"),
+            "rescued": st.column_config.NumberColumn("right only under the protocol"),
+            "harmed": st.column_config.NumberColumn("right only under the base"),
+        },
+    )
     ui.downloads(kappas, "protocol-kappa")
-    tags = pd.DataFrame([{"protocol": row["protocol"], "tag": tag, "on the base": c["base"], "under the protocol": c["protocol"],
-                          "both": c["both"], "gained": c["gained"], "lost": c["lost"]}
-                         for row in out["protocols"] for tag, c in row["tag_changes"].items()])  # fmt: skip
+    tags = pd.DataFrame(
+        [
+            {
+                "protocol": row["protocol"],
+                "tag": tag,
+                "on the base": c["base"],
+                "under the protocol": c["protocol"],
+                "both": c["both"],
+                "gained": c["gained"],
+                "lost": c["lost"],
+            }
+            for row in out["protocols"]
+            for tag, c in row["tag_changes"].items()
+        ]
+    )
     st.markdown(
         f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)"
     )
@@ -137,29 +175,51 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
     st.markdown(
         "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
     )
-    label = state.bind(st.selectbox, "apolicy", "Re-run at", options=views.intervention_labels(top, available),
-                       help="Policies already stored at this budget come first; their answers are reused, not recomputed.")  # fmt: skip
+    label = state.bind(
+        st.selectbox,
+        "apolicy",
+        "Re-run at",
+        options=views.intervention_labels(top, available),
+        help="Policies already stored at this budget come first; their answers are reused, not recomputed.",
+    )
     if label is None:
         st.caption(f"No other sampling policy applies to {top}.")
         return
     reqs = requests(data.view(view.root, view.version, resolved), label)
     answered = next((r["n_terminal"] for r in recovered if r["policy"] == label), None)
     missing = scope.focus not in client.registered(view.root)
-    why = (f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)" if missing
-           else "this view has no terminal regression at the top budget" if not reqs else None)  # fmt: skip
-    reused = ("none of them has an answer there yet" if answered is None else
-              f"{answered:,} of them already have an answer there (the table's n_terminal) and are reused")  # fmt: skip
-    st.caption(f"{len(reqs):,} terminal regressions at {top} on this grid to re-run at {label}; {reused}."
-               + (f" **Disabled:** {ui.escape_md(why)}." if why else ""))  # fmt: skip
-    if st.button(f"Run the intervention: {len(reqs):,} terminal regressions at {label}", type="primary", disabled=why is not None,
-                 icon=":material/play_arrow:", help=why):  # fmt: skip
+    why = (
+        f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)"
+        if missing
+        else "this view has no terminal regression at the top budget"
+        if not reqs
+        else None
+    )
+    reused = (
+        "none of them has an answer there yet"
+        if answered is None
+        else f"{answered:,} of them already have an answer there (the table's n_terminal) and are reused"
+    )
+    st.caption(
+        f"{len(reqs):,} terminal regressions at {top} on this grid to re-run at {label}; {reused}."
+        + (f" **Disabled:** {ui.escape_md(why)}." if why else "")
+    )
+    if st.button(
+        f"Run the intervention: {len(reqs):,} terminal regressions at {label}",
+        type="primary",
+        disabled=why is not None,
+        icon=":material/play_arrow:",
+        help=why,
+    ):
         try:
             done = client.submit_many(view.root, reqs)
         except UserError as exc:
             st.error(str(exc), icon=":material/warning:")
             return
-        st.success(f"Queued {done['queued']:,} re-runs; {done['from_store']:,} were answered from the store; "
-                   f"{len(done['errors']):,} refused.")  # fmt: skip
+        st.success(
+            f"Queued {done['queued']:,} re-runs; {done['from_store']:,} were answered from the store; "
+            f"{len(done['errors']):,} refused."
+        )
         if done["errors"]:
             st.dataframe(pd.DataFrame(done["errors"]), hide_index=True)
         try:
@@ -179,9 +239,15 @@ def intervention_tab(view: View) -> None:
     available = protocol_labels(view.root, view.version, data.single(view))
     visual = configs.visual(list(scope.grid))
     tops = views.protocol_tops(list(scope.grid), available)
-    top = state.bind(st.selectbox, "atop", "Top budget of the audit", options=visual, default=(tops or visual)[-1],
-                     help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
-                     "The default is the costliest budget that another protocol also ran.")  # fmt: skip
+    top = state.bind(
+        st.selectbox,
+        "atop",
+        "Top budget of the audit",
+        options=visual,
+        default=(tops or visual)[-1],
+        help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
+        "The default is the costliest budget that another protocol also ran.",
+    )
     grid = views.grid_up_to(list(scope.grid), top)
     if len(grid) < 2:
         st.info(
@@ -191,8 +257,10 @@ def intervention_tab(view: View) -> None:
         return
     resolved = data.single(view, tuple(grid))
     out = audit(view.root, view.version, resolved)
-    st.caption(f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
-               f"{command(view, 'interventions', resolved)}")  # fmt: skip
+    st.caption(
+        f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
+        f"{command(view, 'interventions', resolved)}"
+    )
     if not out["protocols"]:
         st.info(
             f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.",
@@ -206,15 +274,24 @@ def intervention_tab(view: View) -> None:
             .drop(columns=["recovery_ci"])
             .assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
         )
-        st.dataframe(table, hide_index=True, column_config={
-            "n_terminal": st.column_config.NumberColumn("n_terminal", help="terminal regressions that have this protocol's answer at the top budget"),
-            "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
-            "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
-            "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
-            "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f")})  # fmt: skip
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={
+                "n_terminal": st.column_config.NumberColumn(
+                    "n_terminal", help="terminal regressions that have this protocol's answer at the top budget"
+                ),
+                "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
+                "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
+                "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
+                "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f"),
+            },
+        )
         ui.downloads(table, f"recovery-{scope.focus}")
-        st.caption("Each protocol is read on the items that have its answer at the top budget as well as the whole base grid: "
-                   "n_terminal counts the terminal regressions among them (the run below covers every one of the grid).")  # fmt: skip
+        st.caption(
+            "Each protocol is read on the items that have its answer at the top budget as well as the whole base grid: "
+            "n_terminal counts the terminal regressions among them (the run below covers every one of the grid)."
+        )
     elif out["protocols"]:
         st.info(
             f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).",
@@ -230,21 +307,41 @@ def intervention_tab(view: View) -> None:
 
 def group_figure(group: dict, colour: str) -> go.Figure:
     """Accuracy per allocation beside the oracle over them; which allocations answer each item."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12,
-                        subplot_titles=("accuracy per allocation (%)", "items by which allocations answer them"))  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.45, 0.55],
+        horizontal_spacing=0.12,
+        subplot_titles=("accuracy per allocation (%)", "items by which allocations answer them"),
+    )
     cfgs = group["configs"]
     names = [c["config"] for c in cfgs] + ["oracle"]
-    fig.add_trace(go.Bar(
-        x=names, y=[100 * c["accuracy"] for c in cfgs] + [100 * group["oracle_accuracy"]], showlegend=False,
-        marker_color=[colour] * len(cfgs) + [CORRECT], text=[f"{100 * c['accuracy']:.1f}" for c in cfgs] + [f"{100 * group['oracle_accuracy']:.1f}"],
-        textposition="outside", hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
-    ), row=1, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=[100 * c["accuracy"] for c in cfgs] + [100 * group["oracle_accuracy"]],
+            showlegend=False,
+            marker_color=[colour] * len(cfgs) + [CORRECT],
+            text=[f"{100 * c['accuracy']:.1f}" for c in cfgs] + [f"{100 * group['oracle_accuracy']:.1f}"],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
     patterns = pd.Series(group["patterns"]).sort_values(ascending=False)
     shade = {"all": CORRECT, "none": WRONG}
-    fig.add_trace(go.Bar(
-        x=patterns.index, y=patterns.to_numpy(), showlegend=False, marker_color=[shade.get(p, colour) for p in patterns.index],
-        hovertemplate="right under %{x}: %{y} items<extra></extra>",
-    ), row=1, col=2)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=patterns.index,
+            y=patterns.to_numpy(),
+            showlegend=False,
+            marker_color=[shade.get(p, colour) for p in patterns.index],
+            hovertemplate="right under %{x}: %{y} items<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     fig.update_xaxes(title_text="allocation (frames@pixels per frame)", row=1, col=1)
     fig.update_xaxes(title_text="allocations right on the item", row=1, col=2)
     fig.update_yaxes(title_text="accuracy (%)", range=[0, 105], row=1, col=1)
@@ -258,18 +355,35 @@ def group_figure(group: dict, colour: str) -> go.Figure:
 def isocompute_tab(view: View, colour: str) -> None:
     scope = view.scope
     c1, c2 = st.columns(2)
-    tolerance = state.bind(c1.slider, "tol", "Budget tolerance", default=views.DEFAULT_TOLERANCE, min_value=0.0,
-                           max_value=0.5, step=0.01, format="%.2f", help="Configurations within (1 + tolerance) times "
-                           "the cheapest budget of a group count as equal compute.")  # fmt: skip
+    tolerance = state.bind(
+        c1.slider,
+        "tol",
+        "Budget tolerance",
+        default=views.DEFAULT_TOLERANCE,
+        min_value=0.0,
+        max_value=0.5,
+        step=0.01,
+        format="%.2f",
+        help="Configurations within (1 + tolerance) times the cheapest budget of a group count as equal compute.",
+    )
     resolved = data.single(view)
     registered = views.registered_pixels(view.store, resolved)
-    pixels = state.bind(c2.number_input, "pix", "Pixels per frame of labels without @", default=registered or 0, min_value=0,
-                        step=1000, help="The model's default resolution, which the responses do not record (0 = unknown: "
-                        "those labels are left out). Defaults to default_pixels in the model registry.")  # fmt: skip
+    pixels = state.bind(
+        c2.number_input,
+        "pix",
+        "Pixels per frame of labels without @",
+        default=registered or 0,
+        min_value=0,
+        step=1000,
+        help="The model's default resolution, which the responses do not record (0 = unknown: "
+        "those labels are left out). Defaults to default_pixels in the model registry.",
+    )
     out = iso(view.root, view.version, resolved, float(tolerance), int(pixels) or None)
     pix_arg = ["--default-pixels", str(int(pixels))] if pixels else []
-    st.caption(f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
-               f"{command(view, 'isocompute', resolved, '--tolerance', f'{tolerance:g}', *pix_arg)}")  # fmt: skip
+    st.caption(
+        f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
+        f"{command(view, 'isocompute', resolved, '--tolerance', f'{tolerance:g}', *pix_arg)}"
+    )
     if not out["groups"]:
         st.info(out["note"], icon=":material/balance:")
         return
@@ -285,8 +399,13 @@ def isocompute_tab(view: View, colour: str) -> None:
                 delta_arrow="off",
             )
             m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
-            ui.rate_metric(m3, "Complementarity", group["complementarity"], ci,
-                           help="Oracle minus the best single allocation: what choosing the allocation per item could gain.")  # fmt: skip
+            ui.rate_metric(
+                m3,
+                "Complementarity",
+                group["complementarity"],
+                ci,
+                help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
+            )
             m4.metric(
                 "Items",
                 f"{group['n_items']:,}",
@@ -296,10 +415,17 @@ def isocompute_tab(view: View, colour: str) -> None:
             )
             ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
             table = pd.DataFrame(group["configs"])
-            st.dataframe(table, hide_index=True, column_config={
-                "accuracy": st.column_config.NumberColumn(format="percent"),
-                "pixel_budget": st.column_config.NumberColumn("pixel budget", format="compact"),
-                "unique_wins": st.column_config.NumberColumn("right only here", help="items only this allocation answers")})  # fmt: skip
+            st.dataframe(
+                table,
+                hide_index=True,
+                column_config={
+                    "accuracy": st.column_config.NumberColumn(format="percent"),
+                    "pixel_budget": st.column_config.NumberColumn("pixel budget", format="compact"),
+                    "unique_wins": st.column_config.NumberColumn(
+                        "right only here", help="items only this allocation answers"
+                    ),
+                },
+            )
 
 
 # --- noise ------------------------------------------------------------------------------------------
@@ -312,11 +438,16 @@ def noise_figure(summary: dict) -> go.Figure:
     fig = go.Figure()
     for cls in ("beyond", "unmeasured", "within"):
         for sign, kind, colour in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
-            fig.add_trace(go.Bar(
-                x=x, y=[sign * t[f"{kind}_{cls}"] for t in trans], name=f"{kind}, {cls} noise" if cls != "unmeasured" else f"{kind}, no repeats",
-                marker={"color": rgba(colour, FLIP_SHADES[cls]), "line": {"color": colour, "width": 1}},
-                hovertemplate=f"%{{x}}: %{{customdata}} {kind} ({cls})<extra></extra>", customdata=[t[f"{kind}_{cls}"] for t in trans],
-            ))  # fmt: skip
+            fig.add_trace(
+                go.Bar(
+                    x=x,
+                    y=[sign * t[f"{kind}_{cls}"] for t in trans],
+                    name=f"{kind}, {cls} noise" if cls != "unmeasured" else f"{kind}, no repeats",
+                    marker={"color": rgba(colour, FLIP_SHADES[cls]), "line": {"color": colour, "width": 1}},
+                    hovertemplate=f"%{{x}}: %{{customdata}} {kind} ({cls})<extra></extra>",
+                    customdata=[t[f"{kind}_{cls}"] for t in trans],
+                )
+            )
     fig.update_layout(barmode="relative")
     fig.update_xaxes(title_text="transition between configurations")
     fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888")
@@ -329,14 +460,18 @@ def noise_tab(view: View) -> None:
     scope = view.scope
     resolved = data.single(view, scope.grid)  # the focus model alone on the sidebar's grid: `audit noise`'s scope
     summary, items = data.noise_audit(data.view(view.root, view.version, resolved))
-    st.caption(f"**{ui.escape_md(scope.focus)}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
-               "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
-               f"repeats at either side. {command(view, 'noise', resolved)}")  # fmt: skip
+    st.caption(
+        f"**{ui.escape_md(scope.focus)}** on the sidebar's grid. Repeats are every stored answer at the same budget (frames and "
+        "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
+        f"repeats at either side. {command(view, 'noise', resolved)}"
+    )
     if summary["n_items_with_repeats"] == 0:
-        st.info(f"No repeats in this store for {ui.escape_md(scope.focus)} on this grid: every item has one answer per budget, "
-                "so repeat noise cannot be measured and no flip can be called within or beyond it. Repeats are a second run, "
-                "seed or sampling policy at the same frames and pixels (e.g. a re-run at `64f/random-s1` beside `64f`).",
-                icon=":material/repeat:")  # fmt: skip
+        st.info(
+            f"No repeats in this store for {ui.escape_md(scope.focus)} on this grid: every item has one answer per budget, "
+            "so repeat noise cannot be measured and no flip can be called within or beyond it. Repeats are a second run, "
+            "seed or sampling policy at the same frames and pixels (e.g. a re-run at `64f/random-s1` beside `64f`).",
+            icon=":material/repeat:",
+        )
         return
     c1, c2, c3 = st.columns(3)
     c1.metric(
@@ -347,18 +482,31 @@ def noise_tab(view: View) -> None:
         delta_arrow="off",
     )
     c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
-    c3.metric("Mean item flip rate", ui.pct(summary["mean_item_flip_rate"]),
-              help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.")  # fmt: skip
+    c3.metric(
+        "Mean item flip rate",
+        ui.pct(summary["mean_item_flip_rate"]),
+        help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.",
+    )
     ui.chart(noise_figure(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(summary["per_config"])
-    st.dataframe(per_config, hide_index=True, column_config={
-        "mean_flip_rate": st.column_config.NumberColumn("mean flip rate", format="percent"),
-        "share_noisy": st.column_config.NumberColumn("share of measured items that flip", format="percent")})  # fmt: skip
+    st.dataframe(
+        per_config,
+        hide_index=True,
+        column_config={
+            "mean_flip_rate": st.column_config.NumberColumn("mean flip rate", format="percent"),
+            "share_noisy": st.column_config.NumberColumn("share of measured items that flip", format="percent"),
+        },
+    )
     st.markdown(f"**Items with repeats** ({len(items):,}, noisiest first; select one to open it)")
     if not items.empty:
-        st.dataframe(items, hide_index=True, key="noiseitems", on_select=lambda: _open_item(items, "noiseitems"),
-                     selection_mode="single-row",
-                     column_config={c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c})  # fmt: skip
+        st.dataframe(
+            items,
+            hide_index=True,
+            key="noiseitems",
+            on_select=lambda: _open_item(items, "noiseitems"),
+            selection_mode="single-row",
+            column_config={c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c},
+        )
         ui.downloads(items, f"noise-items-{scope.focus}")
 
 
@@ -368,17 +516,39 @@ def noise_tab(view: View) -> None:
 def cross_figure(out: dict) -> go.Figure:
     by = pd.DataFrame(out["by_task_type"]).sort_values(["rescued", "harmed"], ascending=True)
     fig = go.Figure()
-    fig.add_trace(go.Bar(y=by["task_type"], x=by["rescued"], orientation="h", name="rescued (wrong → right)",
-                         marker_color=FLOW_COLOURS["rescued"], customdata=by["n"],
-                         hovertemplate="%{y}: %{x} rescued of %{customdata} items<extra></extra>"))  # fmt: skip
-    fig.add_trace(go.Bar(y=by["task_type"], x=-by["harmed"], orientation="h", name="harmed (right → wrong)",
-                         marker_color=FLOW_COLOURS["harmed"], customdata=by[["harmed", "n"]],
-                         hovertemplate="%{y}: %{customdata[0]} harmed of %{customdata[1]} items<extra></extra>"))  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            y=by["task_type"],
+            x=by["rescued"],
+            orientation="h",
+            name="rescued (wrong → right)",
+            marker_color=FLOW_COLOURS["rescued"],
+            customdata=by["n"],
+            hovertemplate="%{y}: %{x} rescued of %{customdata} items<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            y=by["task_type"],
+            x=-by["harmed"],
+            orientation="h",
+            name="harmed (right → wrong)",
+            marker_color=FLOW_COLOURS["harmed"],
+            customdata=by[["harmed", "n"]],
+            hovertemplate="%{y}: %{customdata[0]} harmed of %{customdata[1]} items<extra></extra>",
+        )
+    )
     fig.update_layout(barmode="relative")
     reach = int(max(by["rescued"].max(), by["harmed"].max(), 1))
     ticks = list(range(-reach, reach + 1, -(-reach // 4)))
-    fig.update_xaxes(title_text="items (← harmed, rescued →)", zeroline=True, zerolinecolor="#888", range=[-reach * 1.05, reach * 1.05],
-                     tickvals=ticks, ticktext=[str(abs(t)) for t in ticks])  # fmt: skip
+    fig.update_xaxes(
+        title_text="items (← harmed, rescued →)",
+        zeroline=True,
+        zerolinecolor="#888",
+        range=[-reach * 1.05, reach * 1.05],
+        tickvals=ticks,
+        ticktext=[str(abs(t)) for t in ticks],
+    )
     fig.update_yaxes(title_text="task type", type="category")
     title = (
         f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type"
@@ -406,8 +576,10 @@ def crossmodel_tab(view: View) -> None:
     except UserError as exc:
         st.info(str(exc), icon=":material/shuffle:")
         return
-    st.caption(f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
-               f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}")  # fmt: skip
+    st.caption(
+        f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
+        f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}"
+    )
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out["accuracy_from"]))
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
@@ -427,8 +599,14 @@ def crossmodel_tab(view: View) -> None:
         f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
     )
     if not harmed.empty:
-        st.dataframe(harmed, hide_index=True, key="harmeditems", on_select=lambda: _open_item(harmed, "harmeditems"),
-                     selection_mode="single-row", column_config={"question": st.column_config.TextColumn(width="large")})  # fmt: skip
+        st.dataframe(
+            harmed,
+            hide_index=True,
+            key="harmeditems",
+            on_select=lambda: _open_item(harmed, "harmeditems"),
+            selection_mode="single-row",
+            column_config={"question": st.column_config.TextColumn(width="large")},
+        )
         ui.downloads(harmed, f"harmed-{a}-{b}")
 
 

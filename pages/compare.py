@@ -91,11 +91,20 @@ with ui.guard():
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
     )
     st.dataframe(
-        dis.drop(columns=["benchmark"]), hide_index=True, key="disagree", on_select=lambda: _open_item(dis), selection_mode="single-row",
-        column_config={"disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
-                       "split_configs": st.column_config.NumberColumn("configs split"),
-                       "question": st.column_config.TextColumn(width="large")}
-        | {c: st.column_config.ProgressColumn(c.split(":", 1)[1], min_value=0.0, max_value=1.0, format="percent") for c in acc_cols},
-    )  # fmt: skip
+        dis.drop(columns=["benchmark"]),
+        hide_index=True,
+        key="disagree",
+        on_select=lambda: _open_item(dis),
+        selection_mode="single-row",
+        column_config={
+            "disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
+            "split_configs": st.column_config.NumberColumn("configs split"),
+            "question": st.column_config.TextColumn(width="large"),
+        }
+        | {
+            c: st.column_config.ProgressColumn(c.split(":", 1)[1], min_value=0.0, max_value=1.0, format="percent")
+            for c in acc_cols
+        },
+    )
     ui.downloads(dis, "disagreement")
     ui.twin(view, ["compare"], "--top", str(TOP))

@@ -115,20 +115,26 @@ def items_panel(view: View, sel: Selection) -> None:
     )
     key = f"flowitems-{tag}-{page}"
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption("Select a row to open the item in the Inspector, which then walks these items."
-               + ("" if has_conf else " No confidences in this store for these items, so no confidence columns."))  # fmt: skip
+    c1.caption(
+        "Select a row to open the item in the Inspector, which then walks these items."
+        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns.")
+    )
     if c2.button(f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch"):
         state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
     a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
     st.dataframe(
-        shown[cols], hide_index=True, key=key, on_select=lambda: _open_item(sel, shown, key), selection_mode="single-row",
+        shown[cols],
+        hide_index=True,
+        key=key,
+        on_select=lambda: _open_item(sel, shown, key),
+        selection_mode="single-row",
         column_config={
             "question": st.column_config.TextColumn(width="large"),
             "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
         },
-    )  # fmt: skip
+    )
     ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
     selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
 
@@ -155,15 +161,23 @@ with ui.guard():
     height = fig["layout"]["height"]
     open_clicked(report, clickable_sankey(fig, f"sankey-{scope.focus}", height))
     if scope.beyond_noise:
-        st.caption(f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
-                   "side), left out of the rescued and harmed links and of the item lists.")  # fmt: skip
-    st.caption("Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
-               "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
-               "that state (or pick a flow in the table below).")  # fmt: skip
+        st.caption(
+            f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
+            "side), left out of the rescued and harmed links and of the item lists."
+        )
+    st.caption(
+        "Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
+        "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
+        "that state (or pick a flow in the table below)."
+    )
 
     table = flow_table(report)
     st.dataframe(
-        table, hide_index=True, key="flowlist", on_select=lambda: _pick_row(table), selection_mode="single-row",
+        table,
+        hide_index=True,
+        key="flowlist",
+        on_select=lambda: _pick_row(table),
+        selection_mode="single-row",
         column_config={
             "kind": st.column_config.TextColumn("flow"),
             "count": st.column_config.NumberColumn("items"),
@@ -172,7 +186,7 @@ with ui.guard():
             "churn": st.column_config.NumberColumn("churn (pair)", format="percent"),
             "mcnemar_p": st.column_config.NumberColumn("McNemar p (pair)", format="%.3g"),
         },
-    )  # fmt: skip
+    )
     ui.downloads(table, f"flows-{scope.focus}")
 
     sel = opened(table, report)

@@ -60,8 +60,12 @@ def pick_item(view: View) -> str:
         text.caption(f"This item is not among the {len(ids):,} items {where}; it is shown from the store anyway.")
     else:
         text.markdown(f"**Item {pos + 1:,} of {len(ids):,}** {where}")
-    if sel is not None and stop.button("Walk the filtered items", icon=":material/close:", width="stretch",
-                                       help="Stop walking this selection; previous/next then step through the filtered items."):  # fmt: skip
+    if sel is not None and stop.button(
+        "Walk the filtered items",
+        icon=":material/close:",
+        width="stretch",
+        help="Stop walking this selection; previous/next then step through the filtered items.",
+    ):
         state.put("walk", None)
         st.rerun()
     return item
@@ -112,12 +116,18 @@ def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], lab
     rows = pd.concat([rows, extra], ignore_index=True)
     value, _ = value_column(rows)
     cells = [
-        {"model": r["model"], "config": r["config"], "state": _state(r["correct"]), "value": charts.number(r[value]),
-         "text": ("–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])) if value == "confidence"
-         else ("–" if charts.number(r["score"]) is None else f"{r['score']:.2f}")}
+        {
+            "model": r["model"],
+            "config": r["config"],
+            "state": _state(r["correct"]),
+            "value": charts.number(r[value]),
+            "text": ("–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"]))
+            if value == "confidence"
+            else ("–" if charts.number(r["score"]) is None else f"{r['score']:.2f}"),
+        }
         for r in rows.to_dict("records")  # plain dicts: itertuples' pandas overhead was most of this
         if _state(r["correct"]) is not None and r["model"] in models and r["config"] in labels
-    ]  # fmt: skip
+    ]
     return charts.answer_grid(cells, models, labels, value)
 
 
@@ -138,8 +148,17 @@ def confidence_chart(
             return
         series.setdefault(name, colour)
         answer = "–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])
-        points.append({"series": name, "config": r["config"], "value": charts.number(r[value]), "state": _state(r["correct"]),
-                       "answer": answer, "kind": kind, "line": line})  # fmt: skip
+        points.append(
+            {
+                "series": name,
+                "config": r["config"],
+                "value": charts.number(r[value]),
+                "state": _state(r["correct"]),
+                "answer": answer,
+                "kind": kind,
+                "line": line,
+            }
+        )
 
     # Plain records, split once: pandas' boolean filters and itertuples per model cost 80-150 ms an item
     # (object overhead on a few dozen rows), the same loops over dicts well under a millisecond.
@@ -179,8 +198,13 @@ def timeline(plan: pd.DataFrame, info) -> dict:
             {"row": label, "frame": int(i), "x": i / fps if fps else int(i), "status": status} for i, status in frames
         ]
     title = "time in the video (s)" if fps else "frame index (video unavailable: no timestamps)"
-    return charts.frame_timeline(marks, rows, title, info.duration_s if fps else None,
-                                 {"kept from the row above": FRAME_KEPT, "added": FRAME_ADDED, "dropped": INK})  # fmt: skip
+    return charts.frame_timeline(
+        marks,
+        rows,
+        title,
+        info.duration_s if fps else None,
+        {"kept from the row above": FRAME_KEPT, "added": FRAME_ADDED, "dropped": INK},
+    )
 
 
 def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
@@ -240,8 +264,14 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
                 st.image(files, caption=captions, width=96)
         else:  # a long strip wraps onto rows of smaller frames, so all of it is readable without scrolling
             with st.container(key=f"stripgrid-{row['config']}"):
-                st.image(files, caption=[f"{'+' if i in added else ''}{t:.2f}s" for i, t in zip(row["indices"], row["timestamps"], strict=True)],
-                         width=72)  # fmt: skip
+                st.image(
+                    files,
+                    caption=[
+                        f"{'+' if i in added else ''}{t:.2f}s"
+                        for i, t in zip(row["indices"], row["timestamps"], strict=True)
+                    ],
+                    width=72,
+                )
 
 
 ensure_entrypoint()
@@ -275,9 +305,14 @@ with ui.guard():
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
         raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
         if raw.open:  # drawn when opened: a folded table grid still costs the browser its drawing on every item
-            raw.dataframe(responses[RESPONSE_COLUMNS], hide_index=True,
-                          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
-                                         "raw_output": st.column_config.TextColumn("raw output", width="large")})  # fmt: skip
+            raw.dataframe(
+                responses[RESPONSE_COLUMNS],
+                hide_index=True,
+                column_config={
+                    "confidence": st.column_config.NumberColumn(format="%.3f"),
+                    "raw_output": st.column_config.TextColumn("raw output", width="large"),
+                },
+            )
             with raw:
                 ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
         frame_strips(view, item, responses)

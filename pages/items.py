@@ -100,31 +100,49 @@ def table_view(view: View) -> None:
         + "</small>"
     )
     st.dataframe(
-        shown[cols], hide_index=True, key="itemtable", on_select="rerun" if pick else (lambda: _open_item(page)),
+        shown[cols],
+        hide_index=True,
+        key="itemtable",
+        on_select="rerun" if pick else (lambda: _open_item(page)),
         selection_mode="multi-row" if pick else "single-row",
-        row_height=(row_h := max(35, 13 * len(scope.models) + 10)), height=min(len(shown), 12) * row_h + 40,
+        row_height=(row_h := max(35, 13 * len(scope.models) + 10)),
+        height=min(len(shown), 12) * row_h + 40,
         column_config={
             "item_id": st.column_config.TextColumn("item", pinned=True),
             # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
-            "trajectory": st.column_config.ImageColumn("trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24),
+            "trajectory": st.column_config.ImageColumn(
+                "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
+            ),
             "tags": st.column_config.ListColumn("tags", width="medium"),
             "task_type": st.column_config.TextColumn("task type", width="medium"),
             "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
             "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
-            "drop": st.column_config.NumberColumn("largest drop", format="%.3f", help="largest fall of the score between consecutive configurations (scored items)"),
-            "disagreement": st.column_config.ProgressColumn("disagreement", min_value=0.0, max_value=1.0, format="%.2f"),
-            "confidence": st.column_config.ImageColumn("confidence", width=sparkline.column_width(row_h), help="focus model, along the grid (0 to 1); gaps: no confidence"),
+            "drop": st.column_config.NumberColumn(
+                "largest drop",
+                format="%.3f",
+                help="largest fall of the score between consecutive configurations (scored items)",
+            ),
+            "disagreement": st.column_config.ProgressColumn(
+                "disagreement", min_value=0.0, max_value=1.0, format="%.2f"
+            ),
+            "confidence": st.column_config.ImageColumn(
+                "confidence",
+                width=sparkline.column_width(row_h),
+                help="focus model, along the grid (0 to 1); gaps: no confidence",
+            ),
             "question": st.column_config.TextColumn("question", width="large"),
         },
-    )  # fmt: skip
+    )
     left, right = st.columns([3, 2], vertical_alignment="center")
     if n_pages > 1:
         with left:
             state.put("page", min(page_no, n_pages))
             state.bind(st.pagination, "page", None, num_pages=n_pages)
     right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {m.n_items:,} items")
-    st.markdown("**Download the filtered items** (focus model, every page, with their annotations; same columns as "
-                "`trajaudit items --format csv --annotations`)")  # fmt: skip
+    st.markdown(
+        "**Download the filtered items** (focus model, every page, with their annotations; same columns as "
+        "`trajaudit items --format csv --annotations`)"
+    )
 
     def export() -> pd.DataFrame:  # built on click only
         return with_annotations(data.items_export(view, scope.focus), view.store, scope.benchmark)
@@ -142,21 +160,39 @@ def heatmap_figure(heat: dict) -> go.Figure:
     classes = rows["trajectory_class"].to_numpy()
     fig = go.Figure(
         go.Heatmap(
-            z=z, x=heat["grid"], y=np.arange(n), zmin=0, zmax=1, showscale=False, xgap=1,
+            z=z,
+            x=heat["grid"],
+            y=np.arange(n),
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=1,
             colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
-            customdata=np.stack([np.repeat(rows["item_id"].to_numpy()[:, None], z.shape[1], 1),
-                                 np.repeat(classes[:, None], z.shape[1], 1)], axis=-1),
+            customdata=np.stack(
+                [
+                    np.repeat(rows["item_id"].to_numpy()[:, None], z.shape[1], 1),
+                    np.repeat(classes[:, None], z.shape[1], 1),
+                ],
+                axis=-1,
+            ),
             hovertemplate="item %{customdata[0]} (%{customdata[1]})<br>%{x}: %{z}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
     ends = np.r_[starts[1:], n]
     for s, e in zip(starts, ends, strict=True):
         name = classes[s]
         if s > 0:
             fig.add_hline(y=s - 0.5, line={"color": "white", "width": 3})
-        fig.add_annotation(x=1.01, xref="paper", y=(s + e - 1) / 2, text=f"{name} ({heat['class_counts'][name]:,})",
-                           showarrow=False, xanchor="left", font={"size": 12})  # fmt: skip
+        fig.add_annotation(
+            x=1.01,
+            xref="paper",
+            y=(s + e - 1) / 2,
+            text=f"{name} ({heat['class_counts'][name]:,})",
+            showarrow=False,
+            xanchor="left",
+            font={"size": 12},
+        )
     fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
     fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
     sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {heat['n_items']:,} items)"
@@ -171,8 +207,13 @@ def heatmap_view(view: View) -> None:
     scope = view.scope
     heat = data.heatmap(view, scope.focus, HEATMAP_ROWS)
     ui.chart(heatmap_figure(heat), f"heatmap-{scope.focus}")
-    counts = pd.DataFrame({"class": CLASSES, "items": [heat["class_counts"][c] for c in CLASSES],
-                           "meaning": [CLASS_HELP[c] for c in CLASSES]})  # fmt: skip
+    counts = pd.DataFrame(
+        {
+            "class": CLASSES,
+            "items": [heat["class_counts"][c] for c in CLASSES],
+            "meaning": [CLASS_HELP[c] for c in CLASSES],
+        }
+    )
     st.dataframe(counts, hide_index=True)
     ui.downloads(counts, f"trajectory-classes-{scope.focus}")
     ui.twin(view, ["flows", "--model", scope.focus])  # its trajectory_classes

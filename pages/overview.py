@@ -41,8 +41,10 @@ def headlines(metrics: dict, colours: dict[str, str], focus: str) -> None:
                 label = f"{label} ({rec['best_fixed']['config']})"
             ui.rate_metric(col, label, headline_value(rec, name), rec["ci"].get(name), help=HELP[name])
     if len(metrics["models"]) > 1:
-        st.dataframe(ui.headline_text(metrics["models"], metrics["n_items"], metrics["grid"]),
-                     column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
+        st.dataframe(
+            ui.headline_text(metrics["models"], metrics["n_items"], metrics["grid"]),
+            column_config={"_index": st.column_config.TextColumn(pinned=True)},
+        )
     ui.downloads(headline_frame(metrics), "headlines")
 
 
@@ -59,10 +61,24 @@ def task_table(scope: Scope, report: dict) -> None:
     st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
     left, right = st.columns([4, 1], vertical_alignment="bottom")
     with left:
-        sort = state.bind(st.segmented_control, "tsort", "Sort by", options=list(SORTS), default="visual_confusion_rate",
-                          format_func=SORTS.get)  # fmt: skip
-    min_n = state.bind(right.number_input, "minn", "Minimum group size", default=MIN_GROUP, min_value=1, max_value=100_000, step=5,
-                       help="Task types with fewer items are marked small and sorted after the others: their rates swing widely.")  # fmt: skip
+        sort = state.bind(
+            st.segmented_control,
+            "tsort",
+            "Sort by",
+            options=list(SORTS),
+            default="visual_confusion_rate",
+            format_func=SORTS.get,
+        )
+    min_n = state.bind(
+        right.number_input,
+        "minn",
+        "Minimum group size",
+        default=MIN_GROUP,
+        min_value=1,
+        max_value=100_000,
+        step=5,
+        help="Task types with fewer items are marked small and sorted after the others: their rates swing widely.",
+    )
     table = pd.DataFrame(report["task_types"][scope.focus])
     table.insert(2, "size", np.where(table["n"] < min_n, f"small (< {min_n})", ""))
     if sort:
@@ -72,25 +88,35 @@ def task_table(scope: Scope, report: dict) -> None:
     shown = task_text(table.to_dict("records"), scope.focus).frame()  # the report's cells, in this order
     shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
     shown.insert(2, "size", table["size"].to_numpy())
-    st.caption(f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
-               "% of items; brackets: Wilson 95% intervals, valid for small groups.")  # fmt: skip
-    st.dataframe(shown, hide_index=True,
-                 column_config={"Task type": st.column_config.TextColumn(pinned=True), "n": "items", "size": "group"})  # fmt: skip
+    st.caption(
+        f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
+        "% of items; brackets: Wilson 95% intervals, valid for small groups."
+    )
+    st.dataframe(
+        shown,
+        hide_index=True,
+        column_config={"Task type": st.column_config.TextColumn(pinned=True), "n": "items", "size": "group"},
+    )
     more = st.expander("Accuracy per configuration, by task type", key="task-acc", on_change="rerun")
     if more.open:  # drawn when opened: a folded table still costs its serialisation and the browser's drawing
-        more.dataframe(table[["task_type", "n", *acc]], hide_index=True,
-                       column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
-                       | {c: st.column_config.NumberColumn(c[len("accuracy["):-1], format="percent") for c in acc})  # fmt: skip
+        more.dataframe(
+            table[["task_type", "n", *acc]],
+            hide_index=True,
+            column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
+            | {c: st.column_config.NumberColumn(c[len("accuracy[") : -1], format="percent") for c in acc},
+        )
     ui.downloads(table, f"task-types-{scope.focus}")
 
 
 def tag_notice(scope: Scope, metrics: dict) -> None:
     """Under a trajectory-tag filter every number is conditioned on the tag (confused items: 100% confusion)."""
     if scope.tag:
-        st.warning(f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
-                   f"number below is over its {metrics['n_items']:,} items only, so rates the tag defines (e.g. visual "
-                   "confusion for `confused`) are 100% by construction. Clear the tag for the benchmark's numbers.",
-                   icon=":material/filter_alt:")  # fmt: skip
+        st.warning(
+            f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
+            f"number below is over its {metrics['n_items']:,} items only, so rates the tag defines (e.g. visual "
+            "confusion for `confused`) are 100% by construction. Clear the tag for the benchmark's numbers.",
+            icon=":material/filter_alt:",
+        )
 
 
 ensure_entrypoint()
@@ -109,8 +135,10 @@ with ui.guard():
     if "text" not in scope.grid:
         st.caption("Text overwrite is n/a: add `text` to the grid to measure it.")
     if scope.beyond_noise:
-        st.caption("Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
-                   "at either budget (the table lists how many were hidden); the curve counts every item.")  # fmt: skip
+        st.caption(
+            "Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
+            "at either budget (the table lists how many were hidden); the curve counts every item."
+        )
     for k, spec in enumerate(charts.curve_and_flows(metrics, colours)):
         ui.vega(spec, f"scaling-curve-and-flows-{k}")
     box = st.expander("Transitions (rescued, harmed, net, churn, McNemar p)", key="transitions", on_change="rerun")
@@ -118,11 +146,14 @@ with ui.guard():
         with box:
             trans = transitions_table(metrics)
             st.dataframe(
-                trans, hide_index=True,
-                column_config={"net": st.column_config.NumberColumn(format="percent"),
-                               "churn": st.column_config.NumberColumn(format="percent"),
-                               "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g")},
-            )  # fmt: skip
+                trans,
+                hide_index=True,
+                column_config={
+                    "net": st.column_config.NumberColumn(format="percent"),
+                    "churn": st.column_config.NumberColumn(format="percent"),
+                    "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g"),
+                },
+            )
             ui.downloads(trans, "transitions")
     scores.overview_section(view, metrics, colours)
     task_table(scope, metrics)
@@ -131,10 +162,15 @@ with ui.guard():
     from backend.report import build as build_report
 
     st.download_button(
-        "Download report", icon=":material/download:", on_click="ignore", mime="text/html", file_name="trajaudit-report.html",
-        data=lambda: build_report(view.store, view.resolved, "html", seed=0, bootstrap=data.BOOTSTRAP,
-                                  video_root=sidebar.video_root(view)),
+        "Download report",
+        icon=":material/download:",
+        on_click="ignore",
+        mime="text/html",
+        file_name="trajaudit-report.html",
+        data=lambda: build_report(
+            view.store, view.resolved, "html", seed=0, bootstrap=data.BOOTSTRAP, video_root=sidebar.video_root(view)
+        ),
         help="One self-contained HTML file of this view (charts draw offline, tables, a gallery of 24 items); "
-             "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
-    )  # fmt: skip
+        "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
+    )
     ui.twin(view, ["metrics"])

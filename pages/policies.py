@@ -39,9 +39,15 @@ def pick_ladder(view: View, resolved: Resolved) -> list[str]:
         default = views.policy_ladder(resolved)  # as `trajaudit cascade` without --ladder
     except UserError:  # under two budgets in the default grid: the user picks
         default = []
-    chosen = state.bind(st.multiselect, "ladder", "Ladder (budgets, cheapest first)", options=visual, default=default or visual,
-                        help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
-                        "last; the predictor picks one budget per item from its question, options and metadata.")  # fmt: skip
+    chosen = state.bind(
+        st.multiselect,
+        "ladder",
+        "Ladder (budgets, cheapest first)",
+        options=visual,
+        default=default or visual,
+        help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
+        "last; the predictor picks one budget per item from its question, options and metadata.",
+    )
     return configs.order(chosen)
 
 
@@ -53,13 +59,31 @@ def cascade_numbers(point: dict, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
     ui.rate_metric(c1, "Accuracy", point["accuracy"], point.get("accuracy_ci"))
-    c2.metric("Mean frames, shared", f"{point['mean_frames_shared']:.1f}", delta=frame_delta(point["cost_vs_top_shared"], top),
-              delta_color="off", delta_arrow="off", help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.")  # fmt: skip
-    c3.metric("Mean frames, not shared", f"{point['mean_frames_unshared']:.1f}", delta=frame_delta(point["cost_vs_top_unshared"], top),
-              delta_color="off", delta_arrow="off", help="Every budget visited is paid in full.")  # fmt: skip
+    c2.metric(
+        "Mean frames, shared",
+        f"{point['mean_frames_shared']:.1f}",
+        delta=frame_delta(point["cost_vs_top_shared"], top),
+        delta_color="off",
+        delta_arrow="off",
+        help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.",
+    )
+    c3.metric(
+        "Mean frames, not shared",
+        f"{point['mean_frames_unshared']:.1f}",
+        delta=frame_delta(point["cost_vs_top_unshared"], top),
+        delta_color="off",
+        delta_arrow="off",
+        help="Every budget visited is paid in full.",
+    )
     missing = point["n_without_confidence"]
-    c4.metric("Items", f"{point['n_items']:,}", delta=f"{missing:,} without confidences" if missing else "all with confidences",
-              delta_color="off", delta_arrow="off", help="Items with a confidence at every rung of the ladder.")  # fmt: skip
+    c4.metric(
+        "Items",
+        f"{point['n_items']:,}",
+        delta=f"{missing:,} without confidences" if missing else "all with confidences",
+        delta_color="off",
+        delta_arrow="off",
+        help="Items with a confidence at every rung of the ladder.",
+    )
 
 
 def matching_numbers(sweep: dict) -> None:
@@ -76,10 +100,20 @@ def matching_numbers(sweep: dict) -> None:
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Threshold", f"{match['threshold']:.3f}")
         ui.rate_metric(c2, "Accuracy", match["accuracy"], match.get("accuracy_ci"))
-        ui.rate_metric(c3, "Frame saving vs top", match["saving"], match.get("saving_ci"),
-                       help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.")  # fmt: skip
-        c4.metric("Mean frames, shared", f"{match['mean_frames_shared']:.1f}", delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
-                  delta_color="off", delta_arrow="off")  # fmt: skip
+        ui.rate_metric(
+            c3,
+            "Frame saving vs top",
+            match["saving"],
+            match.get("saving_ci"),
+            help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.",
+        )
+        c4.metric(
+            "Mean frames, shared",
+            f"{match['mean_frames_shared']:.1f}",
+            delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
+            delta_color="off",
+            delta_arrow="off",
+        )
 
 
 def frontier_figure(
@@ -88,25 +122,42 @@ def frontier_figure(
     """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
     fig = figures.frontier(refs, sweep, colour, model)
     if point is not None:
-        fig.add_trace(go.Scatter(
-            x=[point["mean_frames_shared"]], y=[100 * point["accuracy"]], mode="markers", name=f"threshold {point['threshold']:g}",
-            marker={"color": "white", "size": 14, "symbol": "circle", "line": {"color": colour, "width": 3}},
-            hovertemplate=f"t={point['threshold']:g}: %{{y:.1f}}% at %{{x:.1f}} frames<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[point["mean_frames_shared"]],
+                y=[100 * point["accuracy"]],
+                mode="markers",
+                name=f"threshold {point['threshold']:g}",
+                marker={"color": "white", "size": 14, "symbol": "circle", "line": {"color": colour, "width": 3}},
+                hovertemplate=f"t={point['threshold']:g}: %{{y:.1f}}% at %{{x:.1f}} frames<extra></extra>",
+            )
+        )
     if report is not None:
         rows = pd.DataFrame(report["frontier"])
         levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
-        fig.add_trace(go.Scatter(
-            x=levels["mean_frames"], y=100 * levels["accuracy"], mode="lines+markers", name="budget predictor (levels q)",
-            line={"color": INK, "width": 2, "dash": "dash"}, marker={"size": 5, "symbol": "square"}, text=levels["label"],
-            hovertemplate="predictor %{text}: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=levels["mean_frames"],
+                y=100 * levels["accuracy"],
+                mode="lines+markers",
+                name="budget predictor (levels q)",
+                line={"color": INK, "width": 2, "dash": "dash"},
+                marker={"size": 5, "symbol": "square"},
+                text=levels["label"],
+                hovertemplate="predictor %{text}: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+            )
+        )
         arg = rows[rows["label"] == "argmax"].iloc[0]
-        fig.add_trace(go.Scatter(
-            x=[arg["mean_frames"]], y=[100 * arg["accuracy"]], mode="markers", name="budget predictor (argmax)",
-            marker={"color": INK, "size": 12, "symbol": "square"},
-            hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[arg["mean_frames"]],
+                y=[100 * arg["accuracy"]],
+                mode="markers",
+                name="budget predictor (argmax)",
+                marker={"color": INK, "size": 12, "symbol": "square"},
+                hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+            )
+        )
     return ui.style(fig, height=560)
 
 
@@ -155,8 +206,10 @@ st.title("Policies")
 with ui.guard():
     scope = view.scope
     resolved = data.single(view)  # the focus model alone: the scope `trajaudit cascade` / `predictor` read
-    st.caption(f"**{ui.escape_md(scope.benchmark)}** · model **{ui.escape_md(scope.focus)}** (the sidebar's focus model) · item filters apply; the "
-               "trajectory tag does not. Policies are evaluated on the stored responses: no new inference.")  # fmt: skip
+    st.caption(
+        f"**{ui.escape_md(scope.benchmark)}** · model **{ui.escape_md(scope.focus)}** (the sidebar's focus model) · item filters apply; the "
+        "trajectory tag does not. Policies are evaluated on the stored responses: no new inference."
+    )
     ladder = pick_ladder(view, resolved)
     if len(ladder) < 2:
         st.info("Pick at least two budgets for the ladder.", icon=":material/touch_app:")
@@ -164,16 +217,27 @@ with ui.guard():
     key = (view.root, view.version, resolved, tuple(ladder))
     loaded = data.ladder(*key)
     if len(loaded.items) == 0:
-        st.warning(f"No item has a response of {ui.escape_md(scope.focus)} at every budget of {', '.join(ladder)} with these filters "
-                   f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.", icon=":material/search:")  # fmt: skip
+        st.warning(
+            f"No item has a response of {ui.escape_md(scope.focus)} at every budget of {', '.join(ladder)} with these filters "
+            f"({loaded.n_excluded:,} excluded). Widen the filters or drop a budget.",
+            icon=":material/search:",
+        )
         st.stop()
     refs = data.fixed_budgets(*key)
     top = ladder[-1]
     colour = model_colours(data.store_info(view.root, view.version)["models"])[scope.focus]
 
     st.subheader("Confidence cascade")
-    threshold = state.bind(st.slider, "thr", "Threshold on the chosen option's probability", default=DEFAULT_THRESHOLD,
-                           min_value=0.0, max_value=1.0, step=0.01, format="%.2f")  # fmt: skip
+    threshold = state.bind(
+        st.slider,
+        "thr",
+        "Threshold on the chosen option's probability",
+        default=DEFAULT_THRESHOLD,
+        min_value=0.0,
+        max_value=1.0,
+        step=0.01,
+        format="%.2f",
+    )
     sweep = point = None
     try:
         sweep = data.cascade_view(*key, None)
@@ -183,13 +247,17 @@ with ui.guard():
     if point is not None:
         cascade_numbers(point, top)
         matching_numbers(sweep)
-        st.caption(f"{ui.code(command('cascade', view, resolved, ladder, '--threshold', f'{threshold:g}'))} · "
-                   f"{ui.code(command('cascade', view, resolved, ladder, '--sweep'))}")  # fmt: skip
+        st.caption(
+            f"{ui.code(command('cascade', view, resolved, ladder, '--threshold', f'{threshold:g}'))} · "
+            f"{ui.code(command('cascade', view, resolved, ladder, '--sweep'))}"
+        )
 
     st.subheader("Budget predictor and the frontier")
-    st.caption("The predictor sees only the question, options and item metadata and picks the cheapest sufficient "
-               "budget; trained and scored with cross-validation folds grouped by video (no video in two folds). "
-               "Its levels q answer at the first budget whose cumulative predicted probability reaches q.")  # fmt: skip
+    st.caption(
+        "The predictor sees only the question, options and item metadata and picks the cheapest sufficient "
+        "budget; trained and scored with cross-validation folds grouped by video (no video in two folds). "
+        "Its levels q answer at the first budget whose cumulative predicted probability reaches q."
+    )
     folds, seed = predictor_controls()
     report = None
     try:
@@ -203,19 +271,32 @@ with ui.guard():
     counts = f"fixed budgets, oracle and predictor on {n_all:,} items"
     if sweep is not None and sweep["n_items"] != n_all:
         counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
-    st.caption(f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
-               f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}")  # fmt: skip
+    st.caption(
+        f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
+        f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"
+    )
     with st.expander("Frontier tables"):
         table = pd.DataFrame(report["frontier"] if report is not None else refs)
-        st.dataframe(table, hide_index=True, column_config={
-            "accuracy": st.column_config.NumberColumn(format="percent"),
-            "cost_vs_top": st.column_config.NumberColumn("cost vs top", format="percent"),
-            "mean_frames": st.column_config.NumberColumn("mean frames", format="%.1f")})  # fmt: skip
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={
+                "accuracy": st.column_config.NumberColumn(format="percent"),
+                "cost_vs_top": st.column_config.NumberColumn("cost vs top", format="percent"),
+                "mean_frames": st.column_config.NumberColumn("mean frames", format="%.1f"),
+            },
+        )
         ui.downloads(table, f"policy-frontier-{scope.focus}")
         if sweep is not None:
             front = pd.DataFrame(sweep["frontier"])
-            st.dataframe(front, hide_index=True, column_config={
-                c: st.column_config.NumberColumn(format="percent") for c in ("accuracy", "cost_vs_top_shared", "cost_vs_top_unshared")})  # fmt: skip
+            st.dataframe(
+                front,
+                hide_index=True,
+                column_config={
+                    c: st.column_config.NumberColumn(format="percent")
+                    for c in ("accuracy", "cost_vs_top_shared", "cost_vs_top_unshared")
+                },
+            )
             ui.downloads(front, f"cascade-frontier-{scope.focus}")
     if report is not None:
         shares = ", ".join(f"{b} {ui.pct(s)}" for b, s in report["target_share"].items())

@@ -35,8 +35,10 @@ def started_by(who: dict | None) -> str:
     when = datetime.fromtimestamp(who["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
     idle = f" or after {who['idle_timeout_s'] / 60:g} min without a job" if who.get("idle_timeout_s") else ""
     alive = "" if client.process_identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
-    return ui.escape_md(f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
-                        f"it stops when that process stops{idle}.")  # fmt: skip
+    return ui.escape_md(
+        f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
+        f"it stops when that process stops{idle}."
+    )
 
 
 def inspector_link(benchmark: str, item_id: str) -> str:
@@ -59,11 +61,16 @@ def live(root: str) -> None:
             icon=":material/satellite_alt:",
         )
     else:
-        st.dataframe(workers, hide_index=True, column_config={
-            "worker_id": "worker", "started_at": "started",
-            "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
-            "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
-        })  # fmt: skip
+        st.dataframe(
+            workers,
+            hide_index=True,
+            column_config={
+                "worker_id": "worker",
+                "started_at": "started",
+                "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
+                "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
+            },
+        )
 
     local = [w for w in view["local"] if w["state"] in ("starting", "online")]
     if local:
@@ -90,12 +97,18 @@ def live(root: str) -> None:
         st.caption("No job yet: re-run an item from the Inspector, or `trajaudit rerun`.")
         return
     jobs.insert(5, "open", [inspector_link(b, i) for b, i in zip(jobs["benchmark"], jobs["item_id"], strict=True)])
-    st.dataframe(jobs.drop(columns=["item_id"]), hide_index=True, column_config={
-        "open": st.column_config.LinkColumn("item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"),
-        "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
-        "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
-        "error": st.column_config.TextColumn("error", width="large"),
-    })  # fmt: skip
+    st.dataframe(
+        jobs.drop(columns=["item_id"]),
+        hide_index=True,
+        column_config={
+            "open": st.column_config.LinkColumn(
+                "item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"
+            ),
+            "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
+            "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
+            "error": st.column_config.TextColumn("error", width="large"),
+        },
+    )
     queued = jobs.loc[jobs["state"] == "queued", "id"].tolist()
     if queued:
         left, right = st.columns([3, 1], vertical_alignment="bottom")

@@ -23,10 +23,15 @@ def user_message(exc: BaseException) -> str | None:
     """One line for a failure the user caused or can fix (permissions, paths, damaged files), or
     None for a bug, which should keep its traceback."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-               errno.EFBIG: "a file-size limit was reached"}[exc.errno]  # fmt: skip
-        return (f"{why} while writing {exc.filename or 'a file'}; nothing was published (the store is as it was): "
-                "free some space and run the command again")  # fmt: skip
+        why = {
+            errno.ENOSPC: "no space left on the device",
+            errno.EDQUOT: "the disk quota is exceeded",
+            errno.EFBIG: "a file-size limit was reached",
+        }[exc.errno]
+        return (
+            f"{why} while writing {exc.filename or 'a file'}; nothing was published (the store is as it was): "
+            "free some space and run the command again"
+        )
     if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
         return (
             f"{exc.filename or 'a file'} is a link; trajaudit never writes through a link planted in a store: remove it"

@@ -229,8 +229,11 @@ def _drop_foreign(root: Path, m: Manifest) -> list[Problem]:
     is a link out of the store (the next write would refuse to delete it), touching none of them."""
     foreign = m.foreign()
     escaping = {rel for rel, _ in m.retired} - {rel for _, rel, _ in foreign}
-    foreign += [(None, rel, f"a link out of the store ({why})") for rel in sorted(escaping)
-                if (why := outside_reason(root, rel))]  # fmt: skip
+    foreign += [
+        (None, rel, f"a link out of the store ({why})")
+        for rel in sorted(escaping)
+        if (why := outside_reason(root, rel))
+    ]
     dropped = []
     for table, rel, why in foreign:
         if table:

@@ -159,8 +159,11 @@ def schema_problem(table: str, found: pa.Schema) -> str | None:
     names = set(found.names)
     missing = [f.name for f in want if f.name not in names and f.name not in ADDED_LATER.get(table, ())]
     extra = [n for n in found.names if n not in set(want.names)]
-    retyped = [f"{f.name} is {found.field(f.name).type}, not {f.type}" for f in want
-               if f.name in names and found.field(f.name).type != f.type]  # fmt: skip
+    retyped = [
+        f"{f.name} is {found.field(f.name).type}, not {f.type}"
+        for f in want
+        if f.name in names and found.field(f.name).type != f.type
+    ]
     parts = ([f"missing columns {missing}"] if missing else []) + ([f"unknown columns {extra}"] if extra else [])
     return f"schema differs from the {table} table's: " + "; ".join(parts + retyped or ["columns out of order"])
 

@@ -63,9 +63,14 @@ def test_summary_for_exports(items_store):
     add_annotation(items_store, "vmme", "q1", "counting", None, "bo")
     s = item_annotation_summary(items_store, "vmme")
     assert s.to_dict(orient="records") == [
-        {"benchmark": "vmme", "item_id": "q1", "annotation_tags": "counting;ocr",
-         "annotation_notes": "ana: reads the sign", "n_annotations": 2}
-    ]  # fmt: skip
+        {
+            "benchmark": "vmme",
+            "item_id": "q1",
+            "annotation_tags": "counting;ocr",
+            "annotation_notes": "ana: reads the sign",
+            "n_annotations": 2,
+        }
+    ]
 
 
 def _annotate_many(root: str, author: str, n: int) -> None:
@@ -89,8 +94,28 @@ def test_concurrent_appends_from_two_processes_are_all_kept(items_store):
 
 def test_cli_add_list_delete(items_store, capsys):
     root = str(items_store.root)
-    assert main(["annotate", "add", "--store", root, "--benchmark", "vmme", "--item", "q3", "--tag", "temporal-order",
-                 "--note", "before/after", "--author", "ana", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "annotate",
+                "add",
+                "--store",
+                root,
+                "--benchmark",
+                "vmme",
+                "--item",
+                "q3",
+                "--tag",
+                "temporal-order",
+                "--note",
+                "before/after",
+                "--author",
+                "ana",
+                "--json",
+            ]
+        )
+        == 0
+    )
     added = json.loads(capsys.readouterr().out)
     assert added["tag"] == "temporal-order" and added["author"] == "ana"
     assert main(["annotate", "list", "--store", root, "--json"]) == 0

@@ -74,8 +74,13 @@ def test_text_overwrite_is_na_without_text(demo):
 
 
 def test_link_reopens_flow_view(demo):
-    at = open_app("pages/flows.py", models=MODELS, model="synthetic-B-13B", flowview="pair",
-                  **{"from": "8f", "to": "32f", "kind": "harmed"})  # fmt: skip
+    at = open_app(
+        "pages/flows.py",
+        models=MODELS,
+        model="synthetic-B-13B",
+        flowview="pair",
+        **{"from": "8f", "to": "32f", "kind": "harmed"},
+    )
     assert at.sidebar.selectbox(key="w_model").value == "synthetic-B-13B"
     assert at.selectbox(key="w_from").value == "8f" and at.selectbox(key="w_to").value == "32f"
     assert any(s.value.startswith("8f → 32f: harmed") for s in at.subheader)

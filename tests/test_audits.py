@@ -157,8 +157,24 @@ def test_audit_cli_commands(protocol_store, capsys):
     assert "--default-pixels" in json.loads(capsys.readouterr().out)["note"]
     assert main(["audit", "crossmodel", "--store", root, "--models", "m", "--config", "16f"]) == 2
     assert "exactly two models" in capsys.readouterr().err
-    assert main(["audit", "crossmodel", "--store", root, "--models", "m,m", "--config", "16f", "--config-b", "64f",
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "audit",
+                "crossmodel",
+                "--store",
+                root,
+                "--models",
+                "m,m",
+                "--config",
+                "16f",
+                "--config-b",
+                "64f",
+                "--json",
+            ]
+        )
+        == 0
+    )
     flows = json.loads(capsys.readouterr().out)
     assert (flows["rescued"], flows["harmed"]) == (1, 2)  # 16f -> 64f: q5 rescued, q0 and q2 harmed
     pd.testing.assert_index_equal(pd.Index([r["benchmark"] for r in flows["by_benchmark"]]), pd.Index(["bench"]))

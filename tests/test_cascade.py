@@ -91,12 +91,44 @@ def test_ladder_must_increase_in_cost():
 
 def test_cli_json_matches_the_backend(hand_store, capsys):
     root = str(hand_store.root)
-    assert main(["cascade", "--store", root, "--model", "m", "--ladder", ",".join(LADDER), "--threshold", "0.8",
-                 "--bootstrap", "0", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "cascade",
+                "--store",
+                root,
+                "--model",
+                "m",
+                "--ladder",
+                ",".join(LADDER),
+                "--threshold",
+                "0.8",
+                "--bootstrap",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert {k: out[k] for k in ("threshold", "n_items", "accuracy", "mean_frames_shared", "mean_frames_unshared",
-            "cost_vs_top_shared")} == {"threshold": 0.8, "n_items": 4, "accuracy": 0.75, "mean_frames_shared": 60.0,
-            "mean_frames_unshared": 104.0, "cost_vs_top_shared": 60 / 128}  # fmt: skip
+    assert {
+        k: out[k]
+        for k in (
+            "threshold",
+            "n_items",
+            "accuracy",
+            "mean_frames_shared",
+            "mean_frames_unshared",
+            "cost_vs_top_shared",
+        )
+    } == {
+        "threshold": 0.8,
+        "n_items": 4,
+        "accuracy": 0.75,
+        "mean_frames_shared": 60.0,
+        "mean_frames_unshared": 104.0,
+        "cost_vs_top_shared": 60 / 128,
+    }
     assert main(["cascade", "--store", root, "--model", "m", "--ladder", "16f,32f,64f,128f", "--sweep", "--json"]) == 0
     swept = json.loads(capsys.readouterr().out)
     assert swept["matching"]["threshold"] == 0.3 and len(swept["frontier"]) == 9

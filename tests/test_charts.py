@@ -127,8 +127,18 @@ def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
 def test_confidence_markers_have_a_size_with_one_kind_or_several():
     """With only budget steps on a chart, the markers keep their size (a one-value nominal size scale drew
     them at size 0 in Vega-Lite: lines without points on an open-ended item)."""
-    ladder = [{"series": "m", "config": c, "value": 0.5, "state": "correct", "answer": "A", "kind": "ladder",
-               "line": "m\x1f0"} for c in ("8f", "16f")]  # fmt: skip
+    ladder = [
+        {
+            "series": "m",
+            "config": c,
+            "value": 0.5,
+            "state": "correct",
+            "answer": "A",
+            "kind": "ladder",
+            "line": "m\x1f0",
+        }
+        for c in ("8f", "16f")
+    ]
     one = charts.confidence_chart(ladder, ["8f", "16f"], {"m": "#123456"}, "score", "score")
     assert one["layer"][1]["encoding"]["size"] == {"value": 110}
     other = {**ladder[0], "config": "8f@50k", "kind": "other", "line": None}

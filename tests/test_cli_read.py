@@ -29,9 +29,19 @@ def test_metrics_json_contract(store_dir, capsys):
     out = _json(capsys, ["metrics", "--store", store_dir, "--models", "m", "--bootstrap", "200", "--json"])
     assert out["grid"] == ["text", "8f", "16f", "32f"] and out["n_items"] == 5 and out["n_excluded"] == 0
     m = out["models"]["m"]
-    assert set(m) == {"accuracy", "best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate",
-                      "text_overwrite_rate", "text_overwrite_of_text_correct", "terminal_regressions",
-                      "mean_churn", "transitions", "ci"}  # fmt: skip
+    assert set(m) == {
+        "accuracy",
+        "best_fixed",
+        "oracle_accuracy",
+        "oracle_headroom",
+        "visual_confusion_rate",
+        "text_overwrite_rate",
+        "text_overwrite_of_text_correct",
+        "terminal_regressions",
+        "mean_churn",
+        "transitions",
+        "ci",
+    }
     assert m["accuracy"] == {"text": 0.4, "8f": 0.4, "16f": 0.4, "32f": 0.6}
     assert m["best_fixed"] == {"config": "32f", "accuracy": 0.6}
     assert m["oracle_accuracy"] == pytest.approx(0.8) and m["terminal_regressions"] == 1
@@ -49,8 +59,17 @@ def test_metrics_options(store_dir, capsys):
     # B = {i2, i3, i4}: 8f [0,0,0], 32f [0,1,0]; 32f -> 8f harms i3.
     assert out["grid"] == ["8f", "32f"] and out["n_items"] == 3
     assert m["accuracy"] == pytest.approx({"8f": 0.0, "32f": 1 / 3})
-    assert m["transitions"] == [{"from": "32f", "to": "8f", "rescued": 0, "harmed": 1, "net": pytest.approx(-1 / 3),
-                                 "churn": pytest.approx(1 / 3), "mcnemar_p": 1.0}]  # fmt: skip
+    assert m["transitions"] == [
+        {
+            "from": "32f",
+            "to": "8f",
+            "rescued": 0,
+            "harmed": 1,
+            "net": pytest.approx(-1 / 3),
+            "churn": pytest.approx(1 / 3),
+            "mcnemar_p": 1.0,
+        }
+    ]
     assert m["text_overwrite_rate"] is None and m["ci"] == {}
 
 

@@ -46,8 +46,10 @@ def click_link(page, frame, index: int) -> None:
     """Click the index-th drawn Sankey link at a point inside its ribbon (a quarter along its top edge, 3 px in)."""
     link = frame.locator(".sankey-link").nth(index)
     box = page.locator('iframe[title*="sankey"]').bounding_box()
-    pt = link.evaluate("e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
-                       "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f]; }")  # fmt: skip
+    pt = link.evaluate(
+        "e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
+        "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f]; }"
+    )
     before = page.locator('[data-testid="stMain"]').inner_text()
     page.mouse.move(box["x"] + pt[0], box["y"] + pt[1] + 3)
     page.mouse.click(box["x"] + pt[0], box["y"] + pt[1] + 3)

@@ -121,25 +121,48 @@ def test_views_and_analyses_return_their_contracts():
 
     vc, pc, ac, sc = view_contracts, policies, audits, store
     expected = {
-        views.overview: vc.OverviewReport, views.flows_view: vc.FlowsReport, views.items_page: vc.ItemsPage,
-        views.compare_view: vc.CompareReport, views.predictor_view: pc.PredictorReport,
+        views.overview: vc.OverviewReport,
+        views.flows_view: vc.FlowsReport,
+        views.items_page: vc.ItemsPage,
+        views.compare_view: vc.CompareReport,
+        views.predictor_view: pc.PredictorReport,
         views.explain_view: explain_contracts.ExplainReport,
         views.cascade_view: pc.CascadeThresholdReport | pc.CascadeSweepReport,
-        metrics.mcqa_metrics: vc.McqaMetrics, metrics.transition: common.Transition,
-        metrics.transition_between: ac.CrossTransition, continuous.continuous_metrics: vc.ContinuousMetrics | None,
-        flows.sankey: vc.Sankey, compare.confusion_overlap: vc.ConfusionOverlap,
-        cascade.evaluate: pc.CascadeAtThreshold, cascade.sweep: pc.CascadeSweep, predictor.report: pc.Predictor,
-        noise.summary: ac.NoiseAudit, noise.split_transition: common.NoiseTransition,
-        noise.transition_without_noise: common.QuietTransition, noise.sankey_without_noise: vc.Sankey,
-        interventions.audit: ac.InterventionsAudit, views.interventions_audit: ac.InterventionsAudit, interventions.recovery: ac.Recovery,
-        interventions.agreement: ac.Agreement, isocompute.isocompute: ac.IsocomputeAudit, views.isocompute_audit: ac.IsocomputeAudit,
-        isocompute.compare_group: ac.IsoGroup, crossflows.cross_flows: ac.CrossmodelAudit, views.crossmodel_audit: ac.CrossmodelAudit,
-        scope_inspector.inspect_record: contracts.InspectReport, matrix.available: sc.StoreContents,
-        resolve.Resolved.header: common.ScopeHeader, worker_pool.overview: sc.JobsOverview,
-        worker_pool.job_row: sc.JobRow, worker_pool.local_worker: sc.LocalWorker, rerun.submit_many: ac.Enqueued,
-        selection.compare: runs.BatchComparison, views.selection_comparison: runs.BatchComparison,
-        views.batch_report: runs.SelectionRerunReport, batch.submit: runs.RerunBatch, batch.progress: runs.BatchProgress,
-    }  # fmt: skip
+        metrics.mcqa_metrics: vc.McqaMetrics,
+        metrics.transition: common.Transition,
+        metrics.transition_between: ac.CrossTransition,
+        continuous.continuous_metrics: vc.ContinuousMetrics | None,
+        flows.sankey: vc.Sankey,
+        compare.confusion_overlap: vc.ConfusionOverlap,
+        cascade.evaluate: pc.CascadeAtThreshold,
+        cascade.sweep: pc.CascadeSweep,
+        predictor.report: pc.Predictor,
+        noise.summary: ac.NoiseAudit,
+        noise.split_transition: common.NoiseTransition,
+        noise.transition_without_noise: common.QuietTransition,
+        noise.sankey_without_noise: vc.Sankey,
+        interventions.audit: ac.InterventionsAudit,
+        views.interventions_audit: ac.InterventionsAudit,
+        interventions.recovery: ac.Recovery,
+        interventions.agreement: ac.Agreement,
+        isocompute.isocompute: ac.IsocomputeAudit,
+        views.isocompute_audit: ac.IsocomputeAudit,
+        isocompute.compare_group: ac.IsoGroup,
+        crossflows.cross_flows: ac.CrossmodelAudit,
+        views.crossmodel_audit: ac.CrossmodelAudit,
+        scope_inspector.inspect_record: contracts.InspectReport,
+        matrix.available: sc.StoreContents,
+        resolve.Resolved.header: common.ScopeHeader,
+        worker_pool.overview: sc.JobsOverview,
+        worker_pool.job_row: sc.JobRow,
+        worker_pool.local_worker: sc.LocalWorker,
+        rerun.submit_many: ac.Enqueued,
+        selection.compare: runs.BatchComparison,
+        views.selection_comparison: runs.BatchComparison,
+        views.batch_report: runs.SelectionRerunReport,
+        batch.submit: runs.RerunBatch,
+        batch.progress: runs.BatchProgress,
+    }
     wrong = {
         f.__qualname__: get_type_hints(f).get("return")
         for f, t in expected.items()
@@ -160,11 +183,17 @@ def dataclass_contracts() -> dict[type, type]:
     from store.registry import ModelSpec
 
     return {
-        Report: store.CheckReport, RepairReport: store.RepairReport, Problem: store.StoreProblem,
-        Job: store.JobRecord, WorkerInfo: store.WorkerRow, VideoInfo: inspector.VideoProbe,
-        ItemFilter: common.ItemFilterSpec, ModelSpec: store.ModelEntry, IngestSummary: runs.IngestReport,
+        Report: store.CheckReport,
+        RepairReport: store.RepairReport,
+        Problem: store.StoreProblem,
+        Job: store.JobRecord,
+        WorkerInfo: store.WorkerRow,
+        VideoInfo: inspector.VideoProbe,
+        ItemFilter: common.ItemFilterSpec,
+        ModelSpec: store.ModelEntry,
+        IngestSummary: runs.IngestReport,
         FileResult: runs.IngestedFile,
-    }  # fmt: skip
+    }
 
 
 def json_type(tp: object, contracts: dict[type, type]) -> object:
@@ -279,10 +308,33 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
         ("items", ["items", *s, "--model", MODEL, "--annotations", "--limit", "5"]),
         ("items", ["items", *s, "--model", MODEL, "--models", pair]),
         ("flows --scores", ["flows", *s, "--model", MODEL, "--scores", "--benchmark", "synthetic-mlvu"]),
-        ("flows --scores", ["flows", *s, "--model", MODEL, "--scores", "--benchmark", "synthetic-mlvu", "--tolerance",
-                            "0.05", "--from", "8f", "--to", "64f", "--kind", "improved", "--score-cutoff", "0.5"]),
+        (
+            "flows --scores",
+            [
+                "flows",
+                *s,
+                "--model",
+                MODEL,
+                "--scores",
+                "--benchmark",
+                "synthetic-mlvu",
+                "--tolerance",
+                "0.05",
+                "--from",
+                "8f",
+                "--to",
+                "64f",
+                "--kind",
+                "improved",
+                "--score-cutoff",
+                "0.5",
+            ],
+        ),
         ("items --page", ["items", *s, "--model", MODEL, "--models", pair, "--sort", "disagreement", "--page", "2"]),
-        ("items --page", ["items", *s, "--model", MODEL, "--benchmark", "synthetic-mlvu", "--sort", "drop", "--page", "1"]),
+        (
+            "items --page",
+            ["items", *s, "--model", MODEL, "--benchmark", "synthetic-mlvu", "--sort", "drop", "--page", "1"],
+        ),
         ("compare", ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5"]),
         ("compare", ["compare", *s, "--models", MODEL, "--bootstrap", "0"]),
         ("explain", ["explain", *s, "--model", MODEL, "--models", pair, "--flow", "8f:64f:harmed", "--min-size", "5"]),
@@ -292,22 +344,34 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
         ("cascade --threshold", ["cascade", *s, "--model", MODEL, "--threshold", "0.5", "--bootstrap", "0"]),
         ("predictor", ["predictor", *s, "--model", MODEL, "--folds", "3"]),
         ("audit noise", ["audit", "noise", *s, "--model", MODEL]),
-        ("audit isocompute", ["audit", "isocompute", *s, "--model", MODEL, "--default-pixels", "100000",
-                              "--bootstrap", "20"]),
+        (
+            "audit isocompute",
+            ["audit", "isocompute", *s, "--model", MODEL, "--default-pixels", "100000", "--bootstrap", "20"],
+        ),
         ("audit isocompute", ["audit", "isocompute", *s, "--model", MODEL]),
         ("audit crossmodel", ["audit", "crossmodel", *s, "--models", pair, "--config", "16f", "--limit", "3"]),
         ("info", ["info", *s]),
         ("check", ["check", *s]),
-    ]  # fmt: skip
+    ]
     got = [(name, argv, _cli([*argv, "--json"])) for name, argv in runs]
     items = got[4][2]
-    got.append(("inspect", ["inspect"], _cli(["inspect", *s, "--benchmark", items[0]["benchmark"],
-                                              "--item", items[0]["item_id"], "--json"])))  # fmt: skip
+    got.append(
+        (
+            "inspect",
+            ["inspect"],
+            _cli(["inspect", *s, "--benchmark", items[0]["benchmark"], "--item", items[0]["item_id"], "--json"]),
+        )
+    )
     from store.store import Store
 
     open_item = Store(demo_store).query("SELECT benchmark, item_id FROM items WHERE answer_type = 'open' LIMIT 1")
-    got.append(("inspect", ["inspect", "open-ended"], _cli(["inspect", *s, "--benchmark", open_item.benchmark[0],
-                                                            "--item", open_item.item_id[0], "--json"])))  # fmt: skip
+    got.append(
+        (
+            "inspect",
+            ["inspect", "open-ended"],
+            _cli(["inspect", *s, "--benchmark", open_item.benchmark[0], "--item", open_item.item_id[0], "--json"]),
+        )
+    )
 
     # The queue: re-runs of the terminal regressions (a registered model), then one job of each state.
     ckpt = Path(demo_store).parent / "ckpt"
@@ -317,8 +381,21 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     argv = ["audit", "interventions", *s, "--model", MODEL, "--bootstrap", "20", "--enqueue", "128f/random-s7"]
     got.append(("audit interventions", argv, _cli([*argv, "--json"])))
     for row in items[:4]:  # four more jobs, whatever the intervention queued
-        _cli(["rerun", *s, "--model", MODEL, "--benchmark", row["benchmark"], "--item", row["item_id"],
-              "--config", "128f/random-s8", "--json"])  # fmt: skip
+        _cli(
+            [
+                "rerun",
+                *s,
+                "--model",
+                MODEL,
+                "--benchmark",
+                row["benchmark"],
+                "--item",
+                row["item_id"],
+                "--config",
+                "128f/random-s8",
+                "--json",
+            ]
+        )
     queue = JobQueue(demo_store)
     queue.heartbeat("w1", MODEL, "cpu", None)
     for finish in (queue.complete, queue.fail):
@@ -340,8 +417,18 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
         argv = ["rerun", *s, "--model", MODEL, *item, "--config", config]
         got.append(("rerun", argv, _cli([*argv, "--json"])))
     for config in ("32f", "128f/random-s9"):  # stored, so compared; queued, so nothing compared yet
-        argv = ["rerun", *s, "--model", MODEL, "--benchmark", items[0]["benchmark"], "--flow", "8f:64f:harmed",
-                "--config", config]  # fmt: skip
+        argv = [
+            "rerun",
+            *s,
+            "--model",
+            MODEL,
+            "--benchmark",
+            items[0]["benchmark"],
+            "--flow",
+            "8f:64f:harmed",
+            "--config",
+            config,
+        ]
         got.append(("rerun --flow", argv, _cli([*argv, "--json"])))
     tags = _cli(["annotate", "tags", "--json"])
     got.append(("annotate tags", ["annotate", "tags"], tags))
@@ -351,8 +438,12 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     got.append(("annotate list", ["annotate", "list"], _cli(["annotate", "list", *s, "--json"])))
     argv = ["annotate", "delete", *s, got[-2][2]["annotation_id"]]
     got.append(("annotate delete", argv, _cli([*argv, "--json"])))
-    for k, fmt_args in enumerate((["--models", pair, "--gallery", "2", "--bootstrap", "20"], ["--models", MODEL,
-                                  "--gallery", "0", "--bootstrap", "0"])):  # fmt: skip
+    for k, fmt_args in enumerate(
+        (
+            ["--models", pair, "--gallery", "2", "--bootstrap", "20"],
+            ["--models", MODEL, "--gallery", "0", "--bootstrap", "0"],
+        )
+    ):
         out = Path(demo_store).parent / f"report-{k}.json"  # a new file each: --out refuses an existing one
         argv = ["report", *s, *fmt_args, "--format", "json", "--out", str(out)]
         with contextlib.redirect_stdout(io.StringIO()):  # "wrote <file>"; the JSON goes to --out
@@ -364,8 +455,23 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     # A tiny random-weight model (built offline, a few seconds) swept over two items, one cell verified.
     if not missing_worker_extra():  # the torch-free tier checks every other contract
         got.append(("models demo", ["models", "demo"], _cli(["models", "demo", *s, "tiny", "--json"])))
-        argv = ["sweep", *s, "--model", "tiny", "--benchmark", items[0]["benchmark"], "--grid", "text,2f", "--limit",
-                "2", "--verify", "1", "--no-progress", "--device", "cpu"]  # fmt: skip
+        argv = [
+            "sweep",
+            *s,
+            "--model",
+            "tiny",
+            "--benchmark",
+            items[0]["benchmark"],
+            "--grid",
+            "text,2f",
+            "--limit",
+            "2",
+            "--verify",
+            "1",
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
         got.append(("sweep", argv, _cli([*argv, "--json"])))
     got.append(("models list", ["models", "list"], _cli(["models", "list", *s, "--json"])))
 
@@ -399,8 +505,11 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
 def test_every_command_prints_its_contract(outputs):
     schema = current_schema()
     assert {name for name, _, _ in outputs} == set(REPORTS) - (WORKER_REPORTS if missing_worker_extra() else set())
-    problems = [f"{' '.join(argv)}: {v}" for name, argv, out in outputs
-                for v in violations(out, schema["properties"][name], schema)]  # fmt: skip
+    problems = [
+        f"{' '.join(argv)}: {v}"
+        for name, argv, out in outputs
+        for v in violations(out, schema["properties"][name], schema)
+    ]
     assert not problems, "\n".join(problems[:40])
 
 

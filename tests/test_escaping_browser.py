@@ -35,11 +35,22 @@ WORD_JOINER = "\u2060"  # pages.common.ui.escape_md puts it where GFM would auto
 
 def _rows() -> list[dict]:
     return [
-        {"model": m, "benchmark": "bench", "item_id": f"q{i}", "config": c, "prediction": "AB"[(i + k) % 2], "target": "A",
-         "question": f"What colour is screen {i}?", "options": json.dumps(OPTIONS), "video": VIDEO if i == 1 else None,
-         "task_type": "colour"}
-        for i in range(1, 7) for k, m in enumerate(MODELS) for c in CONFIGS
-    ]  # fmt: skip
+        {
+            "model": m,
+            "benchmark": "bench",
+            "item_id": f"q{i}",
+            "config": c,
+            "prediction": "AB"[(i + k) % 2],
+            "target": "A",
+            "question": f"What colour is screen {i}?",
+            "options": json.dumps(OPTIONS),
+            "video": VIDEO if i == 1 else None,
+            "task_type": "colour",
+        }
+        for i in range(1, 7)
+        for k, m in enumerate(MODELS)
+        for c in CONFIGS
+    ]
 
 
 @pytest.fixture(scope="module")

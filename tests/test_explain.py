@@ -138,10 +138,17 @@ def test_exclude_unparsed_drops_items_with_unreadable_raw_outputs():
     attributes = explain.attribute_table(matrix.items)
     target = explain.Target("flow", ("8f", "32f", "harmed"))
     kept = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind))
-    assert kept["parser"] == {"configs": ["8f", "32f"], "empty": 3, "degenerate": 2, "unparsed": 0, "affected": 5,
-                              "excluded": False}  # fmt: skip
-    dropped = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind),
-                             exclude_unparsed=True)  # fmt: skip
+    assert kept["parser"] == {
+        "configs": ["8f", "32f"],
+        "empty": 3,
+        "degenerate": 2,
+        "unparsed": 0,
+        "affected": 5,
+        "excluded": False,
+    }
+    dropped = explain.report(
+        matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind), exclude_unparsed=True
+    )
     assert dropped["n_selected"] == kept["n_selected"] - 5
 
 
@@ -203,11 +210,43 @@ def test_raw_output_kinds_are_read_from_the_store(tmp_path, monkeypatch):
 
 def test_cli_explains_a_flow_of_the_demo_store_and_rejects_bad_input(demo_store, capsys, tmp_path):
     s = ["--store", str(demo_store)]
-    assert main(["explain", *s, "--model", "synthetic-A-7B", "--models", "synthetic-A-7B,synthetic-B-13B",
-                 "--flow", "8f:64f:harmed", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "explain",
+                *s,
+                "--model",
+                "synthetic-A-7B",
+                "--models",
+                "synthetic-A-7B,synthetic-B-13B",
+                "--flow",
+                "8f:64f:harmed",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert main(["flows", *s, "--model", "synthetic-A-7B", "--models", "synthetic-A-7B,synthetic-B-13B",
-                 "--from", "8f", "--to", "64f", "--kind", "harmed", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "flows",
+                *s,
+                "--model",
+                "synthetic-A-7B",
+                "--models",
+                "synthetic-A-7B,synthetic-B-13B",
+                "--from",
+                "8f",
+                "--to",
+                "64f",
+                "--kind",
+                "harmed",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert out["target"]["kind"] == "flow" and out["n_selected"] == json.loads(capsys.readouterr().out)["n_flow_items"]
     assert out["agreement"]["models"] == ["synthetic-A-7B", "synthetic-B-13B"]
     assert out["answers"]["moved"]["to_target"] == 0  # harmed: wrong at 64f, so never the target there
@@ -264,8 +303,12 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
     monkeypatch.setenv("TRAJAUDIT_STORE", str(demo_store))
     monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=180)
-    at.query_params.update(bench="synthetic-videomme", models="synthetic-A-7B,synthetic-B-13B", tag="confused",
-                           task="Counting Problem,OCR Problems")  # fmt: skip
+    at.query_params.update(
+        bench="synthetic-videomme",
+        models="synthetic-A-7B,synthetic-B-13B",
+        tag="confused",
+        task="Counting Problem,OCR Problems",
+    )
     at.run()
     at.session_state["explain-tag-confused"] = True  # the panel draws once its expander is opened
     at.run()
@@ -321,12 +364,41 @@ def test_linked_videos_frame_rate_is_an_attribute_counted_by_hand(demo_store, tm
     items = store.query("SELECT item_id FROM items WHERE benchmark = 'synthetic-videomme' ORDER BY item_id")["item_id"]
     linked = items.iloc[: len(items) - 3]  # three items stay unlinked: "(none)"
     fps = np.where(np.arange(len(linked)) % 3 == 0, 25.0, 29.97)
-    rows = pd.DataFrame({"item_id": linked, "path": "clip.mp4", "status": "linked", "n_frames": 300, "fps": fps,
-                         "duration_s": 10.0, "layout": "paths"})  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "item_id": linked,
+            "path": "clip.mp4",
+            "status": "linked",
+            "n_frames": 300,
+            "fps": fps,
+            "duration_s": 10.0,
+            "layout": "paths",
+        }
+    )
     catalog.replace(store, "synthetic-videomme", rows)
     capsys.readouterr()
-    assert main(["explain", "--store", str(root), "--model", "synthetic-A-7B", "--benchmark", "synthetic-videomme",
-                 "--tag", "confused", "--top", "1000", "--min-size", "1", "--no-pairs", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "explain",
+                "--store",
+                str(root),
+                "--model",
+                "synthetic-A-7B",
+                "--benchmark",
+                "synthetic-videomme",
+                "--tag",
+                "confused",
+                "--top",
+                "1000",
+                "--min-size",
+                "1",
+                "--no-pairs",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert "video_fps" in out["attributes"]
     got = {s["values"][0]: s["n_slice"] for s in out["slices"] if s["attributes"] == ["video_fps"]}

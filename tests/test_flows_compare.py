@@ -49,9 +49,13 @@ def test_sankey_nodes_and_links_by_hand(hand):
     _, matrix = hand
     view = sankey(matrix, "A")
     assert [(n["config"], n["state"], n["count"]) for n in view["nodes"]] == [
-        ("text", "correct", 2), ("text", "wrong", 2), ("8f", "correct", 2),
-        ("8f", "wrong", 2), ("16f", "correct", 2), ("16f", "wrong", 2),
-    ]  # fmt: skip
+        ("text", "correct", 2),
+        ("text", "wrong", 2),
+        ("8f", "correct", 2),
+        ("8f", "wrong", 2),
+        ("16f", "correct", 2),
+        ("16f", "wrong", 2),
+    ]
     # text -> 8f: i0 stays correct, i1 rescued, i2 harmed, i3 stays wrong.
     for kind in ("rescued", "harmed", "stable-correct", "stable-wrong"):
         assert _link(view, "text", kind)["count"] == 1
@@ -69,8 +73,11 @@ def test_sankey_between_two_chosen_configs_and_errors(hand):
     assert view["configs"] == ["text", "16f"]
     # text -> 16f: i0 harmed, i1 rescued, i2 stays correct, i3 stays wrong.
     assert {r["kind"]: r["count"] for r in view["links"]} == {
-        "rescued": 1, "harmed": 1, "stable-correct": 1, "stable-wrong": 1,
-    }  # fmt: skip
+        "rescued": 1,
+        "harmed": 1,
+        "stable-correct": 1,
+        "stable-wrong": 1,
+    }
     assert len(flow_table(view)) == 4
     with pytest.raises(UserError, match="at least two"):
         sankey(matrix, "A", ["8f"])
@@ -233,8 +240,29 @@ def test_item_detail_orders_responses_and_refuses_unknown(hand):
 
 def test_cli_twins_match_the_backend(hand, capsys):
     store, matrix = hand
-    assert main(["flows", "--store", str(store.root), "--model", "A", "--models", "B", "--grid", "text,8f,16f",
-                 "--from", "text", "--to", "16f", "--kind", "harmed", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "flows",
+                "--store",
+                str(store.root),
+                "--model",
+                "A",
+                "--models",
+                "B",
+                "--grid",
+                "text,8f,16f",
+                "--from",
+                "text",
+                "--to",
+                "16f",
+                "--kind",
+                "harmed",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["links"] == json.loads(json.dumps(sankey(matrix, "A", ["text", "16f"])["links"]))
     assert [r["item_id"] for r in out["items"]] == ["i0"] and out["n_flow_items"] == 1

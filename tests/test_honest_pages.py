@@ -91,8 +91,20 @@ def test_overview_marks_tag_conditioning_and_small_task_groups(demo_store, capsy
     assert any("Conditioned on the trajectory tag" in w.value for w in at.warning)
     table = at.dataframe[-1].value  # the task-type table (the per-config one is drawn when its expander opens)
     assert list(table.columns[:3]) == ["Task type", "n", "size"]
-    argv = ["metrics", "--store", str(demo_store), "--benchmark", "synthetic-videomme", "--models", DEMO_BASE["models"],
-            "--tag", "confused", "--bootstrap", "0", "--json"]  # fmt: skip
+    argv = [
+        "metrics",
+        "--store",
+        str(demo_store),
+        "--benchmark",
+        "synthetic-videomme",
+        "--models",
+        DEMO_BASE["models"],
+        "--tag",
+        "confused",
+        "--bootstrap",
+        "0",
+        "--json",
+    ]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)["task_types"]["synthetic-A-7B"]
     twins = {r[0]: r for r in task_table(rows, "synthetic-A-7B").rows}  # the report's cells for the twin's numbers

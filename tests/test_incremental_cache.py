@@ -49,20 +49,35 @@ def _rows(rng: random.Random, items: list[str], configs: list[str], step: int, e
                             ]
                         )
                     )
-                    out.append({"model": model, "benchmark": "bench", "item_id": item, "config": config,
-                                "run": run, "origin": origin, "correct": rng.randint(0, 1),
-                                "confidence": rng.choice([None, round(rng.random(), 3)]),
-                                "answer": rng.choice("ABCD")})  # fmt: skip
-    frame = pd.DataFrame(out, columns=["model", "benchmark", "item_id", "config", "run", "origin", "correct",
-                                       "confidence", "answer"])  # fmt: skip
+                    out.append(
+                        {
+                            "model": model,
+                            "benchmark": "bench",
+                            "item_id": item,
+                            "config": config,
+                            "run": run,
+                            "origin": origin,
+                            "correct": rng.randint(0, 1),
+                            "confidence": rng.choice([None, round(rng.random(), 3)]),
+                            "answer": rng.choice("ABCD"),
+                        }
+                    )
+    frame = pd.DataFrame(
+        out, columns=["model", "benchmark", "item_id", "config", "run", "origin", "correct", "confidence", "answer"]
+    )
     return frame.astype({"correct": "int8"}).assign(written_at=T0 + pd.Timedelta(seconds=step))
 
 
 def _item_rows(rng: random.Random, items: list[str], step: int) -> pd.DataFrame:
-    return pd.DataFrame({"benchmark": "bench", "item_id": items,
-                         "task_type": [rng.choice(["x", "y", None]) for _ in items],
-                         "duration_s": [rng.choice([None, 1.5, 30.0]) for _ in items],
-                         "written_at": T0 + pd.Timedelta(seconds=step)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "benchmark": "bench",
+            "item_id": items,
+            "task_type": [rng.choice(["x", "y", None]) for _ in items],
+            "duration_s": [rng.choice([None, 1.5, 30.0]) for _ in items],
+            "written_at": T0 + pd.Timedelta(seconds=step),
+        }
+    )
 
 
 def _replace(store: Store, rng: random.Random) -> None:
@@ -112,16 +127,22 @@ def _assert_coverage_counted_directly(store: Store) -> None:
         "count(DISTINCT item_id) items FROM responses GROUP BY ALL"
     )
     direct = {(r.model, r.benchmark, r.config, bool(r.rerun)): int(r.items) for r in rows.itertuples()}
-    held = {(m, b, c, rerun): n for rerun, block in ((False, info["coverage"]), (True, info["reruns"]))
-            for m, per in block.items() for b, labels in per.items() for c, n in labels.items()}  # fmt: skip
+    held = {
+        (m, b, c, rerun): n
+        for rerun, block in ((False, info["coverage"]), (True, info["reruns"]))
+        for m, per in block.items()
+        for b, labels in per.items()
+        for c, n in labels.items()
+    }
     assert held == direct
     assert info["n_responses"] + info["n_rerun_responses"] == int(rows["n"].sum())
     per_model = store.query(
         "SELECT model, benchmark, count(DISTINCT item_id) n FROM responses WHERE coalesce(origin, '') <> 'rerun' "
         "GROUP BY ALL"
     )
-    assert info["model_items"] == {m: dict(g[["benchmark", "n"]].itertuples(index=False)) for m, g in
-                                   per_model.groupby("model")}  # fmt: skip
+    assert info["model_items"] == {
+        m: dict(g[["benchmark", "n"]].itertuples(index=False)) for m, g in per_model.groupby("model")
+    }
 
 
 def _check(store: Store, reruns: bool) -> None:
@@ -180,8 +201,19 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     matrix_cache.cells(store, MODELS, None, grid, False)  # cold: writes the first entry
     cold_scans = []
     monkeypatch.setattr(matrix_cache, "scan", lambda *a: cold_scans.append(a) or scan(*a))
-    one = pd.DataFrame([{"model": "a", "benchmark": "bench", "item_id": "q-new", "config": "8f", "run": "main",
-                         "correct": 1, "written_at": T0 + pd.Timedelta(seconds=5)}]).astype({"correct": "int8"})  # fmt: skip
+    one = pd.DataFrame(
+        [
+            {
+                "model": "a",
+                "benchmark": "bench",
+                "item_id": "q-new",
+                "config": "8f",
+                "run": "main",
+                "correct": 1,
+                "written_at": T0 + pd.Timedelta(seconds=5),
+            }
+        ]
+    ).astype({"correct": "int8"})
     store.append({"responses": one})
     patched = matrix_cache.cells(store, MODELS, None, grid, False)
     assert cold_scans == []

@@ -173,7 +173,7 @@ def test_every_uniform_samplers_own_set_is_recognised_without_the_video_length()
             "qwen-vl-utils",
             "vlmevalkit",
             "vlmevalkit-mvbench",
-        )  # fmt: skip
+        )
         if not samplers.uniform_mask([samplers.indices(name, t, 0.0, budget).tolist()], np.array([budget]))[0]
     ]
     assert missed == []
@@ -183,8 +183,9 @@ def test_every_uniform_samplers_own_set_is_recognised_without_the_video_length()
 def test_logged_frames_are_the_files_own_and_a_selection_is_not_a_uniform_budget(tmp_path, capsys):
     run8 = _write_run(tmp_path / "uniform_results", 8, _uniform_samples(8))
     topk = _uniform_samples(16)
-    topk[2]["custom_video_qa_score"]["frame_idx"] = [float(i) for i in (5, 6, 7, 100, 101, 102, 400, 401, 402, 403,
-                                                                      800, 801, 900, 1000, 1100, 1200)]  # fmt: skip
+    topk[2]["custom_video_qa_score"]["frame_idx"] = [
+        float(i) for i in (5, 6, 7, 100, 101, 102, 400, 401, 402, 403, 800, 801, 900, 1000, 1100, 1200)
+    ]
     run16 = _write_run(tmp_path / "selected_k16_results", 16, topk)
     store = tmp_path / "store"
     rc, out, err = _cli(capsys, "ingest", str(run8), str(run16), "--store", str(store), "--benchmark", "videomme")
@@ -217,8 +218,9 @@ def test_logged_indices_past_a_linked_video_are_refused_and_nothing_is_written(t
     assert _tree_digest(store) == before
     half = _uniform_samples(8)
     half[0]["custom_video_qa_score"]["frame_idx"][3] = 85.5
-    rc, _, err = _cli(capsys, "ingest", str(_write_run(tmp_path / "run2", 8, half)), "--store", str(store),
-                      "--benchmark", "videomme")  # fmt: skip
+    rc, _, err = _cli(
+        capsys, "ingest", str(_write_run(tmp_path / "run2", 8, half)), "--store", str(store), "--benchmark", "videomme"
+    )
     assert rc == 2 and err.count("\n") == 1 and "whole frame numbers" in err
     rc, _, err = _cli(capsys, "ingest", str(run), "--store", str(store), "--sampler", "decord")
     assert rc == 2 and err.count("\n") == 1 and "unknown sampler 'decord'" in err
@@ -233,8 +235,21 @@ def test_map_frames_reads_a_files_own_index_key(tmp_path, capsys):
     path = tmp_path / "mine.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     store = tmp_path / "store"
-    rc, out, err = _cli(capsys, "ingest", str(path), "--store", str(store), "--model", "m", "--benchmark", "videomme",
-                        "--config", "8f", "--map", "item_id=qid,prediction=pred,target=gt,frames=meta.frames")  # fmt: skip
+    rc, out, err = _cli(
+        capsys,
+        "ingest",
+        str(path),
+        "--store",
+        str(store),
+        "--model",
+        "m",
+        "--benchmark",
+        "videomme",
+        "--config",
+        "8f",
+        "--map",
+        "item_id=qid,prediction=pred,target=gt,frames=meta.frames",
+    )
     assert rc == 0, err
     assert "config 8f -> 8f/adaptive: 1 of 2 logged frame sets match no uniform sampler" in out
     for item, line in zip(("q1", "q2"), lines, strict=True):
@@ -329,8 +344,18 @@ def test_ingest_dir_walks_dot_folders_and_dry_run_writes_nothing(tmp_path, capsy
     rc, out, err = _cli(capsys, "ingest", str(tree), "--store", str(store), "--benchmark", "videomme")
     assert rc == 0, err
     before = _tree_digest(store)
-    rc, out, err = _cli(capsys, "ingest", str(tree), "--store", str(tmp_path / "plan"), "--benchmark", "videomme",
-                        "--sampler", "lmms-eval", "--dry-run")  # fmt: skip
+    rc, out, err = _cli(
+        capsys,
+        "ingest",
+        str(tree),
+        "--store",
+        str(tmp_path / "plan"),
+        "--benchmark",
+        "videomme",
+        "--sampler",
+        "lmms-eval",
+        "--dry-run",
+    )
     assert rc == 0, err
     lines = out.splitlines()
     assert len(lines) == 4 and all("..__LLaVA-NeXT-Video-7B-Qwen2" in line for line in lines[:3])
@@ -390,11 +415,20 @@ def test_a_store_written_before_the_frames_columns_still_reads(tmp_path, capsys)
 def test_video_mme_json_keeps_the_youtube_id_as_the_video(tmp_path, capsys):
     question = {"task_type": "Counting Problem", "question": "How many?", "options": ["A. 1", "B. 2"], "answer": "A"}
     videos = [
-        {"video_id": "001", "videoID": "fFjv93ACGo8", "duration": "short", "domain": "Knowledge",
-         "questions": [question | {"question_id": "001-1", "response": "A"}]},
-        {"video_id": "002", "duration": "short", "domain": "Sports",
-         "questions": [question | {"question_id": "002-1", "response": "B"}]},
-    ]  # fmt: skip
+        {
+            "video_id": "001",
+            "videoID": "fFjv93ACGo8",
+            "duration": "short",
+            "domain": "Knowledge",
+            "questions": [question | {"question_id": "001-1", "response": "A"}],
+        },
+        {
+            "video_id": "002",
+            "duration": "short",
+            "domain": "Sports",
+            "questions": [question | {"question_id": "002-1", "response": "B"}],
+        },
+    ]
     path = tmp_path / "videomme_results.json"
     path.write_text(json.dumps(videos))
     store = tmp_path / "store"

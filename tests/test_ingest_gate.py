@@ -100,12 +100,15 @@ def test_option_probs_within_tolerance_are_stored(tmp_path):
     assert len(got) == 1 and got["letter_mass"].iloc[0] == 0.9
 
 
-@pytest.mark.parametrize(("column", "value", "message"), [
-    ("frame_count", "-5", "`frames` must be an integer in 1..16,384 or empty, got '-5'"),
-    ("frame_count", "2.5", "`frames` must be an integer in 1..16,384 or empty, got '2.5'"),
-    ("frame_count", "many", "`frames` must be a number, got 'many'"),
-    ("pixel_count", "0", "`pixels` must be an integer in 1..67,108,864 or empty, got '0'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("frame_count", "-5", "`frames` must be an integer in 1..16,384 or empty, got '-5'"),
+        ("frame_count", "2.5", "`frames` must be an integer in 1..16,384 or empty, got '2.5'"),
+        ("frame_count", "many", "`frames` must be a number, got 'many'"),
+        ("pixel_count", "0", "`pixels` must be an integer in 1..67,108,864 or empty, got '0'"),
+    ],
+)
 def test_scalegrid_counts(seeded, tmp_path, capsys, column, value, message):
     path = write_per_item(tmp_path / "in")
     df = pd.read_csv(path, dtype=str, keep_default_na=False)

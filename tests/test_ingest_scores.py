@@ -46,11 +46,17 @@ def judge_file(tmp_path: Path, rows: list[tuple] = JUDGED) -> Path:
     return write_jsonl(
         tmp_path / "judge.jsonl",
         [
-            {"qid": q, "budget": c, "pred": f"a person opens door {i}", "answer": "a person opens the door",
-             "verdict": v, "rating": r}
+            {
+                "qid": q,
+                "budget": c,
+                "pred": f"a person opens door {i}",
+                "answer": "a person opens the door",
+                "verdict": v,
+                "rating": r,
+            }
             for i, (q, c, v, r) in enumerate(rows)
         ],
-    )  # fmt: skip
+    )
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -64,9 +70,18 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 def judged(tmp_path, capsys) -> Path:
     root = tmp_path / "store"
     rc, out, err = cli(
-        capsys, "ingest", str(judge_file(tmp_path)), "--store", str(root), "--map", JUDGE_MAP, "--score-scale", "1:5",
-        *CLI, "--json",
-    )  # fmt: skip
+        capsys,
+        "ingest",
+        str(judge_file(tmp_path)),
+        "--store",
+        str(root),
+        "--map",
+        JUDGE_MAP,
+        "--score-scale",
+        "1:5",
+        *CLI,
+        "--json",
+    )
     assert rc == 0, err
     assert json.loads(out)["scores"] == {"judge": 8}
     return root
@@ -78,8 +93,19 @@ def test_a_judge_file_ingests_and_its_numbers_are_the_hand_computation(judged, c
     # oracle mean: per item max 1.0, 0.75, 0.5, 0.5 -> 2.75/4 = 0.6875; oracle gap 0.6875 - 0.5 = 0.1875.
     # 8f -> 16f score drops: q1 (1.0 -> 0.75), q3 (0.5 -> 0.0): regression rate 2/4.
     # Accuracy from the verdicts: 8f q1, q3 right: 2/4; 16f q1, q2, q4 right: 3/4.
-    rc, out, err = cli(capsys, "metrics", "--store", str(judged), "--models", "judge-m", "--grid", "8f,16f",
-                       "--bootstrap", "200", "--json")  # fmt: skip
+    rc, out, err = cli(
+        capsys,
+        "metrics",
+        "--store",
+        str(judged),
+        "--models",
+        "judge-m",
+        "--grid",
+        "8f,16f",
+        "--bootstrap",
+        "200",
+        "--json",
+    )
     assert rc == 0, err
     m = json.loads(out)["models"]["judge-m"]
     assert m["accuracy"] == pytest.approx({"8f": 0.5, "16f": 0.75})
@@ -133,8 +159,19 @@ def test_a_store_written_before_score_source_still_reads(judged, capsys):
     assert rc == 0 and json.loads(out)["sound"] is True, out + err
     got = Store(judged).query("SELECT count(*) AS n, count(score_source) AS known FROM responses")
     assert (int(got["n"][0]), int(got["known"][0])) == (8, 0)  # read as null: not recorded
-    rc, out, err = cli(capsys, "metrics", "--store", str(judged), "--models", "judge-m", "--grid", "8f,16f",
-                       "--bootstrap", "0", "--json")  # fmt: skip
+    rc, out, err = cli(
+        capsys,
+        "metrics",
+        "--store",
+        str(judged),
+        "--models",
+        "judge-m",
+        "--grid",
+        "8f,16f",
+        "--bootstrap",
+        "0",
+        "--json",
+    )
     assert rc == 0, err
     assert json.loads(out)["models"]["judge-m"]["continuous"]["oracle_gap"] == pytest.approx(0.1875)
 
@@ -150,8 +187,9 @@ def test_parse_scale(text, expected):
 def test_a_malformed_score_scale_is_refused(judged, tmp_path, capsys, text):
     with pytest.raises(UserError, match="expected MIN:MAX"):
         scores.parse_scale(text)
-    err = refused(judged, [str(judge_file(tmp_path / "again")), "--map", JUDGE_MAP, "--score-scale=" + text, *CLI],
-                  capsys)  # fmt: skip
+    err = refused(
+        judged, [str(judge_file(tmp_path / "again")), "--map", JUDGE_MAP, "--score-scale=" + text, *CLI], capsys
+    )
     assert err.endswith(
         f"error: --score-scale {text!r}: expected MIN:MAX, two finite numbers with MIN < MAX (e.g. 1:5)"
     )

@@ -87,9 +87,14 @@ def test_pairs_and_any_transition(basic):
     # text->32f: rescued i1, i3; harmed i2; mean churn still over the consecutive pairs.
     assert out["models"]["m"]["transitions"] == [transition(mx, "m", "text", "32f")]
     assert transition(mx, "m", "text", "32f") == {
-        "from": "text", "to": "32f", "rescued": 2, "harmed": 1, "net": pytest.approx(0.2),
-        "churn": pytest.approx(0.6), "mcnemar_p": pytest.approx(1.0),
-    }  # fmt: skip
+        "from": "text",
+        "to": "32f",
+        "rescued": 2,
+        "harmed": 1,
+        "net": pytest.approx(0.2),
+        "churn": pytest.approx(0.6),
+        "mcnemar_p": pytest.approx(1.0),
+    }
     assert out["models"]["m"]["mean_churn"] == pytest.approx(1 / 3)
     with pytest.raises(UserError, match="64f"):
         mcqa_metrics(mx, bootstrap=0, pairs=[("text", "64f")])
@@ -179,25 +184,37 @@ def test_repeats_resolved_by_the_rule(tmp_path):
     t0, t1 = pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-02-01", tz="UTC")
     base = {"m": {"8f": [0, 0, 0, 0]}}
     other = {"m": {"8f": [1, 1, 1, 1]}}
-    store = store_from_rows(tmp_path / "s", [
-        response_rows(base, run="main", origin="ingest", written_at=t1),
-        response_rows({"m": {"8f": [1, 1, None, None]}}, run="r2", origin="ingest", written_at=t0),
-        response_rows({"m": {"8f": [None, None, 1, 1]}}, run="main", origin="rerun", written_at=t0),
-    ], 4)  # fmt: skip
+    store = store_from_rows(
+        tmp_path / "s",
+        [
+            response_rows(base, run="main", origin="ingest", written_at=t1),
+            response_rows({"m": {"8f": [1, 1, None, None]}}, run="r2", origin="ingest", written_at=t0),
+            response_rows({"m": {"8f": [None, None, 1, 1]}}, run="main", origin="rerun", written_at=t0),
+        ],
+        4,
+    )
     # A re-run never beats an ingested row, nor another run id the main one, whatever the dates.
     assert load_matrix(store, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
     # Without a main row: not a re-run first, then the earliest written.
-    only = store_from_rows(tmp_path / "t", [
-        response_rows(other, run="r1", origin="ingest", written_at=t1),
-        response_rows(base, run="r2", origin="ingest", written_at=t0),
-        response_rows({"m": {"8f": [1, None, None, None]}}, run="main", origin="rerun", written_at=t0),
-    ], 4)  # fmt: skip
+    only = store_from_rows(
+        tmp_path / "t",
+        [
+            response_rows(other, run="r1", origin="ingest", written_at=t1),
+            response_rows(base, run="r2", origin="ingest", written_at=t0),
+            response_rows({"m": {"8f": [1, None, None, None]}}, run="main", origin="rerun", written_at=t0),
+        ],
+        4,
+    )
     assert load_matrix(only, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
     # A store that breaks RESPONSE_KEY (two main rows for one cell): the earliest still wins.
-    dup = store_from_rows(tmp_path / "u", [
-        response_rows(other, run="main", origin="ingest", written_at=t1),
-        response_rows(base, run="main", origin="ingest", written_at=t0),
-    ], 4)  # fmt: skip
+    dup = store_from_rows(
+        tmp_path / "u",
+        [
+            response_rows(other, run="main", origin="ingest", written_at=t1),
+            response_rows(base, run="main", origin="ingest", written_at=t0),
+        ],
+        4,
+    )
     assert load_matrix(dup, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
 
 
@@ -216,8 +233,15 @@ def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
     assert one["models"]["a"]["ci"] != mcqa_metrics(mx, bootstrap=300, seed=8)["models"]["a"]["ci"]
     for model in ("a", "b"):
         m = one["models"][model]
-        headlines = {"best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate",
-                     "text_overwrite_rate", "text_overwrite_of_text_correct", "mean_churn"}  # fmt: skip
+        headlines = {
+            "best_fixed",
+            "oracle_accuracy",
+            "oracle_headroom",
+            "visual_confusion_rate",
+            "text_overwrite_rate",
+            "text_overwrite_of_text_correct",
+            "mean_churn",
+        }
         assert set(m["ci"]) == {"accuracy"} | headlines
         assert list(m["ci"]["accuracy"]) == one["grid"]  # keyed by config, in grid order
         point = {"best_fixed": m["best_fixed"]["accuracy"]} | {k: m[k] for k in headlines - {"best_fixed"}}

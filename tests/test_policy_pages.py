@@ -213,10 +213,47 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
         demo, "pages/flows.py", grid=GRID, noise="1", flowview="pair", **{"from": "32f", "to": "64f", "kind": "harmed"}
     )
     assert at.sidebar.toggle(key="w_noise").value is True
-    out = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH,
-              "--grid", GRID, "--from", "32f", "--to", "64f", "--kind", "harmed", "--beyond-noise", "--json")  # fmt: skip
-    plain = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH,
-                "--grid", GRID, "--from", "32f", "--to", "64f", "--json")  # fmt: skip
+    out = cli(
+        capsys,
+        "flows",
+        "--store",
+        str(demo),
+        "--model",
+        MODEL,
+        "--models",
+        "synthetic-B-13B",
+        "--benchmark",
+        BENCH,
+        "--grid",
+        GRID,
+        "--from",
+        "32f",
+        "--to",
+        "64f",
+        "--kind",
+        "harmed",
+        "--beyond-noise",
+        "--json",
+    )
+    plain = cli(
+        capsys,
+        "flows",
+        "--store",
+        str(demo),
+        "--model",
+        MODEL,
+        "--models",
+        "synthetic-B-13B",
+        "--benchmark",
+        BENCH,
+        "--grid",
+        GRID,
+        "--from",
+        "32f",
+        "--to",
+        "64f",
+        "--json",
+    )
     assert out["n_hidden"] > 0
     flows = at.dataframe[0].value.set_index("kind")["count"].to_dict()
     assert flows == {link["kind"]: link["count"] for link in out["links"] if link["count"] > 0}
@@ -228,8 +265,22 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     overview.run()
     table = next(d.value for d in overview.dataframe if "hidden_harmed" in d.value.columns)
     mine = table[table["model"] == MODEL]
-    cli_pairs = cli(capsys, "flows", "--store", str(demo), "--model", MODEL, "--models", "synthetic-B-13B",
-                    "--benchmark", BENCH, "--grid", GRID, "--beyond-noise", "--json")  # fmt: skip
+    cli_pairs = cli(
+        capsys,
+        "flows",
+        "--store",
+        str(demo),
+        "--model",
+        MODEL,
+        "--models",
+        "synthetic-B-13B",
+        "--benchmark",
+        BENCH,
+        "--grid",
+        GRID,
+        "--beyond-noise",
+        "--json",
+    )
     harmed = {(lk["from"], lk["to"]): lk["count"] for lk in cli_pairs["links"] if lk["kind"] == "harmed"}
     assert dict(zip(zip(mine["from"], mine["to"], strict=True), mine["harmed"], strict=True)) == harmed
 

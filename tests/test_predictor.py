@@ -46,8 +46,13 @@ def test_sufficient_budget_is_the_cheapest_correct_rung_else_the_top():
 
 
 def test_folds_never_share_a_video():
-    items = pd.DataFrame({"benchmark": "b", "item_id": [f"q{i}" for i in range(30)],
-                          "video": [f"v{i % 7}" if i < 25 else None for i in range(30)]})  # fmt: skip
+    items = pd.DataFrame(
+        {
+            "benchmark": "b",
+            "item_id": [f"q{i}" for i in range(30)],
+            "video": [f"v{i % 7}" if i < 25 else None for i in range(30)],
+        }
+    )
     groups = predictor.video_groups(items)
     assert len(np.unique(groups)) == 7 + 5  # five video-less items are their own groups
     fold = predictor.grouped_folds(groups, 4, seed=1)
@@ -94,8 +99,23 @@ def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
 
 
 def test_cli_json(pred_store, capsys):
-    assert main(["predictor", "--store", str(pred_store.root), "--model", "m", "--ladder", "8f,16f,32f",
-                 "--folds", "3", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "predictor",
+                "--store",
+                str(pred_store.root),
+                "--model",
+                "m",
+                "--ladder",
+                "8f,16f,32f",
+                "--folds",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["n_items"] == N and out["folds"] == 3 and out["n_groups"] == 12
     assert {r["policy"] for r in out["frontier"]} == {"fixed", "oracle", "predictor", "cascade"}

@@ -24,15 +24,25 @@ def test_rates_read_as_percentage_points_with_their_interval():
     assert interval(None, [0.1, 0.2]) == interval(NAN, None) == "n/a"
     assert ci_text([0.617, 0.756]) == "95% CI 61.7–75.6" and ci_text(None) is None and ci_text([None, 0.2]) is None
     assert (p_value(0.031234), p_value(1e-5), p_value(1.0), p_value(NAN), p_value(None)) == (
-        "0.0312", "1e-05", "1", "n/a", "n/a",
-    )  # fmt: skip
+        "0.0312",
+        "1e-05",
+        "1",
+        "n/a",
+        "n/a",
+    )
     assert number("0.5", 100) == 50.0 and number(None) is None and number(NAN) is None and number("x") is None
 
 
 def _model(best: float, oracle: float, ci: bool) -> dict:
     """A model's metrics as ``views.overview`` gives them (two configurations, one transition)."""
-    rates = {"oracle_accuracy": oracle, "oracle_headroom": oracle - best, "visual_confusion_rate": 0.125,
-             "text_overwrite_rate": None, "text_overwrite_of_text_correct": None, "mean_churn": 0.25}  # fmt: skip
+    rates = {
+        "oracle_accuracy": oracle,
+        "oracle_headroom": oracle - best,
+        "visual_confusion_rate": 0.125,
+        "text_overwrite_rate": None,
+        "text_overwrite_of_text_correct": None,
+        "mean_churn": 0.25,
+    }
     return {
         "accuracy": {"8f": 0.5, "16f": best},
         "best_fixed": {"config": "16f", "accuracy": best},
@@ -40,7 +50,7 @@ def _model(best: float, oracle: float, ci: bool) -> dict:
         "terminal_regressions": 3,
         "transitions": [
             {"from": "8f", "to": "16f", "rescued": 4, "harmed": 2, "net": 0.05, "churn": 0.15, "mcnemar_p": 0.6875}
-        ],  # fmt: skip
+        ],
         "ci": {"best_fixed": [0.55, 0.7], "accuracy": {"8f": [0.4, 0.6], "16f": [0.55, 0.7]}} if ci else {},
     }
 
@@ -64,9 +74,21 @@ def test_headline_and_transition_tables_on_hand_values():
 
 
 def test_task_table_shows_an_interval_only_where_the_rate_has_one():
-    rows = [{"task_type": "OCR", "n": 12, "best_fixed": 0.5, "best_fixed_lo": 0.25, "best_fixed_hi": 0.75,
-             "oracle_accuracy": 0.75, "oracle_headroom": 0.25, "visual_confusion_rate": NAN,
-             "visual_confusion_rate_lo": NAN, "visual_confusion_rate_hi": NAN, "text_overwrite_rate": None}]  # fmt: skip
+    rows = [
+        {
+            "task_type": "OCR",
+            "n": 12,
+            "best_fixed": 0.5,
+            "best_fixed_lo": 0.25,
+            "best_fixed_hi": 0.75,
+            "oracle_accuracy": 0.75,
+            "oracle_headroom": 0.25,
+            "visual_confusion_rate": NAN,
+            "visual_confusion_rate_lo": NAN,
+            "visual_confusion_rate_hi": NAN,
+            "text_overwrite_rate": None,
+        }
+    ]
     t = tables.task_table(rows, "A")
     assert t.rows == [["OCR", "12", "50.0 [25.0, 75.0]", "75.0", "25.0", "n/a", "n/a"]]
     assert t.columns[:2] == ["Task type", "n"] and "By task type, A" in t.caption
@@ -75,8 +97,11 @@ def test_task_table_shows_an_interval_only_where_the_rate_has_one():
 def test_curve_and_flow_series_on_hand_values():
     points = series.curve_points(OVERVIEW, {"A<b>": "#111111", "B": "#222222"})
     assert [(p["model"], p["x"], p["config"], p["accuracy"]) for p in points] == [
-        ("A<b>", 0, "8f", 50.0), ("A<b>", 1, "16f", 62.5), ("B", 0, "8f", 50.0), ("B", 1, "16f", 60.0),
-    ]  # fmt: skip
+        ("A<b>", 0, "8f", 50.0),
+        ("A<b>", 1, "16f", 62.5),
+        ("B", 0, "8f", 50.0),
+        ("B", 1, "16f", 60.0),
+    ]
     assert (points[1]["lo"], points[1]["hi"]) == pytest.approx((55.0, 70.0)) and points[3]["lo"] is None
     bars = series.flow_bars(OVERVIEW)
     width = 0.72 / 2  # two models share 90% of 80% of a step
@@ -88,17 +113,55 @@ def test_curve_and_flow_series_on_hand_values():
 
 
 def test_sankey_trace_escapes_only_through_the_given_function():
-    view = {"model": "A", "n_items": 10, "configs": ["<8f>", "16f"],
-            "nodes": [{"id": 0, "config": "<8f>", "state": "correct", "share": 0.6, "count": 6},
-                      {"id": 1, "config": "<8f>", "state": "wrong", "share": 0.4, "count": 4},
-                      {"id": 2, "config": "16f", "state": "correct", "share": 0.7, "count": 7},
-                      {"id": 3, "config": "16f", "state": "wrong", "share": 0.3, "count": 3}],
-            "links": [{"source": 0, "target": 2, "from": "<8f>", "to": "16f", "kind": "stable-correct", "count": 6,
-                       "share": 0.6, "rescued": 1, "harmed": 0, "mcnemar_p": 1.0},
-                      {"source": 1, "target": 3, "from": "<8f>", "to": "16f", "kind": "harmed", "count": 0,
-                       "share": 0.0, "rescued": 1, "harmed": 0, "mcnemar_p": 1.0},
-                      {"source": 1, "target": 2, "from": "<8f>", "to": "16f", "kind": "rescued", "count": 1,
-                       "share": 0.1, "rescued": 1, "harmed": 0, "mcnemar_p": 1.0}]}  # fmt: skip
+    view = {
+        "model": "A",
+        "n_items": 10,
+        "configs": ["<8f>", "16f"],
+        "nodes": [
+            {"id": 0, "config": "<8f>", "state": "correct", "share": 0.6, "count": 6},
+            {"id": 1, "config": "<8f>", "state": "wrong", "share": 0.4, "count": 4},
+            {"id": 2, "config": "16f", "state": "correct", "share": 0.7, "count": 7},
+            {"id": 3, "config": "16f", "state": "wrong", "share": 0.3, "count": 3},
+        ],
+        "links": [
+            {
+                "source": 0,
+                "target": 2,
+                "from": "<8f>",
+                "to": "16f",
+                "kind": "stable-correct",
+                "count": 6,
+                "share": 0.6,
+                "rescued": 1,
+                "harmed": 0,
+                "mcnemar_p": 1.0,
+            },
+            {
+                "source": 1,
+                "target": 3,
+                "from": "<8f>",
+                "to": "16f",
+                "kind": "harmed",
+                "count": 0,
+                "share": 0.0,
+                "rescued": 1,
+                "harmed": 0,
+                "mcnemar_p": 1.0,
+            },
+            {
+                "source": 1,
+                "target": 2,
+                "from": "<8f>",
+                "to": "16f",
+                "kind": "rescued",
+                "count": 1,
+                "share": 0.1,
+                "rescued": 1,
+                "harmed": 0,
+                "mcnemar_p": 1.0,
+            },
+        ],
+    }
     colours = {
         "correct": "c",
         "wrong": "w",

@@ -53,11 +53,22 @@ def hostile(tmp_path_factory) -> Store:
 
     base = tmp_path_factory.mktemp("hostile-report")
     rows = [
-        {"model": m, "benchmark": "bench", "item_id": f"q{i}", "config": c, "prediction": "AB"[(i * (k + 1) + j) % 2 if i % 3 else 0],
-         "target": "A", "question": EVIL_QUESTION, "options": json.dumps(["A. <i>one</i>", "B. two & three"]),
-         "video": "missing.mp4", "task_type": EVIL_TASK if i % 2 else "plain"}
-        for i in range(12) for k, m in enumerate(["plain-model", EVIL_MODEL]) for j, c in enumerate(["8f", "16f", "32f"])
-    ]  # fmt: skip
+        {
+            "model": m,
+            "benchmark": "bench",
+            "item_id": f"q{i}",
+            "config": c,
+            "prediction": "AB"[(i * (k + 1) + j) % 2 if i % 3 else 0],
+            "target": "A",
+            "question": EVIL_QUESTION,
+            "options": json.dumps(["A. <i>one</i>", "B. two & three"]),
+            "video": "missing.mp4",
+            "task_type": EVIL_TASK if i % 2 else "plain",
+        }
+        for i in range(12)
+        for k, m in enumerate(["plain-model", EVIL_MODEL])
+        for j, c in enumerate(["8f", "16f", "32f"])
+    ]
     table = base / "responses.jsonl"
     table.write_text("".join(json.dumps(r) + "\n" for r in rows))
     ingest_paths(base / "store", [table], format="table")

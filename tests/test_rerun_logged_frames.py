@@ -64,8 +64,24 @@ def test_the_worker_feeds_exactly_the_logged_frames(root):
 def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, capsys):
     ids = tmp_path / "ids.txt"
     ids.write_text("q1\nq4\n")
-    argv = ["rerun", "--store", str(root), "--model", "m", "--benchmark", "bench", "--items", str(ids),
-            "--config", "16f", "--frames", "logged", "--baseline", "16f", "--json"]  # fmt: skip
+    argv = [
+        "rerun",
+        "--store",
+        str(root),
+        "--model",
+        "m",
+        "--benchmark",
+        "bench",
+        "--items",
+        str(ids),
+        "--config",
+        "16f",
+        "--frames",
+        "logged",
+        "--baseline",
+        "16f",
+        "--json",
+    ]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["batch"]["config"] == "16f/logged" and first["comparison"]["agreement"]["n"] == 0
@@ -78,10 +94,27 @@ def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, c
     assert violations(report, schema["properties"]["rerun --flow"], schema) == []  # the contract's Agreement
     agreement = report["comparison"]["agreement"]
     assert agreement | {"ci95": None} == {
-        "k": 1, "n": 2, "value": 0.5, "ci95": None, "logged_config": "16f", "differing": ["q4"]
-    }  # fmt: skip
-    plain = ["rerun", "--store", str(root), "--model", "m", "--benchmark", "bench", "--items", str(ids),
-             "--config", "16f", "--json"]  # fmt: skip
+        "k": 1,
+        "n": 2,
+        "value": 0.5,
+        "ci95": None,
+        "logged_config": "16f",
+        "differing": ["q4"],
+    }
+    plain = [
+        "rerun",
+        "--store",
+        str(root),
+        "--model",
+        "m",
+        "--benchmark",
+        "bench",
+        "--items",
+        str(ids),
+        "--config",
+        "16f",
+        "--json",
+    ]
     assert main(plain) == 0 and json.loads(capsys.readouterr().out)["comparison"]["agreement"] is None
 
 

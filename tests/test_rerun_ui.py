@@ -145,11 +145,29 @@ def test_overview_is_the_jobs_json_and_times_jobs(root, capsys):
 # -- re-run rows in the inspector ----------------------------------------------------------------
 def _add_rerun(root: Path, config: str, answer: str, confidence: float) -> None:
     now = pd.Timestamp.now(tz="UTC")
-    Store(root).append({"responses": pd.DataFrame([{
-        "model": "m", "benchmark": "bench", "item_id": "q1", "config": config, "run": f"rerun-{config}", "origin": "rerun",
-        "answer": answer, "correct": int(answer == "B"), "confidence": confidence, "frames": int(config[:-1]),
-        "policy": "uniform", "frame_indices": list(range(int(config[:-1]))), "written_at": now,
-    }])})  # fmt: skip
+    Store(root).append(
+        {
+            "responses": pd.DataFrame(
+                [
+                    {
+                        "model": "m",
+                        "benchmark": "bench",
+                        "item_id": "q1",
+                        "config": config,
+                        "run": f"rerun-{config}",
+                        "origin": "rerun",
+                        "answer": answer,
+                        "correct": int(answer == "B"),
+                        "confidence": confidence,
+                        "frames": int(config[:-1]),
+                        "policy": "uniform",
+                        "frame_indices": list(range(int(config[:-1]))),
+                        "written_at": now,
+                    }
+                ]
+            )
+        }
+    )
 
 
 def test_item_detail_marks_reruns_and_trajectory_rows_keeps_them_apart(root):
@@ -239,8 +257,13 @@ def test_panel_answers_from_store_queues_and_refuses_bad_requests(demo, monkeypa
     import pages.common.rerun_panel as panel
 
     started = []
-    monkeypatch.setattr(panel, "ensure_local_worker", lambda root, model, device: started.append((model, device)) or
-                        {"started": True, "state": "starting", "device": device, "pid": 1})  # fmt: skip
+    monkeypatch.setattr(
+        panel,
+        "ensure_local_worker",
+        lambda root, model, device: (
+            started.append((model, device)) or {"started": True, "state": "starting", "device": device, "pid": 1}
+        ),
+    )
     _register_fake(demo)
     at = _panel(demo)
     frames = next(n for n in at.number_input if n.label == "Frames")

@@ -99,8 +99,24 @@ def test_a_rerun_leaves_every_default_number_byte_identical(overlay_store, capsy
     assert metrics["scope"]["grid_excluded"]["24f"] == 1
     assert metrics["scope"]["grid_excluded_why"]["24f"] == "re-runs only"
     # Asked for explicitly, the re-runs do count.
-    out = json.loads(cli_json(capsys, "metrics", "--store", str(overlay_store), "--benchmark", BENCH, "--models", MODEL,
-                              "--grid", "8f,24f", "--include-reruns", "--bootstrap", "0", "--json"))  # fmt: skip
+    out = json.loads(
+        cli_json(
+            capsys,
+            "metrics",
+            "--store",
+            str(overlay_store),
+            "--benchmark",
+            BENCH,
+            "--models",
+            MODEL,
+            "--grid",
+            "8f,24f",
+            "--include-reruns",
+            "--bootstrap",
+            "0",
+            "--json",
+        )
+    )
     assert out["n_items"] == 1 and out["scope"]["include_reruns"] is True
 
 
@@ -130,8 +146,16 @@ def test_scope_round_trips_through_its_flags():
     from backend.cli import build_parser
     from backend.scope.filters import ItemFilter
 
-    scope = Scope(BENCH, (MODEL, OTHER), ("text", "8f"), ItemFilter(task_types=("counting",), search="red ball"),
-                  tag="confused", tag_model=OTHER, beyond_noise=True, include_reruns=True)  # fmt: skip
+    scope = Scope(
+        BENCH,
+        (MODEL, OTHER),
+        ("text", "8f"),
+        ItemFilter(task_types=("counting",), search="red ball"),
+        tag="confused",
+        tag_model=OTHER,
+        beyond_noise=True,
+        include_reruns=True,
+    )
     args = build_parser().parse_args(["metrics", *scope.to_argv()])
     assert Scope.from_args(args) == scope
 
@@ -257,8 +281,15 @@ def _printed(capsys, argv: list[str], page: str) -> dict:
 @pytest.mark.parametrize("page", list(PAGES))
 def test_each_page_draws_what_its_cli_twin_prints(demo_store, page, monkeypatch, capsys):
     """Every number a page draws is its twin's ``--json``: the twin line is read off the page and run."""
-    at = _open(page, monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}",
-               task="Counting Problem,OCR Problems", **OPENED_AS.get(page, {}))  # fmt: skip
+    at = _open(
+        page,
+        monkeypatch,
+        demo_store,
+        bench=BENCH,
+        models=f"{MODEL},{OTHER}",
+        task="Counting Problem,OCR Problems",
+        **OPENED_AS.get(page, {}),
+    )
     view = at.session_state["view"]
     pairs = PAGES[page](at, view)
     assert pairs
@@ -276,8 +307,16 @@ def test_each_page_draws_what_its_cli_twin_prints(demo_store, page, monkeypatch,
 def test_each_audit_tab_draws_what_its_cli_twin_prints(demo_store, tab, monkeypatch, capsys):
     # iso-compute groups need items answered at every allocation: the demo's two task types have none
     task = {} if tab == "isocompute" else {"task": "Counting Problem,OCR Problems"}
-    at = _open("pages/audits.py", monkeypatch, demo_store, bench=BENCH, models=f"{MODEL},{OTHER}", atab=tab,
-               pix="100000", **task)  # fmt: skip
+    at = _open(
+        "pages/audits.py",
+        monkeypatch,
+        demo_store,
+        bench=BENCH,
+        models=f"{MODEL},{OTHER}",
+        atab=tab,
+        pix="100000",
+        **task,
+    )
     for drawn, argv in _audit_tab(at, at.session_state["view"]):
         printed = _printed(capsys, argv, "pages/audits.py")
         if "harmed_items" in drawn:
@@ -305,8 +344,19 @@ def test_workers_page_draws_what_jobs_prints(demo_store, monkeypatch, capsys):
 @pytest.mark.usefixtures("app_env")
 def test_overview_parity_on_the_real_scale_grid_store(realdata, tmp_path, monkeypatch, capsys):
     root = tmp_path / "sg"
-    assert main(["ingest", str(realdata / "LLaVA-NeXT-Video-7B_V1_short_predictions_wide.csv"), "--answers",
-                 str(realdata / "videomme_answers.csv"), "--store", str(root)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "ingest",
+                str(realdata / "LLaVA-NeXT-Video-7B_V1_short_predictions_wide.csv"),
+                "--answers",
+                str(realdata / "videomme_answers.csv"),
+                "--store",
+                str(root),
+            ]
+        )
+        == 0
+    )
     at = _open("pages/overview.py", monkeypatch, root)
     drawn = _as_printed(data.overview(at.session_state["view"]), capsys)
     printed = json.loads(cli_json(capsys, *_twin(at)))

@@ -58,8 +58,11 @@ def hand_intervals(s: np.ndarray, n_resamples: int, seed: int) -> dict[str, np.n
         gaps.append(sample.max(axis=1).mean() - mean.max())
         drops.append([(sample[:, k + 1] < sample[:, k]).mean() for k in range(s.shape[1] - 1)])
     q = [2.5, 97.5]
-    return {"mean_score": np.percentile(means, q, axis=0), "oracle_gap": np.percentile(gaps, q),
-            "regression_rate": np.percentile(drops, q, axis=0)}  # fmt: skip
+    return {
+        "mean_score": np.percentile(means, q, axis=0),
+        "oracle_gap": np.percentile(gaps, q),
+        "regression_rate": np.percentile(drops, q, axis=0),
+    }
 
 
 def test_score_summaries_equal_the_hand_computation(tmp_path):

@@ -72,8 +72,24 @@ def test_a_regressed_band_opens_its_items(app_server, page, capsys):
     wait_idle(page)
     text = heading.inner_text()
     assert text == f"{step['from']} → {step['to']}: regressed (score fell) · {step['regressed']:,} items", (text, kinds)
-    band = cli(capsys, "flows", "--store", str(app_server.store), "--benchmark", BENCH, "--model", MODEL, "--scores",
-               "--from", step["from"], "--to", step["to"], "--kind", "regressed", "--json")  # fmt: skip
+    band = cli(
+        capsys,
+        "flows",
+        "--store",
+        str(app_server.store),
+        "--benchmark",
+        BENCH,
+        "--model",
+        MODEL,
+        "--scores",
+        "--from",
+        step["from"],
+        "--to",
+        step["to"],
+        "--kind",
+        "regressed",
+        "--json",
+    )
     assert band["n_flow_items"] == step["regressed"] and all(r["delta"] < 0 for r in band["items"])
     assert "sband=" in page.url  # the opened band is in the link
     screenshot(page, "scores-flows")

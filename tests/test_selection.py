@@ -101,8 +101,21 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
         f"{link['from']}:{link['to']}:harmed",
         next(c for c in matrix.grid if c not in (link["from"], link["to"])),
     )
-    argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--flow", flow,
-            "--config", other, "--wait", "--json"]  # fmt: skip
+    argv = [
+        "rerun",
+        "--store",
+        str(store.root),
+        "--model",
+        MODEL,
+        "--benchmark",
+        BENCH,
+        "--flow",
+        flow,
+        "--config",
+        other,
+        "--wait",
+        "--json",
+    ]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     ids = analysis_selection.item_ids(matrix, MODEL, Selection.flow(flow))
@@ -123,8 +136,20 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
     path = tmp_path / "items.csv"
     path.write_text("item_id,task_type\n" + "".join(f"{i},x\n" for i in ids))
     assert read_ids(str(path)) == ids
-    argv = ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, "--items", str(path),
-            "--config", "8f/random-s7", "--json"]  # fmt: skip
+    argv = [
+        "rerun",
+        "--store",
+        str(store.root),
+        "--model",
+        MODEL,
+        "--benchmark",
+        BENCH,
+        "--items",
+        str(path),
+        "--config",
+        "8f/random-s7",
+        "--json",
+    ]
     assert main(argv) == 0
     batch = json.loads(capsys.readouterr().out)["batch"]
     assert batch["item_ids"] == ids and all(batch["job_ids"]) and batch["from_store"] == 0

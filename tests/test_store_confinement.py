@@ -206,8 +206,11 @@ def test_full_disk_is_one_line_and_publishes_nothing(host, tmp_path, monkeypatch
         raise OSError(code, os.strerror(code), str(getattr(where, "name", where)))
 
     monkeypatch.setattr("store.store.pq.write_table", full)
-    argv = annotate(root) if command == "annotate" else ["ingest", str(write_table(tmp_path / "in2", name="b")),
-                                                          "--store", str(root), "--run", "r2"]  # fmt: skip
+    argv = (
+        annotate(root)
+        if command == "annotate"
+        else ["ingest", str(write_table(tmp_path / "in2", name="b")), "--store", str(root), "--run", "r2"]
+    )
     err = one_line_error(argv, capsys)
     assert "nothing was published (the store is as it was)" in err
     assert snapshot(root) == before
@@ -326,8 +329,13 @@ def test_no_path_a_manifest_names_reaches_outside(template, tmp_path_factory, re
         edit_manifest(root, lambda m: m["retired"].append([rel, 0.0]))  # long past the grace period
     store = Store(root)
     note = pd.DataFrame({"annotation_id": ["a1"], "benchmark": ["videomme"], "item_id": ["q"], "note": ["n"]})
-    for act in (lambda: store.query("SELECT count(*) FROM responses"), lambda: store.append({"annotations": note}),
-                lambda: store.compact(), lambda: health.check(store), lambda: health.repair(store)):  # fmt: skip
+    for act in (
+        lambda: store.query("SELECT count(*) FROM responses"),
+        lambda: store.append({"annotations": note}),
+        lambda: store.compact(),
+        lambda: health.check(store),
+        lambda: health.repair(store),
+    ):
         try:
             act()
         except StoreError:

@@ -21,10 +21,21 @@ def states(words: list[dict]) -> list[tuple[str, str]]:
 
 def test_matched_words_are_token_f1s_overlap_articles_and_punctuation_are_ignored():
     d = word_diff("The cat sat on the mat!", "A cat on a mat")
-    assert states(d["answer_words"]) == [("The", "ignored"), ("cat", "matched"), ("sat", "unmatched"),
-                                         ("on", "matched"), ("the", "ignored"), ("mat!", "matched")]  # fmt: skip
-    assert states(d["reference_words"]) == [("A", "ignored"), ("cat", "matched"), ("on", "matched"),
-                                            ("a", "ignored"), ("mat", "matched")]  # fmt: skip
+    assert states(d["answer_words"]) == [
+        ("The", "ignored"),
+        ("cat", "matched"),
+        ("sat", "unmatched"),
+        ("on", "matched"),
+        ("the", "ignored"),
+        ("mat!", "matched"),
+    ]
+    assert states(d["reference_words"]) == [
+        ("A", "ignored"),
+        ("cat", "matched"),
+        ("on", "matched"),
+        ("a", "ignored"),
+        ("mat", "matched"),
+    ]
     # pred tokens: cat sat on mat (4); ref: cat on mat (3); overlap 3: F1 = 2*3 / (4+3)
     assert (d["matched"], d["answer_tokens"], d["reference_tokens"]) == (3, 4, 3)
     assert d["token_f1"] == pytest.approx(6 / 7)
@@ -78,13 +89,21 @@ def _rows(scores: dict[tuple[str, str], float | None], live: bool = False) -> pd
                 "score": s,
             }
             for (m, c), s in scores.items()
-        ]  # fmt: skip
+        ]
     )
 
 
 def test_best_and_worst_per_model_every_tied_row_and_none_when_all_equal():
-    logged = _rows({("m", "8f"): 0.2, ("m", "16f"): 0.9, ("m", "32f"): 0.2, ("m", "64f"): None,
-                    ("flat", "8f"): 0.5, ("flat", "16f"): 0.5})  # fmt: skip
+    logged = _rows(
+        {
+            ("m", "8f"): 0.2,
+            ("m", "16f"): 0.9,
+            ("m", "32f"): 0.2,
+            ("m", "64f"): None,
+            ("flat", "8f"): 0.5,
+            ("flat", "16f"): 0.5,
+        }
+    )
     assert ranks(logged).tolist() == ["worst", "best", "worst", None, None, None]
 
 

@@ -35,9 +35,20 @@ def _write(base: Path, store: Path, answers: dict[str, tuple[str, float]], name:
     """Ingest open-ended answers to the item ``h1`` of the benchmark ``hostile`` (a table file, as a user would)."""
     from store.ingest import ingest_paths
 
-    rows = [{"model": "plain-model", "benchmark": "hostile", "item_id": "h1", "config": config, "prediction": text,
-             "target": REFERENCE, "question": "What happens to the ball?", "score": score, "correct": int(score >= 0.5)}
-            for config, (text, score) in answers.items()]  # fmt: skip
+    rows = [
+        {
+            "model": "plain-model",
+            "benchmark": "hostile",
+            "item_id": "h1",
+            "config": config,
+            "prediction": text,
+            "target": REFERENCE,
+            "question": "What happens to the ball?",
+            "score": score,
+            "correct": int(score >= 0.5),
+        }
+        for config, (text, score) in answers.items()
+    ]
     table = base / f"{name}.jsonl"
     table.write_text("".join(json.dumps(r) + "\n" for r in rows))
     ingest_paths(store, [table], format="table")

@@ -159,16 +159,42 @@ def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
     built, store = linked
     rel = built.dataset.relative_to(video_root)
     paths = _write(video_root / "pairs.csv", "item_id,path\n001-1,data/fFjv93ACGo8.mp4\n001-2,data/nothere.mp4\n")
-    out = run_json(["videos", "link", "--benchmark", "videomme", "--store", store, "--dataset", str(built.dataset),
-                    "--paths", str(paths)], capsys)  # fmt: skip
+    out = run_json(
+        [
+            "videos",
+            "link",
+            "--benchmark",
+            "videomme",
+            "--store",
+            store,
+            "--dataset",
+            str(built.dataset),
+            "--paths",
+            str(paths),
+        ],
+        capsys,
+    )
     assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("paths", 2, 1, 1)
     assert out["examples"]["missing"] == [{"item_id": "001-2", "path": f"{rel}/data/nothere.mp4"}]
     (report,) = run_json(["videos", "check", "--store", store], capsys)["benchmarks"]
     assert (report["items"], report["linked"], report["missing"], report["unlinked"]) == (6, 1, 1, 4)
     # items.video is Video-MME's number here (``001``): a folder of files named by it is reached by a template
     video_layouts.clip(built.dataset / "by-number" / "001.mp4")
-    out = run_json(["videos", "link", "--benchmark", "videomme", "--store", store, "--dataset", str(built.dataset),
-                    "--template", "by-number/{video}.mp4"], capsys)  # fmt: skip
+    out = run_json(
+        [
+            "videos",
+            "link",
+            "--benchmark",
+            "videomme",
+            "--store",
+            store,
+            "--dataset",
+            str(built.dataset),
+            "--template",
+            "by-number/{video}.mp4",
+        ],
+        capsys,
+    )
     assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("template", 6, 3, 3)
     assert out["examples"]["missing"][0] == {"item_id": "002-1", "path": f"{rel}/by-number/002.mp4"}
 

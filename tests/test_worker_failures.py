@@ -60,8 +60,11 @@ def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
     mine = batch["job_ids"]
     other = JobQueue(root).enqueue(RerunRequest("other", "bench", "q1", "8f")).id
     broken = _unloadable(RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for lm_head.weight"))
-    with pytest.raises(ModelLoadError, match=r"^model 'm' cannot be loaded from .*: RuntimeError: Error\(s\) in "
-                       r"loading state_dict: size mismatch for lm_head.weight; 2 queued jobs failed; fix or re-register") as exc:  # fmt: skip
+    with pytest.raises(
+        ModelLoadError,
+        match=r"^model 'm' cannot be loaded from .*: RuntimeError: Error\(s\) in "
+        r"loading state_dict: size mismatch for lm_head.weight; 2 queued jobs failed; fix or re-register",
+    ) as exc:
         _worker(root, broken)
     assert "\n" not in str(exc.value)
     queue = JobQueue(root)
@@ -92,8 +95,14 @@ def test_cli_worker_on_corrupt_safetensors_exits_2_with_one_line(root, capsys):
 
 
 def test_an_exited_workers_reason_is_its_last_error_line():
-    tail = ["--- starting", "Traceback (most recent call last):", '  File "x.py"', "OSError: boom",
-            "trajaudit worker: error: model 'm' cannot be loaded from /c: OSError: boom; 1 queued job failed", ""]  # fmt: skip
+    tail = [
+        "--- starting",
+        "Traceback (most recent call last):",
+        '  File "x.py"',
+        "OSError: boom",
+        "trajaudit worker: error: model 'm' cannot be loaded from /c: OSError: boom; 1 queued job failed",
+        "",
+    ]
     assert _exit_reason(tail) == tail[-2]
     assert _exit_reason(tail[:4]) == "OSError: boom"  # a crash: its exception line
     assert _exit_reason([]) is None
@@ -158,10 +167,13 @@ def _break_video(root: Path, how: str) -> None:
         video.write_bytes(b"\x00\x01 not an mp4 " * 100)
 
 
-@pytest.mark.parametrize(("how", "expected"), [
-    ("missing", r"^video 'clips/a.mp4' not found under the video root "),
-    ("undecodable", r"^cannot open video .*a\.mp4: "),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("missing", r"^video 'clips/a.mp4' not found under the video root "),
+        ("undecodable", r"^cannot open video .*a\.mp4: "),
+    ],
+)
 @pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_job_whose_video_breaks_after_queueing_fails_with_one_line(root, capsys, how, expected):
     job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
@@ -212,8 +224,20 @@ def test_a_selection_rerun_that_does_not_fit_queues_nothing_and_says_so(big_stor
     assert len(ids) == BATCH
     path = tmp_path / "items.txt"
     path.write_text("\n".join(ids) + "\n")
-    argv = ["rerun", "--store", str(big_store), "--model", MODEL, "--benchmark", BENCH, "--items", str(path),
-            "--config", "text", "--force"]  # fmt: skip
+    argv = [
+        "rerun",
+        "--store",
+        str(big_store),
+        "--model",
+        MODEL,
+        "--benchmark",
+        BENCH,
+        "--items",
+        str(path),
+        "--config",
+        "text",
+        "--force",
+    ]
     capsys.readouterr()
     assert main(argv) == 2
     assert _err_lines(capsys) == [

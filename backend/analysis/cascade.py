@@ -264,6 +264,8 @@ def item_stops(ladder: Ladder, threshold: float) -> pd.DataFrame:
     stops = stop_rungs(lad.confidence, threshold)
     y, f = _per_item(lad, threshold)
     return lad.items[["benchmark", "item_id"]].assign(
-        stop=np.asarray(lad.labels, dtype=object)[stops], correct=y, frames_shared=f,
+        stop=np.asarray(lad.labels, dtype=object)[stops],
+        correct=y,
+        frames_shared=f,
         frames_unshared=np.cumsum(lad.frames)[stops],
-    )  # fmt: skip
+    )

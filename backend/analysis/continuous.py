@@ -71,8 +71,9 @@ def _transition(matrix: Matrix, s: np.ndarray, a: int, b: int, tolerance: float)
     }
 
 
-def continuous_metrics(matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0,
-                       tolerance: float = 0.0) -> ContinuousMetrics | None:  # fmt: skip
+def continuous_metrics(
+    matrix: Matrix, model: str, bootstrap: int = 1000, seed: int = 0, tolerance: float = 0.0
+) -> ContinuousMetrics | None:
     """Score summaries of one model on the items scored at every config of the grid (docs/metrics.md).
 
     Items with a missing score somewhere are left out (counted in ``n_unscored``); None when no

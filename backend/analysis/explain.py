@@ -270,7 +270,7 @@ def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame
             "diff_lo": lo,
             "diff_hi": hi,
             "p": p,
-        }  # fmt: skip
+        }
     )
 
 
@@ -331,8 +331,9 @@ def rank(table: pd.DataFrame, min_size: int) -> pd.DataFrame:
     )
 
 
-def explain_slices(attributes: list[Attribute], selected: np.ndarray, min_size: int = MIN_SIZE,
-                   pairs: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, int, list[np.ndarray]]:  # fmt: skip
+def explain_slices(
+    attributes: list[Attribute], selected: np.ndarray, min_size: int = MIN_SIZE, pairs: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame, int, list[np.ndarray]]:
     """Single and pair slices with their statistics and one BH family over both.
 
     Returns (singles, pairs, n_tests, [single masks, pair masks]) with the frames ranked (``rank``);
@@ -430,13 +431,19 @@ def agreement(masks: dict[str, np.ndarray]) -> dict:
         for b in models[i + 1 :]:
             ma, mb = masks[a], masks[b]
             na, nb, both, either = int(ma.sum()), int(mb.sum()), int((ma & mb).sum()), int((ma | mb).sum())
-            pairs.append({
-                "a": a, "b": b, "n_a": na, "n_b": nb, "overlap": both,
-                "expected": na * nb / n if n else float("nan"),
-                "p": float(hypergeom.sf(both - 1, n, na, nb)) if n else float("nan"),
-                "jaccard": both / either if either else None,
-                "kappa": cohen_kappa(ma, mb),
-            })  # fmt: skip
+            pairs.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "n_a": na,
+                    "n_b": nb,
+                    "overlap": both,
+                    "expected": na * nb / n if n else float("nan"),
+                    "p": float(hypergeom.sf(both - 1, n, na, nb)) if n else float("nan"),
+                    "jaccard": both / either if either else None,
+                    "kappa": cohen_kappa(ma, mb),
+                }
+            )
     every = np.logical_and.reduce([masks[m] for m in models])
     return {"models": models, "pairs": pairs, "every": every}
 
@@ -488,23 +495,33 @@ def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:
     return (ids.isin(wanted) | keyed.isin(wanted)).to_numpy(bool)
 
 
-def _slice_records(table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray, ids: np.ndarray,
-                   top: int | None) -> list[ExplainSlice]:  # fmt: skip
+def _slice_records(
+    table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray, ids: np.ndarray, top: int | None
+) -> list[ExplainSlice]:
     """The ranked slices as report rows (at most ``top``), each with its selected items' ids for a link."""
     shown = table if top is None else table.head(top)
     out: list[ExplainSlice] = []
     for row in shown.to_dict("records"):  # one per reported slice (tens), never per item
         members = masks[row["index"]] & selected
-        out.append({
-            "attributes": list(row["attributes"]), "values": list(row["values"]),
-            "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
-            "n_slice": int(row["n_slice"]), "n_selected": int(row["n_selected"]), "rate": _num(row["rate"]),
-            "base_rate": _num(row["base_rate"]), "lift": _num(row["lift"]), "diff": _num(row["diff"]),
-            "lift_ci": None if np.isnan(row["lift_lo"]) else (float(row["lift_lo"]), float(row["lift_hi"])),
-            "diff_ci": None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
-            "p": float(row["p"]), "q": float(row["q"]), "small": bool(row["small"]),
-            "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "attributes": list(row["attributes"]),
+                "values": list(row["values"]),
+                "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
+                "n_slice": int(row["n_slice"]),
+                "n_selected": int(row["n_selected"]),
+                "rate": _num(row["rate"]),
+                "base_rate": _num(row["base_rate"]),
+                "lift": _num(row["lift"]),
+                "diff": _num(row["diff"]),
+                "lift_ci": None if np.isnan(row["lift_lo"]) else (float(row["lift_lo"]), float(row["lift_hi"])),
+                "diff_ci": None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
+                "p": float(row["p"]),
+                "q": float(row["q"]),
+                "small": bool(row["small"]),
+                "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
+            }
+        )
     return out
 
 
@@ -538,7 +555,7 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
                 "p": _num(prior["p"][c]),
             }
             for c, label in enumerate(matrix.grid)
-        ],  # fmt: skip
+        ],
         "moved": None,
     }
     if target.kind == "flow":
@@ -571,9 +588,17 @@ def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected:
     return {"configs": [matrix.grid[c] for c in cols], **per_kind, "affected": int(affected.sum()), "mask": affected}
 
 
-def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribute], cells: AnswerCells,
-           min_size: int = MIN_SIZE, top: int | None = 25, exclude_unparsed: bool = False,
-           pairs: bool = True) -> Explanation:  # fmt: skip
+def report(
+    matrix: Matrix,
+    model: str,
+    target: Target,
+    attributes: list[Attribute],
+    cells: AnswerCells,
+    min_size: int = MIN_SIZE,
+    top: int | None = 25,
+    exclude_unparsed: bool = False,
+    pairs: bool = True,
+) -> Explanation:
     """Everything ``trajaudit explain`` prints (``ExplainReport`` without ``scope``)."""
     if min_size < 1:
         raise UserError("--min-size must be >= 1")
@@ -588,21 +613,35 @@ def report(matrix: Matrix, model: str, target: Target, attributes: list[Attribut
     singles, pair_table, n_tests, masks = explain_slices(attributes, selected, min_size, pairs)
     ids = matrix.items["item_id"].astype(str).to_numpy(object)
     out: Explanation = {
-        "model": model, "target": {"kind": target.kind, "args": list(target.args), "describe": target.describe()},
-        "n_scope": matrix.n_items, "n_selected": int(selected.sum()),
+        "model": model,
+        "target": {"kind": target.kind, "args": list(target.args), "describe": target.describe()},
+        "n_scope": matrix.n_items,
+        "n_selected": int(selected.sum()),
         "base_rate": float(selected.mean()) if matrix.n_items else None,
-        "min_size": min_size, "n_tests": n_tests, "pair_search": pair_search(matrix.n_items) if pairs else None,
+        "min_size": min_size,
+        "n_tests": n_tests,
+        "pair_search": pair_search(matrix.n_items) if pairs else None,
         "attributes": [a.name for a in attributes],
         "slices": _slice_records(singles, masks[0], selected, ids, top),
         "pairs": _slice_records(pair_table, masks[1], selected, ids, top),
-        "parser": {"configs": parser["configs"], "empty": parser["empty"], "degenerate": parser["degenerate"],
-                   "unparsed": parser["unparsed"], "affected": parser["affected"], "excluded": exclude_unparsed},
+        "parser": {
+            "configs": parser["configs"],
+            "empty": parser["empty"],
+            "degenerate": parser["degenerate"],
+            "unparsed": parser["unparsed"],
+            "affected": parser["affected"],
+            "excluded": exclude_unparsed,
+        },
         "answers": answer_behaviour(matrix, cells, target, selected),
         "agreement": None,
-    }  # fmt: skip
+    }
     if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})
         every = agree.pop("every")
-        out["agreement"] = {"models": agree["models"], "pairs": agree["pairs"], "n_every": int(every.sum()),
-                            "every": ids[every][:LINK_MAX].tolist()}  # fmt: skip
+        out["agreement"] = {
+            "models": agree["models"],
+            "pairs": agree["pairs"],
+            "n_every": int(every.sum()),
+            "every": ids[every][:LINK_MAX].tolist(),
+        }
     return out

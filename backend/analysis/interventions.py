@@ -175,10 +175,15 @@ def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: l
     mb = tag_masks(base, grid, configs.lower_matrix(grid))
     ma = tag_masks(alt, alt_grid, configs.lower_matrix(alt_grid))
     return {
-        t: {"base": int(mb[t].sum()), "protocol": int(ma[t].sum()), "both": int((mb[t] & ma[t]).sum()),
-            "gained": int((ma[t] & ~mb[t]).sum()), "lost": int((mb[t] & ~ma[t]).sum())}
+        t: {
+            "base": int(mb[t].sum()),
+            "protocol": int(ma[t].sum()),
+            "both": int((mb[t] & ma[t]).sum()),
+            "gained": int((ma[t] & ~mb[t]).sum()),
+            "lost": int((mb[t] & ~ma[t]).sum()),
+        }
         for t in TAGS
-    }  # fmt: skip
+    }
 
 
 def protocol_grids(grid: list[str], pairs: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -198,11 +203,16 @@ def agreement(matrix: Matrix, grid: list[str], proto: str, pairs: dict[str, str]
     alt = y[:, [matrix.grid.index(g) for g in alt_grid]]
     replaced = [j for j, g in enumerate(grid) if g in pairs]
     per_config: list[ProtocolConfig] = [
-        {"config": grid[j], "counterpart": alt_grid[j], "kappa": cohen_kappa(base[:, j], alt[:, j]),
-         "agreement": float((base[:, j] == alt[:, j]).mean()) if len(y) else None,
-         "rescued": int((~base[:, j] & alt[:, j]).sum()), "harmed": int((base[:, j] & ~alt[:, j]).sum())}
+        {
+            "config": grid[j],
+            "counterpart": alt_grid[j],
+            "kappa": cohen_kappa(base[:, j], alt[:, j]),
+            "agreement": float((base[:, j] == alt[:, j]).mean()) if len(y) else None,
+            "rescued": int((~base[:, j] & alt[:, j]).sum()),
+            "harmed": int((base[:, j] & ~alt[:, j]).sum()),
+        }
         for j in replaced
-    ]  # fmt: skip
+    ]
     return {
         "protocol": proto,
         "n_items": matrix.n_items,
@@ -214,8 +224,9 @@ def agreement(matrix: Matrix, grid: list[str], proto: str, pairs: dict[str, str]
     }
 
 
-def audited_protocols(grid: list[str], labels: list[str], model: str, protocols: list[str] | None = None
-                      ) -> dict[str, dict[str, str]]:  # fmt: skip
+def audited_protocols(
+    grid: list[str], labels: list[str], model: str, protocols: list[str] | None = None
+) -> dict[str, dict[str, str]]:
     """``counterparts`` of the grid among the model's stored ``labels``, restricted to ``protocols`` when named
     (``UserError`` naming those the store lacks)."""
     found = counterparts(grid, labels)

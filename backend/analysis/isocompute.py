@@ -90,8 +90,13 @@ def compare_group(
     counts = item_patterns(matrix, model).value_counts()
     out: IsoGroup = {
         "configs": [
-            {"config": g, "frames": configs.parse(g).frames, "pixel_budget": budgets[g], "accuracy": float(acc[j]),
-             "unique_wins": int(only[:, j].sum())}
+            {
+                "config": g,
+                "frames": configs.parse(g).frames,
+                "pixel_budget": budgets[g],
+                "accuracy": float(acc[j]),
+                "unique_wins": int(only[:, j].sum()),
+            }
             for j, g in enumerate(matrix.grid)
         ],
         "n_items": n,
@@ -101,15 +106,16 @@ def compare_group(
         "complementarity": oracle - float(acc.max()),
         "patterns": {str(k): int(v) for k, v in counts.items()},
         "complementarity_ci": None,
-    }  # fmt: skip
+    }
     if bootstrap:
         boot = bootstrap_means(np.column_stack([y, y.any(axis=1)]), bootstrap, seed).astype(np.float64)
         out["complementarity_ci"] = as_interval(percentile_interval(boot[:, -1] - boot[:, :-1].max(axis=1)))
     return out
 
 
-def isocompute(model: str, labels: list[str], tolerance: float, default_pixels: int | None,
-               groups: list[IsoGroup]) -> IsocomputeAudit:  # fmt: skip
+def isocompute(
+    model: str, labels: list[str], tolerance: float, default_pixels: int | None, groups: list[IsoGroup]
+) -> IsocomputeAudit:
     """The ``audit isocompute --json`` contract: ``compare_group`` of each of ``iso_groups(labels)``, in order,
     or a note saying why no two configurations could be compared."""
     out: IsocomputeAudit = {"model": model, "tolerance": tolerance, "default_pixels": default_pixels, "groups": groups}

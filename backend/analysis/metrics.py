@@ -186,8 +186,12 @@ def mcqa_metrics(
         # Each model's resamples are its pattern counts resampled (backend.analysis.stats): every interval
         # reported is one model's, paired across its configurations.
         boot = np.stack(
-            [pattern_bootstrap_means(ind, w, bootstrap, (seed, m)) for m, ((_, w), (ind, _)) in
-             enumerate(zip(patterns, indicators, strict=True))], axis=1)  # fmt: skip
+            [
+                pattern_bootstrap_means(ind, w, bootstrap, (seed, m))
+                for m, ((_, w), (ind, _)) in enumerate(zip(patterns, indicators, strict=True))
+            ],
+            axis=1,
+        )
         intervals = {name: percentile_interval(s) for name, s in _summaries(boot, where, has_text).items()}
         acc_intervals = percentile_interval(boot[..., where["accuracy"]])
 

@@ -109,12 +109,15 @@ def summary(
     rate = profile.flip_rate[m]
     measured = ~np.isnan(rate)
     per_config: list[NoiseConfig] = [
-        {"config": g, "max_repeats": int(profile.n_repeats[m, :, c].max(initial=0)),
-         "n_items_measured": int(measured[:, c].sum()),
-         "mean_flip_rate": float(np.nanmean(rate[:, c])) if measured[:, c].any() else None,
-         "share_noisy": float((rate[:, c] > 0).sum() / measured[:, c].sum()) if measured[:, c].any() else None}
+        {
+            "config": g,
+            "max_repeats": int(profile.n_repeats[m, :, c].max(initial=0)),
+            "n_items_measured": int(measured[:, c].sum()),
+            "mean_flip_rate": float(np.nanmean(rate[:, c])) if measured[:, c].any() else None,
+            "share_noisy": float((rate[:, c] > 0).sum() / measured[:, c].sum()) if measured[:, c].any() else None,
+        }
         for c, g in enumerate(profile.grid)
-    ]  # fmt: skip
+    ]
     any_measured = measured.any(axis=1)
     item_rate = np.nansum(rate, axis=1)[any_measured] / measured.sum(axis=1)[any_measured]  # mean over measured configs
     pairs = pairs or list(zip(profile.grid[:-1], profile.grid[1:], strict=True))
@@ -183,9 +186,19 @@ def sankey_without_noise(view: Sankey, matrix: Matrix, profile: NoiseProfile) ->
         kind = link["kind"]
         count = pair["rescued"] if kind == "rescued" else pair["harmed"] if kind == "harmed" else link["count"]
         hidden = link["count"] - count
-        links.append({**link, "count": count, "share": count / n, "hidden_within": hidden,
-                      "rescued": pair["rescued"], "harmed": pair["harmed"], "net": pair["net"],
-                      "churn": pair["churn"], "mcnemar_p": pair["mcnemar_p"]})  # fmt: skip
+        links.append(
+            {
+                **link,
+                "count": count,
+                "share": count / n,
+                "hidden_within": hidden,
+                "rescued": pair["rescued"],
+                "harmed": pair["harmed"],
+                "net": pair["net"],
+                "churn": pair["churn"],
+                "mcnemar_p": pair["mcnemar_p"],
+            }
+        )
     return {
         **view,
         "links": links,

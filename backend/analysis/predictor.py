@@ -157,8 +157,14 @@ def rungs_at_levels(proba: np.ndarray, levels: np.ndarray) -> np.ndarray:
 def _point(policy: Policy, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> PredictorRow:
     """One frontier row from per-item correctness and frames at the rung each item was given."""
     acc, cost = float(correct.mean()), float(frames.mean())
-    return {"policy": policy, "label": label, "n_items": int(correct.shape[0]), "accuracy": acc,
-            "mean_frames": cost, "cost_vs_top": cost / top if top else None}  # fmt: skip
+    return {
+        "policy": policy,
+        "label": label,
+        "n_items": int(correct.shape[0]),
+        "accuracy": acc,
+        "mean_frames": cost,
+        "cost_vs_top": cost / top if top else None,
+    }
 
 
 def reference_rows(ladder: Ladder) -> list[PredictorRow]:
@@ -191,10 +197,16 @@ def frontier_table(
     except UserError as exc:
         return rows, str(exc)
     rows += [
-        {"policy": "cascade", "label": f"t={p['threshold']:g}", "n_items": p["n_items"], "accuracy": p["accuracy"],
-         "mean_frames": p["mean_frames_shared"], "cost_vs_top": p["cost_vs_top_shared"]}
+        {
+            "policy": "cascade",
+            "label": f"t={p['threshold']:g}",
+            "n_items": p["n_items"],
+            "accuracy": p["accuracy"],
+            "mean_frames": p["mean_frames_shared"],
+            "cost_vs_top": p["cost_vs_top_shared"],
+        }
         for p in swept["frontier"]
-    ]  # fmt: skip
+    ]
     return rows, None
 
 
@@ -212,9 +224,14 @@ def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> Predictor:
         "seed": seed,
         "n_groups": int(len(np.unique(cv.groups))),
         "n_videos": int(np.char.startswith(np.unique(cv.groups), "video:").sum()),  # the rest: video-less items
-        "target_share": {lab: float(s) for lab, s in zip(ladder.labels, np.bincount(cv.target, minlength=len(ladder.labels)) / len(cv.target), strict=True)},
+        "target_share": {
+            lab: float(s)
+            for lab, s in zip(
+                ladder.labels, np.bincount(cv.target, minlength=len(ladder.labels)) / len(cv.target), strict=True
+            )
+        },
         "never_correct_share": float((~ladder.correct.astype(bool).any(axis=1)).mean()),
         "target_hit_rate": float((arg == cv.target).mean()),
         "frontier": rows,
         "cascade_note": cascade_note,
-    }  # fmt: skip
+    }

@@ -70,13 +70,15 @@ def compare(
     rescued, harmed = (int(v) for v in _flows(yb, yn))
     k_new, k_base = int(yn.sum()), int(yb.sum())
     now = f"correct at {config}" + (" (re-run)" if config == baseline else "")  # the logged column keeps its own name
-    rows = pd.DataFrame({
-        "item_id": ids,
-        f"correct at {baseline}": base["correct"].to_numpy(),
-        now: new["correct"].to_numpy(),
-        "answer": new["answer"].to_numpy(),
-        "run": new["run"].to_numpy(),
-    })  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "item_id": ids,
+            f"correct at {baseline}": base["correct"].to_numpy(),
+            now: new["correct"].to_numpy(),
+            "answer": new["answer"].to_numpy(),
+            "run": new["run"].to_numpy(),
+        }
+    )
     p = float(mcnemar_exact(rescued, harmed))
     sentence = (
         f"Of the {len(ids)} items ({label}), {k_new} of the {n} answered are correct under {config} "

@@ -127,8 +127,9 @@ def code_counts(codes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return present, every[present]
 
 
-def pattern_bootstrap_means(rows: np.ndarray, counts: np.ndarray, n_resamples: int = 1000,
-                            seed: int | tuple[int, ...] = 0) -> np.ndarray:  # fmt: skip
+def pattern_bootstrap_means(
+    rows: np.ndarray, counts: np.ndarray, n_resamples: int = 1000, seed: int | tuple[int, ...] = 0
+) -> np.ndarray:
     """``[B, K]`` resampled means over items, given their distinct rows ``rows[P, K]`` and counts ``[P]``.
 
     Same distribution as ``bootstrap_means`` on the items the patterns stand for (module docstring),

@@ -53,8 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     i = audits.add_parser("isocompute", help="allocations of (nearly) equal pixel budget: who wins per item")
     _common(i)
     i.add_argument("--tolerance", type=float, default=isocompute.DEFAULT_TOLERANCE, help="relative budget tolerance")
-    i.add_argument("--default-pixels", type=int, default=None,
-                   help="pixels per frame of labels without '@<n>k' (default: the model registry's default_pixels)")  # fmt: skip
+    i.add_argument(
+        "--default-pixels",
+        type=int,
+        default=None,
+        help="pixels per frame of labels without '@<n>k' (default: the model registry's default_pixels)",
+    )
     i.add_argument("--configs", default=None, help="only these configs (default: all the model has)")
     _boot(i)
     i.set_defaults(func=run_isocompute)
@@ -117,8 +121,9 @@ def run_isocompute(args: argparse.Namespace) -> int:
     store = Store(args.store)
     resolved = _single(args, store)
     pixels = args.default_pixels or views.registered_pixels(store, resolved)
-    out = views.isocompute_view(store, resolved, args.tolerance, pixels, split_list(args.configs), args.bootstrap,
-                                args.seed)  # fmt: skip
+    out = views.isocompute_view(
+        store, resolved, args.tolerance, pixels, split_list(args.configs), args.bootstrap, args.seed
+    )
     if args.json:
         print_json(out)
         return 0
@@ -126,8 +131,10 @@ def run_isocompute(args: argparse.Namespace) -> int:
         print(out["note"])
     for g in out["groups"]:
         cfgs = ", ".join(f"{c['config']} {100 * c['accuracy']:.1f}%" for c in g["configs"])
-        print(f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
-              f"on {g['n_items']} items")  # fmt: skip
+        print(
+            f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
+            f"on {g['n_items']} items"
+        )
     return 0
 
 
@@ -137,11 +144,15 @@ def run_noise(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['model']}: {out['n_items_with_repeats']} of {out['n_items']} items have repeats, "
-          f"{out['n_items_noisy']} flip under repeats")  # fmt: skip
+    print(
+        f"{out['model']}: {out['n_items_with_repeats']} of {out['n_items']} items have repeats, "
+        f"{out['n_items_noisy']} flip under repeats"
+    )
     for t in out["transitions"]:
-        print(f"  {t['from']} -> {t['to']}: rescued {t['rescued']} (beyond noise {t['rescued_beyond']}), "
-              f"harmed {t['harmed']} (beyond noise {t['harmed_beyond']})")  # fmt: skip
+        print(
+            f"  {t['from']} -> {t['to']}: rescued {t['rescued']} (beyond noise {t['rescued_beyond']}), "
+            f"harmed {t['harmed']} (beyond noise {t['harmed_beyond']})"
+        )
     return 0
 
 
@@ -157,8 +168,10 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {out['n_items']} items: "
-          f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}")  # fmt: skip
+    print(
+        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {out['n_items']} items: "
+        f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}"
+    )
     for row in out["by_benchmark"]:
         print(f"  {row['benchmark']:20s} n={row['n']:6d} rescued {row['rescued']:5d} harmed {row['harmed']:5d}")
     return 0

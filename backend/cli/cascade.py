@@ -17,9 +17,12 @@ from store.store import Store
 def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
-    p.add_argument("--ladder", default=None,
-                   help="budgets in increasing cost, e.g. 16f,32f,64f,128f (default: the visual configurations of the "
-                   "model's default grid, as on the Policies page)")  # fmt: skip
+    p.add_argument(
+        "--ladder",
+        default=None,
+        help="budgets in increasing cost, e.g. 16f,32f,64f,128f (default: the visual configurations of the "
+        "model's default grid, as on the Policies page)",
+    )
     add_item_filters(p)
 
 
@@ -62,15 +65,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"ladder {','.join(out['ladder'])}: {out['n_items']} items with confidences at every rung")
     if not args.sweep:
         at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
-        print(f"threshold {at['threshold']:g}: accuracy {100 * at['accuracy']:.1f}%, "
-              f"frames {at['mean_frames_shared']:.1f} shared / {at['mean_frames_unshared']:.1f} unshared, "
-              f"cost vs top {_percent(at['cost_vs_top_shared'])}")  # fmt: skip
+        print(
+            f"threshold {at['threshold']:g}: accuracy {100 * at['accuracy']:.1f}%, "
+            f"frames {at['mean_frames_shared']:.1f} shared / {at['mean_frames_unshared']:.1f} unshared, "
+            f"cost vs top {_percent(at['cost_vs_top_shared'])}"
+        )
         return 0
     swept = cast(CascadeSweepReport, out)  # cascade_view's report without a threshold
     print(f"top budget accuracy {100 * swept['top_accuracy']:.1f}%")
     for pt in swept["frontier"]:
-        print(f"  t={pt['threshold']:<8g} acc {100 * pt['accuracy']:5.1f}%  shared {pt['mean_frames_shared']:7.1f}  "
-              f"unshared {pt['mean_frames_unshared']:7.1f}")  # fmt: skip
+        print(
+            f"  t={pt['threshold']:<8g} acc {100 * pt['accuracy']:5.1f}%  shared {pt['mean_frames_shared']:7.1f}  "
+            f"unshared {pt['mean_frames_unshared']:7.1f}"
+        )
     m = swept["matching"]
     if m is None:
         print("no threshold matches the top budget's accuracy")

@@ -46,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
     )
     gaps = {m: rec["continuous"] for m, rec in out["metrics"].items() if "continuous" in rec}
     for model, c in gaps.items():
-        print(f"{model}: oracle gap {100 * c['oracle_gap']:.1f} (x100, {c['n_items']} scored items), "
-              f"best fixed {c['best_fixed']['config']} {100 * c['best_fixed']['mean_score']:.1f}")  # fmt: skip
+        print(
+            f"{model}: oracle gap {100 * c['oracle_gap']:.1f} (x100, {c['n_items']} scored items), "
+            f"best fixed {c['best_fixed']['config']} {100 * c['best_fixed']['mean_score']:.1f}"
+        )
     if "overlap" in out:
         ov = out["overlap"]
         print(f"confused by every model: {ov['confused_by_all']}   by any: {ov['confused_by_any']}")

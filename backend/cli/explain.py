@@ -37,17 +37,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     what.add_argument(
         "--tag", dest="explain_tag", default=None, choices=TAGS, help="the items with this trajectory tag (of --model)"
     )
-    what.add_argument("--items", default=None, type=Path,
-                      help="a file of item ids, one per line (or BENCHMARK/ITEM_ID; an item_id column of a CSV)")  # fmt: skip
+    what.add_argument(
+        "--items",
+        default=None,
+        type=Path,
+        help="a file of item ids, one per line (or BENCHMARK/ITEM_ID; an item_id column of a CSV)",
+    )
     add_scope_args(p, models=False, tag=False)
-    p.add_argument("--models", default=None,
-                   help="models the items are matched over; two or more add agreement across models (default: --model)")  # fmt: skip
-    p.add_argument("--min-size", type=int, default=explain.MIN_SIZE,
-                   help=f"slices of fewer scope items are marked small and ranked last (default {explain.MIN_SIZE})")  # fmt: skip
+    p.add_argument(
+        "--models",
+        default=None,
+        help="models the items are matched over; two or more add agreement across models (default: --model)",
+    )
+    p.add_argument(
+        "--min-size",
+        type=int,
+        default=explain.MIN_SIZE,
+        help=f"slices of fewer scope items are marked small and ranked last (default {explain.MIN_SIZE})",
+    )
     p.add_argument("--top", type=int, default=25, help="at most N slices and N pairs (default 25)")
     p.add_argument("--no-pairs", action="store_true", help="skip the two-attribute slices (sliceline)")
-    p.add_argument("--exclude-unparsed", action="store_true",
-                   help="leave out selected items whose raw output was empty, degenerate or unparsed")  # fmt: skip
+    p.add_argument(
+        "--exclude-unparsed",
+        action="store_true",
+        help="leave out selected items whose raw output was empty, degenerate or unparsed",
+    )
     add_json(p)
     p.set_defaults(func=run)
 
@@ -92,15 +106,18 @@ def compute(args: argparse.Namespace) -> ExplainReport:
     view = open_view(store, Scope.from_args(args, models=models).resolve(store))
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
-    return views.explain_view(view, args.model, target, args.min_size, args.top,
-                              args.exclude_unparsed, not args.no_pairs)  # fmt: skip
+    return views.explain_view(
+        view, args.model, target, args.min_size, args.top, args.exclude_unparsed, not args.no_pairs
+    )
 
 
 def _row(s: ExplainSlice) -> str:
     ci = "" if s["diff_ci"] is None else f" [{100 * s['diff_ci'][0]:+.1f}, {100 * s['diff_ci'][1]:+.1f}]"
     small = "  (small)" if s["small"] else ""
-    return (f"  {s['label']}: {s['n_selected']}/{s['n_slice']} = {100 * (s['rate'] or 0):.1f}%, lift {s['lift'] or 0:.2f}, "
-            f"diff {100 * (s['diff'] or 0):+.1f} pts{ci}, p {s['p']:.3g}, q {s['q']:.3g}{small}")  # fmt: skip
+    return (
+        f"  {s['label']}: {s['n_selected']}/{s['n_slice']} = {100 * (s['rate'] or 0):.1f}%, lift {s['lift'] or 0:.2f}, "
+        f"diff {100 * (s['diff'] or 0):+.1f} pts{ci}, p {s['p']:.3g}, q {s['q']:.3g}{small}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {out['n_scope']} items "
-          f"(base rate {100 * (out['base_rate'] or 0):.1f}%), {out['n_tests']} slices tested")  # fmt: skip
+    print(
+        f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {out['n_scope']} items "
+        f"(base rate {100 * (out['base_rate'] or 0):.1f}%), {out['n_tests']} slices tested"
+    )
     print("slices (one attribute):")
     for s in out["slices"]:
         print(_row(s))
@@ -118,19 +137,26 @@ def run(args: argparse.Namespace) -> int:
         for s in out["pairs"]:
             print(_row(s))
     par = out["parser"]
-    print(f"raw outputs at {', '.join(par['configs'])}: {par['empty']} empty, {par['degenerate']} degenerate, "
-          f"{par['unparsed']} unparsed ({par['affected']} items{', left out' if par['excluded'] else ''})")  # fmt: skip
+    print(
+        f"raw outputs at {', '.join(par['configs'])}: {par['empty']} empty, {par['degenerate']} degenerate, "
+        f"{par['unparsed']} unparsed ({par['affected']} items{', left out' if par['excluded'] else ''})"
+    )
     moved = out["answers"]["moved"]
     if moved:
         print("answers moved to: " + ", ".join(f"{k} {v}" for k, v in moved["to"].items() if v))
     for row in out["answers"]["prior"]:
         p = "n/a" if row["p"] is None else f"{row['p']:.3g}"
-        print(f"  letters at {row['config']}: " + " ".join(f"{k}:{v}" for k, v in row["chosen"].items())
-              + f", none:{row['no_answer']}; chi-square p vs targets {p}")  # fmt: skip
+        print(
+            f"  letters at {row['config']}: "
+            + " ".join(f"{k}:{v}" for k, v in row["chosen"].items())
+            + f", none:{row['no_answer']}; chi-square p vs targets {p}"
+        )
     agree = out["agreement"]
     if agree:
         for pr in agree["pairs"]:
-            print(f"  {pr['a']} vs {pr['b']}: overlap {pr['overlap']} (expected {pr['expected']:.1f}, p {pr['p']:.3g}), "
-                  f"Jaccard {pr['jaccard'] or 0:.2f}, kappa {pr['kappa'] or 0:.2f}")  # fmt: skip
+            print(
+                f"  {pr['a']} vs {pr['b']}: overlap {pr['overlap']} (expected {pr['expected']:.1f}, p {pr['p']:.3g}), "
+                f"Jaccard {pr['jaccard'] or 0:.2f}, kappa {pr['kappa'] or 0:.2f}"
+            )
         print(f"  selected in every model: {agree['n_every']}")
     return 0

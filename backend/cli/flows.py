@@ -32,8 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--from", dest="frm", default=None, help="flows between two configs: the first")
     p.add_argument("--to", default=None, help="flows between two configs: the second")
-    p.add_argument("--kind", default=None, choices=FLOW_KINDS + SCORE_KINDS,
-                   help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)")  # fmt: skip
+    p.add_argument(
+        "--kind",
+        default=None,
+        choices=FLOW_KINDS + SCORE_KINDS,
+        help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)",
+    )
     p.add_argument(
         "--scores",
         action="store_true",
@@ -81,10 +85,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_score_flows(out: ScoreFlowsReport) -> None:
-    print(f"{out['model']}: {out['n_items']} scored items ({out['n_unscored']} without a score everywhere), "
-          f"unchanged = a change of at most {out['tolerance']:g}")  # fmt: skip
+    print(
+        f"{out['model']}: {out['n_items']} scored items ({out['n_unscored']} without a score everywhere), "
+        f"unchanged = a change of at most {out['tolerance']:g}"
+    )
     for t in out["transitions"]:
-        print(f"  {t['from']} -> {t['to']}: improved {t['improved']}, regressed {t['regressed']}, "
-              f"unchanged {t['unchanged']} (sign p {t['sign_p']:.3g})")  # fmt: skip
+        print(
+            f"  {t['from']} -> {t['to']}: improved {t['improved']}, regressed {t['regressed']}, "
+            f"unchanged {t['unchanged']} (sign p {t['sign_p']:.3g})"
+        )
     for row in out.get("items", []):
         print(f"  {row['benchmark']}/{row['item_id']}  {row['score_from']:.3f} -> {row['score_to']:.3f}")

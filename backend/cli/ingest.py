@@ -110,8 +110,10 @@ def format_summary(s: IngestSummary) -> str:
             f"{', '.join(f.configs)}; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
             for f in s.files
         ]
-        lines.append(f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
-                     f"skipped{_scores_text(s.scores)}; nothing written (store version {s.store_version})")  # fmt: skip
+        lines.append(
+            f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
+            f"skipped{_scores_text(s.scores)}; nothing written (store version {s.store_version})"
+        )
         return "\n".join(lines)
     lines = [
         f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "

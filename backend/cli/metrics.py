@@ -42,8 +42,12 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
 
 def add_tolerance(p: argparse.ArgumentParser) -> None:
     """``--tolerance``: a score change of at most this counts as unchanged (docs/metrics.md's ``e``)."""
-    p.add_argument("--tolerance", type=float, default=0.0,
-                   help="score flows: a change of at most this (0..1) counts as unchanged (default 0)")  # fmt: skip
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="score flows: a change of at most this (0..1) counts as unchanged (default 0)",
+    )
 
 
 def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
@@ -79,8 +83,9 @@ def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
     store = Store(args.store)
     view = open_view(store, Scope.from_args(args).resolve(store))
-    return views.overview(view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs),
-                          tolerance=args.tolerance)  # fmt: skip
+    return views.overview(
+        view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs), tolerance=args.tolerance
+    )
 
 
 def render(out: OverviewReport) -> str:
@@ -89,8 +94,10 @@ def render(out: OverviewReport) -> str:
     lines = [
         f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
     ]
-    lines += [f"left out of the grid: {label} ({n} items: {out['scope']['grid_excluded_why'][label]})"
-              for label, n in out["scope"]["grid_excluded"].items()]  # fmt: skip
+    lines += [
+        f"left out of the grid: {label} ({n} items: {out['scope']['grid_excluded_why'][label]})"
+        for label, n in out["scope"]["grid_excluded"].items()
+    ]
     for model, m in out["models"].items():
         ci = m["ci"]
         lines += ["", f"== {model}", "accuracy (pp):"]
@@ -130,8 +137,10 @@ def score_lines(c: ContinuousMetrics) -> list[str]:
     rates = ci.get("regression_rate")
     for k, t in enumerate(c["transitions"]):
         rate = interval(t["regression_rate"], rates[k] if rates else None)
-        lines.append(f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
-                     f"  {rate:<21} {t['sign_p']:.3g}")  # fmt: skip
+        lines.append(
+            f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
+            f"  {rate:<21} {t['sign_p']:.3g}"
+        )
     return lines
 
 

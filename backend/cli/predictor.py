@@ -31,11 +31,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['model']} on {','.join(out['ladder'])}: {out['n_items']} items in {out['n_groups']} video groups, "
-          f"{out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%")  # fmt: skip
+    print(
+        f"{out['model']} on {','.join(out['ladder'])}: {out['n_items']} items in {out['n_groups']} video groups, "
+        f"{out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%"
+    )
     for row in out["frontier"]:
-        print(f"  {row['policy']:9s} {row['label']:18s} acc {100 * row['accuracy']:5.1f}%  frames {row['mean_frames']:7.1f}"
-              f"  (n={row['n_items']})")  # fmt: skip
+        print(
+            f"  {row['policy']:9s} {row['label']:18s} acc {100 * row['accuracy']:5.1f}%  frames {row['mean_frames']:7.1f}"
+            f"  (n={row['n_items']})"
+        )
     if out["cascade_note"]:
         print(f"cascade: {out['cascade_note']}")
     return 0

@@ -50,8 +50,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--bootstrap must be >= 0")
     store = Store(args.store)
     resolved = Scope.from_args(args).resolve(store)
-    out = build(store, resolved, args.format, gallery_items=args.gallery, seed=args.seed, bootstrap=args.bootstrap,
-                video_root=args.video_root)  # fmt: skip
+    out = build(
+        store,
+        resolved,
+        args.format,
+        gallery_items=args.gallery,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        video_root=args.video_root,
+    )
     if args.out == "-":
         os.write(1, out)
         return 0

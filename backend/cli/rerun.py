@@ -136,8 +136,15 @@ def run_selection(args: argparse.Namespace, root) -> int:
     return 0 if out["progress"]["finished"] or not args.wait else 1
 
 
-def rerun_selection(view: View, model: str, sel: Selection, config: str, baseline: str | None = None,
-                    seed: int | None = None, force: bool = False) -> SelectionRerunReport:  # fmt: skip
+def rerun_selection(
+    view: View,
+    model: str,
+    sel: Selection,
+    config: str,
+    baseline: str | None = None,
+    seed: int | None = None,
+    force: bool = False,
+) -> SelectionRerunReport:
     """Submit the selection's re-run under ``config`` and report it (``views.batch_report``)."""
     benchmark = view.scope.benchmark
     if benchmark is None:

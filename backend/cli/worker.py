@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--idle-timeout", type=float, metavar="S", help="exit after S seconds without a job (default: never)"
     )
-    p.add_argument("--parent-pid", type=int, metavar="PID",
-                   help="exit when process PID is gone (the dashboard passes its own pid)")  # fmt: skip
+    p.add_argument(
+        "--parent-pid", type=int, metavar="PID", help="exit when process PID is gone (the dashboard passes its own pid)"
+    )
     p.set_defaults(func=run)
 
 

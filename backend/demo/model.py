@@ -31,8 +31,9 @@ DATA_SHARE = 0.85  # of the progress bar: the synthetic data; the rest is the mo
 _BUILD = "import sys; from backend.runtime.registry import register_demo_model as r; r(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))"
 
 
-def register_demo_model_isolated(store_root: str | os.PathLike, name: str = DEMO_MODEL, family: str = DEMO_FAMILY,
-                                 max_frames: int = DEMO_MAX_FRAMES) -> registry.ModelSpec:  # fmt: skip
+def register_demo_model_isolated(
+    store_root: str | os.PathLike, name: str = DEMO_MODEL, family: str = DEMO_FAMILY, max_frames: int = DEMO_MAX_FRAMES
+) -> registry.ModelSpec:
     """``registry.register_demo_model`` run in a child interpreter (torch stays out of this process)."""
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [sys.executable, "-c", _BUILD, str(store_root), name, family, str(max_frames)]

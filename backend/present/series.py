@@ -30,9 +30,17 @@ def curve_points(overview: Mapping[str, Any], colours: Mapping[str, str]) -> lis
         cis = rec["ci"].get("accuracy", {})
         for x, config in enumerate(overview["grid"]):
             ends = bounds(cis.get(config))
-            points.append({"model": model, "colour": colours[model], "x": x, "config": config,
-                           "accuracy": number(rec["accuracy"][config], 100),
-                           "lo": None if ends is None else 100 * ends[0], "hi": None if ends is None else 100 * ends[1]})  # fmt: skip
+            points.append(
+                {
+                    "model": model,
+                    "colour": colours[model],
+                    "x": x,
+                    "config": config,
+                    "accuracy": number(rec["accuracy"][config], 100),
+                    "lo": None if ends is None else 100 * ends[0],
+                    "hi": None if ends is None else 100 * ends[1],
+                }
+            )
     return points
 
 
@@ -48,12 +56,23 @@ def flow_bars(overview: Mapping[str, Any]) -> list[dict]:
         for t, tr in enumerate(rec["transitions"]):
             x = t + 0.5 + centre
             for kind, sign in (("rescued", 1), ("harmed", -1)):
-                bars.append({
-                    "model": model, "kind": kind, "x0": x - width / 2, "x1": x + width / 2, "items": sign * tr[kind],
-                    "from": tr["from"], "to": tr["to"], "step": f"{tr['from']} → {tr['to']}", "rescued": tr["rescued"],
-                    "harmed": tr["harmed"], "net": number(tr["net"], 100), "churn": number(tr["churn"], 100),
-                    "p": number(tr["mcnemar_p"]),
-                })  # fmt: skip
+                bars.append(
+                    {
+                        "model": model,
+                        "kind": kind,
+                        "x0": x - width / 2,
+                        "x1": x + width / 2,
+                        "items": sign * tr[kind],
+                        "from": tr["from"],
+                        "to": tr["to"],
+                        "step": f"{tr['from']} → {tr['to']}",
+                        "rescued": tr["rescued"],
+                        "harmed": tr["harmed"],
+                        "net": number(tr["net"], 100),
+                        "churn": number(tr["churn"], 100),
+                        "p": number(tr["mcnemar_p"]),
+                    }
+                )
     return bars
 
 
@@ -76,29 +95,54 @@ def sankey_trace(
     nodes = view["nodes"]
     n_cfg = len(view["configs"])
     share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
-    ys = [0.02 + 0.45 * share_correct[n["config"]] if n["state"] == "correct" else 0.98 - 0.45 * (1 - share_correct[n["config"]])
-          for n in nodes]  # fmt: skip
+    ys = [
+        0.02 + 0.45 * share_correct[n["config"]]
+        if n["state"] == "correct"
+        else 0.98 - 0.45 * (1 - share_correct[n["config"]])
+        for n in nodes
+    ]
     links = [lk for lk in view["links"] if lk["count"] > 0]
     labels = [f"{'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes]
     if config_labels:
         labels = [f"{text(n['config'])} {label}" for n, label in zip(nodes, labels, strict=True)]
     return {
-        "type": "sankey", "arrangement": "fixed", "valueformat": "d",
+        "type": "sankey",
+        "arrangement": "fixed",
+        "valueformat": "d",
         "node": {
-            "label": labels, "color": [colours[n["state"]] for n in nodes],
-            "x": [column_x(n["id"] // 2, n_cfg) for n in nodes], "y": ys, "pad": 18, "thickness": 18, "line": {"width": 0},
+            "label": labels,
+            "color": [colours[n["state"]] for n in nodes],
+            "x": [column_x(n["id"] // 2, n_cfg) for n in nodes],
+            "y": ys,
+            "pad": 18,
+            "thickness": 18,
+            "line": {"width": 0},
             "customdata": [[text(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
             "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
         },
         "link": {
-            "source": [lk["source"] for lk in links], "target": [lk["target"] for lk in links],
-            "value": [lk["count"] for lk in links], "color": [colours[lk["kind"]] for lk in links],
-            "customdata": [[text(lk["from"]), text(lk["to"]), KIND_TEXT[lk["kind"]], 100 * lk["share"], lk["rescued"],
-                            lk["harmed"], lk["mcnemar_p"]] for lk in links],
-            "hovertemplate": ("%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
-                              "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"),
+            "source": [lk["source"] for lk in links],
+            "target": [lk["target"] for lk in links],
+            "value": [lk["count"] for lk in links],
+            "color": [colours[lk["kind"]] for lk in links],
+            "customdata": [
+                [
+                    text(lk["from"]),
+                    text(lk["to"]),
+                    KIND_TEXT[lk["kind"]],
+                    100 * lk["share"],
+                    lk["rescued"],
+                    lk["harmed"],
+                    lk["mcnemar_p"],
+                ]
+                for lk in links
+            ],
+            "hovertemplate": (
+                "%{customdata[0]} → %{customdata[1]}: <b>%{customdata[2]}</b><br>%{value} items (%{customdata[3]:.1f}%)"
+                "<br>pair: rescued %{customdata[4]} vs harmed %{customdata[5]}, McNemar p = %{customdata[6]:.3g}<extra></extra>"
+            ),
         },
-    }  # fmt: skip
+    }
 
 
 def column_x(k: int, n_cfg: int) -> float:

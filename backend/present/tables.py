@@ -47,8 +47,10 @@ def headline_table(models: Mapping[str, Mapping[str, Any]], n_items: int, grid: 
         cells = [interval(v, rec["ci"].get(name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
         rows.append([model, rec["best_fixed"]["config"], *cells, str(rec["terminal_regressions"])])
         values.append([None, None, *nums, rec["terminal_regressions"]])
-    caption = (f"Headline metrics on {n_items:,} matched items, grid {', '.join(grid)} ({RATE_UNITS}). "
-               "Terminal regressions: items correct at a cheaper configuration and wrong at the top one.")  # fmt: skip
+    caption = (
+        f"Headline metrics on {n_items:,} matched items, grid {', '.join(grid)} ({RATE_UNITS}). "
+        "Terminal regressions: items correct at a cheaper configuration and wrong at the top one."
+    )
     columns = ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
     keys = [None, None, *(n for n, _ in HEADLINES), "terminal_regressions"]
     return Table("headlines", caption, columns, rows, values, keys)
@@ -59,11 +61,22 @@ def transitions_table(models: Mapping[str, Mapping[str, Any]]) -> Table:
     rows, values = [], []
     for model, rec in models.items():
         for t in rec["transitions"]:
-            rows.append([model, f"{t['from']} → {t['to']}", str(t["rescued"]), str(t["harmed"]), signed_pp(t["net"]),
-                         pp(t["churn"]), p_value(t["mcnemar_p"])])  # fmt: skip
+            rows.append(
+                [
+                    model,
+                    f"{t['from']} → {t['to']}",
+                    str(t["rescued"]),
+                    str(t["harmed"]),
+                    signed_pp(t["net"]),
+                    pp(t["churn"]),
+                    p_value(t["mcnemar_p"]),
+                ]
+            )
             values.append([None, None, t["rescued"], t["harmed"], t["net"], t["churn"], t["mcnemar_p"]])
-    caption = ("Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
-               "net and churn in percentage points, exact McNemar p.")  # fmt: skip
+    caption = (
+        "Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
+        "net and churn in percentage points, exact McNemar p."
+    )
     columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
     keys = [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
     return Table("transitions", caption, columns, rows, values, keys)
@@ -79,8 +92,10 @@ def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
         cis = [[r[f"{n}_lo"], r[f"{n}_hi"]] if f"{n}_lo" in r else None for n in names]
         cells.append([r["task_type"], str(r["n"]), *(interval(v, ci) for v, ci in zip(nums, cis, strict=True))])
         values.append([None, r["n"], *nums])
-    caption = (f"By task type, {model} (% of items; Wilson 95% interval in brackets, valid for small groups); "
-               "n is the number of matched items of the type.")  # fmt: skip
+    caption = (
+        f"By task type, {model} (% of items; Wilson 95% interval in brackets, valid for small groups); "
+        "n is the number of matched items of the type."
+    )
     columns = ["Task type", "n", *(label for _, label in TASK_RATES)]
     return Table("task_types", caption, columns, cells, values, [None, "n", *names])
 

@@ -37,8 +37,16 @@ def render(data: Mapping[str, Any], fmt: str) -> bytes:
     return text.encode("utf-8")
 
 
-def build(store: Store, resolved: Resolved, fmt: str = "html", *, gallery_items: int = 24, seed: int = 0,
-          bootstrap: int = 1000, video_root: str | Path | None = None) -> bytes:  # fmt: skip
+def build(
+    store: Store,
+    resolved: Resolved,
+    fmt: str = "html",
+    *,
+    gallery_items: int = 24,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    video_root: str | Path | None = None,
+) -> bytes:
     """The report of ``resolved`` on ``store`` in format ``fmt``."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: expected one of {', '.join(FORMATS)}")

@@ -104,8 +104,15 @@ def explain_section(view: View) -> ExplainReport | None:
     return views.explain_view(view, focus, Target("flow", (a, b, "harmed")), top=10)
 
 
-def report_data(store: Store, resolved: Resolved, *, gallery_items: int = 24, seed: int = 0, bootstrap: int = 1000,
-                video_root: str | Path | None = None) -> ReportData:  # fmt: skip
+def report_data(
+    store: Store,
+    resolved: Resolved,
+    *,
+    gallery_items: int = 24,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    video_root: str | Path | None = None,
+) -> ReportData:
     """The report of ``resolved`` on ``store``: scope, headline numbers, flows, overlap, frontier, gallery."""
     if gallery_items < 0:
         raise UserError("--gallery must be >= 0")

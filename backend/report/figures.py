@@ -62,27 +62,69 @@ def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
         own = [p for p in points if p["model"] == model]
         if all(p["lo"] is not None for p in own):
             lo, hi = (np.array([p[end] for p in own]) for end in ("lo", "hi"))
-            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself", mode="lines",
-                                     fillcolor=rgba(colour, 0.15), line={"width": 0}, hoverinfo="skip", showlegend=False,
-                                     legendgroup=name), row=1, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=x, y=[p["accuracy"] for p in own], mode="lines+markers", name=name, legendgroup=name,
-            line={"color": colour, "width": 2.5}, marker={"size": 8}, customdata=[[escape(p["config"]), p["lo"], p["hi"]] for p in own],
-            hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1f}}–%{{customdata[2]:.1f}})<extra></extra>",
-        ), row=1, col=1)  # fmt: skip
-        hover = (f"<b>{name}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
-                 "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>")  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=np.concatenate([x, x[::-1]]),
+                    y=np.concatenate([hi, lo[::-1]]),
+                    fill="toself",
+                    mode="lines",
+                    fillcolor=rgba(colour, 0.15),
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=name,
+                ),
+                row=1,
+                col=1,
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[p["accuracy"] for p in own],
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                line={"color": colour, "width": 2.5},
+                marker={"size": 8},
+                customdata=[[escape(p["config"]), p["lo"], p["hi"]] for p in own],
+                hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}: %{{y:.1f}}%  (95% CI %{{customdata[1]:.1f}}–%{{customdata[2]:.1f}})<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        hover = (
+            f"<b>{name}</b> %{{customdata[0]}} → %{{customdata[1]}}<br>rescued %{{customdata[2]}} · harmed %{{customdata[3]}}"
+            "<br>net %{customdata[4]:+.1f} pp · churn %{customdata[5]:.1f} pp<br>McNemar p = %{customdata[6]:.3g}<extra></extra>"
+        )
         for kind, fill in (("rescued", CORRECT), ("harmed", WRONG)):
             own_bars = [b for b in bars if b["model"] == model and b["kind"] == kind]
-            fig.add_trace(go.Bar(
-                x=[(b["x0"] + b["x1"]) / 2 for b in own_bars], y=[b["items"] for b in own_bars], width=width, name=kind,
-                legendgroup=kind, showlegend=k == 0, marker={"color": fill, "line": {"color": colour, "width": 2}},
-                customdata=[[escape(b["from"]), escape(b["to"]), b["rescued"], b["harmed"], b["net"], b["churn"], b["p"]] for b in own_bars],
-                hovertemplate=hover,
-            ), row=2, col=1)  # fmt: skip
+            fig.add_trace(
+                go.Bar(
+                    x=[(b["x0"] + b["x1"]) / 2 for b in own_bars],
+                    y=[b["items"] for b in own_bars],
+                    width=width,
+                    name=kind,
+                    legendgroup=kind,
+                    showlegend=k == 0,
+                    marker={"color": fill, "line": {"color": colour, "width": 2}},
+                    customdata=[
+                        [escape(b["from"]), escape(b["to"]), b["rescued"], b["harmed"], b["net"], b["churn"], b["p"]]
+                        for b in own_bars
+                    ],
+                    hovertemplate=hover,
+                ),
+                row=2,
+                col=1,
+            )
     fig.update_layout(barmode="overlay", hovermode="closest")
-    fig.update_xaxes(tickvals=x, ticktext=ticks, range=[-0.5, len(grid) - 0.5], row=2, col=1,
-                     title_text="configuration (frames, @pixels per frame, /sampling policy)")  # fmt: skip
+    fig.update_xaxes(
+        tickvals=x,
+        ticktext=ticks,
+        range=[-0.5, len(grid) - 0.5],
+        row=2,
+        col=1,
+        title_text="configuration (frames, @pixels per frame, /sampling policy)",
+    )
     fig.update_xaxes(tickvals=x, ticktext=ticks, showticklabels=False, row=1, col=1)
     fig.update_yaxes(title_text="accuracy (%)", row=1, col=1)
     fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888", row=2, col=1)
@@ -95,9 +137,16 @@ def sankey(flows: dict) -> go.Figure:
     n_cfg = len(flows["configs"])
     fig = go.Figure(data=[series.sankey_trace(flows, SANKEY_COLOURS, text=escape)])
     for k, config in enumerate(flows["configs"]):  # long labels ("16f@151k ✓ 343") would collide between columns
-        fig.add_annotation(x=series.column_x(k, n_cfg), y=1.0, xref="paper", yref="paper", yanchor="bottom",
-                           xanchor="left" if k == 0 else "right" if k == n_cfg - 1 else "center", showarrow=False,
-                           text=f"<b>{escape(config)}</b>")  # fmt: skip
+        fig.add_annotation(
+            x=series.column_x(k, n_cfg),
+            y=1.0,
+            xref="paper",
+            yref="paper",
+            yanchor="bottom",
+            xanchor="left" if k == 0 else "right" if k == n_cfg - 1 else "center",
+            showarrow=False,
+            text=f"<b>{escape(config)}</b>",
+        )
     return style(fig, series.sankey_title(flows, escape), height=440)
 
 
@@ -105,8 +154,19 @@ def jaccard(overlap: dict) -> go.Figure:
     """Jaccard index of the models' confused-item sets (the Compare page's heatmap)."""
     models = [escape(m) for m in overlap["models"]]
     z = np.array([[np.nan if v is None else v for v in row] for row in overlap["jaccard"]], dtype=float)
-    fig = go.Figure(go.Heatmap(z=z, x=models, y=models, zmin=0, zmax=1, colorscale=SEQUENTIAL, texttemplate="%{z:.2f}",
-                               colorbar={"title": {"text": "Jaccard"}}, hovertemplate="%{y} vs %{x}: Jaccard %{z:.2f}<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=models,
+            y=models,
+            zmin=0,
+            zmax=1,
+            colorscale=SEQUENTIAL,
+            texttemplate="%{z:.2f}",
+            colorbar={"title": {"text": "Jaccard"}},
+            hovertemplate="%{y} vs %{x}: Jaccard %{z:.2f}<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed", title_text="model")
     fig.update_xaxes(title_text="model")
     return style(fig, "Overlap of confused items (Jaccard index)", height=160 + 50 * len(models))
@@ -116,8 +176,15 @@ def intersections(overlap: dict) -> go.Figure:
     """Confused items by the exact set of models confused (largest 15 sets)."""
     rows = overlap["intersections"][:15]
     labels = [escape(" + ".join(r["models"])) for r in rows]
-    fig = go.Figure(go.Bar(x=[r["n"] for r in rows], y=labels, orientation="h", marker_color=ACCENT,
-                           hovertemplate="confused by exactly %{y}: %{x} items<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=[r["n"] for r in rows],
+            y=labels,
+            orientation="h",
+            marker_color=ACCENT,
+            hovertemplate="confused by exactly %{y}: %{x} items<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed", title_text="confused by exactly these models")
     fig.update_xaxes(title_text="items")
     return style(fig, "Confused items by the exact set of models confused", height=150 + 26 * max(len(rows), 1))
@@ -128,42 +195,88 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
     (no cascade when ``sweep`` is None). The Policies page adds its chosen point and the predictor to it."""
     fig = go.Figure()
     fixed = [r for r in refs if r["policy"] == "fixed"]
-    fig.add_trace(go.Scatter(
-        x=[r["mean_frames"] for r in fixed], y=[100 * r["accuracy"] for r in fixed], mode="markers+text", name="fixed budgets",
-        text=[escape(r["label"]) for r in fixed], textposition="bottom right", marker={"color": NEUTRAL, "size": 11, "line": {"color": INK, "width": 1}},
-        hovertemplate="fixed %{text}: %{y:.1f}% at %{x:.0f} frames<extra></extra>",
-    ))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[r["mean_frames"] for r in fixed],
+            y=[100 * r["accuracy"] for r in fixed],
+            mode="markers+text",
+            name="fixed budgets",
+            text=[escape(r["label"]) for r in fixed],
+            textposition="bottom right",
+            marker={"color": NEUTRAL, "size": 11, "line": {"color": INK, "width": 1}},
+            hovertemplate="fixed %{text}: %{y:.1f}% at %{x:.0f} frames<extra></extra>",
+        )
+    )
     oracle = next(r for r in refs if r["policy"] == "oracle")
-    fig.add_trace(go.Scatter(
-        x=[oracle["mean_frames"]], y=[100 * oracle["accuracy"]], mode="markers", name="oracle (cheapest correct)",
-        marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
-        hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
-    ))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[oracle["mean_frames"]],
+            y=[100 * oracle["accuracy"]],
+            mode="markers",
+            name="oracle (cheapest correct)",
+            marker={"color": CORRECT, "size": 16, "symbol": "star", "line": {"color": INK, "width": 1}},
+            hovertemplate="oracle: %{y:.1f}% at %{x:.1f} frames per item<extra></extra>",
+        )
+    )
     match = None if sweep is None else sweep["matching"]
     if sweep is not None:
         front = pd.DataFrame(sweep["frontier"]).sort_values(["mean_frames_shared", "threshold"])
-        fig.add_trace(go.Scatter(
-            x=front["mean_frames_shared"], y=100 * front["accuracy"], mode="lines+markers", name="cascade (frames shared)",
-            line={"color": colour, "width": 2.5}, marker={"size": 5}, customdata=front[["threshold", "cost_vs_top_shared"]],
-            hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
-        ))  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=front["mean_frames_unshared"], y=100 * front["accuracy"], mode="lines", name="cascade (no sharing)",
-            line={"color": colour, "width": 1.5, "dash": "dot"}, visible="legendonly", customdata=front[["threshold"]],
-            hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=front["mean_frames_shared"],
+                y=100 * front["accuracy"],
+                mode="lines+markers",
+                name="cascade (frames shared)",
+                line={"color": colour, "width": 2.5},
+                marker={"size": 5},
+                customdata=front[["threshold", "cost_vs_top_shared"]],
+                hovertemplate="cascade t=%{customdata[0]:.3f}: %{y:.1f}% at %{x:.1f} frames (%{customdata[1]:.0%} of top)<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=front["mean_frames_unshared"],
+                y=100 * front["accuracy"],
+                mode="lines",
+                name="cascade (no sharing)",
+                line={"color": colour, "width": 1.5, "dash": "dot"},
+                visible="legendonly",
+                customdata=front[["threshold"]],
+                hovertemplate="cascade t=%{customdata[0]:.3f}, no sharing: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
+            )
+        )
     if match is not None and sweep is not None:
         ci = match.get("accuracy_ci") or [match["accuracy"]] * 2
-        fig.add_trace(go.Scatter(
-            x=[match["mean_frames_shared"]], y=[100 * match["accuracy"]], mode="markers", name=f"matches {escape(sweep['ladder'][-1])}",
-            marker={"color": colour, "size": 15, "symbol": "diamond", "line": {"color": INK, "width": 1.5}},
-            error_y={"type": "data", "symmetric": False, "array": [100 * (ci[1] - match["accuracy"])],
-                     "arrayminus": [100 * (match["accuracy"] - ci[0])], "color": INK, "thickness": 1.5},
-            hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
-        ))  # fmt: skip
-        fig.add_annotation(x=match["mean_frames_shared"], y=100 * match["accuracy"], ax=90, ay=-95, showarrow=True, arrowcolor=INK,
-                           text=f"t={match['threshold']:.3g}: saves {100 * match['saving']:.0f}% of frames",
-                           bgcolor="rgba(255,255,255,0.85)", bordercolor=INK, borderpad=3)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[match["mean_frames_shared"]],
+                y=[100 * match["accuracy"]],
+                mode="markers",
+                name=f"matches {escape(sweep['ladder'][-1])}",
+                marker={"color": colour, "size": 15, "symbol": "diamond", "line": {"color": INK, "width": 1.5}},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [100 * (ci[1] - match["accuracy"])],
+                    "arrayminus": [100 * (match["accuracy"] - ci[0])],
+                    "color": INK,
+                    "thickness": 1.5,
+                },
+                hovertemplate=f"t={match['threshold']:g}: %{{y:.1f}}% (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f}) at %{{x:.1f}} frames<extra></extra>",
+            )
+        )
+        fig.add_annotation(
+            x=match["mean_frames_shared"],
+            y=100 * match["accuracy"],
+            ax=90,
+            ay=-95,
+            showarrow=True,
+            arrowcolor=INK,
+            text=f"t={match['threshold']:.3g}: saves {100 * match['saving']:.0f}% of frames",
+            bgcolor="rgba(255,255,255,0.85)",
+            bordercolor=INK,
+            borderpad=3,
+        )
     fig.update_xaxes(
         title_text="mean frames per item (frames shared across budgets)", range=[0, fixed[-1]["mean_frames"] * 1.08]
     )
@@ -207,16 +320,31 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     enriched = explain_colour(report["target"])
     colours = [rgba(enriched if (r["lift"] or 0) >= 1 else NEUTRAL, 0.35 if r["small"] else 0.9) for r in rows]
     custom = [[r["n_selected"], r["n_slice"], 100 * (r["rate"] or 0), r["q"]] for r in rows]
-    fig = go.Figure(go.Bar(
-        x=lift, y=labels, orientation="h", marker_color=colours, customdata=custom,
-        error_x={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "color": INK, "thickness": 1},
-        hovertemplate="%{y}<br>%{customdata[0]} of %{customdata[1]} selected (%{customdata[2]:.1f}%)<br>"
-                      "lift %{x:.2f}, BH q %{customdata[3]:.3g}<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=lift,
+            y=labels,
+            orientation="h",
+            marker_color=colours,
+            customdata=custom,
+            error_x={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "color": INK, "thickness": 1},
+            hovertemplate="%{y}<br>%{customdata[0]} of %{customdata[1]} selected (%{customdata[2]:.1f}%)<br>"
+            "lift %{x:.2f}, BH q %{customdata[3]:.3g}<extra></extra>",
+        )
+    )
     base = 100 * (report["base_rate"] or 0)
     fig.add_vline(x=1, line={"color": NEUTRAL, "dash": "dash"})
-    fig.add_annotation(x=1, y=1, xref="x", yref="paper", yanchor="bottom", xanchor="left", showarrow=False,
-                       text=f"base rate {base:.1f}% (lift 1)", font={"color": INK})  # fmt: skip
+    fig.add_annotation(
+        x=1,
+        y=1,
+        xref="x",
+        yref="paper",
+        yanchor="bottom",
+        xanchor="left",
+        showarrow=False,
+        text=f"base rate {base:.1f}% (lift 1)",
+        font={"color": INK},
+    )
     fig.update_xaxes(title="lift: rate in the slice / base rate (95% interval)", rangemode="tozero")
     fig.update_yaxes(title=None)
     what = escape(report["target"]["describe"])

@@ -115,8 +115,10 @@ def script_json(obj) -> str:
 
 def _csp() -> str:
     digest = base64.b64encode(hashlib.sha256(BOOT.encode("utf-8")).digest()).decode("ascii")
-    return (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
-            "img-src data:; font-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'")  # fmt: skip
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
+        "img-src data:; font-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'"
+    )
 
 
 def e(value) -> str:
@@ -143,8 +145,10 @@ def table_html(t: tables.Table, first_col: dict[str, str] | None = None) -> str:
             tag = "th" if k == 0 else "td"
             cells.append(f'<{tag} scope="row"{attrs}>{inner}</{tag}>' if k == 0 else f"<{tag}{attrs}>{inner}</{tag}>")
         body.append(f'<tr data-row="{e(row[0])}">' + "".join(cells) + "</tr>")
-    return (f'<table id="table-{e(t.name)}"><caption>{e(t.caption)}</caption><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")  # fmt: skip
+    return (
+        f'<table id="table-{e(t.name)}"><caption>{e(t.caption)}</caption><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def kv_table(rows: list[tuple[str, str]]) -> str:
@@ -155,8 +159,10 @@ def kv_table(rows: list[tuple[str, str]]) -> str:
 def scope_section(data: Mapping[str, Any]) -> str:
     meta, scope = data["meta"], data["scope"]
     flt = {k: v for k, v in scope["item_filter"].items() if v}
-    excluded = "".join(f"<li><code>{e(label)}</code>: {scope['grid_excluded'][label]:,} items, {e(why)}</li>"
-                       for label, why in scope["grid_excluded_why"].items())  # fmt: skip
+    excluded = "".join(
+        f"<li><code>{e(label)}</code>: {scope['grid_excluded'][label]:,} items, {e(why)}</li>"
+        for label, why in scope["grid_excluded_why"].items()
+    )
     rows = [
         ("Store", f"<code>{e(meta['store'])}</code> (version {e(meta['store_version'])})"),
         ("Benchmark", e(scope["benchmark"] or "all benchmarks")),
@@ -177,9 +183,11 @@ def scope_section(data: Mapping[str, Any]) -> str:
         ("Versions", e(", ".join(f"{k} {v}" for k, v in meta["versions"].items()))),
         ("Generated", f'<time id="generated">{e(meta["generated_at"])}</time>'),
     ]
-    return (f'<section id="scope"><h2>Scope</h2>{kv_table(rows)}'
-            f'<p class="muted">Every number in this report, reproduced:</p><code class="cmd">{e(meta["metrics_command"])}</code>'
-            f'<p class="muted">This file:</p><code class="cmd">{e(meta["command"])}</code></section>')  # fmt: skip
+    return (
+        f'<section id="scope"><h2>Scope</h2>{kv_table(rows)}'
+        f'<p class="muted">Every number in this report, reproduced:</p><code class="cmd">{e(meta["metrics_command"])}</code>'
+        f'<p class="muted">This file:</p><code class="cmd">{e(meta["command"])}</code></section>'
+    )
 
 
 def headline_section(data: Mapping[str, Any]) -> str:
@@ -189,8 +197,10 @@ def headline_section(data: Mapping[str, Any]) -> str:
         if "text" in ov["grid"]
         else '<p class="note">Text overwrite is n/a: the grid has no text-only configuration.</p>'
     )
-    return (f'<section id="headlines"><h2>Headline numbers</h2>{table_html(tables.headline_table(data), data["colours"])}{note}'
-            f'<div class="fig" id="fig-curve"></div>{table_html(tables.transitions_table(data), data["colours"])}</section>')  # fmt: skip
+    return (
+        f'<section id="headlines"><h2>Headline numbers</h2>{table_html(tables.headline_table(data), data["colours"])}{note}'
+        f'<div class="fig" id="fig-curve"></div>{table_html(tables.transitions_table(data), data["colours"])}</section>'
+    )
 
 
 def score_section(data: Mapping[str, Any]) -> str:
@@ -199,25 +209,31 @@ def score_section(data: Mapping[str, Any]) -> str:
         return ""
     binary = data["overview"].get("binary")
     how = f'<p class="note">{e(describe(binary))}</p>' if binary else ""
-    return (f'<section id="scores"><h2>Scores: open-ended items</h2>{how}{table_html(tables.score_table(data), data["colours"])}'
-            f'{table_html(tables.score_transitions_table(data), data["colours"])}</section>')  # fmt: skip
+    return (
+        f'<section id="scores"><h2>Scores: open-ended items</h2>{how}{table_html(tables.score_table(data), data["colours"])}'
+        f"{table_html(tables.score_transitions_table(data), data['colours'])}</section>"
+    )
 
 
 def flows_section(data: Mapping[str, Any]) -> str:
     noise = ""
     if data["scope"]["beyond_noise"]:
         noise = f'<p class="note">Within-noise flips hidden: {data["flows"].get("n_hidden", 0):,}.</p>'
-    return (f'<section id="flows"><h2>Flows of {e(data["flows"]["model"])}</h2><div class="fig" id="fig-sankey"></div>'
-            '<p class="note">Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it.</p>'
-            f"{noise}</section>")  # fmt: skip
+    return (
+        f'<section id="flows"><h2>Flows of {e(data["flows"]["model"])}</h2><div class="fig" id="fig-sankey"></div>'
+        '<p class="note">Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it.</p>'
+        f"{noise}</section>"
+    )
 
 
 def explain_section(data: Mapping[str, Any]) -> str:
     report = data.get("explain")
     if report is None:
         return '<section id="explain"><h2>Why these items?</h2><p class="note">No flow between consecutive configurations harms an item.</p></section>'
-    return (f'<section id="explain"><h2>Why these items? {e(report["target"]["describe"])}</h2><div class="fig" id="fig-explain"></div>'
-            f"{table_html(tables.explain_table(report))}</section>")  # fmt: skip
+    return (
+        f'<section id="explain"><h2>Why these items? {e(report["target"]["describe"])}</h2><div class="fig" id="fig-explain"></div>'
+        f"{table_html(tables.explain_table(report))}</section>"
+    )
 
 
 def task_section(data: Mapping[str, Any]) -> str:
@@ -229,10 +245,18 @@ def overlap_section(data: Mapping[str, Any]) -> str:
     if ov is None:
         return '<section id="overlap"><h2>Confused-item overlap</h2><p class="note">Needs two or more models.</p></section>'
     share = "n/a" if ov["shared_share"] is None else f"{100 * ov['shared_share']:.1f}%"
-    counts = kv_table([("Confused by every model", f"{ov['confused_by_all']:,}"), ("Confused by any model", f"{ov['confused_by_any']:,}"),
-                       ("Shared share", share)] + [(f"Confused, {m}", f"{n:,}") for m, n in ov["confused"].items()])  # fmt: skip
-    return (f'<section id="overlap"><h2>Are the confused items the same items?</h2>{counts}'
-            '<div class="fig" id="fig-jaccard"></div><div class="fig" id="fig-intersections"></div></section>')  # fmt: skip
+    counts = kv_table(
+        [
+            ("Confused by every model", f"{ov['confused_by_all']:,}"),
+            ("Confused by any model", f"{ov['confused_by_any']:,}"),
+            ("Shared share", share),
+        ]
+        + [(f"Confused, {m}", f"{n:,}") for m, n in ov["confused"].items()]
+    )
+    return (
+        f'<section id="overlap"><h2>Are the confused items the same items?</h2>{counts}'
+        '<div class="fig" id="fig-jaccard"></div><div class="fig" id="fig-intersections"></div></section>'
+    )
 
 
 def policy_section(data: Mapping[str, Any]) -> str:
@@ -242,12 +266,16 @@ def policy_section(data: Mapping[str, Any]) -> str:
     sweep, match = pol["sweep"], pol["sweep"]["matching"]
     text = "No threshold reaches the top budget's accuracy on these items."
     if match is not None:
-        text = (f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({pp(sweep['top_accuracy'])}%): "
-                f"t = {match['threshold']:.3g}, accuracy {e(interval(match['accuracy'], match.get('accuracy_ci')))}%, "
-                f"frame saving {e(interval(match['saving'], match.get('saving_ci')))}%.")  # fmt: skip
-    return (f'<section id="frontier"><h2>Adaptive budgets: {e(pol["model"])}</h2><div class="fig" id="fig-frontier"></div>'
-            f'<p>{text}</p><p class="note">{sweep["n_items"]:,} items with a confidence at every budget of '
-            f"{e(', '.join(sweep['ladder']))}; {sweep['n_without_confidence']:,} without.</p></section>")  # fmt: skip
+        text = (
+            f"Cheapest threshold matching fixed {e(sweep['ladder'][-1])} ({pp(sweep['top_accuracy'])}%): "
+            f"t = {match['threshold']:.3g}, accuracy {e(interval(match['accuracy'], match.get('accuracy_ci')))}%, "
+            f"frame saving {e(interval(match['saving'], match.get('saving_ci')))}%."
+        )
+    return (
+        f'<section id="frontier"><h2>Adaptive budgets: {e(pol["model"])}</h2><div class="fig" id="fig-frontier"></div>'
+        f'<p>{text}</p><p class="note">{sweep["n_items"]:,} items with a confidence at every budget of '
+        f"{e(', '.join(sweep['ladder']))}; {sweep['n_without_confidence']:,} without.</p></section>"
+    )
 
 
 def trajectory_table(item: dict, grid: list[str], colours: dict[str, str]) -> str:
@@ -257,7 +285,7 @@ def trajectory_table(item: dict, grid: list[str], colours: dict[str, str]) -> st
         cells = "".join(
             f'<td class="{"ok" if ok else "bad"}" title="{e(c)}">{"✓" if ok else "✗"} {e(a or "–")}<small>{"" if p is None else f"{p:.2f}"}</small></td>'
             for c, ok, a, p in zip(grid, t["correct"], t["answer"], t["confidence"], strict=True)
-        )  # fmt: skip
+        )
         rows.append(f'<tr><td class="model">{chip(colours[model], model)}</td>{cells}</tr>')
     return f'<table class="traj"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -274,8 +302,10 @@ def strips_html(item: dict) -> str:
         label = f"{e(s['config'])} · " + (
             f"{len(s['shown'])} of {s['n_frames']} frames" if s["n_frames"] is not None else "frames unknown"
         )
-        imgs = "".join(f'<img alt="frame {i}" title="frame {i}" src="data:image/jpeg;base64,{b}">'
-                       for i, b in zip(s["shown"], s["jpeg_base64"], strict=False))  # fmt: skip
+        imgs = "".join(
+            f'<img alt="frame {i}" title="frame {i}" src="data:image/jpeg;base64,{b}">'
+            for i, b in zip(s["shown"], s["jpeg_base64"], strict=False)
+        )
         if not imgs:
             imgs = f'<span class="note">{e(" ".join(str(i) for i in s["shown"]) or s["note"])}</span>'
         out.append(f'<div class="strip"><span class="label">{label}</span>{imgs}</div>')
@@ -290,20 +320,25 @@ def gallery_section(data: Mapping[str, Any]) -> str:
     arts = []
     for item in items:
         options = "".join(f"<li>{e(o)}</li>" for o in item["options"])
-        notes = "".join(f"<li><b>{e(a['tag'])}</b>{'' if not a['model'] else ' (' + e(a['model']) + ')'}: {e(a['note'] or '')} "
-                        f"<span class=\"muted\">{e(a['author'])}</span></li>" for a in item["annotations"])  # fmt: skip
+        notes = "".join(
+            f"<li><b>{e(a['tag'])}</b>{'' if not a['model'] else ' (' + e(a['model']) + ')'}: {e(a['note'] or '')} "
+            f'<span class="muted">{e(a["author"])}</span></li>'
+            for a in item["annotations"]
+        )
         arts.append(
             f'<article class="item" id="item-{e(item["benchmark"])}-{e(item["item_id"])}">'
-            f'<h3>{e(item["benchmark"])} / {e(item["item_id"])}</h3>'
+            f"<h3>{e(item['benchmark'])} / {e(item['item_id'])}</h3>"
             f'<p class="muted">{e(item["task_type"] or "no task type")} · {e(item["duration"] or "no duration")} · {e("; ".join(item["reasons"]))}</p>'
             f'<p class="q">{e(item["question"] or "(no question text in the store)")}</p><ul class="options">{options}</ul><p class="muted">answer: {e(item["target"])}</p>'
             f"{trajectory_table(item, grid, data['colours'])}{strips_html(item)}"
             + (f"<ul>{notes}</ul>" if notes else "")
             + "</article>"
-        )  # fmt: skip
-    intro = ('<p class="note">The most informative items: terminal regressions, visually confused items and the largest '
-             "disagreement between models, taken in turn. Cells: ✓ correct / ✗ wrong, the answer given and its confidence; "
-             "strips: frames each budget fed the model (at most 8 shown, evenly spread).</p>")  # fmt: skip
+        )
+    intro = (
+        '<p class="note">The most informative items: terminal regressions, visually confused items and the largest '
+        "disagreement between models, taken in turn. Cells: ✓ correct / ✗ wrong, the answer given and its confidence; "
+        "strips: frames each budget fed the model (at most 8 shown, evenly spread).</p>"
+    )
     return f'<section id="gallery"><h2>Gallery: {len(items)} items</h2>{intro}{"".join(arts)}</section>'
 
 
@@ -312,8 +347,19 @@ def render(data: Mapping[str, Any]) -> str:
     scope = data["scope"]
     title = f"trajaudit report: {', '.join(scope['models'])} on {scope['benchmark'] or 'all benchmarks'}"
     figs = {name: json.loads(pio.to_json(fig, validate=False)) for name, fig in figures(data).items()}
-    body = "".join([scope_section(data), headline_section(data), score_section(data), flows_section(data), explain_section(data), task_section(data),
-                    overlap_section(data), policy_section(data), gallery_section(data)])  # fmt: skip
+    body = "".join(
+        [
+            scope_section(data),
+            headline_section(data),
+            score_section(data),
+            flows_section(data),
+            explain_section(data),
+            task_section(data),
+            overlap_section(data),
+            policy_section(data),
+            gallery_section(data),
+        ]
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">'

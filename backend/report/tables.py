@@ -53,11 +53,21 @@ def score_table(data: Mapping[str, Any]) -> Table:
         ci = c["ci"]
         means = [c["mean_score"][g] for g in grid]
         best = c["best_fixed"]
-        rows.append([model, str(c["n_items"]), *(interval(v, ci.get("mean_score", {}).get(g)) for v, g in zip(means, grid, strict=True)),
-                     f"{best['config']} {pp(best['mean_score'])}", pp(c["oracle_mean"]), interval(c["oracle_gap"], ci.get("oracle_gap"))])  # fmt: skip
+        rows.append(
+            [
+                model,
+                str(c["n_items"]),
+                *(interval(v, ci.get("mean_score", {}).get(g)) for v, g in zip(means, grid, strict=True)),
+                f"{best['config']} {pp(best['mean_score'])}",
+                pp(c["oracle_mean"]),
+                interval(c["oracle_gap"], ci.get("oracle_gap")),
+            ]
+        )
         values.append([None, c["n_items"], *means, best["mean_score"], c["oracle_mean"], c["oracle_gap"]])
-    caption = (f"Scores of the scored (open-ended) items ({SCORE_UNITS}). Oracle mean: mean over items of the best score "
-               "over configurations; oracle gap: oracle mean minus the best fixed configuration's mean score.")  # fmt: skip
+    caption = (
+        f"Scores of the scored (open-ended) items ({SCORE_UNITS}). Oracle mean: mean over items of the best score "
+        "over configurations; oracle gap: oracle mean minus the best fixed configuration's mean score."
+    )
     columns = ["Model", "Scored items", *grid, "Best fixed", "Oracle mean", "Oracle gap"]
     keys = [None, "n_items", *(f"mean_score[{g}]" for g in grid), "best_fixed", "oracle_mean", "oracle_gap"]
     return Table("scores", caption, columns, rows, values, keys)
@@ -69,15 +79,26 @@ def score_transitions_table(data: Mapping[str, Any]) -> Table:
     for model, c in scored_models(data).items():
         cis = c["ci"].get("regression_rate") or [None] * len(c["transitions"])
         for t, ci in zip(c["transitions"], cis, strict=True):
-            rows.append([model, f"{t['from']} → {t['to']}", str(t["improved"]), str(t["regressed"]), str(t["unchanged"]),
-                         interval(t["regression_rate"], ci), f"{t['sign_p']:.3g}"])  # fmt: skip
+            rows.append(
+                [
+                    model,
+                    f"{t['from']} → {t['to']}",
+                    str(t["improved"]),
+                    str(t["regressed"]),
+                    str(t["unchanged"]),
+                    interval(t["regression_rate"], ci),
+                    f"{t['sign_p']:.3g}",
+                ]
+            )
             values.append(
                 [None, None, t["improved"], t["regressed"], t["unchanged"], t["regression_rate"], t["sign_p"]]
             )
     tolerance = next(iter(scored_models(data).values()))["tolerance"] if scored_models(data) else 0.0
-    caption = (f"Score transitions between consecutive configurations: items whose score rose (improved), fell (regressed) "
-               f"or changed by at most {tolerance:g} (unchanged); regression rate in % of scored items with its 95% interval; "
-               "exact sign-test p of improved vs regressed.")  # fmt: skip
+    caption = (
+        f"Score transitions between consecutive configurations: items whose score rose (improved), fell (regressed) "
+        f"or changed by at most {tolerance:g} (unchanged); regression rate in % of scored items with its 95% interval; "
+        "exact sign-test p of improved vs regressed."
+    )
     columns = ["Model", "Transition", "Improved", "Regressed", "Unchanged", "Regression rate", "Sign p"]
     keys = [None, None, "improved", "regressed", "unchanged", "regression_rate", "sign_p"]
     return Table("score_transitions", caption, columns, rows, values, keys)
@@ -107,10 +128,22 @@ def latex(tables: list[Table]) -> str:
     for t in tables:
         spec = "l" + "r" * (len(t.columns) - 1)
         body = [" & ".join(latex_escape(c) for c in row) + r" \\" for row in t.rows]
-        out += [r"\begin{table}[t]", r"\centering", r"\small", rf"\caption{{{latex_escape(t.caption)}}}",
-                rf"\label{{tab:trajaudit-{t.name.replace('_', '-')}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-                " & ".join(latex_escape(c) for c in t.columns) + r" \\", r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
-                r"\end{table}", ""]  # fmt: skip
+        out += [
+            r"\begin{table}[t]",
+            r"\centering",
+            r"\small",
+            rf"\caption{{{latex_escape(t.caption)}}}",
+            rf"\label{{tab:trajaudit-{t.name.replace('_', '-')}}}",
+            rf"\begin{{tabular}}{{{spec}}}",
+            r"\toprule",
+            " & ".join(latex_escape(c) for c in t.columns) + r" \\",
+            r"\midrule",
+            *body,
+            r"\bottomrule",
+            r"\end{tabular}",
+            r"\end{table}",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -132,8 +165,14 @@ def markdown(tables: list[Table]) -> str:
     out = []
     for t in tables:
         align = ["---"] + ["---:"] * (len(t.columns) - 1)
-        out += [f"**{markdown_escape(t.caption)}**", "", "| " + " | ".join(markdown_escape(c) for c in t.columns) + " |",
-                "| " + " | ".join(align) + " |", *(_markdown_row(row, values) for row, values in zip(t.rows, t.values, strict=True)), ""]  # fmt: skip
+        out += [
+            f"**{markdown_escape(t.caption)}**",
+            "",
+            "| " + " | ".join(markdown_escape(c) for c in t.columns) + " |",
+            "| " + " | ".join(align) + " |",
+            *(_markdown_row(row, values) for row, values in zip(t.rows, t.values, strict=True)),
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -147,12 +186,23 @@ def explain_table(report: dict) -> Table:
     rows, values = [], []
     for s in report["slices"] + report["pairs"]:
         diff = interval(s["diff"], s["diff_ci"])
-        rows.append([s["label"] + (" (small)" if s["small"] else ""), f"{s['n_selected']} / {s['n_slice']}", pp(s["rate"]),
-                     "n/a" if s["lift"] is None else f"{s['lift']:.2f}", diff, p_value(s["p"]), p_value(s["q"])])  # fmt: skip
+        rows.append(
+            [
+                s["label"] + (" (small)" if s["small"] else ""),
+                f"{s['n_selected']} / {s['n_slice']}",
+                pp(s["rate"]),
+                "n/a" if s["lift"] is None else f"{s['lift']:.2f}",
+                diff,
+                p_value(s["p"]),
+                p_value(s["q"]),
+            ]
+        )
         values.append([None, s["n_selected"], s["rate"], s["lift"], s["diff"], s["p"], s["q"]])
-    caption = (f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
-               f"{report['n_scope']:,} items (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
-               "difference: percentage points against the rest of the scope (Newcombe 95% interval); Fisher's exact p; "
-               f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {report['min_size']} items.")  # fmt: skip
+    caption = (
+        f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
+        f"{report['n_scope']:,} items (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
+        "difference: percentage points against the rest of the scope (Newcombe 95% interval); Fisher's exact p; "
+        f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {report['min_size']} items."
+    )
     columns = ["Slice", "Selected / in slice", "Rate", "Lift", "Difference", "p", "q"]
     return Table("explain", caption, columns, rows, values, [None, "n_selected", "rate", "lift", "diff", "p", "q"])

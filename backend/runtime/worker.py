@@ -277,8 +277,10 @@ class Worker:
                 self.queue.require()  # a store deleted under the job stops the worker (QueueGone), not the job
                 if self._stop.is_set():  # the stop landed inside a library call (DuckDB: "Query interrupted")
                     self.queue.release(job.id, self.worker_id)
-                    print(f"worker: stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue",
-                          flush=True)  # fmt: skip
+                    print(
+                        f"worker: stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue",
+                        flush=True,
+                    )
                     return "queued"
                 traceback.print_exc(file=sys.stderr)
                 message = failure_line(exc)

@@ -141,14 +141,27 @@ def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     log, pid_file, _ = _files(store_root, model)
     online = [w for w in JobQueue(store_root).workers(ONLINE_WITHIN_S) if w.model == model]
     started = json.loads(pid_file.read_text()) if pid_file.is_file() else None
-    who = None if started is None else StartedBy(
-        parent_pid=started.get("parent_pid"), user=started.get("user"), started_at=started.get("started_at"),
-        idle_timeout_s=started.get("idle_timeout_s"),
-    )  # fmt: skip
+    who = (
+        None
+        if started is None
+        else StartedBy(
+            parent_pid=started.get("parent_pid"),
+            user=started.get("user"),
+            started_at=started.get("started_at"),
+            idle_timeout_s=started.get("idle_timeout_s"),
+        )
+    )
     out = LocalWorker(
-        model=model, log=str(log), pid=None, worker_id=None, device=None, log_tail=[], reason=None, started_by=who,
+        model=model,
+        log=str(log),
+        pid=None,
+        worker_id=None,
+        device=None,
+        log_tail=[],
+        reason=None,
+        started_by=who,
         state="none",
-    )  # fmt: skip
+    )
     if online:
         w = online[0]
         out.update({"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device})
@@ -197,16 +210,29 @@ def ensure_local_worker(
         if status["state"] in ("online", "starting"):
             return status | {"started": False}
         parent = os.getpid() if parent_pid is None else parent_pid
-        cmd = [*CLI, "worker", "--store", str(root.resolve()), "--model", model, "--device", device,
-               "--parent-pid", str(parent), "--idle-timeout", f"{LOCAL_IDLE_TIMEOUT_S:g}"]  # fmt: skip
+        cmd = [
+            *CLI,
+            "worker",
+            "--store",
+            str(root.resolve()),
+            "--model",
+            model,
+            "--device",
+            device,
+            "--parent-pid",
+            str(parent),
+            "--idle-timeout",
+            f"{LOCAL_IDLE_TIMEOUT_S:g}",
+        ]
         env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
         with _append(log) as out:
             out.write(
                 f"--- {datetime.now(UTC).isoformat()} starting: trajaudit worker --model {model} --device {device}\n"
             )
             out.flush()
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         who = {"parent_pid": parent, "user": _user(), "started_at": time.time(), "idle_timeout_s": LOCAL_IDLE_TIMEOUT_S}
         write_atomic(pid_file, json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
     return status | {

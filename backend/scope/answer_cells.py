@@ -43,8 +43,13 @@ _LETTER_SQL = "CASE WHEN length(answer) = 1 AND answer BETWEEN 'A' AND 'Z' THEN 
 
 
 def _query(store: Store, matrix: Matrix, model: str, include_reruns: bool) -> AnswerCells:
-    keys = pd.DataFrame({"benchmark": matrix.items["benchmark"].astype(str),
-                         "item_id": matrix.items["item_id"].astype(str), "i": np.arange(matrix.n_items)})  # fmt: skip
+    keys = pd.DataFrame(
+        {
+            "benchmark": matrix.items["benchmark"].astype(str),
+            "item_id": matrix.items["item_id"].astype(str),
+            "i": np.arange(matrix.n_items),
+        }
+    )
     sql = f"""
         SELECT k.i, (list_position($grid, r.config) - 1)::INTEGER AS c, ({_LETTER_SQL})::TINYINT AS letter,
                ({_KIND_SQL})::TINYINT AS kind,
@@ -64,8 +69,13 @@ def _query(store: Store, matrix: Matrix, model: str, include_reruns: bool) -> An
         finally:
             con.unregister("explain_keys")
     shape = (matrix.n_items, len(matrix.grid))
-    cells = {"m": np.zeros(len(rows["i"]), dtype=np.int64), "i": np.asarray(rows["i"]), "c": np.asarray(rows["c"]),
-             "tier": rows["tier"], "written": rows["written"]}  # fmt: skip
+    cells = {
+        "m": np.zeros(len(rows["i"]), dtype=np.int64),
+        "i": np.asarray(rows["i"]),
+        "c": np.asarray(rows["c"]),
+        "tier": rows["tier"],
+        "written": rows["written"],
+    }
     win = _winners(cells, (1, *shape))
     letter = np.full(shape, -1, dtype=np.int8)
     kind = np.ones(shape, dtype=np.int8)  # a cell without a row (none in a matched matrix) reads as empty
@@ -74,8 +84,9 @@ def _query(store: Store, matrix: Matrix, model: str, include_reruns: bool) -> An
     return AnswerCells(letter, kind)
 
 
-def load_answer_cells(store: Store, matrix: Matrix, model: str, include_reruns: bool = False,
-                      scope: object | None = None) -> AnswerCells:  # fmt: skip
+def load_answer_cells(
+    store: Store, matrix: Matrix, model: str, include_reruns: bool = False, scope: object | None = None
+) -> AnswerCells:
     """The answers and raw-output kinds of ``model`` on every (item, configuration) of ``matrix``.
 
     ``scope`` (the resolved ``Scope`` the matrix was loaded for) keys the cache entry with the store's files:

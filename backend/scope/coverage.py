@@ -130,8 +130,13 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts)
         folder.mkdir()
         np.save(folder / "bits.npy", np.packbits(state.bits, axis=1), allow_pickle=False)
         feather.write_feather(state.index, folder / "index.arrow", compression="uncompressed")
-        meta = {"keys": state.keys, "rows": state.rows.tolist(), "n_items": state.index.num_rows,
-                "parts": parts, "files": manifest.files["responses"]}  # fmt: skip
+        meta = {
+            "keys": state.keys,
+            "rows": state.rows.tolist(),
+            "n_items": state.index.num_rows,
+            "parts": parts,
+            "files": manifest.files["responses"],
+        }
         (folder / "meta.json").write_text(json.dumps(meta))
 
     root = diskcache.folder(store)

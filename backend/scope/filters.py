@@ -42,13 +42,24 @@ class ItemFilter:
 
     def spec(self) -> ItemFilterSpec:
         """The filters as the reports' JSON states them (``scope.item_filter``)."""
-        return {"task_types": list(self.task_types), "durations": list(self.durations), "domains": list(self.domains),
-                "search": self.search, "item_ids": list(self.item_ids), "tags": list(self.tags)}  # fmt: skip
+        return {
+            "task_types": list(self.task_types),
+            "durations": list(self.durations),
+            "domains": list(self.domains),
+            "search": self.search,
+            "item_ids": list(self.item_ids),
+            "tags": list(self.tags),
+        }
 
     def to_argv(self) -> list[str]:
         """The command-line flags that select these items (the CLI twins pages print)."""
-        flags = [("--task-type", self.task_types), ("--duration", self.durations), ("--domain", self.domains),
-                 ("--annotation-tag", self.tags), ("--item-ids", self.item_ids)]  # fmt: skip
+        flags = [
+            ("--task-type", self.task_types),
+            ("--duration", self.durations),
+            ("--domain", self.domains),
+            ("--annotation-tag", self.tags),
+            ("--item-ids", self.item_ids),
+        ]
         argv = [arg for flag, values in flags if values for arg in (flag, ",".join(values))]
         return argv + (["--search", self.search] if self.search else [])
 

@@ -173,9 +173,13 @@ def frame_plan(
     # configuration took 50-130 ms an item in pandas' overhead on a few dozen rows.
     by_config: dict[str, list[tuple]] = {}
     for config, *rest in zip(
-        resolved["config"], resolved["model"], resolved["frames_source"], resolved["sampler"],
-        resolved["frame_indices"], strict=True,
-    ):  # fmt: skip
+        resolved["config"],
+        resolved["model"],
+        resolved["frames_source"],
+        resolved["sampler"],
+        resolved["frame_indices"],
+        strict=True,
+    ):
         by_config.setdefault(config, []).append(tuple(rest))
     rows = []
     for label in configs.order(labels):

@@ -223,8 +223,9 @@ class Cells:
     answer: np.ndarray | None = None
 
 
-def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, dict[str, np.ndarray]]:  # fmt: skip
+def _scatter(
+    cells: dict, shape: tuple[int, int, int], answers: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, dict[str, np.ndarray]]:
     """Dense arrays from the coded cells, one response per cell (see ``_winners``)."""
     rows = _winners(cells, shape)
     idx = (cells["m"][rows], cells["i"][rows], cells["c"][rows])
@@ -243,13 +244,24 @@ def _scatter(cells: dict, shape: tuple[int, int, int], answers: bool
         answer[idx] = np.where(np.ma.getmaskarray(a), None, np.ma.getdata(a))[rows]  # type: ignore[call-overload]  # numpy stubs reject None as a fill value, which object arrays take
     up = rows[np.asarray(cells["tier"])[rows] > 0]
     up = up[tier[cells["m"][up], cells["i"][up], cells["c"][up]] > 0]  # not overwritten by a tier-0 row
-    later = {"m": cells["m"][up].astype(np.int64), "i": cells["i"][up].astype(np.int64),
-             "c": cells["c"][up].astype(np.int64), "written": np.asarray(cells["written"])[up].astype(np.int64)}  # fmt: skip
+    later = {
+        "m": cells["m"][up].astype(np.int64),
+        "i": cells["i"][up].astype(np.int64),
+        "c": cells["c"][up].astype(np.int64),
+        "written": np.asarray(cells["written"])[up].astype(np.int64),
+    }
     return tier, correct, confidence, score, answer, later
 
 
-def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
-          include_answers: bool, include_reruns: bool) -> Matrix:  # fmt: skip
+def _load(
+    store: Store,
+    models: list[str],
+    benchmark: str | None,
+    grid: list[str],
+    item_filter: ItemFilter | None,
+    include_answers: bool,
+    include_reruns: bool,
+) -> Matrix:
     """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""
     return matched(scan(store, models, benchmark, grid, item_filter, include_answers, include_reruns))
 
@@ -257,8 +269,15 @@ def _load(store: Store, models: list[str], benchmark: str | None, grid: list[str
 ITEM_FIELDS = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
 
 
-def scan(store: Store, models: list[str], benchmark: str | None, grid: list[str], item_filter: ItemFilter | None,
-         include_answers: bool, include_reruns: bool) -> Cells:  # fmt: skip
+def scan(
+    store: Store,
+    models: list[str],
+    benchmark: str | None,
+    grid: list[str],
+    item_filter: ItemFilter | None,
+    include_answers: bool,
+    include_reruns: bool,
+) -> Cells:
     """Every item in scope and its chosen responses, in one pass over the store."""
     with store.connect() as con:
         bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])

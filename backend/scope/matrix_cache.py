@@ -110,13 +110,19 @@ def _read(folder: Path) -> tuple[dict, Cells] | None:
         return None
     shape = arrays["tier"].shape
     arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
-    state = Cells(meta["models"], meta["grid"], items, later=dict(zip(("m", "i", "c", "written"), later, strict=True)),
-                  **{name: np.asarray(arrays[name]) for name in ARRAYS})  # fmt: skip
+    state = Cells(
+        meta["models"],
+        meta["grid"],
+        items,
+        later=dict(zip(("m", "i", "c", "written"), later, strict=True)),
+        **{name: np.asarray(arrays[name]) for name in ARRAYS},
+    )
     return meta, state
 
 
-def _save(store: Store, manifest: Manifest, scope: str, state: Cells, parts: dict, base: Path | None,
-          changed: set[str]) -> None:  # fmt: skip
+def _save(
+    store: Store, manifest: Manifest, scope: str, state: Cells, parts: dict, base: Path | None, changed: set[str]
+) -> None:
     """Publish ``state`` as the scope's entry at this manifest version (when the manifest has not moved
     on), hard-linking from ``base`` what did not change; then prune older versions."""
     if store.manifest().version != manifest.version:
@@ -138,8 +144,13 @@ def _save(store: Store, manifest: Manifest, scope: str, state: Cells, parts: dic
             feather.write_feather(state.items, folder / "items.arrow", compression="uncompressed")
         later = np.stack([state.later[k].astype(np.int64) for k in ("m", "i", "c", "written")])
         np.save(folder / "later.npy", later, allow_pickle=False)
-        meta = {"models": state.models, "grid": state.grid, "all_nan": all_nan, "parts": parts,
-                "files": {t: manifest.files[t] for t in TABLES}}  # fmt: skip
+        meta = {
+            "models": state.models,
+            "grid": state.grid,
+            "all_nan": all_nan,
+            "parts": parts,
+            "files": {t: manifest.files[t] for t in TABLES},
+        }
         (folder / "meta.json").write_text(json.dumps(meta))
 
     root = diskcache.folder(store)
@@ -149,8 +160,9 @@ def _save(store: Store, manifest: Manifest, scope: str, state: Cells, parts: dic
         diskcache.prune(root, "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
 
 
-def _patch(store: Store, manifest: Manifest, state: Cells, meta: dict, grid: list[str], benchmark: str | None,
-           reruns: bool) -> tuple[Cells, dict, set[str]] | None:  # fmt: skip
+def _patch(
+    store: Store, manifest: Manifest, state: Cells, meta: dict, grid: list[str], benchmark: str | None, reruns: bool
+) -> tuple[Cells, dict, set[str]] | None:
     """``state`` brought up to ``manifest`` from the new rows only, with the parts to record and which
     arrays changed; None when only a cold load can say (see the module docstring)."""
     if not set(state.grid) <= set(grid):
@@ -201,8 +213,16 @@ def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> n
         con.register(
             "old", items.select(["benchmark", "item_id"]).append_column("pos", pa.array(np.arange(items.num_rows)))
         )
-        con.register("q", pa.table({"benchmark": pa.array(benchmark, pa.string()), "item_id": pa.array(item_id, pa.string()),
-                                    "ord": np.arange(len(item_id))}))  # fmt: skip
+        con.register(
+            "q",
+            pa.table(
+                {
+                    "benchmark": pa.array(benchmark, pa.string()),
+                    "item_id": pa.array(item_id, pa.string()),
+                    "ord": np.arange(len(item_id)),
+                }
+            ),
+        )
         found = con.sql(
             "SELECT coalesce(o.pos, -1) AS pos FROM q LEFT JOIN old o ON o.benchmark = q.benchmark "
             "AND o.item_id = q.item_id ORDER BY q.ord"
@@ -210,8 +230,15 @@ def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> n
     return np.asarray(found["pos"], dtype=np.int64)
 
 
-def _rows(con: duckdb.DuckDBPyConnection, source: str, models: list[str], grid: list[str], configs: list[str],
-          benchmark: str | None, reruns: bool) -> dict:  # fmt: skip
+def _rows(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    models: list[str],
+    grid: list[str],
+    configs: list[str],
+    benchmark: str | None,
+    reruns: bool,
+) -> dict:
     """The scope's rows of ``source`` at ``configs``, coded as a cold load codes them, with their item keys."""
     bench = "" if benchmark is None else "AND r.benchmark = $benchmark"
     sql = f"""SELECT r.benchmark, r.item_id, {CELL_VALUES} FROM {source} r
@@ -233,8 +260,9 @@ def _plain(values: object) -> object:
     return values.to_numpy(zero_copy_only=False) if isinstance(values, pa.ChunkedArray) else values
 
 
-def _merge_items(store: Store, items: pa.Table, fresh: np.ndarray,
-                 refresh: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:  # fmt: skip
+def _merge_items(
+    store: Store, items: pa.Table, fresh: np.ndarray, refresh: np.ndarray
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The scope's items with the ``fresh`` keys inserted in order and the rows ``refresh`` read again; each old
     item's new position, and each fresh key's count of old keys before it."""
     n_old = items.num_rows
@@ -247,15 +275,19 @@ def _merge_items(store: Store, items: pa.Table, fresh: np.ndarray,
         old_at = old_at + np.searchsorted(ins, old_at, side="right")
     split = np.char.partition(fresh, "\x01") if len(fresh) else np.zeros((0, 3), dtype=str)
     again = items.take(pa.array(refresh, pa.int64()))
-    wanted = pa.table({"benchmark": pa.concat_arrays([pa.array(split[:, 0], pa.string()), again["benchmark"].combine_chunks()]),
-                       "item_id": pa.concat_arrays([pa.array(split[:, 2], pa.string()), again["item_id"].combine_chunks()]),
-                       "ord": np.arange(len(fresh) + len(refresh))})  # fmt: skip
+    wanted = pa.table(
+        {
+            "benchmark": pa.concat_arrays([pa.array(split[:, 0], pa.string()), again["benchmark"].combine_chunks()]),
+            "item_id": pa.concat_arrays([pa.array(split[:, 2], pa.string()), again["item_id"].combine_chunks()]),
+            "ord": np.arange(len(fresh) + len(refresh)),
+        }
+    )
     with store.connect() as con:
         con.register("wanted", wanted)
         try:
             read = con.sql(f"""SELECT r.benchmark, r.item_id, {ITEM_FIELDS} FROM wanted r
                                LEFT JOIN items it ON it.benchmark = r.benchmark AND it.item_id = r.item_id
-                               ORDER BY r.ord""").to_arrow_table()  # fmt: skip
+                               ORDER BY r.ord""").to_arrow_table()
         finally:
             con.unregister("wanted")
     order = np.empty(n_old + len(fresh), dtype=np.int64)
@@ -280,9 +312,16 @@ def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) ->
         return out
 
     later = state.later | {"i": old_at[state.later["i"]], "c": at_c[state.later["c"]]}
-    return Cells(state.models, list(grid), items, moved(state.tier, ABSENT, np.int8),
-                 moved(state.correct, 0, np.int8), moved(state.confidence, np.nan, np.float32),
-                 moved(state.score, np.nan, np.float32), later)  # fmt: skip
+    return Cells(
+        state.models,
+        list(grid),
+        items,
+        moved(state.tier, ABSENT, np.int8),
+        moved(state.correct, 0, np.int8),
+        moved(state.confidence, np.nan, np.float32),
+        moved(state.score, np.nan, np.float32),
+        later,
+    )
 
 
 def _apply(state: Cells, rows: dict) -> bool:
@@ -314,6 +353,8 @@ def _apply(state: Cells, rows: dict) -> bool:
     keep = ~np.isin(later_flat, cell)
     up = won[tier[won] > 0]
     m, i, c = np.unravel_index(flat[up], shape)
-    state.later = {k: np.concatenate([state.later[k][keep], v]) for k, v in
-                   (("m", m), ("i", i), ("c", c), ("written", written[up]))}  # fmt: skip
+    state.later = {
+        k: np.concatenate([state.later[k][keep], v])
+        for k, v in (("m", m), ("i", i), ("c", c), ("written", written[up]))
+    }
     return True

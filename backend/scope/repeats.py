@@ -44,9 +44,13 @@ def load_repeats(store: Store, matrix: Matrix) -> Repeats:
     n_rep = np.zeros(shape, dtype=np.int32)
     n_right = np.zeros(shape, dtype=np.int32)
     with store.connect() as con:
-        labels = [r[0] for r in con.execute(
-            f"SELECT DISTINCT config FROM responses WHERE list_contains($m, model) AND {main_only()}", {"m": matrix.models}
-        ).fetchall()]  # fmt: skip
+        labels = [
+            r[0]
+            for r in con.execute(
+                f"SELECT DISTINCT config FROM responses WHERE list_contains($m, model) AND {main_only()}",
+                {"m": matrix.models},
+            ).fetchall()
+        ]
         known = [lab for lab in labels if _parses(lab)]
         con.register("budgets", _budget_table(known))
         con.register("grid_budgets", _budget_table(matrix.grid).assign(c=np.arange(len(matrix.grid))))

@@ -164,8 +164,14 @@ class Resolved:
         """The same models, benchmark, grid and re-run choice with no item filter, tag, noise toggle or score
         cut-off (the stored verdicts): the matrix every filtered view of the grid is cut from, before any
         cut-off drops or recodes a scored item (and the sidebar's filter choices)."""
-        bare = dataclasses.replace(self.scope, item_filter=ItemFilter(), tag=None, tag_model=None, beyond_noise=False,
-                                   score_cutoff=binary.STORED)  # fmt: skip
+        bare = dataclasses.replace(
+            self.scope,
+            item_filter=ItemFilter(),
+            tag=None,
+            tag_model=None,
+            beyond_noise=False,
+            score_cutoff=binary.STORED,
+        )
         return dataclasses.replace(self, scope=bare)
 
     def key(self) -> str:
@@ -341,8 +347,11 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
     if models:
         p.add_argument("--models", required=True, help="models, comma-separated (items are matched over all of them)")
     p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
-    p.add_argument("--grid", default=None,
-                   help="configs in order, e.g. text,16f,32f,64f (default: docs/metrics.md's default grid, as on the pages)")  # fmt: skip
+    p.add_argument(
+        "--grid",
+        default=None,
+        help="configs in order, e.g. text,16f,32f,64f (default: docs/metrics.md's default grid, as on the pages)",
+    )
     p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
     p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
     p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
@@ -355,17 +364,32 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
             "--tag-model", default=None, help="the model whose trajectory --tag selects items (default: the first)"
         )
     if noise:
-        p.add_argument("--beyond-noise", action="store_true",
-                       help="leave out flips within the item's own repeat noise (the pages' 'hide within-noise flips')")  # fmt: skip
-    p.add_argument("--include-reruns", action="store_true",
-                   help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)")  # fmt: skip
-    p.add_argument("--score-cutoff", default=None, metavar="stored|none|T",
-                   help="how scored (open-ended) responses enter accuracy: 'stored' (default) their stored correct, "
-                   "T in [0, 1] correct = score >= T, 'none' left out of accuracy (their scores stay)")  # fmt: skip
+        p.add_argument(
+            "--beyond-noise",
+            action="store_true",
+            help="leave out flips within the item's own repeat noise (the pages' 'hide within-noise flips')",
+        )
+    p.add_argument(
+        "--include-reruns",
+        action="store_true",
+        help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)",
+    )
+    p.add_argument(
+        "--score-cutoff",
+        default=None,
+        metavar="stored|none|T",
+        help="how scored (open-ended) responses enter accuracy: 'stored' (default) their stored correct, "
+        "T in [0, 1] correct = score >= T, 'none' left out of accuracy (their scores stay)",
+    )
 
 
-def command_line(command: list[str], resolved: Resolved, store: Store | str | None = None, *extra: str,
-                 model_flag: str | None = "--models") -> str:  # fmt: skip
+def command_line(
+    command: list[str],
+    resolved: Resolved,
+    store: Store | str | None = None,
+    *extra: str,
+    model_flag: str | None = "--models",
+) -> str:
     """The exact ``trajaudit ...`` line of a view (its CLI twin), ready to copy: every page's twin is built
     here from its scope (``model_flag``: see ``Scope.to_argv``), never written out by hand."""
     argv = ["trajaudit", *command]

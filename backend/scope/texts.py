@@ -93,8 +93,14 @@ def item_texts(item: dict, responses: pd.DataFrame) -> ItemTexts | None:
             "diff": word_diff(None if pd.isna(answer) else str(answer), refs),
         }
         for model, config, run, live, answer, score, rank in zip(
-            rows["model"], rows["config"], rows["run"], rows["live_rerun"], text, rows["score"], rows["rank"],
+            rows["model"],
+            rows["config"],
+            rows["run"],
+            rows["live_rerun"],
+            text,
+            rows["score"],
+            rows["rank"],
             strict=True,
         )
-    ]  # fmt: skip
+    ]
     return {"references": refs, "rows": out}

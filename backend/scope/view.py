@@ -52,8 +52,14 @@ def view_key(root: str, version: int, resolved: Resolved) -> str:
     return repr((root, version, resolved.key()))
 
 
-def open_view(store: Store, resolved: Resolved, *, include_answers: bool = False, base: Matrix | None = None,
-              version: int | None = None) -> View:  # fmt: skip
+def open_view(
+    store: Store,
+    resolved: Resolved,
+    *,
+    include_answers: bool = False,
+    base: Matrix | None = None,
+    version: int | None = None,
+) -> View:
     """The view of ``resolved`` on ``store``: its matrices by ``Resolved.load_views`` (``base``: see there), at
     ``version`` (the pages pass the version their cache key names; default: the store's now)."""
     version = store.version() if version is None else version

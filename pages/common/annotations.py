@@ -63,8 +63,13 @@ def _row(root: str, ann: pd.Series) -> None:
     note = f": {ui.escape_md(ann['note'])}" if isinstance(ann["note"], str) else ""
     left.markdown(f":violet-badge[{ui.escape_md(ann['tag'])}]{note}")
     left.caption(ui.escape_md(f"{ann['author']} · {when}{about}"))
-    right.button(":material/delete:", key=f"ann-del-{ann['annotation_id']}", help="Delete this annotation",
-                 on_click=_delete, args=(root, ann["annotation_id"]))  # fmt: skip
+    right.button(
+        ":material/delete:",
+        key=f"ann-del-{ann['annotation_id']}",
+        help="Delete this annotation",
+        on_click=_delete,
+        args=(root, ann["annotation_id"]),
+    )
 
 
 def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, models: list[str]) -> None:
@@ -88,8 +93,12 @@ def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, mo
     with st.form(form, border=True):
         st.markdown("**Add an annotation** (evidence pathway and a free note)")
         c1, c2, c3 = st.columns([2, 1, 1])
-        c1.selectbox("Tag", list(annotations.VOCABULARY), key=f"{form}-tag",
-                     format_func=lambda t: f"{t}: {annotations.VOCABULARY[t]}")  # fmt: skip
+        c1.selectbox(
+            "Tag",
+            list(annotations.VOCABULARY),
+            key=f"{form}-tag",
+            format_func=lambda t: f"{t}: {annotations.VOCABULARY[t]}",
+        )
         c2.selectbox("About", [EVERY_MODEL, *models], key=f"{form}-model")
         if f"{form}-author" not in st.session_state:
             st.session_state[f"{form}-author"] = st.session_state[AUTHOR_KEY]

@@ -67,46 +67,98 @@ def curve_and_flows(
     flows = [{**bar, "kind": terms["up" if bar["kind"] == "rescued" else "down"]} for bar in series.flow_bars(overview)]
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
-    colour = {"field": "model", "type": "nominal", "title": None,
-              "scale": {"domain": models, "range": [colours[m] for m in models]}}  # fmt: skip
-    curve_tip = _tip(("model", "model"), ("config", "configuration"), ("accuracy", terms["value"], ".1f"),
-                     ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f"))  # fmt: skip
+    colour = {
+        "field": "model",
+        "type": "nominal",
+        "title": None,
+        "scale": {"domain": models, "range": [colours[m] for m in models]},
+    }
+    curve_tip = _tip(
+        ("model", "model"),
+        ("config", "configuration"),
+        ("accuracy", terms["value"], ".1f"),
+        ("lo", "95% CI low (%)", ".1f"),
+        ("hi", "95% CI high (%)", ".1f"),
+    )
     top = {
         "height": int(height * 0.45),
         "data": {"values": curve},
-        "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, "axis": {**x_axis, "labels": False, "ticks": False},
-                           "title": None}},
+        "encoding": {
+            "x": {
+                "field": "x",
+                "type": "quantitative",
+                "scale": x_scale,
+                "axis": {**x_axis, "labels": False, "ticks": False},
+                "title": None,
+            }
+        },
         "layer": [
-            {"mark": {"type": "area", "opacity": 0.15}, "transform": [{"filter": "isValid(datum.lo)"}],
-             "encoding": {"y": {"field": "lo", "type": "quantitative", "title": terms["value"], "scale": {"zero": False},
-                                "axis": ALIGNED},
-                          "y2": {"field": "hi"}, "detail": {"field": "model"},
-                          "fill": {"field": "colour", "type": "nominal", "scale": None}}},  # the line's colour, no legend
-            {"mark": {"type": "line", "point": {"size": 70, "filled": True}, "strokeWidth": 2.5},
-             "encoding": {"y": {"field": "accuracy", "type": "quantitative"}, "color": colour, "tooltip": curve_tip}},
+            {
+                "mark": {"type": "area", "opacity": 0.15},
+                "transform": [{"filter": "isValid(datum.lo)"}],
+                "encoding": {
+                    "y": {
+                        "field": "lo",
+                        "type": "quantitative",
+                        "title": terms["value"],
+                        "scale": {"zero": False},
+                        "axis": ALIGNED,
+                    },
+                    "y2": {"field": "hi"},
+                    "detail": {"field": "model"},
+                    "fill": {"field": "colour", "type": "nominal", "scale": None},
+                },
+            },  # the line's colour, no legend
+            {
+                "mark": {"type": "line", "point": {"size": 70, "filled": True}, "strokeWidth": 2.5},
+                "encoding": {"y": {"field": "accuracy", "type": "quantitative"}, "color": colour, "tooltip": curve_tip},
+            },
         ],
-    }  # fmt: skip
-    flow_tip = _tip(("model", "model"), ("step", "transition"), ("rescued", terms["up"]), ("harmed", terms["down"]),
-                    ("net", terms["net"], "+.1f"), ("churn", terms["churn"], ".1f"), ("p", terms["p"], ".3g"))  # fmt: skip
+    }
+    flow_tip = _tip(
+        ("model", "model"),
+        ("step", "transition"),
+        ("rescued", terms["up"]),
+        ("harmed", terms["down"]),
+        ("net", terms["net"], "+.1f"),
+        ("churn", terms["churn"], ".1f"),
+        ("p", terms["p"], ".3g"),
+    )
     bottom = {
         "height": int(height * 0.27),
         "data": {"values": flows},
         "layer": [
-            {"mark": {"type": "rect", "strokeWidth": 2},
-             "encoding": {
-                 "x": {"field": "x0", "type": "quantitative", "scale": x_scale, "axis": x_axis,
-                       "title": "configuration (frames, @pixels per frame, /sampling policy)"},
-                 "x2": {"field": "x1"},
-                 "y": {"field": "items", "type": "quantitative", "title": f"items (↑ {terms['up']}, ↓ {terms['down']})", "axis": ALIGNED},
-                 "y2": {"datum": 0},
-                 "fill": {"field": "kind", "type": "nominal", "title": None,
-                          "scale": {"domain": [terms["up"], terms["down"]], "range": [CORRECT, WRONG]}},
-                 "stroke": {**colour, "legend": None},
-                 "tooltip": flow_tip,
-             }},
+            {
+                "mark": {"type": "rect", "strokeWidth": 2},
+                "encoding": {
+                    "x": {
+                        "field": "x0",
+                        "type": "quantitative",
+                        "scale": x_scale,
+                        "axis": x_axis,
+                        "title": "configuration (frames, @pixels per frame, /sampling policy)",
+                    },
+                    "x2": {"field": "x1"},
+                    "y": {
+                        "field": "items",
+                        "type": "quantitative",
+                        "title": f"items (↑ {terms['up']}, ↓ {terms['down']})",
+                        "axis": ALIGNED,
+                    },
+                    "y2": {"datum": 0},
+                    "fill": {
+                        "field": "kind",
+                        "type": "nominal",
+                        "title": None,
+                        "scale": {"domain": [terms["up"], terms["down"]], "range": [CORRECT, WRONG]},
+                    },
+                    "stroke": {**colour, "legend": None},
+                    "tooltip": flow_tip,
+                },
+            },
             {"mark": {"type": "rule", "color": "#888"}, "encoding": {"y": {"datum": 0}}},
         ],
-    }  # fmt: skip
+    }
     # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
     # take the same room, so the configuration ticks line up.
     return [{**SCHEMA, "title": terms["title"], "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
@@ -126,22 +178,37 @@ def answer_grid(cells: list[dict], models: list[str], labels: list[str], value: 
     answer (MCQA) or the score (open-ended). ``cells``: ``model, config, state, text, value``; no cell, no answer."""
     band = {"paddingInner": 0.06}
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
         "height": 34 * max(len(models), 1),
         "data": {"values": cells},
         "encoding": {
-            "x": {"field": "config", "type": "nominal", "sort": labels, "scale": {**band, "domain": labels},
-                  "title": "configuration", "axis": LABELS_X},
-            "y": {"field": "model", "type": "nominal", "sort": models, "scale": {**band, "domain": models}, "title": "model",
-                  "axis": {"labelLimit": 360}},
-            "tooltip": _tip(("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", value, ".2f")),
+            "x": {
+                "field": "config",
+                "type": "nominal",
+                "sort": labels,
+                "scale": {**band, "domain": labels},
+                "title": "configuration",
+                "axis": LABELS_X,
+            },
+            "y": {
+                "field": "model",
+                "type": "nominal",
+                "sort": models,
+                "scale": {**band, "domain": models},
+                "title": "model",
+                "axis": {"labelLimit": 360},
+            },
+            "tooltip": _tip(
+                ("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", value, ".2f")
+            ),
         },
         "layer": [
             {"mark": {"type": "rect", "cornerRadius": 2}, "encoding": {"fill": {**STATES, "legend": None}}},
             {"mark": {"type": "text", "color": "white", "fontSize": 14}, "encoding": {"text": {"field": "text"}}},
         ],
-    }  # fmt: skip
+    }
 
 
 def confidence_chart(points: list[dict], order: list[str], series: dict[str, str], value: str, axis: str) -> dict:
@@ -149,42 +216,70 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
     protocols are diamonds, live re-runs stars; a marker is filled green (correct) or red (wrong), outlined in
     its model's colour. ``points``: ``series, config, value, state, answer, kind`` ("ladder", "other", "rerun")
     and ``line`` (the ladder a point is joined along); ``series``: legend name -> colour."""
-    stroke = {"field": "series", "type": "nominal", "title": None,
-              "legend": {"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
-              "scale": {"domain": list(series), "range": list(series.values())}}  # fmt: skip
-    kinds = {"ladder": ("budget step", "circle", 110), "other": ("other protocol", "diamond", 130),
-             "rerun": ("live re-run", STAR, 320)}  # fmt: skip
+    stroke = {
+        "field": "series",
+        "type": "nominal",
+        "title": None,
+        "legend": {"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
+        "scale": {"domain": list(series), "range": list(series.values())},
+    }
+    kinds = {
+        "ladder": ("budget step", "circle", 110),
+        "other": ("other protocol", "diamond", 130),
+        "rerun": ("live re-run", STAR, 320),
+    }
     present = {p["kind"] for p in points}
     kinds = {k: v for k, v in kinds.items() if k in present}  # the legend names the marks drawn
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
         "height": 290,  # room for the y title, "confidence (probability of the answer)"
         "data": {"values": points},
         "encoding": {
-            "x": {"field": "config", "type": "nominal", "sort": order, "scale": {"domain": order}, "title": "configuration",
-                  "axis": LABELS_X},
+            "x": {
+                "field": "config",
+                "type": "nominal",
+                "sort": order,
+                "scale": {"domain": order},
+                "title": "configuration",
+                "axis": LABELS_X,
+            },
             "y": {"field": "value", "type": "quantitative", "scale": {"domain": [0, 1.05]}, "title": axis},
         },
         "layer": [
-            {"mark": {"type": "line", "strokeWidth": 2}, "transform": [{"filter": "isValid(datum.line)"}],
-             "encoding": {"detail": {"field": "line"}, "stroke": stroke}},
-            {"mark": {"type": "point", "filled": True, "strokeWidth": 2, "opacity": 1},
-             "encoding": {
-                 "stroke": stroke,
-                 "fill": STATES,
-                 "shape": {"field": "kind", "type": "nominal", "title": None,
-                           "scale": {"domain": list(kinds), "range": [s for _, s, _ in kinds.values()]},
-                           "legend": {"labelExpr": f"{json.dumps({k: v[0] for k, v in kinds.items()})}[datum.value]"}},
-                 # one kind: a constant (Vega-Lite maps a nominal size scale with one value to size 0: no markers)
-                 "size": {"field": "kind", "type": "nominal",
-                          "scale": {"domain": list(kinds), "range": [z for _, _, z in kinds.values()]}}
-                 if len(kinds) > 1 else {"value": next((z for _, _, z in kinds.values()), 110)},
-                 "tooltip": _tip(("series", "series"), ("config", "configuration"), ("answer", "answer"),
-                                 ("value", value, ".2f")),
-             }},
+            {
+                "mark": {"type": "line", "strokeWidth": 2},
+                "transform": [{"filter": "isValid(datum.line)"}],
+                "encoding": {"detail": {"field": "line"}, "stroke": stroke},
+            },
+            {
+                "mark": {"type": "point", "filled": True, "strokeWidth": 2, "opacity": 1},
+                "encoding": {
+                    "stroke": stroke,
+                    "fill": STATES,
+                    "shape": {
+                        "field": "kind",
+                        "type": "nominal",
+                        "title": None,
+                        "scale": {"domain": list(kinds), "range": [s for _, s, _ in kinds.values()]},
+                        "legend": {"labelExpr": f"{json.dumps({k: v[0] for k, v in kinds.items()})}[datum.value]"},
+                    },
+                    # one kind: a constant (Vega-Lite maps a nominal size scale with one value to size 0: no markers)
+                    "size": {
+                        "field": "kind",
+                        "type": "nominal",
+                        "scale": {"domain": list(kinds), "range": [z for _, _, z in kinds.values()]},
+                    }
+                    if len(kinds) > 1
+                    else {"value": next((z for _, _, z in kinds.values()), 110)},
+                    "tooltip": _tip(
+                        ("series", "series"), ("config", "configuration"), ("answer", "answer"), ("value", value, ".2f")
+                    ),
+                },
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def frame_timeline(
@@ -193,27 +288,38 @@ def frame_timeline(
     """Every strip's frames on one axis (seconds, or frame index without the video): a tick per frame kept from
     the row above or added, a cross per frame dropped. ``marks``: ``row, x, frame, status``; ``colours``: status ->
     colour, in legend order."""
-    colour = {"field": "status", "type": "nominal", "title": None,
-              "scale": {"domain": list(colours), "range": list(colours.values())}}  # fmt: skip
+    colour = {
+        "field": "status",
+        "type": "nominal",
+        "title": None,
+        "scale": {"domain": list(colours), "range": list(colours.values())},
+    }
     tip = _tip(("row", "configuration"), ("frame", "frame #"), ("x", x_title, ".2f"), ("status", "frame"))
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": "Frames sampled per configuration, on one timeline",
         "height": 24 * max(len(rows), 1),
         "data": {"values": marks},
         "encoding": {
-            "x": {"field": "x", "type": "quantitative", "title": x_title,
-                  "scale": {"domain": [0, x_max], "nice": False} if x_max else {"zero": True}},
+            "x": {
+                "field": "x",
+                "type": "quantitative",
+                "title": x_title,
+                "scale": {"domain": [0, x_max], "nice": False} if x_max else {"zero": True},
+            },
             "y": {"field": "row", "type": "nominal", "sort": rows, "scale": {"domain": rows}, "title": "configuration"},
             "color": colour,
             "tooltip": tip,
         },
         "layer": [
             {"mark": {"type": "tick", "thickness": 2.5}, "transform": [{"filter": "datum.status !== 'dropped'"}]},
-            {"mark": {"type": "point", "shape": "cross", "angle": 45, "filled": True, "size": 70},
-             "transform": [{"filter": "datum.status === 'dropped'"}]},
+            {
+                "mark": {"type": "point", "shape": "cross", "angle": 45, "filled": True, "size": 70},
+                "transform": [{"filter": "datum.status === 'dropped'"}],
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 # -- Compare: the selected models side by side --------------------------------------------------------
@@ -225,50 +331,101 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
     offset = {"field": "model", "type": "nominal", "sort": models, "scale": {"domain": models}}
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": "Headroom, confusion and overwrite side by side (95% CI)",
         "height": 280,
         "data": {"values": rows},
         "encoding": {
-            "x": {"field": "metric", "type": "nominal", "sort": metrics, "scale": {"domain": metrics, "paddingInner": 0.25},
-                  "title": x_title, "axis": {"labelAngle": 0}},
+            "x": {
+                "field": "metric",
+                "type": "nominal",
+                "sort": metrics,
+                "scale": {"domain": metrics, "paddingInner": 0.25},
+                "title": x_title,
+                "axis": {"labelAngle": 0},
+            },
             "xOffset": offset,
-            "tooltip": _tip(("model", "model"), ("metric", "metric"), ("value", "share of items (%)", ".1f"),
-                            ("lo", "95% CI low (%)", ".1f"), ("hi", "95% CI high (%)", ".1f")),
+            "tooltip": _tip(
+                ("model", "model"),
+                ("metric", "metric"),
+                ("value", "share of items (%)", ".1f"),
+                ("lo", "95% CI low (%)", ".1f"),
+                ("hi", "95% CI high (%)", ".1f"),
+            ),
         },
         "layer": [
-            {"mark": "bar", "transform": [{"filter": "isValid(datum.value)"}],
-             "encoding": {"y": {"field": "value", "type": "quantitative", "title": "share of items (%)"},
-                          "color": {"field": "model", "type": "nominal", "title": None,
-                                    "scale": {"domain": models, "range": [colours[m] for m in models]}}}},
-            {"mark": {"type": "rule", "color": INK, "strokeWidth": 1.2}, "transform": [{"filter": "isValid(datum.lo)"}],
-             "encoding": {"y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"}}},
+            {
+                "mark": "bar",
+                "transform": [{"filter": "isValid(datum.value)"}],
+                "encoding": {
+                    "y": {"field": "value", "type": "quantitative", "title": "share of items (%)"},
+                    "color": {
+                        "field": "model",
+                        "type": "nominal",
+                        "title": None,
+                        "scale": {"domain": models, "range": [colours[m] for m in models]},
+                    },
+                },
+            },
+            {
+                "mark": {"type": "rule", "color": INK, "strokeWidth": 1.2},
+                "transform": [{"filter": "isValid(datum.lo)"}],
+                "encoding": {"y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"}},
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def jaccard(overlap: dict) -> dict:
     """``backend.report.figures.jaccard`` in Vega-Lite: the Jaccard index of the models' confused-item sets."""
     models = list(overlap["models"])
-    cells = [{"a": a, "b": b, "jaccard": number(v)} for a, row in zip(models, overlap["jaccard"], strict=True)
-             for b, v in zip(models, row, strict=True)]  # fmt: skip
-    axis = {"field": "", "type": "nominal", "sort": models, "scale": {"domain": models}, "title": "model",
-            "axis": {"labelLimit": 240, "labelAngle": 0}}  # fmt: skip
+    cells = [
+        {"a": a, "b": b, "jaccard": number(v)}
+        for a, row in zip(models, overlap["jaccard"], strict=True)
+        for b, v in zip(models, row, strict=True)
+    ]
+    axis = {
+        "field": "",
+        "type": "nominal",
+        "sort": models,
+        "scale": {"domain": models},
+        "title": "model",
+        "axis": {"labelLimit": 240, "labelAngle": 0},
+    }
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": "Overlap of confused items (Jaccard index)",
         "height": 50 * max(len(models), 1),
         "data": {"values": cells},
-        "encoding": {"x": {**axis, "field": "b"}, "y": {**axis, "field": "a"},
-                     "tooltip": _tip(("a", "model"), ("b", "vs"), ("jaccard", "Jaccard", ".2f"))},
+        "encoding": {
+            "x": {**axis, "field": "b"},
+            "y": {**axis, "field": "a"},
+            "tooltip": _tip(("a", "model"), ("b", "vs"), ("jaccard", "Jaccard", ".2f")),
+        },
         "layer": [
-            {"mark": "rect", "encoding": {"fill": {"field": "jaccard", "type": "quantitative", "title": "Jaccard",
-                                                   "scale": {"domain": [0, 1], "scheme": "blues"}}}},
-            {"mark": {"type": "text", "fontSize": 13}, "transform": [{"filter": "isValid(datum.jaccard)"}],
-             "encoding": {"text": {"field": "jaccard", "format": ".2f"},
-                          "color": {"condition": {"test": "datum.jaccard > 0.5", "value": "white"}, "value": INK}}},
+            {
+                "mark": "rect",
+                "encoding": {
+                    "fill": {
+                        "field": "jaccard",
+                        "type": "quantitative",
+                        "title": "Jaccard",
+                        "scale": {"domain": [0, 1], "scheme": "blues"},
+                    }
+                },
+            },
+            {
+                "mark": {"type": "text", "fontSize": 13},
+                "transform": [{"filter": "isValid(datum.jaccard)"}],
+                "encoding": {
+                    "text": {"field": "jaccard", "format": ".2f"},
+                    "color": {"condition": {"test": "datum.jaccard > 0.5", "value": "white"}, "value": INK},
+                },
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def intersections(overlap: dict) -> dict:
@@ -277,15 +434,27 @@ def intersections(overlap: dict) -> dict:
     rows = [{"set": " + ".join(r["models"]), "items": r["n"]} for r in overlap["intersections"][:15]]
     order = [r["set"] for r in rows]
     return {
-        **SCHEMA, "config": CONFIG,
+        **SCHEMA,
+        "config": CONFIG,
         "title": "Confused items by the exact set of models confused",
         "height": 24 * max(len(rows), 1),
         "data": {"values": rows},
         "mark": {"type": "bar", "color": ACCENT},
         "encoding": {
-            "y": {"field": "set", "type": "nominal", "sort": order, "scale": {"domain": order},
-                  "title": "confused by exactly these models", "axis": {"labelLimit": 480, "maxExtent": 500}},
-            "x": {"field": "items", "type": "quantitative", "title": "items", "axis": {"tickMinStep": 1, "format": "d"}},
+            "y": {
+                "field": "set",
+                "type": "nominal",
+                "sort": order,
+                "scale": {"domain": order},
+                "title": "confused by exactly these models",
+                "axis": {"labelLimit": 480, "maxExtent": 500},
+            },
+            "x": {
+                "field": "items",
+                "type": "quantitative",
+                "title": "items",
+                "axis": {"tickMinStep": 1, "format": "d"},
+            },
             "tooltip": _tip(("set", "confused by exactly"), ("items", "items")),
         },
-    }  # fmt: skip
+    }

@@ -97,8 +97,11 @@ def facets(root: str, version: int, resolved: Resolved) -> dict:
     durations = (
         items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
     )
-    return {"task_types": sorted(items["task_type"].dropna().unique()), "durations": durations.index.tolist(),
-            "scored": bool(np.isfinite(full.score).any())}  # fmt: skip
+    return {
+        "task_types": sorted(items["task_type"].dropna().unique()),
+        "durations": durations.index.tolist(),
+        "scored": bool(np.isfinite(full.score).any()),
+    }
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=HASH)

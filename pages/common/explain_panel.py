@@ -78,18 +78,25 @@ def _table(rows: list[dict], key: str) -> None:
         return
     _links(rows)
     st.dataframe(
-        slice_table(rows), hide_index=True, key=key,
+        slice_table(rows),
+        hide_index=True,
+        key=key,
         column_config={
             "slice": st.column_config.TextColumn(width="large"),
             "rate": st.column_config.NumberColumn("rate", format="percent", help="share of the slice's items selected"),
             "lift": st.column_config.NumberColumn(format="%.2f", help="rate / base rate"),
             "p": st.column_config.NumberColumn("Fisher p", format="%.3g"),
-            "q": st.column_config.NumberColumn("BH q", format="%.3g", help="Benjamini-Hochberg over every slice tested"),
+            "q": st.column_config.NumberColumn(
+                "BH q", format="%.3g", help="Benjamini-Hochberg over every slice tested"
+            ),
             "small": st.column_config.CheckboxColumn(help="fewer scope items than the minimum: ranked last"),
-            "items": st.column_config.LinkColumn("open", display_text=f"walk its selected items (≤ {LINK_MAX})",
-                                                 help="the Inspector, walking this slice's selected items (new tab)"),
+            "items": st.column_config.LinkColumn(
+                "open",
+                display_text=f"walk its selected items (≤ {LINK_MAX})",
+                help="the Inspector, walking this slice's selected items (new tab)",
+            ),
         },
-    )  # fmt: skip
+    )
 
 
 def _answers(out: dict) -> None:
@@ -101,17 +108,23 @@ def _answers(out: dict) -> None:
         ]
     )
     targets = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in answers["targets"].items())
-    st.markdown("**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
-                f"targets: {targets}")  # fmt: skip
+    st.markdown(
+        "**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
+        f"targets: {targets}"
+    )
     st.dataframe(prior, hide_index=True, column_config={"chi-square p": st.column_config.NumberColumn(format="%.3g")})
     moved = answers["moved"]
     if moved:
         to = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in moved["to"].items() if v)
-        st.markdown(f"**Where the answers went** (at {ui.escape_md(out['target']['args'][1])}): {to}; the same letter as "
-                    f"before {moved['same_letter']:,}, no answer {moved['to_no_answer']:,}.")  # fmt: skip
-    st.caption(f"Raw outputs at {ui.escape_md(', '.join(parser['configs']))}: {parser['empty']:,} empty, "
-               f"{parser['degenerate']:,} degenerate (one character repeated), {parser['unparsed']:,} unparsed: "
-               f"{parser['affected']:,} selected items" + (", left out above." if parser["excluded"] else "."))  # fmt: skip
+        st.markdown(
+            f"**Where the answers went** (at {ui.escape_md(out['target']['args'][1])}): {to}; the same letter as "
+            f"before {moved['same_letter']:,}, no answer {moved['to_no_answer']:,}."
+        )
+    st.caption(
+        f"Raw outputs at {ui.escape_md(', '.join(parser['configs']))}: {parser['empty']:,} empty, "
+        f"{parser['degenerate']:,} degenerate (one character repeated), {parser['unparsed']:,} unparsed: "
+        f"{parser['affected']:,} selected items" + (", left out above." if parser["excluded"] else ".")
+    )
 
 
 def _agreement(out: dict) -> None:
@@ -119,11 +132,16 @@ def _agreement(out: dict) -> None:
     if not agree:
         return
     st.markdown(f"**Across models**: the same {ui.escape_md(out['target']['describe'])} in each model of the scope")
-    st.dataframe(pd.DataFrame(agree["pairs"]), hide_index=True,
-                 column_config={"expected": st.column_config.NumberColumn("expected overlap", format="%.1f"),
-                                "p": st.column_config.NumberColumn("hypergeometric p", format="%.3g"),
-                                "jaccard": st.column_config.NumberColumn(format="%.2f"),
-                                "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.2f")})  # fmt: skip
+    st.dataframe(
+        pd.DataFrame(agree["pairs"]),
+        hide_index=True,
+        column_config={
+            "expected": st.column_config.NumberColumn("expected overlap", format="%.1f"),
+            "p": st.column_config.NumberColumn("hypergeometric p", format="%.3g"),
+            "jaccard": st.column_config.NumberColumn(format="%.2f"),
+            "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.2f"),
+        },
+    )
     link = walk_link(agree["every"])
     text = f"{agree['n_every']:,} items are selected in every model"
     st.markdown(f"{text}: [walk them in the Inspector]({link})" if link else f"{text}.")
@@ -131,26 +149,37 @@ def _agreement(out: dict) -> None:
 
 def panel(view: View, target: Target, key: str) -> None:
     """The panel for ``target`` of the focus model, in an expander drawn while open."""
-    box = st.expander(f"Why these items? What {target.describe()} has in common", key=f"explain-{key}",
-                      on_change="rerun", icon=":material/query_stats:")  # fmt: skip
+    box = st.expander(
+        f"Why these items? What {target.describe()} has in common",
+        key=f"explain-{key}",
+        on_change="rerun",
+        icon=":material/query_stats:",
+    )
     if not box.open:
         return
     with box:
         model, tagged, view = view.scope.focus, bool(view.scope.tag or view.scope.beyond_noise), explain_scope(view)
-        exclude = st.toggle("Leave out items whose raw output was unreadable", key=f"explain-x-{key}",
-                            help="empty, degenerate (one character repeated) or unparsed at the configurations checked")  # fmt: skip
+        exclude = st.toggle(
+            "Leave out items whose raw output was unreadable",
+            key=f"explain-x-{key}",
+            help="empty, degenerate (one character repeated) or unparsed at the configurations checked",
+        )
         out = report(view, model, target, exclude)
         if out["n_selected"] == 0:
             st.info("No item selected: nothing to explain.")
             return
         ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
-            st.caption("The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
-                       "with every matched item, and every flip counts.")  # fmt: skip
-        st.caption(f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
-                   f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
-                   f"small: under {out['min_size']} items. Pairs of attributes: "
-                   f"{ui.escape_md(out['pair_search'] or 'not searched')}.")  # fmt: skip
+            st.caption(
+                "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
+                "with every matched item, and every flip counts."
+            )
+        st.caption(
+            f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
+            f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
+            f"small: under {out['min_size']} items. Pairs of attributes: "
+            f"{ui.escape_md(out['pair_search'] or 'not searched')}."
+        )
         st.markdown("**One attribute**")
         _table(out["slices"], f"explain-slices-{key}")
         st.markdown("**Two attributes**")
@@ -162,8 +191,13 @@ def panel(view: View, target: Target, key: str) -> None:
         st.markdown("**CLI twin** (the same numbers as JSON)")
         st.code(line, language="bash", wrap_lines=True)
         if target.kind == "items":
-            st.download_button("ITEMS.txt: the item ids", "\n".join(target.args), file_name="ITEMS.txt",
-                               on_click="ignore", key=f"explain-ids-{key}")  # fmt: skip
+            st.download_button(
+                "ITEMS.txt: the item ids",
+                "\n".join(target.args),
+                file_name="ITEMS.txt",
+                on_click="ignore",
+                key=f"explain-ids-{key}",
+            )
 
 
 def tag_panel(view: View) -> None:

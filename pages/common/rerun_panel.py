@@ -81,28 +81,59 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
     by_name = {s.name: s for s in specs}
     top = st.columns([2.4, 1, 1.3, 1.3, 0.9], vertical_alignment="bottom")
     default = names.index(view.scope.focus) if view.scope.focus in by_name else 0
-    model = top[0].selectbox("Model", names, index=default, key=f"{prefix}_model",
-                             format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n)  # fmt: skip
+    model = top[0].selectbox(
+        "Model",
+        names,
+        index=default,
+        key=f"{prefix}_model",
+        format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n,
+    )
     spec = by_name[model]
     frames = top[1].number_input(
-        "Frames", min_value=0, max_value=spec.max_frames, value=min(DEFAULT_FRAMES, spec.max_frames), step=1,
-        key=f"{prefix}_frames_{model}", help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
-    )  # fmt: skip
-    pixels_k = top[2].number_input("Spatial budget (k px)", min_value=0, value=0, step=25, key=f"{prefix}_pixels",
-                                   help="Pixels per frame, in thousands; 0 = none (the model's default resolution).")  # fmt: skip
+        "Frames",
+        min_value=0,
+        max_value=spec.max_frames,
+        value=min(DEFAULT_FRAMES, spec.max_frames),
+        step=1,
+        key=f"{prefix}_frames_{model}",
+        help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
+    )
+    pixels_k = top[2].number_input(
+        "Spatial budget (k px)",
+        min_value=0,
+        value=0,
+        step=25,
+        key=f"{prefix}_pixels",
+        help="Pixels per frame, in thousands; 0 = none (the model's default resolution).",
+    )
     policy = top[3].selectbox(
-        "Sampling policy", [*client.SAMPLING_POLICIES, LOGGED], key=f"{prefix}_policy",
+        "Sampling policy",
+        [*client.SAMPLING_POLICIES, LOGGED],
+        key=f"{prefix}_policy",
         format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
         help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
         "(a protocol check: the re-run should agree with it).",
-    )  # fmt: skip
+    )
     seed = rate = None
     if policy == "fps":
-        rate = top[4].number_input("Rate (fps)", min_value=0.1, value=1.0, step=0.5, key=f"{prefix}_rate",
-                                   help="Frames per second; the frame count caps how many are kept.")  # fmt: skip
+        rate = top[4].number_input(
+            "Rate (fps)",
+            min_value=0.1,
+            value=1.0,
+            step=0.5,
+            key=f"{prefix}_rate",
+            help="Frames per second; the frame count caps how many are kept.",
+        )
     else:
-        seed = top[4].number_input("Seed", min_value=0, value=0, step=1, key=f"{prefix}_seed", disabled=policy != "random",
-                                   help="For the random policy only.")  # fmt: skip
+        seed = top[4].number_input(
+            "Seed",
+            min_value=0,
+            value=0,
+            step=1,
+            key=f"{prefix}_seed",
+            disabled=policy != "random",
+            help="For the random policy only.",
+        )
     try:
         label = configs.make_label(int(frames), pixels_k or None, client.spell_policy(policy, seed, rate))
     except (ConfigLabelError, UserError) as exc:
@@ -220,8 +251,11 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
         )
     else:
         job = out["job"]
-        st.success(f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
-                   "the new point is on the charts above, marked as a live re-run.", icon=":material/check_circle:")  # fmt: skip
+        st.success(
+            f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
+            "the new point is on the charts above, marked as a live re-run.",
+            icon=":material/check_circle:",
+        )
     spec = client.registered(view.root).get(out["model"])
     note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
     if note:
@@ -255,9 +289,16 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
 def _probs_chart(probs: dict[str, float], answer: str | None, target: str | None) -> go.Figure:
     letters = sorted(probs)
     colours = [(CORRECT if letter == target else WRONG) if letter == answer else NEUTRAL for letter in letters]
-    fig = go.Figure(go.Bar(x=[f"{x} ✓" if x == target else x for x in letters], y=[probs[x] for x in letters],
-                           marker_color=colours, text=[f"{probs[x]:.2f}" for x in letters], textposition="outside",
-                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=[f"{x} ✓" if x == target else x for x in letters],
+            y=[probs[x] for x in letters],
+            marker_color=colours,
+            text=[f"{probs[x]:.2f}" for x in letters],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        )
+    )
     fig.update_yaxes(title_text="probability", range=[0, 1.1])
     fig.update_xaxes(title_text="option (✓ target)")
     return _compact(ui.style(fig, "Option probabilities (the answer coloured)", height=280))
@@ -266,8 +307,17 @@ def _probs_chart(probs: dict[str, float], answer: str | None, target: str | None
 def _timings_chart(timings: dict[str, float]) -> go.Figure:
     phases = [p for p in PHASES if p in timings] + sorted(set(timings) - set(PHASES))
     ms = [1000 * timings[p] for p in phases]
-    fig = go.Figure(go.Bar(x=ms, y=phases, orientation="h", marker_color=ACCENT, text=[f"{v:.0f} ms" for v in ms],
-                           textposition="outside", hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=ms,
+            y=phases,
+            orientation="h",
+            marker_color=ACCENT,
+            text=[f"{v:.0f} ms" for v in ms],
+            textposition="outside",
+            hovertemplate="%{y}: %{x:.1f} ms<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="milliseconds", range=[0, 1.25 * max(ms + [1.0])])
     fig.update_yaxes(autorange="reversed", type="category")
     return _compact(ui.style(fig, f"Phase timings ({1000 * sum(timings.values()):.0f} ms in all)", height=280))
@@ -310,10 +360,16 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
         st.subheader(f"Re-run {_items(len(ids))} together")
         specs = client.list_models(view.root)
         if not specs:
-            st.button(f"Re-run {_items(len(ids))}", disabled=True, key=f"{key}-run",
-                      help="No model is registered in this store: `trajaudit models add` registers one.")  # fmt: skip
-            st.caption("Disabled: no model is registered in this store, so there is nothing to re-run with "
-                       f"({ui.code(f'trajaudit models add NAME --family ... --path ... --store {view.root}')}).")  # fmt: skip
+            st.button(
+                f"Re-run {_items(len(ids))}",
+                disabled=True,
+                key=f"{key}-run",
+                help="No model is registered in this store: `trajaudit models add` registers one.",
+            )
+            st.caption(
+                "Disabled: no model is registered in this store, so there is nothing to re-run with "
+                f"({ui.code(f'trajaudit models add NAME --family ... --path ... --store {view.root}')})."
+            )
             return
         request = _request(view, specs, f"{_items(len(ids))} ({ui.escape_md(label)})", prefix=key)
         remembered = (view.root, view.scope.benchmark, tuple(sel.to_url()))

@@ -29,7 +29,8 @@ def binary(v: View) -> BinaryView:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def score_flows(v: View, model: str, pair: tuple[str, str] | None, kind: str | None,
-                tolerance: float) -> ScoreFlowsReport:  # fmt: skip
+def score_flows(
+    v: View, model: str, pair: tuple[str, str] | None, kind: str | None, tolerance: float
+) -> ScoreFlowsReport:
     """``trajaudit flows --scores --tolerance E --json`` for the view (every flow item when ``kind`` is given)."""
     return views.score_flows_view(v, model, pair, kind, tolerance, limit=None)

@@ -45,10 +45,16 @@ def cutoff_control(sidebar, shown: bool) -> str:
     """The sidebar's score cut-off (``--score-cutoff``), drawn when the store has scored responses."""
     if not shown:
         return STORED
-    return state.bind(sidebar.selectbox, "cut", "Open-ended items in accuracy", options=list(CUTOFFS), default=STORED,
-                      format_func=cutoff_label,
-                      help="How scored (open-ended) responses enter accuracy, flows and tags: their stored verdict, "
-                      "a cut-off on the score, or not at all (their score sections stay). Same as --score-cutoff.")  # fmt: skip
+    return state.bind(
+        sidebar.selectbox,
+        "cut",
+        "Open-ended items in accuracy",
+        options=list(CUTOFFS),
+        default=STORED,
+        format_func=cutoff_label,
+        help="How scored (open-ended) responses enter accuracy, flows and tags: their stored verdict, "
+        "a cut-off on the score, or not at all (their score sections stay). Same as --score-cutoff.",
+    )
 
 
 def points(x: float | None) -> str:
@@ -74,11 +80,18 @@ def curve_input(grid: list[str], models: dict[str, dict]) -> dict:
             "accuracy": c["mean_score"],
             "ci": {"accuracy": c["ci"].get("mean_score", {})},
             "transitions": [
-                {"from": t["from"], "to": t["to"], "rescued": t["improved"], "harmed": t["regressed"],
-                 "net": t["mean_delta"], "churn": (t["improved"] + t["regressed"]) / n, "mcnemar_p": t["sign_p"]}
+                {
+                    "from": t["from"],
+                    "to": t["to"],
+                    "rescued": t["improved"],
+                    "harmed": t["regressed"],
+                    "net": t["mean_delta"],
+                    "churn": (t["improved"] + t["regressed"]) / n,
+                    "mcnemar_p": t["sign_p"],
+                }
                 for t in c["transitions"]
             ],
-        }  # fmt: skip
+        }
     return {"grid": grid, "models": out}
 
 
@@ -90,8 +103,10 @@ def show_by_model(table: tables.Table, name: str) -> None:
     """A per-model table (the report's) with one column per model, so a long grid fits the page; its download
     keeps the report's shape (one row per model)."""
     frame = table_frame(table)
-    st.dataframe(frame.set_index("Model").T.rename_axis("score points (95% CI)"),
-                 column_config={"_index": st.column_config.TextColumn(pinned=True)})  # fmt: skip
+    st.dataframe(
+        frame.set_index("Model").T.rename_axis("score points (95% CI)"),
+        column_config={"_index": st.column_config.TextColumn(pinned=True)},
+    )
     ui.downloads(frame, name)
 
 
@@ -102,8 +117,10 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
         return
     st.subheader("Scores: open-ended items")
     n = max(c["n_items"] for c in models.values())
-    st.caption(f"Score points (mean score × 100) over the {n:,} items scored at every configuration, with 95% paired-"
-               "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together.")  # fmt: skip
+    st.caption(
+        f"Score points (mean score × 100) over the {n:,} items scored at every configuration, with 95% paired-"
+        "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together."
+    )
     focus = models.get(v.scope.focus)
     if focus is not None:
         with st.container(border=True):
@@ -112,8 +129,13 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
             cis = focus["ci"].get("regression_rate") or [None] * len(focus["transitions"])
             c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.4])
             best = focus["best_fixed"]
-            _points_metric(c1, f"Best fixed score ({best['config']})", best["mean_score"], focus["ci"].get("mean_score", {}).get(best["config"]),
-                           "Highest mean score of one configuration for every item (ties: the cheapest).")  # fmt: skip
+            _points_metric(
+                c1,
+                f"Best fixed score ({best['config']})",
+                best["mean_score"],
+                focus["ci"].get("mean_score", {}).get(best["config"]),
+                "Highest mean score of one configuration for every item (ties: the cheapest).",
+            )
             _points_metric(
                 c2,
                 "Oracle mean",
@@ -121,19 +143,32 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
                 None,
                 "Mean over items of each item's best score over the grid.",
             )
-            _points_metric(c3, "Oracle gap", focus["oracle_gap"], focus["ci"].get("oracle_gap"),
-                           "Oracle mean minus the best fixed mean score: what per-item budget choice could gain.")  # fmt: skip
+            _points_metric(
+                c3,
+                "Oracle gap",
+                focus["oracle_gap"],
+                focus["ci"].get("oracle_gap"),
+                "Oracle mean minus the best fixed mean score: what per-item budget choice could gain.",
+            )
             if worst is not None:
                 k = focus["transitions"].index(worst)
-                c4.metric(f"Most regressions ({worst['from']} → {worst['to']})", ui.pct(worst["regression_rate"]),
-                          delta=ui.ci_text(cis[k]), delta_color="off", delta_arrow="off",
-                          help="Share of scored items whose score falls at this step (beyond the tolerance of 0).")  # fmt: skip
+                c4.metric(
+                    f"Most regressions ({worst['from']} → {worst['to']})",
+                    ui.pct(worst["regression_rate"]),
+                    delta=ui.ci_text(cis[k]),
+                    delta_color="off",
+                    delta_arrow="off",
+                    help="Share of scored items whose score falls at this step (beyond the tolerance of 0).",
+                )
     data = {"overview": {"grid": metrics["grid"], "models": metrics["models"]}}
     show_by_model(tables.score_table(data), "scores")
     for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics["grid"], models), colours, terms=SCORE_TERMS)):
         ui.vega(spec, f"score-curve-{k}")
-    box = st.expander("Score transitions (improved, regressed, unchanged, regression rate, sign p)", key="score-transitions",
-                      on_change="rerun")  # fmt: skip
+    box = st.expander(
+        "Score transitions (improved, regressed, unchanged, regression rate, sign p)",
+        key="score-transitions",
+        on_change="rerun",
+    )
     if box.open:
         trans = tables.score_transitions_table(data)
         box.caption(trans.caption)
@@ -149,9 +184,16 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
     table = tables.score_table({"overview": {"grid": report["grid"], "models": report["metrics"]}})
     st.caption(table.caption)
     show_by_model(table, "compare-scores")
-    rows = [{"model": m, "metric": "oracle gap", "value": charts.number(c["oracle_gap"], 100),
-             "lo": charts.number((c["ci"].get("oracle_gap") or [None, None])[0], 100),
-             "hi": charts.number((c["ci"].get("oracle_gap") or [None, None])[1], 100)} for m, c in models.items()]  # fmt: skip
+    rows = [
+        {
+            "model": m,
+            "metric": "oracle gap",
+            "value": charts.number(c["oracle_gap"], 100),
+            "lo": charts.number((c["ci"].get("oracle_gap") or [None, None])[0], 100),
+            "hi": charts.number((c["ci"].get("oracle_gap") or [None, None])[1], 100),
+        }
+        for m, c in models.items()
+    ]
     spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
     spec["title"] = "Oracle gaps side by side (score points, 95% CI)"
     spec["layer"][0]["encoding"]["y"]["title"] = "score points"
@@ -167,13 +209,24 @@ def band_counts(t: ScoreTransition) -> dict[str, int]:
 def band_chart(view: ScoreFlows) -> dict:
     """One bar per transition split into its improved, unchanged and regressed items (share of scored items);
     a click on a band selects it (``flows_section`` opens its items)."""
-    rows = [{"step": f"{t['from']} → {t['to']}", "from": t["from"], "to": t["to"], "kind": kind, "items": band_counts(t)[kind],
-             "share": charts.number(band_counts(t)[kind] / max(view["n_items"], 1), 100), "order": k}
-            for t in view["transitions"] for k, kind in enumerate(("improved", "unchanged", "regressed"))]  # fmt: skip
+    rows = [
+        {
+            "step": f"{t['from']} → {t['to']}",
+            "from": t["from"],
+            "to": t["to"],
+            "kind": kind,
+            "items": band_counts(t)[kind],
+            "share": charts.number(band_counts(t)[kind] / max(view["n_items"], 1), 100),
+            "order": k,
+        }
+        for t in view["transitions"]
+        for k, kind in enumerate(("improved", "unchanged", "regressed"))
+    ]
     steps = [f"{t['from']} → {t['to']}" for t in view["transitions"]]
     kinds = list(BAND_COLOURS)
     return {
-        **charts.SCHEMA, "config": charts.CONFIG,
+        **charts.SCHEMA,
+        "config": charts.CONFIG,
         "title": f"{view['model']}: score changes per transition, {view['n_items']:,} scored items (click a band for its items)",
         "height": max(60, 34 * len(steps)),
         "data": {"values": rows},
@@ -181,16 +234,29 @@ def band_chart(view: ScoreFlows) -> dict:
         "mark": {"type": "bar", "cursor": "pointer"},
         "encoding": {
             "y": {"field": "step", "type": "nominal", "sort": steps, "title": None, "axis": {"labelLimit": 240}},
-            "x": {"field": "share", "type": "quantitative", "stack": "zero", "title": "share of scored items (%)",
-                  "scale": {"domain": [0, 100]}},
-            "color": {"field": "kind", "type": "nominal", "title": None,
-                      "scale": {"domain": kinds, "range": [BAND_COLOURS[k] for k in kinds]}},
+            "x": {
+                "field": "share",
+                "type": "quantitative",
+                "stack": "zero",
+                "title": "share of scored items (%)",
+                "scale": {"domain": [0, 100]},
+            },
+            "color": {
+                "field": "kind",
+                "type": "nominal",
+                "title": None,
+                "scale": {"domain": kinds, "range": [BAND_COLOURS[k] for k in kinds]},
+            },
             "order": {"field": "order"},
             "opacity": {"condition": {"param": "band", "value": 1, "empty": True}, "value": 0.45},
-            "tooltip": [{"field": "step", "title": "transition"}, {"field": "kind", "title": "band"},
-                        {"field": "items", "title": "items"}, {"field": "share", "title": "share (%)", "format": ".1f"}],
+            "tooltip": [
+                {"field": "step", "title": "transition"},
+                {"field": "kind", "title": "band"},
+                {"field": "items", "title": "items"},
+                {"field": "share", "title": "share (%)", "format": ".1f"},
+            ],
         },
-    }  # fmt: skip
+    }
 
 
 def _band_from_chart(key: str) -> None:
@@ -246,13 +312,18 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
         state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
     cols = [c for c in ["item_id", "task_type", "question"] if c == "item_id" or shown[c].notna().any()]
     st.dataframe(
-        shown[[*cols, "score_from", "score_to", "delta"]], hide_index=True, key=key, selection_mode="single-row",
+        shown[[*cols, "score_from", "score_to", "delta"]],
+        hide_index=True,
+        key=key,
+        selection_mode="single-row",
         on_select=lambda: _open_item(shown, key, sel),
-        column_config={"question": st.column_config.TextColumn(width="large"),
-                       "score_from": st.column_config.NumberColumn(f"score at {a}", format="%.3f"),
-                       "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
-                       "delta": st.column_config.NumberColumn("change", format="%+.3f")},
-    )  # fmt: skip
+        column_config={
+            "question": st.column_config.TextColumn(width="large"),
+            "score_from": st.column_config.NumberColumn(f"score at {a}", format="%.3f"),
+            "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
+            "delta": st.column_config.NumberColumn("change", format="%+.3f"),
+        },
+    )
     ui.downloads(items, f"score-flow-{v.scope.focus}-{a}-{b}-{kind}", key=key)
 
 
@@ -262,29 +333,64 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         return
     st.subheader("Scores: open-ended items")
     left, _ = st.columns([1, 3])
-    tolerance = float(state.bind(left.number_input, "stol", "Unchanged within (score tolerance)", default=0.0, min_value=0.0,
-                                 max_value=1.0, step=0.01, format="%.2f",
-                                 help="A score change of at most this counts as unchanged (docs/metrics.md's tolerance e; "
-                                 "same as --tolerance)."))  # fmt: skip
+    tolerance = float(
+        state.bind(
+            left.number_input,
+            "stol",
+            "Unchanged within (score tolerance)",
+            default=0.0,
+            min_value=0.0,
+            max_value=1.0,
+            step=0.01,
+            format="%.2f",
+            help="A score change of at most this counts as unchanged (docs/metrics.md's tolerance e; "
+            "same as --tolerance).",
+        )
+    )
     view = score_data.score_flows(v, v.scope.focus, pair, None, tolerance)
     if view["n_items"] == 0:
         st.info(f"{v.scope.focus} has no item scored at every configuration of the grid.")
         return
-    st.caption(f"{view['n_items']:,} items scored at every configuration ({view['n_unscored']:,} others without a score "
-               f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
-               f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
-               "its items.")  # fmt: skip
+    st.caption(
+        f"{view['n_items']:,} items scored at every configuration ({view['n_unscored']:,} others without a score "
+        f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
+        f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
+        "its items."
+    )
     key = f"score-bands-{v.scope.focus}"
-    st.vega_lite_chart(band_chart(view), width="stretch", theme=None, key=key, on_select=lambda: _band_from_chart(key),
-                       selection_mode="band")  # fmt: skip
-    table = pd.DataFrame([{"from": t["from"], "to": t["to"], "band": kind, "items": band_counts(t)[kind],
-                           "share": band_counts(t)[kind] / view["n_items"], "sign_p": t["sign_p"]}
-                          for t in view["transitions"] for kind in KIND_TEXT])  # fmt: skip
+    st.vega_lite_chart(
+        band_chart(view),
+        width="stretch",
+        theme=None,
+        key=key,
+        on_select=lambda: _band_from_chart(key),
+        selection_mode="band",
+    )
+    table = pd.DataFrame(
+        [
+            {
+                "from": t["from"],
+                "to": t["to"],
+                "band": kind,
+                "items": band_counts(t)[kind],
+                "share": band_counts(t)[kind] / view["n_items"],
+                "sign_p": t["sign_p"],
+            }
+            for t in view["transitions"]
+            for kind in KIND_TEXT
+        ]
+    )
     st.dataframe(
-        table, hide_index=True, key="scorebands", on_select=lambda: _band_from_row(table), selection_mode="single-row",
-        column_config={"share": st.column_config.NumberColumn("share of scored items", format="percent"),
-                       "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g")},
-    )  # fmt: skip
+        table,
+        hide_index=True,
+        key="scorebands",
+        on_select=lambda: _band_from_row(table),
+        selection_mode="single-row",
+        column_config={
+            "share": st.column_config.NumberColumn("share of scored items", format="percent"),
+            "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g"),
+        },
+    )
     ui.downloads(table, f"score-flows-{v.scope.focus}")
     band = opened_band(view)
     if band is not None:

@@ -94,8 +94,11 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
     """
     config = serverconfig.current()
     for key in state.ignored():
-        sb.warning(f"The link's `{key}=` parameter is ignored: the store and the video root are set when "
-                   "the server starts (docs/dashboard.md, *Serving the dashboard*).", icon=":material/lock:")  # fmt: skip
+        sb.warning(
+            f"The link's `{key}=` parameter is ignored: the store and the video root are set when "
+            "the server starts (docs/dashboard.md, *Serving the dashboard*).",
+            icon=":material/lock:",
+        )
     asked = state.get("db")
     if asked is not None and asked not in config.stores:
         sb.warning(
@@ -104,8 +107,14 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
         )
         state.put("db", None)
     if len(config.stores) > 1:
-        name = state.bind(sb.selectbox, "db", "Store", options=list(config.stores), default=config.default,
-                          help="The stores this server was started with (--store NAME=DIR).")  # fmt: skip
+        name = state.bind(
+            sb.selectbox,
+            "db",
+            "Store",
+            options=list(config.stores),
+            default=config.default,
+            help="The stores this server was started with (--store NAME=DIR).",
+        )
     else:
         name = config.default
         sb.caption(f"Store {ui.code(config.stores[name])}")
@@ -125,29 +134,53 @@ def draw() -> View | None:
     bench = state.bind(sb.selectbox, "bench", "Benchmark", options=benchmarks, default=benchmarks[0])
     with_bench = [m for m in info["models"] if bench in info["configs"].get(m, {})]
     models = state.bind(
-        sb.multiselect, "models", "Models", options=with_bench, default=default_models(info, bench, MAX_DEFAULT_MODELS),
+        sb.multiselect,
+        "models",
+        "Models",
+        options=with_bench,
+        default=default_models(info, bench, MAX_DEFAULT_MODELS),
         help="Metrics use the items every selected model answered at every configuration (matched grid).",
-    )  # fmt: skip
+    )
     if not models:
         st.info("Select at least one model in the sidebar.", icon=":material/arrow_back:")
         return None
-    focus = state.bind(sb.selectbox, "model", "Focus model", options=models, default=models[0],
-                       help="The model drawn on the flows, items and inspector pages, and whose tags filter items.")  # fmt: skip
-    reruns = bool(state.bind(sb.toggle, "reruns", "Include live re-runs", default=False,
-                             help="Re-runs are an overlay: shown on an item's trajectory, never counted. Switch on to let "
-                             "them fill cells and configurations and compare them explicitly (--include-reruns)."))  # fmt: skip
+    focus = state.bind(
+        sb.selectbox,
+        "model",
+        "Focus model",
+        options=models,
+        default=models[0],
+        help="The model drawn on the flows, items and inspector pages, and whose tags filter items.",
+    )
+    reruns = bool(
+        state.bind(
+            sb.toggle,
+            "reruns",
+            "Include live re-runs",
+            default=False,
+            help="Re-runs are an overlay: shown on an item's trajectory, never counted. Switch on to let "
+            "them fill cells and configurations and compare them explicitly (--include-reruns).",
+        )
+    )
     default = default_grid(info, models, bench, store.root)
     shared = shared_configs(info, models, bench, reruns)
     grid = state.bind(
-        sb.multiselect, "grid", "Grid (configurations)", options=shared, default=default,
+        sb.multiselect,
+        "grid",
+        "Grid (configurations)",
+        options=shared,
+        default=default,
         help="Configurations every selected model has, ordered by cost. The default (docs/metrics.md) is the budget ladder "
         "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
-    )  # fmt: skip
+    )
     grid = configs.order(grid)
     if len(shared) < 2:
         have = "no configuration" if not shared else f"only {ui.code(shared[0])}"
-        st.info(f"The selected models share {have} on {ui.escape_md(bench)}, so there is no grid to compare them on: "
-                "drop a model in the sidebar (`trajaudit info` lists each model's configurations).", icon=":material/arrow_back:")  # fmt: skip
+        st.info(
+            f"The selected models share {have} on {ui.escape_md(bench)}, so there is no grid to compare them on: "
+            "drop a model in the sidebar (`trajaudit info` lists each model's configurations).",
+            icon=":material/arrow_back:",
+        )
         return None
     if len(grid) < 2:
         st.info("Select at least two configurations for the grid in the sidebar.", icon=":material/arrow_back:")
@@ -160,17 +193,31 @@ def draw() -> View | None:
     tasks = state.bind(sb.multiselect, "task", "Task type", options=choices["task_types"], default=[])
     durations = state.bind(sb.multiselect, "dur", "Duration", options=choices["durations"], default=[])
     tag = state.bind(sb.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG)
-    atags = state.bind(sb.multiselect, "atag", "Annotation tag", options=list(VOCABULARY), default=[],
-                       help="Items annotated with any of these tags (by anyone, for any model).")  # fmt: skip
+    atags = state.bind(
+        sb.multiselect,
+        "atag",
+        "Annotation tag",
+        options=list(VOCABULARY),
+        default=[],
+        help="Items annotated with any of these tags (by anyone, for any model).",
+    )
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
     cutoff = scores.cutoff_control(sb, choices["scored"])
 
     with sb.expander("Videos and export"):
-        st.caption(f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
-                   "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)")  # fmt: skip
-        state.bind(st.segmented_control, "fmt", "Chart export format", options=list(ui.EXPORT_FORMATS), default="png",
-                   help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
-                   "a PNG from their menu; the Sankey saves an SVG from its own button.")  # fmt: skip
+        st.caption(
+            f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
+            "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)"
+        )
+        state.bind(
+            st.segmented_control,
+            "fmt",
+            "Chart export format",
+            options=list(ui.EXPORT_FORMATS),
+            default="png",
+            help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
+            "a PNG from their menu; the Sankey saves an SVG from its own button.",
+        )
 
     item_filter = ItemFilter(
         task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)
@@ -181,12 +228,17 @@ def draw() -> View | None:
 
 def noise_toggle() -> bool:
     """The "hide within-noise flips" switch, in the sidebar of the pages that draw flips (Overview, Flows)."""
-    return bool(state.bind(
-        st.sidebar.toggle, "noise", "Hide within-noise flips", default=False,
-        help="Leave out flips of items whose correctness already flips under repeats (seeds, sampling policies "
-        "at the same budget) at either side of the transition; flips beyond noise and items without repeats "
-        "stay. Same numbers as `trajaudit flows --beyond-noise`.",
-    ))  # fmt: skip
+    return bool(
+        state.bind(
+            st.sidebar.toggle,
+            "noise",
+            "Hide within-noise flips",
+            default=False,
+            help="Leave out flips of items whose correctness already flips under repeats (seeds, sampling policies "
+            "at the same budget) at either side of the transition; flips beyond noise and items without repeats "
+            "stay. Same numbers as `trajaudit flows --beyond-noise`.",
+        )
+    )
 
 
 def video_root(view: View) -> Path:

@@ -33,9 +33,11 @@ def words_html(words: list[DiffWord]) -> str:
     """The words, escaped, matched ones highlighted (``hit``), unmatched ones plain, ignored ones greyed."""
     cls = {"matched": "hit", "unmatched": None, "ignored": "miss"}
     return " ".join(
-        html.escape(w["text"]) if cls[w["state"]] is None else f'<span class="{cls[w["state"]]}">{html.escape(w["text"])}</span>'
+        html.escape(w["text"])
+        if cls[w["state"]] is None
+        else f'<span class="{cls[w["state"]]}">{html.escape(w["text"])}</span>'
         for w in words
-    )  # fmt: skip
+    )
 
 
 def row_html(row: TextRow, colour: str) -> str:

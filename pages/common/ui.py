@@ -83,15 +83,25 @@ def downloads(
     cols = st.columns([1, 1, 6] if parquet else [1, 7])
     with cols[0]:
         st.download_button(
-            "CSV", data=lambda: data.csv_bytes(get()), file_name=f"{name}.csv", mime="text/csv",
-            icon=":material/download:", key=f"csv-{name}-{key}", on_click="ignore",
-        )  # fmt: skip
+            "CSV",
+            data=lambda: data.csv_bytes(get()),
+            file_name=f"{name}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            key=f"csv-{name}-{key}",
+            on_click="ignore",
+        )
     if parquet:
         with cols[1]:
             st.download_button(
-                "Parquet", data=lambda: data.parquet_bytes(get()), file_name=f"{name}.parquet",
-                mime="application/octet-stream", icon=":material/download:", key=f"pq-{name}-{key}", on_click="ignore",
-            )  # fmt: skip
+                "Parquet",
+                data=lambda: data.parquet_bytes(get()),
+                file_name=f"{name}.parquet",
+                mime="application/octet-stream",
+                icon=":material/download:",
+                key=f"pq-{name}-{key}",
+                on_click="ignore",
+            )
 
 
 def swatch(colour: str, text: str) -> str:
@@ -150,9 +160,12 @@ def need_items(view: View) -> None:
     """Stop the page with a notice when the filters leave no matched item."""
     m, scope = view.matrix, view.scope
     if m.n_items == 0 and scope.score_cutoff == "none" and score_data.has_scores(view):
-        st.warning("Every matched item is scored (open-ended), and the sidebar's *Open-ended items in accuracy* leaves "
-                   "them out, so there is no accuracy to show: pick the stored verdict or a cut-off there "
-                   "(`trajaudit flows --scores` prints their scores meanwhile).", icon=":material/rule:")  # fmt: skip
+        st.warning(
+            "Every matched item is scored (open-ended), and the sidebar's *Open-ended items in accuracy* leaves "
+            "them out, so there is no accuracy to show: pick the stored verdict or a cut-off there "
+            "(`trajaudit flows --scores` prints their scores meanwhile).",
+            icon=":material/rule:",
+        )
         st.stop()
     if m.n_items == 0:
         filtered = "" if scope.item_filter.is_empty() and scope.tag is None else " and the filters"

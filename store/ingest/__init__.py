@@ -213,10 +213,19 @@ def ingest_paths(
         batches.append(batch)
     if dry_run:
         return _planned(store, batches, [str(p) for p in skipped])
-    options = {"format": format, "model": model, "benchmark": benchmark, "split": split, "config": config,
-               "answers": str(answers) if answers else None, "run": run, "replace": replace,
-               "map": {f: "+".join(src) for f, src in fields}, "sampler": sampler,
-               "score_scale": list(scale) if scale else None}  # fmt: skip
+    options = {
+        "format": format,
+        "model": model,
+        "benchmark": benchmark,
+        "split": split,
+        "config": config,
+        "answers": str(answers) if answers else None,
+        "run": run,
+        "replace": replace,
+        "map": {f: "+".join(src) for f, src in fields},
+        "sampler": sampler,
+        "score_scale": list(scale) if scale else None,
+    }
     done = publish_batches(store, batches, replace=replace, options=options)
     flagged: Counter[str] = Counter()
     for f in done.files:
@@ -256,11 +265,15 @@ def _planned(store: Store, batches: list, skipped: list[str]) -> IngestSummary:
     compared with the store or written (``new`` counts every row read)."""
     results = [
         FileResult(
-            str(b.path), b.format, len(b.rows), flagged=count_flags(b.rows["flags"]),
-            config_hint=b.settings.get("config_hint"), **described(b),
+            str(b.path),
+            b.format,
+            len(b.rows),
+            flagged=count_flags(b.rows["flags"]),
+            config_hint=b.settings.get("config_hint"),
+            **described(b),
         )
         for b in batches
-    ]  # fmt: skip
+    ]
     flagged: Counter[str] = Counter()
     for f in results:
         flagged.update(f.flagged)
