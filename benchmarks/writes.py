@@ -44,6 +44,7 @@ from policies import GRID, MODELS, build  # noqa: E402
 
 from backend import views  # noqa: E402
 from backend.scope.resolve import Scope  # noqa: E402
+from backend.scope.view import open_view  # noqa: E402
 from store.ingest import ingest_paths  # noqa: E402
 from store.store import Store  # noqa: E402
 
@@ -81,7 +82,7 @@ def overview_s(store: Store) -> float:
     """The Overview's server-side computation for the four models, as ``pages/common/data.py`` runs it."""
     t = time.perf_counter()
     resolved = Scope(benchmark="bench", models=tuple(MODELS)).resolve(store)
-    views.overview(store, resolved, resolved.load(store), bootstrap=1000)
+    views.overview(open_view(store, resolved), bootstrap=1000)
     return time.perf_counter() - t
 
 
