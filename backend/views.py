@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 from typing import TypedDict, cast
 
-import numpy as np
 import pandas as pd
 
 from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise, selection
@@ -79,7 +78,7 @@ def score_sections(
 ) -> tuple[BinaryView, dict[str, ContinuousMetrics]] | None:
     """Where the scope has scored items: how they enter accuracy, and each scored model's score summaries
     (on ``scores``, the score matrix: every matched item, whatever the cut-off). None without scores."""
-    if not np.isfinite(scores.score).any():
+    if not scores.has_scores:
         return None
     per_model = {
         m: continuous_metrics(scores, m, bootstrap=bootstrap, seed=seed, tolerance=tolerance) for m in scores.models
@@ -400,70 +399,6 @@ def protocol_agreement(
     return interventions.agreement(matrix, grid, proto, pairs)
 
 
-def interventions_audit(
-    store: Store,
-    model: str,
-    grid: list[str],
-    benchmark: str | None = None,
-    protocols: list[str] | None = None,
-    item_filter: ItemFilter | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> InterventionsAudit:
-    """``trajaudit audit interventions``: per protocol found in the store, agreement and recovery."""
-    grid, top = interventions.grid_top(grid)
-    found = interventions.audited_protocols(grid, store_labels(store, model, benchmark), model, protocols)
-    rows: list[ProtocolAgreement] = []
-    for proto, pairs in found.items():  # protocols, a handful
-        row = protocol_agreement(store, model, grid, proto, pairs, benchmark, item_filter)
-        recovered = (
-            protocol_recovery(store, model, grid, pairs[top], benchmark, item_filter, bootstrap, seed)
-            if top in pairs
-            else None
-        )
-        rows.append({**row, "recovery": recovered})
-    return interventions.audit(model, grid, rows)
-
-
-def isocompute_audit(
-    store: Store,
-    model: str,
-    benchmark: str | None = None,
-    tolerance: float = isocompute.DEFAULT_TOLERANCE,
-    default_pixels: int | None = None,
-    labels: list[str] | None = None,
-    item_filter: ItemFilter | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> IsocomputeAudit:
-    """``trajaudit audit isocompute``: every iso-compute group of ``model``'s configurations, each on its matched items."""
-    labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, benchmark)
-    groups = []
-    for group in isocompute.iso_groups(labels, tolerance, default_pixels):  # a handful of groups
-        # every member has a budget: iso_groups keeps only those
-        budgets = {g: b for g in group if (b := isocompute.pixel_budget(g, default_pixels)) is not None}
-        matrix = load_matrix(store, [model], benchmark, group, item_filter)
-        groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
-    return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
-
-
-def crossmodel_audit(
-    store: Store,
-    model_a: str,
-    model_b: str,
-    config: str,
-    config_b: str | None = None,
-    benchmark: str | None = None,
-    item_filter: ItemFilter | None = None,
-    limit: int = 50,
-    item_columns: tuple[str, ...] = ("benchmark", "item_id"),
-) -> CrossmodelAudit:
-    """``trajaudit audit crossmodel``: flows from (model_a, config) to (model_b, config_b) on their matched items."""
-    grid = crossflows.pair_grid(model_a, model_b, config, config_b)
-    matrix = load_matrix(store, [model_a, model_b], benchmark, grid, item_filter)
-    return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)
-
-
 def texts_view(detail: dict) -> ItemTexts | None:
     """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
     the reference and each configuration's answer with its word-level diff; None unless open-ended."""
@@ -506,10 +441,19 @@ def interventions_view(
 ) -> InterventionsAudit:
     """``trajaudit audit interventions``: the focus model's other sampling protocols at the budgets of the
     scope's grid (kappa, tag changes, recovery of the terminal regressions at its top)."""
-    s = resolved.scope
-    return interventions_audit(
-        store, s.focus, list(s.grid), s.benchmark, protocols, s.item_filter, bootstrap=bootstrap, seed=seed
-    )
+    s, model = resolved.scope, resolved.scope.focus
+    grid, top = interventions.grid_top(list(s.grid))
+    found = interventions.audited_protocols(grid, store_labels(store, model, s.benchmark), model, protocols)
+    rows: list[ProtocolAgreement] = []
+    for proto, pairs in found.items():  # protocols, a handful
+        row = protocol_agreement(store, model, grid, proto, pairs, s.benchmark, s.item_filter)
+        recovered = (
+            protocol_recovery(store, model, grid, pairs[top], s.benchmark, s.item_filter, bootstrap, seed)
+            if top in pairs
+            else None
+        )
+        rows.append({**row, "recovery": recovered})
+    return interventions.audit(model, grid, rows)
 
 
 def registered_pixels(store: Store, resolved: Resolved) -> int | None:
@@ -527,10 +471,15 @@ def isocompute_view(
     seed: int = 0,
 ) -> IsocomputeAudit:
     """``trajaudit audit isocompute``: the focus model's allocations of (nearly) equal pixel budget."""
-    s = resolved.scope
-    return isocompute_audit(
-        store, s.focus, s.benchmark, tolerance, default_pixels, labels, s.item_filter, bootstrap=bootstrap, seed=seed
-    )
+    s, model = resolved.scope, resolved.scope.focus
+    labels = [configs.canonical(lab) for lab in labels] if labels else store_labels(store, model, s.benchmark)
+    groups = []
+    for group in isocompute.iso_groups(labels, tolerance, default_pixels):  # a handful of groups
+        # every member has a budget: iso_groups keeps only those
+        budgets = {g: b for g in group if (b := isocompute.pixel_budget(g, default_pixels)) is not None}
+        matrix = load_matrix(store, [model], s.benchmark, group, s.item_filter)
+        groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
+    return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
 
 
 def crossmodel_view(
@@ -545,10 +494,10 @@ def crossmodel_view(
     """``trajaudit audit crossmodel``: flows from ``models[0]`` at ``config`` to ``models[1]`` at ``config_b``
     (one model twice compares two of its configurations) on the items both answered, on the scope's
     benchmark and item filters."""
-    s = resolved.scope
-    return crossmodel_audit(
-        store, *models, config, config_b, s.benchmark, s.item_filter, limit=limit, item_columns=item_columns
-    )
+    s, (model_a, model_b) = resolved.scope, models
+    grid = crossflows.pair_grid(model_a, model_b, config, config_b)
+    matrix = load_matrix(store, [model_a, model_b], s.benchmark, grid, s.item_filter)
+    return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)
 
 
 def intervention_requests(view: View, label: str) -> list[RerunRequest]:

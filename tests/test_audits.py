@@ -14,10 +14,18 @@ from backend.analysis import interventions, isocompute, noise
 from backend.cli import main
 from backend.runtime import rerun
 from backend.scope.loader import load_matrix
+from backend.scope.resolve import Resolved, Scope
 from store.errors import UserError
 from tests import policy_fixtures as fx
 
 GRID = ["16f", "32f", "64f"]
+
+
+def focus(store, model: str, grid: list[str] | None = None) -> Resolved:
+    """The one-model scope of ``model`` the audit commands and the Audits page build (``views.single_scope``)."""
+    return views.single_scope(Scope(None, (model,)), tuple(grid or ())).resolve(store)
+
+
 #            16f 32f 64f | 64f/random-s1
 BASE = [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0], [1, 1, 1], [0, 0, 1]]
 RANDOM_TOP = [[1], [0], [1], [1], [0], [1]]
@@ -56,7 +64,7 @@ def test_recovery_rate_by_hand(protocol_store):
 
 
 def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store):
-    out = views.interventions_audit(protocol_store, "m", GRID, bootstrap=0)
+    out = views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), bootstrap=0)
     assert out["top"] == "64f" and [p["protocol"] for p in out["protocols"]] == ["dense-start", "random-s1"]
     dense, rand = out["protocols"]
     assert dense["recovery"] is None and dense["grid"] == ["16f", "32f/dense-start", "64f"]
@@ -70,7 +78,7 @@ def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store
     assert terminal == {"base": 3, "protocol": 2, "both": 1, "gained": 1, "lost": 2}  # base q0,q1,q2 -> q1,q4
     assert rand["recovery"]["n_recovered"] == 2
     with pytest.raises(UserError, match="no config under protocol.*fps-1"):
-        views.interventions_audit(protocol_store, "m", GRID, protocols=["fps-1"])
+        views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), protocols=["fps-1"])
 
 
 def test_intervention_requests_are_the_terminal_regressions(protocol_store):
@@ -94,7 +102,7 @@ def test_isocompute_grouping():
 def test_isocompute_winners_and_complementarity_by_hand(store):
     y = [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]]
     fx.build(store, fx.responses("m", ["32f@302k", "128f@75k"], y))
-    out = views.isocompute_audit(store, "m", bootstrap=100)
+    out = views.isocompute_view(store, focus(store, "m"), bootstrap=100)
     (g,) = out["groups"]
     acc = {c["config"]: (c["accuracy"], c["unique_wins"]) for c in g["configs"]}
     assert acc == {"128f@75k": (0.4, 1), "32f@302k": (0.6, 2)}
@@ -136,14 +144,14 @@ def test_cross_model_flows_by_hand(store):
     a = fx.responses("base", ["16f"], [[1], [1], [0], [0], [1]]).assign(benchmark=items["benchmark"])
     b = fx.responses("tuned", ["16f"], [[0], [1], [1], [0], [0]]).assign(benchmark=items["benchmark"])
     fx.build(store, a, b, item_rows=items)
-    out = views.crossmodel_audit(store, "base", "tuned", "16f")
+    out = views.crossmodel_view(store, focus(store, "base"), ("base", "tuned"), "16f")
     assert (out["rescued"], out["harmed"], out["n_items"]) == (1, 2, 5)
     assert out["harmed_items"] == [{"benchmark": "img", "item_id": "q0"}, {"benchmark": "vid", "item_id": "q4"}]
     by_bench = {r["benchmark"]: (r["n"], r["rescued"], r["harmed"]) for r in out["by_benchmark"]}
     assert by_bench == {"img": (2, 0, 1), "vid": (3, 1, 1)}
     assert out["accuracy_from"] == pytest.approx(0.6) and out["accuracy_to"] == pytest.approx(0.4)
     with pytest.raises(UserError, match="two different models"):
-        views.crossmodel_audit(store, "base", "base", "16f")
+        views.crossmodel_view(store, focus(store, "base"), ("base", "base"), "16f")
 
 
 def test_audit_cli_commands(protocol_store, capsys):

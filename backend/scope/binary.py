@@ -64,7 +64,7 @@ def scored_items(matrix: Matrix) -> np.ndarray:
 def score_matrix(matrix: Matrix, cutoff: str) -> Matrix:
     """The matrix with the cut-off applied: ``correct = score >= t`` on every scored cell (numeric ``t`` only)."""
     t = cutoff_value(cutoff)
-    if t is None or not np.isfinite(matrix.score).any():
+    if t is None or not matrix.has_scores:
         return matrix
     scored = np.isfinite(matrix.score)
     with np.errstate(invalid="ignore"):

@@ -78,6 +78,12 @@ class Matrix:
         return pd.factorize(self.items["task_type"].fillna("(none)"))
 
     @cached_property
+    def has_scores(self) -> bool:
+        """Whether some cell carries a score (the score sections show only then): asked on every page run,
+        so computed once per matrix (the pages share one cached matrix)."""
+        return bool(np.isfinite(self.score).any())
+
+    @cached_property
     def lower(self) -> np.ndarray:
         """``lower[a, b]``: config a is strictly cheaper than b (``store.configs.lower_matrix``)."""
         return configs.lower_matrix(self.grid)

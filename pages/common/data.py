@@ -17,7 +17,6 @@ import io
 import threading
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -100,7 +99,7 @@ def facets(root: str, version: int, resolved: Resolved) -> dict:
     return {
         "task_types": sorted(items["task_type"].dropna().unique()),
         "durations": durations.index.tolist(),
-        "scored": bool(np.isfinite(full.score).any()),
+        "scored": full.has_scores,
     }
 
 

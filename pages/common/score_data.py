@@ -7,7 +7,6 @@ and returns what the CLI twin prints: ``trajaudit flows --scores --json`` and th
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from backend import views
@@ -19,7 +18,7 @@ from pages.common.data import HASH
 
 def has_scores(v: View) -> bool:
     """Whether some matched cell of the view carries a score (the score sections show only then)."""
-    return bool(np.isfinite(v.scores.score).any())
+    return v.scores.has_scores
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=HASH)
