@@ -18,7 +18,10 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
    to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click); on
    Flows, opening a flow's items (a row click);
-3. the server's peak memory (``VmHWM`` of the streamlit process: scripts run in its threads);
+3. on that warm server, one row ingested (``trajaudit ingest`` of a one-row CSV, run by the served
+   checkout's own code so an older commit writes its own schema), then a new session's Overview: the
+   first open after a write, which a re-run or a sweep's batch causes too (issue 24);
+4. the server's peak memory (``VmHWM`` of the streamlit process: scripts run in its threads);
    screenshots of the pages the interactions end on go to ``<workdir>/screenshots-<store>/``.
 
 First, the floor: a new session and a button click on a minimal Streamlit app (a title, a button, a
@@ -33,9 +36,12 @@ interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +52,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from policies import MODELS, build  # noqa: E402
+from writes import repeats, write_csv  # noqa: E402
 
 from tests import browser_fixtures  # noqa: E402
 from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
@@ -287,7 +294,28 @@ def floor(browser, workdir: Path) -> None:
         stop_server(server)
 
 
-def run_store(browser, store: Path, workdir: Path) -> dict[str, float]:
+def ingest_one_row(store: Path, n_items: int) -> None:
+    """One stored cell answered again under a new run id, ingested by the served checkout's CLI."""
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = write_csv(Path(tmp), repeats(n_items, 0, 1, f"browser-{time.time_ns()}"))
+        cli = "import sys; from backend.cli import main; sys.exit(main())"
+        env = os.environ | {"PYTHONPATH": str(browser_fixtures.REPO)}
+        cmd = [sys.executable, "-c", cli, "ingest", str(csv), "--store", str(store)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the one-row ingest failed: {done.stderr.strip()}")
+
+
+def after_write(browser, url: str, store: Path, n_items: int, figures: dict[str, float]) -> None:
+    """A new session's Overview on the warm server, the first open after a one-row ingest."""
+    ingest_one_row(store, n_items)
+    context, page = new_session(browser)
+    label = "new session after a one-row ingest: Overview"
+    timed(page, label, lambda: page.goto(url), figures, "Overview")
+    context.close()
+
+
+def run_store(browser, store: Path, workdir: Path, n_items: int) -> dict[str, float]:
     figures: dict[str, float] = {}
     log = workdir / f"streamlit-{store.name}.log"
     shutil.rmtree(store / ".cache", ignore_errors=True)
@@ -299,6 +327,7 @@ def run_store(browser, store: Path, workdir: Path) -> dict[str, float]:
         shots = workdir / f"screenshots-{store.name}"
         shots.mkdir(exist_ok=True)
         interactions(browser, f"{server.url}/{QUERY}", figures, shots)
+        after_write(browser, f"{server.url}/{QUERY}", store, n_items, figures)
         figures["peak_mb"] = max(first_peak, peak_rss_mb(server.process.pid))
     finally:
         stop_server(server)
@@ -328,7 +357,7 @@ def main() -> None:
         for n_items in (int(n) for n in args.items.split(",")):
             store = build(workdir, n_items).root
             print(f"\n=== {n_items * len(MODELS) * 10:,} responses ({store})", flush=True)
-            results[n_items] = run_store(browser, store, workdir)
+            results[n_items] = run_store(browser, store, workdir, n_items)
         browser.close()
     last = results[max(results)]
     slowest = max(v for k, v in last.items() if not k.startswith(("cold", "new session")) and k != "peak_mb")
