@@ -6,7 +6,7 @@ import argparse
 
 from backend import views
 from backend.analysis import isocompute
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, add_store, command_group, print_json, split_list
 from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.runtime import rerun
 from backend.scope.resolve import Resolved, Scope
@@ -30,9 +30,7 @@ def _boot(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="protocol, iso-compute, noise and cross-model audits")
-    audits = p.add_subparsers(dest="audit", metavar="AUDIT")
-    audits.required = True
+    audits = command_group(sub, "audit", "audit")
 
     a = audits.add_parser(
         "interventions",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.views import CompareReport
 from backend.present.tables import headline_frame
 from backend.scope.resolve import Scope, add_scope_args
@@ -14,10 +14,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compare", help="the Compare page: models side by side on their matched grid, confused-item overlap"
-    )
-    add_store(p)
+    p = command(sub, "compare")
     add_scope_args(p)
     p.add_argument("--top", type=int, default=50, help="items in the disagreement ranking (0 = all)")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")

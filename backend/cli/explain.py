@@ -13,7 +13,7 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.scope.resolve import Scope, add_scope_args
 from backend.scope.selection import Selection
@@ -24,10 +24,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain", help="why these items? slices, answer behaviour and agreement for a flow, tag or item list"
-    )
-    add_store(p)
+    p = command(sub, "explain")
     p.add_argument("--model", required=True, help="the model whose flow, tag or items are explained")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--flow", default=None, help="a flow FROM:TO:KIND, e.g. 8f:32f:harmed")

@@ -12,7 +12,7 @@ from backend import views
 from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table
@@ -23,10 +23,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "flows", help="the Flows page: correct/wrong flows between configurations (the Sankey), with items"
-    )
-    add_store(p)
+    p = command(sub, "flows")
     p.add_argument("--model", required=True, help="the model whose flows are drawn")
     add_scope_args(p, models=False, noise=True)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")

@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 
 from backend import views
-from backend.cli.common import add_store, print_json, split_list
+from backend.cli.common import command, print_json, split_list
 from backend.export import csv_text
 from backend.scope.annotations import with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
@@ -22,8 +22,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("items", help="the Items page: items with tags and per-config correctness (trajectory)")
-    add_store(p)
+    p = command(sub, "items")
     p.add_argument("--model", required=True)
     add_scope_args(p, models=False)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.views import ContinuousMetrics, OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
@@ -66,10 +66,7 @@ def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "metrics", help="the Overview: accuracy, oracle, confusion, overwrite, transitions (95%% CIs), task types"
-    )
-    add_store(p)
+    p = command(sub, "metrics")
     add_scope_args(p, noise=True)
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
     p.add_argument("--seed", type=int, default=0)

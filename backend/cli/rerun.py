@@ -14,7 +14,7 @@ import sys
 import time
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.runs import SelectionRerunReport
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
@@ -29,13 +29,12 @@ POLL_S = 0.5
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "rerun",
-        help="queue a re-run of one item or a selection (answered from the store when already there)",
-        description="Validates the request, answers it from the store when an identical result exists "
+        "Validates the request, answers it from the store when an identical result exists "
         "(unless --force), else queues it for `trajaudit worker --model NAME`.",
     )
-    add_store(p)
     p.add_argument(
         "--model", required=True, help="a registered model (trajaudit models list); a selection's flow is this model's"
     )
