@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.present.tables import headline_frame
 from backend.report.palette import model_colours
-from pages.common import charts, data, scores, state, ui
+from pages.common import charts, data, scores, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -30,12 +30,6 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> dict:
     has_text = table["text_overwrite_rate"].notna().any()
     x_title = "metric" if has_text else "metric (text overwrite n/a: no text in the grid)"
     return charts.headline_bars(rows, table["model"].tolist(), colours, x_title)
-
-
-def _open_item(table: pd.DataFrame) -> None:
-    rows = st.session_state["disagree"].selection.rows
-    if rows:
-        state.go_later("pages/inspector.py", item=table.iloc[rows[0]]["item_id"])
 
 
 ensure_entrypoint()
@@ -90,13 +84,10 @@ with ui.guard():
     st.caption(
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
     )
-    st.dataframe(
+    walk.item_table(
         dis.drop(columns=["benchmark"]),
-        hide_index=True,
-        key="disagree",
-        on_select=lambda: _open_item(dis),
-        selection_mode="single-row",
-        column_config={
+        "disagree",
+        {
             "disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
             "split_configs": st.column_config.NumberColumn("configs split"),
             "question": st.column_config.TextColumn(width="large"),

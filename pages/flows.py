@@ -83,12 +83,6 @@ def opened(table: pd.DataFrame, view: dict) -> Selection | None:
     return None
 
 
-def _open_item(sel: Selection, items: pd.DataFrame, key: str) -> None:
-    rows = st.session_state[key].selection.rows
-    if rows:
-        walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
-
-
 def title(sel: Selection) -> str:
     if sel.kind == "flow":
         a, b, kind = sel.args
@@ -122,18 +116,16 @@ def items_panel(view: View, sel: Selection) -> None:
     if c2.button(f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch"):
         state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
     a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
-    st.dataframe(
+    walk.item_table(
         shown[cols],
-        hide_index=True,
-        key=key,
-        on_select=lambda: _open_item(sel, shown, key),
-        selection_mode="single-row",
-        column_config={
+        key,
+        {
             "question": st.column_config.TextColumn(width="large"),
             "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
         },
+        sel,
     )
     ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
     selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
@@ -172,13 +164,11 @@ with ui.guard():
     )
 
     table = flow_table(report)
-    st.dataframe(
+    ui.row_table(
         table,
-        hide_index=True,
-        key="flowlist",
-        on_select=lambda: _pick_row(table),
-        selection_mode="single-row",
-        column_config={
+        "flowlist",
+        lambda: _pick_row(table),
+        {
             "kind": st.column_config.TextColumn("flow"),
             "count": st.column_config.NumberColumn("items"),
             "share": st.column_config.NumberColumn("share of items", format="percent"),

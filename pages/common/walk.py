@@ -14,7 +14,7 @@ import streamlit as st
 from backend import views
 from backend.scope.selection import Selection, state_items
 from backend.scope.view import View
-from pages.common import data, state
+from pages.common import data, state, ui
 
 
 def current() -> Selection | None:
@@ -44,6 +44,16 @@ def ids(view: View, model: str, sel: Selection | None) -> list[str]:
     return items(view, model, sel)["item_id"].astype(str).tolist()
 
 
-def open_in_inspector(sel: Selection | None, item: str) -> None:
-    """From a widget callback: open ``item`` in the Inspector, walking ``sel``."""
-    state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())
+def item_table(frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None) -> None:
+    """A list of items (``frame`` has ``item_id``) whose selected row opens that item in the Inspector, walking
+    ``sel`` (None: the filtered items)."""
+    ui.row_table(frame, key, lambda: open_selected(key, frame, sel), column_config)
+
+
+def open_selected(key: str, frame: pd.DataFrame, sel: Selection | None = None) -> None:
+    """The ``on_select`` callback of an item table (the ``st.dataframe`` keyed ``key``, rows of ``frame``): open
+    the selected row's item in the Inspector, walking ``sel`` (None: the filtered items)."""
+    rows = st.session_state[key].selection.rows
+    if rows:
+        item = str(frame.iloc[rows[0]]["item_id"])
+        state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())

@@ -20,8 +20,8 @@ from tqdm import tqdm
 from store import configs, samplers
 from store.errors import UserError
 from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
-from store.ingest.common import Batch, IngestOptions, count_flags, fail, load_json
-from store.ingest.publish import FileResult, described, publish_batches
+from store.ingest.common import Batch, IngestOptions, fail, load_json
+from store.ingest.publish import FileResult, file_result, publish_batches
 from store.store import Store
 
 READERS: dict[str, Callable[[Path, IngestOptions], Batch]] = {
@@ -263,17 +263,7 @@ def _read_keys(batches: list) -> dict:
 def _planned(store: Store, batches: list, skipped: list[str]) -> IngestSummary:
     """The ``--dry-run`` summary: what each file holds and the configuration it gets; nothing is
     compared with the store or written (``new`` counts every row read)."""
-    results = [
-        FileResult(
-            str(b.path),
-            b.format,
-            len(b.rows),
-            flagged=count_flags(b.rows["flags"]),
-            config_hint=b.settings.get("config_hint"),
-            **described(b),
-        )
-        for b in batches
-    ]
+    results = [file_result(b) for b in batches]
     flagged: Counter[str] = Counter()
     for f in results:
         flagged.update(f.flagged)

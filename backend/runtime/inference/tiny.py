@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import torch
 from transformers import (
@@ -126,6 +126,21 @@ def _text_config(tok, scale: int = 1, layers: int = 2, **extra) -> dict:
     )
 
 
+def _qwen_vision(s: int, depth: int, **family: Any) -> dict:
+    """The tiny Qwen vision encoder both Qwen families share (widths grow with the scale ``s``); ``family``: the
+    fields one family's encoder has and the other's lacks (patch size, windows, deepstack)."""
+    return dict(
+        depth=depth,
+        hidden_size=32 * s,
+        intermediate_size=64 * s,
+        num_heads=2,
+        out_hidden_size=64 * s,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        **family,
+    )
+
+
 def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
     config = Qwen2_5_VLConfig(
@@ -135,15 +150,10 @@ def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedM
             text,
             rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4},
         ),
-        vision_config=dict(
-            depth=vision,
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_heads=2,
-            out_hidden_size=64 * s,
+        vision_config=_qwen_vision(
+            s,
+            vision,
             patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
             tokens_per_second=2,  # as in the published Qwen2.5-VL configs
             window_size=112,
             # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
@@ -176,18 +186,7 @@ def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedMod
                 "rope_theta": 1e4,
             },
         ),
-        vision_config=dict(
-            depth=vision,
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_heads=2,
-            out_hidden_size=64 * s,
-            patch_size=16,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            num_position_embeddings=16,
-            deepstack_visual_indexes=[1],
-        ),
+        vision_config=_qwen_vision(s, vision, patch_size=16, num_position_embeddings=16, deepstack_visual_indexes=[1]),
         **_qwen_ids(tok),
     )
     processor = Qwen3VLProcessor(
