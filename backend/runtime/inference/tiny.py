@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 import torch
 from transformers import (
@@ -34,6 +34,7 @@ from transformers import (
     LlavaNextVideoForConditionalGeneration,
     LlavaNextVideoProcessor,
     LlavaNextVideoVideoProcessor,
+    PretrainedConfig,
     PreTrainedModel,
     ProcessorMixin,
     Qwen2_5_VLConfig,
@@ -126,41 +127,54 @@ def _text_config(tok, scale: int = 1, layers: int = 2, **extra) -> dict:
     )
 
 
-def _qwen_vision(s: int, depth: int, **family: Any) -> dict:
-    """The tiny Qwen vision encoder both Qwen families share (widths grow with the scale ``s``); ``family``: the
-    fields one family's encoder has and the other's lacks (patch size, windows, deepstack)."""
-    return dict(
-        depth=depth,
-        hidden_size=32 * s,
-        intermediate_size=64 * s,
-        num_heads=2,
-        out_hidden_size=64 * s,
-        spatial_merge_size=2,
-        temporal_patch_size=2,
-        **family,
+_Config = TypeVar("_Config", bound=PretrainedConfig)
+
+
+def _qwen_config(
+    config_class: Callable[..., _Config],
+    tok,
+    s: int,
+    vision: int,
+    text: int,
+    *,
+    rope: dict[str, Any],
+    text_fields: dict[str, Any],
+    vision_fields: dict[str, Any],
+) -> _Config:
+    """A tiny config of either Qwen family: the parts both share (widths that grow with the scale ``s``, the
+    M-RoPE sections, the vision tokens' ids) with one family's own rope, text and vision fields."""
+    return config_class(
+        text_config=_text_config(
+            tok,
+            s,
+            text,
+            rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4, **rope},
+            **text_fields,
+        ),
+        vision_config=dict(
+            depth=vision,
+            hidden_size=32 * s,
+            intermediate_size=64 * s,
+            num_heads=2,
+            out_hidden_size=64 * s,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            **vision_fields,
+        ),
+        **_qwen_ids(tok),
     )
 
 
 def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
-    config = Qwen2_5_VLConfig(
-        text_config=_text_config(
-            tok,
-            s,
-            text,
-            rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4},
-        ),
-        vision_config=_qwen_vision(
-            s,
-            vision,
-            patch_size=14,
-            tokens_per_second=2,  # as in the published Qwen2.5-VL configs
-            window_size=112,
-            # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
-            fullatt_block_indexes=list(range(3, vision, 4)) or [vision - 1],
-        ),
-        **_qwen_ids(tok),
+    vision_fields = dict(
+        patch_size=14,
+        tokens_per_second=2,  # as in the published Qwen2.5-VL configs
+        window_size=112,
+        # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
+        fullatt_block_indexes=list(range(3, vision, 4)) or [vision - 1],
     )
+    config = _qwen_config(Qwen2_5_VLConfig, tok, s, vision, text, rope={}, text_fields={}, vision_fields=vision_fields)
     size = {"shortest_edge": 28 * 28, "longest_edge": 112 * 112}  # per frame
     processor = Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(size=size),
@@ -173,21 +187,15 @@ def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedM
 
 def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
-    config = Qwen3VLConfig(
-        text_config=_text_config(
-            tok,
-            s,
-            text,
-            head_dim=16 * s,
-            rope_parameters={
-                "rope_type": "default",
-                "mrope_section": [2 * s, 3 * s, 3 * s],
-                "mrope_interleaved": True,
-                "rope_theta": 1e4,
-            },
-        ),
-        vision_config=_qwen_vision(s, vision, patch_size=16, num_position_embeddings=16, deepstack_visual_indexes=[1]),
-        **_qwen_ids(tok),
+    config = _qwen_config(
+        Qwen3VLConfig,
+        tok,
+        s,
+        vision,
+        text,
+        rope={"mrope_interleaved": True},
+        text_fields={"head_dim": 16 * s},
+        vision_fields={"patch_size": 16, "num_position_embeddings": 16, "deepstack_visual_indexes": [1]},
     )
     processor = Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(
