@@ -42,8 +42,7 @@ with ui.guard():
             icon=":material/arrow_back:",
         )
         st.stop()
-    ui.need_items(view)
-    ui.scope_caption(view)
+    ui.matched(view)
     colours = model_colours(data.store_info(view.root, view.version)["models"])
     report = data.compare_view(view, TOP)
     table = headline_frame({"models": report["metrics"]})

@@ -134,10 +134,8 @@ def items_panel(view: View, sel: Selection) -> None:
 ensure_entrypoint()
 st.title("Flows")
 with ui.guard():
-    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    view = ui.matched(data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle()))
     scope = view.scope
-    ui.need_items(view)
-    ui.scope_caption(view)
     grid = list(scope.grid)
     mode = state.bind(
         st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get

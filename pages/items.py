@@ -217,8 +217,7 @@ ensure_entrypoint()
 view = st.session_state["view"]
 st.title("Items")
 with ui.guard():
-    ui.need_items(view)
-    ui.scope_caption(view)
+    ui.matched(view)
     mode = state.bind(
         st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get
     )

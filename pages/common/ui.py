@@ -189,6 +189,14 @@ def need_items(view: View) -> None:
         st.stop()
 
 
+def matched(view: View) -> View:
+    """``view`` once the page may draw it: stopped with a notice when no item is matched, else captioned with
+    its scope (the opening of every page that draws the matched matrix)."""
+    need_items(view)
+    scope_caption(view)
+    return view
+
+
 def scope_caption(view: View) -> None:
     """What the numbers below are about: matched items, the grid (and where it came from), exclusions."""
     m, scope = view.matrix, view.scope
