@@ -209,21 +209,26 @@ def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedMod
     return Qwen3VLForConditionalGeneration(config), processor
 
 
+def _vit(s: int, layers: int, **family: Any) -> dict:
+    """The tiny fixed-resolution ViT of LLaVA-NeXT-Video (CLIP) and InternVL (InternViT): 14 px patches over
+    a square side that, like every width, grows with the scale ``s``; ``family``: one encoder's own fields."""
+    return dict(
+        hidden_size=32 * s,
+        intermediate_size=64 * s,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        image_size=SIDE * s,
+        patch_size=14,
+        **family,
+    )
+
+
 def _llava_next_video(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = metaspace_tokenizer(["<video>", "<image>"], named_tokens={"video_token": "<video>", "image_token": "<image>"})
-    side = SIDE * s  # the encoder's input side grows with the scale
+    side = SIDE * s
     pinpoints = [[side, 2 * side], [2 * side, side], [2 * side, 2 * side]]
     config = LlavaNextVideoConfig(
-        vision_config=dict(
-            model_type="clip_vision_model",
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_hidden_layers=vision,
-            num_attention_heads=2,
-            image_size=side,
-            patch_size=14,
-            projection_dim=32 * s,
-        ),
+        vision_config=_vit(s, vision, model_type="clip_vision_model", projection_dim=32 * s),
         text_config=_text_config(tok, s, text, model_type="llama"),
         image_token_index=tok.image_token_id,
         video_token_index=tok.video_token_id,
@@ -258,17 +263,10 @@ def _internvl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedMod
         pad_token="<|endoftext|>",
         named_tokens=named,
     )
-    side = SIDE * s  # the encoder's input side grows with the scale
+    side = SIDE * s
     seq_len = (side // 14) ** 2 // 4  # patches per frame after the 0.5 pixel shuffle
     config = InternVLConfig(
-        vision_config=dict(
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_hidden_layers=vision,
-            num_attention_heads=2,
-            image_size=side,
-            patch_size=14,
-        ),
+        vision_config=_vit(s, vision),
         text_config=_text_config(tok, s, text, model_type="qwen2"),
         image_token_id=tok.context_image_token_id,
         image_seq_length=seq_len,
