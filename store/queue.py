@@ -346,17 +346,19 @@ class JobQueue:
 
     def complete(self, job_id: int, worker_id: str, result_ref: str) -> bool:
         """Mark the job done with the key of the stored result; False when the worker lost the job."""
-        return self._holder_update(
-            "UPDATE jobs SET state = 'done', finished_at = ?, lease_expires_at = NULL, result_ref = ?",
-            (self.clock(), result_ref),
-            job_id,
-            worker_id,
-        )
+        return self._finish(job_id, worker_id, "done", "result_ref", result_ref)
 
     def fail(self, job_id: int, worker_id: str, error: str) -> bool:
+        """Mark the job failed with the reason; False when the worker lost the job."""
+        return self._finish(job_id, worker_id, "failed", "error", error)
+
+    def _finish(
+        self, job_id: int, worker_id: str, state: JobState, column: Literal["result_ref", "error"], value: str
+    ) -> bool:
+        """End the held running job as ``state``, with ``value`` in ``column`` (a name of this module's, never input)."""
         return self._holder_update(
-            "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, error = ?",
-            (self.clock(), error),
+            f"UPDATE jobs SET state = ?, finished_at = ?, lease_expires_at = NULL, {column} = ?",
+            (state, self.clock(), value),
             job_id,
             worker_id,
         )
