@@ -23,7 +23,6 @@ from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from pages.common.sankey import clickable_sankey
 
-PAGE_SIZE = 50
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 
 
@@ -98,23 +97,20 @@ def items_panel(view: View, sel: Selection) -> None:
     if items.empty:
         st.info("No item takes this flow.")
         return
-    n_pages = max(1, -(-len(items) // PAGE_SIZE))
     tag = "-".join(sel.to_url())
-    page = st.pagination(n_pages, key=f"fp-{tag}") if n_pages > 1 else 1
-    shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+    page, shown = walk.page_of(items, f"fp-{tag}")
     conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
     has_conf = bool(items[conf].notna().to_numpy().any())
     cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (
         conf if has_conf else []
     )
     key = f"flowitems-{tag}-{page}"
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption(
+    walk.walk_bar(
+        items,
+        sel,
         "Select a row to open the item in the Inspector, which then walks these items."
-        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns.")
+        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns."),
     )
-    if c2.button(f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch"):
-        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
     a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
     walk.item_table(
         shown[cols],

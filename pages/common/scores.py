@@ -30,7 +30,6 @@ SCORE_TERMS = {"title": "Scores of the open-ended items: mean score (95% CI) and
                "net": "mean change (points)", "churn": "changed (% of items)"}  # fmt: skip
 KIND_TEXT = {"improved": "improved (score rose)", "regressed": "regressed (score fell)", "unchanged": "unchanged"}
 BAND_COLOURS = {"improved": CORRECT, "unchanged": NEUTRAL, "regressed": WRONG}
-PAGE_SIZE = 50
 
 
 def cutoff_label(value: str) -> str:
@@ -290,19 +289,14 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
         st.info("No scored item takes this band.")
         return
     sel = Selection("items", tuple(items["item_id"].astype(str)))
-    n_pages = max(1, -(-len(items) // PAGE_SIZE))
-    page = st.pagination(n_pages, key=f"sbp-{a}-{b}-{kind}") if n_pages > 1 else 1
-    shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+    page, shown = walk.page_of(items, f"sbp-{a}-{b}-{kind}")
     key = f"scoreitems-{a}-{b}-{kind}-{page}"
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption("Largest change first. Select a row to open the item in the Inspector, which then walks these items.")
-    if c2.button(
-        f"Walk these {len(items):,} in the Inspector",
-        icon=":material/frame_inspect:",
-        width="stretch",
+    walk.walk_bar(
+        items,
+        sel,
+        "Largest change first. Select a row to open the item in the Inspector, which then walks these items.",
         key=f"walk-{key}",
-    ):
-        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
+    )
     cols = [c for c in ["item_id", "task_type", "question"] if c == "item_id" or shown[c].notna().any()]
     walk.item_table(
         shown[[*cols, "score_from", "score_to", "delta"]],

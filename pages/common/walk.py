@@ -16,6 +16,8 @@ from backend.scope.selection import Selection, state_items
 from backend.scope.view import View
 from pages.common import data, state, ui
 
+PAGE_SIZE = 50  # rows per page of an item list
+
 
 def current() -> Selection | None:
     """The selection the URL carries (None: the filtered items)."""
@@ -42,6 +44,23 @@ def ids(view: View, model: str, sel: Selection | None) -> list[str]:
     if sel.kind == "items":
         return list(dict.fromkeys(sel.args))
     return items(view, model, sel)["item_id"].astype(str).tolist()
+
+
+def page_of(items: pd.DataFrame, key: str) -> tuple[int, pd.DataFrame]:
+    """The page of ``items`` that the pager ``key`` shows (drawn only when there is more than one): (page, rows)."""
+    n_pages = max(1, -(-len(items) // PAGE_SIZE))
+    page = st.pagination(n_pages, key=key) if n_pages > 1 else 1
+    return page, items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+
+
+def walk_bar(items: pd.DataFrame, sel: Selection, caption: str, key: str | None = None) -> None:
+    """An item list's caption beside a button that opens its first item in the Inspector, walking them all."""
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.caption(caption)
+    if c2.button(
+        f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key
+    ):
+        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
 
 
 def item_table(frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None) -> None:
