@@ -8,9 +8,8 @@ from typing import cast
 from backend import views
 from backend.analysis import cascade
 from backend.cli.common import add_json, command, print_json, split_list
-from backend.cli.metrics import add_item_filters, item_filter_from
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
-from backend.scope.resolve import Resolved, Scope
+from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
 
 
@@ -23,7 +22,7 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
         help="budgets in increasing cost, e.g. 16f,32f,64f,128f (default: the visual configurations of the "
         "model's default grid, as on the Policies page)",
     )
-    add_item_filters(p)
+    add_item_filters(p, ids=False)
 
 
 def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.cli import COMMANDS
+from backend.scope.filters import split_list as split_list  # every command's comma lists, as the scope flags'
 
 
 def command(sub: argparse._SubParsersAction, name: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -45,13 +46,6 @@ def add_store(p: argparse.ArgumentParser) -> None:
 
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-
-
-def split_list(value: str | None) -> list[str] | None:
-    """'a,b, c' -> ['a', 'b', 'c']; None stays None."""
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _default(o: Any) -> Any:
