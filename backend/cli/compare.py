@@ -8,9 +8,8 @@ from backend import views
 from backend.cli.common import add_json, command, print_json
 from backend.contracts.views import CompareReport
 from backend.present.tables import headline_frame
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
-from store.store import Store
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace) -> CompareReport:
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args).resolve(store))
+    view = args_view(args)
     return views.compare_view(view, top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 

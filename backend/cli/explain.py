@@ -13,14 +13,13 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, command, print_json, split_list
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.explain import ExplainReport, ExplainSlice
-from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
-from backend.scope.view import open_view
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,9 +97,7 @@ def target_of(args: argparse.Namespace) -> explain.Target:
 
 def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
-    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    view = args_view(args, args.model)
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
     return views.explain_view(

@@ -11,10 +11,9 @@ from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.views import ContinuousMetrics, OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
 
 
 def add_tolerance(p: argparse.ArgumentParser) -> None:
@@ -55,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args).resolve(store))
+    view = args_view(args)
     return views.overview(
         view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs), tolerance=args.tolerance
     )
