@@ -14,7 +14,8 @@ from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
 # table without importing any module; a command's module (and its heavy libraries) is imported only
-# when that command runs. Adding a command is one line here plus its module with ``register(sub)``.
+# when that command runs. Adding a command is one line here plus its module with ``register(sub)``, which
+# opens its parser with ``backend.cli.common.command`` (or ``command_group``): the help text is this table's.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("ingest", "read per-item outputs (lmms-eval, VLMEvalKit, Video-MME JSON, scale-grid CSV, long tables)"),
     "info": ("info", "models, benchmarks and configs in the store"),
