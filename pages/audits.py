@@ -19,7 +19,7 @@ from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colo
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import data, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -70,12 +70,6 @@ def iso(root: str, version: int, resolved: Resolved, tolerance: float, pixels: i
 def cross(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, cb: str) -> CrossmodelAudit:
     """``trajaudit audit crossmodel --json`` (with the question beside each listed item)."""
     return views.crossmodel_view(Store(root), resolved, (a, b), ca, cb, CROSS_LIMIT, CROSS_ITEM_COLUMNS)
-
-
-def _open_item(frame: pd.DataFrame, key: str) -> None:
-    rows = st.session_state[key].selection.rows
-    if rows:
-        state.go_later("pages/inspector.py", item=frame.iloc[rows[0]]["item_id"])
 
 
 # --- sampling intervention -------------------------------------------------------------------------
@@ -130,12 +124,11 @@ def agreement_tables(out: dict) -> None:
     )
     for col, row in zip(st.columns(max(len(out["protocols"]), 4)), out["protocols"], strict=False):
         kappa = row["kappa_pooled"]
-        col.metric(
+        ui.note_metric(
+            col,
             f"kappa · {row['protocol']}",
             "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
-            delta=f"{row['n_items']:,} items",
-            delta_color="off",
-            delta_arrow="off",
+            f"{row['n_items']:,} items",
         )
     st.dataframe(
         kappas,
@@ -391,13 +384,7 @@ def isocompute_tab(view: View, colour: str) -> None:
         with st.container(border=True):
             ci = group["complementarity_ci"]
             m1, m2, m3, m4 = st.columns(4)
-            m1.metric(
-                "Best single",
-                ui.pct(group["best_single"]["accuracy"]),
-                delta=group["best_single"]["config"],
-                delta_color="off",
-                delta_arrow="off",
-            )
+            ui.note_metric(m1, "Best single", ui.pct(group["best_single"]["accuracy"]), group["best_single"]["config"])
             m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
             ui.rate_metric(
                 m3,
@@ -406,13 +393,7 @@ def isocompute_tab(view: View, colour: str) -> None:
                 ci,
                 help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
             )
-            m4.metric(
-                "Items",
-                f"{group['n_items']:,}",
-                delta=f"{group['n_excluded']:,} excluded (incomplete)",
-                delta_color="off",
-                delta_arrow="off",
-            )
+            ui.note_metric(m4, "Items", f"{group['n_items']:,}", f"{group['n_excluded']:,} excluded (incomplete)")
             ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
             table = pd.DataFrame(group["configs"])
             st.dataframe(
@@ -474,13 +455,7 @@ def noise_tab(view: View) -> None:
         )
         return
     c1, c2, c3 = st.columns(3)
-    c1.metric(
-        "Items with repeats",
-        f"{summary['n_items_with_repeats']:,}",
-        delta=f"of {summary['n_items']:,} items",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    ui.note_metric(c1, "Items with repeats", f"{summary['n_items_with_repeats']:,}", f"of {summary['n_items']:,} items")
     c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
     c3.metric(
         "Mean item flip rate",
@@ -499,13 +474,10 @@ def noise_tab(view: View) -> None:
     )
     st.markdown(f"**Items with repeats** ({len(items):,}, noisiest first; select one to open it)")
     if not items.empty:
-        st.dataframe(
+        walk.item_table(
             items,
-            hide_index=True,
-            key="noiseitems",
-            on_select=lambda: _open_item(items, "noiseitems"),
-            selection_mode="single-row",
-            column_config={c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c},
+            "noiseitems",
+            {c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c},
         )
         ui.downloads(items, f"noise-items-{scope.focus}")
 
@@ -585,13 +557,7 @@ def crossmodel_tab(view: View) -> None:
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
     c3.metric("Rescued", f"{out['rescued']:,}")
     c4.metric("Harmed", f"{out['harmed']:,}")
-    c5.metric(
-        "Net",
-        f"{100 * out['net']:+.1f} pp",
-        delta=f"McNemar p = {out['mcnemar_p']:.3g}",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    ui.note_metric(c5, "Net", f"{100 * out['net']:+.1f} pp", f"McNemar p = {out['mcnemar_p']:.3g}")
     ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
     shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
@@ -599,14 +565,7 @@ def crossmodel_tab(view: View) -> None:
         f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
     )
     if not harmed.empty:
-        st.dataframe(
-            harmed,
-            hide_index=True,
-            key="harmeditems",
-            on_select=lambda: _open_item(harmed, "harmeditems"),
-            selection_mode="single-row",
-            column_config={"question": st.column_config.TextColumn(width="large")},
-        )
+        walk.item_table(harmed, "harmeditems", {"question": st.column_config.TextColumn(width="large")})
         ui.downloads(harmed, f"harmed-{a}-{b}")
 
 

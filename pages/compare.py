@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.present.tables import headline_frame
 from backend.report.palette import model_colours
-from pages.common import charts, data, scores, state, ui
+from pages.common import charts, data, scores, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -32,12 +32,6 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> dict:
     return charts.headline_bars(rows, table["model"].tolist(), colours, x_title)
 
 
-def _open_item(table: pd.DataFrame) -> None:
-    rows = st.session_state["disagree"].selection.rows
-    if rows:
-        state.go_later("pages/inspector.py", item=table.iloc[rows[0]]["item_id"])
-
-
 ensure_entrypoint()
 view = st.session_state["view"]
 st.title("Compare")
@@ -48,8 +42,7 @@ with ui.guard():
             icon=":material/arrow_back:",
         )
         st.stop()
-    ui.need_items(view)
-    ui.scope_caption(view)
+    ui.matched(view)
     colours = model_colours(data.store_info(view.root, view.version)["models"])
     report = data.compare_view(view, TOP)
     table = headline_frame({"models": report["metrics"]})
@@ -90,13 +83,10 @@ with ui.guard():
     st.caption(
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
     )
-    st.dataframe(
+    walk.item_table(
         dis.drop(columns=["benchmark"]),
-        hide_index=True,
-        key="disagree",
-        on_select=lambda: _open_item(dis),
-        selection_mode="single-row",
-        column_config={
+        "disagree",
+        {
             "disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
             "split_configs": st.column_config.NumberColumn("configs split"),
             "question": st.column_config.TextColumn(width="large"),

@@ -23,7 +23,6 @@ from pages.common.boot import ensure_entrypoint
 from pages.common.rerun_panel import selection_panel
 from pages.common.sankey import clickable_sankey
 
-PAGE_SIZE = 50
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 
 
@@ -83,12 +82,6 @@ def opened(table: pd.DataFrame, view: dict) -> Selection | None:
     return None
 
 
-def _open_item(sel: Selection, items: pd.DataFrame, key: str) -> None:
-    rows = st.session_state[key].selection.rows
-    if rows:
-        walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
-
-
 def title(sel: Selection) -> str:
     if sel.kind == "flow":
         a, b, kind = sel.args
@@ -104,36 +97,31 @@ def items_panel(view: View, sel: Selection) -> None:
     if items.empty:
         st.info("No item takes this flow.")
         return
-    n_pages = max(1, -(-len(items) // PAGE_SIZE))
     tag = "-".join(sel.to_url())
-    page = st.pagination(n_pages, key=f"fp-{tag}") if n_pages > 1 else 1
-    shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+    page, shown = walk.page_of(items, f"fp-{tag}")
     conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
     has_conf = bool(items[conf].notna().to_numpy().any())
     cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (
         conf if has_conf else []
     )
     key = f"flowitems-{tag}-{page}"
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption(
+    walk.walk_bar(
+        items,
+        sel,
         "Select a row to open the item in the Inspector, which then walks these items."
-        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns.")
+        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns."),
     )
-    if c2.button(f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch"):
-        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
     a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
-    st.dataframe(
+    walk.item_table(
         shown[cols],
-        hide_index=True,
-        key=key,
-        on_select=lambda: _open_item(sel, shown, key),
-        selection_mode="single-row",
-        column_config={
+        key,
+        {
             "question": st.column_config.TextColumn(width="large"),
             "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
             "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
         },
+        sel,
     )
     ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
     selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
@@ -142,10 +130,8 @@ def items_panel(view: View, sel: Selection) -> None:
 ensure_entrypoint()
 st.title("Flows")
 with ui.guard():
-    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    view = ui.matched(data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle()))
     scope = view.scope
-    ui.need_items(view)
-    ui.scope_caption(view)
     grid = list(scope.grid)
     mode = state.bind(
         st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get
@@ -172,13 +158,11 @@ with ui.guard():
     )
 
     table = flow_table(report)
-    st.dataframe(
+    ui.row_table(
         table,
-        hide_index=True,
-        key="flowlist",
-        on_select=lambda: _pick_row(table),
-        selection_mode="single-row",
-        column_config={
+        "flowlist",
+        lambda: _pick_row(table),
+        {
             "kind": st.column_config.TextColumn("flow"),
             "count": st.column_config.NumberColumn("items"),
             "share": st.column_config.NumberColumn("share of items", format="percent"),

@@ -23,12 +23,6 @@ VIEWS = {"table": "Table", "heatmap": "Heatmap"}
 HEATMAP_ROWS = 1500
 
 
-def _open_item(page: pd.DataFrame) -> None:
-    rows = st.session_state["itemtable"].selection.rows
-    if rows:
-        walk.open_in_inspector(None, str(page.iloc[rows[0]]["item_id"]))
-
-
 def picked(page: pd.DataFrame) -> list[str]:
     """The rows picked on this page (pick mode), as item ids."""
     event = st.session_state.get("itemtable")
@@ -103,7 +97,7 @@ def table_view(view: View) -> None:
         shown[cols],
         hide_index=True,
         key="itemtable",
-        on_select="rerun" if pick else (lambda: _open_item(page)),
+        on_select="rerun" if pick else (lambda: walk.open_selected("itemtable", page)),
         selection_mode="multi-row" if pick else "single-row",
         row_height=(row_h := max(35, 13 * len(scope.models) + 10)),
         height=min(len(shown), 12) * row_h + 40,
@@ -223,8 +217,7 @@ ensure_entrypoint()
 view = st.session_state["view"]
 st.title("Items")
 with ui.guard():
-    ui.need_items(view)
-    ui.scope_caption(view)
+    ui.matched(view)
     mode = state.bind(
         st.segmented_control, "itemview", "View", options=list(VIEWS), default="table", format_func=VIEWS.get
     )

@@ -123,10 +123,8 @@ ensure_entrypoint()
 st.title("Overview")
 with ui.guard():
     # the bars and the table count only flips beyond noise
-    view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
+    view = ui.matched(data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle()))
     scope = view.scope
-    ui.need_items(view)
-    ui.scope_caption(view)
     info = data.store_info(view.root, view.version)
     colours = model_colours(info["models"])
     metrics = data.overview(view)

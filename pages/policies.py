@@ -51,6 +51,16 @@ def pick_ladder(view: View, resolved: Resolved) -> list[str]:
     return configs.order(chosen)
 
 
+# The cascade's two frame costs: key suffix in its point -> (metric label, what the cost counts).
+FRAME_COSTS = {
+    "shared": (
+        "Mean frames, shared",
+        "Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.",
+    ),
+    "unshared": ("Mean frames, not shared", "Every budget visited is paid in full."),
+}
+
+
 def frame_delta(cost: float | None, top: str) -> str:
     return "n/a" if cost is None else f"{100 * cost:.1f}% of {top}"
 
@@ -59,29 +69,15 @@ def cascade_numbers(point: dict, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
     ui.rate_metric(c1, "Accuracy", point["accuracy"], point.get("accuracy_ci"))
-    c2.metric(
-        "Mean frames, shared",
-        f"{point['mean_frames_shared']:.1f}",
-        delta=frame_delta(point["cost_vs_top_shared"], top),
-        delta_color="off",
-        delta_arrow="off",
-        help="Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.",
-    )
-    c3.metric(
-        "Mean frames, not shared",
-        f"{point['mean_frames_unshared']:.1f}",
-        delta=frame_delta(point["cost_vs_top_unshared"], top),
-        delta_color="off",
-        delta_arrow="off",
-        help="Every budget visited is paid in full.",
-    )
+    for col, (sharing, (label, help_text)) in zip((c2, c3), FRAME_COSTS.items(), strict=True):
+        cost = frame_delta(point[f"cost_vs_top_{sharing}"], top)
+        ui.note_metric(col, label, f"{point[f'mean_frames_{sharing}']:.1f}", cost, help=help_text)
     missing = point["n_without_confidence"]
-    c4.metric(
+    ui.note_metric(
+        c4,
         "Items",
         f"{point['n_items']:,}",
-        delta=f"{missing:,} without confidences" if missing else "all with confidences",
-        delta_color="off",
-        delta_arrow="off",
+        f"{missing:,} without confidences" if missing else "all with confidences",
         help="Items with a confidence at every rung of the ladder.",
     )
 
@@ -107,12 +103,11 @@ def matching_numbers(sweep: dict) -> None:
             match.get("saving_ci"),
             help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.",
         )
-        c4.metric(
+        ui.note_metric(
+            c4,
             "Mean frames, shared",
             f"{match['mean_frames_shared']:.1f}",
-            delta=f"vs {sweep['fixed'][-1]['frames']} at {top}",
-            delta_color="off",
-            delta_arrow="off",
+            f"vs {sweep['fixed'][-1]['frames']} at {top}",
         )
 
 
@@ -174,13 +169,7 @@ def predictor_numbers(report: dict) -> None:
     rows = pd.DataFrame(report["frontier"])
     arg = rows[rows["label"] == "argmax"].iloc[0]
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric(
-        "Argmax accuracy",
-        ui.pct(arg["accuracy"]),
-        delta=f"{arg['mean_frames']:.1f} frames per item",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    ui.note_metric(c1, "Argmax accuracy", ui.pct(arg["accuracy"]), f"{arg['mean_frames']:.1f} frames per item")
     c2.metric(
         "Target hit rate",
         ui.pct(report["target_hit_rate"]),
@@ -191,12 +180,8 @@ def predictor_numbers(report: dict) -> None:
         ui.pct(report["never_correct_share"]),
         help="Items no budget answers: their target is the top budget.",
     )
-    c4.metric(
-        "Video groups",
-        f"{report['n_groups']:,}",
-        delta=f"{report['n_items']:,} items, {report['folds']} folds",
-        delta_color="off",
-        delta_arrow="off",
+    ui.note_metric(
+        c4, "Video groups", f"{report['n_groups']:,}", f"{report['n_items']:,} items, {report['folds']} folds"
     )
 
 

@@ -73,12 +73,23 @@ CREATE TABLE IF NOT EXISTS workers (
 
 
 @dataclass(frozen=True)
-class Job:
-    """One row of the ``jobs`` table (times are Unix seconds).
+class _Row:
+    """A row of the queue's tables whose ``TIMES`` are Unix seconds here (arithmetic on them is cheap) and
+    ISO-8601 UTC strings in ``to_dict()``, the JSON form its contract describes."""
 
-    ``TIMES`` are Unix seconds here (arithmetic on them is cheap) and ISO-8601 UTC strings in
-    ``to_dict()`` (the ``JobRecord`` contract; ``tests/test_contracts.py`` compares the two field by field).
-    """
+    TIMES: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in self.TIMES:
+            out[key] = _iso(out[key])
+        return out
+
+
+@dataclass(frozen=True)
+class Job(_Row):
+    """One row of the ``jobs`` table; ``to_dict()`` is the ``JobRecord`` contract (``tests/test_contracts.py``
+    compares the two field by field)."""
 
     TIMES: ClassVar[tuple[str, ...]] = ("created_at", "started_at", "finished_at", "lease_expires_at")
 
@@ -109,17 +120,10 @@ class Job:
         """What the job asks (the request it was queued for)."""
         return RerunRequest(self.model, self.benchmark, self.item_id, self.config, self.seed, self.force)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``backend.contracts.store.JobRecord``): the ``TIMES`` as ISO-8601 UTC strings."""
-        out = asdict(self)
-        for key in self.TIMES:
-            out[key] = _iso(out[key])
-        return out
-
 
 @dataclass(frozen=True)
-class WorkerInfo:
-    """One row of the ``workers`` table; ``TIMES`` as in ``Job``."""
+class WorkerInfo(_Row):
+    """One row of the ``workers`` table; ``to_dict()`` is ``backend.contracts.store.WorkerRow`` less ``age_s``."""
 
     TIMES: ClassVar[tuple[str, ...]] = ("started_at", "seen_at")
     worker_id: str
@@ -129,13 +133,6 @@ class WorkerInfo:
     pid: int | None
     started_at: float
     seen_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``backend.contracts.store.WorkerRow`` less ``age_s``): times as ISO-8601 UTC."""
-        out = asdict(self)
-        for key in self.TIMES:
-            out[key] = _iso(out[key])
-        return out
 
 
 class QueueGone(StoreError):
@@ -346,17 +343,19 @@ class JobQueue:
 
     def complete(self, job_id: int, worker_id: str, result_ref: str) -> bool:
         """Mark the job done with the key of the stored result; False when the worker lost the job."""
-        return self._holder_update(
-            "UPDATE jobs SET state = 'done', finished_at = ?, lease_expires_at = NULL, result_ref = ?",
-            (self.clock(), result_ref),
-            job_id,
-            worker_id,
-        )
+        return self._finish(job_id, worker_id, "done", "result_ref", result_ref)
 
     def fail(self, job_id: int, worker_id: str, error: str) -> bool:
+        """Mark the job failed with the reason; False when the worker lost the job."""
+        return self._finish(job_id, worker_id, "failed", "error", error)
+
+    def _finish(
+        self, job_id: int, worker_id: str, state: JobState, column: Literal["result_ref", "error"], value: str
+    ) -> bool:
+        """End the held running job as ``state``, with ``value`` in ``column`` (a name of this module's, never input)."""
         return self._holder_update(
-            "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, error = ?",
-            (self.clock(), error),
+            f"UPDATE jobs SET state = ?, finished_at = ?, lease_expires_at = NULL, {column} = ?",
+            (state, self.clock(), value),
             job_id,
             worker_id,
         )

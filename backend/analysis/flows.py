@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from backend.analysis.metrics import FLOW_KINDS, transition
+from backend.analysis.metrics import FLOW_KINDS, transition, transition_numbers
 from backend.contracts.views import FlowKind, Sankey, SankeyLink, SankeyNode
 from backend.scope.matrix import Matrix
 from backend.scope.tags import changes, monotone_gain
@@ -87,13 +87,7 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
                     "kind": kind,
                     "count": int(counts[p, c]),
                     "share": counts[p, c] / n,
-                    "from": pair["from"],
-                    "to": pair["to"],
-                    "rescued": pair["rescued"],
-                    "harmed": pair["harmed"],
-                    "net": pair["net"],
-                    "churn": pair["churn"],
-                    "mcnemar_p": pair["mcnemar_p"],
+                    **transition_numbers(pair),
                 }
             )
     return {

@@ -66,6 +66,20 @@ def _flow_record(frm: str, to: str, rescued: int | np.ndarray, harmed: int | np.
     }
 
 
+def transition_numbers(record: Transition) -> Transition:
+    """The ``Transition`` fields of ``record`` alone (a wider one, such as a quiet transition, carries more):
+    the pair's numbers that every Sankey link between its two configurations repeats."""
+    return {
+        "from": record["from"],
+        "to": record["to"],
+        "rescued": record["rescued"],
+        "harmed": record["harmed"],
+        "net": record["net"],
+        "churn": record["churn"],
+        "mcnemar_p": record["mcnemar_p"],
+    }
+
+
 def _require_items(matrix: Matrix) -> None:
     if matrix.n_items == 0:
         why = "; ".join(f"{k}: {v}" for k, v in matrix.excluded_reasons.items()) or "no items in scope"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from backend.analysis.metrics import _flow_record, transition
+from backend.analysis.metrics import _flow_record, transition, transition_numbers
 from backend.analysis.stats import mcnemar_exact
 from backend.contracts.audits import NoiseAudit, NoiseConfig
 from backend.contracts.common import NoiseTransition, QuietTransition
@@ -192,11 +192,7 @@ def sankey_without_noise(view: Sankey, matrix: Matrix, profile: NoiseProfile) ->
                 "count": count,
                 "share": count / n,
                 "hidden_within": hidden,
-                "rescued": pair["rescued"],
-                "harmed": pair["harmed"],
-                "net": pair["net"],
-                "churn": pair["churn"],
-                "mcnemar_p": pair["mcnemar_p"],
+                **transition_numbers(pair),
             }
         )
     return {

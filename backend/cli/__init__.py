@@ -14,7 +14,8 @@ from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
 # table without importing any module; a command's module (and its heavy libraries) is imported only
-# when that command runs. Adding a command is one line here plus its module with ``register(sub)``.
+# when that command runs. Adding a command is one line here plus its module with ``register(sub)``, which
+# opens its parser with ``backend.cli.common.command`` (or ``command_group``): the help text is this table's.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("ingest", "read per-item outputs (lmms-eval, VLMEvalKit, Video-MME JSON, scale-grid CSV, long tables)"),
     "info": ("info", "models, benchmarks and configs in the store"),
@@ -26,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predictor": ("predictor", "budget predictor from question, options and metadata"),
     "audit": ("audit", "protocol, iso-compute, noise and cross-model audits"),
     "annotate": ("annotate", "tag items with evidence pathways and notes"),
-    "rerun": ("rerun", "queue a re-run of one item (answered from the store when already there)"),
+    "rerun": ("rerun", "queue a re-run of one item or a selection (answered from the store when already there)"),
     "jobs": ("jobs", "list re-run jobs and workers; cancel a queued job"),
     "models": ("models", "register local checkpoints that workers may load"),
     "worker": ("worker", "run queued re-run jobs for one model"),
@@ -38,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "verify the store's manifest and every file it lists"),
     "repair": ("check", "rebuild a readable store from its intact files"),
     "videos": ("videos", "link benchmark items to their video files; check which are missing or unreadable"),
-    "report": ("report", "a shareable report: one offline HTML file (or LaTeX/Markdown tables, JSON) of a scope"),
+    "report": ("report", "a shareable report of the scope: one offline HTML file, LaTeX/Markdown tables or JSON"),
 }
 
 

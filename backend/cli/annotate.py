@@ -2,19 +2,18 @@
 
 import argparse  # no `from __future__ import annotations`: this module's `annotations` is backend.scope's
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, add_store, command_group, print_json
 from backend.scope import annotations
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    actions = command_group(
+        sub,
         "annotate",
-        help="tag items with evidence pathways and notes",
-        description="Annotations are stored in the store's annotations table (append-only; delete writes a tombstone).",
+        "action",
+        "Annotations are stored in the store's annotations table (append-only; delete writes a tombstone).",
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
 
     a = actions.add_parser("add", help="annotate one item")
     add_store(a)

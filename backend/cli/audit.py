@@ -6,10 +6,9 @@ import argparse
 
 from backend import views
 from backend.analysis import isocompute
-from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.cli.metrics import add_item_filters, item_filter_from
+from backend.cli.common import add_json, add_store, command_group, print_json, split_list
 from backend.runtime import rerun
-from backend.scope.resolve import Resolved, Scope
+from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
@@ -20,7 +19,7 @@ def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
         p.add_argument("--model", required=True)
     p.add_argument("--benchmark", default=None, help="default: every benchmark")
-    add_item_filters(p)
+    add_item_filters(p, ids=False)
     add_json(p)
 
 
@@ -30,9 +29,7 @@ def _boot(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="protocol, iso-compute, noise and cross-model audits")
-    audits = p.add_subparsers(dest="audit", metavar="AUDIT")
-    audits.required = True
+    audits = command_group(sub, "audit", "audit")
 
     a = audits.add_parser(
         "interventions",

@@ -7,10 +7,9 @@ from typing import cast
 
 from backend import views
 from backend.analysis import cascade
-from backend.cli.common import add_json, add_store, print_json, split_list
-from backend.cli.metrics import add_item_filters, item_filter_from
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
-from backend.scope.resolve import Resolved, Scope
+from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
 
 
@@ -23,7 +22,7 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
         help="budgets in increasing cost, e.g. 16f,32f,64f,128f (default: the visual configurations of the "
         "model's default grid, as on the Policies page)",
     )
-    add_item_filters(p)
+    add_item_filters(p, ids=False)
 
 
 def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
@@ -36,14 +35,13 @@ def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "cascade",
-        help="confidence cascade: accuracy vs frame cost",
-        description="Answer at the first budget whose confidence reaches the threshold, else at the top "
+        "Answer at the first budget whose confidence reaches the threshold, else at the top "
         "budget. Uses the items with a confidence at every rung; cost is in frames, with frame sharing "
         "(the rung stopped at) and without (every rung visited), and relative to the fixed top budget.",
     )
-    add_store(p)
     add_ladder(p)
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--threshold", type=float, help="one threshold on the chosen option's probability")

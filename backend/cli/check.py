@@ -10,29 +10,27 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from store.health import check, repair
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "check",
-        help="verify the store's manifest and every file it lists",
-        description="Verify manifest.json and every listed Parquet file (exists, readable, table schema, "
+        "Verify manifest.json and every listed Parquet file (exists, readable, table schema, "
         "recorded row count). Exit 0 when sound, 1 when not (run `trajaudit repair`).",
     )
-    add_store(p)
     p.add_argument("--deep", action="store_true", help="decode every file completely, not just its footer")
     add_json(p)
     p.set_defaults(func=run_check)
-    p = sub.add_parser(
+    p = command(
+        sub,
         "repair",
-        help="rebuild a readable store from its intact files",
-        description="Drop manifest entries whose files are missing or unreadable (moved to damaged/), "
+        "Drop manifest entries whose files are missing or unreadable (moved to damaged/), "
         "rebuild a corrupt manifest from the Parquet files on disk, remove files a killed writer left.",
     )
-    add_store(p)
     add_json(p)
     p.set_defaults(func=run_repair)
 

@@ -11,6 +11,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backend.cli import COMMANDS
+from backend.scope.filters import split_list as split_list  # every command's comma lists, as the scope flags'
+
+
+def command(sub: argparse._SubParsersAction, name: str, description: str | None = None) -> argparse.ArgumentParser:
+    """The parser of top-level command ``name``, with the ``--store`` option.
+
+    Its one-line help is the one ``COMMANDS`` lists for ``trajaudit --help``: one text, so the two cannot
+    disagree (a command's module is imported only when it runs, so the listing cannot read it from there).
+    """
+    p = _parser(sub, name, description)
+    add_store(p)
+    return p
+
+
+def command_group(
+    sub: argparse._SubParsersAction, name: str, dest: str, description: str | None = None
+) -> argparse._SubParsersAction:
+    """Top-level command ``name`` made of subcommands (one of which is required, stored in ``args.<dest>``);
+    its help as ``command``'s. Each subcommand adds ``--store`` itself, after its name on the line."""
+    actions = _parser(sub, name, description).add_subparsers(dest=dest, metavar=dest.upper())
+    actions.required = True
+    return actions
+
+
+def _parser(sub: argparse._SubParsersAction, name: str, description: str | None) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=COMMANDS[name][1].replace("%", "%%"), description=description)
+
 
 def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="store folder (default: $TRAJAUDIT_STORE or ./trajaudit-data)")
@@ -18,13 +46,6 @@ def add_store(p: argparse.ArgumentParser) -> None:
 
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-
-
-def split_list(value: str | None) -> list[str] | None:
-    """'a,b, c' -> ['a', 'b', 'c']; None stays None."""
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _default(o: Any) -> Any:

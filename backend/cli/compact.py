@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "compact",
-        help="merge the store's small Parquet files",
-        description="Merge each table's files into one, and rewrite a file written with larger row groups "
+        "Merge each table's files into one, and rewrite a file written with larger row groups "
         "than today's (so the Inspector reads one item from a few row groups). Safe while the dashboard and "
         "workers run: readers keep their snapshot, retired files are deleted after a grace period.",
     )
-    add_store(p)
     add_json(p)
     p.set_defaults(func=run)
 

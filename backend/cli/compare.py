@@ -5,19 +5,15 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.views import CompareReport
 from backend.present.tables import headline_frame
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
-from store.store import Store
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compare", help="the Compare page: models side by side on their matched grid, confused-item overlap"
-    )
-    add_store(p)
+    p = command(sub, "compare")
     add_scope_args(p)
     p.add_argument("--top", type=int, default=50, help="items in the disagreement ranking (0 = all)")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
@@ -27,8 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace) -> CompareReport:
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args).resolve(store))
+    view = args_view(args)
     return views.compare_view(view, top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 

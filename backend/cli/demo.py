@@ -8,22 +8,21 @@ import sys
 
 from tqdm import tqdm
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from backend.demo.model import DEMO_MODEL, build_demo_store
 from backend.demo.synthetic import DEFAULT_ITEMS
 from backend.extras import WORKER_INSTALL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "demo",
-        help="build a synthetic demo store",
-        description="Write a deterministic synthetic store (models synthetic-*, benchmarks synthetic-videomme "
+        "Write a deterministic synthetic store (models synthetic-*, benchmarks synthetic-videomme "
         "and synthetic-mlvu, short procedurally drawn videos) so the dashboard has something to show. "
         f"It also builds a tiny random-weights model registered as {DEMO_MODEL} (a pipeline demo for re-runs). "
         "Refuses a store that already holds data unless --force.",
     )
-    add_store(p)
     p.add_argument("--items", type=int, default=DEFAULT_ITEMS, help=f"number of items (default {DEFAULT_ITEMS})")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same store (default 0)")
     p.add_argument("--no-videos", action="store_true", help="skip writing the demo videos (faster; no frame strips)")

@@ -13,21 +13,17 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.explain import ExplainReport, ExplainSlice
-from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
-from backend.scope.view import open_view
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain", help="why these items? slices, answer behaviour and agreement for a flow, tag or item list"
-    )
-    add_store(p)
+    p = command(sub, "explain")
     p.add_argument("--model", required=True, help="the model whose flow, tag or items are explained")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--flow", default=None, help="a flow FROM:TO:KIND, e.g. 8f:32f:harmed")
@@ -101,9 +97,7 @@ def target_of(args: argparse.Namespace) -> explain.Target:
 
 def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
-    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    view = args_view(args, args.model)
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
     return views.explain_view(

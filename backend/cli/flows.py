@@ -12,21 +12,17 @@ from backend import views
 from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "flows", help="the Flows page: correct/wrong flows between configurations (the Sankey), with items"
-    )
-    add_store(p)
+    p = command(sub, "flows")
     p.add_argument("--model", required=True, help="the model whose flows are drawn")
     add_scope_args(p, models=False, noise=True)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
@@ -52,9 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
-    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    view = args_view(args, args.model)
     pair = None if args.frm is None else (args.frm, args.to)
     if args.scores:
         return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.store import InfoReport
 from backend.scope.frames_known import frames_known
 from backend.scope.matrix import available
@@ -12,8 +12,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="models, benchmarks and configs in the store")
-    add_store(p)
+    p = command(sub, "info")
     add_json(p)
     p.set_defaults(func=run)
 

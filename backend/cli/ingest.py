@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from store import samplers
 from store.ingest import FORMATS, IngestSummary, ingest_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = command(
+        subparsers,
         "ingest",
-        help="read per-item outputs (lmms-eval, VLMEvalKit, Video-MME JSON, scale-grid CSV, long tables)",
-        description="Read per-item evaluation outputs into the store. Re-ingesting a file adds nothing; "
+        "Read per-item evaluation outputs into the store. Re-ingesting a file adds nothing; "
         "rows that contradict the store are refused unless --replace.",
     )
     p.add_argument(
@@ -24,7 +24,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="result files, or folders: every result file under them is taken (dot folders such as lmms-eval's "
         "..__<model> included)",
     )
-    add_store(p)
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detect)")
     p.add_argument("--model", help="model name, where the file does not say it")
     p.add_argument("--benchmark", help="benchmark name, where the file does not say it")

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.scope.inspector import inspect_record
 from backend.videos.decode import default_video_root
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="one item: question, every response, the frames each budget saw")
-    add_store(p)
+    p = command(sub, "inspect")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--item", required=True, help="the item id")
     p.add_argument("--models", default=None, help="only these models' responses (comma-separated)")

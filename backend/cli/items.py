@@ -11,19 +11,17 @@ import sys
 import pyarrow as pa
 
 from backend import views
-from backend.cli.common import add_store, print_json, split_list
+from backend.cli.common import command, print_json
 from backend.export import csv_text
 from backend.scope.annotations import with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("items", help="the Items page: items with tags and per-config correctness (trajectory)")
-    add_store(p)
+    p = command(sub, "items")
     p.add_argument("--model", required=True)
     add_scope_args(p, models=False)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
@@ -43,10 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be >= 0")
     if args.json and args.format == "csv":
         raise UserError("--json and --format csv contradict each other")
-    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))  # --models' order, as on the pages
-    store = Store(args.store)
-    scope = Scope.from_args(args, models=models)
-    view = open_view(store, scope.resolve(store))
+    view = args_view(args, args.model)
     if args.page is not None or args.sort is not None:
         print_json(views.items_page(view, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
         return 0
@@ -56,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         table = table.head(args.limit)
     out = flat_table(table, grid) if args.format == "csv" else table
     if args.annotations:
-        out = with_annotations(out, store, args.benchmark)
+        out = with_annotations(out, view.store, args.benchmark)
     if args.format == "csv":
         sys.stdout.write(csv_text(out))  # spreadsheet-safe: text that would run as a formula is quoted
     else:

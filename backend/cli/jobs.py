@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 from backend.runtime import rerun
 from backend.runtime.worker_pool import overview
 from store.store import resolve_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("jobs", help="list re-run jobs and workers; cancel a queued job")
-    add_store(p)
+    p = command(sub, "jobs")
     p.add_argument("--state", choices=rerun.JOB_STATES, default=None, help="only jobs in this state")
     p.add_argument("--model", default=None, help="only jobs for this model")
     p.add_argument("--limit", type=int, default=100, help="newest N jobs (default 100)")

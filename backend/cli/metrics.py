@@ -1,7 +1,4 @@
-"""``trajaudit metrics``: the Overview's numbers: every MCQA metric of docs/metrics.md with 95% intervals.
-
-Also owns the item-filter options of the commands that take one model and no grid (``audit``).
-"""
+"""``trajaudit metrics``: the Overview's numbers: every MCQA metric of docs/metrics.md with 95% intervals."""
 
 from __future__ import annotations
 
@@ -10,34 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.views import ContinuousMetrics, OverviewReport
 from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
-from backend.scope.filters import ItemFilter
-from backend.scope.resolve import Scope, add_scope_args
-from backend.scope.view import open_view
+from backend.scope.resolve import add_scope_args
+from backend.scope.view import args_view
 from store.errors import UserError
-from store.store import Store
-
-
-def add_item_filters(p: argparse.ArgumentParser) -> None:
-    """The sidebar's item filters alone (commands that take one model and no grid)."""
-    p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
-    p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
-    p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
-    p.add_argument("--search", default=None, help="case-insensitive substring of question, options or item id")
-    p.add_argument("--annotation-tag", default=None, help="only items carrying one of these annotation tags")
-
-
-def item_filter_from(args: argparse.Namespace) -> ItemFilter:
-    return ItemFilter(
-        task_types=tuple(split_list(args.task_type) or ()),
-        durations=tuple(split_list(args.duration) or ()),
-        domains=tuple(split_list(args.domain) or ()),
-        search=args.search,
-        tags=tuple(split_list(args.annotation_tag) or ()),
-    )
 
 
 def add_tolerance(p: argparse.ArgumentParser) -> None:
@@ -66,10 +42,7 @@ def parse_pairs(value: str | None) -> list[tuple[str, str]] | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "metrics", help="the Overview: accuracy, oracle, confusion, overwrite, transitions (95%% CIs), task types"
-    )
-    add_store(p)
+    p = command(sub, "metrics")
     add_scope_args(p, noise=True)
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0 = none)")
     p.add_argument("--seed", type=int, default=0)
@@ -81,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
-    store = Store(args.store)
-    view = open_view(store, Scope.from_args(args).resolve(store))
+    view = args_view(args)
     return views.overview(
         view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs), tolerance=args.tolerance
     )

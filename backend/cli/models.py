@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, add_store, command_group, print_json
 from backend.runtime import registry
 from store.store import resolve_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="register local checkpoints that workers may load")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
+    actions = command_group(sub, "models", "action")
 
     a = actions.add_parser("add", help="register a model")
     add_store(a)

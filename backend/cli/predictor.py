@@ -6,18 +6,17 @@ import argparse
 
 from backend import views
 from backend.cli.cascade import add_ladder, load
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, command, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "predictor",
-        help="budget predictor from question, options and metadata",
-        description="Predict each item's cheapest sufficient budget on the ladder from its question, options "
+        "Predict each item's cheapest sufficient budget on the ladder from its question, options "
         "and metadata (TF-IDF + one-hot, logistic regression), cross-validated with folds grouped by video; "
         "report accuracy vs mean frames beside the fixed budgets, the cascade frontier and the oracle.",
     )
-    add_store(p)
     add_ladder(p)
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)

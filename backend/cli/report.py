@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from backend.cli.common import add_store
+from backend.cli.common import command
 from backend.report import FORMATS, build
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -15,10 +15,7 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report", help="a shareable report of the scope: one offline HTML file, LaTeX/Markdown tables or JSON"
-    )
-    add_store(p)
+    p = command(sub, "report")
     add_scope_args(p, noise=True)
     p.add_argument(
         "--gallery", type=int, default=24, help="items in the gallery of the most informative items (0 = none)"

@@ -14,28 +14,27 @@ import sys
 import time
 
 from backend import views
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json
 from backend.contracts.runs import SelectionRerunReport
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
-from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection, read_ids
-from backend.scope.view import View, open_view
+from backend.scope.view import View, args_view
 from store.errors import UserError
-from store.store import Store, resolve_root
+from store.store import resolve_root
 
 POLL_S = 0.5
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "rerun",
-        help="queue a re-run of one item or a selection (answered from the store when already there)",
-        description="Validates the request, answers it from the store when an identical result exists "
+        "Validates the request, answers it from the store when an identical result exists "
         "(unless --force), else queues it for `trajaudit worker --model NAME`.",
     )
-    add_store(p)
     p.add_argument(
         "--model", required=True, help="a registered model (trajaudit models list); a selection's flow is this model's"
     )
@@ -114,9 +113,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def run_selection(args: argparse.Namespace, root) -> int:
     sel = _selection(args)
-    models = list(dict.fromkeys([*(split_list(args.models) or []), args.model]))
-    store = Store(root)
-    view = open_view(store, Scope.from_args(args, models=models).resolve(store))
+    view = args_view(args, args.model)
     out = rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
     batch = out["batch"]
     if args.wait and not out["progress"]["finished"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from backend.cli.common import add_json, add_store, print_json, split_list
+from backend.cli.common import add_json, command, print_json, split_list
 from backend.extras import require_worker_extra
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.plan import DEFAULT_BATCH
@@ -13,18 +13,15 @@ from store.errors import UserError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "sweep",
-        help="run a model over every missing (item, configuration) cell of a grid",
-        description=(
-            "Run every missing cell (model x item x configuration) and append the answers to the store in "
-            "batches (origin=sweep, run=main). Decodes each video once for all budgets, shares one prompt "
-            "prefix per (video, configuration) among the video's questions, and reuses per-frame vision "
-            "features where the model encodes frames independently; --no-reuse turns these off (all off is "
-            "the cold baseline). --verify K re-runs K random cells cold and fails on any changed answer."
-        ),
+        "Run every missing cell (model x item x configuration) and append the answers to the store in "
+        "batches (origin=sweep, run=main). Decodes each video once for all budgets, shares one prompt "
+        "prefix per (video, configuration) among the video's questions, and reuses per-frame vision "
+        "features where the model encodes frames independently; --no-reuse turns these off (all off is "
+        "the cold baseline). --verify K re-runs K random cells cold and fails on any changed answer.",
     )
-    add_store(p)
     p.add_argument("--model", required=True, help="registered model name (trajaudit models list)")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--grid", required=True, help="configuration labels, e.g. text,8f,16f,32f,64f or 64f@151k")

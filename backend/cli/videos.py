@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from backend.cli.common import add_json, add_store, print_json
+from backend.cli.common import add_json, add_store, command_group, print_json
 from backend.videos import layouts
 from backend.videos.check import STATES, check
 from backend.videos.link import link
@@ -12,15 +12,14 @@ from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    actions = command_group(
+        sub,
         "videos",
-        help="link benchmark items to their video files; check which are missing or unreadable",
-        description="The video catalog: paths relative to the video root ($TRAJAUDIT_VIDEO_ROOT, else "
+        "action",
+        "The video catalog: paths relative to the video root ($TRAJAUDIT_VIDEO_ROOT, else "
         "<store>/videos), probed once (frames, fps, duration, size). The Inspector and re-runs look videos up here "
         "first, then fall back to items.video.",
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
 
     a = actions.add_parser(
         "link",

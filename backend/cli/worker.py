@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from backend.cli.common import add_store
+from backend.cli.common import command
 from backend.extras import require_worker_extra
 from backend.runtime import lifeline
 from store.errors import UserError
@@ -15,14 +15,13 @@ from store.store import resolve_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "worker",
-        help="run queued re-run jobs for one model",
-        description="Loads the model once and serves its jobs; Ctrl-C finishes a job whose answer is "
+        "Loads the model once and serves its jobs; Ctrl-C finishes a job whose answer is "
         "computed, else returns it to the queue. A model that cannot load fails its queued jobs with the "
         "reason and exits 2; a store deleted under it stops it (exit 2) and is not recreated.",
     )
-    add_store(p)
     p.add_argument("--model", required=True, help="a registered model (trajaudit models list)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
     p.add_argument("--once", action="store_true", help="exit when no job for the model is left in the queue")

@@ -14,6 +14,13 @@ import pandas as pd
 from backend.contracts.common import ItemFilterSpec
 
 
+def split_list(value: str | None) -> list[str] | None:
+    """'a,b, c' -> ['a', 'b', 'c']; None stays None (the filter flags, and every list flag, are comma lists)."""
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
 @dataclass(frozen=True)
 class ItemFilter:
     """Item selection; every empty field means "no constraint".

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from backend.contracts.common import ScopeHeader
 from backend.contracts.store import StoreContents
 from backend.scope import binary
-from backend.scope.filters import ItemFilter
+from backend.scope.filters import ItemFilter, split_list
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import Matrix, available, canonical_grid, narrow, restrict
 from backend.scope.tags import TAGS, tag_masks
@@ -112,14 +112,7 @@ class Scope:
             benchmark=args.benchmark,
             models=tuple(models),
             grid=tuple(split_list(args.grid) or ()),
-            item_filter=ItemFilter(
-                task_types=tuple(split_list(args.task_type) or ()),
-                durations=tuple(split_list(args.duration) or ()),
-                domains=tuple(split_list(args.domain) or ()),
-                search=args.search,
-                tags=tuple(split_list(args.annotation_tag) or ()),
-                item_ids=tuple(split_list(args.item_ids) or ()),
-            ),
+            item_filter=item_filter_from(args),
             tag=getattr(args, "tag", None),
             tag_model=getattr(args, "tag_model", None),
             beyond_noise=bool(getattr(args, "beyond_noise", False)),
@@ -206,13 +199,6 @@ class Resolved:
         if matrix is not None:
             out["n_items"], out["n_excluded"] = matrix.n_items, matrix.n_excluded
         return out
-
-
-def split_list(value: str | None) -> list[str] | None:
-    """'a,b, c' -> ['a', 'b', 'c']; None stays None."""
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def no_grid_message(scope: Scope) -> str:
@@ -342,6 +328,30 @@ def tag_subset(matrix: Matrix, model: str, tag: str | None) -> Matrix:
     return restrict(matrix, tag_masks(y, matrix.grid, matrix.lower)[tag])
 
 
+def add_item_filters(p: argparse.ArgumentParser, *, ids: bool = True) -> None:
+    """The sidebar's item filters (``ids``: with ``--item-ids``; the commands of one model and no grid take
+    the others alone)."""
+    p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
+    p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
+    p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
+    p.add_argument("--search", default=None, help="case-insensitive substring of question, options or item id")
+    p.add_argument("--annotation-tag", default=None, help="only items carrying one of these annotation tags")
+    if ids:
+        p.add_argument("--item-ids", default=None, help="only these item ids (comma-separated)")
+
+
+def item_filter_from(args: argparse.Namespace) -> ItemFilter:
+    """The item filter ``add_item_filters``' flags name (no ``--item-ids`` flag: no id constraint)."""
+    return ItemFilter(
+        task_types=tuple(split_list(args.task_type) or ()),
+        durations=tuple(split_list(args.duration) or ()),
+        domains=tuple(split_list(args.domain) or ()),
+        search=args.search,
+        tags=tuple(split_list(args.annotation_tag) or ()),
+        item_ids=tuple(split_list(getattr(args, "item_ids", None)) or ()),
+    )
+
+
 def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool = True, noise: bool = False) -> None:
     """The flags of a ``Scope``: the sidebar's choices."""
     if models:
@@ -352,12 +362,7 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
         default=None,
         help="configs in order, e.g. text,16f,32f,64f (default: docs/metrics.md's default grid, as on the pages)",
     )
-    p.add_argument("--task-type", default=None, help="only these task types (comma-separated)")
-    p.add_argument("--duration", default=None, help="only these duration categories (comma-separated)")
-    p.add_argument("--domain", default=None, help="only these domains (comma-separated)")
-    p.add_argument("--search", default=None, help="case-insensitive substring of question, options or item id")
-    p.add_argument("--annotation-tag", default=None, help="only items carrying one of these annotation tags")
-    p.add_argument("--item-ids", default=None, help="only these item ids (comma-separated)")
+    add_item_filters(p)
     if tag:
         p.add_argument("--tag", default=None, choices=TAGS, help="only items with this trajectory tag (of --tag-model)")
         p.add_argument(

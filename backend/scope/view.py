@@ -8,8 +8,10 @@ the same function, a page and its CLI twin (``twin``) read the same matrix.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
+from backend.scope.filters import split_list
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved, Scope, command_line
 from store.store import Store
@@ -50,6 +52,14 @@ class View:
 def view_key(root: str, version: int, resolved: Resolved) -> str:
     """``View.key`` from its parts (the pages key the cached view itself on it, before it exists)."""
     return repr((root, version, resolved.key()))
+
+
+def args_view(args: argparse.Namespace, focus: str | None = None) -> View:
+    """The view of the scope that ``add_scope_args``' flags name, on ``--store``: the opening of every command
+    that reads one scope. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
+    models = None if focus is None else list(dict.fromkeys([*(split_list(args.models) or []), focus]))
+    store = Store(args.store)
+    return open_view(store, Scope.from_args(args, models=models).resolve(store))
 
 
 def open_view(

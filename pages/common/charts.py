@@ -47,6 +47,37 @@ def _labels(values: list[str]) -> str:
     return f"{json.dumps(values)}[datum.value] || ''"
 
 
+def _chart(title: str | None, height: int, values: list[dict], **body: object) -> dict:
+    """A spec in the dashboard's look at the page's width: ``height`` of plotting area, ``values`` as its data
+    (text travels as data), ``body`` the marks and encodings; no title where ``title`` is None."""
+    return {
+        **SCHEMA,
+        "config": CONFIG,
+        **({} if title is None else {"title": title}),
+        "height": height,
+        "data": {"values": values},
+        **body,
+    }
+
+
+def _ordered(field: str, order: list[str], title: str | None, scale: dict | None = None, **extra: object) -> dict:
+    """A nominal channel that keeps ``order`` (every value shown, in that order); ``scale``: more scale
+    settings (band padding), ``extra``: more channel settings (axis)."""
+    return {
+        "field": field,
+        "type": "nominal",
+        "sort": order,
+        "scale": {**(scale or {}), "domain": order},
+        "title": title,
+        **extra,
+    }
+
+
+def _colours(field: str, domain: list[str], colours: list[str], **extra: object) -> dict:
+    """A nominal colour channel mapping ``domain`` onto ``colours`` in turn (untitled; ``extra``: the legend)."""
+    return {"field": field, "type": "nominal", "title": None, "scale": {"domain": domain, "range": colours}, **extra}
+
+
 def _tip(*fields: tuple[str, ...]) -> list[dict]:
     """Tooltip rows from ``(field, title[, d3 format])``."""
     return [{"field": f[0], "title": f[1], **({"format": f[2]} if len(f) > 2 else {})} for f in fields]
@@ -67,12 +98,7 @@ def curve_and_flows(
     flows = [{**bar, "kind": terms["up" if bar["kind"] == "rescued" else "down"]} for bar in series.flow_bars(overview)]
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
-    colour = {
-        "field": "model",
-        "type": "nominal",
-        "title": None,
-        "scale": {"domain": models, "range": [colours[m] for m in models]},
-    }
+    colour = _colours("model", models, [colours[m] for m in models])
     curve_tip = _tip(
         ("model", "model"),
         ("config", "configuration"),
@@ -80,10 +106,13 @@ def curve_and_flows(
         ("lo", "95% CI low (%)", ".1f"),
         ("hi", "95% CI high (%)", ".1f"),
     )
-    top = {
-        "height": int(height * 0.45),
-        "data": {"values": curve},
-        "encoding": {
+    # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
+    # take the same room, so the configuration ticks line up.
+    top = _chart(
+        terms["title"],
+        int(height * 0.45),
+        curve,
+        encoding={
             "x": {
                 "field": "x",
                 "type": "quantitative",
@@ -92,7 +121,7 @@ def curve_and_flows(
                 "title": None,
             }
         },
-        "layer": [
+        layer=[
             {
                 "mark": {"type": "area", "opacity": 0.15},
                 "transform": [{"filter": "isValid(datum.lo)"}],
@@ -114,7 +143,7 @@ def curve_and_flows(
                 "encoding": {"y": {"field": "accuracy", "type": "quantitative"}, "color": colour, "tooltip": curve_tip},
             },
         ],
-    }
+    )
     flow_tip = _tip(
         ("model", "model"),
         ("step", "transition"),
@@ -124,10 +153,11 @@ def curve_and_flows(
         ("churn", terms["churn"], ".1f"),
         ("p", terms["p"], ".3g"),
     )
-    bottom = {
-        "height": int(height * 0.27),
-        "data": {"values": flows},
-        "layer": [
+    bottom = _chart(
+        None,
+        int(height * 0.27),
+        flows,
+        layer=[
             {
                 "mark": {"type": "rect", "strokeWidth": 2},
                 "encoding": {
@@ -146,22 +176,15 @@ def curve_and_flows(
                         "axis": ALIGNED,
                     },
                     "y2": {"datum": 0},
-                    "fill": {
-                        "field": "kind",
-                        "type": "nominal",
-                        "title": None,
-                        "scale": {"domain": [terms["up"], terms["down"]], "range": [CORRECT, WRONG]},
-                    },
+                    "fill": _colours("kind", [terms["up"], terms["down"]], [CORRECT, WRONG]),
                     "stroke": {**colour, "legend": None},
                     "tooltip": flow_tip,
                 },
             },
             {"mark": {"type": "rule", "color": "#888"}, "encoding": {"y": {"datum": 0}}},
         ],
-    }
-    # Two charts, one above the other (a concatenated spec cannot take the page's width); the y axes
-    # take the same room, so the configuration ticks line up.
-    return [{**SCHEMA, "title": terms["title"], "config": CONFIG, **top}, {**SCHEMA, "config": CONFIG, **bottom}]
+    )
+    return [top, bottom]
 
 
 # -- Inspector: one item ------------------------------------------------------------------------------
@@ -169,46 +192,29 @@ def curve_and_flows(
 # A five-pointed star (Vega shapes are SVG paths in a unit square around the point): live re-runs.
 STAR = "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z"
 LABELS_X = {"labelAngle": -30, "labelOverlap": False, "labelLimit": 160}  # every configuration named, however many
-STATES = {"field": "state", "type": "nominal", "title": None,
-          "scale": {"domain": ["correct", "wrong"], "range": [CORRECT, WRONG]}}  # fmt: skip
+STATES = _colours("state", ["correct", "wrong"], [CORRECT, WRONG])
 
 
 def answer_grid(cells: list[dict], models: list[str], labels: list[str], value: str) -> dict:
     """Answer per model (rows) and configuration (columns): a green (correct) or red (wrong) cell showing the
     answer (MCQA) or the score (open-ended). ``cells``: ``model, config, state, text, value``; no cell, no answer."""
     band = {"paddingInner": 0.06}
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
-        "height": 34 * max(len(models), 1),
-        "data": {"values": cells},
-        "encoding": {
-            "x": {
-                "field": "config",
-                "type": "nominal",
-                "sort": labels,
-                "scale": {**band, "domain": labels},
-                "title": "configuration",
-                "axis": LABELS_X,
-            },
-            "y": {
-                "field": "model",
-                "type": "nominal",
-                "sort": models,
-                "scale": {**band, "domain": models},
-                "title": "model",
-                "axis": {"labelLimit": 360},
-            },
+    return _chart(
+        "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
+        34 * max(len(models), 1),
+        cells,
+        encoding={
+            "x": _ordered("config", labels, "configuration", band, axis=LABELS_X),
+            "y": _ordered("model", models, "model", band, axis={"labelLimit": 360}),
             "tooltip": _tip(
                 ("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", value, ".2f")
             ),
         },
-        "layer": [
+        layer=[
             {"mark": {"type": "rect", "cornerRadius": 2}, "encoding": {"fill": {**STATES, "legend": None}}},
             {"mark": {"type": "text", "color": "white", "fontSize": 14}, "encoding": {"text": {"field": "text"}}},
         ],
-    }
+    )
 
 
 def confidence_chart(points: list[dict], order: list[str], series: dict[str, str], value: str, axis: str) -> dict:
@@ -216,13 +222,12 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
     protocols are diamonds, live re-runs stars; a marker is filled green (correct) or red (wrong), outlined in
     its model's colour. ``points``: ``series, config, value, state, answer, kind`` ("ladder", "other", "rerun")
     and ``line`` (the ladder a point is joined along); ``series``: legend name -> colour."""
-    stroke = {
-        "field": "series",
-        "type": "nominal",
-        "title": None,
-        "legend": {"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
-        "scale": {"domain": list(series), "range": list(series.values())},
-    }
+    stroke = _colours(
+        "series",
+        list(series),
+        list(series.values()),
+        legend={"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
+    )
     kinds = {
         "ladder": ("budget step", "circle", 110),
         "other": ("other protocol", "diamond", 130),
@@ -230,24 +235,15 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
     }
     present = {p["kind"] for p in points}
     kinds = {k: v for k, v in kinds.items() if k in present}  # the legend names the marks drawn
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
-        "height": 290,  # room for the y title, "confidence (probability of the answer)"
-        "data": {"values": points},
-        "encoding": {
-            "x": {
-                "field": "config",
-                "type": "nominal",
-                "sort": order,
-                "scale": {"domain": order},
-                "title": "configuration",
-                "axis": LABELS_X,
-            },
+    return _chart(
+        f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
+        290,  # room for the y title, "confidence (probability of the answer)"
+        points,
+        encoding={
+            "x": _ordered("config", order, "configuration", axis=LABELS_X),
             "y": {"field": "value", "type": "quantitative", "scale": {"domain": [0, 1.05]}, "title": axis},
         },
-        "layer": [
+        layer=[
             {
                 "mark": {"type": "line", "strokeWidth": 2},
                 "transform": [{"filter": "isValid(datum.line)"}],
@@ -279,7 +275,7 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
                 },
             },
         ],
-    }
+    )
 
 
 def frame_timeline(
@@ -288,38 +284,31 @@ def frame_timeline(
     """Every strip's frames on one axis (seconds, or frame index without the video): a tick per frame kept from
     the row above or added, a cross per frame dropped. ``marks``: ``row, x, frame, status``; ``colours``: status ->
     colour, in legend order."""
-    colour = {
-        "field": "status",
-        "type": "nominal",
-        "title": None,
-        "scale": {"domain": list(colours), "range": list(colours.values())},
-    }
+    colour = _colours("status", list(colours), list(colours.values()))
     tip = _tip(("row", "configuration"), ("frame", "frame #"), ("x", x_title, ".2f"), ("status", "frame"))
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": "Frames sampled per configuration, on one timeline",
-        "height": 24 * max(len(rows), 1),
-        "data": {"values": marks},
-        "encoding": {
+    return _chart(
+        "Frames sampled per configuration, on one timeline",
+        24 * max(len(rows), 1),
+        marks,
+        encoding={
             "x": {
                 "field": "x",
                 "type": "quantitative",
                 "title": x_title,
                 "scale": {"domain": [0, x_max], "nice": False} if x_max else {"zero": True},
             },
-            "y": {"field": "row", "type": "nominal", "sort": rows, "scale": {"domain": rows}, "title": "configuration"},
+            "y": _ordered("row", rows, "configuration"),
             "color": colour,
             "tooltip": tip,
         },
-        "layer": [
+        layer=[
             {"mark": {"type": "tick", "thickness": 2.5}, "transform": [{"filter": "datum.status !== 'dropped'"}]},
             {
                 "mark": {"type": "point", "shape": "cross", "angle": 45, "filled": True, "size": 70},
                 "transform": [{"filter": "datum.status === 'dropped'"}],
             },
         ],
-    }
+    )
 
 
 # -- Compare: the selected models side by side --------------------------------------------------------
@@ -329,23 +318,13 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
     """Grouped bars per metric, one per model, with their 95% intervals. ``rows``: ``model, metric, value, lo, hi``
     in percent (``None`` where not available)."""
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
-    offset = {"field": "model", "type": "nominal", "sort": models, "scale": {"domain": models}}
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": "Headroom, confusion and overwrite side by side (95% CI)",
-        "height": 280,
-        "data": {"values": rows},
-        "encoding": {
-            "x": {
-                "field": "metric",
-                "type": "nominal",
-                "sort": metrics,
-                "scale": {"domain": metrics, "paddingInner": 0.25},
-                "title": x_title,
-                "axis": {"labelAngle": 0},
-            },
-            "xOffset": offset,
+    return _chart(
+        "Headroom, confusion and overwrite side by side (95% CI)",
+        280,
+        rows,
+        encoding={
+            "x": _ordered("metric", metrics, x_title, {"paddingInner": 0.25}, axis={"labelAngle": 0}),
+            "xOffset": _ordered("model", models, None),
             "tooltip": _tip(
                 ("model", "model"),
                 ("metric", "metric"),
@@ -354,18 +333,13 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
                 ("hi", "95% CI high (%)", ".1f"),
             ),
         },
-        "layer": [
+        layer=[
             {
                 "mark": "bar",
                 "transform": [{"filter": "isValid(datum.value)"}],
                 "encoding": {
                     "y": {"field": "value", "type": "quantitative", "title": "share of items (%)"},
-                    "color": {
-                        "field": "model",
-                        "type": "nominal",
-                        "title": None,
-                        "scale": {"domain": models, "range": [colours[m] for m in models]},
-                    },
+                    "color": _colours("model", models, [colours[m] for m in models]),
                 },
             },
             {
@@ -374,7 +348,7 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
                 "encoding": {"y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"}},
             },
         ],
-    }
+    )
 
 
 def jaccard(overlap: dict) -> dict:
@@ -385,26 +359,17 @@ def jaccard(overlap: dict) -> dict:
         for a, row in zip(models, overlap["jaccard"], strict=True)
         for b, v in zip(models, row, strict=True)
     ]
-    axis = {
-        "field": "",
-        "type": "nominal",
-        "sort": models,
-        "scale": {"domain": models},
-        "title": "model",
-        "axis": {"labelLimit": 240, "labelAngle": 0},
-    }
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": "Overlap of confused items (Jaccard index)",
-        "height": 50 * max(len(models), 1),
-        "data": {"values": cells},
-        "encoding": {
-            "x": {**axis, "field": "b"},
-            "y": {**axis, "field": "a"},
+    axis = {"labelLimit": 240, "labelAngle": 0}
+    return _chart(
+        "Overlap of confused items (Jaccard index)",
+        50 * max(len(models), 1),
+        cells,
+        encoding={
+            "x": _ordered("b", models, "model", axis=axis),
+            "y": _ordered("a", models, "model", axis=axis),
             "tooltip": _tip(("a", "model"), ("b", "vs"), ("jaccard", "Jaccard", ".2f")),
         },
-        "layer": [
+        layer=[
             {
                 "mark": "rect",
                 "encoding": {
@@ -425,7 +390,7 @@ def jaccard(overlap: dict) -> dict:
                 },
             },
         ],
-    }
+    )
 
 
 def intersections(overlap: dict) -> dict:
@@ -433,22 +398,13 @@ def intersections(overlap: dict) -> dict:
     (largest 15 sets)."""
     rows = [{"set": " + ".join(r["models"]), "items": r["n"]} for r in overlap["intersections"][:15]]
     order = [r["set"] for r in rows]
-    return {
-        **SCHEMA,
-        "config": CONFIG,
-        "title": "Confused items by the exact set of models confused",
-        "height": 24 * max(len(rows), 1),
-        "data": {"values": rows},
-        "mark": {"type": "bar", "color": ACCENT},
-        "encoding": {
-            "y": {
-                "field": "set",
-                "type": "nominal",
-                "sort": order,
-                "scale": {"domain": order},
-                "title": "confused by exactly these models",
-                "axis": {"labelLimit": 480, "maxExtent": 500},
-            },
+    return _chart(
+        "Confused items by the exact set of models confused",
+        24 * max(len(rows), 1),
+        rows,
+        mark={"type": "bar", "color": ACCENT},
+        encoding={
+            "y": _ordered("set", order, "confused by exactly these models", axis={"labelLimit": 480, "maxExtent": 500}),
             "x": {
                 "field": "items",
                 "type": "quantitative",
@@ -457,4 +413,4 @@ def intersections(overlap: dict) -> dict:
             },
             "tooltip": _tip(("set", "confused by exactly"), ("items", "items")),
         },
-    }
+    )

@@ -30,7 +30,6 @@ SCORE_TERMS = {"title": "Scores of the open-ended items: mean score (95% CI) and
                "net": "mean change (points)", "churn": "changed (% of items)"}  # fmt: skip
 KIND_TEXT = {"improved": "improved (score rose)", "regressed": "regressed (score fell)", "unchanged": "unchanged"}
 BAND_COLOURS = {"improved": CORRECT, "unchanged": NEUTRAL, "regressed": WRONG}
-PAGE_SIZE = 50
 
 
 def cutoff_label(value: str) -> str:
@@ -63,7 +62,7 @@ def points(x: float | None) -> str:
 
 def _points_metric(col, label: str, value: float | None, ci: list | None, help: str) -> None:
     delta = None if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}"
-    col.metric(label, points(value), delta=delta, delta_color="off", delta_arrow="off", help=help)
+    ui.note_metric(col, label, points(value), delta, help=help)
 
 
 def scored(models: dict) -> dict[str, dict]:
@@ -152,12 +151,11 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
             )
             if worst is not None:
                 k = focus["transitions"].index(worst)
-                c4.metric(
+                ui.note_metric(
+                    c4,
                     f"Most regressions ({worst['from']} → {worst['to']})",
                     ui.pct(worst["regression_rate"]),
-                    delta=ui.ci_text(cis[k]),
-                    delta_color="off",
-                    delta_arrow="off",
+                    ui.ci_text(cis[k]),
                     help="Share of scored items whose score falls at this step (beyond the tolerance of 0).",
                 )
     data = {"overview": {"grid": metrics["grid"], "models": metrics["models"]}}
@@ -272,12 +270,6 @@ def _band_from_row(table: pd.DataFrame) -> None:
         state.put("sband", [row["from"], row["to"], row["band"]])
 
 
-def _open_item(items: pd.DataFrame, key: str, sel: Selection) -> None:
-    rows = st.session_state[key].selection.rows
-    if rows:
-        walk.open_in_inspector(sel, str(items.iloc[rows[0]]["item_id"]))
-
-
 def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
     """The band the URL opens (``sband``: from, to, kind), when this view has it."""
     band = state.get("sband")
@@ -297,32 +289,25 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
         st.info("No scored item takes this band.")
         return
     sel = Selection("items", tuple(items["item_id"].astype(str)))
-    n_pages = max(1, -(-len(items) // PAGE_SIZE))
-    page = st.pagination(n_pages, key=f"sbp-{a}-{b}-{kind}") if n_pages > 1 else 1
-    shown = items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+    page, shown = walk.page_of(items, f"sbp-{a}-{b}-{kind}")
     key = f"scoreitems-{a}-{b}-{kind}-{page}"
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption("Largest change first. Select a row to open the item in the Inspector, which then walks these items.")
-    if c2.button(
-        f"Walk these {len(items):,} in the Inspector",
-        icon=":material/frame_inspect:",
-        width="stretch",
+    walk.walk_bar(
+        items,
+        sel,
+        "Largest change first. Select a row to open the item in the Inspector, which then walks these items.",
         key=f"walk-{key}",
-    ):
-        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
+    )
     cols = [c for c in ["item_id", "task_type", "question"] if c == "item_id" or shown[c].notna().any()]
-    st.dataframe(
+    walk.item_table(
         shown[[*cols, "score_from", "score_to", "delta"]],
-        hide_index=True,
-        key=key,
-        selection_mode="single-row",
-        on_select=lambda: _open_item(shown, key, sel),
-        column_config={
+        key,
+        {
             "question": st.column_config.TextColumn(width="large"),
             "score_from": st.column_config.NumberColumn(f"score at {a}", format="%.3f"),
             "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
             "delta": st.column_config.NumberColumn("change", format="%+.3f"),
         },
+        sel,
     )
     ui.downloads(items, f"score-flow-{v.scope.focus}-{a}-{b}-{kind}", key=key)
 
@@ -380,13 +365,11 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
             for kind in KIND_TEXT
         ]
     )
-    st.dataframe(
+    ui.row_table(
         table,
-        hide_index=True,
-        key="scorebands",
-        on_select=lambda: _band_from_row(table),
-        selection_mode="single-row",
-        column_config={
+        "scorebands",
+        lambda: _band_from_row(table),
+        {
             "share": st.column_config.NumberColumn("share of scored items", format="percent"),
             "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g"),
         },

@@ -22,6 +22,11 @@ from backend.scope.view import View
 from pages.common import data, score_data, state
 from store.errors import UserError
 
+# The table download buttons: label, encoder, file suffix, MIME type, widget key prefix.
+_DOWNLOADS: tuple[tuple[str, Callable[[pd.DataFrame], bytes], str, str, str], ...] = (
+    ("CSV", data.csv_bytes, "csv", "text/csv", "csv"),
+    ("Parquet", data.parquet_bytes, "parquet", "application/octet-stream", "pq"),
+)
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
 EXPORT_FORMATS = ("png", "svg")
 _HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
@@ -41,9 +46,15 @@ def guard() -> Iterator[None]:
         st.stop()
 
 
+def note_metric(col, label: str, value: str, note: str | None, help: str | None = None) -> None:
+    """A metric with a note underneath (an interval, a count, a comparison) in Streamlit's delta slot, muted:
+    no colour, no arrow, since a note is not a change."""
+    col.metric(label, value, delta=note, delta_color="off", delta_arrow="off", help=help)
+
+
 def rate_metric(col, label: str, value: float | None, ci: list | None, help: str | None = None) -> None:
-    """A rate as a metric with its 95% interval underneath (a muted delta: an interval is not a change)."""
-    col.metric(label, pct(value), delta=ci_text(ci), delta_color="off", delta_arrow="off", help=help)
+    """A rate as a metric with its 95% interval underneath."""
+    note_metric(col, label, pct(value), ci_text(ci), help)
 
 
 def headline_text(models: dict, n_items: int, grid: list[str]) -> pd.DataFrame:
@@ -80,28 +91,29 @@ def downloads(
 ) -> None:
     """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click."""
     get = frame if callable(frame) else (lambda: frame)
-    cols = st.columns([1, 1, 6] if parquet else [1, 7])
-    with cols[0]:
-        st.download_button(
-            "CSV",
-            data=lambda: data.csv_bytes(get()),
-            file_name=f"{name}.csv",
-            mime="text/csv",
+    kinds = _DOWNLOADS if parquet else _DOWNLOADS[:1]
+    for col, (label, encode, suffix, mime, tag) in zip(st.columns([1, 1, 6] if parquet else [1, 7]), kinds):
+        col.download_button(
+            label,
+            data=lambda encode=encode: encode(get()),
+            file_name=f"{name}.{suffix}",
+            mime=mime,
             icon=":material/download:",
-            key=f"csv-{name}-{key}",
+            key=f"{tag}-{name}-{key}",
             on_click="ignore",
         )
-    if parquet:
-        with cols[1]:
-            st.download_button(
-                "Parquet",
-                data=lambda: data.parquet_bytes(get()),
-                file_name=f"{name}.parquet",
-                mime="application/octet-stream",
-                icon=":material/download:",
-                key=f"pq-{name}-{key}",
-                on_click="ignore",
-            )
+
+
+def row_table(frame: pd.DataFrame, key: str, on_select: Callable[[], None], column_config: dict) -> None:
+    """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback."""
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=key,
+        on_select=on_select,
+        selection_mode="single-row",
+        column_config=column_config,
+    )
 
 
 def swatch(colour: str, text: str) -> str:
@@ -175,6 +187,14 @@ def need_items(view: View) -> None:
             icon=":material/search:",
         )
         st.stop()
+
+
+def matched(view: View) -> View:
+    """``view`` once the page may draw it: stopped with a notice when no item is matched, else captioned with
+    its scope (the opening of every page that draws the matched matrix)."""
+    need_items(view)
+    scope_caption(view)
+    return view
 
 
 def scope_caption(view: View) -> None:

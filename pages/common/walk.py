@@ -14,7 +14,9 @@ import streamlit as st
 from backend import views
 from backend.scope.selection import Selection, state_items
 from backend.scope.view import View
-from pages.common import data, state
+from pages.common import data, state, ui
+
+PAGE_SIZE = 50  # rows per page of an item list
 
 
 def current() -> Selection | None:
@@ -44,6 +46,33 @@ def ids(view: View, model: str, sel: Selection | None) -> list[str]:
     return items(view, model, sel)["item_id"].astype(str).tolist()
 
 
-def open_in_inspector(sel: Selection | None, item: str) -> None:
-    """From a widget callback: open ``item`` in the Inspector, walking ``sel``."""
-    state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())
+def page_of(items: pd.DataFrame, key: str) -> tuple[int, pd.DataFrame]:
+    """The page of ``items`` that the pager ``key`` shows (drawn only when there is more than one): (page, rows)."""
+    n_pages = max(1, -(-len(items) // PAGE_SIZE))
+    page = st.pagination(n_pages, key=key) if n_pages > 1 else 1
+    return page, items.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE].reset_index(drop=True)
+
+
+def walk_bar(items: pd.DataFrame, sel: Selection, caption: str, key: str | None = None) -> None:
+    """An item list's caption beside a button that opens its first item in the Inspector, walking them all."""
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.caption(caption)
+    if c2.button(
+        f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key
+    ):
+        state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
+
+
+def item_table(frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None) -> None:
+    """A list of items (``frame`` has ``item_id``) whose selected row opens that item in the Inspector, walking
+    ``sel`` (None: the filtered items)."""
+    ui.row_table(frame, key, lambda: open_selected(key, frame, sel), column_config)
+
+
+def open_selected(key: str, frame: pd.DataFrame, sel: Selection | None = None) -> None:
+    """The ``on_select`` callback of an item table (the ``st.dataframe`` keyed ``key``, rows of ``frame``): open
+    the selected row's item in the Inspector, walking ``sel`` (None: the filtered items)."""
+    rows = st.session_state[key].selection.rows
+    if rows:
+        item = str(frame.iloc[rows[0]]["item_id"])
+        state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())

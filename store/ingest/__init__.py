@@ -20,8 +20,8 @@ from tqdm import tqdm
 from store import configs, samplers
 from store.errors import UserError
 from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
-from store.ingest.common import Batch, IngestOptions, count_flags, fail, load_json
-from store.ingest.publish import FileResult, described, publish_batches
+from store.ingest.common import Batch, IngestOptions, checked_utf8, load_json
+from store.ingest.publish import FileResult, file_result, publish_batches
 from store.store import Store
 
 READERS: dict[str, Callable[[Path, IngestOptions], Batch]] = {
@@ -110,18 +110,7 @@ def detect(path: Path) -> str:
 
 def _head(path: Path) -> str:
     with open(path, "rb") as f:
-        data = f.read(_HEAD_BYTES)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if not data.strip():
-        raise fail(path, "empty file")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(data) - 4:  # not just a character cut at the end of the peek
-            line = data[: exc.start].count(b"\n") + 1
-            raise fail(path, f"not UTF-8 text (byte {data[exc.start]:#04x}); re-save the file as UTF-8", line) from None
-        return data[: exc.start].decode("utf-8")
+        return checked_utf8(path, f.read(_HEAD_BYTES), peek=True).decode("utf-8")
 
 
 def _first_json_line(path: Path, head: str) -> dict:
@@ -263,17 +252,7 @@ def _read_keys(batches: list) -> dict:
 def _planned(store: Store, batches: list, skipped: list[str]) -> IngestSummary:
     """The ``--dry-run`` summary: what each file holds and the configuration it gets; nothing is
     compared with the store or written (``new`` counts every row read)."""
-    results = [
-        FileResult(
-            str(b.path),
-            b.format,
-            len(b.rows),
-            flagged=count_flags(b.rows["flags"]),
-            config_hint=b.settings.get("config_hint"),
-            **described(b),
-        )
-        for b in batches
-    ]
+    results = [file_result(b) for b in batches]
     flagged: Counter[str] = Counter()
     for f in results:
         flagged.update(f.flagged)

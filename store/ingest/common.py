@@ -101,6 +101,13 @@ def read_text_bytes(path: Path) -> bytes:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a folder; pass the result files inside it") from None
+    return checked_utf8(path, data)
+
+
+def checked_utf8(path: Path, data: bytes, *, peek: bool = False) -> bytes:
+    """``data`` (the bytes of the file ``path``; with ``peek``, its first bytes) without a BOM, refused when
+    empty or not UTF-8 (naming the line of the first bad byte). A peek may end inside a character: that
+    character is dropped, not refused."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if not data.strip():
@@ -108,6 +115,8 @@ def read_text_bytes(path: Path) -> bytes:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if peek and exc.start >= len(data) - 4:  # a character cut at the end of the peek
+            return data[: exc.start]
         line = data[: exc.start].count(b"\n") + 1
         raise fail(path, f"not UTF-8 text (byte {data[exc.start]:#04x}); re-save the file as UTF-8", line) from None
     return data

@@ -74,17 +74,7 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
     keys = key_codes(rows, RESPONSE_KEY)
     dropped = _duplicates(rows, keys, batches)
     keep = ~dropped
-    results = [
-        FileResult(
-            str(b.path),
-            b.format,
-            len(b.rows),
-            flagged=count_flags(b.rows["flags"]),
-            config_hint=b.settings.get("config_hint"),
-            **described(b),
-        )
-        for b in batches
-    ]
+    results = [file_result(b) for b in batches]
     src = rows["_src"].to_numpy()
     for i, n in zip(*np.unique(src[dropped], return_counts=True)):
         results[i].duplicates = int(n)
@@ -111,13 +101,19 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
     return Published(results, len(items), store.version())
 
 
-def described(b: Batch) -> dict:
-    """A batch's configurations and its visual rows per frames source (the summary line, --dry-run)."""
+def file_result(b: Batch) -> FileResult:
+    """What a batch holds before it meets the store (rows, flags, configurations, visual rows per frames
+    source); publishing adds the counts against the store, ``--dry-run`` shows it as it is."""
     sources = b.rows["frames_source"].dropna().value_counts() if "frames_source" in b.rows else pd.Series(dtype=int)
-    return {
-        "configs": configs.order(b.rows["config"].astype("str").unique().tolist()),
-        "frames": {k: int(sources[k]) for k in samplers.SOURCES if sources.get(k, 0)},
-    }
+    return FileResult(
+        str(b.path),
+        b.format,
+        len(b.rows),
+        flagged=count_flags(b.rows["flags"]),
+        config_hint=b.settings.get("config_hint"),
+        configs=configs.order(b.rows["config"].astype("str").unique().tolist()),
+        frames={k: int(sources[k]) for k in samplers.SOURCES if sources.get(k, 0)},
+    )
 
 
 def key_codes(rows: pd.DataFrame, cols: list[str]) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict, TypeVar
 
 import torch
 from transformers import (
@@ -34,6 +34,7 @@ from transformers import (
     LlavaNextVideoForConditionalGeneration,
     LlavaNextVideoProcessor,
     LlavaNextVideoVideoProcessor,
+    PretrainedConfig,
     PreTrainedModel,
     ProcessorMixin,
     Qwen2_5_VLConfig,
@@ -126,14 +127,29 @@ def _text_config(tok, scale: int = 1, layers: int = 2, **extra) -> dict:
     )
 
 
-def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
-    tok = _qwen_tokenizer()
-    config = Qwen2_5_VLConfig(
+_Config = TypeVar("_Config", bound=PretrainedConfig)
+
+
+def _qwen_config(
+    config_class: Callable[..., _Config],
+    tok,
+    s: int,
+    vision: int,
+    text: int,
+    *,
+    rope: dict[str, Any],
+    text_fields: dict[str, Any],
+    vision_fields: dict[str, Any],
+) -> _Config:
+    """A tiny config of either Qwen family: the parts both share (widths that grow with the scale ``s``, the
+    M-RoPE sections, the vision tokens' ids) with one family's own rope, text and vision fields."""
+    return config_class(
         text_config=_text_config(
             tok,
             s,
             text,
-            rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4},
+            rope_parameters={"rope_type": "default", "mrope_section": [2 * s, 3 * s, 3 * s], "rope_theta": 1e4, **rope},
+            **text_fields,
         ),
         vision_config=dict(
             depth=vision,
@@ -141,16 +157,24 @@ def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedM
             intermediate_size=64 * s,
             num_heads=2,
             out_hidden_size=64 * s,
-            patch_size=14,
             spatial_merge_size=2,
             temporal_patch_size=2,
-            tokens_per_second=2,  # as in the published Qwen2.5-VL configs
-            window_size=112,
-            # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
-            fullatt_block_indexes=list(range(3, vision, 4)) or [vision - 1],
+            **vision_fields,
         ),
         **_qwen_ids(tok),
     )
+
+
+def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
+    tok = _qwen_tokenizer()
+    vision_fields = dict(
+        patch_size=14,
+        tokens_per_second=2,  # as in the published Qwen2.5-VL configs
+        window_size=112,
+        # every fourth block attends over the whole frame, as the published 32-block encoder's 7, 15, 23, 31
+        fullatt_block_indexes=list(range(3, vision, 4)) or [vision - 1],
+    )
+    config = _qwen_config(Qwen2_5_VLConfig, tok, s, vision, text, rope={}, text_fields={}, vision_fields=vision_fields)
     size = {"shortest_edge": 28 * 28, "longest_edge": 112 * 112}  # per frame
     processor = Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(size=size),
@@ -163,32 +187,15 @@ def _qwen2_5_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedM
 
 def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = _qwen_tokenizer()
-    config = Qwen3VLConfig(
-        text_config=_text_config(
-            tok,
-            s,
-            text,
-            head_dim=16 * s,
-            rope_parameters={
-                "rope_type": "default",
-                "mrope_section": [2 * s, 3 * s, 3 * s],
-                "mrope_interleaved": True,
-                "rope_theta": 1e4,
-            },
-        ),
-        vision_config=dict(
-            depth=vision,
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_heads=2,
-            out_hidden_size=64 * s,
-            patch_size=16,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            num_position_embeddings=16,
-            deepstack_visual_indexes=[1],
-        ),
-        **_qwen_ids(tok),
+    config = _qwen_config(
+        Qwen3VLConfig,
+        tok,
+        s,
+        vision,
+        text,
+        rope={"mrope_interleaved": True},
+        text_fields={"head_dim": 16 * s},
+        vision_fields={"patch_size": 16, "num_position_embeddings": 16, "deepstack_visual_indexes": [1]},
     )
     processor = Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(
@@ -202,21 +209,26 @@ def _qwen3_vl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedMod
     return Qwen3VLForConditionalGeneration(config), processor
 
 
+def _vit(s: int, layers: int, **family: Any) -> dict:
+    """The tiny fixed-resolution ViT of LLaVA-NeXT-Video (CLIP) and InternVL (InternViT): 14 px patches over
+    a square side that, like every width, grows with the scale ``s``; ``family``: one encoder's own fields."""
+    return dict(
+        hidden_size=32 * s,
+        intermediate_size=64 * s,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        image_size=SIDE * s,
+        patch_size=14,
+        **family,
+    )
+
+
 def _llava_next_video(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedModel, ProcessorMixin]:
     tok = metaspace_tokenizer(["<video>", "<image>"], named_tokens={"video_token": "<video>", "image_token": "<image>"})
-    side = SIDE * s  # the encoder's input side grows with the scale
+    side = SIDE * s
     pinpoints = [[side, 2 * side], [2 * side, side], [2 * side, 2 * side]]
     config = LlavaNextVideoConfig(
-        vision_config=dict(
-            model_type="clip_vision_model",
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_hidden_layers=vision,
-            num_attention_heads=2,
-            image_size=side,
-            patch_size=14,
-            projection_dim=32 * s,
-        ),
+        vision_config=_vit(s, vision, model_type="clip_vision_model", projection_dim=32 * s),
         text_config=_text_config(tok, s, text, model_type="llama"),
         image_token_index=tok.image_token_id,
         video_token_index=tok.video_token_id,
@@ -251,17 +263,10 @@ def _internvl(s: int = 1, vision: int = 2, text: int = 2) -> tuple[PreTrainedMod
         pad_token="<|endoftext|>",
         named_tokens=named,
     )
-    side = SIDE * s  # the encoder's input side grows with the scale
+    side = SIDE * s
     seq_len = (side // 14) ** 2 // 4  # patches per frame after the 0.5 pixel shuffle
     config = InternVLConfig(
-        vision_config=dict(
-            hidden_size=32 * s,
-            intermediate_size=64 * s,
-            num_hidden_layers=vision,
-            num_attention_heads=2,
-            image_size=side,
-            patch_size=14,
-        ),
+        vision_config=_vit(s, vision),
         text_config=_text_config(tok, s, text, model_type="qwen2"),
         image_token_id=tok.context_image_token_id,
         image_seq_length=seq_len,
