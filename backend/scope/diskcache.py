@@ -14,13 +14,16 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from store.paths import inside
 from store.store import Manifest, Store
 
 FOLDER = ".cache"
 KEEP = 8  # entries of one kind kept (newest first): enough for the scopes a dashboard flips between
+T = TypeVar("T")
 
 
 def folder(store: Store) -> Path:
@@ -98,3 +101,31 @@ def versions(directory: Path, prefix: str) -> list[tuple[int, Path]]:
         except ValueError:
             continue
     return sorted(out, reverse=True)
+
+
+def newest_readable(directory: Path, prefix: str, version: int, read: Callable[[Path], T]) -> tuple[Path, T] | None:
+    """The newest entry of ``prefix`` written at store ``version`` or before (a later one holds rows a reader of
+    ``version`` does not list) that ``read`` can read, with what it read; an entry ``read`` fails on (OSError,
+    ValueError, KeyError: pruned while read, or half-known) is passed over for the one before it."""
+    for at, path in versions(directory, prefix):
+        if at > version:
+            continue
+        try:
+            return path, read(path)
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def publish_version(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:
+    """Write an entry of ``prefix`` at ``manifest``'s version (``write_atomic``), unless the store moved on
+    during the read (an entry holds what its recorded files hold, no more); then keep the ``kept`` newest
+    versions (one reader that started before the last write may still read the one before)."""
+    if store.manifest().version != manifest.version:
+        return False
+    directory = folder(store)
+    if not write_atomic(directory / versioned(prefix, manifest.version), write):
+        return False
+    for _, old in versions(directory, prefix)[kept:]:
+        remove(old)
+    return True
