@@ -289,3 +289,27 @@ def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_pa
         parts += json.loads(meta[store_module.PARTS]) if store_module.PARTS in meta else [[rel, 1]]
     assert sum(n for _, n in parts) == 20 and len({p for p, _ in parts}) == 20  # each first-written file once
     assert store.query("SELECT written_at FROM responses").written_at.is_unique  # no row merged twice
+
+
+def test_explain_answer_cells_after_a_write_are_patched_not_rescanned(tmp_path, monkeypatch):
+    """After a re-run row and a repeat, the answer cells are the cold ones, computed from the new rows only
+    (no scan of every file), in a new version of the one entry."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
+    rng = random.Random(3)
+    store = Store(tmp_path / "s")
+    store.append({"responses": _rows(rng, ITEMS[:6], CONFIGS[:2], 0, every=True)})
+    matrix = load_matrix(store, MODELS)
+    load_answer_cells(store, matrix, "a", scope="s")  # cold: writes the entry
+    cold_scans = []
+    real = answer_cells._query
+    monkeypatch.setattr(answer_cells, "_query", lambda *a: cold_scans.append(a) or real(*a))
+    row = _rows(rng, ["i0"], ["8f"], 1, every=True).head(1)
+    for extra in (row.assign(origin="rerun", run="job-1", answer="D"), row.assign(run="r2", answer="C")):
+        store.append({"responses": extra})
+        assert load_matrix(store, MODELS).items.equals(matrix.items)  # the same items: the entry applies
+        patched = load_answer_cells(store, matrix, "a", scope="s")
+        assert cold_scans == []
+        cold = real(store, matrix, "a", False)
+        assert np.array_equal(patched.letter, cold.letter) and np.array_equal(patched.kind, cold.kind)
+    assert len({p.name.split("-")[2] for p in (store.root / ".cache").glob("answers-v2-*")}) == 1  # one key
