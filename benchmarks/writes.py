@@ -10,7 +10,8 @@ is the 10M-response store), built under ``--workdir`` and reused:
   warm (nothing written since the last read: median of ``--repeat``), then the first read after
   a one-row ingest, after a 10k-row ingest (``trajaudit ingest`` of a CSV, as a fresh process: repeats of
   stored cells under a new run id) and after a re-run answered by the tiny demo model (below); each
-  with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
+  in wall and CPU seconds (the process's, DuckDB's threads included: on a shared machine the wall time
+  is mostly waiting for a core) with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
 * ``--ingests`` single-row ingests (``store.ingest.ingest_paths``, what ``trajaudit ingest`` calls),
   the mean of the last 100 against the first 100 (target within 1.5x), then a cold ``info --json``
   (a fresh process; the first read after them all).
