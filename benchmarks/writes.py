@@ -9,15 +9,28 @@ is the 10M-response store), built under ``--workdir`` and reused:
   ``backend.views.overview`` with 1,000 bootstrap resamples), each:
   warm (nothing written since the last read: median of ``--repeat``), then the first read after
   a one-row ingest, after a 10k-row ingest (``trajaudit ingest`` of a CSV, as a fresh process: repeats of
-  stored cells under a new run id) and after a re-run overlay row (written as the worker writes a
-  re-run's answer: ``origin = 'rerun'``, its own run id and runs row; not answered by a model here);
-  each with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
+  stored cells under a new run id) and after a re-run answered by the tiny demo model (below); each
+  in wall and CPU seconds (the process's, DuckDB's threads included: on a shared machine the wall time
+  is mostly waiting for a core) with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
 * ``--ingests`` single-row ingests (``store.ingest.ingest_paths``, what ``trajaudit ingest`` calls),
   the mean of the last 100 against the first 100 (target within 1.5x), then a cold ``info --json``
   (a fresh process; the first read after them all).
 
-Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000]``.
-The store is written to; a second run starts from where the first left it (say so beside figures).
+The re-run is the one a researcher starts from the dashboard: ``backend.runtime.rerun.submit`` in this
+process (as the page's re-run panel calls it, ``--force``: the cell has a logged answer), then a
+``trajaudit worker --model bench-model-0 --once`` process answers it and writes its row, and the reads
+are timed after that process has exited; the worker's own time (start, model load, decode, answer,
+write) is printed apart and counted in no read. The generated store's items name videos that do not
+exist, so before anything is timed the script makes the two items it re-runs (``RERUN_ITEMS``) really
+re-runnable, once per store: the tiny random-weights demo model (``backend.demo.model``, as the demo
+store registers it) is built and registered as ``bench-model-0`` with a ceiling covering the grid's
+largest budget (so the default grid stays the same), and a generated clip is written under the video
+root and linked to those items through the video catalog (``trajaudit videos link --paths``), the
+catalog a real benchmark's videos are linked through.
+
+Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000]``
+(``--ingests 0``: the reads only). The store is written to; a second run starts from where the first
+left it (say so beside figures).
 """
 
 from __future__ import annotations
@@ -31,7 +44,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -43,12 +55,23 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from policies import GRID, MODELS, build  # noqa: E402
 
 from backend import views  # noqa: E402
+from backend.demo.model import DEMO_FAMILY, register_demo_model_isolated  # noqa: E402
+from backend.demo.synthetic import write_clip  # noqa: E402
+from backend.runtime import rerun  # noqa: E402
 from backend.scope.resolve import Scope  # noqa: E402
 from backend.scope.view import open_view  # noqa: E402
+from backend.videos import catalog  # noqa: E402
+from store import registry  # noqa: E402
+from store.configs import parse  # noqa: E402
 from store.ingest import ingest_paths  # noqa: E402
+from store.queue import JobQueue  # noqa: E402
+from store.rerun_request import RerunRequest  # noqa: E402
 from store.store import Store  # noqa: E402
 
 CLI = [sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())"]
+RERUN_MODEL, RERUN_CONFIG = MODELS[0], "8f"
+RERUN_ITEMS = ("q0000007", "q0000008")  # one re-run before the first metrics, one before the first Overview
+CLIP = "bench-clips/clip.mp4"  # under the video root (<store>/videos)
 
 
 CPU: list[float] = []  # CPU seconds (user + system) of each command run by ``wall``, in order
@@ -78,12 +101,13 @@ def metrics_cmd(store: Store) -> list[str]:
     return [*CLI, "metrics", "--json", "--store", str(store.root), "--models", ",".join(MODELS), "--benchmark", "bench"]
 
 
-def overview_s(store: Store) -> float:
-    """The Overview's server-side computation for the four models, as ``pages/common/data.py`` runs it."""
-    t = time.perf_counter()
+def overview_s(store: Store) -> tuple[float, float]:
+    """(wall, CPU) seconds of the Overview's server-side computation for the four models, as
+    ``pages/common/data.py`` runs it (CPU: this process's, DuckDB's threads included)."""
+    t, c = time.perf_counter(), time.process_time()
     resolved = Scope(benchmark="bench", models=tuple(MODELS)).resolve(store)
     views.overview(open_view(store, resolved), bootstrap=1000)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def write_csv(folder: Path, rows: pd.DataFrame) -> Path:
@@ -109,24 +133,38 @@ def repeats(n_items: int, first: int, n: int, run: str) -> pd.DataFrame:
     )
 
 
-def overlay_row(store: Store, k: int) -> None:
-    """One re-run answer, written as the worker writes it (``backend.runtime.worker``'s responses and runs rows)."""
-    now, run = datetime.now(UTC), f"rerun-bench-{k}-{time.time_ns()}"
-    response = {
-        "model": MODELS[0],
-        "benchmark": "bench",
-        "item_id": f"q{k:07d}",
-        "config": GRID[3],
-        "run": run,
-        "run_id": run,
-        "origin": "rerun",
-        "answer": "A",
-        "correct": 1,
-        "confidence": 0.9,
-        "written_at": now,
-    }
-    runs = {"run_id": run, "origin": "rerun", "source": "job:bench", "format": "rerun", "n_rows": 1, "created_at": now}
-    store.append({"responses": pd.DataFrame([response]).astype({"correct": "int8"}), "runs": pd.DataFrame([runs])})
+def make_rerunnable(store: Store, tmp: Path) -> None:
+    """The tiny demo model registered as ``RERUN_MODEL`` and a generated clip linked to ``RERUN_ITEMS``
+    (see the module docstring); each step only where the store lacks it, before any timing."""
+    if RERUN_MODEL not in registry.load(store.root):
+        register_demo_model_isolated(store.root, RERUN_MODEL, DEMO_FAMILY, max(parse(c).frames for c in GRID))
+    clip = store.root / "videos" / CLIP
+    if not clip.exists():
+        t = np.arange(32)[:, None, None, None]  # a bar sweeping across 32 frames: a clip with motion
+        x = np.arange(160)[None, None, :, None]
+        write_clip(clip, np.broadcast_to(np.where(np.abs(x - 5 * t) < 12, 230, 30), (32, 120, 160, 3)).astype(np.uint8))
+    linked = catalog.lookup(store, "bench", list(RERUN_ITEMS))
+    if len(linked) < len(RERUN_ITEMS) or (linked["status"] != "linked").any():
+        paths = tmp / "clips.csv"
+        paths.write_text("".join(f"{item},{Path(CLIP).name}\n" for item in RERUN_ITEMS))
+        wall(
+            [*CLI, "videos", "link", "--benchmark", "bench", "--dataset", str(clip.parent), "--paths", str(paths)]
+            + ["--no-progress", "--store", str(store.root)]
+        )
+
+
+MODEL_S: list[tuple[float, float]] = []  # (wall, CPU) seconds of each re-run's worker process
+
+
+def rerun_write(store: Store, item: str) -> None:
+    """One re-run of ``item`` queued as the dashboard queues it and answered by a worker process (its time in
+    ``MODEL_S``); SystemExit when the job did not end done."""
+    out = rerun.submit(store.root, RerunRequest(RERUN_MODEL, "bench", item, RERUN_CONFIG, None, True))
+    worker = [*CLI, "worker", "--model", RERUN_MODEL, "--once", "--device", "cpu", "--store", str(store.root)]
+    MODEL_S.append(cpu_of(lambda: wall(worker)))
+    job = JobQueue(store.root).get(int(out["job_id"]))
+    if job is None or job.state != "done":
+        raise SystemExit(f"re-run of {item} did not finish: {None if job is None else (job.state, job.error)}")
 
 
 def main() -> None:
@@ -143,16 +181,19 @@ def main() -> None:
         f"version {store.version()}"
     )
     tmp = Path(tempfile.mkdtemp(prefix="writes-"))
+    make_rerunnable(store, tmp)
     wall(metrics_cmd(store)), overview_s(store)  # the caches of the current version
     runs = [cpu_of(lambda: wall(metrics_cmd(store))) for _ in range(args.repeat)]
+    views_ = [overview_s(store) for _ in range(args.repeat)]
     warm = (
         statistics.median(r[0] for r in runs),
         statistics.median(r[1] for r in runs),
-        statistics.median(overview_s(store) for _ in range(args.repeat)),
+        statistics.median(v[0] for v in views_),
+        statistics.median(v[1] for v in views_),
     )
-    print(f"{'read':<28} {'metrics --json: wall':>22} {'(CPU)':>14} {'overview (server)':>20}")
-    print(f"{'warm':<28} {warm[0]:>20.2f} s {warm[1]:>8.2f} s {warm[2]:>18.2f} s")
-    stamp, overlays = time.strftime("%H%M%S"), itertools.count(7)
+    print(f"{'read':<28} {'metrics --json: wall':>22} {'(CPU)':>14} {'overview (server)':>20} {'(CPU)':>14}")
+    print(f"{'warm':<28} {warm[0]:>20.2f} s {warm[1]:>8.2f} s {warm[2]:>18.2f} s {warm[3]:>8.2f} s")
+    stamp, reruns = time.strftime("%H%M%S"), itertools.cycle(RERUN_ITEMS)
     writes = {
         "after a one-row ingest": lambda: wall(
             [*CLI, "ingest", str(write_csv(tmp, repeats(args.items, 0, 1, f"one-{stamp}"))), "--store", str(store.root)]
@@ -166,18 +207,22 @@ def main() -> None:
                 str(store.root),
             ]
         ),
-        "after a re-run overlay row": lambda: overlay_row(store, next(overlays)),
+        "after a re-run (tiny model)": lambda: rerun_write(store, next(reruns)),
     }
     for label, write in writes.items():
         write()
         cli, cpu = cpu_of(lambda: wall(metrics_cmd(store)))  # first metrics after the write
         write()
-        server = overview_s(store)  # first Overview after the (same size) write
+        server, server_cpu = overview_s(store)  # first Overview after the (same size) write
         print(
             f"{label:<28} {cli:>7.2f} s ({cli / warm[0]:.2f}x) {cpu:>7.2f} s ({cpu / warm[1]:.2f}x) "
-            f"{server:>8.2f} s ({server / warm[2]:.2f}x)"
+            f"{server:>8.2f} s ({server / warm[2]:.2f}x) {server_cpu:>7.2f} s ({server_cpu / warm[3]:.2f}x)"
         )
     print("(each write is made again before the Overview, so each column times the first read after its write)")
+    print(
+        f"the re-runs' worker processes ({RERUN_CONFIG}, start + model load + decode + answer + write; in no read): "
+        + ", ".join(f"{w:.2f} s (CPU {c:.2f} s)" for w, c in MODEL_S)
+    )
 
     times, cpus = [], []
     for k in range(args.ingests):
@@ -187,14 +232,15 @@ def main() -> None:
         times.append(time.perf_counter() - t)
         cpus.append(time.process_time() - c)
         path.unlink()
-    head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
-    chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
-    print(
-        f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
-        f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
-        f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
-        f"{len(store.manifest().files['responses'])} response files listed"
-    )
+    if times:  # --ingests 0: the reads only
+        head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
+        chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
+        print(
+            f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
+            f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
+            f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
+            f"{len(store.manifest().files['responses'])} response files listed"
+        )
     info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
     print(
         f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "

@@ -1,7 +1,9 @@
 """The matrix cache patched from the new rows after each write equals a cold rebuild, bit for bit
-(``backend.scope.matrix_cache``), over random sequences of appends (main rows, repeats, re-run overlay
-rows), new configurations, new items and changed item fields, a ``--replace`` and compactions, explicit
-and automatic."""
+(``backend.scope.matrix_cache``; explain's answer cells, ``backend.scope.answer_cells``, too), and
+``info``'s counts kept beside it (``backend.scope.coverage``, ``backend.scope.frames_known``) equal a
+direct count, over random sequences of appends (main rows, repeats, re-run overlay rows), new
+configurations, new items and changed item fields, a ``--replace`` and compactions, explicit and
+automatic."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import store.store as store_module
+from backend.scope import answer_cells, matrix_cache
 from backend.scope import matrix as matrix_module
-from backend.scope import matrix_cache
+from backend.scope.answer_cells import load_answer_cells
+from backend.scope.frames_known import frames_known
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import available, scan
 from store.errors import UserError
@@ -60,10 +64,25 @@ def _rows(rng: random.Random, items: list[str], configs: list[str], step: int, e
                             "correct": rng.randint(0, 1),
                             "confidence": rng.choice([None, round(rng.random(), 3)]),
                             "answer": rng.choice("ABCD"),
+                            "frame_indices": rng.choice([None, [0, 4]]),
+                            "raw_output": rng.choice([None, "A", " B ", "CC", "unclear"]),
                         }
                     )
     frame = pd.DataFrame(
-        out, columns=["model", "benchmark", "item_id", "config", "run", "origin", "correct", "confidence", "answer"]
+        out,
+        columns=[
+            "model",
+            "benchmark",
+            "item_id",
+            "config",
+            "run",
+            "origin",
+            "correct",
+            "confidence",
+            "answer",
+            "frame_indices",
+            "raw_output",
+        ],
     )
     return frame.astype({"correct": "int8"}).assign(written_at=T0 + pd.Timedelta(seconds=step))
 
@@ -145,9 +164,22 @@ def _assert_coverage_counted_directly(store: Store) -> None:
     }
 
 
+def _assert_frames_counted_directly(store: Store) -> None:
+    """``info``'s frames per source, kept as counts and added to per write, equal one scan's counts."""
+    rows = store.query(
+        "SELECT model, benchmark, config, CASE WHEN frame_indices IS NULL THEN 'unknown' ELSE 'logged' END AS source, "
+        "count(*) n FROM responses WHERE coalesce(origin, '') <> 'rerun' GROUP BY ALL"
+    )
+    direct: dict = {}
+    for r in rows.itertuples():
+        direct.setdefault(r.model, {}).setdefault(r.benchmark, {}).setdefault(r.config, {})[r.source] = int(r.n)
+    assert frames_known(store) == direct
+
+
 def _check(store: Store, reruns: bool) -> None:
     if not reruns:
         _assert_coverage_counted_directly(store)
+        _assert_frames_counted_directly(store)
     try:
         grid = matrix_module._matched_grid(available(store), MODELS, None, None, reruns)
     except UserError:  # a replace can leave a model without rows: no matrix to compare
@@ -160,6 +192,11 @@ def _check(store: Store, reruns: bool) -> None:
         assert np.array_equal(getattr(full, name), getattr(cold, name), equal_nan=True)
     pd.testing.assert_frame_equal(full.items, cold.items, check_exact=True)
     assert (full.n_excluded, full.excluded_reasons) == (cold.n_excluded, cold.excluded_reasons)
+    for model in MODELS:  # explain's answer cells, patched from the new rows like the matrix (one key across steps)
+        patched_answers = load_answer_cells(store, full, model, reruns, scope="one scope")
+        cold_answers = answer_cells._query(store, full, model, reruns)
+        assert np.array_equal(patched_answers.letter, cold_answers.letter), model
+        assert np.array_equal(patched_answers.kind, cold_answers.kind), model
 
 
 @pytest.mark.slow
@@ -172,6 +209,7 @@ def _check(store: Store, reruns: bool) -> None:
 @given(seed=st.integers(0, 2**32 - 1), steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6))
 def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps):
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes
     rng = random.Random(seed)
     store = Store(tmp_path_factory.mktemp("s"))
@@ -251,3 +289,27 @@ def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_pa
         parts += json.loads(meta[store_module.PARTS]) if store_module.PARTS in meta else [[rel, 1]]
     assert sum(n for _, n in parts) == 20 and len({p for p, _ in parts}) == 20  # each first-written file once
     assert store.query("SELECT written_at FROM responses").written_at.is_unique  # no row merged twice
+
+
+def test_explain_answer_cells_after_a_write_are_patched_not_rescanned(tmp_path, monkeypatch):
+    """After a re-run row and a repeat, the answer cells are the cold ones, computed from the new rows only
+    (no scan of every file), in a new version of the one entry."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
+    rng = random.Random(3)
+    store = Store(tmp_path / "s")
+    store.append({"responses": _rows(rng, ITEMS[:6], CONFIGS[:2], 0, every=True)})
+    matrix = load_matrix(store, MODELS)
+    load_answer_cells(store, matrix, "a", scope="s")  # cold: writes the entry
+    cold_scans = []
+    real = answer_cells._query
+    monkeypatch.setattr(answer_cells, "_query", lambda *a: cold_scans.append(a) or real(*a))
+    row = _rows(rng, ["i0"], ["8f"], 1, every=True).head(1)
+    for extra in (row.assign(origin="rerun", run="job-1", answer="D"), row.assign(run="r2", answer="C")):
+        store.append({"responses": extra})
+        assert load_matrix(store, MODELS).items.equals(matrix.items)  # the same items: the entry applies
+        patched = load_answer_cells(store, matrix, "a", scope="s")
+        assert cold_scans == []
+        cold = real(store, matrix, "a", False)
+        assert np.array_equal(patched.letter, cold.letter) and np.array_equal(patched.kind, cold.kind)
+    assert len({p.name.split("-")[2] for p in (store.root / ".cache").glob("answers-v2-*")}) == 1  # one key

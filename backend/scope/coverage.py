@@ -3,7 +3,7 @@
 ``info`` and every default grid need the distinct items of each cell of the store. Counting them
 again after each write rescans every file holding that cell (seconds at 10M rows for a one-row
 write), so the count is kept as one bit per (cell, item) over an item index that only grows: a
-write's new rows set bits, their rows add up, and a distinct count is a sum of bits. The state is
+write's new rows set bits, their rows add up, and a distinct count is a count of set bits. The state is
 versioned like the matrix cache (``coverage-v1-<version>-<random>`` folders, written whole, renamed
 into place, never changed); the rows it was computed from are told apart from new ones by
 ``backend.scope.delta``, and a ``--replace`` (rows gone) counts again from every file.
@@ -12,15 +12,16 @@ into place, never changed); the rows it was computed from are told apart from ne
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
 from backend.scope import delta, diskcache
+from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
 ENTRY = "coverage-v1"
@@ -33,56 +34,65 @@ _SAME = " AND ".join(f"r.{c} IS NOT DISTINCT FROM {{t}}.{c}" for c in KEY)
 @dataclass
 class Coverage:
     """``keys[k]`` (model, benchmark, config, rerun) has ``rows[k]`` rows and item ``j`` of ``index``
-    where ``bits[k, j]``."""
+    where bit ``j`` of ``bits[k]`` is set (``np.packbits`` order: byte ``j // 8``, most significant bit
+    first). Packed, a read after a write neither unpacks 10M bits nor packs them again to save them."""
 
     keys: list[tuple]
     rows: np.ndarray
     index: pa.Table
-    bits: np.ndarray
+    bits: np.ndarray  # uint8 [keys, ceil(items / 8)]; the bits past the last item are 0
 
     def items(self, k: np.ndarray | int) -> int:
         """Distinct items over the keys ``k`` (one key, or a mask of keys: their union)."""
         picked = self.bits[k]
-        return int(picked.sum() if picked.ndim == 1 else np.logical_or.reduce(picked, axis=0).sum())
+        row = picked if picked.ndim == 1 else np.bitwise_or.reduce(picked, axis=0)
+        return int(np.bitwise_count(row).sum())
 
 
 def counts(store: Store, manifest: Manifest) -> Coverage:
     """The coverage of the responses listed in ``manifest``: the newest entry, brought up to date."""
-    root = diskcache.folder(store)
-    base = _newest(root, manifest.version)
-    state, known = (base[1], base[0]["parts"]) if base else (_empty(), {})
-    if base and base[0]["files"] == manifest.files["responses"]:
+    found = diskcache.newest_readable(diskcache.folder(store), ENTRY, manifest.version, _read)
+    base, (meta, state) = (found[0], found[1]) if found else (None, ({"parts": {}}, _empty()))
+    if found and meta["files"] == manifest.files["responses"]:
         return state
-    change = delta.delta(store, manifest, "responses", known)
+    change = delta.delta(store, manifest, "responses", meta["parts"])
     if change is None:  # rows were dropped: count again from every file
-        state, change = _empty(), delta.delta(store, manifest, "responses", {})
+        base, state, change = None, _empty(), delta.delta(store, manifest, "responses", {})
     assert change is not None  # against no known part nothing is missing
+    n_items = state.index.num_rows
     if change.ranges:
         state = _add(store, state, change)
-    _save(store, manifest, state, change.parts)
+    _save(store, manifest, state, change.parts, base if state.index.num_rows == n_items else None)
     return state
 
 
 def _empty() -> Coverage:
     index = pa.table({"benchmark": pa.array([], pa.string()), "item_id": pa.array([], pa.string())})
-    return Coverage([], np.zeros(0, dtype=np.int64), index, np.zeros((0, 0), dtype=bool))
+    return Coverage([], np.zeros(0, dtype=np.int64), index, np.zeros((0, 0), dtype=np.uint8))
 
 
 def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
-    """``state`` with the new rows of ``change`` counted."""
-    with duckdb.connect(":memory:") as con:
+    """``state`` with the new rows of ``change`` counted. The index (250k items) is joined once, by the
+    new rows' distinct items; the bits are set from a join of the new rows with those few codes."""
+    with scratch() as con:
         change.view(store, con, "responses", "new_rows")
         con.execute(
             "CREATE TEMP TABLE new_cells AS SELECT model, benchmark, config, coalesce(origin, '') = 'rerun' AS rerun, "
             "item_id, count(*)::BIGINT AS n FROM new_rows GROUP BY ALL"
         )
         con.register("ix", state.index.append_column("code", pa.array(np.arange(state.index.num_rows))))
-        fresh = con.sql(
-            "SELECT DISTINCT benchmark, item_id FROM new_cells r WHERE item_id IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM ix WHERE ix.item_id = r.item_id AND ix.benchmark IS NOT DISTINCT FROM r.benchmark) "
-            "ORDER BY ALL"
+        seen = con.sql(
+            "SELECT d.benchmark, d.item_id, ix.code FROM (SELECT DISTINCT benchmark, item_id FROM new_cells "
+            "WHERE item_id IS NOT NULL) d LEFT JOIN ix ON ix.item_id = d.item_id "
+            "AND ix.benchmark IS NOT DISTINCT FROM d.benchmark ORDER BY d.benchmark, d.item_id"
         ).to_arrow_table()
-        index = pa.concat_tables([state.index, fresh.cast(state.index.schema)])
+        con.unregister("ix")
+        fresh = seen["code"].is_null().to_numpy(zero_copy_only=False)
+        codes = seen["code"].fill_null(-1).to_numpy().astype(np.int64)
+        codes[fresh] = state.index.num_rows + np.arange(int(fresh.sum()))  # new items join the index's end
+        index = pa.concat_tables(
+            [state.index, seen.select(["benchmark", "item_id"]).filter(fresh).cast(state.index.schema)]
+        )
         sums = con.sql("SELECT model, benchmark, config, rerun, sum(n)::BIGINT FROM new_cells GROUP BY ALL").fetchall()
         keys, rows = list(state.keys), np.array(state.rows)
         code = {k: i for i, k in enumerate(keys)}
@@ -94,42 +104,39 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
             rows[code[tuple(key)]] += n
         kx = {c: [k[j] for k in keys] for j, c in enumerate(KEY)}
         con.register("kx", pa.table(kx | {"code": list(range(len(keys)))}))
-        con.register("ix2", index.append_column("code", pa.array(np.arange(index.num_rows))))
+        con.register("nc", seen.set_column(2, "code", pa.array(codes)))
         pairs = con.sql(
-            f"""SELECT kx.code AS k, ix2.code AS i FROM new_cells r JOIN kx ON {_SAME.format(t="kx")}
-                JOIN ix2 ON ix2.item_id = r.item_id AND ix2.benchmark IS NOT DISTINCT FROM r.benchmark"""
+            f"""SELECT kx.code AS k, nc.code AS i FROM new_cells r JOIN kx ON {_SAME.format(t="kx")}
+                JOIN nc ON nc.item_id = r.item_id AND nc.benchmark IS NOT DISTINCT FROM r.benchmark"""
         ).fetchnumpy()
-    bits = np.zeros((len(keys), index.num_rows), dtype=bool)
+    bits = np.zeros((len(keys), -(-index.num_rows // 8)), dtype=np.uint8)
     bits[: state.bits.shape[0], : state.bits.shape[1]] = state.bits
-    bits[np.asarray(pairs["k"], dtype=np.int64), np.asarray(pairs["i"], dtype=np.int64)] = True
+    k, i = (np.asarray(pairs[c], dtype=np.int64) for c in ("k", "i"))
+    np.bitwise_or.at(bits, (k, i >> 3), (0x80 >> (i & 7)).astype(np.uint8))
     return Coverage(keys, rows, index, bits)
 
 
-def _newest(root: Path, version: int) -> tuple[dict, Coverage] | None:
-    for at, folder in diskcache.versions(root, ENTRY):
-        if at > version:
-            continue
-        try:
-            meta = json.loads((folder / "meta.json").read_text())
-            n_items = int(meta["n_items"])
-            bits = np.unpackbits(np.load(folder / "bits.npy"), axis=1, count=n_items).astype(bool)
-            index = feather.read_table(folder / "index.arrow")
-        except (OSError, ValueError, KeyError):
-            continue
-        keys = [tuple(k) for k in meta["keys"]]
-        return meta, Coverage(keys, np.asarray(meta["rows"], dtype=np.int64), index, bits.reshape(len(keys), n_items))
-    return None
+def _read(folder: Path) -> tuple[dict, Coverage]:
+    meta = json.loads((folder / "meta.json").read_text())
+    keys = [tuple(k) for k in meta["keys"]]
+    bits = np.load(folder / "bits.npy")
+    if bits.dtype != np.uint8 or bits.shape != (len(keys), -(-int(meta["n_items"]) // 8)):
+        raise ValueError(f"{folder}: bits of shape {bits.shape}, not one packed row per key")
+    index = feather.read_table(folder / "index.arrow")
+    return meta, Coverage(keys, np.asarray(meta["rows"], dtype=np.int64), index, bits)
 
 
-def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts) -> None:
-    """Publish the state at this manifest version (unless the manifest moved on), pruning older ones."""
-    if store.manifest().version != manifest.version:
-        return
+def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts, base: Path | None) -> None:
+    """Publish the state at this manifest version (unless the manifest moved on), pruning older ones; the
+    item index is hard-linked from ``base`` (an entry with the same index: no item was new)."""
 
     def write(folder: Path) -> None:
         folder.mkdir()
-        np.save(folder / "bits.npy", np.packbits(state.bits, axis=1), allow_pickle=False)
-        feather.write_feather(state.index, folder / "index.arrow", compression="uncompressed")
+        np.save(folder / "bits.npy", state.bits, allow_pickle=False)
+        if base is not None and (base / "index.arrow").exists():
+            os.link(base / "index.arrow", folder / "index.arrow")
+        else:
+            feather.write_feather(state.index, folder / "index.arrow", compression="uncompressed")
         meta = {
             "keys": state.keys,
             "rows": state.rows.tolist(),
@@ -139,7 +146,4 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts)
         }
         (folder / "meta.json").write_text(json.dumps(meta))
 
-    root = diskcache.folder(store)
-    if diskcache.write_atomic(root / diskcache.versioned(ENTRY, manifest.version), write):
-        for _, old in diskcache.versions(root, ENTRY)[KEPT:]:
-            diskcache.remove(old)
+    diskcache.publish_version(store, manifest, ENTRY, write, KEPT)

@@ -33,7 +33,7 @@ class Delta:
         """Create the temporary view ``name`` over exactly the new rows, with every column of the table's
         schema (a file written before a nullable column was added reads null there, as ``Store.connect``)."""
         empty = f"_{name}_empty"
-        con.from_arrow(SCHEMAS[table].empty_table()).create(empty)
+        con.register(empty, SCHEMAS[table].empty_table())  # the connection's own (``scratch``): no table created
         selects = [
             f"SELECT * EXCLUDE (file_row_number) FROM read_parquet({_quote(store.root / rel)}, file_row_number = true)"
             f" WHERE file_row_number >= {start} AND file_row_number < {end}"

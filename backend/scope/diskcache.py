@@ -13,14 +13,18 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from store.paths import inside
 from store.store import Manifest, Store
 
 FOLDER = ".cache"
 KEEP = 8  # entries of one kind kept (newest first): enough for the scopes a dashboard flips between
+T = TypeVar("T")
 
 
 def folder(store: Store) -> Path:
@@ -55,6 +59,21 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def discard(paths: list[Path]) -> None:
+    """Delete entries off the reader's path, in a thread of their own: freeing the last copy of a matrix
+    entry's arrays (100 MB at 10M responses) took 0.27 s of the first Overview after a re-run (the read two
+    versions after the ingest that had replaced them; a load of 4 on this 2-core machine). Not a daemon
+    thread: a CLI process finishes the deletion before it exits. Readers are unaffected either way (a
+    pruned folder stays readable to one mapping it, or fails its read and is rebuilt)."""
+    if paths:
+        threading.Thread(target=_remove_all, args=(paths,), name="trajaudit-cache-prune").start()
+
+
+def _remove_all(paths: list[Path]) -> None:
+    for path in paths:
+        remove(path)
+
+
 def write_atomic(path: Path, write) -> bool:
     """``write(tmp_path)`` (a file or a folder) then rename onto ``path``; False, and nothing left
     behind, when the store cannot be written or another process published the same entry first."""
@@ -79,8 +98,7 @@ def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
         entries = sorted(directory.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
-    for old in entries[keep:]:
-        remove(old)
+    discard(entries[keep:])
 
 
 def versioned(prefix: str, version: int) -> str:
@@ -98,3 +116,30 @@ def versions(directory: Path, prefix: str) -> list[tuple[int, Path]]:
         except ValueError:
             continue
     return sorted(out, reverse=True)
+
+
+def newest_readable(directory: Path, prefix: str, version: int, read: Callable[[Path], T]) -> tuple[Path, T] | None:
+    """The newest entry of ``prefix`` written at store ``version`` or before (a later one holds rows a reader of
+    ``version`` does not list) that ``read`` can read, with what it read; an entry ``read`` fails on (OSError,
+    ValueError, KeyError: pruned while read, or half-known) is passed over for the one before it."""
+    for at, path in versions(directory, prefix):
+        if at > version:
+            continue
+        try:
+            return path, read(path)
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def publish_version(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:
+    """Write an entry of ``prefix`` at ``manifest``'s version (``write_atomic``), unless the store moved on
+    during the read (an entry holds what its recorded files hold, no more); then keep the ``kept`` newest
+    versions (one reader that started before the last write may still read the one before)."""
+    if store.manifest().version != manifest.version:
+        return False
+    directory = folder(store)
+    if not write_atomic(directory / versioned(prefix, manifest.version), write):
+        return False
+    discard([old for _, old in versions(directory, prefix)[kept:]])
+    return True

@@ -45,6 +45,7 @@ from backend.scope.matrix import (
     matched,
     scan,
 )
+from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
 ENTRY_FORMAT = "v4"  # in the entry's name: a change of layout never reads an old entry
@@ -90,24 +91,17 @@ def _scope_id(models: list[str], benchmark: str | None, reruns: bool) -> str:
 def _newest(root: Path, scope: str, version: int) -> tuple[Path, dict, Cells] | None:
     """The newest readable entry of the scope written at ``version`` or before (a later one holds rows
     this reader's manifest does not list)."""
-    for at, folder in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}"):
-        if at <= version and (read := _read(folder)) is not None:
-            return folder, *read
-    return None
+    found = diskcache.newest_readable(root, f"matrix-{ENTRY_FORMAT}-{scope}", version, _read)
+    return None if found is None else (found[0], *found[1])
 
 
-def _read(folder: Path) -> tuple[dict, Cells] | None:
-    """An entry, memory-mapped (read-only views: a state is never written in place); None when it is
-    unreadable or was pruned while being read."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-        arrays = {
-            name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS if name not in meta["all_nan"]
-        }
-        later = np.load(folder / "later.npy")
-        items = feather.read_table(folder / "items.arrow", memory_map=True)
-    except (OSError, ValueError, KeyError):
-        return None
+def _read(folder: Path) -> tuple[dict, Cells]:
+    """An entry, memory-mapped (read-only views: a state is never written in place); OSError, ValueError or
+    KeyError when it is unreadable or was pruned while being read."""
+    meta = json.loads((folder / "meta.json").read_text())
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS if name not in meta["all_nan"]}
+    later = np.load(folder / "later.npy")
+    items = feather.read_table(folder / "items.arrow", memory_map=True)
     shape = arrays["tier"].shape
     arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
     state = Cells(
@@ -125,16 +119,23 @@ def _save(
 ) -> None:
     """Publish ``state`` as the scope's entry at this manifest version (when the manifest has not moved
     on), hard-linking from ``base`` what did not change; then prune older versions."""
-    if store.manifest().version != manifest.version:
-        return
-    all_nan = [n for n in ("confidence", "score") if state.items.num_rows and not np.isfinite(getattr(state, n)).any()]
 
     def write(folder: Path) -> None:
         folder.mkdir()
+        kept = json.loads((base / "meta.json").read_text())["all_nan"] if base is not None else []
+
+        def nan_only(name: str) -> bool:
+            """An all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell; an unchanged one is as
+            its base says (the base's meta read here: a base pruned meanwhile fails the write, never misleads it)."""
+            if base is not None and name not in changed:
+                return name in kept
+            return bool(state.items.num_rows) and not np.isfinite(getattr(state, name)).any()
+
+        all_nan = [name for name in ("confidence", "score") if nan_only(name)]
         for name in ARRAYS:
-            if name in all_nan:  # an all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell
+            if name in all_nan:
                 continue
-            if base is not None and name not in changed and (base / f"{name}.npy").exists():
+            if base is not None and name not in changed:
                 os.link(base / f"{name}.npy", folder / f"{name}.npy")
             else:
                 np.save(folder / f"{name}.npy", getattr(state, name), allow_pickle=False)
@@ -153,11 +154,8 @@ def _save(
         }
         (folder / "meta.json").write_text(json.dumps(meta))
 
-    root = diskcache.folder(store)
-    if diskcache.write_atomic(root / diskcache.versioned(f"matrix-{ENTRY_FORMAT}-{scope}", manifest.version), write):
-        for _, old in diskcache.versions(root, f"matrix-{ENTRY_FORMAT}-{scope}")[VERSIONS_KEPT:]:
-            diskcache.remove(old)
-        diskcache.prune(root, "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
+    if diskcache.publish_version(store, manifest, f"matrix-{ENTRY_FORMAT}-{scope}", write, VERSIONS_KEPT):
+        diskcache.prune(diskcache.folder(store), "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
 
 
 def _patch(
@@ -173,7 +171,7 @@ def _patch(
         return None
     parts = {t: c.parts for t, c in changes.items()}
     joined = [g for g in grid if g not in state.grid]
-    with duckdb.connect(":memory:") as con:
+    with scratch() as con:
         changes["responses"].view(store, con, "responses", "new_responses")
         changes["items"].view(store, con, "items", "new_items")
         rows = _rows(con, "new_responses", state.models, grid, [g for g in grid if g in state.grid], benchmark, reruns)
@@ -209,7 +207,7 @@ def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> n
     """Each (benchmark, item_id)'s row in ``items``, -1 where absent (a join in DuckDB: no Python strings)."""
     if not len(item_id):
         return np.zeros(0, dtype=np.int64)
-    with duckdb.connect(":memory:") as con:
+    with scratch() as con:
         con.register(
             "old", items.select(["benchmark", "item_id"]).append_column("pos", pa.array(np.arange(items.num_rows)))
         )
@@ -324,6 +322,18 @@ def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) ->
     )
 
 
+def preferred_new_rows(
+    flat: np.ndarray, tier: np.ndarray, written: np.ndarray, old_tier: np.ndarray
+) -> np.ndarray | None:
+    """Of a write's new rows (at cells ``flat`` of ``old_tier``'s shape), the one the matrix's rule prefers per
+    cell (lowest tier, then earliest written); None when a new main row meets another main row, new or
+    held (a store breaking the response key: only a cold load resolves it)."""
+    main = flat[tier == 0]
+    if len(np.unique(main)) < len(main) or (old_tier.flat[main] == 0).any():
+        return None
+    return _first_per_cell(flat, tier, written, np.arange(len(flat)))
+
+
 def _apply(state: Cells, rows: dict) -> bool:
     """Let each new row take its cell where the matrix's rule prefers it to the cell's row (in place);
     False when two main rows meet in one cell (a store breaking the response key: rebuild cold)."""
@@ -332,10 +342,9 @@ def _apply(state: Cells, rows: dict) -> bool:
     shape = state.tier.shape
     flat = np.ravel_multi_index((rows["m"], rows["i"], rows["c"]), shape)
     tier, written = np.asarray(rows["tier"]), np.asarray(rows["written"])
-    main = flat[tier == 0]
-    if len(np.unique(main)) < len(main) or (state.tier.flat[main] == 0).any():
+    best = preferred_new_rows(flat, tier, written, state.tier)
+    if best is None:
         return False
-    best = _first_per_cell(flat, tier, written, np.arange(len(flat)))
     cell = flat[best]
     old_tier = state.tier.flat[cell]
     later_flat = np.ravel_multi_index((state.later["m"], state.later["i"], state.later["c"]), shape)
