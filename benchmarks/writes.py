@@ -16,7 +16,7 @@ is the 10M-response store), built under ``--workdir`` and reused:
   the mean of the last 100 against the first 100 (target within 1.5x), then a cold ``info --json``
   (a fresh process; the first read after them all).
 
-Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000]``.
+Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000] [--only ingests]``.
 The store is written to; a second run starts from where the first left it (say so beside figures).
 """
 
@@ -45,8 +45,9 @@ from policies import GRID, MODELS, build  # noqa: E402
 from backend import views  # noqa: E402
 from backend.scope.resolve import Scope  # noqa: E402
 from backend.scope.view import open_view  # noqa: E402
+from store import retired  # noqa: E402
 from store.ingest import ingest_paths  # noqa: E402
-from store.store import Store  # noqa: E402
+from store.store import MANIFEST, Store  # noqa: E402
 
 CLI = [sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())"]
 
@@ -129,14 +130,51 @@ def overlay_row(store: Store, k: int) -> None:
     store.append({"responses": pd.DataFrame([response]).astype({"correct": "int8"}), "runs": pd.DataFrame([runs])})
 
 
+def many_small_writes(store: Store, n_items: int, n: int) -> None:
+    """``n`` single-row ingests, the last 100 against the first 100, then a cold and a warm ``info --json``.
+
+    One untimed ingest comes first: the first write after a pause deletes the retired files whose grace
+    period ran out meanwhile (and moves a store's older in-manifest retired list to ``retired/``), a
+    one-off cost of the pause, not of the writes before it."""
+    tmp, stamp = Path(tempfile.mkdtemp(prefix="ingests-")), time.strftime("%H%M%S")
+    ingest_paths(store, [write_csv(tmp, repeats(n_items, 10_001, 1, f"first-{stamp}"))])
+    times, cpus = [], []
+    for k in range(n):
+        path = write_csv(tmp, repeats(n_items, 20_000 + k, 1, f"single-{stamp}-{k}"))
+        t, c = time.perf_counter(), time.process_time()
+        ingest_paths(store, [path])
+        times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+        path.unlink()
+    head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
+    chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
+    records = len(list((store.root / retired.FOLDER).glob("*.json")))
+    print(
+        f"{n} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
+        f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
+        f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
+        f"{len(store.manifest().files['responses'])} response files listed, manifest.json "
+        f"{(store.root / MANIFEST).stat().st_size:,} bytes, {records} records in {retired.FOLDER}/"
+    )
+    info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
+    print(
+        f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
+        f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=250_000)
     ap.add_argument("--workdir", default=".bench/policies")
     ap.add_argument("--ingests", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=["all", "ingests"], default="all", help="ingests: the many small writes alone")
     args = ap.parse_args()
     store = build(Path(args.workdir), args.items)
+    if args.only == "ingests":
+        many_small_writes(store, args.items, args.ingests)
+        return
     n = store.query("SELECT count(*) n FROM responses").n[0]
     print(
         f"store: {n:,} responses ({len(MODELS)} models x {args.items:,} items x {len(GRID)} configs), "
@@ -179,27 +217,7 @@ def main() -> None:
         )
     print("(each write is made again before the Overview, so each column times the first read after its write)")
 
-    times, cpus = [], []
-    for k in range(args.ingests):
-        path = write_csv(tmp, repeats(args.items, 20_000 + k, 1, f"single-{stamp}-{k}"))
-        t, c = time.perf_counter(), time.process_time()
-        ingest_paths(store, [path])
-        times.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-        path.unlink()
-    head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
-    chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
-    print(
-        f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
-        f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
-        f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
-        f"{len(store.manifest().files['responses'])} response files listed"
-    )
-    info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
-    print(
-        f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
-        f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)"
-    )
+    many_small_writes(store, args.items, args.ingests)
 
 
 if __name__ == "__main__":
