@@ -262,9 +262,9 @@ def repair(store: Store) -> RepairReport:
             out.removed_orphans.append(rel)
         if out.dropped or rebuilt:
             m.version = max(m.version + 1, int(time.time())) if rebuilt else m.version + 1
-            retired.write_legacy(root, m.retired)  # recorded before the manifest that no longer holds them
-            m.retired = []
+            legacy, m.retired = m.retired, []
             m.save(root / MANIFEST)
+            retired.write_all(root, legacy)  # recorded after the manifest that no longer lists them, as a write does
             out.changed, out.version = True, m.version
         out.dropped += mended
         out.changed = out.changed or bool(out.removed_orphans or mended)

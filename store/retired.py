@@ -14,18 +14,20 @@ the records past the grace period, deletes their files and then the record. So a
 retires, not what the writes of the last ten minutes retired; one ``retired.json`` rewritten by every
 write would only have moved that cost out of the readers' way.
 
-Crash order, all under the writer lock: a record is written before the manifest that drops its files,
-so a write stopped between the two leaves a record of files still listed; :func:`collect` never deletes
-a listed file, and the record goes once it falls due. Files are deleted before their record, so a stop
-between those leaves a record of files already gone (deleted again, ``missing_ok``). The worst case is a
-retired file kept longer, never a listed one deleted.
+Crash order, all under the writer lock: a record is written after the manifest that drops its files,
+so every record names files no manifest will list again. A write stopped between the two leaves its
+retired files unrecorded: kept on disk, reported by ``check`` as orphans, removed by ``repair``. (The
+other order would leave a record of files still listed; once a later write retired them, that older
+record would fall due first and delete them before their grace period ran out.) Files are deleted
+before their record, so a stop between those leaves a record of files already gone (deleted again,
+``missing_ok``). The worst case is a retired file kept longer, never a listed one deleted.
 
 A store is untrusted input, and a record may be edited or planted. :func:`collect` deletes only an
 entry that is one of the store's own files (``store.paths.own_file_problem``), is not listed in the
 manifest (compared case- and Unicode-folded, for file systems that fold names) and resolves inside the
-store (``store.paths.inside``); a record holding any other entry, a record that is not one this store
-writes, and a folder linked out of the store are left alone for ``check`` to report and ``repair`` to
-mend (:func:`records`).
+store (``store.paths.outside_reason``): a listed entry is forgotten, any other is kept in its record,
+and a record that is not one this store writes or a folder linked out of the store is left alone, for
+``check`` to report and ``repair`` to mend (:func:`records`).
 """
 
 from __future__ import annotations
@@ -74,22 +76,24 @@ def record_time(name: str) -> float | None:
 
 
 def write(root: Path, files: list[str], at: float) -> Path:
-    """Record ``files`` as retired at ``at``; the record's path (removed by the caller if the manifest
-    that retires them is not published)."""
+    """Record ``files`` as retired at ``at``; the record's path."""
     inside(root, FOLDER, "retired-files folder").mkdir(exist_ok=True)
-    target = (
-        folder(root) / f"{max(int(at * 1e9), 0):019d}-{uuid.uuid4().hex[:12]}.json"
-    )  # checked again: a link planted
+    target = folder(root) / _name(at)  # checked again: a link planted while the folder was made
     return write_atomic(target, json.dumps({"files": files}))
 
 
-def write_legacy(root: Path, entries: list[tuple[str, float]]) -> list[Path]:
-    """Records for the ``retired`` list a manifest held before this module (one per retirement time,
-    so every file keeps the rest of its own grace period)."""
+def write_all(root: Path, entries: list[tuple[str, float]]) -> None:
+    """Record each (file, time retired): one record per time, so a file from a manifest's own retired
+    list (a store written before this module) keeps the rest of its grace period."""
     by_time: dict[float, list[str]] = {}
     for rel, when in entries:
         by_time.setdefault(when, []).append(rel)
-    return [write(root, files, when) for when, files in by_time.items()]
+    for when, files in by_time.items():
+        write(root, files, when)
+
+
+def _name(at: float) -> str:
+    return f"{max(int(at * 1e9), 0):019d}-{uuid.uuid4().hex[:12]}.json"
 
 
 def read(root: Path, name: str) -> Record:
@@ -137,10 +141,11 @@ def entry_problem(root: Path, rel: str) -> str | None:
 
 def collect(root: Path, listed: list[str], now: float, grace: float) -> None:
     """Delete the files of every record retired more than ``grace`` seconds before ``now``, then the
-    record. An entry the manifest lists (``listed``) is skipped and forgotten: it was never retired (a
-    write stopped before its manifest) or was edited in. A record holding an entry that is not the
-    store's own file (:func:`entry_problem`) is kept whole for ``check`` and ``repair``. Never raises:
-    the write that calls it is already published, and what fails is tried again by the next write."""
+    record. An entry the manifest lists (``listed``; only an edit puts one there) is skipped and
+    forgotten, so it is not deleted early should a later write retire that file. An entry that is not
+    the store's own file (:func:`entry_problem`), or that could not be deleted, stays in its record for
+    ``check`` and ``repair`` (or the next write). Never raises: the write that calls it is already
+    published."""
     try:
         names = os.listdir(folder(root))
     except (OSError, StoreError):
@@ -153,19 +158,21 @@ def collect(root: Path, listed: list[str], now: float, grace: float) -> None:
         record = read(root, name)
         if record.files is None:
             continue
-        kept = False
+        kept = []
         for rel in record.files:
             if fold(rel) in live:
                 continue
             if entry_problem(root, rel):
-                kept = True
+                kept.append(rel)
                 continue
             try:
                 (root / rel).unlink(missing_ok=True)
             except OSError:
-                kept = True
-        if not kept:
-            try:
-                (folder(root) / name).unlink(missing_ok=True)
-            except (OSError, StoreError):
-                pass
+                kept.append(rel)
+        try:
+            if not kept:
+                (root / record.rel).unlink(missing_ok=True)
+            elif kept != record.files:
+                write_atomic(root / record.rel, json.dumps({"files": kept}))
+        except (OSError, StoreError):
+            pass

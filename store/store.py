@@ -341,6 +341,7 @@ class Writer:
         self._retired: list[tuple[str, str]] = []
         self._published = False
         self._now = 0.0
+        self._to_record: list[tuple[str, float]] = []  # (file, time retired) for retired/, once published
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A reader over the manifest this writer started from (for conflict checks)."""
@@ -410,42 +411,40 @@ class Writer:
         self._added.clear()
 
     def publish(self) -> None:
-        """Record the files this write retires (and a legacy manifest's retired list) in ``retired/``,
-        then swap in the manifest without them: a stop between the two keeps files longer, never
-        deletes a listed one (``store.retired``). On a failure before the swap the records are removed
-        and the error raised (the caller abandons the write's files)."""
+        """Swap in the manifest with this write's files and without the ones it retires (and without a
+        legacy manifest's retired list); :meth:`settle` then records those in ``retired/``. That order
+        makes a stop between the two keep the retired files on disk until ``repair`` (orphans), never
+        delete one early (``store.retired``)."""
         if not self._added and not self._retired:
             return
         m, root = self.manifest, self.store.root
         self._now = self.store.clock()
-        gone = [rel for _, rel in self._retired]
-        records: list[Path] = []
-        try:
-            records += retired.write_legacy(root, m.retired)
-            if gone:
-                records.append(retired.write(root, gone, self._now))
-            for table, rel in self._retired:
-                m.files[table].remove(rel)
-            for table, rel in self._added:
-                m.files[table].append(rel)
-            m.retired = []
-            live = set(m.listed())
-            m.rows = {rel: n for rel, n in m.rows.items() if rel in live}
-            m.version += 1
-            m.save(root / MANIFEST)
-        except BaseException:
-            for record in records:
-                record.unlink(missing_ok=True)
-            raise
+        self._to_record = [(rel, self._now) for _, rel in self._retired] + m.retired
+        if self._to_record:
+            retired.folder(root)  # a folder linked out of the store is refused before anything is published
+        for table, rel in self._retired:
+            m.files[table].remove(rel)
+        for table, rel in self._added:
+            m.files[table].append(rel)
+        m.retired = []
+        live = set(m.listed())
+        m.rows = {rel: n for rel, n in m.rows.items() if rel in live}
+        m.version += 1
+        m.save(root / MANIFEST)
         self._published = True
 
     def settle(self) -> None:
-        """After a published write: delete the retired files past their grace period and record the
-        files just written as verified, so the next read writes nothing of its own. Never raises (the
-        write is published; what fails is tried again, or named by the next read)."""
+        """After a published write: record the files it retired, delete those whose grace period is over,
+        and record the files just written as verified, so the next read writes nothing of its own. Never
+        raises: the write is published; what fails is tried again, or named by ``check`` or the next read."""
         if not self._published:
             return
-        retired.collect(self.store.root, self.manifest.listed(), self._now, RETIRED_GRACE_S)
+        root = self.store.root
+        try:
+            retired.write_all(root, self._to_record)
+        except (OSError, StoreError):  # the retired files stay on disk as orphans (``check``, ``repair``)
+            pass
+        retired.collect(root, self.manifest.listed(), self._now, RETIRED_GRACE_S)
         try:
             self.store._require_own_files(self.manifest)
         except StoreError:  # a damaged file the write did not add is named by the next read

@@ -150,16 +150,22 @@ def test_a_reader_process_keeps_its_snapshot_through_compactions_in_the_grace_pe
 
 KILLED = """
 import os, sys
+from store import retired
 from store.store import Manifest, Store
-Manifest.save = lambda self, target: os._exit(9)  # killed after the record, before the manifest
+if sys.argv[2] == "manifest":
+    Manifest.save = lambda self, target: os._exit(9)
+else:
+    retired.write_all = lambda root, entries: os._exit(9)
 Store(sys.argv[1]).compact()
 """
 
 
 @pytest.mark.slow
-def test_a_writer_killed_between_its_record_and_its_manifest_loses_no_listed_file(tmp_path):
-    """The worst case of the two files' order: a record names files the manifest still lists. The first
-    write after the grace period forgets that record and deletes none of them."""
+@pytest.mark.parametrize("killed_at", ["manifest", "record"])
+def test_a_writer_killed_while_it_publishes_loses_no_file_and_deletes_none_early(tmp_path, killed_at):
+    """A compaction killed before its manifest publishes nothing; one killed between its manifest and its
+    record of retired files leaves those on disk unrecorded: a later write, past the grace period, deletes
+    none of them (``check``: orphans; ``repair`` removes them) and every listed file reads."""
     from store import health, retired
     from store.store import RETIRED_GRACE_S
 
@@ -167,14 +173,23 @@ def test_a_writer_killed_between_its_record_and_its_manifest_loses_no_listed_fil
     store = Store(tmp_path / "store", clock=lambda: now[0])
     for k in range(3):
         store.append({"responses": _responses(5, f"m{k}")})
-    listed = store.manifest().listed()
-    killed = subprocess.run([sys.executable, "-c", KILLED, str(store.root)], cwd=Path(__file__).resolve().parents[1])
+    before = store.manifest().listed()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED, str(store.root), killed_at], cwd=Path(__file__).resolve().parents[1]
+    )
     assert killed.returncode == 9
-    [record] = retired.records(store.root)
-    assert set(record.files or []) == set(listed) == set(store.manifest().listed())
-    now[0] = record.at + RETIRED_GRACE_S + 1
+    assert retired.records(store.root) == []
+    after = store.manifest().listed()
+    assert (after == before) == (killed_at == "manifest") and len(after) == (3 if killed_at == "manifest" else 1)
+    now[0] += RETIRED_GRACE_S * 2
     store.append({"responses": _responses(1, "after")})
-    assert all((store.root / f).exists() for f in listed) and retired.records(store.root) == []
+    assert all((store.root / f).exists() for f in before + after)
     assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16
     report = health.check(store)
-    assert report.sound and len(report.orphans) == 1  # the killed compaction's unpublished file
+    orphans = set(report.orphans)
+    if killed_at == "manifest":  # the merged file, never published
+        assert len(orphans) == 1 and not orphans & set(before)
+    else:  # the retired files, never recorded
+        assert orphans == set(before) - set(after) and len(orphans) == 3
+    assert report.sound and set(health.repair(store).removed_orphans) == orphans
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16
