@@ -11,8 +11,9 @@ Layout: ``retired/<ns>-<hex>.json`` holding ``{"files": [...]}``, one record per
 files, named by the time they were retired (nanoseconds since the epoch) and written whole under an
 exclusive temporary name (``store.paths.write_atomic``). Each write lists the folder's names, opens only
 the records past the grace period, deletes their files and then the record. So a write costs what it
-retires, not what the writes of the last ten minutes retired; one ``retired.json`` rewritten by every
-write would only have moved that cost out of the readers' way.
+retires and what fell due, plus one listing of names (no record read), not what the writes of the last
+ten minutes retired; one ``retired.json`` parsed and rewritten by every write would only have moved
+that cost out of the readers' way.
 
 Crash order, all under the writer lock: a record is written after the manifest that drops its files,
 so every record names files no manifest will list again. A write stopped between the two leaves its

@@ -92,7 +92,7 @@ def test_retired_entries_outside_the_store_are_never_deleted(host, capsys):
     assert digest(victim) == kept
 
 
-def test_a_retired_record_never_makes_a_write_delete_outside_or_a_listed_file(host, capsys):
+def test_a_retired_record_never_makes_a_write_delete_outside_or_a_listed_file(host, tmp_path, capsys):
     """Case 1 in a record of ``retired/`` (long past its grace): ``..``, an absolute path and a listed file.
     Readers never read it; a write deletes none of them and forgets the listed one, so the compaction that
     retires that file later still keeps it for its grace period; ``check`` names each, ``repair`` drops them."""
@@ -107,11 +107,13 @@ def test_a_retired_record_never_makes_a_write_delete_outside_or_a_listed_file(ho
     assert set(problems) == {"../victim/gc.txt", outside, listed}
     assert "not one of the store's own files" in problems[outside] and "the manifest lists" in problems[listed]
     assert all("repair drops it from that record" in why for why in problems.values())
-    assert main(annotate(root)) == 0
+    second = write_table(tmp_path / "in2", df=table_frame(model="m2"), name="m2")
+    assert main(["ingest", str(second), "--store", str(root)]) == 0  # a write; and a second response file
     assert [r.files for r in retired.records(root)] == [["../victim/gc.txt", outside]]
     assert main(["compact", "--store", str(root)]) == 0  # retires the listed file, kept for its grace period
     assert digest(victim) == kept and (root / listed).read_bytes() == live
 
+    capsys.readouterr()
     assert main(["repair", "--store", str(root), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {d["file"] for d in out["dropped"]} == {"../victim/gc.txt", outside} and out["changed"]

@@ -142,7 +142,7 @@ def test_records_that_are_not_the_stores_own_are_named_and_removed(two_ingests, 
     assert problems["retired/notes.txt"].startswith("not a record this store writes")
     assert problems["retired/0000000000000000001-0123456789ab.json"].startswith("unreadable (JSONDecodeError")
     assert report["orphans"] == ["retired/.0000000000000000002-0123456789ab.json.0011223344556677.tmp"]
-    note = ["--benchmark", "videomme", "--item", QIDS[0], "--note", "n"]
+    note = ["--benchmark", "videomme", "--item", QIDS[0], "--tag", "temporal-order"]
     assert main(["annotate", "add", "--store", str(two_ingests), *note]) == 0  # a write passes them by
     rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
     assert rc == 0 and {d["file"] for d in out["dropped"]} == set(problems) and len(out["removed_orphans"]) == 1
