@@ -150,7 +150,7 @@ def _records(root: Path, m: Manifest) -> tuple[list[retired.Record], Unsafe]:
     if _retired_escapes(root):
         return [], {}
     listed = {retired.fold(rel) for rel in m.listed()}
-    records, bad = retired.records(root), {}
+    records, bad = retired.records(root), Unsafe()
     for r in records:
         for rel in r.files or []:
             why = retired.entry_problem(root, rel)
