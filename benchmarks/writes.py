@@ -28,9 +28,9 @@ largest budget (so the default grid stays the same), and a generated clip is wri
 root and linked to those items through the video catalog (``trajaudit videos link --paths``), the
 catalog a real benchmark's videos are linked through.
 
-Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000]``
-(``--ingests 0``: the reads only). The store is written to; a second run starts from where the first
-left it (say so beside figures).
+Usage: ``python benchmarks/writes.py [--items 250000] [--workdir .bench/policies] [--ingests 2000]
+[--only ingests]`` (``--ingests 0``: the reads only; ``--only ingests``: the many small writes only).
+The store is written to; a second run starts from where the first left it (say so beside figures).
 """
 
 from __future__ import annotations
@@ -61,12 +61,12 @@ from backend.runtime import rerun  # noqa: E402
 from backend.scope.resolve import Scope  # noqa: E402
 from backend.scope.view import open_view  # noqa: E402
 from backend.videos import catalog  # noqa: E402
-from store import registry  # noqa: E402
+from store import registry, retired  # noqa: E402
 from store.configs import parse  # noqa: E402
 from store.ingest import ingest_paths  # noqa: E402
 from store.queue import JobQueue  # noqa: E402
 from store.rerun_request import RerunRequest  # noqa: E402
-from store.store import Store  # noqa: E402
+from store.store import MANIFEST, Store  # noqa: E402
 
 CLI = [sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())"]
 RERUN_MODEL, RERUN_CONFIG = MODELS[0], "8f"
@@ -167,14 +167,51 @@ def rerun_write(store: Store, item: str) -> None:
         raise SystemExit(f"re-run of {item} did not finish: {None if job is None else (job.state, job.error)}")
 
 
+def many_small_writes(store: Store, n_items: int, n: int) -> None:
+    """``n`` single-row ingests, the last 100 against the first 100, then a cold and a warm ``info --json``.
+
+    One untimed ingest comes first: the first write after a pause deletes the retired files whose grace
+    period ran out meanwhile (and moves a store's older in-manifest retired list to ``retired/``), a
+    one-off cost of the pause, not of the writes before it."""
+    tmp, stamp = Path(tempfile.mkdtemp(prefix="ingests-")), time.strftime("%H%M%S")
+    ingest_paths(store, [write_csv(tmp, repeats(n_items, 10_001, 1, f"first-{stamp}"))])
+    times, cpus = [], []
+    for k in range(n):
+        path = write_csv(tmp, repeats(n_items, 20_000 + k, 1, f"single-{stamp}-{k}"))
+        t, c = time.perf_counter(), time.process_time()
+        ingest_paths(store, [path])
+        times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+        path.unlink()
+    head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
+    chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
+    records = len(list((store.root / retired.FOLDER).glob("*.json")))
+    print(
+        f"{n} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
+        f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
+        f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
+        f"{len(store.manifest().files['responses'])} response files listed, manifest.json "
+        f"{(store.root / MANIFEST).stat().st_size:,} bytes, {records} records in {retired.FOLDER}/"
+    )
+    info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
+    print(
+        f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
+        f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=250_000)
     ap.add_argument("--workdir", default=".bench/policies")
     ap.add_argument("--ingests", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=["all", "ingests"], default="all", help="ingests: the many small writes alone")
     args = ap.parse_args()
     store = build(Path(args.workdir), args.items)
+    if args.only == "ingests":
+        many_small_writes(store, args.items, args.ingests)
+        return
     n = store.query("SELECT count(*) n FROM responses").n[0]
     print(
         f"store: {n:,} responses ({len(MODELS)} models x {args.items:,} items x {len(GRID)} configs), "
@@ -224,28 +261,8 @@ def main() -> None:
         + ", ".join(f"{w:.2f} s (CPU {c:.2f} s)" for w, c in MODEL_S)
     )
 
-    times, cpus = [], []
-    for k in range(args.ingests):
-        path = write_csv(tmp, repeats(args.items, 20_000 + k, 1, f"single-{stamp}-{k}"))
-        t, c = time.perf_counter(), time.process_time()
-        ingest_paths(store, [path])
-        times.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-        path.unlink()
-    if times:  # --ingests 0: the reads only
-        head, tail = statistics.mean(times[:100]), statistics.mean(times[-100:])
-        chead, ctail = statistics.mean(cpus[:100]), statistics.mean(cpus[-100:])
-        print(
-            f"{args.ingests} single-row ingests in {sum(times):.1f} s: first 100 {head * 1000:.0f} ms each "
-            f"(CPU {chead * 1000:.0f} ms), last 100 {tail * 1000:.0f} ms each (CPU {ctail * 1000:.0f} ms): "
-            f"{tail / head:.2f}x wall, {ctail / chead:.2f}x CPU (target 1.5x); "
-            f"{len(store.manifest().files['responses'])} response files listed"
-        )
-    info = [cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)])) for _ in range(2)]
-    print(
-        f"cold info --json after them: {info[0][0]:.2f} s (CPU {info[0][1]:.2f} s); "
-        f"warm {info[1][0]:.2f} s (CPU {info[1][1]:.2f} s)"
-    )
+    if args.ingests:  # --ingests 0: the reads only
+        many_small_writes(store, args.items, args.ingests)
 
 
 if __name__ == "__main__":

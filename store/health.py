@@ -4,19 +4,24 @@ A store is sound when ``manifest.json`` parses and every file it lists exists, i
 Parquet file with its table's schema, and holds the row count the manifest recorded (stores record
 counts since this module exists; older entries are checked without one). Files no manifest entry
 names (temporary files or unpublished Parquet files left by a killed writer) are reported as
-orphans: harmless to readers, removed by ``repair``.
+orphans: harmless to readers, removed by ``repair``. The records of retired files (``store.retired``)
+are checked too: an entry a write would refuse to delete (not the store's own file, a link out of
+the store, a file the manifest lists) and a record that is not one the store writes are problems,
+which ``repair`` drops (the entry from its record, never the file it names) or removes (the record).
 
 ``repair`` works under the store's writer lock, so no write runs beside it, and publishes one new
 manifest atomically (temporary file + ``os.replace``), like every write:
 
 * a manifest that parses: entries whose files are missing or unreadable are dropped (unreadable
   files are moved to ``damaged/``, never deleted) and the responses lost are counted from the
-  recorded row counts; orphans are deleted;
+  recorded row counts; orphans are deleted (the files of a retired-files record that does not read
+  are no longer known, so they are among them);
 * a manifest that does not parse (truncated, hand-edited) is rebuilt from the Parquet files on
   disk. That is safe because files are immutable and written whole (temporary name, then rename),
   and every file that replaces others (compaction, ``--replace``) names them in its metadata: the
   rebuild takes every readable file with the right schema except those some other file
-  supersedes. As a final guard no response key and no run id may then appear in two files; if one
+  supersedes (recorded as retired now, in ``retired/``, so a reader of the lost manifest's snapshot
+  keeps a full grace period). As a final guard no response key and no run id may then appear in two files; if one
   does, repair refuses and names the files (nothing is changed). A write killed after renaming its
   files but before publishing is indistinguishable from the last published one: its complete files
   are taken, and the report lists every file taken. The new version is the current Unix time, above
@@ -36,8 +41,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store import retired
 from store.errors import StoreError
-from store.paths import inside, outside_reason
+from store.paths import inside, outside_reason, write_atomic
 from store.schema import TABLES, folder, schema_problem
 from store.store import MANIFEST, SUPERSEDES, Manifest, Store
 
@@ -119,13 +125,49 @@ def _on_disk(root: Path) -> tuple[dict[str, list[str]], list[str]]:
     parquet = {t: listed(t, "*.parquet") for t in TABLES}
     temps = [rel for t in TABLES for rel in listed(t, "*.tmp")]
     temps += [p.name for p in root.glob(f".{MANIFEST}.*.tmp")]
+    if not _retired_escapes(root):
+        temps += [f"{retired.FOLDER}/{p.name}" for p in (root / retired.FOLDER).glob(".*.tmp")]
     return parquet, sorted(temps)
 
 
-def _orphans(root: Path, m: Manifest) -> list[str]:
+def _orphans(root: Path, m: Manifest, records: list[retired.Record]) -> list[str]:
     parquet, temps = _on_disk(root)
-    known = {f for files in m.files.values() for f in files} | {rel for rel, _ in m.retired}
+    known = set(m.listed()) | {rel for rel, _ in m.retired} | {f for r in records for f in r.files or []}
     return temps + [f for files in parquet.values() for f in files if f not in known]
+
+
+def _retired_escapes(root: Path) -> bool:
+    """``<store>/retired`` is a link out of the store (writers then record and collect nothing)."""
+    return (root / retired.FOLDER).is_symlink() and outside_reason(root, retired.FOLDER) is not None
+
+
+Unsafe = dict[str, list[tuple[str, str]]]  # record name -> (entry, why a write never deletes it)
+
+
+def _records(root: Path, m: Manifest) -> tuple[list[retired.Record], Unsafe]:
+    """The records of ``retired/`` (none when the folder links out) and, by record name, the (entry, why)
+    of each entry a write would never delete: not the store's own file, a link out, a listed file."""
+    if _retired_escapes(root):
+        return [], {}
+    listed = {retired.fold(rel) for rel in m.listed()}
+    records, bad = retired.records(root), Unsafe()
+    for r in records:
+        for rel in r.files or []:
+            why = retired.entry_problem(root, rel)
+            if why or retired.fold(rel) in listed:
+                bad.setdefault(r.name, []).append((rel, why or "a file the manifest lists"))
+    return records, bad
+
+
+def _record_problems(root: Path, records: list[retired.Record], bad: Unsafe) -> list[Problem]:
+    link = "the retired-files folder is a link out of the store; repair removes the link"
+    out = [Problem(retired.FOLDER, None, link)] if _retired_escapes(root) else []
+    out += [Problem(r.rel, None, f"{r.problem}; repair removes it") for r in records if r.problem]
+    return out + [
+        Problem(rel, None, f"{why} (in {retired.FOLDER}/{name}); repair drops it from that record")
+        for name, entries in bad.items()
+        for rel, why in entries
+    ]
 
 
 def _existing(store: Store) -> Path:
@@ -149,6 +191,8 @@ def check(store: Store, deep: bool = False) -> Report:
     problems += [
         Problem(t, t, "the table's folder is a link out of the store") for t in TABLES if t not in _own_tables(root)
     ]
+    records, bad = _records(root, m)
+    problems += _record_problems(root, records, bad)
     foreign = {rel for _, rel, _ in m.foreign()}
     rows = {}
     for table in TABLES:
@@ -159,7 +203,7 @@ def check(store: Store, deep: bool = False) -> Report:
             if why:
                 problems.append(Problem(rel, table, why, m.rows.get(rel, n_rows)))
     files = sum(len(f) for f in m.files.values())
-    return Report(str(root), not problems, m.version, files, rows, problems, _orphans(root, m))
+    return Report(str(root), not problems, m.version, files, rows, problems, _orphans(root, m, records))
 
 
 @dataclass
@@ -209,17 +253,21 @@ def repair(store: Store) -> RepairReport:
                     out.responses_lost_unknown += lost is None
                 if outside_reason(root, rel) is None and (root / rel).exists():
                     out.moved_to_damaged.append(_quarantine(root, rel))
-        for rel in _orphans(root, m):
+        for link in [CACHE] * _cache_escapes(root) + [retired.FOLDER] * _retired_escapes(root):
+            (root / link).unlink()  # the link only: what it points at is left alone
+            out.removed_orphans.append(link)
+        records, mended = _mend_records(root, m)
+        for rel in _orphans(root, m, records):
             inside(root, rel, "orphan file").unlink(missing_ok=True)
             out.removed_orphans.append(rel)
-        if _cache_escapes(root):
-            (root / CACHE).unlink()  # the link only: what it points at is left alone
-            out.removed_orphans.append(CACHE)
         if out.dropped or rebuilt:
             m.version = max(m.version + 1, int(time.time())) if rebuilt else m.version + 1
+            legacy, m.retired = m.retired, []
             m.save(root / MANIFEST)
+            retired.write_all(root, legacy)  # recorded after the manifest that no longer lists them, as a write does
             out.changed, out.version = True, m.version
-        out.changed = out.changed or bool(out.removed_orphans)
+        out.dropped += mended
+        out.changed = out.changed or bool(out.removed_orphans or mended)
         out.taken = [f for files in m.files.values() for f in files] if rebuilt else []
     return out
 
@@ -243,6 +291,37 @@ def _drop_foreign(root: Path, m: Manifest) -> list[Problem]:
         m.rows.pop(rel, None)
         dropped.append(Problem(rel, table, f"{why}; dropped from the manifest, left untouched"))
     return dropped
+
+
+def _mend_records(root: Path, m: Manifest) -> tuple[list[retired.Record], list[Problem]]:
+    """Drop from each record of ``retired/`` the entries a write would never delete (the files they
+    name are left alone) and remove each record that is not one the store writes; returns the records
+    as they are now and what was dropped."""
+    records, bad = _records(root, m)
+    kept, dropped = [], []
+    for r in records:
+        path = root / r.rel
+        if r.problem:
+            removable = path.is_symlink() or path.is_file()
+            if removable:
+                path.unlink()  # a link: the link only
+            dropped.append(Problem(r.rel, None, f"{r.problem}; " + ("removed" if removable else "left (a folder)")))
+            continue
+        entries = dict(bad.get(r.name, []))
+        if not entries:
+            kept.append(r)
+            continue
+        files = [f for f in r.files or [] if f not in entries]
+        if files:
+            write_atomic(path, json.dumps({"files": files}))
+            kept.append(retired.Record(r.name, r.at, files))
+        else:
+            path.unlink()
+        dropped += [
+            Problem(rel, None, f"{why} (in {r.rel}); dropped from that record, left untouched")
+            for rel, why in entries.items()
+        ]
+    return kept, dropped
 
 
 def _quarantine(root: Path, rel: str) -> str:

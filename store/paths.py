@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import BinaryIO
 
 from store.errors import REPAIR_HINT, StoreError, UserError
+from store.schema import TABLES, folder
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -52,6 +53,28 @@ def outside_reason(root: str | os.PathLike, rel: object) -> str | None:
         return f"it cannot be resolved ({exc})"
     if not resolved.is_relative_to(base):
         return f"it resolves to {resolved}, outside the store"
+    return None
+
+
+def own_file_problem(rel: str, table: str | None) -> str | None:
+    """Why ``rel`` is not a file of ``table`` (any table when None) as a store's writers name them:
+    ``<table folder>/<name>.parquet``, one level below the root, or None when it is.
+
+    The test is lexical and costs no system call, so an edited ``../victim/gc.txt`` or
+    ``/etc/passwd`` in the manifest or a retired-files record is caught before it is read, retired,
+    deleted or moved; links that leave the root are caught by :func:`inside`.
+    """
+    parts = rel.split("/")
+    name = parts[-1]
+    if (
+        len(parts) != 2
+        or (parts[0] != folder(table) if table else parts[0] not in {folder(t) for t in TABLES})
+        or not name.endswith(".parquet")
+        or name in (".parquet", "..parquet")
+        or any(c in name for c in "\\\x00")
+    ):
+        want = f"{folder(table)}/<name>.parquet" if table else "<table>/<name>.parquet"
+        return f"not one of the store's own files (expected {want} inside the store)"
     return None
 
 

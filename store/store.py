@@ -11,10 +11,12 @@ file here. Instead:
 * writers serialise on a short ``fcntl`` lock held only inside one write call (read manifest,
   check, publish); readers never lock;
 * files a write retires (``--replace``, compaction) stay on disk for a grace period, because a
-  reader may still be scanning the manifest it read before; the file that replaces them names them
-  in its Parquet metadata (``trajaudit.supersedes``), so a lost manifest can be rebuilt from disk
-  without counting a row twice (``store.health``);
-* the manifest records each file's row count, so ``trajaudit check`` can verify it.
+  reader may still be scanning the manifest it read before; they are recorded outside the manifest,
+  in ``retired/`` (``store.retired``: only writers read it, so the manifest every read parses holds
+  the live files alone); the file that replaces them names them in its Parquet metadata
+  (``trajaudit.supersedes``), so a lost manifest can be rebuilt from disk without counting a row
+  twice (``store.health``);
+* the manifest records each live file's row count, so ``trajaudit check`` can verify it.
 
 A damaged store (a file in place of the folder, a corrupt manifest, a listed file gone) raises
 ``StoreError`` naming the file and pointing at ``trajaudit repair``, never a raw traceback.
@@ -29,7 +31,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,13 +41,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store import retired
 from store.errors import REPAIR_HINT, StoreError
-from store.paths import exclusive_temp, inside, write_atomic
+from store.paths import exclusive_temp, inside, own_file_problem, write_atomic
 from store.schema import SCHEMAS, TABLES, conform, folder, schema_problem
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
-RETIRED_GRACE_S = 600.0
+RETIRED_GRACE_S = 600.0  # how long a retired file stays on disk for readers of an older snapshot (store.retired)
 LOCK = ".write.lock"
 VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
 SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
@@ -72,10 +75,17 @@ def resolve_root(path: str | os.PathLike | None) -> Path:
 
 @dataclass
 class Manifest:
+    """``manifest.json``: the version and the live files of each table, with their row counts.
+
+    ``retired`` is read from stores written before ``store.retired`` kept that list outside the
+    manifest; the next write moves it there (``Writer.publish``), and until then it is written back as
+    it was read, so no tool that saves a manifest (``repair``) loses a retired file's grace period.
+    """
+
     version: int = 0
     files: dict[str, list[str]] = field(default_factory=lambda: {t: [] for t in TABLES})
-    retired: list[tuple[str, float]] = field(default_factory=list)  # (relative path, time retired)
-    rows: dict[str, int] = field(default_factory=dict)  # relative path -> rows (stores written since it was added)
+    retired: list[tuple[str, float]] = field(default_factory=list)  # legacy: (relative path, time retired)
+    rows: dict[str, int] = field(default_factory=dict)  # listed file -> rows (stores written since it was added)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -96,48 +106,34 @@ class Manifest:
             raise StoreError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
 
     def dump(self) -> str:
-        return json.dumps(
-            {"version": self.version, "files": self.files, "retired": self.retired, "rows": self.rows}, indent=1
-        )
+        legacy = {"retired": self.retired} if self.retired else {}
+        return json.dumps({"version": self.version, "files": self.files, **legacy, "rows": self.rows}, indent=1)
 
     def save(self, target: Path) -> None:
         """Publish: write an exclusive temporary file beside ``target``, then atomically replace it."""
         write_atomic(target, self.dump())
 
     def foreign(self) -> list[tuple[str | None, str, str]]:
-        """The (table, entry, why) of every listed or retired file that is not one of this store's
-        own files: ``<table>/<name>.parquet``, one level below the root.
-
-        A store's writers name nothing else, so the test is lexical and costs no system call: an
-        edited ``../victim/gc.txt`` or ``/etc/passwd`` is caught before it is read, retired,
+        """The (table, entry, why) of every listed (or legacy retired) file that is not one of this
+        store's own files (``store.paths.own_file_problem``), caught before it is read, retired,
         deleted or moved. Links that leave the root are caught where files are opened
         (:meth:`Store.connect`) and before anything is deleted or moved (``store.paths.inside``).
         """
-        out = [(t, rel, why) for t in TABLES for rel in self.files[t] if (why := _entry_problem(rel, t))]
-        return out + [(None, rel, why) for rel, _ in self.retired if (why := _entry_problem(rel, None))]
+        out = [(t, rel, why) for t in TABLES for rel in self.files[t] if (why := own_file_problem(rel, t))]
+        return out + [(None, rel, why) for rel, _ in self.retired if (why := own_file_problem(rel, None))]
 
-
-def _entry_problem(rel: str, table: str | None) -> str | None:
-    """Why ``rel`` is not a file of ``table`` (any table when None) as this store writes them."""
-    parts = rel.split("/")
-    name = parts[-1]
-    if (
-        len(parts) != 2
-        or (parts[0] != folder(table) if table else parts[0] not in {folder(t) for t in TABLES})
-        or not name.endswith(".parquet")
-        or name in (".parquet", "..parquet")
-        or any(c in name for c in "\\\x00")
-    ):
-        want = f"{folder(table)}/<name>.parquet" if table else "<table>/<name>.parquet"
-        return f"not one of the store's own files (expected {want} inside the store)"
-    return None
+    def listed(self) -> list[str]:
+        """Every live file, all tables."""
+        return [rel for files in self.files.values() for rel in files]
 
 
 class Store:
-    """A store folder. Cheap to construct; holds no open handles between calls."""
+    """A store folder. Cheap to construct; holds no open handles between calls. ``clock``: the time a
+    write retires files at and collects them by (tests pass their own to step past the grace period)."""
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, clock: Callable[[], float] = time.time):
         self.root = resolve_root(root)
+        self.clock = clock
 
     # -- reading ---------------------------------------------------------------------------
     def manifest(self) -> Manifest:
@@ -277,6 +273,10 @@ class Store:
                 raise StoreError(
                     f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write"
                 ) from None
+            except BaseException:
+                w.abandon()
+                raise
+            w.settle()
             if w.added:
                 self._auto_compact()
 
@@ -293,6 +293,8 @@ class Store:
             w.publish()
         except (OSError, pa.ArrowException, StoreError):  # a damaged file is named by the next read or `check`
             w.abandon()
+            return
+        w.settle()
 
     def _rows(self, manifest: Manifest, rel: str) -> int:
         """A listed file's rows: from the manifest, else (a store written before it kept them) the footer."""
@@ -337,6 +339,9 @@ class Writer:
         self.manifest = manifest
         self._added: list[tuple[str, str]] = []
         self._retired: list[tuple[str, str]] = []
+        self._published = False
+        self._now = 0.0
+        self._to_record: list[tuple[str, float]] = []  # (file, time retired) for retired/, once published
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A reader over the manifest this writer started from (for conflict checks)."""
@@ -406,32 +411,44 @@ class Writer:
         self._added.clear()
 
     def publish(self) -> None:
+        """Swap in the manifest with this write's files and without the ones it retires (and without a
+        legacy manifest's retired list); :meth:`settle` then records those in ``retired/``. That order
+        makes a stop between the two keep the retired files on disk until ``repair`` (orphans), never
+        delete one early (``store.retired``)."""
         if not self._added and not self._retired:
             return
-        m = self.manifest
-        now = time.time()
+        m, root = self.manifest, self.store.root
+        self._now = self.store.clock()
+        self._to_record = [(rel, self._now) for _, rel in self._retired] + m.retired
+        if self._to_record:
+            retired.folder(root)  # a folder linked out of the store is refused before anything is published
         for table, rel in self._retired:
             m.files[table].remove(rel)
-            m.retired.append((rel, now))
         for table, rel in self._added:
             m.files[table].append(rel)
+        m.retired = []
+        live = set(m.listed())
+        m.rows = {rel: n for rel, n in m.rows.items() if rel in live}
         m.version += 1
-        m.retired = self._collect_garbage(m.retired, now)
-        m.save(self.store.root / MANIFEST)
-        try:  # record the files just written as verified, so the next read writes nothing of its own
-            self.store._require_own_files(m)
+        m.save(root / MANIFEST)
+        self._published = True
+
+    def settle(self) -> None:
+        """After a published write: record the files it retired, delete those whose grace period is over,
+        and record the files just written as verified, so the next read writes nothing of its own. Never
+        raises: the write is published; what fails is tried again, or named by ``check`` or the next read."""
+        if not self._published:
+            return
+        root = self.store.root
+        try:
+            retired.write_all(root, self._to_record)
+        except (OSError, StoreError):  # the retired files stay on disk as orphans (``check``, ``repair``)
+            pass
+        retired.collect(root, self.manifest.listed(), self._now, RETIRED_GRACE_S)
+        try:
+            self.store._require_own_files(self.manifest)
         except StoreError:  # a damaged file the write did not add is named by the next read
             pass
-
-    def _collect_garbage(self, retired: list[tuple[str, float]], now: float) -> list[tuple[str, float]]:
-        keep = []
-        for rel, when in retired:
-            if now - when > RETIRED_GRACE_S:
-                inside(self.store.root, rel, "retired file").unlink(missing_ok=True)
-                self.manifest.rows.pop(rel, None)
-            else:
-                keep.append((rel, when))
-        return keep
 
 
 def _full_levels(rows: dict[str, int]) -> list[list[str]]:

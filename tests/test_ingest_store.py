@@ -10,6 +10,7 @@ import pytest
 from ingest_fixtures import table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
 
 from backend.cli import main
+from store import retired
 from store.errors import UserError
 from store.ingest import ingest_paths
 
@@ -79,7 +80,7 @@ def test_conflicting_answers_are_refused_then_replaced(tmp_path, seeded):
     assert len(rows) == 6 and rows.iloc[0].tolist() == ["001-1", "B", 0]
     manifest = seeded.manifest()
     assert not old_files & set(manifest.files["responses"])  # the old file was rewritten and retired
-    assert {r for r, _ in manifest.retired} == old_files
+    assert {f for r in retired.records(seeded.root) for f in r.files or []} == old_files
 
 
 def test_conflicting_target_for_a_stored_item_is_refused(tmp_path, seeded):

@@ -128,3 +128,127 @@ def test_compaction_rewrites_a_lone_file_with_large_row_groups(store, monkeypatc
     assert [meta.row_group(k).num_rows for k in range(meta.num_row_groups)] == [10, 10, 5]
     assert store.query("select count(*) n from responses").n[0] == 25
     assert store.compact() == {}
+
+
+# -- retired files: kept outside the manifest for the grace period (store.retired) -----------------------------------
+class Clock:
+    """The time a store's writes see, stepped by the test (never slept)."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _retired_store(tmp_path) -> tuple:
+    """(a store on a test clock, the clock, the files a compaction retired, a reader of the snapshot before it)."""
+    import store.store as store_module
+
+    clock = Clock()
+    s = store_module.Store(tmp_path / "store", clock=clock)
+    for i in range(3):
+        s.append({"responses": _responses(2, model=f"m{i}")})
+    old = list(s.manifest().files["responses"])
+    reader = s.connect()
+    assert s.compact() == {"responses": 3}
+    return s, clock, old, reader
+
+
+def test_retired_files_are_recorded_outside_the_manifest(tmp_path):
+    """The manifest every read parses lists the live files and their rows only; the retired ones are in a
+    record of ``retired/`` that names them, with the time they were retired."""
+    import json
+
+    from store import retired
+    from store.store import MANIFEST
+
+    s, clock, old, _ = _retired_store(tmp_path)
+    raw = json.loads((s.root / MANIFEST).read_text())
+    assert "retired" not in raw
+    assert set(raw["rows"]) == set(s.manifest().listed()) and not set(raw["rows"]) & set(old)
+    [record] = retired.records(s.root)
+    assert record.files == old and record.at == clock.now and record.problem is None
+
+
+def test_retired_files_stay_for_the_grace_period_then_go(tmp_path):
+    """A reader holding the snapshot before a compaction reads its files for ``RETIRED_GRACE_S``; the first
+    write after that deletes them and their record (a test clock, not a sleep)."""
+    from store import retired
+    from store.store import RETIRED_GRACE_S
+
+    s, clock, old, reader = _retired_store(tmp_path)
+    clock.now += RETIRED_GRACE_S - 1
+    s.append({"responses": _responses(1, model="late")})
+    assert all((s.root / f).exists() for f in old)
+    assert reader.execute("SELECT count(*) FROM responses").fetchone()[0] == 6  # the old snapshot, whole
+    clock.now += 2
+    s.append({"responses": _responses(1, model="later")})
+    assert not any((s.root / f).exists() for f in old)
+    assert retired.records(s.root) == []
+    assert s.query("SELECT count(*) AS n FROM responses").n[0] == 8
+
+
+def test_a_manifest_holding_its_retired_list_is_read_then_migrated_on_the_next_write(tmp_path):
+    """A store written before ``retired/`` kept the list (and the retired files' rows) in its manifest:
+    readers read it as it is; the next write moves each entry to a record with its own retirement time,
+    so one long past its grace is deleted and one within it is kept until it falls due."""
+    import json
+
+    from store import retired
+    from store.store import MANIFEST, RETIRED_GRACE_S
+
+    s, clock, old, _ = _retired_store(tmp_path)
+    for record in retired.records(s.root):
+        (s.root / record.rel).unlink()
+    raw = json.loads((s.root / MANIFEST).read_text())
+    long_ago, lately = clock.now - RETIRED_GRACE_S - 10, clock.now - 10
+    raw["retired"] = [[old[0], long_ago], [old[1], lately], [old[2], lately]]
+    raw["rows"] |= {f: 2 for f in old}
+    (s.root / MANIFEST).write_text(json.dumps(raw))
+    assert s.query("SELECT count(*) AS n FROM responses").n[0] == 6
+    assert [r for r, _ in s.manifest().retired] == old
+
+    s.append({"responses": _responses(1, model="new")})
+    raw = json.loads((s.root / MANIFEST).read_text())
+    assert "retired" not in raw and not set(raw["rows"]) & set(old)
+    assert not (s.root / old[0]).exists() and (s.root / old[1]).exists() and (s.root / old[2]).exists()
+    assert [(r.at, r.files) for r in retired.records(s.root)] == [(lately, old[1:])]
+    clock.now = lately + RETIRED_GRACE_S + 1
+    s.append({"responses": _responses(1, model="newer")})
+    assert not any((s.root / f).exists() for f in old) and retired.records(s.root) == []
+
+
+def test_a_listed_file_in_a_record_is_never_deleted(tmp_path):
+    """A record naming live files (only an edit puts them there; also in another letter case, for file
+    systems that fold names) is collected without touching them."""
+    from store import retired
+    from store.store import RETIRED_GRACE_S
+
+    s, clock, _, _ = _retired_store(tmp_path)
+    live = s.manifest().listed()
+    folded = f"responses/{live[0].split('/')[1].removesuffix('.parquet').upper()}.parquet"
+    retired.write(s.root, [*live, folded], clock.now - RETIRED_GRACE_S - 1)
+    s.append({"responses": _responses(1, model="new")})
+    assert all((s.root / f).exists() for f in live)
+    assert len(retired.records(s.root)) == 1  # the compaction's own record, not yet due
+    assert s.query("SELECT count(*) AS n FROM responses").n[0] == 7
+
+
+def test_a_failed_publish_changes_nothing(tmp_path, monkeypatch):
+    """A write whose manifest cannot be saved publishes nothing and records nothing; its files are removed."""
+    from store import retired
+    from store.store import Manifest
+
+    s, _, old, _ = _retired_store(tmp_path)
+    s.append({"responses": _responses(2, model="m9")})
+    before = (s.manifest(), sorted(p.name for p in s.root.rglob("*.parquet")), retired.records(s.root))
+
+    def full(self, target):
+        raise OSError(28, "No space left on device", str(target))
+
+    monkeypatch.setattr(Manifest, "save", full)
+    with pytest.raises(OSError):
+        s.compact()
+    monkeypatch.undo()
+    assert (s.manifest(), sorted(p.name for p in s.root.rglob("*.parquet")), retired.records(s.root)) == before

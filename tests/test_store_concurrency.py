@@ -100,3 +100,96 @@ def test_two_concurrent_conflicting_ingests_cannot_both_pass(tmp_path):
     loser = next(err for rc, err in results if rc == 2)
     assert f"{ROWS_PER_BATCH} row(s) contradict the store" in loser
     assert Store(store).query("SELECT count(*) AS n FROM responses")["n"][0] == ROWS_PER_BATCH
+
+
+READER = """
+import sys
+from store.store import Store
+con = Store(sys.argv[1]).connect()
+print(con.execute("SELECT count(*) FROM responses").fetchone()[0], flush=True)
+sys.stdin.readline()
+print(con.execute("SELECT count(*) FROM responses").fetchone()[0], flush=True)
+"""
+
+
+def _responses(n: int, model: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"model": model, "benchmark": "b", "item_id": [str(i) for i in range(n)], "config": "8f", "correct": 1}
+    )
+
+
+@pytest.mark.slow
+def test_a_reader_process_keeps_its_snapshot_through_compactions_in_the_grace_period(tmp_path):
+    """A reader process holds the snapshot before a compaction while this process compacts and writes
+    on (each write collecting retired files): within the grace period the reader still reads all of it."""
+    from store.store import RETIRED_GRACE_S
+
+    now = [1_800_000_000.0]
+    store = Store(tmp_path / "store", clock=lambda: now[0])
+    for k in range(3):
+        store.append({"responses": _responses(5, f"m{k}")})
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(store.root)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None and reader.stdin is not None
+    assert reader.stdout.readline().strip() == "15"
+    store.compact()
+    for k in range(20):
+        now[0] += (RETIRED_GRACE_S - 1) / 20
+        store.append({"responses": _responses(1, f"late{k}")})
+    reader.stdin.write("\n")
+    reader.stdin.flush()
+    assert reader.stdout.readline().strip() == "15"
+    assert reader.wait(timeout=60) == 0
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 35
+
+
+KILLED = """
+import os, sys
+from store import retired
+from store.store import Manifest, Store
+if sys.argv[2] == "manifest":
+    Manifest.save = lambda self, target: os._exit(9)
+else:
+    retired.write_all = lambda root, entries: os._exit(9)
+Store(sys.argv[1]).compact()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("killed_at", ["manifest", "record"])
+def test_a_writer_killed_while_it_publishes_loses_no_file_and_deletes_none_early(tmp_path, killed_at):
+    """A compaction killed before its manifest publishes nothing; one killed between its manifest and its
+    record of retired files leaves those on disk unrecorded: a later write, past the grace period, deletes
+    none of them (``check``: orphans; ``repair`` removes them) and every listed file reads."""
+    from store import health, retired
+    from store.store import RETIRED_GRACE_S
+
+    now = [1_800_000_000.0]
+    store = Store(tmp_path / "store", clock=lambda: now[0])
+    for k in range(3):
+        store.append({"responses": _responses(5, f"m{k}")})
+    before = store.manifest().listed()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED, str(store.root), killed_at], cwd=Path(__file__).resolve().parents[1]
+    )
+    assert killed.returncode == 9
+    assert retired.records(store.root) == []
+    after = store.manifest().listed()
+    assert (after == before) == (killed_at == "manifest") and len(after) == (3 if killed_at == "manifest" else 1)
+    now[0] += RETIRED_GRACE_S * 2
+    store.append({"responses": _responses(1, "after")})
+    assert all((store.root / f).exists() for f in before + after)
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16
+    report = health.check(store)
+    orphans = set(report.orphans)
+    if killed_at == "manifest":  # the merged file, never published
+        assert len(orphans) == 1 and not orphans & set(before)
+    else:  # the retired files, never recorded
+        assert orphans == set(before) - set(after) and len(orphans) == 3
+    assert report.sound and set(health.repair(store).removed_orphans) == orphans
+    assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16

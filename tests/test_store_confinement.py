@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from backend.cli import main
 from backend.runtime.registry import ModelSpec
 from backend.videos.decode import resolve_video
-from store import health
+from store import health, retired
 from store.errors import StoreError, UserError
 from store.paths import inside, outside_reason, write_atomic
 from store.store import MANIFEST, Store
@@ -71,10 +71,11 @@ def annotate(root: Path) -> list[str]:
 
 
 def test_retired_entries_outside_the_store_are_never_deleted(host, capsys):
-    """Case 1: ``retired`` naming ``../victim/gc.txt`` and an absolute path; the next write deleted both."""
+    """Case 1: ``retired`` naming ``../victim/gc.txt`` and an absolute path; the next write deleted both.
+    Here in a manifest written before ``retired/`` held that list: readers and writers refuse it."""
     root, victim = host
     outside = victim.resolve() / "abs.txt"
-    edit_manifest(root, lambda m: m["retired"].extend([["../victim/gc.txt", 0.0], [str(outside), 0.0]]))
+    edit_manifest(root, lambda m: m.setdefault("retired", []).extend([["../victim/gc.txt", 0.0], [str(outside), 0.0]]))
     before, kept = snapshot(root), digest(victim)
     assert main(["check", "--store", str(root), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -86,9 +87,67 @@ def test_retired_entries_outside_the_store_are_never_deleted(host, capsys):
 
     assert main(["repair", "--store", str(root)]) == 0
     assert digest(victim) == kept
-    assert json.loads((root / MANIFEST).read_text())["retired"] == []
+    assert "retired" not in json.loads((root / MANIFEST).read_text())
     assert main(annotate(root)) == 0  # the store writes again, and still touches nothing outside
     assert digest(victim) == kept
+
+
+def test_a_retired_record_never_makes_a_write_delete_outside_or_a_listed_file(host, tmp_path, capsys):
+    """Case 1 in a record of ``retired/`` (long past its grace): ``..``, an absolute path and a listed file.
+    Readers never read it; a write deletes none of them and forgets the listed one, so the compaction that
+    retires that file later still keeps it for its grace period; ``check`` names each, ``repair`` drops them."""
+    root, victim = host
+    outside = str(victim.resolve() / "abs.txt")
+    listed = Store(root).manifest().files["responses"][0]
+    live = (root / listed).read_bytes()
+    retired.write(root, ["../victim/gc.txt", outside, listed], 0.0)
+    kept = digest(victim)
+    assert main(["check", "--store", str(root), "--json"]) == 1
+    problems = {p["file"]: p["problem"] for p in json.loads(capsys.readouterr().out)["problems"]}
+    assert set(problems) == {"../victim/gc.txt", outside, listed}
+    assert "not one of the store's own files" in problems[outside] and "the manifest lists" in problems[listed]
+    assert all("repair drops it from that record" in why for why in problems.values())
+    second = write_table(tmp_path / "in2", df=table_frame(model="m2"), name="m2")
+    assert main(["ingest", str(second), "--store", str(root)]) == 0  # a write; and a second response file
+    assert [r.files for r in retired.records(root)] == [["../victim/gc.txt", outside]]
+    assert main(["compact", "--store", str(root)]) == 0  # retires the listed file, kept for its grace period
+    assert digest(victim) == kept and (root / listed).read_bytes() == live
+
+    capsys.readouterr()
+    assert main(["repair", "--store", str(root), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {d["file"] for d in out["dropped"]} == {"../victim/gc.txt", outside} and out["changed"]
+    assert [r.files for r in retired.records(root) if listed in (r.files or [])]  # the compaction's record
+    assert main(["check", "--store", str(root)]) == 0
+    assert digest(victim) == kept and (root / listed).read_bytes() == live
+
+
+def test_a_planted_record_and_a_linked_retired_folder_are_neither_read_nor_written_through(host, capsys):
+    """A record that is a link to a file outside is not read (``check`` names it, ``repair`` removes the link);
+    a ``retired`` folder linked out gets no record (a write that retires files refuses in one line) and
+    ``repair`` removes the link."""
+    root, victim = host
+    kept = digest(victim)
+    (root / retired.FOLDER).mkdir()
+    planted = root / retired.FOLDER / "0000000000000000001-0123456789ab.json"
+    planted.symlink_to(victim / "secret.txt")
+    assert main(["check", "--store", str(root), "--json"]) == 1
+    [problem] = json.loads(capsys.readouterr().out)["problems"]
+    assert problem["file"] == f"{retired.FOLDER}/{planted.name}" and "link out of the store" in problem["problem"]
+    assert main(annotate(root)) == 0
+    assert main(["repair", "--store", str(root)]) == 0
+    assert not planted.is_symlink() and digest(victim) == kept
+
+    shutil.rmtree(root / retired.FOLDER)
+    (root / retired.FOLDER).symlink_to(victim, target_is_directory=True)
+    assert main(annotate(root)) == 0  # a write that retires nothing is unaffected
+    err = one_line_error(["compact", "--store", str(root)], capsys)  # two annotation files now: it would retire
+    assert "retired-files folder 'retired' points outside the store" in err
+    assert digest(victim) == kept
+    assert main(["check", "--store", str(root)]) == 1
+    assert main(["repair", "--store", str(root)]) == 0
+    assert not (root / retired.FOLDER).exists() and digest(victim) == kept
+    assert main(["compact", "--store", str(root)]) == 0 and len(retired.records(root)) == 1
 
 
 @pytest.mark.parametrize("entry", ["../victim/secret.txt", "ABSOLUTE", "responses/../../victim/secret.txt"])
@@ -285,14 +344,16 @@ def template(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rel=_paths(), where=st.sampled_from(["files", "retired"]))
+@given(rel=_paths(), where=st.sampled_from(["files", "retired", "legacy"]))
 @example(rel="a/\x00", where="files").via("a NUL byte")
 @example(rel="../victim/x.parquet", where="retired").via("the probe's '..' case")
 @example(rel="VICTIM", where="retired").via("the probe's absolute case")
 @example(rel="out/x.parquet", where="files").via("through a planted folder link")
 @example(rel="responses/out.parquet", where="retired").via("a planted file link")
+@example(rel="../victim/x.parquet", where="legacy").via("a manifest's own retired list")
 def test_no_path_a_manifest_names_reaches_outside(template, tmp_path_factory, rel, where):
-    """For generated relative, absolute, ``..``, linked and Unicode-trick paths, listed or retired:
+    """For generated relative, absolute, ``..``, linked and Unicode-trick paths, listed or retired (in a
+    record of ``retired/``, or in a manifest written before it):
     ``inside`` returns only paths under the root, and reading, writing (which collects retired files),
     ``check`` and ``repair`` leave every file outside untouched."""
     base = tmp_path_factory.mktemp("case")
@@ -325,8 +386,10 @@ def test_no_path_a_manifest_names_reaches_outside(template, tmp_path_factory, re
 
     if where == "files":
         edit_manifest(root, lambda m: m["files"]["responses"].append(rel))
+    elif where == "retired":
+        retired.write(root, [rel], 0.0)  # long past the grace period
     else:
-        edit_manifest(root, lambda m: m["retired"].append([rel, 0.0]))  # long past the grace period
+        edit_manifest(root, lambda m: m.setdefault("retired", []).append([rel, 0.0]))
     store = Store(root)
     note = pd.DataFrame({"annotation_id": ["a1"], "benchmark": ["videomme"], "item_id": ["q"], "note": ["n"]})
     for act in (

@@ -10,7 +10,7 @@ import pytest
 
 from backend.cli import main
 from store.store import MANIFEST, Store
-from tests.ingest_fixtures import table_frame, write_table
+from tests.ingest_fixtures import QIDS, table_frame, write_table
 from tests.test_ingest_gate import snapshot
 
 
@@ -113,3 +113,54 @@ def test_repair_removes_a_killed_writers_leftovers(two_ingests, capsys):
     assert len(out["removed_orphans"]) == 3 and not orphan.exists()
     rc, report = run_json(["check", "--store", str(two_ingests)], capsys)
     assert report["orphans"] == []
+
+
+def test_retired_files_in_their_grace_period_are_neither_problems_nor_orphans(two_ingests, capsys):
+    """After a compaction the merged files wait in ``retired/``: ``check`` knows them, ``repair`` keeps them."""
+    from store import retired
+
+    assert main(["compact", "--store", str(two_ingests)]) == 0
+    [record] = retired.records(two_ingests)
+    rc, report = run_json(["check", "--store", str(two_ingests)], capsys)
+    assert rc == 0 and report["sound"] and report["orphans"] == []
+    rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
+    assert not out["changed"] and all((two_ingests / f).exists() for f in record.files or [])
+
+
+def test_records_that_are_not_the_stores_own_are_named_and_removed(two_ingests, capsys):
+    """A record with a name the store never writes, one that does not parse, and a writer's temporary file."""
+    from store import retired
+
+    folder = two_ingests / retired.FOLDER
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    (folder / "0000000000000000001-0123456789ab.json").write_text('{"files": ')
+    (folder / ".0000000000000000002-0123456789ab.json.0011223344556677.tmp").write_text("{")
+    rc, report = run_json(["check", "--store", str(two_ingests)], capsys)
+    problems = {p["file"]: p["problem"] for p in report["problems"]}
+    assert rc == 1 and set(problems) == {"retired/notes.txt", "retired/0000000000000000001-0123456789ab.json"}
+    assert problems["retired/notes.txt"].startswith("not a record this store writes")
+    assert problems["retired/0000000000000000001-0123456789ab.json"].startswith("unreadable (JSONDecodeError")
+    assert report["orphans"] == ["retired/.0000000000000000002-0123456789ab.json.0011223344556677.tmp"]
+    note = ["--benchmark", "videomme", "--item", QIDS[0], "--tag", "temporal-order"]
+    assert main(["annotate", "add", "--store", str(two_ingests), *note]) == 0  # a write passes them by
+    rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
+    assert rc == 0 and {d["file"] for d in out["dropped"]} == set(problems) and len(out["removed_orphans"]) == 1
+    assert sorted(folder.iterdir()) == [] and main(["check", "--store", str(two_ingests)]) == 0
+
+
+def test_a_rebuilt_manifest_records_the_superseded_files_as_retired(two_ingests, capsys):
+    """The rebuild keeps files some other file supersedes on disk for the grace period, recorded in
+    ``retired/`` (not in the manifest), so a reader of the lost manifest's snapshot can finish."""
+    from store import retired
+
+    assert main(["compact", "--store", str(two_ingests)]) == 0
+    for record in retired.records(two_ingests):
+        (two_ingests / record.rel).unlink()  # the manifest and the records lost together
+    (two_ingests / MANIFEST).write_text("{")
+    rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
+    assert rc == 0 and out["rebuilt_manifest"] and len(out["taken"]) == 3
+    assert "retired" not in json.loads((two_ingests / MANIFEST).read_text())
+    superseded = {f for r in retired.records(two_ingests) for f in r.files or []}
+    assert len(superseded) == 4 and all((two_ingests / f).exists() for f in superseded)
+    assert main(["check", "--store", str(two_ingests)]) == 0
