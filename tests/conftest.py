@@ -8,6 +8,11 @@ the extra, so a core regression cannot hide behind this rule.
 
 And the fast tier's rule (docs/testing.md): a test that uses the tiny models (the ``tiny`` fixture,
 ``tests/tiny_models.py``: minutes of CPU to build) is marked ``slow``, wherever it is written.
+
+And the parallel run's rules (pytest-xdist, ``-n auto --dist loadgroup`` in pyproject.toml): the
+browser tests share one xdist group and the tiny-model tests another, so each session-scoped server,
+browser and model set is built on one worker only, not once per worker; ``-n auto`` means one worker
+per CPU this process may use (not psutil's physical cores, which is 1 on a 2-vCPU machine).
 """
 
 from __future__ import annotations
@@ -50,11 +55,19 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the fast tier must see the mark
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent where it is not installed
+def pytest_xdist_auto_num_workers(config) -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:  # building the tiny models takes minutes of CPU: every test using them is slow
         if "tiny" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("tiny"))
+        elif item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")
         for item in items:

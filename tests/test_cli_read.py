@@ -9,15 +9,12 @@ import json
 import pytest
 
 from backend.cli import main
-from tests.matrix_fixtures import build_store, item_rows
-from tests.test_metrics import BASIC
+from tests.matrix_fixtures import basic_store, build_store
 
 
 @pytest.fixture
 def store_dir(tmp_path):
-    items = item_rows(5, task_type=["A", "A", "B", "B", "B"], video=[f"v{k}" for k in range(5)])
-    build_store(tmp_path / "s", BASIC, items=items)
-    return str(tmp_path / "s")
+    return str(basic_store(tmp_path / "s").root)
 
 
 def _json(capsys, argv):

@@ -66,6 +66,14 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
+def judged_metrics(capsys, root: Path, bootstrap: str) -> dict:
+    """``trajaudit metrics --json`` over the judged store's two configs; it must succeed."""
+    argv = ["--store", str(root), "--models", "judge-m", "--grid", "8f,16f", "--bootstrap", bootstrap, "--json"]
+    rc, out, err = cli(capsys, "metrics", *argv)
+    assert rc == 0, err
+    return json.loads(out)
+
+
 @pytest.fixture
 def judged(tmp_path, capsys) -> Path:
     root = tmp_path / "store"
@@ -93,21 +101,8 @@ def test_a_judge_file_ingests_and_its_numbers_are_the_hand_computation(judged, c
     # oracle mean: per item max 1.0, 0.75, 0.5, 0.5 -> 2.75/4 = 0.6875; oracle gap 0.6875 - 0.5 = 0.1875.
     # 8f -> 16f score drops: q1 (1.0 -> 0.75), q3 (0.5 -> 0.0): regression rate 2/4.
     # Accuracy from the verdicts: 8f q1, q3 right: 2/4; 16f q1, q2, q4 right: 3/4.
-    rc, out, err = cli(
-        capsys,
-        "metrics",
-        "--store",
-        str(judged),
-        "--models",
-        "judge-m",
-        "--grid",
-        "8f,16f",
-        "--bootstrap",
-        "200",
-        "--json",
-    )
-    assert rc == 0, err
-    m = json.loads(out)["models"]["judge-m"]
+    out = judged_metrics(capsys, judged, bootstrap="200")
+    m = out["models"]["judge-m"]
     assert m["accuracy"] == pytest.approx({"8f": 0.5, "16f": 0.75})
     c = m["continuous"]
     assert (c["n_items"], c["n_unscored"]) == (4, 0)
@@ -159,21 +154,8 @@ def test_a_store_written_before_score_source_still_reads(judged, capsys):
     assert rc == 0 and json.loads(out)["sound"] is True, out + err
     got = Store(judged).query("SELECT count(*) AS n, count(score_source) AS known FROM responses")
     assert (int(got["n"][0]), int(got["known"][0])) == (8, 0)  # read as null: not recorded
-    rc, out, err = cli(
-        capsys,
-        "metrics",
-        "--store",
-        str(judged),
-        "--models",
-        "judge-m",
-        "--grid",
-        "8f,16f",
-        "--bootstrap",
-        "0",
-        "--json",
-    )
-    assert rc == 0, err
-    assert json.loads(out)["models"]["judge-m"]["continuous"]["oracle_gap"] == pytest.approx(0.1875)
+    out = judged_metrics(capsys, judged, bootstrap="0")
+    assert out["models"]["judge-m"]["continuous"]["oracle_gap"] == pytest.approx(0.1875)
 
 
 @pytest.mark.parametrize(

@@ -30,29 +30,12 @@ from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
 from store.configs import lower_matrix
 from store.errors import UserError
-from tests.matrix_fixtures import build_store, item_rows, response_rows, store_from_rows
-
-# Five items on text < 8f < 16f < 32f (one resolution, so cost follows frames):
-#        text 8f 16f 32f
-#   i0    1   1   1   1    stable-correct
-#   i1    0   1   0   1    confused (8f=1, 16f=0), oscillating
-#   i2    1   0   0   0    text overwrite, confused, terminal regression (32f wrong, text right)
-#   i3    0   0   1   1    monotone gain
-#   i4    0   0   0   0    stable-wrong
-BASIC = {
-    "m": {
-        "text": [1, 0, 1, 0, 0],
-        "8f": [1, 1, 0, 0, 0],
-        "16f": [1, 0, 0, 1, 0],
-        "32f": [1, 1, 0, 1, 0],
-    }
-}
+from tests.matrix_fixtures import basic_store, build_store, response_rows, store_from_rows
 
 
 @pytest.fixture
 def basic(tmp_path):
-    items = item_rows(5, task_type=["A", "A", "B", "B", "B"], question=["q0", "q1", "Count the cats", "q3", "q4"])
-    return build_store(tmp_path / "s", BASIC, items=items)
+    return basic_store(tmp_path / "s")
 
 
 def test_basic_metrics_by_hand(basic):

@@ -77,6 +77,16 @@ def _rename_first(df, col, value):
     return df
 
 
+def _edited(change):
+    """A case's arguments: the layout's own dataset, its parquet first edited by ``change``."""
+
+    def args(built, root):
+        _parquet(built.dataset, change)
+        return ["--dataset", str(built.dataset)]
+
+    return args
+
+
 BAD = {
     "outside the root": (lambda b, root: ["--dataset", str(root.parent)], "is outside the video root"),
     "not the layout": (lambda b, root: ["--dataset", str(root)], "is not a Video-MME layout"),
@@ -84,24 +94,13 @@ BAD = {
         lambda b, root: ["--dataset", str(b.dataset), "--layout", "mvbench"],
         "is not an MVBench layout",
     ),
-    "missing column": (
-        lambda b, root: (_parquet(b.dataset, lambda df: df.drop(columns=["videoID"])), ["--dataset", str(b.dataset)])[
-            1
-        ],
-        "missing column(s) videoID",
-    ),
+    "missing column": (_edited(lambda df: df.drop(columns=["videoID"])), "missing column(s) videoID"),
     "duplicate video ids": (
-        lambda b, root: (
-            _parquet(b.dataset, lambda df: _rename_first(df, "videoID", "other")),
-            ["--dataset", str(b.dataset)],
-        )[1],
+        _edited(lambda df: _rename_first(df, "videoID", "other")),
         "duplicate video ids: video_id '001' is given videoID other and fFjv93ACGo8",
     ),
     "duplicate question ids": (
-        lambda b, root: (
-            _parquet(b.dataset, lambda df: _rename_first(df, "question_id", "001-2")),
-            ["--dataset", str(b.dataset)],
-        )[1],
+        _edited(lambda df: _rename_first(df, "question_id", "001-2")),
         "1 duplicate question_id(s), e.g. '001-2'",
     ),
     "ids of another benchmark": (
