@@ -1,4 +1,5 @@
-"""Shared fixtures: an empty store in a temp folder, the real-data folder beside the project.
+"""Shared fixtures: an empty store in a temp folder, a store seeded with one good ingest, the real-data
+folder beside the project.
 
 Also the torch-free tier's collection rule (tests/run.sh runs the suite a second time in a core-only
 venv): without the worker extra, a test module whose import needs it, and a test marked ``worker``,
@@ -17,6 +18,8 @@ per CPU this process may use (not psutil's physical cores, which is 1 on a 2-vCP
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -117,6 +120,27 @@ def demo_store(_demo_store_built, tmp_path_factory) -> Path:
     it: re-runs, annotations, caches), copied rather than rebuilt."""
     root = tmp_path_factory.mktemp("demo") / "store"
     shutil.copytree(_demo_store_built, root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> Path:
+    """One good ingest, built once: each test takes a copy (``seeded``), never this folder."""
+    from backend.cli import main
+    from tests.ingest_fixtures import write_table
+
+    base = tmp_path_factory.mktemp("seeded")
+    with contextlib.redirect_stdout(io.StringIO()):  # the ingest summary: no test's output
+        assert main(["ingest", str(write_table(base / "good")), "--store", str(base / "store")]) == 0
+    return base / "store"
+
+
+@pytest.fixture
+def seeded(seeded_template, tmp_path) -> Path:
+    """A store holding one good ingest, so a refusal has something to leave untouched: a copy of the
+    template (an ingest costs a few hundred ms, copying its four files about one)."""
+    root = tmp_path / "store"
+    shutil.copytree(seeded_template, root)
     return root
 
 

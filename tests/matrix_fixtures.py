@@ -20,6 +20,18 @@ Trajectories = dict[str, dict[str, list]]
 #   i2    1   0   0   0    text overwrite, confused, terminal regression (32f wrong, text right)
 #   i3    0   0   1   1    monotone gain
 #   i4    0   0   0   0    stable-wrong
+# The headline rates that carry a bootstrap interval (``ci``), written out by hand rather than read from the
+# code, so a renamed or dropped key fails the tests that compare against it (docs/metrics.md).
+HEADLINES_WITH_CI = {
+    "best_fixed",
+    "oracle_accuracy",
+    "oracle_headroom",
+    "visual_confusion_rate",
+    "text_overwrite_rate",
+    "text_overwrite_of_text_correct",
+    "mean_churn",
+}
+
 BASIC = {
     "m": {
         "text": [1, 0, 1, 0, 0],

@@ -6,8 +6,11 @@ expects and why. Bad mappings go through the CLI: exit 2, one line, the store by
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import shutil
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pandas as pd
@@ -215,11 +218,20 @@ def test_a_file_column_named_like_a_mapped_field_is_kept_in_provenance(tmp_path,
 
 
 # -- bad mappings: exit 2, one line, the store byte-identical ----------------------------------------
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory) -> Path:
+    """The foreign file ingested once through its map; each test takes a copy (``seeded_store``)."""
+    base = tmp_path_factory.mktemp("seeded-map")
+    path = write_json(base / "seed" / "results.json", FOREIGN)
+    with redirect_stdout(io.StringIO()):  # the ingest summary: no test's output
+        assert main(["ingest", str(path), "--store", str(base / "store"), "--map", FOREIGN_MAP, *CLI]) == 0
+    return base / "store"
+
+
 @pytest.fixture
-def seeded_store(tmp_path) -> Path:
+def seeded_store(seeded_template, tmp_path) -> Path:
     root = tmp_path / "store"
-    path = write_json(tmp_path / "seed" / "results.json", FOREIGN)
-    assert main(["ingest", str(path), "--store", str(root), "--map", FOREIGN_MAP, *CLI]) == 0
+    shutil.copytree(seeded_template, root)
     return root
 
 

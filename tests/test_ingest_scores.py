@@ -7,7 +7,10 @@ is worked out in the comments. Bad input goes through the CLI: exit 2, one line,
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -74,24 +77,22 @@ def judged_metrics(capsys, root: Path, bootstrap: str) -> dict:
     return json.loads(out)
 
 
+@pytest.fixture(scope="module")
+def judged_template(tmp_path_factory) -> Path:
+    """The judge file ingested once (eight rows, every score from the judge); tests take copies."""
+    base = tmp_path_factory.mktemp("judged")
+    argv = ["ingest", str(judge_file(base)), "--store", str(base / "store"), "--map", JUDGE_MAP, *CLI]
+    with redirect_stdout(io.StringIO()) as out:
+        assert main([*argv, "--score-scale", "1:5", "--json"]) == 0
+    assert json.loads(out.getvalue())["scores"] == {"judge": 8}
+    return base / "store"
+
+
 @pytest.fixture
-def judged(tmp_path, capsys) -> Path:
+def judged(judged_template, tmp_path) -> Path:
+    """A private copy of the judged store (a test may write to it)."""
     root = tmp_path / "store"
-    rc, out, err = cli(
-        capsys,
-        "ingest",
-        str(judge_file(tmp_path)),
-        "--store",
-        str(root),
-        "--map",
-        JUDGE_MAP,
-        "--score-scale",
-        "1:5",
-        *CLI,
-        "--json",
-    )
-    assert rc == 0, err
-    assert json.loads(out)["scores"] == {"judge": 8}
+    shutil.copytree(judged_template, root)
     return root
 
 

@@ -4,6 +4,8 @@ refused with a message naming the file and place while the store stays exactly a
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,6 +14,7 @@ from ingest_fixtures import table_frame, write_answers, write_lmms_jsonl, write_
 from backend.cli import main
 from store.errors import UserError
 from store.ingest import ingest_paths
+from store.store import Store
 
 
 def snapshot(store) -> tuple:
@@ -30,11 +33,19 @@ def assert_same(a: tuple, b: tuple) -> None:
     pd.testing.assert_frame_equal(a[3], b[3])
 
 
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory) -> Path:
+    """The six-item table ingested once; each test takes a copy (``seeded``)."""
+    base = tmp_path_factory.mktemp("seeded-store")
+    ingest_paths(Store(base / "store"), [write_table(base / "seed", "csv")])
+    return base / "store"
+
+
 @pytest.fixture
-def seeded(tmp_path, store):
-    """A store holding the six-item table for model m1 at 16f."""
-    ingest_paths(store, [write_table(tmp_path / "seed", "csv")])
-    return store
+def seeded(seeded_template, tmp_path) -> Store:
+    """A store holding the six-item table for model m1 at 16f (a private copy: tests write to it)."""
+    shutil.copytree(seeded_template, tmp_path / "store")
+    return Store(tmp_path / "store")
 
 
 def test_reingesting_the_same_file_adds_nothing(tmp_path, store, capsys):

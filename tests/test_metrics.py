@@ -30,7 +30,7 @@ from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
 from store.configs import lower_matrix
 from store.errors import UserError
-from tests.matrix_fixtures import basic_store, build_store, response_rows, store_from_rows
+from tests.matrix_fixtures import HEADLINES_WITH_CI, basic_store, build_store, response_rows, store_from_rows
 
 
 @pytest.fixture
@@ -216,19 +216,10 @@ def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
     assert one["models"]["a"]["ci"] != mcqa_metrics(mx, bootstrap=300, seed=8)["models"]["a"]["ci"]
     for model in ("a", "b"):
         m = one["models"][model]
-        headlines = {
-            "best_fixed",
-            "oracle_accuracy",
-            "oracle_headroom",
-            "visual_confusion_rate",
-            "text_overwrite_rate",
-            "text_overwrite_of_text_correct",
-            "mean_churn",
-        }
-        assert set(m["ci"]) == {"accuracy"} | headlines
+        assert set(m["ci"]) == {"accuracy"} | HEADLINES_WITH_CI
         assert list(m["ci"]["accuracy"]) == one["grid"]  # keyed by config, in grid order
-        point = {"best_fixed": m["best_fixed"]["accuracy"]} | {k: m[k] for k in headlines - {"best_fixed"}}
-        checked = [(name, m["ci"][name], point[name]) for name in headlines]
+        point = {"best_fixed": m["best_fixed"]["accuracy"]} | {k: m[k] for k in HEADLINES_WITH_CI - {"best_fixed"}}
+        checked = [(name, m["ci"][name], point[name]) for name in HEADLINES_WITH_CI]
         checked += [(f"accuracy {c}", m["ci"]["accuracy"][c], v) for c, v in m["accuracy"].items()]
         for name, (lo, hi), value in checked:
             assert lo <= value + 1e-9 and value <= hi + 1e-9, name
