@@ -63,14 +63,26 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _join_group(item: pytest.Item, group: str) -> None:
+    """Put ``item`` in an xdist group. pytest-xdist 3.8 schedules a group by the suffix ``@group`` on the
+    node id, which it writes to ``item._nodeid``; pytest 9 reads the id from ``item._id`` instead, so the
+    suffix is lost and the group's tests spread over the workers. Write the id pytest reads (on a worker
+    of a ``--dist loadgroup`` run only); ``tests/test_parallel.py`` checks the group lands on one worker."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(item.config.option, "loadgroup", False) and "@" not in item.nodeid:
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:  # building the tiny models takes minutes of CPU: every test using them is slow
         if "tiny" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-            item.add_marker(pytest.mark.xdist_group("tiny"))
+            _join_group(item, "tiny")
         elif item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            _join_group(item, "browser")
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")
         for item in items:
