@@ -18,8 +18,6 @@ per CPU this process may use (not psutil's physical cores, which is 1 on a 2-vCP
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shutil
 import sys
@@ -138,12 +136,10 @@ def demo_store(_demo_store_built, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def seeded_template(tmp_path_factory) -> Path:
     """One good ingest, built once: each test takes a copy (``seeded``), never this folder."""
-    from backend.cli import main
-    from tests.ingest_fixtures import write_table
+    from tests.ingest_fixtures import ingest_quietly, write_table
 
     base = tmp_path_factory.mktemp("seeded")
-    with contextlib.redirect_stdout(io.StringIO()):  # the ingest summary: no test's output
-        assert main(["ingest", str(write_table(base / "good")), "--store", str(base / "store")]) == 0
+    ingest_quietly(str(write_table(base / "good")), "--store", str(base / "store"))
     return base / "store"
 
 
@@ -151,9 +147,9 @@ def seeded_template(tmp_path_factory) -> Path:
 def seeded(seeded_template, tmp_path) -> Path:
     """A store holding one good ingest, so a refusal has something to leave untouched: a copy of the
     template (an ingest costs a few hundred ms, copying its four files about one)."""
-    root = tmp_path / "store"
-    shutil.copytree(seeded_template, root)
-    return root
+    from tests.ingest_fixtures import private_copy
+
+    return private_copy(seeded_template, tmp_path)
 
 
 @pytest.fixture

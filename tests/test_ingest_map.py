@@ -6,11 +6,8 @@ expects and why. Bad mappings go through the CLI: exit 2, one line, the store by
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +16,7 @@ import pytest
 from backend.cli import main
 from store.errors import UserError
 from store.ingest import detect, ingest_paths
+from tests.ingest_fixtures import ingest_quietly, private_copy
 from tests.test_ingest_gate import refused, snapshot
 
 # Another project's per-item results: its own key names, the item id split over two fields, the
@@ -223,16 +221,13 @@ def seeded_template(tmp_path_factory) -> Path:
     """The foreign file ingested once through its map; each test takes a copy (``seeded_store``)."""
     base = tmp_path_factory.mktemp("seeded-map")
     path = write_json(base / "seed" / "results.json", FOREIGN)
-    with redirect_stdout(io.StringIO()):  # the ingest summary: no test's output
-        assert main(["ingest", str(path), "--store", str(base / "store"), "--map", FOREIGN_MAP, *CLI]) == 0
+    ingest_quietly(str(path), "--store", str(base / "store"), "--map", FOREIGN_MAP, *CLI)
     return base / "store"
 
 
 @pytest.fixture
 def seeded_store(seeded_template, tmp_path) -> Path:
-    root = tmp_path / "store"
-    shutil.copytree(seeded_template, root)
-    return root
+    return private_copy(seeded_template, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,7 @@ is worked out in the comments. Bad input goes through the CLI: exit 2, one line,
 
 from __future__ import annotations
 
-import io
 import json
-import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -20,6 +17,7 @@ from backend.cli import main
 from store.errors import UserError
 from store.ingest import scores
 from store.store import Store
+from tests.ingest_fixtures import ingest_quietly, private_copy
 from tests.test_ingest_gate import refused
 
 # A judge-style file: per item and budget, the generated answer, the judge's verdict word (spelled
@@ -81,19 +79,16 @@ def judged_metrics(capsys, root: Path, bootstrap: str) -> dict:
 def judged_template(tmp_path_factory) -> Path:
     """The judge file ingested once (eight rows, every score from the judge); tests take copies."""
     base = tmp_path_factory.mktemp("judged")
-    argv = ["ingest", str(judge_file(base)), "--store", str(base / "store"), "--map", JUDGE_MAP, *CLI]
-    with redirect_stdout(io.StringIO()) as out:
-        assert main([*argv, "--score-scale", "1:5", "--json"]) == 0
-    assert json.loads(out.getvalue())["scores"] == {"judge": 8}
+    argv = [str(judge_file(base)), "--store", str(base / "store"), "--map", JUDGE_MAP, *CLI]
+    out = ingest_quietly(*argv, "--score-scale", "1:5", "--json")
+    assert json.loads(out)["scores"] == {"judge": 8}
     return base / "store"
 
 
 @pytest.fixture
 def judged(judged_template, tmp_path) -> Path:
     """A private copy of the judged store (a test may write to it)."""
-    root = tmp_path / "store"
-    shutil.copytree(judged_template, root)
-    return root
+    return private_copy(judged_template, tmp_path)
 
 
 def test_a_judge_file_ingests_and_its_numbers_are_the_hand_computation(judged, capsys):

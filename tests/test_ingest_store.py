@@ -4,12 +4,11 @@ refused with a message naming the file and place while the store stays exactly a
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from ingest_fixtures import table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
+from ingest_fixtures import private_copy, table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
 
 from backend.cli import main
 from store.errors import UserError
@@ -44,8 +43,7 @@ def seeded_template(tmp_path_factory) -> Path:
 @pytest.fixture
 def seeded(seeded_template, tmp_path) -> Store:
     """A store holding the six-item table for model m1 at 16f (a private copy: tests write to it)."""
-    shutil.copytree(seeded_template, tmp_path / "store")
-    return Store(tmp_path / "store")
+    return Store(private_copy(seeded_template, tmp_path))
 
 
 def test_reingesting_the_same_file_adds_nothing(tmp_path, store, capsys):
