@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,17 +105,30 @@ def stop_server(server: Server) -> None:
     stop_local_workers(server.store)
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory) -> Iterator[Server]:
+@contextmanager
+def serving(store: Path, log: Path, env_extra: dict[str, str] | None = None) -> Iterator[Server]:
+    """``start_server`` for the block, ``stop_server`` however it ends (a fixture yields inside it)."""
+    server = start_server(store, log, env_extra)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+def require_chromium() -> None:
+    """Skip, saying why, where Debian's Chromium is not installed."""
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory) -> Iterator[Server]:
+    require_chromium()
     base = tmp_path_factory.mktemp("browser")
     store = build_small_demo(base / "store")
-    server = start_server(
-        store, base / "streamlit.log", {"TRAJAUDIT_DEMO_ITEMS": "8"}
-    )  # a demo built on request stays small
-    yield server
-    stop_server(server)
+    small = {"TRAJAUDIT_DEMO_ITEMS": "8"}  # a demo built on request stays small
+    with serving(store, base / "streamlit.log", small) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -122,8 +136,7 @@ def browser():
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is a test extra (pip install -e '.[test]')"
     )
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    require_chromium()
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b

@@ -1,4 +1,5 @@
-"""Shared fixtures: an empty store in a temp folder, the real-data folder beside the project.
+"""Shared fixtures: an empty store in a temp folder, a store seeded with one good ingest, the real-data
+folder beside the project.
 
 Also the torch-free tier's collection rule (tests/run.sh runs the suite a second time in a core-only
 venv): without the worker extra, a test module whose import needs it, and a test marked ``worker``,
@@ -8,6 +9,11 @@ the extra, so a core regression cannot hide behind this rule.
 
 And the fast tier's rule (docs/testing.md): a test that uses the tiny models (the ``tiny`` fixture,
 ``tests/tiny_models.py``: minutes of CPU to build) is marked ``slow``, wherever it is written.
+
+And the parallel run's rules (pytest-xdist, ``-n auto --dist loadgroup`` in pyproject.toml): the
+browser tests share one xdist group and the tiny-model tests another, so each session-scoped server,
+browser and model set is built on one worker only, not once per worker; ``-n auto`` means one worker
+per CPU this process may use (not psutil's physical cores, which is 1 on a 2-vCPU machine).
 """
 
 from __future__ import annotations
@@ -50,11 +56,31 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the fast tier must see the mark
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent where it is not installed
+def pytest_xdist_auto_num_workers(config) -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _join_group(item: pytest.Item, group: str) -> None:
+    """Put ``item`` in an xdist group. pytest-xdist 3.8 schedules a group by the suffix ``@group`` on the
+    node id, which it writes to ``item._nodeid``; pytest 9 reads the id from ``item._id`` instead, so the
+    suffix is lost and the group's tests spread over the workers. Write the id pytest reads (on a worker
+    of a ``--dist loadgroup`` run only); ``tests/test_parallel.py`` checks the group lands on one worker."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(item.config.option, "loadgroup", False) and "@" not in item.nodeid:
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:  # building the tiny models takes minutes of CPU: every test using them is slow
         if "tiny" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+            _join_group(item, "tiny")
+        elif item.get_closest_marker("browser"):
+            _join_group(item, "browser")
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")
         for item in items:
@@ -105,6 +131,25 @@ def demo_store(_demo_store_built, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("demo") / "store"
     shutil.copytree(_demo_store_built, root)
     return root
+
+
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> Path:
+    """One good ingest, built once: each test takes a copy (``seeded``), never this folder."""
+    from tests.ingest_fixtures import ingest_quietly, write_table
+
+    base = tmp_path_factory.mktemp("seeded")
+    ingest_quietly(str(write_table(base / "good")), "--store", str(base / "store"))
+    return base / "store"
+
+
+@pytest.fixture
+def seeded(seeded_template, tmp_path) -> Path:
+    """A store holding one good ingest, so a refusal has something to leave untouched: a copy of the
+    template (an ingest costs a few hundred ms, copying its four files about one)."""
+    from tests.ingest_fixtures import private_copy
+
+    return private_copy(seeded_template, tmp_path)
 
 
 @pytest.fixture

@@ -7,7 +7,10 @@ A, B, D, C, D, B -> correct 1, 1, 0, 0, 1, 0 (3 of 6), one no-answer.
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pandas as pd
@@ -270,3 +273,20 @@ def write_table(root: Path, ext: str = "csv", df: pd.DataFrame | None = None, na
     else:
         df.to_json(path, orient="records", lines=True)
     return path
+
+
+def ingest_quietly(*argv: str) -> str:
+    """``trajaudit ingest ARGV`` for a fixture that builds a template store (no test's capsys takes the
+    summary): it must succeed; returns what it printed."""
+    from backend.cli import main
+
+    with redirect_stdout(io.StringIO()) as out:
+        assert main(["ingest", *argv]) == 0
+    return out.getvalue()
+
+
+def private_copy(template: Path, tmp_path: Path) -> Path:
+    """A test's own copy of a template store (copying a few parquet files: about a millisecond)."""
+    root = tmp_path / "store"
+    shutil.copytree(template, root)
+    return root

@@ -12,6 +12,35 @@ from store.store import Store
 
 Trajectories = dict[str, dict[str, list]]
 
+# The basic hand-checked store, model m: five items on text < 8f < 16f < 32f (one resolution, so cost follows
+# frames):
+#        text 8f 16f 32f
+#   i0    1   1   1   1    stable-correct
+#   i1    0   1   0   1    confused (8f=1, 16f=0), oscillating
+#   i2    1   0   0   0    text overwrite, confused, terminal regression (32f wrong, text right)
+#   i3    0   0   1   1    monotone gain
+#   i4    0   0   0   0    stable-wrong
+# The headline rates that carry a bootstrap interval (``ci``), written out by hand rather than read from the
+# code, so a renamed or dropped key fails the tests that compare against it (docs/metrics.md).
+HEADLINES_WITH_CI = {
+    "best_fixed",
+    "oracle_accuracy",
+    "oracle_headroom",
+    "visual_confusion_rate",
+    "text_overwrite_rate",
+    "text_overwrite_of_text_correct",
+    "mean_churn",
+}
+
+BASIC = {
+    "m": {
+        "text": [1, 0, 1, 0, 0],
+        "8f": [1, 1, 0, 0, 0],
+        "16f": [1, 0, 0, 1, 0],
+        "32f": [1, 1, 0, 1, 0],
+    }
+}
+
 
 def response_rows(
     data: Trajectories,
@@ -59,3 +88,15 @@ def store_from_rows(root, frames: list[pd.DataFrame], n_items: int) -> Store:
     store = Store(root)
     store.append({"responses": pd.concat(frames, ignore_index=True), "items": item_rows(n_items)})
     return store
+
+
+def basic_store(root) -> Store:
+    """BASIC with the item metadata the metric and read-side CLI tests look at: task types A A B B B,
+    videos ``v0..v4``, and one question ("Count the cats") for the search filter."""
+    items = item_rows(
+        5,
+        task_type=["A", "A", "B", "B", "B"],
+        question=["q0", "q1", "Count the cats", "q3", "q4"],
+        video=[f"v{k}" for k in range(5)],
+    )
+    return build_store(root, BASIC, items=items)

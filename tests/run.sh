@@ -6,7 +6,8 @@
 # - the type check: mypy over backend/ and store/ ([tool.mypy] in pyproject.toml; cached in .mypy_cache);
 # - the platform check: the core and the worker extra resolve to wheels for macOS arm64 and Linux
 #   aarch64 (.ci/resolve_platforms.py: metadata only, nothing downloaded in full; needs the index);
-# - pytest over tests/, offline (no model or data downloads): the full tier in .venv, then the
+# - pytest over tests/, offline (no model or data downloads), on every usable CPU (pytest-xdist: the
+#   addopts in pyproject.toml; pass -n 0 for one process): the full tier in .venv, then the
 #   torch-free tier in .venv-core (the core install plus the test tools, no inference stack), where
 #   tests that need the worker extra are skipped with the reason (tests/conftest.py).
 # Arguments go to both pytest runs. TRAJAUDIT_SKIP_RESOLVE=1 skips the platform check (offline work);

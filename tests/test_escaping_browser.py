@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlparse
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")
-from tests.browser_fixtures import screenshot, start_server, stop_server, wait_idle
+from tests.browser_fixtures import screenshot, serving, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
@@ -68,9 +68,8 @@ def hostile(tmp_path_factory):
     add_annotation(Store(base / "store"), "bench", "q1", next(iter(VOCABULARY)), EVIL_NOTE, EVIL_AUTHOR, EVIL_MODEL)
     (base / "videos").mkdir()
     write_video(base / "elsewhere" / VIDEO)
-    server = start_server(base / "store", base / "streamlit.log", {"TRAJAUDIT_VIDEO_ROOT": str(base / "videos")})
-    yield server, base
-    stop_server(server)
+    with serving(base / "store", base / "streamlit.log", {"TRAJAUDIT_VIDEO_ROOT": str(base / "videos")}) as server:
+        yield server, base
 
 
 def _open(page, server, path: str, **params: str) -> list[str]:

@@ -35,9 +35,10 @@ CONF = {
 }
 
 
-@pytest.fixture
-def hand(tmp_path):
-    store = build_store(tmp_path / "s", DATA, confidence=CONF)
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory):
+    """Built once per module: every test here only reads the store and its matrix."""
+    store = build_store(tmp_path_factory.mktemp("hand") / "s", DATA, confidence=CONF)
     return store, load_matrix(store, ["A", "B"], grid=["text", "8f", "16f"])
 
 

@@ -16,7 +16,7 @@ from backend.cli import main
 from store.ingest import gate, jsontext
 from store.store import Store
 from tests.ingest_fixtures import table_frame, write_table, write_vlmevalkit
-from tests.test_ingest_gate import refused, seeded  # noqa: F401  (seeded: a fixture)
+from tests.test_ingest_gate import refused
 
 HEADER = '{"model": "m2", "benchmark": "videomme", "config": "16f", "target": "A", "prediction": "A"'
 
@@ -37,14 +37,14 @@ def rows(*extra: str) -> list[str]:
 
 # -- case 6: nesting ------------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["auto", "table"])
-def test_json_nested_100k_deep_is_refused(seeded, tmp_path, capsys, fmt):  # noqa: F811
+def test_json_nested_100k_deep_is_refused(seeded, tmp_path, capsys, fmt):
     deep = "[" * 100_000 + "]" * 100_000
     path = jsonl(tmp_path / "in" / "deep.jsonl", rows(f'"question": {deep}'))
     err = refused(seeded, [str(path), "--format", fmt], capsys)
     assert f"{path} line 2: JSON nested deeper than {jsontext.MAX_JSON_DEPTH} levels" in err
 
 
-def test_json_document_nested_deep_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+def test_json_document_nested_deep_is_refused(seeded, tmp_path, capsys):
     path = tmp_path / "deep.json"
     path.write_text('[{"item_id": "q1",\n "x": ' + "{" * 50_000 + "}" * 50_000 + "}]")
     err = refused(seeded, [str(path), "--format", "table"], capsys)
@@ -86,7 +86,7 @@ def test_depth_scan_carries_its_state_across_blocks(monkeypatch):
     assert (jsontext.too_deep_line(text), jsontext.too_deep_line(text, 200)) == whole == (3, None)
 
 
-def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):
     df = table_frame("m2").assign(option_probs='{"A": 1.0}')
     df.loc[3, "option_probs"] = "[" * 50_000 + "]" * 50_000
     path = write_table(tmp_path / "in", df=df)
@@ -106,7 +106,7 @@ def test_deep_option_probs_in_a_csv_cell_is_refused(seeded, tmp_path, capsys):  
     ],
 )
 @pytest.mark.parametrize("ext", ["jsonl", "json"])
-def test_non_scalar_or_non_finite_correct(seeded, tmp_path, capsys, value, message, ext):  # noqa: F811
+def test_non_scalar_or_non_finite_correct(seeded, tmp_path, capsys, value, message, ext):
     lines = rows(f'"correct": {value}')
     path = tmp_path / "in" / f"bad.{ext}"
     jsonl(path, lines if ext == "jsonl" else ["[", ",\n".join(lines), "]"])
@@ -116,7 +116,7 @@ def test_non_scalar_or_non_finite_correct(seeded, tmp_path, capsys, value, messa
 
 
 @pytest.mark.parametrize("column", ["model", "item_id", "config", "task_type", "question"])
-def test_non_scalar_key_and_item_fields(seeded, tmp_path, capsys, column):  # noqa: F811
+def test_non_scalar_key_and_item_fields(seeded, tmp_path, capsys, column):
     lines = rows()
     record = json.loads(lines[1])
     record[column] = ["x", "y"]
@@ -126,7 +126,7 @@ def test_non_scalar_key_and_item_fields(seeded, tmp_path, capsys, column):  # no
     assert f"{path} line 2: `{column}` must be one value (a number, text or true/false), got ['x', 'y']" in err
 
 
-def test_vlmevalkit_json_with_a_list_as_prediction(seeded, tmp_path, capsys):  # noqa: F811
+def test_vlmevalkit_json_with_a_list_as_prediction(seeded, tmp_path, capsys):
     path = write_vlmevalkit(tmp_path / "in", "json")
     records = json.loads(path.read_text())
     records[4]["prediction"] = ["A", "B"]
@@ -137,7 +137,7 @@ def test_vlmevalkit_json_with_a_list_as_prediction(seeded, tmp_path, capsys):  #
 
 # -- case 16: duplicate keys ----------------------------------------------------------------------
 @pytest.mark.parametrize("ext", ["jsonl", "json"])
-def test_duplicate_key_is_refused_naming_key_and_line(seeded, tmp_path, capsys, ext):  # noqa: F811
+def test_duplicate_key_is_refused_naming_key_and_line(seeded, tmp_path, capsys, ext):
     lines = rows('"correct": 1, "correct": 0')
     path = tmp_path / "in" / f"dup.{ext}"
     jsonl(path, lines if ext == "jsonl" else ["[", ",\n".join(lines), "]"])
@@ -146,7 +146,7 @@ def test_duplicate_key_is_refused_naming_key_and_line(seeded, tmp_path, capsys, 
     assert f"{path} line {line}: the key 'correct' appears twice in one object" in err
 
 
-def test_duplicate_key_in_an_lmms_eval_log(seeded, tmp_path, capsys):  # noqa: F811
+def test_duplicate_key_in_an_lmms_eval_log(seeded, tmp_path, capsys):
     path = jsonl(
         tmp_path / "in" / "samples.jsonl",
         ['{"doc_id": 0, "doc_id": 1, "target": "A", "filtered_resps": ["A"]}'],
@@ -157,7 +157,7 @@ def test_duplicate_key_in_an_lmms_eval_log(seeded, tmp_path, capsys):  # noqa: F
 
 # -- case 17: NaN confidence ----------------------------------------------------------------------
 @pytest.mark.parametrize("spelling", ["NaN", "nan", "-nan", " NAN "])
-def test_nan_confidence_in_csv_is_refused(seeded, tmp_path, capsys, spelling):  # noqa: F811
+def test_nan_confidence_in_csv_is_refused(seeded, tmp_path, capsys, spelling):
     df = table_frame("m2").astype({"confidence": object})
     df.loc[2, "confidence"] = spelling
     path = write_table(tmp_path / "in", df=df)
@@ -168,13 +168,13 @@ def test_nan_confidence_in_csv_is_refused(seeded, tmp_path, capsys, spelling):  
 @pytest.mark.parametrize(
     ("value", "message"), [("NaN", "NaN is not a JSON number"), ('"NaN"', "`confidence` must be a number, got 'NaN'")]
 )
-def test_nan_confidence_in_json_is_refused(seeded, tmp_path, capsys, value, message):  # noqa: F811
+def test_nan_confidence_in_json_is_refused(seeded, tmp_path, capsys, value, message):
     path = jsonl(tmp_path / "in" / "nan.jsonl", rows(f'"confidence": {value}'))
     err = refused(seeded, [str(path)], capsys)
     assert f"{path} line 2: {message}" in err
 
 
-def test_nan_confidence_in_parquet_is_refused(seeded, tmp_path, capsys):  # noqa: F811
+def test_nan_confidence_in_parquet_is_refused(seeded, tmp_path, capsys):
     df = table_frame("m2")
     df.loc[4, "confidence"] = float("nan")
     table = pa.Table.from_pandas(df, preserve_index=False)
@@ -187,7 +187,7 @@ def test_nan_confidence_in_parquet_is_refused(seeded, tmp_path, capsys):  # noqa
     assert f"{path} row 5: `confidence` is NaN; leave it empty (null) for none" in err
 
 
-def test_missing_confidence_stays_missing(seeded, tmp_path):  # noqa: F811
+def test_missing_confidence_stays_missing(seeded, tmp_path):
     """An empty CSV cell or an absent JSON key is no confidence, not a refusal."""
     df = table_frame("m2").astype({"confidence": object})
     df.loc[2, "confidence"] = None
@@ -199,7 +199,7 @@ def test_missing_confidence_stays_missing(seeded, tmp_path):  # noqa: F811
 
 
 # -- case 21: auto-detection of long lines -------------------------------------------------------
-def test_auto_detect_reads_a_valid_999999_character_line(seeded, tmp_path, capsys):  # noqa: F811
+def test_auto_detect_reads_a_valid_999999_character_line(seeded, tmp_path, capsys):
     long = "x" * (999_999 - len(HEADER) - len(', "item_id": "q1", "question": ""}'))
     lines = rows(f'"question": "{long}"')
     lines[0], lines[1] = lines[1].replace('"q1"', '"q0"', 1), lines[0].replace('"q0"', '"q1"', 1)
@@ -211,7 +211,7 @@ def test_auto_detect_reads_a_valid_999999_character_line(seeded, tmp_path, capsy
 
 
 @pytest.mark.parametrize("size", [gate.MAX_FIELD_CHARS + 1, pytest.param(50_000_000, marks=pytest.mark.slow)])
-def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, capsys, size):  # noqa: F811
+def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, capsys, size):
     """The probe's 50 MB line, and one just over the limit: auto-detection refuses them as --format table does."""
     big = "x" * size
     lines = rows()
@@ -240,7 +240,7 @@ def test_auto_detect_names_the_field_limit_like_format_table(seeded, tmp_path, c
     ],
 )
 @pytest.mark.parametrize("ext", ["csv", "jsonl"])
-def test_control_and_invisible_characters_in_names_and_ids(seeded, tmp_path, capsys, column, value, shown, ext):  # noqa: F811
+def test_control_and_invisible_characters_in_names_and_ids(seeded, tmp_path, capsys, column, value, shown, ext):
     df = table_frame("m2").assign(video="001", task_type="Counting")
     df.loc[3, column] = value
     path = write_table(tmp_path / "in", ext, df=df)
@@ -250,7 +250,7 @@ def test_control_and_invisible_characters_in_names_and_ids(seeded, tmp_path, cap
     assert "names and ids must be visible text" in err
 
 
-def test_names_are_nfkc_normalised(seeded, tmp_path):  # noqa: F811
+def test_names_are_nfkc_normalised(seeded, tmp_path):
     """Full-width and ligature spellings of a model name are one model, the NFKC one."""
     df = table_frame("\uff4d\uff12")  # "ｍ２"
     df.loc[3:, "model"] = "m2"
@@ -292,7 +292,7 @@ def no_openpyxl(monkeypatch) -> None:
     monkeypatch.setattr(pd, "read_excel", fail_load)
 
 
-def test_xlsx_cell_beyond_the_field_limit_is_refused_before_loading(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+def test_xlsx_cell_beyond_the_field_limit_is_refused_before_loading(seeded, tmp_path, capsys, monkeypatch):
     path = bloated_xlsx(tmp_path / "in", 3 * (1 << 23))  # 25 MB in one cell
     assert path.stat().st_size < 1 << 20
     no_openpyxl(monkeypatch)
@@ -302,7 +302,7 @@ def test_xlsx_cell_beyond_the_field_limit_is_refused_before_loading(seeded, tmp_
 
 
 @pytest.mark.slow
-def test_xlsx_with_a_3_gb_cell_is_refused_without_loading(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+def test_xlsx_with_a_3_gb_cell_is_refused_without_loading(seeded, tmp_path, capsys, monkeypatch):
     """The probe's case: a small file holding one 3 GB cell (6.4 GB of memory before)."""
     path = bloated_xlsx(tmp_path / "in", 3 * 10**9)
     assert path.stat().st_size < 32 << 20
@@ -311,7 +311,7 @@ def test_xlsx_with_a_3_gb_cell_is_refused_without_loading(seeded, tmp_path, caps
     assert "holds over 8,000,000 bytes of XML" in err
 
 
-def test_xlsx_unpacking_beyond_the_bound_is_refused(seeded, tmp_path, capsys, monkeypatch):  # noqa: F811
+def test_xlsx_unpacking_beyond_the_bound_is_refused(seeded, tmp_path, capsys, monkeypatch):
     """The bound on all parts together (lowered here: a real one would need gigabytes)."""
     from store.ingest import workbook
 
@@ -322,7 +322,7 @@ def test_xlsx_unpacking_beyond_the_bound_is_refused(seeded, tmp_path, capsys, mo
     assert f"{path}: the workbook unpacks to " in err and "bytes, above the 1,024-byte limit for .xlsx" in err
 
 
-def test_xlsx_with_cells_under_the_limit_still_reads(seeded, tmp_path, capsys):  # noqa: F811
+def test_xlsx_with_cells_under_the_limit_still_reads(seeded, tmp_path, capsys):
     """A large cell under the field limit (its sheet part beyond one scan block) is read."""
     path = bloated_xlsx(tmp_path / "in", 900_000)
     import zipfile
@@ -332,7 +332,7 @@ def test_xlsx_with_cells_under_the_limit_still_reads(seeded, tmp_path, capsys): 
     assert main(["ingest", str(path), "--store", str(seeded)]) == 0
 
 
-def test_not_a_zip_named_xlsx(seeded, tmp_path, capsys):  # noqa: F811
+def test_not_a_zip_named_xlsx(seeded, tmp_path, capsys):
     path = write_vlmevalkit(tmp_path / "in", "xlsx")
     path.write_bytes(b"PK\x03\x04 not really a zip")
     err = refused(seeded, [str(path)], capsys)
@@ -406,7 +406,7 @@ def test_page_downloads_use_the_same_writer():
 
 # -- case 14: annotations capped like ingested fields ---------------------------------------------
 @pytest.mark.parametrize("size", [1 << 20, 5 << 20])
-def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size):  # noqa: F811
+def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size):
     from tests.test_cli_errors import one_line_error
     from tests.test_ingest_gate import snapshot
 
@@ -425,7 +425,7 @@ def test_annotation_notes_over_the_field_limit_are_refused(seeded, capsys, size)
 # -- what the probe found held: kept so --------------------------------------------------------
 @pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
 @pytest.mark.parametrize("fmt", ["auto", "table"])
-def test_held_non_utf8_files(seeded, tmp_path, capsys, encoding, fmt):  # noqa: F811
+def test_held_non_utf8_files(seeded, tmp_path, capsys, encoding, fmt):
     path = tmp_path / "in" / "t.csv"
     path.parent.mkdir()
     path.write_bytes(table_frame("m2").assign(question="caf\u00e9").to_csv(index=False).encode(encoding))
@@ -433,7 +433,7 @@ def test_held_non_utf8_files(seeded, tmp_path, capsys, encoding, fmt):  # noqa: 
     assert "not UTF-8 text" in err and "re-save the file as UTF-8" in err
 
 
-def test_held_overlong_csv_line_with_format_table(seeded, tmp_path, capsys):  # noqa: F811
+def test_held_overlong_csv_line_with_format_table(seeded, tmp_path, capsys):
     df = table_frame("m2")
     df.loc[2, "question"] = "q" * (gate.MAX_FIELD_CHARS + 5)
     err = refused(seeded, [str(write_table(tmp_path / "in", df=df)), "--format", "table"], capsys)
@@ -441,20 +441,20 @@ def test_held_overlong_csv_line_with_format_table(seeded, tmp_path, capsys):  # 
 
 
 @pytest.mark.parametrize("value", ["1e400", "-1e400", "[0.5]", '"inf"', '"Infinity"'])
-def test_held_infinite_and_list_confidences(seeded, tmp_path, capsys, value):  # noqa: F811
+def test_held_infinite_and_list_confidences(seeded, tmp_path, capsys, value):
     path = jsonl(tmp_path / "in" / "c.jsonl", rows(f'"confidence": {value}'))
     err = refused(seeded, [str(path)], capsys)
     assert f"{path} line 2: `confidence` must be" in err
 
 
 @pytest.mark.parametrize("label", ["../../x", "/etc/passwd", "16f/../../x"])
-def test_held_path_like_config_labels(seeded, tmp_path, capsys, label):  # noqa: F811
+def test_held_path_like_config_labels(seeded, tmp_path, capsys, label):
     path = write_table(tmp_path / "in", df=table_frame("m2", config=label))
     err = refused(seeded, [str(path)], capsys)
     assert f"{path} line 2:" in err
 
 
-def test_held_sql_looking_names_are_stored_as_text(seeded, tmp_path):  # noqa: F811
+def test_held_sql_looking_names_are_stored_as_text(seeded, tmp_path):
     name = "m'); DROP TABLE responses; --"
     assert main(["ingest", str(write_table(tmp_path / "in", df=table_frame(name))), "--store", str(seeded)]) == 0
     models = Store(seeded).query("SELECT model, count(*) AS n FROM responses GROUP BY model ORDER BY model")

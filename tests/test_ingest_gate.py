@@ -25,14 +25,6 @@ def snapshot(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def seeded(tmp_path) -> Path:
-    """A store holding one good ingest, so a refusal has something to leave untouched."""
-    root = tmp_path / "store"
-    assert main(["ingest", str(write_table(tmp_path / "good")), "--store", str(root)]) == 0
-    return root
-
-
 def refused(root: Path, argv: list[str], capsys) -> str:
     """Run ``trajaudit ingest``; assert exit 2, one stderr line, store unchanged; return the line."""
     capsys.readouterr()

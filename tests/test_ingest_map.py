@@ -16,6 +16,7 @@ import pytest
 from backend.cli import main
 from store.errors import UserError
 from store.ingest import detect, ingest_paths
+from tests.ingest_fixtures import ingest_quietly, private_copy
 from tests.test_ingest_gate import refused, snapshot
 
 # Another project's per-item results: its own key names, the item id split over two fields, the
@@ -215,12 +216,18 @@ def test_a_file_column_named_like_a_mapped_field_is_kept_in_provenance(tmp_path,
 
 
 # -- bad mappings: exit 2, one line, the store byte-identical ----------------------------------------
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory) -> Path:
+    """The foreign file ingested once through its map; each test takes a copy (``seeded_store``)."""
+    base = tmp_path_factory.mktemp("seeded-map")
+    path = write_json(base / "seed" / "results.json", FOREIGN)
+    ingest_quietly(str(path), "--store", str(base / "store"), "--map", FOREIGN_MAP, *CLI)
+    return base / "store"
+
+
 @pytest.fixture
-def seeded_store(tmp_path) -> Path:
-    root = tmp_path / "store"
-    path = write_json(tmp_path / "seed" / "results.json", FOREIGN)
-    assert main(["ingest", str(path), "--store", str(root), "--map", FOREIGN_MAP, *CLI]) == 0
-    return root
+def seeded_store(seeded_template, tmp_path) -> Path:
+    return private_copy(seeded_template, tmp_path)
 
 
 @pytest.mark.parametrize(

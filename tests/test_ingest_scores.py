@@ -17,6 +17,7 @@ from backend.cli import main
 from store.errors import UserError
 from store.ingest import scores
 from store.store import Store
+from tests.ingest_fixtures import ingest_quietly, private_copy
 from tests.test_ingest_gate import refused
 
 # A judge-style file: per item and budget, the generated answer, the judge's verdict word (spelled
@@ -66,25 +67,28 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-@pytest.fixture
-def judged(tmp_path, capsys) -> Path:
-    root = tmp_path / "store"
-    rc, out, err = cli(
-        capsys,
-        "ingest",
-        str(judge_file(tmp_path)),
-        "--store",
-        str(root),
-        "--map",
-        JUDGE_MAP,
-        "--score-scale",
-        "1:5",
-        *CLI,
-        "--json",
-    )
+def judged_metrics(capsys, root: Path, bootstrap: str) -> dict:
+    """``trajaudit metrics --json`` over the judged store's two configs; it must succeed."""
+    argv = ["--store", str(root), "--models", "judge-m", "--grid", "8f,16f", "--bootstrap", bootstrap, "--json"]
+    rc, out, err = cli(capsys, "metrics", *argv)
     assert rc == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def judged_template(tmp_path_factory) -> Path:
+    """The judge file ingested once (eight rows, every score from the judge); tests take copies."""
+    base = tmp_path_factory.mktemp("judged")
+    argv = [str(judge_file(base)), "--store", str(base / "store"), "--map", JUDGE_MAP, *CLI]
+    out = ingest_quietly(*argv, "--score-scale", "1:5", "--json")
     assert json.loads(out)["scores"] == {"judge": 8}
-    return root
+    return base / "store"
+
+
+@pytest.fixture
+def judged(judged_template, tmp_path) -> Path:
+    """A private copy of the judged store (a test may write to it)."""
+    return private_copy(judged_template, tmp_path)
 
 
 def test_a_judge_file_ingests_and_its_numbers_are_the_hand_computation(judged, capsys):
@@ -93,21 +97,8 @@ def test_a_judge_file_ingests_and_its_numbers_are_the_hand_computation(judged, c
     # oracle mean: per item max 1.0, 0.75, 0.5, 0.5 -> 2.75/4 = 0.6875; oracle gap 0.6875 - 0.5 = 0.1875.
     # 8f -> 16f score drops: q1 (1.0 -> 0.75), q3 (0.5 -> 0.0): regression rate 2/4.
     # Accuracy from the verdicts: 8f q1, q3 right: 2/4; 16f q1, q2, q4 right: 3/4.
-    rc, out, err = cli(
-        capsys,
-        "metrics",
-        "--store",
-        str(judged),
-        "--models",
-        "judge-m",
-        "--grid",
-        "8f,16f",
-        "--bootstrap",
-        "200",
-        "--json",
-    )
-    assert rc == 0, err
-    m = json.loads(out)["models"]["judge-m"]
+    out = judged_metrics(capsys, judged, bootstrap="200")
+    m = out["models"]["judge-m"]
     assert m["accuracy"] == pytest.approx({"8f": 0.5, "16f": 0.75})
     c = m["continuous"]
     assert (c["n_items"], c["n_unscored"]) == (4, 0)
@@ -159,21 +150,8 @@ def test_a_store_written_before_score_source_still_reads(judged, capsys):
     assert rc == 0 and json.loads(out)["sound"] is True, out + err
     got = Store(judged).query("SELECT count(*) AS n, count(score_source) AS known FROM responses")
     assert (int(got["n"][0]), int(got["known"][0])) == (8, 0)  # read as null: not recorded
-    rc, out, err = cli(
-        capsys,
-        "metrics",
-        "--store",
-        str(judged),
-        "--models",
-        "judge-m",
-        "--grid",
-        "8f,16f",
-        "--bootstrap",
-        "0",
-        "--json",
-    )
-    assert rc == 0, err
-    assert json.loads(out)["models"]["judge-m"]["continuous"]["oracle_gap"] == pytest.approx(0.1875)
+    out = judged_metrics(capsys, judged, bootstrap="0")
+    assert out["models"]["judge-m"]["continuous"]["oracle_gap"] == pytest.approx(0.1875)
 
 
 @pytest.mark.parametrize(

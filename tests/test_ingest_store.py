@@ -4,15 +4,17 @@ refused with a message naming the file and place while the store stays exactly a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from ingest_fixtures import table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
+from ingest_fixtures import private_copy, table_frame, write_answers, write_lmms_jsonl, write_table, write_wide
 
 from backend.cli import main
 from store import retired
 from store.errors import UserError
 from store.ingest import ingest_paths
+from store.store import Store
 
 
 def snapshot(store) -> tuple:
@@ -31,11 +33,18 @@ def assert_same(a: tuple, b: tuple) -> None:
     pd.testing.assert_frame_equal(a[3], b[3])
 
 
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory) -> Path:
+    """The six-item table ingested once; each test takes a copy (``seeded``)."""
+    base = tmp_path_factory.mktemp("seeded-store")
+    ingest_paths(Store(base / "store"), [write_table(base / "seed", "csv")])
+    return base / "store"
+
+
 @pytest.fixture
-def seeded(tmp_path, store):
-    """A store holding the six-item table for model m1 at 16f."""
-    ingest_paths(store, [write_table(tmp_path / "seed", "csv")])
-    return store
+def seeded(seeded_template, tmp_path) -> Store:
+    """A store holding the six-item table for model m1 at 16f (a private copy: tests write to it)."""
+    return Store(private_copy(seeded_template, tmp_path))
 
 
 def test_reingesting_the_same_file_adds_nothing(tmp_path, store, capsys):

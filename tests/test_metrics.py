@@ -30,29 +30,12 @@ from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
 from store.configs import lower_matrix
 from store.errors import UserError
-from tests.matrix_fixtures import build_store, item_rows, response_rows, store_from_rows
-
-# Five items on text < 8f < 16f < 32f (one resolution, so cost follows frames):
-#        text 8f 16f 32f
-#   i0    1   1   1   1    stable-correct
-#   i1    0   1   0   1    confused (8f=1, 16f=0), oscillating
-#   i2    1   0   0   0    text overwrite, confused, terminal regression (32f wrong, text right)
-#   i3    0   0   1   1    monotone gain
-#   i4    0   0   0   0    stable-wrong
-BASIC = {
-    "m": {
-        "text": [1, 0, 1, 0, 0],
-        "8f": [1, 1, 0, 0, 0],
-        "16f": [1, 0, 0, 1, 0],
-        "32f": [1, 1, 0, 1, 0],
-    }
-}
+from tests.matrix_fixtures import HEADLINES_WITH_CI, basic_store, build_store, response_rows, store_from_rows
 
 
 @pytest.fixture
 def basic(tmp_path):
-    items = item_rows(5, task_type=["A", "A", "B", "B", "B"], question=["q0", "q1", "Count the cats", "q3", "q4"])
-    return build_store(tmp_path / "s", BASIC, items=items)
+    return basic_store(tmp_path / "s")
 
 
 def test_basic_metrics_by_hand(basic):
@@ -233,19 +216,10 @@ def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
     assert one["models"]["a"]["ci"] != mcqa_metrics(mx, bootstrap=300, seed=8)["models"]["a"]["ci"]
     for model in ("a", "b"):
         m = one["models"][model]
-        headlines = {
-            "best_fixed",
-            "oracle_accuracy",
-            "oracle_headroom",
-            "visual_confusion_rate",
-            "text_overwrite_rate",
-            "text_overwrite_of_text_correct",
-            "mean_churn",
-        }
-        assert set(m["ci"]) == {"accuracy"} | headlines
+        assert set(m["ci"]) == {"accuracy"} | HEADLINES_WITH_CI
         assert list(m["ci"]["accuracy"]) == one["grid"]  # keyed by config, in grid order
-        point = {"best_fixed": m["best_fixed"]["accuracy"]} | {k: m[k] for k in headlines - {"best_fixed"}}
-        checked = [(name, m["ci"][name], point[name]) for name in headlines]
+        point = {"best_fixed": m["best_fixed"]["accuracy"]} | {k: m[k] for k in HEADLINES_WITH_CI - {"best_fixed"}}
+        checked = [(name, m["ci"][name], point[name]) for name in HEADLINES_WITH_CI]
         checked += [(f"accuracy {c}", m["ci"]["accuracy"][c], v) for c, v in m["accuracy"].items()]
         for name, (lo, hi), value in checked:
             assert lo <= value + 1e-9 and value <= hi + 1e-9, name

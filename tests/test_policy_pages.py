@@ -68,6 +68,12 @@ def cli(capsys, *args: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def flows_cli(capsys, store: Path, *args: str) -> dict:
+    """``trajaudit flows --json`` on the page's scope (MODEL against synthetic-B-13B over GRID)."""
+    base = ["--store", str(store), "--model", MODEL, "--models", "synthetic-B-13B", "--benchmark", BENCH]
+    return cli(capsys, "flows", *base, "--grid", GRID, *args, "--json")
+
+
 def metrics(at: AppTest) -> list[tuple[str, str, str]]:
     return [(m.label, m.value, m.delta) for m in at.metric]
 
@@ -213,47 +219,8 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
         demo, "pages/flows.py", grid=GRID, noise="1", flowview="pair", **{"from": "32f", "to": "64f", "kind": "harmed"}
     )
     assert at.sidebar.toggle(key="w_noise").value is True
-    out = cli(
-        capsys,
-        "flows",
-        "--store",
-        str(demo),
-        "--model",
-        MODEL,
-        "--models",
-        "synthetic-B-13B",
-        "--benchmark",
-        BENCH,
-        "--grid",
-        GRID,
-        "--from",
-        "32f",
-        "--to",
-        "64f",
-        "--kind",
-        "harmed",
-        "--beyond-noise",
-        "--json",
-    )
-    plain = cli(
-        capsys,
-        "flows",
-        "--store",
-        str(demo),
-        "--model",
-        MODEL,
-        "--models",
-        "synthetic-B-13B",
-        "--benchmark",
-        BENCH,
-        "--grid",
-        GRID,
-        "--from",
-        "32f",
-        "--to",
-        "64f",
-        "--json",
-    )
+    out = flows_cli(capsys, demo, "--from", "32f", "--to", "64f", "--kind", "harmed", "--beyond-noise")
+    plain = flows_cli(capsys, demo, "--from", "32f", "--to", "64f")
     assert out["n_hidden"] > 0
     flows = at.dataframe[0].value.set_index("kind")["count"].to_dict()
     assert flows == {link["kind"]: link["count"] for link in out["links"] if link["count"] > 0}
@@ -265,22 +232,7 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     overview.run()
     table = next(d.value for d in overview.dataframe if "hidden_harmed" in d.value.columns)
     mine = table[table["model"] == MODEL]
-    cli_pairs = cli(
-        capsys,
-        "flows",
-        "--store",
-        str(demo),
-        "--model",
-        MODEL,
-        "--models",
-        "synthetic-B-13B",
-        "--benchmark",
-        BENCH,
-        "--grid",
-        GRID,
-        "--beyond-noise",
-        "--json",
-    )
+    cli_pairs = flows_cli(capsys, demo, "--beyond-noise")
     harmed = {(lk["from"], lk["to"]): lk["count"] for lk in cli_pairs["links"] if lk["kind"] == "harmed"}
     assert dict(zip(zip(mine["from"], mine["to"], strict=True), mine["harmed"], strict=True)) == harmed
 

@@ -285,12 +285,11 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(
 def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monkeypatch, browser):
     """The button builds with the CLI's function: the file it serves equals ``trajaudit report`` run with the
     command line printed inside it (both with ``SOURCE_DATE_EPOCH``, so even the timestamp agrees)."""
-    from tests.browser_fixtures import build_small_demo, screenshot, start_server, stop_server, wait_idle
+    from tests.browser_fixtures import build_small_demo, screenshot, serving, wait_idle
 
     epoch = "1700000000"
     store = build_small_demo(tmp_path / "store")
-    server = start_server(store, tmp_path / "streamlit.log", {"SOURCE_DATE_EPOCH": epoch})
-    try:
+    with serving(store, tmp_path / "streamlit.log", {"SOURCE_DATE_EPOCH": epoch}) as server:
         # one Playwright per process: the session's browser (tests.browser_fixtures)
         page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
         page.set_default_timeout(120_000)
@@ -303,8 +302,6 @@ def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monk
             button.click()
         served = Path(download.value.path()).read_bytes()
         page.close()
-    finally:
-        stop_server(server)
     command = re.search(r'<p class="muted">This file:</p><code class="cmd">(.*?)</code>', served.decode())[1]
     argv = shlex.split(unescape(command))
     assert argv[:2] == ["trajaudit", "report"]

@@ -64,7 +64,7 @@ def test_the_worker_feeds_exactly_the_logged_frames(root):
 def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, capsys):
     ids = tmp_path / "ids.txt"
     ids.write_text("q1\nq4\n")
-    argv = [
+    plain = [
         "rerun",
         "--store",
         str(root),
@@ -76,12 +76,8 @@ def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, c
         str(ids),
         "--config",
         "16f",
-        "--frames",
-        "logged",
-        "--baseline",
-        "16f",
-        "--json",
     ]
+    argv = [*plain, "--frames", "logged", "--baseline", "16f", "--json"]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["batch"]["config"] == "16f/logged" and first["comparison"]["agreement"]["n"] == 0
@@ -101,21 +97,7 @@ def test_a_selection_reports_agreement_with_the_logged_answers(root, tmp_path, c
         "logged_config": "16f",
         "differing": ["q4"],
     }
-    plain = [
-        "rerun",
-        "--store",
-        str(root),
-        "--model",
-        "m",
-        "--benchmark",
-        "bench",
-        "--items",
-        str(ids),
-        "--config",
-        "16f",
-        "--json",
-    ]
-    assert main(plain) == 0 and json.loads(capsys.readouterr().out)["comparison"]["agreement"] is None
+    assert main([*plain, "--json"]) == 0 and json.loads(capsys.readouterr().out)["comparison"]["agreement"] is None
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,11 @@ MODEL = "synthetic-A-7B"
 BENCH = "synthetic-videomme"
 
 
+def rerun_argv(store: Store, *args: str) -> list[str]:
+    """``trajaudit rerun`` for MODEL on BENCH in ``store``, then ``args``."""
+    return ["rerun", "--store", str(store.root), "--model", MODEL, "--benchmark", BENCH, *args]
+
+
 @pytest.fixture(scope="module")
 def view(demo_store, tmp_path_factory):
     """The demo store with MODEL registered (a stand-in checkpoint folder: nothing here loads it)."""
@@ -101,21 +106,7 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
         f"{link['from']}:{link['to']}:harmed",
         next(c for c in matrix.grid if c not in (link["from"], link["to"])),
     )
-    argv = [
-        "rerun",
-        "--store",
-        str(store.root),
-        "--model",
-        MODEL,
-        "--benchmark",
-        BENCH,
-        "--flow",
-        flow,
-        "--config",
-        other,
-        "--wait",
-        "--json",
-    ]
+    argv = rerun_argv(store, "--flow", flow, "--config", other, "--wait", "--json")
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     ids = analysis_selection.item_ids(matrix, MODEL, Selection.flow(flow))
@@ -136,20 +127,7 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
     path = tmp_path / "items.csv"
     path.write_text("item_id,task_type\n" + "".join(f"{i},x\n" for i in ids))
     assert read_ids(str(path)) == ids
-    argv = [
-        "rerun",
-        "--store",
-        str(store.root),
-        "--model",
-        MODEL,
-        "--benchmark",
-        BENCH,
-        "--items",
-        str(path),
-        "--config",
-        "8f/random-s7",
-        "--json",
-    ]
+    argv = rerun_argv(store, "--items", str(path), "--config", "8f/random-s7", "--json")
     assert main(argv) == 0
     batch = json.loads(capsys.readouterr().out)["batch"]
     assert batch["item_ids"] == ids and all(batch["job_ids"]) and batch["from_store"] == 0
@@ -180,24 +158,7 @@ def test_bad_batches_are_refused_before_anything_is_queued(view, tmp_path):
     empty.write_text("\n\n")
     with pytest.raises(UserError, match="lists no item id"):
         read_ids(str(empty))
-    assert (
-        main(
-            [
-                "rerun",
-                "--store",
-                str(store.root),
-                "--model",
-                MODEL,
-                "--benchmark",
-                BENCH,
-                "--flow",
-                "text:8f",
-                "--config",
-                "8f",
-            ]
-        )
-        == 2
-    )
+    assert main(rerun_argv(store, "--flow", "text:8f", "--config", "8f")) == 2
 
 
 def test_wilson_interval_matches_known_values():

@@ -11,8 +11,7 @@ from backend.scope.resolve import Scope
 from backend.scope.tags import TAGS, changes, item_tags, tag_masks, top_index
 from store.configs import lower_matrix
 from store.errors import UserError
-from tests.matrix_fixtures import build_store
-from tests.test_metrics import BASIC
+from tests.matrix_fixtures import BASIC, build_store
 
 #        text 8f 16f 32f   tags
 #   i0    1   1   1   1    stable-correct

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")
-from tests.browser_fixtures import SCREENSHOTS, build_small_demo, screenshot, start_server, stop_server, wait_idle
+from tests.browser_fixtures import SCREENSHOTS, build_small_demo, screenshot, serving, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
@@ -59,9 +59,8 @@ def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("texts")
     store = build_small_demo(base / "store")
     _write(base, store, ANSWERS, "hostile")
-    server = start_server(store, base / "streamlit.log", {"TRAJAUDIT_LIVE_POLL_S": "1"})
-    yield server, base
-    stop_server(server)
+    with serving(store, base / "streamlit.log", {"TRAJAUDIT_LIVE_POLL_S": "1"}) as server:
+        yield server, base
 
 
 def _open(page, server, **params: str) -> list[str]:

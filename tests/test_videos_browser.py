@@ -9,7 +9,7 @@ import pytest
 pytest.register_assert_rewrite("tests.browser_fixtures")
 from backend.cli import main  # noqa: E402
 from tests import video_layouts  # noqa: E402
-from tests.browser_fixtures import CHROMIUM, goto, screenshot, start_server, stop_server  # noqa: E402
+from tests.browser_fixtures import goto, require_chromium, screenshot, serving  # noqa: E402
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
@@ -18,8 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture
 def linked_server(tmp_path, monkeypatch):
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    require_chromium()
     root = tmp_path / "videos"
     monkeypatch.setenv("TRAJAUDIT_VIDEO_ROOT", str(root))
     built = video_layouts.videomme(root, tmp_path / "logs")
@@ -30,9 +29,8 @@ def linked_server(tmp_path, monkeypatch):
         assert main(argv) == 0
     link = ["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", str(store)]
     assert main([*link, "--no-progress"]) == 0
-    server = start_server(store, tmp_path / "streamlit.log", {"TRAJAUDIT_VIDEO_ROOT": str(root)})
-    yield server
-    stop_server(server)
+    with serving(store, tmp_path / "streamlit.log", {"TRAJAUDIT_VIDEO_ROOT": str(root)}) as server:
+        yield server
 
 
 def test_inspector_draws_strips_from_a_linked_videomme_video(linked_server, page):

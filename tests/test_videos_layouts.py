@@ -24,6 +24,11 @@ def video_root(tmp_path, monkeypatch):
     return root
 
 
+def link_argv(benchmark: str, store: str, dataset: Path, *args: str) -> list[str]:
+    """``trajaudit videos link`` of ``dataset`` as ``benchmark``'s layout into ``store``, then ``args``."""
+    return ["videos", "link", "--benchmark", benchmark, "--store", store, "--dataset", str(dataset), *args]
+
+
 def run_json(argv: list[str], capsys) -> dict:
     capsys.readouterr()
     assert main([*argv, "--json"]) == 0, capsys.readouterr().err
@@ -36,7 +41,7 @@ def test_published_layout_links_every_stored_item(case, video_root, tmp_path, ca
     name = built.benchmark
     store = str(tmp_path / "store")
     assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
-    out = run_json(["videos", "link", "--benchmark", name, "--dataset", str(built.dataset), "--store", store], capsys)
+    out = run_json(link_argv(name, store, built.dataset), capsys)
     assert out["layout"] == name and out["stored_items"] > 0
     assert out["matched_items"] == out["stored_items"] == out["items"] == out["linked"]
     assert out["files"] == len(built.clips) and out["missing"] == out["unreadable"] == 0
@@ -46,9 +51,7 @@ def test_published_layout_links_every_stored_item(case, video_root, tmp_path, ca
     gone, garbage = built.dataset / built.clips[0], built.dataset / built.clips[-1]
     gone.unlink()
     garbage.write_bytes(b"\x00garbage, not a video" * 50)
-    relinked = run_json(
-        ["videos", "link", "--benchmark", name, "--dataset", str(built.dataset), "--store", store], capsys
-    )
+    relinked = run_json(link_argv(name, store, built.dataset), capsys)
     (report,) = run_json(["videos", "check", "--store", store, "--benchmark", name], capsys)["benchmarks"]
     assert report["missing"] == relinked["missing"] > 0 and report["unreadable"] == relinked["unreadable"] > 0
     assert report["missing"] + report["unreadable"] + report["linked"] == report["items"]
@@ -63,7 +66,7 @@ def linked(video_root, tmp_path, capsys):
     built = video_layouts.videomme(video_root, tmp_path / "logs")
     store = str(tmp_path / "store")
     assert main(["ingest", *map(str, built.samples), "--store", store, "--model", "m", "--config", "8f"]) == 0
-    assert main(["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", store]) == 0
+    assert main(link_argv("videomme", store, built.dataset)) == 0
     return built, store
 
 
@@ -77,6 +80,16 @@ def _rename_first(df, col, value):
     return df
 
 
+def _edited(change):
+    """A case's arguments: the layout's own dataset, its parquet first edited by ``change``."""
+
+    def args(built, root):
+        _parquet(built.dataset, change)
+        return ["--dataset", str(built.dataset)]
+
+    return args
+
+
 BAD = {
     "outside the root": (lambda b, root: ["--dataset", str(root.parent)], "is outside the video root"),
     "not the layout": (lambda b, root: ["--dataset", str(root)], "is not a Video-MME layout"),
@@ -84,24 +97,13 @@ BAD = {
         lambda b, root: ["--dataset", str(b.dataset), "--layout", "mvbench"],
         "is not an MVBench layout",
     ),
-    "missing column": (
-        lambda b, root: (_parquet(b.dataset, lambda df: df.drop(columns=["videoID"])), ["--dataset", str(b.dataset)])[
-            1
-        ],
-        "missing column(s) videoID",
-    ),
+    "missing column": (_edited(lambda df: df.drop(columns=["videoID"])), "missing column(s) videoID"),
     "duplicate video ids": (
-        lambda b, root: (
-            _parquet(b.dataset, lambda df: _rename_first(df, "videoID", "other")),
-            ["--dataset", str(b.dataset)],
-        )[1],
+        _edited(lambda df: _rename_first(df, "videoID", "other")),
         "duplicate video ids: video_id '001' is given videoID other and fFjv93ACGo8",
     ),
     "duplicate question ids": (
-        lambda b, root: (
-            _parquet(b.dataset, lambda df: _rename_first(df, "question_id", "001-2")),
-            ["--dataset", str(b.dataset)],
-        )[1],
+        _edited(lambda df: _rename_first(df, "question_id", "001-2")),
         "1 duplicate question_id(s), e.g. '001-2'",
     ),
     "ids of another benchmark": (
@@ -160,18 +162,7 @@ def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
     rel = built.dataset.relative_to(video_root)
     paths = _write(video_root / "pairs.csv", "item_id,path\n001-1,data/fFjv93ACGo8.mp4\n001-2,data/nothere.mp4\n")
     out = run_json(
-        [
-            "videos",
-            "link",
-            "--benchmark",
-            "videomme",
-            "--store",
-            store,
-            "--dataset",
-            str(built.dataset),
-            "--paths",
-            str(paths),
-        ],
+        link_argv("videomme", store, built.dataset, "--paths", str(paths)),
         capsys,
     )
     assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("paths", 2, 1, 1)
@@ -181,18 +172,7 @@ def test_template_and_paths_link_any_benchmark(linked, video_root, capsys):
     # items.video is Video-MME's number here (``001``): a folder of files named by it is reached by a template
     video_layouts.clip(built.dataset / "by-number" / "001.mp4")
     out = run_json(
-        [
-            "videos",
-            "link",
-            "--benchmark",
-            "videomme",
-            "--store",
-            store,
-            "--dataset",
-            str(built.dataset),
-            "--template",
-            "by-number/{video}.mp4",
-        ],
+        link_argv("videomme", store, built.dataset, "--template", "by-number/{video}.mp4"),
         capsys,
     )
     assert (out["layout"], out["items"], out["linked"], out["missing"]) == ("template", 6, 3, 3)
@@ -223,7 +203,7 @@ def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, c
     with pytest.raises(UserError, match="no video linked for videomme item 002-1"):
         rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))
 
-    assert main(["videos", "link", "--benchmark", "videomme", "--dataset", str(built.dataset), "--store", store]) == 0
+    assert main(link_argv("videomme", store, built.dataset)) == 0
     after = run_json(inspect, capsys)
     assert (
         after["video"]["path"] == str(built.dataset / "data" / "k0ZA_Qb3cdE.mkv") and after["video"]["problem"] is None
@@ -242,7 +222,7 @@ def test_mlvu_questions_asked_of_two_videos_cannot_be_told_apart(video_root, tmp
     entries = json.loads(task.read_text())
     task.write_text(json.dumps([entries[0], entries[1] | {"question": entries[0]["question"]}]))
     capsys.readouterr()
-    argv = ["videos", "link", "--benchmark", "mlvu", "--dataset", str(built.dataset), "--store", str(tmp_path / "s")]
+    argv = link_argv("mlvu", str(tmp_path / "s"), built.dataset)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "1 duplicate question(s), e.g. 'What happens in movie101_66.mp4 (1_plotQA)?'" in err and "--paths" in err

@@ -50,12 +50,14 @@ def _wait_state(root: Path, job_id: int, state: str, timeout: float = 60.0) -> N
 
 
 @pytest.fixture
-def serve():
-    """Start workers with a slow fake adapter in subprocesses; any still alive are killed at the end."""
+def running():
+    """Submit a job and wait until a worker subprocess runs it with a fake adapter that takes 60 s (it never
+    finishes on its own within a test): ``(job id, process)``. Workers still alive are killed at the end."""
     procs = []
 
-    def start(root: Path, delay: float, lease_s: float) -> subprocess.Popen:
-        code = f"from tests.rerun_fixtures import serve; serve({str(root)!r}, {delay}, {lease_s})"
+    def start(root: Path, lease_s: float) -> tuple[int, subprocess.Popen]:
+        job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+        code = f"from tests.rerun_fixtures import serve; serve({str(root)!r}, 60, {lease_s})"
         env = os.environ | {"PYTHONPATH": str(REPO)}
         procs.append(
             subprocess.Popen(
@@ -67,7 +69,8 @@ def serve():
                 text=True,
             )
         )
-        return procs[-1]
+        _wait_state(root, job_id, "running")
+        return job_id, procs[-1]
 
     yield start
     for proc in procs:
@@ -144,10 +147,8 @@ def test_worker_that_died_after_writing_leaves_one_row(root):
 
 
 @pytest.mark.slow
-def test_sigkilled_worker_job_is_retried_once_stored(root, serve):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
-    proc = serve(root, delay=60, lease_s=1.0)
-    _wait_state(root, job_id, "running")
+def test_sigkilled_worker_job_is_retried_once_stored(root, running):
+    job_id, proc = running(root, lease_s=1.0)
     time.sleep(1.5)  # a few renewals: the lease is kept alive while the worker lives
     assert JobQueue(root).claim("thief", "m", lease_s=1) is None
     proc.kill()
@@ -160,10 +161,8 @@ def test_sigkilled_worker_job_is_retried_once_stored(root, serve):
 
 
 @pytest.mark.slow
-def test_sigterm_mid_job_releases_it_and_exits_cleanly(root, serve):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
-    proc = serve(root, delay=60, lease_s=5.0)
-    _wait_state(root, job_id, "running")
+def test_sigterm_mid_job_releases_it_and_exits_cleanly(root, running):
+    job_id, proc = running(root, lease_s=5.0)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out

@@ -13,16 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
-from tests.browser_fixtures import (
-    CHROMIUM,
-    Server,
-    build_small_demo,
-    goto,
-    screenshot,
-    start_server,
-    stop_server,
-    wait_idle,
-)
+from tests.browser_fixtures import Server, build_small_demo, goto, require_chromium, screenshot, serving, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
@@ -36,8 +27,7 @@ PANEL = "Re-run this item"
 @pytest.fixture(scope="module")
 def broken_server(tmp_path_factory) -> Iterator[Server]:
     """The demo store with its re-run model's weights replaced by garbage, served by ``streamlit run``."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (tests/run.sh installs it with apt)")
+    require_chromium()
     from backend.demo.model import DEMO_MODEL
     from backend.runtime import registry
 
@@ -45,9 +35,8 @@ def broken_server(tmp_path_factory) -> Iterator[Server]:
     store = build_small_demo(base / "store")
     (weights,) = registry.get(store, DEMO_MODEL).resolved_path(store).glob("*.safetensors")
     weights.write_bytes(b"\x00not a safetensors file" * 64)
-    server = start_server(store, base / "streamlit.log")
-    yield server
-    stop_server(server)
+    with serving(store, base / "streamlit.log") as server:
+        yield server
 
 
 def test_a_rerun_on_a_broken_checkpoint_shows_one_line_and_the_log(broken_server, page):
