@@ -36,7 +36,6 @@ interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -52,7 +51,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from policies import MODELS, build  # noqa: E402
-from writes import repeats, write_csv  # noqa: E402
+from writes import CLI, repeats, write_csv  # noqa: E402
 
 from tests import browser_fixtures  # noqa: E402
 from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
@@ -298,10 +297,9 @@ def ingest_one_row(store: Path, n_items: int) -> None:
     """One stored cell answered again under a new run id, ingested by the served checkout's CLI."""
     with tempfile.TemporaryDirectory() as tmp:
         csv = write_csv(Path(tmp), repeats(n_items, 0, 1, f"browser-{time.time_ns()}"))
-        cli = "import sys; from backend.cli import main; sys.exit(main())"
-        env = os.environ | {"PYTHONPATH": str(browser_fixtures.REPO)}
-        cmd = [sys.executable, "-c", cli, "ingest", str(csv), "--store", str(store)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        cmd = [*CLI, "ingest", str(csv), "--store", str(store)]
+        # in the served checkout: ``python -c`` puts the working folder first on the import path
+        done = subprocess.run(cmd, cwd=browser_fixtures.REPO, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"the one-row ingest failed: {done.stderr.strip()}")
 

@@ -122,6 +122,6 @@ def test_a_reader_process_never_sees_a_torn_cache_during_50_appends(tmp_path, mo
     assert all(s["ok"] for s in seen), [s for s in seen if not s["ok"]]
     final = load_matrix(store, MODELS)
     assert final.n_items == 70
-    cold = matrix_module._load(store, MODELS, None, CONFIGS, None, False, False)
+    cold = matrix_module.matched(matrix_module.scan(store, MODELS, None, CONFIGS, None, False, False))
     assert np.array_equal(final.correct, cold.correct)
     assert np.array_equal(final.confidence, cold.confidence)

@@ -97,7 +97,7 @@ def test_a_filter_cut_in_memory_equals_a_filtered_load(tmp_path, item_filter):
     store.append({"responses": response_rows(DATA), "items": item_rows(6, task_type=["x", "y"] * 3)})
     full = load_matrix(store, ["a", "b"])
     cut = narrow(store, full, item_filter)
-    loaded = matrix_module._load(store, ["a", "b"], None, full.grid, item_filter, False, False)
+    loaded = matrix_module.matched(matrix_module.scan(store, ["a", "b"], None, full.grid, item_filter, False, False))
     assert np.array_equal(cut.correct, loaded.correct)
     pd.testing.assert_frame_equal(cut.items, loaded.items)
     assert (cut.n_excluded, cut.excluded_reasons) == (loaded.n_excluded, loaded.excluded_reasons)

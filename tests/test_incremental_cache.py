@@ -187,7 +187,7 @@ def _check(store: Store, reruns: bool) -> None:
     patched = matrix_cache.cells(store, MODELS, None, grid, reruns)
     _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, reruns))
     full = load_matrix(store, MODELS, include_reruns=reruns)
-    cold = matrix_module._load(store, MODELS, None, grid, None, False, reruns)
+    cold = matrix_module.matched(matrix_module.scan(store, MODELS, None, grid, None, False, reruns))
     for name in ("correct", "confidence", "score"):
         assert np.array_equal(getattr(full, name), getattr(cold, name), equal_nan=True)
     pd.testing.assert_frame_equal(full.items, cold.items, check_exact=True)

@@ -16,6 +16,7 @@ from backend.cli.common import add_json, command, print_json
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table
+from backend.present.text import p_value
 from backend.scope.resolve import add_scope_args
 from backend.scope.view import args_view
 from store.errors import UserError
@@ -86,7 +87,7 @@ def print_score_flows(out: ScoreFlowsReport) -> None:
     for t in out["transitions"]:
         print(
             f"  {t['from']} -> {t['to']}: improved {t['improved']}, regressed {t['regressed']}, "
-            f"unchanged {t['unchanged']} (sign p {t['sign_p']:.3g})"
+            f"unchanged {t['unchanged']} (sign p {p_value(t['sign_p'])})"
         )
     for row in out.get("items", []):
         print(f"  {row['benchmark']}/{row['item_id']}  {row['score_from']:.3f} -> {row['score_to']:.3f}")

@@ -111,7 +111,7 @@ def score_lines(c: ContinuousMetrics) -> list[str]:
         rate = interval(t["regression_rate"], rates[k] if rates else None)
         lines.append(
             f"  {t['from'] + ' -> ' + t['to']:<16}{t['improved']:>8} {t['regressed']:>9} {t['unchanged']:>9}"
-            f"  {rate:<21} {t['sign_p']:.3g}"
+            f"  {rate:<21} {p_value(t['sign_p'])}"
         )
     return lines
 

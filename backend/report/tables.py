@@ -87,7 +87,7 @@ def score_transitions_table(data: Mapping[str, Any]) -> Table:
                     str(t["regressed"]),
                     str(t["unchanged"]),
                     interval(t["regression_rate"], ci),
-                    f"{t['sign_p']:.3g}",
+                    p_value(t["sign_p"]),
                 ]
             )
             values.append(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from backend.scope import matrix_cache
 from backend.scope.filters import ItemFilter
-from backend.scope.matrix import Matrix, _load, _matched_grid, available, narrow
+from backend.scope.matrix import Matrix, _matched_grid, available, matched, narrow, scan
 from store.errors import UserError
 from store.store import Store
 
@@ -39,7 +39,7 @@ def load_matrix(
         raise UserError("no model given")
     grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
     if include_answers:
-        return _load(store, models, benchmark, grid, item_filter, True, include_reruns)
+        return matched(scan(store, models, benchmark, grid, item_filter, True, include_reruns))
     full = matrix_cache.load(store, models, benchmark, grid, include_reruns)
     cut = narrow(store, full, item_filter)
-    return cut if cut is not None else _load(store, models, benchmark, grid, item_filter, False, include_reruns)
+    return cut if cut is not None else matched(scan(store, models, benchmark, grid, item_filter, False, include_reruns))

@@ -259,19 +259,6 @@ def _scatter(
     return tier, correct, confidence, score, answer, later
 
 
-def _load(
-    store: Store,
-    models: list[str],
-    benchmark: str | None,
-    grid: list[str],
-    item_filter: ItemFilter | None,
-    include_answers: bool,
-    include_reruns: bool,
-) -> Matrix:
-    """One pass over the store: the matched matrix of the scope (``load_matrix``'s contract)."""
-    return matched(scan(store, models, benchmark, grid, item_filter, include_answers, include_reruns))
-
-
 ITEM_FIELDS = ", ".join(f"it.{c}" for c in ITEM_COLUMNS if c not in ("benchmark", "item_id"))
 
 
