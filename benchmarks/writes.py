@@ -9,9 +9,10 @@ is the 10M-response store), built under ``--workdir`` and reused:
   ``backend.views.overview`` with 1,000 bootstrap resamples), each:
   warm (nothing written since the last read: median of ``--repeat``), then the first read after
   a one-row ingest, after a 10k-row ingest (``trajaudit ingest`` of a CSV, as a fresh process: repeats of
-  stored cells under a new run id) and after a re-run answered by the tiny demo model (below); each
-  in wall and CPU seconds (the process's, DuckDB's threads included: on a shared machine the wall time
-  is mostly waiting for a core) with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
+  stored cells under a new run id) and after a re-run answered by the tiny demo model (below), each the
+  median of ``--repeat`` samples with a write of its own before every sample (one sample moved a ratio by
+  0.3-0.5x between runs on an idle machine); each in wall and CPU seconds (the process's, DuckDB's
+  threads included: on a shared machine the wall time is mostly waiting for a core) with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
 * ``--ingests`` single-row ingests (``store.ingest.ingest_paths``, what ``trajaudit ingest`` calls),
   the mean of the last 100 against the first 100 (target within 1.5x), then a cold ``info --json``
   (a fresh process; the first read after them all).
@@ -133,6 +134,22 @@ def repeats(n_items: int, first: int, n: int, run: str) -> pd.DataFrame:
     )
 
 
+def first_read(write: Callable[[], object], read: Callable[[], tuple[float, float]]) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``read`` right after ``write``: one sample of the first read after a write."""
+    write()
+    return read()
+
+
+def median_pair(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    """The median wall and the median CPU seconds of (wall, CPU) samples (each median taken apart)."""
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def spread(samples: list[tuple[float, float]]) -> str:
+    walls = sorted(s[0] for s in samples)
+    return f"{walls[0]:.2f}-{walls[-1]:.2f} s"
+
+
 def make_rerunnable(store: Store, tmp: Path) -> None:
     """The tiny demo model registered as ``RERUN_MODEL`` and a generated clip linked to ``RERUN_ITEMS``
     (see the module docstring); each step only where the store lacks it, before any timing."""
@@ -230,32 +247,31 @@ def main() -> None:
     )
     print(f"{'read':<28} {'metrics --json: wall':>22} {'(CPU)':>14} {'overview (server)':>20} {'(CPU)':>14}")
     print(f"{'warm':<28} {warm[0]:>20.2f} s {warm[1]:>8.2f} s {warm[2]:>18.2f} s {warm[3]:>8.2f} s")
-    stamp, reruns = time.strftime("%H%M%S"), itertools.cycle(RERUN_ITEMS)
+    stamp, reruns, serial = time.strftime("%H%M%S"), itertools.cycle(RERUN_ITEMS), itertools.count()
+
+    def ingest(first: int, n: int) -> float:
+        """``trajaudit ingest`` of ``n`` repeats from cell ``first`` under a run id of their own (a new write each time)."""
+        rows = repeats(args.items, first, n, f"w{n}-{stamp}-{next(serial)}")
+        return wall([*CLI, "ingest", str(write_csv(tmp, rows)), "--store", str(store.root)])
+
     writes = {
-        "after a one-row ingest": lambda: wall(
-            [*CLI, "ingest", str(write_csv(tmp, repeats(args.items, 0, 1, f"one-{stamp}"))), "--store", str(store.root)]
-        ),
-        "after a 10k-row ingest": lambda: wall(
-            [
-                *CLI,
-                "ingest",
-                str(write_csv(tmp, repeats(args.items, 1, 10_000, f"ten-{stamp}"))),
-                "--store",
-                str(store.root),
-            ]
-        ),
+        "after a one-row ingest": lambda: ingest(0, 1),
+        "after a 10k-row ingest": lambda: ingest(1, 10_000),
         "after a re-run (tiny model)": lambda: rerun_write(store, next(reruns)),
     }
     for label, write in writes.items():
-        write()
-        cli, cpu = cpu_of(lambda: wall(metrics_cmd(store)))  # first metrics after the write
-        write()
-        server, server_cpu = overview_s(store)  # first Overview after the (same size) write
+        cli = [first_read(write, lambda: cpu_of(lambda: wall(metrics_cmd(store)))) for _ in range(args.repeat)]
+        server = [first_read(write, lambda: overview_s(store)) for _ in range(args.repeat)]
+        (w, c), (sw, sc) = median_pair(cli), median_pair(server)
         print(
-            f"{label:<28} {cli:>7.2f} s ({cli / warm[0]:.2f}x) {cpu:>7.2f} s ({cpu / warm[1]:.2f}x) "
-            f"{server:>8.2f} s ({server / warm[2]:.2f}x) {server_cpu:>7.2f} s ({server_cpu / warm[3]:.2f}x)"
+            f"{label:<28} {w:>7.2f} s ({w / warm[0]:.2f}x) {c:>7.2f} s ({c / warm[1]:.2f}x) "
+            f"{sw:>8.2f} s ({sw / warm[2]:.2f}x) {sc:>7.2f} s ({sc / warm[3]:.2f}x)   "
+            f"[wall {spread(cli)}; {spread(server)}]"
         )
-    print("(each write is made again before the Overview, so each column times the first read after its write)")
+    print(
+        f"(medians of {args.repeat}: each sample is the first read after a write of its own, so every write is "
+        "made 2 x --repeat times; [the samples' wall range])"
+    )
     print(
         f"the re-runs' worker processes ({RERUN_CONFIG}, start + model load + decode + answer + write; in no read): "
         + ", ".join(f"{w:.2f} s (CPU {c:.2f} s)" for w, c in MODEL_S)

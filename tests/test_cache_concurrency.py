@@ -78,16 +78,24 @@ def _rows(k: int, origin: str = "ingest", flip: bool = False) -> pd.DataFrame:
     return pd.DataFrame(out).astype({"correct": "int8"})
 
 
+def _loads(progress: Path) -> int | None:
+    """The reader's count of loads so far; None while it is not written yet, or caught mid-write."""
+    try:
+        return int(progress.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _wait_for_a_load(progress: Path, reader: subprocess.Popen, timeout: float = 300.0) -> None:
     """Block until the reader reports one more load than when called (it reports after each one)."""
-    before = int(progress.read_text()) if progress.exists() else 0
     deadline = time.monotonic() + timeout
+    before = _loads(progress)
+    while before is None and progress.exists() and time.monotonic() < deadline:
+        before = _loads(progress)
+    before = before or 0
     while reader.poll() is None and time.monotonic() < deadline:
-        try:
-            if int(progress.read_text()) > before:
-                return
-        except (OSError, ValueError):  # not written yet, or caught mid-write
-            pass
+        if (_loads(progress) or 0) > before:
+            return
         time.sleep(0.05)
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import store.store as store_module
-from backend.scope import answer_cells, matrix_cache
+from backend.scope import answer_cells, coverage, diskcache, matrix_cache, sorted_keys
 from backend.scope import matrix as matrix_module
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.frames_known import frames_known
@@ -179,6 +179,8 @@ def _assert_frames_counted_directly(store: Store) -> None:
 def _check(store: Store, reruns: bool) -> None:
     if not reruns:
         _assert_coverage_counted_directly(store)
+        held = coverage.counts(store, store.manifest())  # its item index searched in key order
+        assert held.order.tolist() == sorted_keys.key_order(held.index).tolist()
         _assert_frames_counted_directly(store)
     try:
         grid = matrix_module._matched_grid(available(store), MODELS, None, None, reruns)
@@ -206,8 +208,13 @@ def _check(store: Store, reruns: bool) -> None:
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(seed=st.integers(0, 2**32 - 1), steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6))
-def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6),
+    few=st.sampled_from([0, sorted_keys.FEW]),  # 0: every item lookup joins instead of searching
+)
+def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps, few):
+    monkeypatch.setattr(sorted_keys, "FEW", few)
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes
@@ -257,10 +264,12 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     assert cold_scans == []
     assert "q-new" in patched.items["item_id"].to_pylist()
     _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, False))
+    diskcache.settle()  # entries are written off the reader's path
     before = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
     store.append({"responses": one.assign(origin="rerun", run="job-1", correct=np.int8(0), item_id="i0")})
     after = matrix_cache.cells(store, MODELS, None, grid, False)
     assert cold_scans == []
+    diskcache.settle()
     newest = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
     assert newest != before
     for name in ("tier", "correct", "confidence"):

@@ -132,12 +132,56 @@ def newest_readable(directory: Path, prefix: str, version: int, read: Callable[[
     return None
 
 
+_PUBLISHING: dict[str, list[threading.Thread]] = {}  # per prefix, this process's entries being written
+_PUBLISHING_LOCK = threading.Lock()
+
+
+def publish_soon(
+    store: Store,
+    manifest: Manifest,
+    prefix: str,
+    write: Callable[[Path], None],
+    kept: int,
+    then: Callable[[], None] | None = None,
+) -> None:
+    """``publish_version``, its entry written in a thread of its own, then ``then()`` if it published: the
+    reader that patched a state already holds it, so writing it to disk (100 MB of matrix arrays at 10M
+    responses: 80 ms of the first Overview after a one-row ingest, 2026-12-02) is not on its path. Whether the
+    store moved on during the read is asked here, at the end of the read (a write after it does not make
+    the entry wrong, and a sweep writing every second would otherwise never see one published). The next read
+    of ``prefix`` in this process waits for the entry first (``settle``), so it finds it instead of patching
+    or scanning again; it usually comes later than the write takes. Not a daemon thread: a CLI process
+    finishes the entry before it exits. ``write`` must only read what it is given, which nobody changes
+    afterwards (a patched state's arrays are made read-only first)."""
+    if store.manifest().version != manifest.version:
+        return
+
+    def run() -> None:
+        if _publish(store, manifest, prefix, write, kept) and then is not None:
+            then()
+
+    thread = threading.Thread(target=run, name=f"trajaudit-cache-publish-{prefix}")
+    with _PUBLISHING_LOCK:
+        _PUBLISHING[prefix] = [t for t in _PUBLISHING.get(prefix, []) if t.is_alive()] + [thread]
+    thread.start()
+
+
+def settle(prefix: str | None = None) -> None:
+    """Wait until this process's entries of ``prefix`` (every prefix: None) being published are written."""
+    with _PUBLISHING_LOCK:
+        pending = [t for key, threads in _PUBLISHING.items() if prefix in (None, key) for t in threads]
+    for thread in pending:
+        thread.join()
+
+
 def publish_version(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:
     """Write an entry of ``prefix`` at ``manifest``'s version (``write_atomic``), unless the store moved on
     during the read (an entry holds what its recorded files hold, no more); then keep the ``kept`` newest
     versions (one reader that started before the last write may still read the one before)."""
-    if store.manifest().version != manifest.version:
-        return False
+    return store.manifest().version == manifest.version and _publish(store, manifest, prefix, write, kept)
+
+
+def _publish(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:
     directory = folder(store)
     if not write_atomic(directory / versioned(prefix, manifest.version), write):
         return False

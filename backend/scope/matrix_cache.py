@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from backend.scope import delta, diskcache
+from backend.scope import delta, diskcache, sorted_keys
 from backend.scope import matrix as matrix_module
 from backend.scope.matrix import (
     ABSENT,
@@ -72,7 +72,7 @@ def cells(store: Store, models: list[str], benchmark: str | None, grid: list[str
         folder, meta, state = base
         if meta["files"] == {t: manifest.files[t] for t in TABLES} and state.grid == grid:
             return state
-        patched = _patch(store, manifest, state, meta, grid, benchmark, reruns)
+        patched = _patch(store, manifest, state, meta, folder, grid, benchmark, reruns)
         if patched is not None:
             new, parts, changed = patched
             _save(store, manifest, scope, new, parts, folder, changed)
@@ -90,8 +90,10 @@ def _scope_id(models: list[str], benchmark: str | None, reruns: bool) -> str:
 
 def _newest(root: Path, scope: str, version: int) -> tuple[Path, dict, Cells] | None:
     """The newest readable entry of the scope written at ``version`` or before (a later one holds rows
-    this reader's manifest does not list)."""
-    found = diskcache.newest_readable(root, f"matrix-{ENTRY_FORMAT}-{scope}", version, _read)
+    this reader's manifest does not list), once this process's own entry of it is written."""
+    prefix = f"matrix-{ENTRY_FORMAT}-{scope}"
+    diskcache.settle(prefix)
+    found = diskcache.newest_readable(root, prefix, version, _read)
     return None if found is None else (found[0], *found[1])
 
 
@@ -118,7 +120,8 @@ def _save(
     store: Store, manifest: Manifest, scope: str, state: Cells, parts: dict, base: Path | None, changed: set[str]
 ) -> None:
     """Publish ``state`` as the scope's entry at this manifest version (when the manifest has not moved
-    on), hard-linking from ``base`` what did not change; then prune older versions."""
+    on), hard-linking from ``base`` what did not change, off the reader's path (``diskcache.publish_soon``);
+    then prune older versions."""
 
     def write(folder: Path) -> None:
         folder.mkdir()
@@ -154,15 +157,30 @@ def _save(
         }
         (folder / "meta.json").write_text(json.dumps(meta))
 
-    if diskcache.publish_version(store, manifest, f"matrix-{ENTRY_FORMAT}-{scope}", write, VERSIONS_KEPT):
-        diskcache.prune(diskcache.folder(store), "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT)
+    for name in ARRAYS:  # handed to the publishing thread and to readers: nobody may change them now
+        getattr(state, name).flags.writeable = False
+    diskcache.publish_soon(
+        store,
+        manifest,
+        f"matrix-{ENTRY_FORMAT}-{scope}",
+        write,
+        VERSIONS_KEPT,
+        lambda: diskcache.prune(diskcache.folder(store), "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT),
+    )
 
 
 def _patch(
-    store: Store, manifest: Manifest, state: Cells, meta: dict, grid: list[str], benchmark: str | None, reruns: bool
+    store: Store,
+    manifest: Manifest,
+    state: Cells,
+    meta: dict,
+    folder: Path,
+    grid: list[str],
+    benchmark: str | None,
+    reruns: bool,
 ) -> tuple[Cells, dict, set[str]] | None:
-    """``state`` brought up to ``manifest`` from the new rows only, with the parts to record and which
-    arrays changed; None when only a cold load can say (see the module docstring)."""
+    """``state`` (the entry in ``folder``) brought up to ``manifest`` from the new rows only, with the parts to
+    record and which arrays changed; None when only a cold load can say (see the module docstring)."""
     if not set(state.grid) <= set(grid):
         return None
     found = {t: delta.delta(store, manifest, t, meta["parts"][t]) for t in TABLES}
@@ -189,24 +207,35 @@ def _patch(
     fresh_keys = _keys(rows["benchmark"][fresh_rows], rows["item_id"][fresh_rows])
     fresh = np.unique(fresh_keys)
     items, old_at, ins = _merge_items(store, state.items, fresh, refresh)
-    grown = _grow(state, old_at, items, grid)
+    # an all-NaN array (score in an MCQA store) the new rows leave all NaN stays the entry's broadcast: not
+    # materialised (40 MB at 10M cells), not written, not saved
+    stay_nan = {name for name in meta["all_nan"] if not np.isfinite(np.asarray(rows[name], dtype=np.float64)).any()}
+    grown = _grow(state, folder, old_at, items, grid, stay_nan)
     i = np.where(fresh_rows, 0, old_at[np.maximum(at, 0)])
     if fresh_rows.any():
         k = np.searchsorted(fresh, fresh_keys)
         i[fresh_rows] = ins[k] + k
     coded = {"m": np.asarray(rows["m"], dtype=np.int64), "i": i, "c": np.asarray(rows["c"], dtype=np.int64)}
     if not _apply(
-        grown, coded | {k: np.asarray(rows[k]) for k in ("tier", "written", "correct", "confidence", "score")}
+        grown,
+        coded | {k: np.asarray(rows[k]) for k in ("tier", "written", "correct", "confidence", "score")},
+        stay_nan,
     ):
         return None
-    changed = set(ARRAYS) if len(rows["m"]) or joined or len(fresh) else set()
+    changed = set(ARRAYS) - stay_nan if len(rows["m"]) or joined or len(fresh) else set()
     return grown, parts, changed | ({"items"} if len(fresh) or len(refresh) else set())
 
 
 def _positions(items: pa.Table, benchmark: np.ndarray, item_id: np.ndarray) -> np.ndarray:
-    """Each (benchmark, item_id)'s row in ``items``, -1 where absent (a join in DuckDB: no Python strings)."""
+    """Each (benchmark, item_id)'s row in ``items`` (sorted by them), -1 where absent: searched for a few
+    keys, else a join in DuckDB (no Python strings)."""
     if not len(item_id):
         return np.zeros(0, dtype=np.int64)
+    if len(item_id) <= sorted_keys.FEW_ROWS:  # a few keys: a binary search of the sorted items
+        keys = list(zip(np.asarray(_plain(benchmark)).tolist(), np.asarray(_plain(item_id)).tolist(), strict=True))
+        searched = sorted_keys.search(items, keys)
+        if searched is not None:
+            return np.array([searched[k] for k in keys], dtype=np.int64)
     with scratch() as con:
         con.register(
             "old", items.select(["benchmark", "item_id"]).append_column("pos", pa.array(np.arange(items.num_rows)))
@@ -295,16 +324,26 @@ def _merge_items(
     return pa.concat_tables([items, read.cast(items.schema)]).take(order).combine_chunks(), old_at, ins
 
 
-def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) -> Cells:
-    """A writable copy of ``state`` on ``items`` and ``grid``, its cells moved to their new places."""
+def _grow(
+    state: Cells, folder: Path, old_at: np.ndarray, items: pa.Table, grid: list[str], stay_nan: set[str]
+) -> Cells:
+    """A writable copy of ``state`` (the entry in ``folder``) on ``items`` and ``grid``, its cells moved to their
+    new places; the arrays named in ``stay_nan`` are read-only all-NaN broadcasts of the new shape. Where
+    nothing moves, an array is the entry's file mapped copy-on-write: a patch copies the pages it changes,
+    not the 60-100 MB of a 10M-cell entry (5 ms a read)."""
     n_items = items.num_rows
     at_c = np.array([grid.index(g) for g in state.grid], dtype=np.int64)
     shape = (len(state.models), n_items, len(grid))
     same = n_items == len(old_at) and list(grid) == list(state.grid)
 
-    def moved(a: np.ndarray, fill: object, dtype: type) -> np.ndarray:
+    def moved(name: str, fill: object, dtype: type) -> np.ndarray:
+        a = getattr(state, name)
+        if name in stay_nan:
+            return np.broadcast_to(np.float32(np.nan), shape)
         if same:
-            return np.array(a, dtype=dtype)
+            mapped = np.load(folder / f"{name}.npy", mmap_mode="c") if (folder / f"{name}.npy").exists() else None
+            ok = mapped is not None and mapped.shape == a.shape and mapped.dtype == dtype
+            return np.asarray(mapped) if ok else np.array(a, dtype=dtype)
         out = np.full(shape, fill, dtype=dtype)
         out[:, old_at[:, None], at_c[None, :]] = a
         return out
@@ -314,10 +353,10 @@ def _grow(state: Cells, old_at: np.ndarray, items: pa.Table, grid: list[str]) ->
         state.models,
         list(grid),
         items,
-        moved(state.tier, ABSENT, np.int8),
-        moved(state.correct, 0, np.int8),
-        moved(state.confidence, np.nan, np.float32),
-        moved(state.score, np.nan, np.float32),
+        moved("tier", ABSENT, np.int8),
+        moved("correct", 0, np.int8),
+        moved("confidence", np.nan, np.float32),
+        moved("score", np.nan, np.float32),
         later,
     )
 
@@ -334,9 +373,10 @@ def preferred_new_rows(
     return _first_per_cell(flat, tier, written, np.arange(len(flat)))
 
 
-def _apply(state: Cells, rows: dict) -> bool:
-    """Let each new row take its cell where the matrix's rule prefers it to the cell's row (in place);
-    False when two main rows meet in one cell (a store breaking the response key: rebuild cold)."""
+def _apply(state: Cells, rows: dict, stay_nan: set[str]) -> bool:
+    """Let each new row take its cell where the matrix's rule prefers it to the cell's row (in place; the
+    ``stay_nan`` arrays are NaN in every new row and stay as they are); False when two main rows meet in one
+    cell (a store breaking the response key: rebuild cold)."""
     if not len(rows["m"]):
         return True
     shape = state.tier.shape
@@ -357,8 +397,8 @@ def _apply(state: Cells, rows: dict) -> bool:
     won, cell = best[wins], cell[wins]
     state.tier.flat[cell] = tier[won]
     state.correct.flat[cell] = rows["correct"][won]
-    state.confidence.flat[cell] = rows["confidence"][won]
-    state.score.flat[cell] = rows["score"][won]
+    for name in {"confidence", "score"} - stay_nan:
+        getattr(state, name).flat[cell] = rows[name][won]
     keep = ~np.isin(later_flat, cell)
     up = won[tier[won] > 0]
     m, i, c = np.unravel_index(flat[up], shape)
