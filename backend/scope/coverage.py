@@ -155,9 +155,9 @@ def _read(folder: Path) -> tuple[dict, Coverage]:
     bits = np.load(folder / "bits.npy")
     if bits.dtype != np.uint8 or bits.shape != (len(keys), -(-int(meta["n_items"]) // 8)):
         raise ValueError(f"{folder}: bits of shape {bits.shape}, not one packed row per key")
-    index = feather.read_table(folder / "index.arrow")
+    index = feather.read_table(folder / "index.arrow", memory_map=True)  # entries are never changed in place
     try:
-        order = np.load(folder / "order.npy")
+        order = np.load(folder / "order.npy", mmap_mode="r")
     except FileNotFoundError:  # an entry written before the order was kept
         order = sorted_keys.key_order(index)
     if order.shape != (index.num_rows,):
