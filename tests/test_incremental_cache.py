@@ -265,12 +265,12 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     assert "q-new" in patched.items["item_id"].to_pylist()
     _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, False))
     diskcache.settle()  # entries are written off the reader's path
-    before = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
+    before = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
     store.append({"responses": one.assign(origin="rerun", run="job-1", correct=np.int8(0), item_id="i0")})
     after = matrix_cache.cells(store, MODELS, None, grid, False)
     assert cold_scans == []
     diskcache.settle()
-    newest = sorted(store.root.joinpath(".cache").glob("matrix-v4-*"))[-1]
+    newest = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
     assert newest != before
     for name in ("tier", "correct", "confidence"):
         if (before / f"{name}.npy").exists():

@@ -10,10 +10,13 @@ patched: the caller rebuilds.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.schema import SCHEMAS
@@ -31,7 +34,17 @@ class Delta:
 
     def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
         """Create the temporary view ``name`` over exactly the new rows, with every column of the table's
-        schema (a file written before a nullable column was added reads null there, as ``Store.connect``)."""
+        schema (a file written before a nullable column was added reads null there, as ``Store.connect``).
+        The usual write, one new file with every column, is read as it is: the union with an empty table of
+        the schema and the row-number filter took 4 ms of a read against 1.5 ms (2026-12-02), paid by each
+        cache a read patches."""
+        if len(self.ranges) == 1:
+            rel, start, end = self.ranges[0]
+            path = store.root / rel
+            whole = start == 0 and end == sum(rows for _, rows in self.parts[rel])
+            if whole and _has_schema(path, SCHEMAS[table]):
+                con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet({_quote(path)})")
+                return
         empty = f"_{name}_empty"
         con.register(empty, SCHEMAS[table].empty_table())  # the connection's own (``scratch``): no table created
         selects = [
@@ -50,7 +63,7 @@ def file_parts(store: Store, manifest: Manifest, table: str, known: Parts) -> Pa
             out[rel] = known[rel]
             continue
         path = store.root / rel
-        meta = pq.read_schema(path).metadata or {}
+        meta = _schema(path).metadata or {}
         rows = manifest.rows.get(rel)
         if PARTS in meta:
             out[rel] = json.loads(meta[PARTS])
@@ -79,6 +92,18 @@ def delta(store: Store, manifest: Manifest, table: str, known: Parts) -> Delta |
     if held - live:
         return None
     return Delta(ranges, parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema(path: Path) -> pa.Schema:
+    """A listed file's schema, read from its footer once per process (files are never changed)."""
+    return pq.read_schema(path)
+
+
+def _has_schema(path: Path, schema: pa.Schema) -> bool:
+    """Whether the file has every column of ``schema``, each of its type."""
+    have = _schema(path)
+    return all(have.get_field_index(f.name) >= 0 and have.field(f.name).type == f.type for f in schema)
 
 
 def _quote(path: object) -> str:

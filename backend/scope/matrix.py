@@ -286,11 +286,18 @@ def scan(
             WHERE {fsql}""",
             [models, grid, *bench_params, *fparams],
         )
-        items = con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table()
+        items = large_strings(con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table())
         cells = _fetch_cells(con, models, grid, include_answers, include_reruns)
     shape = (len(models), items.num_rows, len(grid))
     tier, correct, confidence, score, answer, later = _scatter(cells, shape, include_answers)
     return Cells(models, grid, items, tier, correct, confidence, score, later, answer)
+
+
+def large_strings(table: pa.Table) -> pa.Table:
+    """``table`` with its string columns as large strings, the layout of pandas' ``str`` dtype: ``to_pandas``
+    then wraps each column instead of copying it (a matched matrix's 250k items: 1 ms against 40-170 ms,
+    2026-12-02, paid by every new matrix: each page's first read after a write, each CLI command)."""
+    return table.cast(pa.schema([f.with_type(pa.large_string()) if f.type == pa.string() else f for f in table.schema]))
 
 
 def matched(cells: Cells) -> Matrix:

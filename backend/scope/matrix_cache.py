@@ -13,7 +13,7 @@ cell's chosen response with its preference tier) with the parts of the files it 
   response key (two main rows in one cell) is rebuilt cold; a compaction only moves rows and is read
   as no change at all.
 
-Each version is its own folder (``matrix-v4-<scope>-<version>-<random>``), written under a temporary
+Each version is its own folder (``matrix-v5-<scope>-<version>-<random>``), written under a temporary
 name and renamed into place, never changed after: a reader maps one folder whole, and a folder pruned
 while a reader maps it stays readable (or the read fails and the reader rebuilds). Re-run overlay rows
 are outside a default scope's rows, so an overlay write moves a default entry to the next version with
@@ -48,7 +48,7 @@ from backend.scope.matrix import (
 from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
-ENTRY_FORMAT = "v4"  # in the entry's name: a change of layout never reads an old entry
+ENTRY_FORMAT = "v5"  # in the entry's name: a change of layout never reads an old entry (v5: large strings)
 ARRAYS = ("tier", "correct", "confidence", "score")
 VERSIONS_KEPT = 2  # per scope: the newest, and the one a reader that started before the last write may map
 TABLES = ("responses", "items")
@@ -302,10 +302,13 @@ def _merge_items(
         old_at = old_at + np.searchsorted(ins, old_at, side="right")
     split = np.char.partition(fresh, "\x01") if len(fresh) else np.zeros((0, 3), dtype=str)
     again = items.take(pa.array(refresh, pa.int64()))
+    types = {name: items.schema.field(name).type for name in ("benchmark", "item_id")}
     wanted = pa.table(
         {
-            "benchmark": pa.concat_arrays([pa.array(split[:, 0], pa.string()), again["benchmark"].combine_chunks()]),
-            "item_id": pa.concat_arrays([pa.array(split[:, 2], pa.string()), again["item_id"].combine_chunks()]),
+            "benchmark": pa.concat_arrays(
+                [pa.array(split[:, 0], types["benchmark"]), again["benchmark"].combine_chunks()]
+            ),
+            "item_id": pa.concat_arrays([pa.array(split[:, 2], types["item_id"]), again["item_id"].combine_chunks()]),
             "ord": np.arange(len(fresh) + len(refresh)),
         }
     )
