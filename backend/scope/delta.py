@@ -74,22 +74,30 @@ def file_parts(store: Store, manifest: Manifest, table: str, known: Parts) -> Pa
 
 def delta(store: Store, manifest: Manifest, table: str, known: Parts) -> Delta | None:
     """The rows of ``table`` not among the parts of ``known`` (the entry's files); None when some of
-    those parts are gone (rows removed: rebuild)."""
+    those parts are gone (rows removed: rebuild).
+
+    Only what changed is walked: a listed file the entry holds is unchanged (files never change), so its
+    parts are held and live; a part held elsewhere can only have moved out of a file the entry holds and
+    the manifest no longer lists (a part lives in one listed file). A compacted file lists every write
+    merged into it (thousands after a day of re-runs), so walking every part cost a read time that grew
+    with the writes before it."""
     parts = file_parts(store, manifest, table, known)
-    held = {part for listed in known.values() for part, _ in listed}
+    moved = {part for rel, listed in known.items() if rel not in parts for part, _ in listed}
     ranges: list[tuple[str, int, int]] = []
-    live: set[str] = set()
     for rel, listed in parts.items():
+        if rel in known:
+            continue
         start = 0
         for part, rows in listed:
-            live.add(part)
-            if part not in held and rows:
+            if part in moved:
+                moved.discard(part)
+            elif rows:
                 if ranges and ranges[-1][0] == rel and ranges[-1][2] == start:
                     ranges[-1] = (rel, ranges[-1][1], start + rows)  # adjacent new parts read as one range
                 else:
                     ranges.append((rel, start, start + rows))
             start += rows
-    if held - live:
+    if moved:  # held rows that no listed file holds any more
         return None
     return Delta(ranges, parts)
 
