@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from backend.analysis.metrics import mcqa_metrics
+from backend.analysis.stats import row_codes
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import Matrix
@@ -120,3 +121,13 @@ def test_matched_grid_drops_incomplete_items_and_counts_them(cells, task_types):
             assert mx.correct[0, :, 0].tolist() == [cells[0][k] for k in kept]
             missing_a = sum(cells[0][k] is None for k in scope)
             assert mx.excluded_reasons.get("a lacks 8f", 0) == missing_a
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 63), n=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
+def test_row_codes_put_column_c_at_bit_c(k, n, seed):
+    """The trajectory code of a row: bit c set where column c is (any width a grid can have, past one byte)."""
+    x = np.random.default_rng(seed).integers(0, 2, (n, k)).astype(np.int8)
+    expected = [sum(1 << c for c in range(k) if row[c]) for row in x.tolist()]
+    assert row_codes(x).tolist() == expected
+    assert row_codes(x.astype(bool)).tolist() == expected

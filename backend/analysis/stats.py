@@ -109,11 +109,14 @@ COUNTED_BITS = 16  # up to 16 columns (grid configurations, models): 2^16 counte
 
 
 def row_codes(x: np.ndarray) -> np.ndarray:
-    """Each row of the 0/1 matrix ``x[I, K]`` (``K <= 63``) as one integer, column ``c`` its bit ``c``."""
-    packed = np.packbits(np.asarray(x, dtype=bool), axis=1, bitorder="little")  # byte j: columns 8j..8j+7
-    codes = packed[:, 0].astype(np.int64)
-    for j in range(1, packed.shape[1]):
-        codes |= packed[:, j].astype(np.int64) << (8 * j)
+    """Each row of the 0/1 matrix ``x[I, K]`` (``K <= 63``) as one integer, column ``c`` its bit ``c``.
+
+    One pass per column (K of them, a grid's few configurations): 2 ms for 250k items x 10 columns against
+    5 ms (and 13 ms in a server run, 2026-12-02) for ``np.packbits`` along the rows, whose inner loop is a
+    row's few columns. Every new matrix counts each model's codes again: a page's first read after a write."""
+    codes = np.zeros(x.shape[0], dtype=np.int64)
+    for j in range(x.shape[1]):
+        codes |= np.asarray(x[:, j], dtype=bool).astype(np.int64) << j
     return codes
 
 
