@@ -343,10 +343,8 @@ def _grow(
         a = getattr(state, name)
         if name in stay_nan:
             return np.broadcast_to(np.float32(np.nan), shape)
-        if same:
-            mapped = np.load(folder / f"{name}.npy", mmap_mode="c") if (folder / f"{name}.npy").exists() else None
-            ok = mapped is not None and mapped.shape == a.shape and mapped.dtype == dtype
-            return np.asarray(mapped) if ok else np.array(a, dtype=dtype)
+        if same:  # an array read from the entry's file (not an all-NaN broadcast): that file, copy-on-write
+            return np.load(folder / f"{name}.npy", mmap_mode="c") if isinstance(a.base, np.memmap) else np.array(a)
         out = np.full(shape, fill, dtype=dtype)
         out[:, old_at[:, None], at_c[None, :]] = a
         return out
