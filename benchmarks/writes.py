@@ -15,7 +15,7 @@ is the 10M-response store), built under ``--workdir`` and reused:
   threads included: on a shared machine the wall time is mostly waiting for a core) with its ratio to warm (targets: 1.5x after one row, 2x after 10k rows);
 * ``--ingests`` single-row ingests (``store.ingest.ingest_paths``, what ``trajaudit ingest`` calls),
   the mean of the last 100 against the first 100 (target within 1.5x), then a cold ``info --json``
-  (a fresh process; the first read after them all).
+  (a fresh process; the first read after them all, from the caches an ``info --json`` before them left).
 
 The re-run is the one a researcher starts from the dashboard: ``backend.runtime.rerun.submit`` in this
 process (as the page's re-run panel calls it, ``--force``: the cell has a logged answer), then a
@@ -192,6 +192,11 @@ def many_small_writes(store: Store, n_items: int, n: int) -> None:
     one-off cost of the pause, not of the writes before it."""
     tmp, stamp = Path(tempfile.mkdtemp(prefix="ingests-")), time.strftime("%H%M%S")
     ingest_paths(store, [write_csv(tmp, repeats(n_items, 10_001, 1, f"first-{stamp}"))])
+    before = cpu_of(lambda: wall([*CLI, "info", "--json", "--store", str(store.root)]))  # its caches, as of now
+    print(
+        f"info --json before them: {before[0]:.2f} s (CPU {before[1]:.2f} s; "
+        "a store never read before builds its caches here)"
+    )
     times, cpus = [], []
     for k in range(n):
         path = write_csv(tmp, repeats(n_items, 20_000 + k, 1, f"single-{stamp}-{k}"))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import store.store as store_module
 from backend.scope import answer_cells, coverage, diskcache, matrix_cache, sorted_keys
+from backend.scope import delta as delta_module
 from backend.scope import matrix as matrix_module
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.frames_known import frames_known
@@ -322,3 +323,57 @@ def test_explain_answer_cells_after_a_write_are_patched_not_rescanned(tmp_path, 
         cold = real(store, matrix, "a", False)
         assert np.array_equal(patched.letter, cold.letter) and np.array_equal(patched.kind, cold.kind)
     assert len({p.name.split("-")[2] for p in (store.root / ".cache").glob("answers-v2-*")}) == 1  # one key
+
+
+def _coverage_fields(held: coverage.Coverage) -> dict:
+    """Each key's rows and items: what a coverage says, whichever order its keys and items came in."""
+    assert held.order.tolist() == sorted_keys.key_order(held.index).tolist()
+    items = list(zip(held.index["benchmark"].to_pylist(), held.index["item_id"].to_pylist(), strict=True))
+    assert len(set(items)) == len(items)
+    bits = np.unpackbits(np.asarray(held.bits), axis=1, count=len(items)).astype(bool)
+    return {
+        key: (int(held.rows[k]), sorted((items[j] for j in np.flatnonzero(bits[k])), key=repr))
+        for k, key in enumerate(held.keys)
+    }
+
+
+def test_new_rows_are_counted_the_same_from_arrow_and_from_duckdb(tmp_path, monkeypatch):
+    """A write's few rows are counted from Arrow, many in DuckDB (``coverage._few_cells``, ``_many_cells``):
+    both give the counts of a cold count and of a direct query, with null models, benchmarks and item ids
+    (nulls group together, a null item id sets no bit) and re-run rows, over writes of old and new items."""
+    rng = random.Random(7)
+    store = Store(tmp_path / "s")
+    names = [*ITEMS, None]
+    for step in range(12):
+        n = rng.randint(1, 30)
+        store.append(
+            {
+                "responses": pd.DataFrame(
+                    {
+                        "model": [rng.choice(["a", "b", None]) for _ in range(n)],
+                        "benchmark": [rng.choice(["bench", "other", None]) for _ in range(n)],
+                        "item_id": [rng.choice(names[: 3 + step]) for _ in range(n)],
+                        "config": [rng.choice(CONFIGS) for _ in range(n)],
+                        "origin": [rng.choice(["ingest", "rerun", None]) for _ in range(n)],
+                        "correct": np.int8(1),
+                        "written_at": T0 + pd.Timedelta(seconds=step),
+                    }
+                )
+            }
+        )
+        manifest = store.manifest()
+        held = coverage.counts(store, manifest)  # patched from the entry of the write before
+        cold = delta_module.delta(store, manifest, "responses", {})
+        assert cold is not None
+        fields = _coverage_fields(held)
+        assert _coverage_fields(coverage._add(store, coverage._empty(), cold)) == fields
+        monkeypatch.setattr(sorted_keys, "FEW_ROWS", -1)  # every write grouped by DuckDB
+        assert _coverage_fields(coverage._add(store, coverage._empty(), cold)) == fields
+        monkeypatch.undo()
+    direct = store.query(
+        "SELECT model, benchmark, config, coalesce(origin, '') = 'rerun' AS rerun, count(*) n, "
+        "count(DISTINCT item_id) items FROM responses GROUP BY ALL"
+    )
+    key = lambda *k: tuple(None if pd.isna(v) else v for v in k)  # noqa: E731
+    want = {key(r.model, r.benchmark, r.config, bool(r.rerun)): (int(r.n), int(r.items)) for r in direct.itertuples()}
+    assert {k: (int(held.rows[j]), held.items(j)) for j, k in enumerate(held.keys)} == want

@@ -16,9 +16,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from backend.scope import delta, diskcache, sorted_keys
@@ -28,8 +28,6 @@ from store.store import Manifest, Store
 ENTRY = "coverage-v1"
 KEPT = 2
 KEY = ("model", "benchmark", "config", "rerun")
-# one key per row as the old per-file counts grouped them; NULL-safe joins keep a null field a key of its own
-_SAME = " AND ".join(f"r.{c} IS NOT DISTINCT FROM {{t}}.{c}" for c in KEY)
 
 
 @dataclass
@@ -75,70 +73,124 @@ def _empty() -> Coverage:
     return Coverage([], none, index, np.zeros((0, 0), dtype=np.uint8), none)
 
 
+@dataclass
+class _NewCells:
+    """A write's new rows as counts: each distinct key with its rows, the distinct items with an id (in key
+    order: ``ORDER BY benchmark, item_id``, as the index grows), and each (key, item) pair seen, as numbers
+    into those two lists (a row with a null item id counts a row and sets no bit)."""
+
+    keys: list[tuple]
+    rows: np.ndarray
+    items: pa.Table
+    pairs: tuple[np.ndarray, np.ndarray]
+
+
 def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
-    """``state`` with the new rows of ``change`` counted. The index (250k items) is joined once, by the
-    new rows' distinct items; the bits are set from a join of the new rows with those few codes."""
+    """``state`` with the new rows of ``change`` counted. The index (250k items) is searched or joined only
+    for the new rows' distinct items (``_codes``)."""
+    new = _few_cells(store, change) if _few(change) else _many_cells(store, change)
+    seen = _codes(state, new.items)
+    fresh = seen["code"].is_null().to_numpy(zero_copy_only=False)
+    codes = seen["code"].fill_null(-1).to_numpy().astype(np.int64)
+    n_old = state.index.num_rows
+    codes[fresh] = n_old + np.arange(int(fresh.sum()))  # new items join the index's end
+    added = seen.select(["benchmark", "item_id"]).filter(fresh).cast(state.index.schema)
+    index = pa.concat_tables([state.index, added])
+    order = _grown_order(state, added, codes[fresh]) if fresh.any() else state.order
+    code = {key: k for k, key in enumerate(state.keys)}
+    key_code = np.array([code.setdefault(key, len(code)) for key in new.keys], dtype=np.int64)
+    keys = list(code)
+    rows = np.concatenate([state.rows, np.zeros(len(keys) - len(state.keys), dtype=np.int64)])
+    np.add.at(rows, key_code, new.rows)
+    k, i = key_code[new.pairs[0]], codes[new.pairs[1]]
+    bits = np.zeros((len(keys), -(-index.num_rows // 8)), dtype=np.uint8)
+    bits[: state.bits.shape[0], : state.bits.shape[1]] = state.bits
+    np.bitwise_or.at(bits, (k, i >> 3), (0x80 >> (i & 7)).astype(np.uint8))
+    return Coverage(keys, rows, index, bits, order)
+
+
+def _few(change: delta.Delta) -> bool:
+    """Whether the new rows are few, in small files: read as Arrow and counted in numpy, where each DuckDB
+    statement costs 1-2 ms however few its rows (2026-12-02: the five of ``_many_cells`` made 13 ms of the
+    first read after a one-row write, against 3 ms)."""
+    return change.n_rows() <= sorted_keys.FEW_ROWS and change.files_rows() <= sorted_keys.FEW_ROWS
+
+
+def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
+    new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
+    rerun = pc.equal(pc.coalesce(new["origin"], pa.scalar("")), pa.scalar("rerun"))
+    new = new.drop_columns(["origin"]).add_column(3, "rerun", rerun)
+    key_of, key_row = _groups(new, KEY)
+    item_of, item_row = _groups(new, ("benchmark", "item_id"))
+    listed = new.select(["benchmark", "item_id"]).take(pa.array(item_row))
+    by_key = pc.sort_indices(listed, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")]).to_numpy()
+    by_key = by_key[pc.is_valid(listed["item_id"]).to_numpy(zero_copy_only=False)[by_key]]
+    item_id = np.full(len(item_row), -1, dtype=np.int64)
+    item_id[by_key] = np.arange(len(by_key))
+    keys = [tuple(row.values()) for row in new.select(list(KEY)).take(pa.array(key_row)).to_pylist()]
+    with_item = item_id[item_of] >= 0
+    return _NewCells(
+        keys,
+        np.bincount(key_of, minlength=len(keys)).astype(np.int64),
+        listed.take(pa.array(by_key)),
+        (key_of[with_item], item_id[item_of][with_item]),
+    )
+
+
+def _groups(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group over ``columns`` (nulls equal, as ``IS NOT DISTINCT FROM``) and each group's first row."""
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    for name in columns:
+        encoded = pc.dictionary_encode(table[name].combine_chunks(), null_encoding="encode")
+        at = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = np.unique(codes * len(encoded.dictionary) + at, return_inverse=True)[1].reshape(-1)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
+
+
+def _many_cells(store: Store, change: delta.Delta) -> _NewCells:
+    """``_few_cells`` for many rows (a large write, a count from every file), grouped in DuckDB as it reads."""
+    same = " AND ".join(f"r.{c} IS NOT DISTINCT FROM kx.{c}" for c in KEY)  # a null field is a key of its own
     with scratch() as con:
         change.view(store, con, "responses", "new_rows")
         con.execute(
             "CREATE TEMP TABLE new_cells AS SELECT model, benchmark, config, coalesce(origin, '') = 'rerun' AS rerun, "
             "item_id, count(*)::BIGINT AS n FROM new_rows GROUP BY ALL"
         )
-        seen = _codes(con, state)
-        fresh = seen["code"].is_null().to_numpy(zero_copy_only=False)
-        codes = seen["code"].fill_null(-1).to_numpy().astype(np.int64)
-        n_old = state.index.num_rows
-        codes[fresh] = n_old + np.arange(int(fresh.sum()))  # new items join the index's end
-        added = seen.select(["benchmark", "item_id"]).filter(fresh).cast(state.index.schema)
-        index = pa.concat_tables([state.index, added])
-        order = state.order
-        if fresh.any():
-            order = _grown_order(state, added, codes[fresh])
         sums = con.sql("SELECT model, benchmark, config, rerun, sum(n)::BIGINT FROM new_cells GROUP BY ALL").fetchall()
-        keys, rows = list(state.keys), np.array(state.rows)
-        code = {k: i for i, k in enumerate(keys)}
-        for *key, n in sums:
-            if tuple(key) not in code:
-                code[tuple(key)] = len(keys)
-                keys.append(tuple(key))
-                rows = np.append(rows, 0)
-            rows[code[tuple(key)]] += n
-        kx = {c: [k[j] for k in keys] for j, c in enumerate(KEY)}
-        con.register("kx", pa.table(kx | {"code": list(range(len(keys)))}))
-        con.register("nc", seen.set_column(2, "code", pa.array(codes)))
+        items = con.sql(
+            "SELECT DISTINCT benchmark, item_id FROM new_cells WHERE item_id IS NOT NULL ORDER BY benchmark, item_id"
+        ).to_arrow_table()
+        con.register("kx", pa.table({c: [s[j] for s in sums] for j, c in enumerate(KEY)} | {"g": range(len(sums))}))
+        con.register("ix", items.append_column("j", pa.array(np.arange(items.num_rows))))
         pairs = con.sql(
-            f"""SELECT kx.code AS k, nc.code AS i FROM new_cells r JOIN kx ON {_SAME.format(t="kx")}
-                JOIN nc ON nc.item_id = r.item_id AND nc.benchmark IS NOT DISTINCT FROM r.benchmark"""
+            f"""SELECT kx.g, ix.j FROM new_cells r JOIN kx ON {same}
+                JOIN ix ON ix.item_id = r.item_id AND ix.benchmark IS NOT DISTINCT FROM r.benchmark"""
         ).fetchnumpy()
-    bits = np.zeros((len(keys), -(-index.num_rows // 8)), dtype=np.uint8)
-    bits[: state.bits.shape[0], : state.bits.shape[1]] = state.bits
-    k, i = (np.asarray(pairs[c], dtype=np.int64) for c in ("k", "i"))
-    np.bitwise_or.at(bits, (k, i >> 3), (0x80 >> (i & 7)).astype(np.uint8))
-    return Coverage(keys, rows, index, bits, order)
+    return _NewCells(
+        [tuple(s[:-1]) for s in sums],
+        np.array([s[-1] for s in sums], dtype=np.int64),
+        items,
+        (np.asarray(pairs["g"], dtype=np.int64), np.asarray(pairs["j"], dtype=np.int64)),
+    )
 
 
-def _codes(con: duckdb.DuckDBPyConnection, state: Coverage) -> pa.Table:
-    """The distinct items of ``new_cells`` in key order with their index code (null: new to the index):
+def _codes(state: Coverage, distinct: pa.Table) -> pa.Table:
+    """The ``distinct`` items (non-null ids, in key order) with their index code (null: new to the index):
     searched for a few (``sorted_keys``), else joined."""
-    distinct = con.sql(
-        "SELECT DISTINCT benchmark, item_id FROM new_cells WHERE item_id IS NOT NULL ORDER BY benchmark, item_id"
-    ).to_arrow_table()
     if distinct.num_rows <= sorted_keys.FEW:
         keys = list(zip(distinct["benchmark"].to_pylist(), distinct["item_id"].to_pylist(), strict=True))
         found = sorted_keys.search(state.index, keys, state.order)
         if found is not None:
             code = pa.array([found[k] if found[k] >= 0 else None for k in keys], pa.int64())
             return distinct.append_column("code", code)
-    con.register("d", distinct.append_column("ord", pa.array(np.arange(distinct.num_rows))))
-    con.register("ix", state.index.append_column("code", pa.array(np.arange(state.index.num_rows))))
-    try:
+    with scratch() as con:
+        con.register("d", distinct.append_column("ord", pa.array(np.arange(distinct.num_rows))))
+        con.register("ix", state.index.append_column("code", pa.array(np.arange(state.index.num_rows))))
         return con.sql(
             "SELECT d.benchmark, d.item_id, ix.code FROM d LEFT JOIN ix ON ix.item_id = d.item_id "
             "AND ix.benchmark IS NOT DISTINCT FROM d.benchmark ORDER BY d.ord"
         ).to_arrow_table()
-    finally:
-        con.unregister("ix")
-        con.unregister("d")
 
 
 def _grown_order(state: Coverage, added: pa.Table, codes: np.ndarray) -> np.ndarray:
@@ -152,7 +204,7 @@ def _grown_order(state: Coverage, added: pa.Table, codes: np.ndarray) -> np.ndar
 def _read(folder: Path) -> tuple[dict, Coverage]:
     meta = json.loads((folder / "meta.json").read_text())
     keys = [tuple(k) for k in meta["keys"]]
-    bits = np.load(folder / "bits.npy")
+    bits = np.load(folder / "bits.npy", mmap_mode="r")  # read-only: a patch copies it, most reads only count
     if bits.dtype != np.uint8 or bits.shape != (len(keys), -(-int(meta["n_items"]) // 8)):
         raise ValueError(f"{folder}: bits of shape {bits.shape}, not one packed row per key")
     index = feather.read_table(folder / "index.arrow", memory_map=True)  # entries are never changed in place

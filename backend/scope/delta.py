@@ -32,6 +32,27 @@ class Delta:
     ranges: list[tuple[str, int, int]]
     parts: Parts
 
+    def n_rows(self) -> int:
+        """How many rows are new."""
+        return sum(end - start for _, start, end in self.ranges)
+
+    def files_rows(self) -> int:
+        """How many rows the files holding new rows hold (what ``arrow`` reads)."""
+        return sum(rows for rel in {rel for rel, _, _ in self.ranges} for _, rows in self.parts[rel])
+
+    def arrow(self, store: Store, table: str, columns: list[str]) -> pa.Table:
+        """The new rows' ``columns`` as Arrow, typed as the table's schema (null where a file predates a
+        column): for a few rows in small files (``files_rows``), where a DuckDB statement costs more than
+        the read."""
+        schema = pa.schema([SCHEMAS[table].field(c) for c in columns])
+        pieces = [schema.empty_table()]
+        for rel, start, end in self.ranges:
+            have = [c for c in columns if _schema(store.root / rel).get_field_index(c) >= 0]
+            read = pq.ParquetFile(store.root / rel).read(columns=have).slice(start, end - start)  # read_table: 2x
+            missing = {c: pa.nulls(read.num_rows, schema.field(c).type) for c in columns if c not in have}
+            pieces.append(pa.table({c: missing[c] if c in missing else read[c] for c in columns}).cast(schema))
+        return pa.concat_tables(pieces)
+
     def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
         """Create the temporary view ``name`` over exactly the new rows, with every column of the table's
         schema (a file written before a nullable column was added reads null there, as ``Store.connect``).

@@ -191,9 +191,11 @@ def _patch(
     joined = [g for g in grid if g not in state.grid]
     with scratch() as con:
         changes["responses"].view(store, con, "responses", "new_responses")
-        changes["items"].view(store, con, "items", "new_items")
         rows = _rows(con, "new_responses", state.models, grid, [g for g in grid if g in state.grid], benchmark, reruns)
-        touched = con.sql("SELECT DISTINCT benchmark, item_id FROM new_items").fetchnumpy()
+        touched = {"benchmark": np.array([], dtype=object), "item_id": np.array([], dtype=object)}
+        if changes["items"].ranges:  # most writes add responses only: no view, no statement (1-2 ms)
+            changes["items"].view(store, con, "items", "new_items")
+            touched = con.sql("SELECT DISTINCT benchmark, item_id FROM new_items").fetchnumpy()
     if joined:  # a configuration new to the grid: its rows in every file
         with store.connect() as con:
             more = _rows(con, "responses", state.models, grid, joined, benchmark, reruns)
