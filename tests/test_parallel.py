@@ -66,4 +66,6 @@ def test_browser_and_tiny_model_tests_each_run_on_one_worker(tmp_path):
     assert len(ran) == 24
     workers = {kind: {w for name, w in ran.items() if name.startswith(kind)} for kind in ("browser", "tiny", "plain")}
     assert len(workers["browser"]) == 1 and len(workers["tiny"]) == 1, workers
-    assert workers["plain"] == {"gw0", "gw1"}  # the rest is shared out: both workers ran
+    # the work is shared out: both workers ran tests (one may run both groups and the other every plain test:
+    # 12 and 12, a balanced split the scheduler is free to choose)
+    assert set().union(*workers.values()) == {"gw0", "gw1"}, workers
