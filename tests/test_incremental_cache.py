@@ -7,6 +7,7 @@ automatic."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -177,6 +178,20 @@ def _assert_frames_counted_directly(store: Store) -> None:
     assert frames_known(store) == direct
 
 
+def _assert_held_as_written(store: Store) -> None:
+    """What this process keeps of the entries it published (``diskcache._HELD``) is what reading them back gives."""
+    diskcache.settle()
+    mine = {p: h for p, h in diskcache._HELD.items() if h[0].parent == diskcache.folder(store)}
+    assert diskcache.HELD_PREFIXES == 0 or any(p.startswith("matrix-") for p in mine)  # the read just made
+    for prefix, (path, (meta, state)) in mine.items():
+        read_meta, read_state = (coverage if prefix == coverage.ENTRY else matrix_cache)._read(path)
+        assert json.loads(json.dumps(meta)) == read_meta, prefix
+        if prefix == coverage.ENTRY:
+            assert _coverage_fields(state) == _coverage_fields(read_state)
+        else:
+            _assert_same_cells(state, read_state)
+
+
 def _check(store: Store, reruns: bool) -> None:
     if not reruns:
         _assert_coverage_counted_directly(store)
@@ -189,6 +204,7 @@ def _check(store: Store, reruns: bool) -> None:
         return
     patched = matrix_cache.cells(store, MODELS, None, grid, reruns)
     _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, reruns))
+    _assert_held_as_written(store)
     full = load_matrix(store, MODELS, include_reruns=reruns)
     cold = matrix_module.matched(matrix_module.scan(store, MODELS, None, grid, None, False, reruns))
     for name in ("correct", "confidence", "score"):
@@ -213,9 +229,12 @@ def _check(store: Store, reruns: bool) -> None:
     seed=st.integers(0, 2**32 - 1),
     steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6),
     few=st.sampled_from([0, sorted_keys.FEW]),  # 0: every item lookup joins instead of searching
+    held=st.sampled_from([0, diskcache.HELD_PREFIXES]),  # 0: each read reads the entry back from disk
 )
-def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps, few):
+def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps, few, held):
     monkeypatch.setattr(sorted_keys, "FEW", few)
+    monkeypatch.setattr(diskcache, "HELD_PREFIXES", held)
+    monkeypatch.setattr(diskcache, "_HELD", {})
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes

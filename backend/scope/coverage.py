@@ -222,7 +222,7 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts,
     reader's path (``diskcache.publish_soon``); the item index is hard-linked from ``base`` (an entry with the
     same index: no item was new)."""
 
-    def write(folder: Path) -> None:
+    def write(folder: Path) -> tuple[dict, Coverage]:
         folder.mkdir()
         np.save(folder / "bits.npy", state.bits, allow_pickle=False)
         if base is not None and (base / "index.arrow").exists() and (base / "order.npy").exists():
@@ -239,6 +239,7 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts,
             "files": manifest.files["responses"],
         }
         (folder / "meta.json").write_text(json.dumps(meta))
+        return meta, state  # what ``_read`` returns for it (its keys as tuples): not read back by this process
 
     state.bits.flags.writeable = False  # handed to the publishing thread
     diskcache.publish_soon(store, manifest, ENTRY, write, KEPT)

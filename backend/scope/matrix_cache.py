@@ -123,7 +123,7 @@ def _save(
     on), hard-linking from ``base`` what did not change, off the reader's path (``diskcache.publish_soon``);
     then prune older versions."""
 
-    def write(folder: Path) -> None:
+    def write(folder: Path) -> tuple[dict, Cells]:
         folder.mkdir()
         kept = json.loads((base / "meta.json").read_text())["all_nan"] if base is not None else []
 
@@ -156,6 +156,7 @@ def _save(
             "files": {t: manifest.files[t] for t in TABLES},
         }
         (folder / "meta.json").write_text(json.dumps(meta))
+        return meta, state  # what ``_read`` returns for it: this process's next read does not read it back
 
     for name in ARRAYS:  # handed to the publishing thread and to readers: nobody may change them now
         getattr(state, name).flags.writeable = False
@@ -218,13 +219,16 @@ def _patch(
         k = np.searchsorted(fresh, fresh_keys)
         i[fresh_rows] = ins[k] + k
     coded = {"m": np.asarray(rows["m"], dtype=np.int64), "i": i, "c": np.asarray(rows["c"], dtype=np.int64)}
-    if not _apply(
+    took = _apply(
         grown,
         coded | {k: np.asarray(rows[k]) for k in ("tier", "written", "correct", "confidence", "score")},
         stay_nan,
-    ):
+    )
+    if took is None:
         return None
-    changed = set(ARRAYS) - stay_nan if len(rows["m"]) or joined or len(fresh) else set()
+    # a write whose rows took no cell (a repeat under another run, a re-run outside the scope) changes no array:
+    # the new entry links the old one's files instead of writing 20-60 MB again beside the next read
+    changed = set(ARRAYS) - stay_nan if took or joined or len(fresh) else set()
     return grown, parts, changed | ({"items"} if len(fresh) or len(refresh) else set())
 
 
@@ -345,8 +349,11 @@ def _grow(
         a = getattr(state, name)
         if name in stay_nan:
             return np.broadcast_to(np.float32(np.nan), shape)
-        if same:  # an array read from the entry's file (not an all-NaN broadcast): that file, copy-on-write
-            return np.load(folder / f"{name}.npy", mmap_mode="c") if isinstance(a.base, np.memmap) else np.array(a)
+        if same:  # the entry's own file (``a`` is its content), copy-on-write; a copy where it has none (all NaN)
+            try:
+                return np.load(folder / f"{name}.npy", mmap_mode="c")
+            except OSError:  # or where it was pruned since: ``a`` is still mapped, or held (``diskcache._HELD``)
+                return np.array(a)
         out = np.full(shape, fill, dtype=dtype)
         out[:, old_at[:, None], at_c[None, :]] = a
         return out
@@ -376,18 +383,18 @@ def preferred_new_rows(
     return _first_per_cell(flat, tier, written, np.arange(len(flat)))
 
 
-def _apply(state: Cells, rows: dict, stay_nan: set[str]) -> bool:
+def _apply(state: Cells, rows: dict, stay_nan: set[str]) -> int | None:
     """Let each new row take its cell where the matrix's rule prefers it to the cell's row (in place; the
-    ``stay_nan`` arrays are NaN in every new row and stay as they are); False when two main rows meet in one
-    cell (a store breaking the response key: rebuild cold)."""
+    ``stay_nan`` arrays are NaN in every new row and stay as they are): how many cells changed hands; None
+    when two main rows meet in one cell (a store breaking the response key: rebuild cold)."""
     if not len(rows["m"]):
-        return True
+        return 0
     shape = state.tier.shape
     flat = np.ravel_multi_index((rows["m"], rows["i"], rows["c"]), shape)
     tier, written = np.asarray(rows["tier"]), np.asarray(rows["written"])
     best = preferred_new_rows(flat, tier, written, state.tier)
     if best is None:
-        return False
+        return None
     cell = flat[best]
     old_tier = state.tier.flat[cell]
     later_flat = np.ravel_multi_index((state.later["m"], state.later["i"], state.later["c"]), shape)
@@ -409,4 +416,4 @@ def _apply(state: Cells, rows: dict, stay_nan: set[str]) -> bool:
         k: np.concatenate([state.later[k][keep], v])
         for k, v in (("m", m), ("i", i), ("c", c), ("written", written[up]))
     }
-    return True
+    return len(won)
