@@ -46,11 +46,13 @@ class Delta:
         the read."""
         schema = pa.schema([SCHEMAS[table].field(c) for c in columns])
         pieces = [schema.empty_table()]
-        for rel, start, end in self.ranges:
-            have = [c for c in columns if _schema(store.root / rel).get_field_index(c) >= 0]
-            read = pq.ParquetFile(store.root / rel).read(columns=have).slice(start, end - start)  # read_table: 2x
-            missing = {c: pa.nulls(read.num_rows, schema.field(c).type) for c in columns if c not in have}
-            pieces.append(pa.table({c: missing[c] if c in missing else read[c] for c in columns}).cast(schema))
+        for rel in dict.fromkeys(rel for rel, _, _ in self.ranges):  # each file read once, in range order
+            have = [c for c in columns if c in _schema(store.root / rel).names]
+            read = pq.ParquetFile(store.root / rel).read(columns=have)  # pq.read_table: twice the time
+            whole = pa.table(
+                {c: read[c] if c in have else pa.nulls(read.num_rows, schema.field(c).type) for c in columns}
+            )
+            pieces += [whole.slice(start, end - start).cast(schema) for r, start, end in self.ranges if r == rel]
         return pa.concat_tables(pieces)
 
     def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:

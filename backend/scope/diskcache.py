@@ -123,10 +123,10 @@ def newest_readable(directory: Path, prefix: str, version: int, read: Callable[[
     ``version`` does not list) that ``read`` can read, with what it read; an entry ``read`` fails on (OSError,
     ValueError, KeyError: pruned while read, or half-known) is passed over for the one before it. An entry this
     process published itself is not read back: ``publish_soon`` kept what it wrote (``_HELD``)."""
+    held = _HELD.get(prefix)
     for at, path in versions(directory, prefix):
         if at > version:
             continue
-        held = _HELD.get(prefix)
         if held is not None and held[0] == path:
             return path, cast(T, held[1])
         try:
