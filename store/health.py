@@ -10,23 +10,26 @@ the store, a file the manifest lists) and a record that is not one the store wri
 which ``repair`` drops (the entry from its record, never the file it names) or removes (the record).
 
 ``repair`` works under the store's writer lock, so no write runs beside it, and publishes one new
-manifest atomically (temporary file + ``os.replace``), like every write:
+manifest atomically (temporary file + ``os.replace``), like every write. It never deletes what it cannot
+prove is garbage:
 
-* a manifest that parses: entries whose files are missing or unreadable are dropped (unreadable
-  files are moved to ``damaged/``, never deleted) and the responses lost are counted from the
-  recorded row counts; orphans are deleted (the files of a retired-files record that does not read
-  are no longer known, so they are among them);
-* a manifest that does not parse (truncated, hand-edited) is rebuilt from the Parquet files on
-  disk. That is safe because files are immutable and written whole (temporary name, then rename),
-  and every file that replaces others (compaction, ``--replace``) names them in its metadata: the
-  rebuild takes every readable file with the right schema except those some other file
-  supersedes (recorded as retired now, in ``retired/``, so a reader of the lost manifest's snapshot
-  keeps a full grace period). As a final guard no response key and no run id may then appear in two files; if one
-  does, repair refuses and names the files (nothing is changed). A write killed after renaming its
-  files but before publishing is indistinguishable from the last published one: its complete files
-  are taken, and the report lists every file taken. The new version is the current Unix time, above
-  any version a store reaches by counting writes, so no reader's cache mistakes the rebuilt store
-  for an older snapshot.
+* a manifest that parses: a committed write the manifest does not show yet (its writer was killed
+  after its write-log entry, ``store.log``) is published first; entries whose files are missing or
+  unreadable are dropped (unreadable files are moved to ``damaged/``) and the responses lost are
+  counted from the recorded row counts;
+* a manifest that is missing or does not parse is restored from the newest write-log entry: the
+  manifest of the last committed write, exactly. With no log (a store written before it was kept) the
+  files on disk cannot tell a killed write's from a committed one's, so ``repair`` refuses in one line;
+  ``--take-all`` then takes every intact file except those another file supersedes (the rebuild of
+  earlier versions, with its guard: no response key and no run id in two files);
+* files on disk that no manifest entry lists: temporary files (never renamed into place) are deleted;
+  Parquet files a committed write retired (named by an earlier log entry, or superseded by a listed
+  file, ``trajaudit.supersedes``) are recorded in ``retired/`` with a full grace period from now; every
+  other one is a killed write's, never committed, and is moved to ``damaged/`` with its rows counted;
+* a newer store format (``NewerStoreError``) is refused before anything is touched.
+
+The report says which rows it kept (per table), set aside (moved to ``damaged/``) and could not place
+(listed files that are missing or unreadable).
 """
 
 from __future__ import annotations
@@ -41,11 +44,11 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store import retired
+from store import log, retired
 from store.errors import StoreError
 from store.paths import inside, outside_reason, write_atomic
 from store.schema import TABLES, folder, schema_problem
-from store.store import MANIFEST, SUPERSEDES, Manifest, Store
+from store.store import MANIFEST, SUPERSEDES, Manifest, NewerStoreError, Store, newer_file
 
 DAMAGED = "damaged"
 CACHE = ".cache"  # backend.scope.diskcache.FOLDER (store/ may not import backend/)
@@ -94,6 +97,7 @@ def _file_problem(
             pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         return f"unreadable Parquet ({str(exc).splitlines()[0]})", None
+    newer_file(path, table, schema)
     mismatch = schema_problem(table, schema)
     if mismatch:
         return mismatch, meta.num_rows
@@ -182,6 +186,8 @@ def check(store: Store, deep: bool = False) -> Report:
     root = _existing(store)
     try:
         m = store.raw_manifest()
+    except NewerStoreError:
+        raise
     except StoreError as exc:
         parquet, _ = _on_disk(root)
         n = sum(len(f) for f in parquet.values())
@@ -193,6 +199,9 @@ def check(store: Store, deep: bool = False) -> Report:
     ]
     records, bad = _records(root, m)
     problems += _record_problems(root, records, bad)
+    if log.read(root, m.version + 1) is not None:
+        ahead = "a committed write the manifest does not show yet (its writer was stopped); `trajaudit repair` or the next write publishes it"
+        problems.append(Problem(log.name(m.version + 1), None, ahead))
     foreign = {rel for _, rel, _ in m.foreign()}
     rows = {}
     for table in TABLES:
@@ -218,23 +227,36 @@ class RepairReport:
     responses_lost: int = 0
     responses_lost_unknown: int = 0  # dropped response files whose row count was never recorded
     moved_to_damaged: list[str] = field(default_factory=list)
-    removed_orphans: list[str] = field(default_factory=list)
+    removed_orphans: list[str] = field(default_factory=list)  # temporary files and links out of the store
     taken: list[str] = field(default_factory=list)  # files a rebuilt manifest lists
+    restored_from: str | None = None  # the write-log entry a lost manifest was restored from
+    rolled_forward: int = 0  # committed writes the manifest did not show yet, published
+    kept_rows: dict[str, int] = field(default_factory=dict)  # rows each table holds after the repair
+    set_aside: list[Problem] = field(default_factory=list)  # never-committed files moved to damaged/, with rows
+    retired_recorded: list[str] = field(default_factory=list)  # retired files found unrecorded, now in retired/
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def repair(store: Store) -> RepairReport:
-    """Make the store readable from what is intact; see the module docstring."""
+def repair(store: Store, take_all: bool = False) -> RepairReport:
+    """Make the store readable from what is intact; see the module docstring. ``take_all``: with no manifest and
+    no write log, take every intact file (a killed write's files too)."""
     root = _existing(store)
     with store.lock():
+        restored_from: str | None = None
+        unreadable: list[tuple[str, str, str]] = []
         try:
-            unreadable: list[tuple[str, str, str]] = []
             m, rebuilt = store.raw_manifest(), False
-        except StoreError:
-            (m, unreadable), rebuilt = _rebuild(root), True
-        out = RepairReport(str(root), rebuilt, rebuilt, m.version)
+        except NewerStoreError:
+            raise
+        except StoreError as exc:
+            (m, restored_from, unreadable), rebuilt = _restore(root, str(exc), take_all), True
+        out = RepairReport(str(root), rebuilt, rebuilt, m.version, restored_from=restored_from)
+        if not rebuilt:
+            version = m.version
+            m = store.roll_forward(m)
+            out.rolled_forward = m.version - version
         out.dropped += _drop_foreign(root, m)
         for table, rel, why in unreadable:
             out.dropped.append(Problem(rel, table, why))
@@ -257,19 +279,95 @@ def repair(store: Store) -> RepairReport:
             (root / link).unlink()  # the link only: what it points at is left alone
             out.removed_orphans.append(link)
         records, mended = _mend_records(root, m)
-        for rel in _orphans(root, m, records):
-            inside(root, rel, "orphan file").unlink(missing_ok=True)
-            out.removed_orphans.append(rel)
+        _settle_orphans(root, m, records, out)
         if out.dropped or rebuilt:
-            m.version = max(m.version + 1, int(time.time())) if rebuilt else m.version + 1
+            m.version = max(m.version + 1, int(time.time())) if rebuilt and not restored_from else m.version + 1
             legacy, m.retired = m.retired, []
+            log.write(root, m.version, m.dump(retires=[]))
             m.save(root / MANIFEST)
             retired.write_all(root, legacy)  # recorded after the manifest that no longer lists them, as a write does
             out.changed, out.version = True, m.version
         out.dropped += mended
-        out.changed = out.changed or bool(out.removed_orphans or mended)
+        out.changed = out.changed or bool(out.removed_orphans or mended or out.set_aside or out.retired_recorded)
+        out.changed = out.changed or bool(out.rolled_forward)
+        out.version = m.version
         out.taken = [f for files in m.files.values() for f in files] if rebuilt else []
+        out.kept_rows = {t: sum(m.rows.get(rel, 0) for rel in m.files[t]) for t in TABLES}
     return out
+
+
+def _restore(root: Path, why: str, take_all: bool) -> tuple[Manifest, str | None, list[tuple[str, str, str]]]:
+    """(the manifest of the last committed write, the log entry it came from, unreadable files) for a manifest
+    that is lost (``why``); see the module docstring. StoreError when committed files cannot be told apart."""
+    versions = log.versions(root)
+    if versions:
+        entry = log.name(versions[-1])
+        try:
+            return Manifest.parse(log.read(root, versions[-1]) or "", root / entry), entry, []
+        except NewerStoreError:
+            raise
+        except StoreError:
+            raise StoreError(
+                f"{root / MANIFEST} is lost and the newest write-log entry {entry} is unreadable, so the last committed "
+                f"write cannot be told from a killed one; nothing was changed. Move {entry} out of the store to restore "
+                "the write before it, then run `trajaudit repair` again"
+            ) from None
+    if not take_all:
+        raise StoreError(
+            f"{why.split('; ')[0]}, and the store has no write log (log/) to restore it from: a store written before "
+            "trajaudit kept one cannot tell a killed write's files from committed ones; nothing was changed. "
+            "`trajaudit repair --take-all` takes every intact file (a killed write's rows too)"
+        )
+    m, unreadable = _rebuild(root)
+    return m, None, unreadable
+
+
+def _settle_orphans(root: Path, m: Manifest, records: list[retired.Record], out: RepairReport) -> None:
+    """Files on disk no manifest entry lists: temporary files deleted, retired files recorded, the rest (a
+    killed write's, never committed) moved to ``damaged/``."""
+    parquet, temps = _on_disk(root)
+    known = set(m.listed()) | {rel for rel, _ in m.retired} | {f for r in records for f in r.files or []}
+    unlisted = {t: [f for f in files if f not in known] for t, files in parquet.items()}
+    for rel in temps:
+        inside(root, rel, "orphan file").unlink(missing_ok=True)
+        out.removed_orphans.append(rel)
+    if not any(unlisted.values()):
+        return
+    committed = _once_committed(root, m)
+    retire = [f for files in unlisted.values() for f in files if f in committed]
+    if retire:
+        retired.write_all(root, [(rel, time.time()) for rel in retire])
+        out.retired_recorded += retire
+    for table, files in unlisted.items():
+        for rel in (f for f in files if f not in committed):
+            try:
+                rows: int | None = pq.read_metadata(root / rel).num_rows
+            except (pa.ArrowException, OSError):
+                rows = None
+            out.set_aside.append(Problem(rel, table, "written by a write that never committed", rows))
+            out.moved_to_damaged.append(_quarantine(root, rel))
+
+
+def _once_committed(root: Path, m: Manifest) -> set[str]:
+    """Files a committed write published and a later one retired: those the write log's entries name, and
+    those a listed file supersedes (``trajaudit.supersedes``), through every superseding file still on disk."""
+    named = set()
+    for v in log.versions(root):
+        try:
+            named |= set(Manifest.parse(log.read(root, v) or "", root / log.name(v)).listed())
+        except StoreError:
+            continue
+    todo, seen = list(m.listed()), set(m.listed())
+    while todo:
+        try:
+            meta = pq.read_schema(root / todo.pop()).metadata or {}
+        except (pa.ArrowException, OSError):
+            continue
+        for rel in json.loads(meta[SUPERSEDES]) if SUPERSEDES in meta else []:
+            if rel not in seen:
+                seen.add(rel)
+                todo.append(rel)
+    return (named | seen) - set(m.listed())
 
 
 def _drop_foreign(root: Path, m: Manifest) -> list[Problem]:

@@ -140,9 +140,21 @@ def entry_problem(root: Path, rel: str) -> str | None:
     return None
 
 
-def collect(root: Path, listed: list[str], now: float, grace: float) -> None:
+def _older(path: Path, than: float) -> bool:
+    """Whether ``path`` was last modified before ``than`` (False when it cannot be read)."""
+    try:
+        return path.stat().st_mtime < than
+    except OSError:
+        return False
+
+
+def collect(root: Path, listed: list[str], now: float, grace: float, file_system_now: float | None = None) -> None:
     """Delete the files of every record retired more than ``grace`` seconds before ``now``, then the
-    record. An entry the manifest lists (``listed``; only an edit puts one there) is skipped and
+    record. With ``file_system_now`` (the file system's time, from a file just written), a record is due
+    only when its own modification time, set by the file system when it was written right after the
+    manifest swap, is also that old: the name carries the retiring writer's clock, and a writer whose
+    clock runs an hour behind would otherwise hand every open reader a grace of nothing. The name stays
+    the first filter (no ``stat`` of a record it does not call due), which can only keep a file longer. An entry the manifest lists (``listed``; only an edit puts one there) is skipped and
     forgotten, so it is not deleted early should a later write retire that file. An entry that is not
     the store's own file (:func:`entry_problem`), or that could not be deleted, stays in its record for
     ``check`` and ``repair`` (or the next write). Never raises: the write that calls it is already
@@ -152,6 +164,8 @@ def collect(root: Path, listed: list[str], now: float, grace: float) -> None:
     except (OSError, StoreError):
         return
     due = [name for name in names if (at := record_time(name)) is not None and now - at > grace]
+    if file_system_now is not None:
+        due = [name for name in due if _older(root / FOLDER / name, file_system_now - grace)]
     if not due:
         return
     live = {fold(rel) for rel in listed}

@@ -16,7 +16,12 @@ file here. Instead:
   the live files alone); the file that replaces them names them in its Parquet metadata
   (``trajaudit.supersedes``), so a lost manifest can be rebuilt from disk without counting a row
   twice (``store.health``);
-* the manifest records each live file's row count, so ``trajaudit check`` can verify it.
+* the manifest records each live file's row count, so ``trajaudit check`` can verify it;
+* a write is committed by its entry in the write log (``store.log``: the manifest it publishes, written
+  after its data files and before the manifest swap), so a lost or corrupt manifest is restored exactly,
+  and a killed write's files are told apart from committed ones (``store.health``);
+* rows carry the write's sequence number (``seq``, the version the write publishes): "the latest row"
+  is ordered by it, never by a writer's wall clock (``store.schema.order_key_sql``).
 
 A damaged store (a file in place of the folder, a corrupt manifest, a listed file gone) raises
 ``StoreError`` naming the file and pointing at ``trajaudit repair``, never a raw traceback.
@@ -41,13 +46,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store import retired
+from store import log, retired
 from store.errors import REPAIR_HINT, StoreError
 from store.paths import exclusive_temp, inside, own_file_problem, write_atomic
-from store.schema import SCHEMAS, TABLES, conform, folder, schema_problem
+from store.schema import (
+    SCHEMAS,
+    SEQUENCED,
+    TABLES,
+    conform,
+    folder,
+    newer_columns,
+    order_key_sql,
+    schema_problem,
+)
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
+# The store's format, in the manifest: 2 added the write log (store.log), ``seq`` and the history table. A
+# store of a newer format is refused by every command (``NewerStoreError``), ``repair`` included.
+FORMAT = 2
 RETIRED_GRACE_S = 600.0  # how long a retired file stays on disk for readers of an older snapshot (store.retired)
 LOCK = ".write.lock"
 VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
@@ -66,6 +83,10 @@ FANOUT = 16
 # slightly larger files (the figures: benchmarks/README.md).
 ROW_GROUP_ROWS = {"items": 16_384}
 DEFAULT_ROW_GROUP_ROWS = 131_072
+
+
+class NewerStoreError(StoreError):
+    """The store was written by a newer trajaudit: nothing here may read, write or repair it."""
 
 
 def resolve_root(path: str | os.PathLike | None) -> Path:
@@ -88,16 +109,31 @@ class Manifest:
     rows: dict[str, int] = field(default_factory=dict)  # listed file -> rows (stores written since it was added)
 
     @classmethod
-    def load(cls, path: Path) -> Manifest:
-        """The manifest at ``path`` (empty when absent); StoreError naming it when it is damaged."""
+    def load(cls, path: Path) -> Manifest | None:
+        """The manifest at ``path``, None when absent; StoreError naming it when it is damaged, and
+        ``NewerStoreError`` when a newer trajaudit wrote it."""
         try:
             text = path.read_text()
         except FileNotFoundError:
-            return cls()
+            return None
         except NotADirectoryError:
             raise StoreError(f"{path.parent} is a file, not a store folder; pass --store with a folder") from None
+        return cls.parse(text, path)
+
+    @classmethod
+    def parse(cls, text: str, path: Path) -> Manifest:
+        """A manifest (or a write-log entry, which is one) from its text; ``path`` names it in errors."""
         try:
             raw = json.loads(text)
+            found = int(raw.get("format", 1))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise StoreError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
+        if found > FORMAT:
+            raise NewerStoreError(
+                f"{path} was written by a newer trajaudit (store format {found}; this version reads formats up to "
+                f"{FORMAT}): upgrade trajaudit to use this store; nothing was changed"
+            )
+        try:
             files = {t: [str(f) for f in raw.get("files", {}).get(t, [])] for t in TABLES}
             retired = [(str(r[0]), float(r[1])) for r in raw.get("retired", [])]
             rows = {str(k): int(v) for k, v in raw.get("rows", {}).items()}
@@ -105,9 +141,14 @@ class Manifest:
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raise StoreError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
 
-    def dump(self) -> str:
+    def dump(self, retires: list[str] | None = None) -> str:
+        """The manifest's JSON; ``retires``: a write-log entry's files retired by its write (``store.log``)."""
         legacy = {"retired": self.retired} if self.retired else {}
-        return json.dumps({"version": self.version, "files": self.files, **legacy, "rows": self.rows}, indent=1)
+        entry = {"retires": retires} if retires is not None else {}
+        return json.dumps(
+            {"format": FORMAT, "version": self.version, "files": self.files, **legacy, "rows": self.rows, **entry},
+            indent=1,
+        )
 
     def save(self, target: Path) -> None:
         """Publish: write an exclusive temporary file beside ``target``, then atomically replace it."""
@@ -128,12 +169,17 @@ class Manifest:
 
 
 class Store:
-    """A store folder. Cheap to construct; holds no open handles between calls. ``clock``: the time a
-    write retires files at and collects them by (tests pass their own to step past the grace period)."""
+    """A store folder. Cheap to construct; holds no open handles between calls.
 
-    def __init__(self, root: str | os.PathLike | None = None, clock: Callable[[], float] = time.time):
+    ``clock``: the time a write retires files at and collects them by (tests pass their own to step past
+    the grace period, or to play a writer whose clock is off). With the default, the wall clock, a
+    retired file's grace is also counted on the file system's clock (``retired.collect``): a writer
+    whose clock runs behind cannot shorten another reader's grace."""
+
+    def __init__(self, root: str | os.PathLike | None = None, clock: Callable[[], float] | None = None):
         self.root = resolve_root(root)
-        self.clock = clock
+        self.clock = clock or time.time
+        self.file_system_clock = clock is None
 
     # -- reading ---------------------------------------------------------------------------
     def manifest(self) -> Manifest:
@@ -145,9 +191,21 @@ class Store:
         return m
 
     def raw_manifest(self) -> Manifest:
-        """The manifest as written, foreign entries included (``check`` reports them, ``repair`` drops them)."""
+        """The manifest as written, foreign entries included (``check`` reports them, ``repair`` drops them).
+
+        No manifest is an empty store only when nothing was ever written: with data files or a write log
+        on disk it was lost, and reading it as empty would hide every row (and ``repair`` would once
+        have taken them all for a killed write's leftovers), so that is a StoreError."""
         self.require_folder()
-        return Manifest.load(self.root / MANIFEST)
+        m = Manifest.load(self.root / MANIFEST)
+        if m is not None:
+            return m
+        if found := _lost_manifest(self.root):
+            raise StoreError(
+                f"{self.root / MANIFEST} is missing but the store holds {found}; run `trajaudit repair` to "
+                "restore it from the write log"
+            )
+        return Manifest()
 
     def require_folder(self) -> None:
         """A file where the folder should be is named here, before mkdir or a read trips on it."""
@@ -214,9 +272,12 @@ class Store:
         for rel, (table, key) in todo.items():
             if not isinstance(known, dict) or known.get(rel) != key:
                 try:
-                    problem = schema_problem(table, pq.read_schema(self.root / rel))
+                    schema = pq.read_schema(self.root / rel)
+                    problem = schema_problem(table, schema)
                 except (pa.ArrowException, OSError) as exc:
                     problem = f"unreadable Parquet ({str(exc).splitlines()[0]})"
+                else:
+                    newer_file(self.root / rel, table, schema)
                 if problem:
                     raise StoreError(f"{self.root / rel}: {problem}; {REPAIR_HINT}")
                 fresh = True
@@ -260,7 +321,7 @@ class Store:
         store is exactly as it was.
         """
         with self.lock():
-            w = Writer(self, self.manifest())
+            w = Writer(self, self.roll_forward(self.manifest()))
             try:
                 yield w
             except BaseException:
@@ -279,6 +340,19 @@ class Store:
             w.settle()
             if w.added:
                 self._auto_compact()
+
+    def roll_forward(self, m: Manifest) -> Manifest:
+        """Publish the committed writes the manifest does not show yet (a writer killed between its log entry
+        and the manifest swap, ``store.log``), recording what they retired; called under the writer lock."""
+        while (text := log.read(self.root, m.version + 1)) is not None:
+            entry = json.loads(text)
+            m = Manifest.parse(text, self.root / log.name(m.version + 1))
+            m.save(self.root / MANIFEST)
+            try:
+                retired.write_all(self.root, [(str(rel), self.clock()) for rel in entry.get("retires", [])])
+            except (OSError, StoreError):  # kept on disk as orphans, for ``check`` and ``repair``
+                pass
+        return m
 
     def _auto_compact(self) -> None:
         """Merge each full size level (``FANOUT``) into one file, published as one more version under the
@@ -337,9 +411,11 @@ class Writer:
     def __init__(self, store: Store, manifest: Manifest):
         self.store = store
         self.manifest = manifest
+        self.seq = manifest.version + 1  # the version this write publishes: every row it adds carries it
         self._added: list[tuple[str, str]] = []
         self._retired: list[tuple[str, str]] = []
         self._published = False
+        self._logged: int | None = None  # the version whose log entry this write wrote (store.log)
         self._now = 0.0
         self._to_record: list[tuple[str, float]] = []  # (file, time retired) for retired/, once published
 
@@ -363,11 +439,15 @@ class Writer:
         arrow = conform(table, data)
         if arrow.num_rows == 0 and not supersedes:
             return None
+        if table in SEQUENCED and not supersedes:  # new rows; a merge or a rewrite keeps each row's own
+            seq = arrow.schema.get_field_index("seq")
+            arrow = arrow.set_column(seq, "seq", pa.repeat(pa.scalar(self.seq, pa.int64()), arrow.num_rows))
         if supersedes:
             meta = {SUPERSEDES: json.dumps(supersedes).encode()}
             arrow = arrow.replace_schema_metadata(meta | ({PARTS: json.dumps(parts).encode()} if parts else {}))
         rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
+        log.folder(self.store.root).mkdir(exist_ok=True)  # before any data file: see ``_lost_manifest``
         path.parent.mkdir(parents=True, exist_ok=True)
         inside(self.store.root, folder(table), "table folder")  # a table folder linked out of the store is refused
         self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
@@ -405,6 +485,11 @@ class Writer:
         return bool(self._added)
 
     def abandon(self) -> None:
+        """Remove what this unpublished write put on disk: its log entry first (a commit whose manifest swap
+        failed must not be rolled forward onto files deleted here), then its data files."""
+        if self._logged is not None and not self._published:
+            (self.store.root / log.name(self._logged)).unlink(missing_ok=True)
+            self._logged = None
         for _, rel in self._added:
             inside(self.store.root, rel, "store file").unlink(missing_ok=True)
             self.manifest.rows.pop(rel, None)
@@ -430,8 +515,19 @@ class Writer:
         live = set(m.listed())
         m.rows = {rel: n for rel, n in m.rows.items() if rel in live}
         m.version += 1
+        log.write(root, m.version, m.dump(retires=[rel for _, rel in self._retired]))  # the commit
+        self._logged = m.version
         m.save(root / MANIFEST)
         self._published = True
+
+    def _file_system_now(self) -> float | None:
+        """The file system's time now, as the manifest just written shows it (None with an injected clock)."""
+        if not self.store.file_system_clock:
+            return None
+        try:
+            return os.stat(self.store.root / MANIFEST).st_mtime
+        except OSError:
+            return None
 
     def settle(self) -> None:
         """After a published write: record the files it retired, delete those whose grace period is over,
@@ -444,11 +540,36 @@ class Writer:
             retired.write_all(root, self._to_record)
         except (OSError, StoreError):  # the retired files stay on disk as orphans (``check``, ``repair``)
             pass
-        retired.collect(root, self.manifest.listed(), self._now, RETIRED_GRACE_S)
+        retired.collect(root, self.manifest.listed(), self._now, RETIRED_GRACE_S, self._file_system_now())
+        log.prune(root, self.manifest.version)
         try:
             self.store._require_own_files(self.manifest)
         except StoreError:  # a damaged file the write did not add is named by the next read
             pass
+
+
+def newer_file(path: Path, table: str, schema: pa.Schema) -> None:
+    """``NewerStoreError`` when the file at ``path`` adds columns to ``table``'s schema (``newer_columns``)."""
+    if extra := newer_columns(table, schema):
+        raise NewerStoreError(
+            f"{path} has columns this trajaudit does not know ({', '.join(extra)}): it was written by a newer "
+            "version; upgrade trajaudit to use this store (`repair` leaves it alone)"
+        )
+
+
+def _lost_manifest(root: Path) -> str | None:
+    """What says a store folder without a manifest had one ("2 write-log entries"), or None: nothing was
+    ever committed there. Every write makes ``log/`` before its first data file, so data files beside an
+    empty log are a killed first write's (uncommitted: the store is empty); data files and no log at all
+    are a store written before the log was kept, whose manifest is lost."""
+    if not root.is_dir():
+        return None
+    if entries := len(log.versions(root)):
+        return f"{entries} write-log entr{'y' if entries == 1 else 'ies'}"
+    if (root / log.FOLDER).is_dir():
+        return None
+    data = sum(1 for t in TABLES if (root / folder(t)).is_dir() for _ in (root / folder(t)).glob("*.parquet"))
+    return f"{data} data file(s) and no write log" if data else None
 
 
 def _full_levels(rows: dict[str, int]) -> list[list[str]]:
@@ -479,8 +600,8 @@ def _open_snapshot(paths: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
         else:
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
     con.execute(
-        "CREATE VIEW items AS SELECT * EXCLUDE (written_at) FROM items_all "
-        "QUALIFY row_number() OVER (PARTITION BY benchmark, item_id ORDER BY written_at DESC) = 1"
+        "CREATE VIEW items AS SELECT * EXCLUDE (written_at, seq) FROM items_all "
+        f"QUALIFY row_number() OVER (PARTITION BY benchmark, item_id ORDER BY {order_key_sql()} DESC) = 1"
     )
     return con
 

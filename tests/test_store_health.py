@@ -4,6 +4,7 @@ truncated manifest, a compacted store whose manifest is lost, and leftovers of a
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,10 @@ def test_rebuild_after_compaction_skips_superseded_files(two_ingests, capsys):
     assert rc == 0 and len(Store(two_ingests).query("SELECT * FROM responses")) == 12
 
 
-def test_rebuild_refuses_when_rows_would_count_twice(two_ingests, capsys):
+def test_a_store_without_a_write_log_is_rebuilt_only_when_told(two_ingests, capsys):
+    """A store written before the write log cannot tell a killed write's files from committed ones: repair
+    refuses in one line, and ``--take-all`` rebuilds as before, with its guard against rows in two files."""
+    shutil.rmtree(two_ingests / "log")
     files = Store(two_ingests).manifest().files["responses"]
     copy = two_ingests / files[0].replace(".parquet", "-copy.parquet")
     copy.write_bytes((two_ingests / files[0]).read_bytes())
@@ -97,9 +101,27 @@ def test_rebuild_refuses_when_rows_would_count_twice(two_ingests, capsys):
     before = snapshot(two_ingests)
     capsys.readouterr()
     assert main(["repair", "--store", str(two_ingests)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no write log" in err and "--take-all" in err and "nothing was changed" in err
+    assert main(["repair", "--store", str(two_ingests), "--take-all"]) == 2
     err = capsys.readouterr().err
     assert "cannot be rebuilt safely" in err and "move the older file out" in err
     assert snapshot(two_ingests) == before
+    copy.unlink()
+    rc, out = run_json(["repair", "--store", str(two_ingests), "--take-all"], capsys)
+    assert rc == 0 and out["kept_rows"]["responses"] == 12
+
+
+def test_a_copy_no_write_committed_is_set_aside_not_taken(two_ingests, capsys):
+    files = Store(two_ingests).manifest().files["responses"]
+    copy = files[0].replace(".parquet", "-copy.parquet")
+    (two_ingests / copy).write_bytes((two_ingests / files[0]).read_bytes())
+    (two_ingests / MANIFEST).write_text("")
+    rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
+    assert rc == 0 and out["restored_from"] == "log/00000000000000000002.json"
+    assert [(p["file"], p["rows"]) for p in out["set_aside"]] == [(copy, 6)]
+    assert (two_ingests / "damaged" / copy).exists() and out["kept_rows"]["responses"] == 12
+    assert len(Store(two_ingests).query("SELECT * FROM responses")) == 12
 
 
 def test_repair_removes_a_killed_writers_leftovers(two_ingests, capsys):
@@ -110,7 +132,9 @@ def test_repair_removes_a_killed_writers_leftovers(two_ingests, capsys):
     rc, report = run_json(["check", "--store", str(two_ingests)], capsys)
     assert rc == 0 and len(report["orphans"]) == 3
     rc, out = run_json(["repair", "--store", str(two_ingests)], capsys)
-    assert len(out["removed_orphans"]) == 3 and not orphan.exists()
+    assert len(out["removed_orphans"]) == 2  # the temporary files: never renamed into place, so never data
+    assert not orphan.exists() and (two_ingests / "damaged" / orphan.relative_to(two_ingests)).exists()
+    assert [p["file"] for p in out["set_aside"]] == [str(orphan.relative_to(two_ingests))]
     rc, report = run_json(["check", "--store", str(two_ingests)], capsys)
     assert report["orphans"] == []
 

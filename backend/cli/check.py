@@ -28,8 +28,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = command(
         sub,
         "repair",
-        "Drop manifest entries whose files are missing or unreadable (moved to damaged/), "
-        "rebuild a corrupt manifest from the Parquet files on disk, remove files a killed writer left.",
+        "Drop manifest entries whose files are missing or unreadable (moved to damaged/), restore a lost or "
+        "corrupt manifest from the write log (log/), publish a committed write the manifest missed, move files of "
+        "writes that never committed to damaged/. Deletes only temporary files.",
+    )
+    p.add_argument(
+        "--take-all",
+        action="store_true",
+        help="with no manifest and no write log (a store written before trajaudit kept one): take every intact "
+        "file, a killed write's too",
     )
     add_json(p)
     p.set_defaults(func=run_repair)
@@ -46,21 +53,26 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"  {p.file}: {p.problem}" + (f" ({p.rows} rows)" if p.rows is not None else ""))
         if report.orphans:
             print(
-                f"  {len(report.orphans)} file(s) left by an interrupted write (harmless; `trajaudit repair` removes them)"
+                f"  {len(report.orphans)} file(s) no manifest entry lists (harmless to readers; `trajaudit repair` "
+                "deletes temporary files, records retired ones and moves a killed write's to damaged/)"
             )
     return 0 if report.sound else 1
 
 
 def run_repair(args: argparse.Namespace) -> int:
-    out = repair(Store(args.store))
+    out = repair(Store(args.store), take_all=args.take_all)
     if args.json:
         print_json(out.to_dict())
         return 0
     if not out.changed:
         print(f"{out.store}: nothing to repair")
         return 0
-    if out.rebuilt_manifest:
+    if out.restored_from:
+        print(f"manifest restored from the write log ({out.restored_from}; now version {out.version})")
+    elif out.rebuilt_manifest:
         print(f"manifest rebuilt from {len(out.taken)} intact file(s) on disk (version {out.version})")
+    if out.rolled_forward:
+        print(f"published {out.rolled_forward} committed write(s) the manifest did not show yet")
     for p in out.dropped:
         print(f"dropped {p.file}: {p.problem}")
     if out.dropped:
@@ -68,6 +80,16 @@ def run_repair(args: argparse.Namespace) -> int:
         print(
             f"responses lost: {out.responses_lost}{unknown}; damaged files kept in {', '.join(out.moved_to_damaged) or '-'}"
         )
+    for p in out.set_aside:
+        print(f"set aside {p.file} ({_rows(p.rows)}): {p.problem}")
+    if out.retired_recorded:
+        print(f"recorded {len(out.retired_recorded)} retired file(s) for deletion after the grace period")
     if out.removed_orphans:
-        print(f"removed {len(out.removed_orphans)} file(s) left by an interrupted write")
+        print(f"removed {len(out.removed_orphans)} temporary file(s) or link(s) left by an interrupted write")
+    kept = ", ".join(f"{t} {n:,}" for t, n in out.kept_rows.items() if n)
+    print(f"rows kept: {kept or 'none'}; set aside in damaged/: {sum(p.rows or 0 for p in out.set_aside):,}")
     return 0
+
+
+def _rows(n: int | None) -> str:
+    return "rows unknown" if n is None else f"{n:,} row{'s' * (n != 1)}"

@@ -225,8 +225,13 @@ class RepairReport(TypedDict):
     responses_lost: responses in the dropped files
     responses_lost_unknown: dropped response files whose row count was never recorded
     moved_to_damaged: where the dropped files were moved
-    removed_orphans: files an interrupted write left, removed
+    removed_orphans: temporary files an interrupted write left, and links out of the store, removed
     taken: files a rebuilt manifest lists
+    restored_from: the write-log entry a lost or corrupt manifest was restored from (null: not restored)
+    rolled_forward: committed writes the manifest did not show yet, published
+    kept_rows: rows each table holds afterwards
+    set_aside: files of writes that never committed, moved to damaged/, with their rows
+    retired_recorded: retired files found unrecorded, now recorded for deletion after the grace period
     """
 
     store: str
@@ -239,6 +244,11 @@ class RepairReport(TypedDict):
     moved_to_damaged: list[str]
     removed_orphans: list[str]
     taken: list[str]
+    restored_from: str | None
+    rolled_forward: int
+    kept_rows: dict[str, int]
+    set_aside: list[StoreProblem]
+    retired_recorded: list[str]
 
 
 class ModelEntry(TypedDict):
