@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-TABLES = ("items", "runs", "responses", "annotations", "videos")
+TABLES = ("items", "runs", "responses", "annotations", "videos", "history")
 
 ITEMS = pa.schema(
     [
@@ -28,6 +28,7 @@ ITEMS = pa.schema(
         ("domain", pa.string()),
         ("sub_category", pa.string()),
         ("written_at", pa.timestamp("us", tz="UTC")),
+        ("seq", pa.int64()),  # the store's write sequence of the write that stored the row (SEQ)
     ]
 )
 
@@ -74,7 +75,18 @@ RESPONSES = pa.schema(
         ("source_tag", pa.string()),
         ("protocol_note", pa.string()),
         ("provenance", pa.string()),  # JSON: versions, device, dtype, timings, token counts
-        ("written_at", pa.timestamp("us", tz="UTC")),
+        ("written_at", pa.timestamp("us", tz="UTC")),  # the writer's clock: for display only (SEQ orders)
+        ("seq", pa.int64()),  # the store's write sequence of the write that stored the row (SEQ)
+    ]
+)
+
+# Responses a ``--replace`` took out of ``responses``: the row as it was stored, and the write that replaced it
+# (``trajaudit inspect --history``). Nothing is ever deleted from here.
+HISTORY = pa.schema(
+    list(RESPONSES)
+    + [
+        ("replaced_seq", pa.int64()),  # the write sequence of the write that replaced the row
+        ("replaced_by", pa.string()),  # the run_id of the rows that replaced it
     ]
 )
 
@@ -89,6 +101,7 @@ ANNOTATIONS = pa.schema(
         ("author", pa.string()),
         ("deleted", pa.bool_()),
         ("created_at", pa.timestamp("us", tz="UTC")),
+        ("seq", pa.int64()),  # the store's write sequence (SEQ): the latest row of an annotation is the live one
     ]
 )
 
@@ -115,7 +128,22 @@ SCHEMAS: dict[str, pa.Schema] = {
     "responses": RESPONSES,
     "annotations": ANNOTATIONS,
     "videos": VIDEOS,
+    "history": HISTORY,
 }
+
+# Tables whose rows carry ``seq``: the store's own order of writes (``Writer`` stamps it; a compaction or a
+# rewrite keeps each row's). "The latest row" anywhere in the store means the highest ``seq``, never the latest
+# ``written_at``: wall clocks of two writers disagree, the manifest's version does not.
+SEQUENCED = ("items", "responses", "annotations")
+
+
+def order_key_sql(alias: str = "", time: str = "written_at") -> str:
+    """One BIGINT that orders rows as the store wrote them, later is larger: ``seq`` where the row has one,
+    else (a row written before ``seq`` was recorded, so before every row that has one) its ``written_at`` in
+    microseconds (``time``: ``created_at`` for annotations), else (no time either) last of all. Offsetting ``seq`` by 2**53 puts every sequenced row
+    after every timestamp (epoch microseconds stay below 2**53 until the year 2255)."""
+    return f"coalesce({alias}seq + 9007199254740992, epoch_us({alias}{time}), 9223372036854775807)"
+
 
 # The folder under the store root holding a table's files: the table's name, except the catalog's,
 # since ``<store>/videos`` is the default video root (the demo's clips live there).
@@ -129,7 +157,11 @@ def folder(table: str) -> str:
 
 # Nullable columns added after stores were first written: an older file lacks them, and reads as null
 # there (the store's views union files by name over the full schema), so it is still a sound file.
-ADDED_LATER: dict[str, tuple[str, ...]] = {"responses": ("frames_source", "sampler", "score_source")}
+ADDED_LATER: dict[str, tuple[str, ...]] = {
+    "responses": ("frames_source", "sampler", "score_source", "seq"),
+    "items": ("seq",),
+    "annotations": ("seq",),
+}
 
 
 def fits(table: str, file_schema: pa.Schema) -> bool:
@@ -145,6 +177,14 @@ def fits(table: str, file_schema: pa.Schema) -> bool:
 
 RESPONSE_KEY = ["model", "benchmark", "item_id", "config", "run"]
 ITEM_KEY = ["benchmark", "item_id"]
+
+
+def newer_columns(table: str, found: pa.Schema) -> list[str]:
+    """The columns a file adds to its table's schema when it otherwise fits: a newer trajaudit's file (which
+    no repair may move aside), not a damaged one. Empty when there are none or the file does not fit anyway."""
+    extra = [n for n in found.names if n not in SCHEMAS[table].names]
+    rest = pa.schema([f for f in found.remove_metadata() if f.name not in extra])
+    return extra if extra and fits(table, rest) else []
 
 
 def schema_problem(table: str, found: pa.Schema) -> str | None:

@@ -90,6 +90,16 @@ def store_from_rows(root, frames: list[pd.DataFrame], n_items: int) -> Store:
     return store
 
 
+def store_from_writes(root, frames: list[pd.DataFrame], n_items: int) -> Store:
+    """A store holding the given response frames, each its own write in list order (the store's order of
+    writes is what "written earlier" means, never the frames' ``written_at``)."""
+    store = Store(root)
+    store.append({"items": item_rows(n_items)})
+    for frame in frames:
+        store.append({"responses": frame})
+    return store
+
+
 def basic_store(root) -> Store:
     """BASIC with the item metadata the metric and read-side CLI tests look at: task types A A B B B,
     videos ``v0..v4``, and one question ("Count the cats") for the search filter."""

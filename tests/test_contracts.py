@@ -365,6 +365,8 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     from store.store import Store
 
     open_item = Store(demo_store).query("SELECT benchmark, item_id FROM items WHERE answer_type = 'open' LIMIT 1")
+    history = ["inspect", *s, "--benchmark", items[0]["benchmark"], "--item", items[0]["item_id"], "--history"]
+    got.append(("inspect --history", history, _cli([*history, "--json"])))  # rows: tests/test_store_never_loses.py
     got.append(
         (
             "inspect",

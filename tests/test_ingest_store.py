@@ -75,10 +75,9 @@ def test_conflicting_answers_are_refused_then_replaced(tmp_path, seeded):
     with pytest.raises(UserError) as err:
         ingest_paths(seeded, [path])
     msg = str(err.value)
-    assert msg.startswith("1 row(s) contradict the store")
-    assert (
-        "model=m1 benchmark=videomme item_id=001-1 config=16f run=main: stored A (correct 1), new B (correct 0)" in msg
-    )
+    assert msg.startswith("1 row(s) change values the store holds for the same model, benchmark, item, config and run")
+    assert "(answer in 1, correct in 1, raw_output in 1)" in msg
+    assert "model=m1 benchmark=videomme item_id=001-1 config=16f run=main: answer stored 'A', new 'B'" in msg
     assert f"{path} line 2" in msg and "--replace" in msg
     assert_same(before, snapshot(seeded))
 
@@ -191,7 +190,7 @@ BAD_INPUTS = {
     "answers missing items": (_answers_short, r"3 item\(s\) are not in the answers file .*e\.g\. 001-1, 001-2, 001-3"),
     "conflicting duplicates": (
         _dup_conflict,
-        r"1 response key\(s\) appear more than once with different answers: model=m1 .*item_id=002-2.* at .*long.csv line 6 and .*long.csv line 8",
+        r"1 response key\(s\) appear more than once with different values: model=m1 .*item_id=002-2.*: answer .* at .*long.csv line 6 vs .* at .*long.csv line 8",
     ),
     "empty file": (_empty, r"empty.jsonl: empty file"),
     "wrong encoding": (_latin1, r"latin.csv line 2: not UTF-8 text \(byte 0xe0\)"),

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from backend.analysis.metrics import (
@@ -30,7 +31,14 @@ from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
 from store.configs import lower_matrix
 from store.errors import UserError
-from tests.matrix_fixtures import HEADLINES_WITH_CI, basic_store, build_store, response_rows, store_from_rows
+from tests.matrix_fixtures import (
+    HEADLINES_WITH_CI,
+    basic_store,
+    build_store,
+    response_rows,
+    store_from_rows,
+    store_from_writes,
+)
 
 
 @pytest.fixture
@@ -178,27 +186,41 @@ def test_repeats_resolved_by_the_rule(tmp_path):
     )
     # A re-run never beats an ingested row, nor another run id the main one, whatever the dates.
     assert load_matrix(store, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
-    # Without a main row: not a re-run first, then the earliest written.
-    only = store_from_rows(
+    # Without a main row: not a re-run first, then the earliest written: the earlier write, whatever the
+    # writers' clocks say (the later write's rows carry the earlier time here).
+    only = store_from_writes(
         tmp_path / "t",
         [
-            response_rows(other, run="r1", origin="ingest", written_at=t1),
-            response_rows(base, run="r2", origin="ingest", written_at=t0),
+            response_rows(base, run="r2", origin="ingest", written_at=t1),
+            response_rows(other, run="r1", origin="ingest", written_at=t0),
             response_rows({"m": {"8f": [1, None, None, None]}}, run="main", origin="rerun", written_at=t0),
         ],
         4,
     )
     assert load_matrix(only, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
     # A store that breaks RESPONSE_KEY (two main rows for one cell): the earliest still wins.
-    dup = store_from_rows(
+    dup = store_from_writes(
         tmp_path / "u",
+        [
+            response_rows(base, run="main", origin="ingest", written_at=t1),
+            response_rows(other, run="main", origin="ingest", written_at=t0),
+        ],
+        4,
+    )
+    assert load_matrix(dup, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
+    # Rows written before the store kept a write sequence (no ``seq``) come first, in the order of their times.
+    legacy = store_from_rows(
+        tmp_path / "v",
         [
             response_rows(other, run="main", origin="ingest", written_at=t1),
             response_rows(base, run="main", origin="ingest", written_at=t0),
         ],
         4,
     )
-    assert load_matrix(dup, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
+    for rel in legacy.manifest().files["responses"]:
+        table = pq.read_table(legacy.root / rel)
+        pq.write_table(table.drop_columns(["seq"]), legacy.root / rel)
+    assert load_matrix(legacy, ["m"]).correct[0, :, 0].tolist() == [0, 0, 0, 0]
 
 
 def _random_store(tmp_path, n_items=200, seed=1):

@@ -98,7 +98,7 @@ def test_two_concurrent_conflicting_ingests_cannot_both_pass(tmp_path):
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
     assert sorted(rc for rc, _ in results) == [0, 2]
     loser = next(err for rc, err in results if rc == 2)
-    assert f"{ROWS_PER_BATCH} row(s) contradict the store" in loser
+    assert f"{ROWS_PER_BATCH} row(s) change values the store holds" in loser
     assert Store(store).query("SELECT count(*) AS n FROM responses")["n"][0] == ROWS_PER_BATCH
 
 

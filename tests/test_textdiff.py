@@ -87,6 +87,7 @@ def _rows(scores: dict[tuple[str, str], float | None], live: bool = False) -> pd
                 "answer": None,
                 "raw_output": f"answer at {c}",
                 "score": s,
+                "seq": 2 if live else 1,
             }
             for (m, c), s in scores.items()
         ]

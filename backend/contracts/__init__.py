@@ -23,7 +23,7 @@ from typing import Any
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.common import Interval, ScopeHeader, Transition
 from backend.contracts.explain import ExplainReport
-from backend.contracts.inspector import InspectReport
+from backend.contracts.inspector import HistoryReport, InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.report import ReportData
 from backend.contracts.runs import IngestReport, RerunOutcome, SelectionRerunReport, SweepReport
@@ -57,6 +57,7 @@ REPORTS: dict[str, Any] = {
     "compare": CompareReport,
     "explain": ExplainReport,
     "inspect": InspectReport,
+    "inspect --history": HistoryReport,
     "cascade --sweep": CascadeSweepReport,
     "cascade --threshold": CascadeThresholdReport,
     "predictor": PredictorReport,
@@ -103,6 +104,7 @@ __all__ = [
     "InfoReport",
     "IngestReport",
     "InspectReport",
+    "HistoryReport",
     "Interval",
     "InterventionsAudit",
     "IsocomputeAudit",

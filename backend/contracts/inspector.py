@@ -64,7 +64,8 @@ class ResponseRow(TypedDict):
     source_tag: the source's own configuration name
     protocol_note: how the protocol differs, where it does
     provenance: JSON: versions, device, dtype, timings, token counts
-    written_at: when the row was written (ISO-8601)
+    written_at: when the row was written (ISO-8601, the writer's clock: for display only)
+    seq: the store's write sequence of the write that stored it (null: stored before the store kept one)
     run_source: the run's source (file path, job id or sweep id)
     run_format: the run's input format
     live_rerun: true for a worker's re-run (shown apart from the logged trajectory)
@@ -95,6 +96,7 @@ class ResponseRow(TypedDict):
     protocol_note: str | None
     provenance: str | None
     written_at: str | None
+    seq: int | None
     run_source: str | None
     run_format: str | None
     live_rerun: bool
@@ -237,3 +239,51 @@ class InspectReport(TypedDict):
     video: VideoStatus
     frames: list[FramePlanRow]
     texts: ItemTexts | None
+
+
+class ReplacedResponse(TypedDict):
+    """A response as it was stored before an ingest with ``--replace`` changed it (the ``history`` table).
+
+    model: the model
+    config: the configuration label
+    run: the repeat id
+    run_id: the run the old row belonged to
+    answer: the old parsed option letter
+    correct: the old correctness
+    confidence: the old confidence
+    score: the old score
+    option_probs: the old option probabilities (JSON)
+    raw_output: the old raw output
+    seq: the write sequence that stored the old row (null: stored before the store kept one)
+    replaced_seq: the write sequence that replaced it
+    replaced_by: the run id of the row that replaced it
+    written_at: when the old row was written (ISO-8601, the writer's clock)
+    """
+
+    model: str
+    config: str
+    run: str
+    run_id: str | None
+    answer: str | None
+    correct: int | None
+    confidence: float | None
+    score: float | None
+    option_probs: str | None
+    raw_output: str | None
+    seq: int | None
+    replaced_seq: int
+    replaced_by: str | None
+    written_at: str | None
+
+
+class HistoryReport(TypedDict):
+    """``trajaudit inspect --history --json``: every value an item's responses held before a ``--replace``.
+
+    benchmark: the benchmark
+    item_id: the item's id
+    history: the replaced rows, oldest replacement first
+    """
+
+    benchmark: str
+    item_id: str
+    history: list[ReplacedResponse]

@@ -38,6 +38,7 @@ from store.configs import ConfigLabelError, parse, takes_seed
 from store.errors import UserError
 from store.queue import MAX_QUEUED, STATES, Job, JobQueue
 from store.rerun_request import RerunRequest
+from store.schema import order_key_sql
 from store.store import Store
 
 FINAL_STATES = ("done", "failed", "cancelled")
@@ -144,7 +145,7 @@ def stored_result(store_root: str | os.PathLike, req: RerunRequest) -> dict | No
     seed = req.seed if takes_seed(parse(req.config).policy) else None
     df = Store(store_root).query(
         f"SELECT {_RESULT_COLUMNS} FROM responses WHERE model = ? AND benchmark = ? AND item_id = ? AND config = ? "
-        "AND (?::BIGINT IS NULL OR seed = ?::BIGINT) ORDER BY run = 'main' DESC, written_at DESC LIMIT 1",
+        f"AND (?::BIGINT IS NULL OR seed = ?::BIGINT) ORDER BY run = 'main' DESC, {order_key_sql()} DESC LIMIT 1",
         [req.model, req.benchmark, req.item_id, req.config, seed, seed],
     )
     return None if df.empty else _result_dict(df.iloc[0])

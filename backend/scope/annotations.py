@@ -18,6 +18,7 @@ import pandas as pd
 
 from store.errors import UserError
 from store.ingest.gate import MAX_FIELD_CHARS, unshown_problem
+from store.schema import order_key_sql
 from store.store import Store
 
 # Evidence pathways a researcher can attribute a behaviour to (the paper's and its readers' vocabulary).
@@ -35,10 +36,10 @@ VOCABULARY: dict[str, str] = {
 COLUMNS = ["annotation_id", "benchmark", "item_id", "model", "tag", "note", "author", "created_at"]
 
 # The live rows: the latest row of each annotation_id, unless that row is a tombstone.
-_LIVE_SQL = """
+_LIVE_SQL = f"""
     SELECT annotation_id, benchmark, item_id, model, tag, note, author, created_at
     FROM (SELECT * FROM annotations
-          QUALIFY row_number() OVER (PARTITION BY annotation_id ORDER BY created_at DESC) = 1)
+          QUALIFY row_number() OVER (PARTITION BY annotation_id ORDER BY {order_key_sql(time="created_at")} DESC) = 1)
     WHERE NOT coalesce(deleted, false)
 """
 
@@ -146,7 +147,7 @@ def delete_annotation(store: Store, annotation_id: str, author: str | None = Non
         tomb = live.assign(
             deleted=True,
             author=author or original["author"],
-            created_at=max(now, original["created_at"] + pd.Timedelta(microseconds=1)),
+            created_at=now,  # display only: the store's write sequence makes the tombstone the latest row
         )
         w.add("annotations", tomb)
     return {k: (None if pd.isna(original[k]) else original[k]) for k in COLUMNS}

@@ -31,6 +31,7 @@ from backend.scope import delta, diskcache
 from backend.scope.matrix import ABSENT, CACHE_MIN_CELLS, Matrix, _winners, main_only
 from backend.scope.matrix_cache import preferred_new_rows
 from backend.scope.scratch import scratch
+from store.schema import order_key_sql
 from store.store import Store
 
 ENTRY_FORMAT = "v2"
@@ -80,8 +81,8 @@ def _rows(con: duckdb.DuckDBPyConnection, source: str, matrix: Matrix, model: st
                ({_KIND_SQL})::TINYINT AS kind,
                (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT
                    AS tier,
-               coalesce(epoch_us(r.written_at), {NEVER}) AS written
-        FROM (SELECT benchmark, item_id, config, answer, origin, run, written_at,
+               {order_key_sql("r.")} AS written
+        FROM (SELECT benchmark, item_id, config, answer, origin, run, written_at, seq,
                      regexp_replace(raw_output, '^\\s+|\\s+$', '', 'g') AS t
               FROM {source}
               WHERE model = $model AND list_contains($grid, config) {"" if include_reruns else "AND " + main_only()}) r

@@ -17,19 +17,20 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from backend.contracts.inspector import InspectReport, VideoProbe
+from backend.contracts.inspector import HistoryReport, InspectReport, ReplacedResponse, VideoProbe
 from backend.scope.texts import item_texts
 from backend.videos import catalog
 from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
 from store import configs, registry, samplers
 from store.errors import UserError
+from store.schema import order_key_sql
 from store.store import Store
 
 RESPONSE_COLUMNS = (
     "model", "config", "run", "origin", "run_id", "answer", "correct", "confidence", "score", "option_probs",
     "letter_mass", "raw_output", "frames", "pixels", "policy", "seed", "frame_indices", "frames_source", "sampler",
     "flags", "source_tag",
-    "protocol_note", "provenance", "written_at",
+    "protocol_note", "provenance", "written_at", "seq",
 )  # fmt: skip
 
 
@@ -46,8 +47,8 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     params = {"benchmark": benchmark, "item_id": item_id} | ({"models": list(models)} if models else {})
     with store.connect() as con:
         item = con.execute(  # the ``items`` view's latest-row rule, after the filter (not over every item)
-            "SELECT * EXCLUDE (written_at) FROM items_all WHERE benchmark = $benchmark AND item_id = $item_id "
-            "ORDER BY written_at DESC LIMIT 1",
+            "SELECT * EXCLUDE (written_at, seq) FROM items_all WHERE benchmark = $benchmark AND item_id = $item_id "
+            f"ORDER BY {order_key_sql()} DESC LIMIT 1",
             {"benchmark": benchmark, "item_id": item_id},
         ).df()
         responses = con.execute(
@@ -226,6 +227,26 @@ def video_length(store: Store, benchmark: str, item_id: str, info: VideoInfo | N
         fps = row["fps"].iloc[0]
         return int(row["n_frames"].iloc[0]), float(fps) if pd.notna(fps) else 0.0
     return None if info is None else (info.n_frames, info.fps)
+
+
+HISTORY_COLUMNS = (
+    "model", "config", "run", "run_id", "answer", "correct", "confidence", "score", "option_probs", "raw_output",
+    "seq", "replaced_seq", "replaced_by", "written_at",
+)  # fmt: skip
+
+
+def item_history(store: Store, benchmark: str, item_id: str, models: list[str] | None = None) -> HistoryReport:
+    """``inspect --history``: the values an ingest with ``--replace`` took out of the item's responses, in the
+    order they were replaced (the store's write sequence, never a clock)."""
+    with store.connect() as con:
+        rows = con.execute(
+            f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history WHERE benchmark = $b AND item_id = $i "
+            "AND ($models IS NULL OR list_contains($models, model)) ORDER BY replaced_seq, model, config, run",
+            {"b": benchmark, "i": item_id, "models": list(models) if models else None},
+        ).df()
+    rows["written_at"] = rows["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    return {"benchmark": benchmark, "item_id": item_id, "history": cast(list[ReplacedResponse], records)}
 
 
 def inspect_record(

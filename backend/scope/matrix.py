@@ -27,6 +27,7 @@ from backend.scope import coverage, diskcache
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
+from store.schema import order_key_sql
 from store.store import Manifest, Store
 
 # Item columns carried into Matrix.items, in this order (beside the integer position).
@@ -154,14 +155,14 @@ def _matched_grid(
 
 
 # A response row as a cell: model m and config c coded against $models and $grid, its values, its preference.
-CELL_VALUES = """(list_position($models, r.model) - 1)::TINYINT AS m,
+CELL_VALUES = f"""(list_position($models, r.model) - 1)::TINYINT AS m,
                (list_position($grid, r.config) - 1)::SMALLINT AS c,
                coalesce(r.correct, 0)::TINYINT AS correct,
                coalesce(r.confidence::FLOAT, 'nan'::FLOAT) AS confidence,
                coalesce(r.score::FLOAT, 'nan'::FLOAT) AS score,
                (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT
                   + (coalesce(r.run, 'main') <> 'main')::TINYINT)::TINYINT AS tier,
-               coalesce(epoch_us(r.written_at), 9223372036854775807) AS written"""
+               {order_key_sql("r.")} AS written"""
 
 
 def _fetch_cells(

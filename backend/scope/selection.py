@@ -20,6 +20,7 @@ from backend.export import from_cell
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
+from store.schema import order_key_sql
 from store.store import Store
 
 FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")  # the links of each config pair (analysis.flows)
@@ -130,6 +131,6 @@ def selection_answers(
     return store.query(
         f"SELECT item_id, answer, correct, confidence, run FROM responses WHERE model = ? AND benchmark = ? AND config = ? "
         f"AND item_id IN (SELECT unnest(?::VARCHAR[])) AND (?::BIGINT IS NULL OR seed = ?::BIGINT) {origin} "
-        "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY run = 'main' DESC, written_at DESC) = 1",
+        f"QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY run = 'main' DESC, {order_key_sql()} DESC) = 1",
         [model, benchmark, config, ids, random_seed, random_seed],
     ).set_index("item_id")

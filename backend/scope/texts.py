@@ -25,7 +25,9 @@ def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     live = responses["live_rerun"].to_numpy(dtype=bool)
     logged = responses.loc[~live].drop_duplicates(["model", "config"], keep="first")
     reruns = (
-        responses.loc[live].sort_values("written_at", kind="stable").drop_duplicates(["model", "config"], keep="last")
+        responses.loc[live]
+        .sort_values("seq", kind="stable", na_position="first")
+        .drop_duplicates(["model", "config"], keep="last")
     )
     return logged.reset_index(drop=True), reruns.reset_index(drop=True)
 

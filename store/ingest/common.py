@@ -53,8 +53,9 @@ from store.ingest.gate import fail
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
 
-ITEM_COLUMNS = [f.name for f in ITEMS if f.name != "written_at"]
-RESPONSE_COLUMNS = [f.name for f in RESPONSES]
+# What an input file may fill: never ``seq``, which only the store's writer stamps (store.schema.SEQUENCED).
+ITEM_COLUMNS = [f.name for f in ITEMS if f.name not in ("written_at", "seq")]
+RESPONSE_COLUMNS = [f.name for f in RESPONSES if f.name != "seq"]
 TEXT_COLUMNS = list(dict.fromkeys(f.name for f in (*RESPONSES, *ITEMS) if pa.types.is_string(f.type)))
 DEFAULT_N_OPTIONS = 4
 NAME_COLUMNS = ["model", "benchmark", "config", "split", "run", "task_type", "domain", "sub_category"]

@@ -4,13 +4,16 @@ the store before or after the whole ingest, never between.
 
 Rules:
 
+* a response's values are ``VALUES`` (answer, correctness, confidence, score, the raw output and the
+  option probabilities); every changed value is a decision, never a silent skip:
 * duplicates among the rows being ingested (within a file or across the files of one call): the
-  same response key with the same answer and correctness is kept once and counted
-  (``duplicates``); with a different answer or correctness it is refused, naming the places;
-* against the store: a key already stored with the same answer and correctness is skipped
-  (``already_stored``); a different answer or correctness is a conflict, refused with the count and
-  the first keys unless ``replace``, in which case the stored rows are dropped (their files are
-  rewritten without them and retired) and the new rows written (``replaced``);
+  same response key with the same values is kept once and counted (``duplicates``); with any value
+  different it is refused, naming the field and both places;
+* against the store: a key already stored with the same values is skipped (``already_stored``); any
+  different value is a conflict, refused in one line with the count of changed rows per field unless
+  ``replace``, in which case the stored rows move to the ``history`` table (with the write that replaced
+  them: ``trajaudit inspect --history``), their files are rewritten without them and retired, and the
+  new rows written (``replaced``);
 * items are upserted: a stored item's fields are kept where the new row has none, so a file that
   only knows the target does not erase the question another file gave. A different target for a
   stored item is a conflict like a different answer.
@@ -30,10 +33,12 @@ import pyarrow as pa
 from store import configs, samplers
 from store.errors import UserError
 from store.ingest.common import ITEM_COLUMNS, RESPONSE_COLUMNS, Batch, count_flags
-from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY
+from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY, RESPONSES
 from store.store import Store, Writer
 
 NEW, STORED, CONFLICT = 0, 1, 2
+# The values of a response: a row that differs from the stored one in any of them is a change to decide on.
+VALUES = ["answer", "correct", "confidence", "score", "raw_output", "option_probs"]
 SHOW = 5  # keys named in an error message
 _KEY = ", ".join(RESPONSE_KEY)
 
@@ -80,13 +85,13 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
         results[i].duplicates = int(n)
     now = pd.Timestamp.now(tz="UTC")
     with store.writer() as w, w.connect() as con:
-        status = _classify(con, rows, keep)
+        status, changed = _classify(con, rows, keep)
         conflicts = np.flatnonzero(status == CONFLICT)
         if len(conflicts) and not replace:
-            raise UserError(_conflict_message(con, rows, batches, conflicts))
+            raise UserError(_conflict_message(con, rows, batches, conflicts, changed))
         items = _merge_items(con, rows[keep], batches, replace)
         if len(conflicts):
-            _drop_stored(w, con, rows.iloc[conflicts][RESPONSE_KEY])
+            _drop_stored(w, con, rows.iloc[conflicts][RESPONSE_KEY + ["run_id"]])
         write = keep & (status != STORED)
         for i, res in enumerate(results):
             mine = src == i
@@ -127,26 +132,55 @@ def key_codes(rows: pd.DataFrame, cols: list[str]) -> np.ndarray:
 
 
 def _duplicates(rows: pd.DataFrame, keys: np.ndarray, batches: list[Batch]) -> np.ndarray:
-    """Mask of rows repeating an earlier row's key with the same answer (dropped and counted);
-    repeats with a different answer or correctness raise, naming where they are."""
+    """Mask of rows repeating an earlier row's key with the same values (dropped and counted);
+    repeats with any value different raise, naming the field and where both rows are."""
     repeated = pd.Series(keys).duplicated(keep=False).to_numpy()
     if not repeated.any():
         return np.zeros(len(rows), dtype=bool)
-    sub = rows.loc[repeated, RESPONSE_KEY + ["answer", "correct", "_src", "_line"]].assign(_k=keys[repeated])
-    variants = sub.drop_duplicates(["_k", "answer", "correct"])
+    values = [c for c in VALUES if c in rows]
+    sub = rows.loc[repeated, RESPONSE_KEY + values + ["_src", "_line"]].assign(_k=keys[repeated])
+    variants = sub.drop_duplicates(["_k", *values])
     bad_keys = variants["_k"][variants["_k"].duplicated()].unique()
     if len(bad_keys):
-        examples = "; ".join(
-            f"{_key_text(g.iloc[0])} at {' and '.join(batches[i].where(line) for i, line in zip(g['_src'], g['_line'][:3]))}"
-            for _, g in list(sub[sub["_k"].isin(bad_keys)].groupby("_k", sort=False))[:SHOW]
+        shown = variants[variants["_k"].isin(bad_keys[:SHOW])]
+        examples = "; ".join(_variant_text(g, values, batches) for _, g in shown.groupby("_k", sort=False))
+        raise UserError(
+            f"{len(bad_keys)} response key(s) appear more than once with different values: {examples}. Nothing was "
+            "written; keep one row per key"
         )
-        raise UserError(f"{len(bad_keys)} response key(s) appear more than once with different answers: {examples}")
     return pd.Series(keys).duplicated(keep="first").to_numpy()
 
 
-def _classify(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
-    """NEW / STORED / CONFLICT per row. Only (model, benchmark, config, run) groups the store
-    already holds are joined, so adding a new model or config costs no join at all."""
+def _variant_text(g: pd.DataFrame, values: list[str], batches: list[Batch]) -> str:
+    """``key: confidence 0.9 at f.jsonl line 3 vs 0.1 at f.jsonl line 7`` for the first two variants of a key."""
+    a, b = g.iloc[0], g.iloc[1]
+    field = next(c for c in values if not _same(a[c], b[c]))
+    return (
+        f"{_key_text(a)}: {field} {_shown(a[field])} at {batches[int(a['_src'])].where(a['_line'])} vs "
+        f"{_shown(b[field])} at {batches[int(b['_src'])].where(b['_line'])}"
+    )
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, with two missing values equal (as ``IS NOT DISTINCT FROM``)."""
+    missing_a, missing_b = bool(pd.isna(a)), bool(pd.isna(b))
+    return missing_a and missing_b or (not missing_a and not missing_b and a == b)
+
+
+def _shown(value: object, width: int = 40) -> str:
+    """A value as an error message shows it: ``none`` when missing, long text cut."""
+    if pd.isna(value):
+        return "none"
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _classify(
+    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarray
+) -> tuple[np.ndarray, dict[str, int]]:
+    """(NEW / STORED / CONFLICT per row, how many rows change each field of ``VALUES``). Only (model,
+    benchmark, config, run) groups the store already holds are joined, so adding a new model or config
+    costs no join at all. A value the batch lacks is compared as missing: storing the row would erase it."""
     status = np.full(len(rows), NEW, dtype=np.int8)
     groups = ["model", "benchmark", "config", "run"]
     gcodes = key_codes(rows, groups)
@@ -154,39 +188,60 @@ def _classify(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, keep: np.ndarr
     con.register("bg", pa.Table.from_pandas(rows.iloc[first][groups].assign(_g=uniq), preserve_index=False))
     held = con.sql(f"SELECT _g FROM bg SEMI JOIN responses USING ({', '.join(groups)})").df()["_g"].to_numpy()
     if not len(held):
-        return status
+        return status, {}
     overlap = keep & np.isin(gcodes, held)
-    batch = rows.loc[overlap, RESPONSE_KEY + ["answer", "correct"]].assign(_row=np.flatnonzero(overlap))
-    con.register("b", pa.Table.from_pandas(batch, preserve_index=False))
-    found = con.sql(
-        f"""SELECT b._row,
-                   bool_and(s.answer IS NOT DISTINCT FROM b.answer AND s.correct IS NOT DISTINCT FROM b.correct) AS same
-            FROM b JOIN responses s ON {_on("b")} GROUP BY b._row"""
-    ).df()
-    status[found["_row"].to_numpy()] = np.where(found["same"].to_numpy(dtype=bool), STORED, CONFLICT)
-    return status
+    con.register(
+        "b", _typed(rows.loc[overlap], RESPONSE_KEY + VALUES).append_column("_row", pa.array(np.flatnonzero(overlap)))
+    )
+    differs = ", ".join(f"bool_or(s.{c} IS DISTINCT FROM b.{c}) AS {c}" for c in VALUES)
+    found = con.sql(f"SELECT b._row, {differs} FROM b JOIN responses s ON {_on('b')} GROUP BY b._row").df()
+    changed = found[VALUES].to_numpy(dtype=bool)
+    status[found["_row"].to_numpy()] = np.where(changed.any(axis=1), CONFLICT, STORED)
+    return status, {c: int(n) for c, n in zip(VALUES, changed.sum(axis=0)) if n}
+
+
+def _typed(rows: pd.DataFrame, cols: list[str]) -> pa.Table:
+    """``cols`` of ``rows`` typed as the responses table stores them (absent ones as nulls), so a comparison
+    with stored values compares what would be stored."""
+    return pa.table(
+        {
+            c: pa.array(rows[c], from_pandas=True).cast(RESPONSES.field(c).type)
+            if c in rows
+            else pa.nulls(len(rows), RESPONSES.field(c).type)
+            for c in cols
+        }
+    )
 
 
 def _conflict_message(
-    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, batches: list[Batch], conflicts: np.ndarray
+    con: duckdb.DuckDBPyConnection,
+    rows: pd.DataFrame,
+    batches: list[Batch],
+    conflicts: np.ndarray,
+    changed: dict[str, int],
 ) -> str:
     sample = rows.iloc[conflicts[:SHOW]]
+    c = _typed(sample, RESPONSE_KEY + VALUES)
     con.register(
-        "c", pa.Table.from_pandas(sample[RESPONSE_KEY + ["answer", "correct", "_src", "_line"]], preserve_index=False)
+        "c", c.append_column("_src", pa.array(sample["_src"])).append_column("_line", pa.array(sample["_line"]))
     )
+    stored = ", ".join(f"s.{v} AS s_{v}" for v in VALUES)
     shown = con.sql(
-        f"""SELECT c.*, s.answer AS s_answer, s.correct AS s_correct
+        f"""SELECT c.*, {stored}
             FROM c JOIN responses s ON {_on("c")} QUALIFY row_number() OVER (PARTITION BY c._line, c._src) = 1
             ORDER BY c._src, c._line"""
     ).df()
     examples = "; ".join(
-        f"{_key_text(r)}: stored {r['s_answer']} (correct {r['s_correct']}), new {r['answer']} "
-        f"(correct {r['correct']}) at {batches[int(r['_src'])].where(r['_line'])}"
+        f"{_key_text(r)}: {field} stored {_shown(r['s_' + field])}, new {_shown(r[field])} at "
+        f"{batches[int(r['_src'])].where(r['_line'])}"
         for _, r in shown.iterrows()
+        for field in [next(v for v in VALUES if not _same(r[v], r["s_" + v]))]
     )
+    fields = ", ".join(f"{field} in {n}" for field, n in changed.items())
     return (
-        f"{len(conflicts)} row(s) contradict the store (same model, benchmark, item, config and run; different "
-        f"answer or correctness), e.g. {examples}. Nothing was written; pass --replace to overwrite them."
+        f"{len(conflicts)} row(s) change values the store holds for the same model, benchmark, item, config and "
+        f"run ({fields}), e.g. {examples}. Nothing was written; pass --replace to store the new values (the old "
+        "ones stay in `trajaudit inspect --history`)."
     )
 
 
@@ -195,10 +250,16 @@ def _key_text(r: pd.Series) -> str:
 
 
 def _drop_stored(w: Writer, con: duckdb.DuckDBPyConnection, keys: pd.DataFrame) -> None:
-    """Rewrite every response file holding one of ``keys`` without those rows, retiring the old file."""
+    """Move the stored rows of ``keys`` (with the ``run_id`` replacing each) to the history table, and
+    rewrite every response file holding one of them without those rows, retiring the old file."""
     files = list(w.manifest.files["responses"])
     paths = {str(w.store.root / f): f for f in files}
     con.register("drop_keys", pa.Table.from_pandas(keys, preserve_index=False))
+    old = con.sql(
+        f"SELECT s.*, $seq::BIGINT AS replaced_seq, k.run_id AS replaced_by FROM responses s JOIN drop_keys k USING ({_KEY})",
+        params={"seq": w.seq},
+    ).to_arrow_table()
+    w.add("history", old)
     hit = con.execute(
         f"SELECT DISTINCT filename FROM read_parquet($files, filename = true) SEMI JOIN drop_keys USING ({_KEY})",
         {"files": list(paths)},
