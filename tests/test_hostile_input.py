@@ -459,3 +459,21 @@ def test_held_sql_looking_names_are_stored_as_text(seeded, tmp_path):
     assert main(["ingest", str(write_table(tmp_path / "in", df=table_frame(name))), "--store", str(seeded)]) == 0
     models = Store(seeded).query("SELECT model, count(*) AS n FROM responses GROUP BY model ORDER BY model")
     assert models.set_index("model")["n"].to_dict() == {"m1": 6, name: 6}
+
+
+# -- issue 34 item 5: an id long enough to swamp every cache keyed by it ---------------------------
+@pytest.mark.parametrize("column", ["item_id", "model", "video"])
+def test_an_id_or_name_over_1024_characters_is_refused_with_its_length(seeded, tmp_path, capsys, column):
+    df = table_frame("m2").assign(video="001")
+    df.loc[3, column] = "x" * 2_000
+    path = write_table(tmp_path / "in", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 5: `{column}` has 2,000 characters, above the 1,024-character limit for names and ids" in err
+
+
+def test_an_id_of_1024_characters_is_kept(seeded, tmp_path):
+    df = table_frame("m2")
+    df.loc[3, "item_id"] = "x" * gate.MAX_ID_CHARS
+    assert main(["ingest", str(write_table(tmp_path / "in", df=df)), "--store", str(seeded)]) == 0
+    stored = Store(seeded).query("SELECT max(length(item_id)) AS n FROM responses WHERE model = 'm2'")
+    assert int(stored["n"].iloc[0]) == gate.MAX_ID_CHARS

@@ -344,10 +344,11 @@ def make_batch(
 
 
 def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
-    """Names NFKC-normalised (look-alike spellings become one name), then a control or invisible
-    character in a name or id is refused (``gate.UNSHOWN``): three chips reading "synthetic-A-7B"
-    that are three models, or an id with a NUL that no command line can name. Once per distinct
-    value; ids are not normalised (they must match the harness's and the video files' names)."""
+    """Names NFKC-normalised (look-alike spellings become one name), then a name or id over
+    ``gate.MAX_ID_CHARS`` characters (every cache holds each item's key) or holding a control or
+    invisible character is refused (``gate.UNSHOWN``): three chips reading "synthetic-A-7B" that are
+    three models, or an id with a NUL that no command line can name. Once per distinct value; ids
+    are not normalised (they must match the harness's and the video files' names)."""
     for col in NAME_COLUMNS + ID_COLUMNS:
         if col not in rows:
             continue
@@ -355,6 +356,11 @@ def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
         if col in NAME_COLUMNS:
             uniq = [unicodedata.normalize("NFKC", u) if isinstance(u, str) else u for u in uniq]
         text = pd.Series(uniq[:-1], dtype=object).astype("str")
+        lengths = text.str.len().to_numpy()
+        too_long = np.flatnonzero(lengths > gate.MAX_ID_CHARS)
+        if too_long.size:
+            line = rows["_line"].iloc[int(np.argmax(codes == too_long[0]))]
+            raise fail(path, f"`{col}` {gate.id_length_problem(int(lengths[too_long[0]]))}", line, word)
         bad = np.flatnonzero(text.str.contains(gate.UNSHOWN).to_numpy(dtype=bool))
         if bad.size:
             line = rows["_line"].iloc[int(np.argmax(codes == bad[0]))]
