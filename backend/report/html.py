@@ -232,7 +232,9 @@ def explain_section(data: Mapping[str, Any]) -> str:
         return '<section id="explain"><h2>Why these items?</h2><p class="note">No flow between consecutive configurations harms an item.</p></section>'
     return (
         f'<section id="explain"><h2>Why these items? {e(report["target"]["describe"])}</h2><div class="fig" id="fig-explain"></div>'
-        f"{table_html(tables.explain_table(report))}</section>"
+        f"{table_html(tables.explain_table(report))}"
+        + "".join(f'<p class="note">Not tested: {e(note)}.</p>' for note in report["untested"])
+        + "</section>"
     )
 
 

@@ -168,7 +168,10 @@ def panel(view: View, target: Target, key: str) -> None:
         if out["n_selected"] == 0:
             st.info("No item selected: nothing to explain.")
             return
-        ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
+        for note in out["untested"]:
+            st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
+        if out["slices"] or out["pairs"]:
+            ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
             st.caption(
                 "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
