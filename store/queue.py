@@ -141,6 +141,16 @@ class QueueGone(StoreError):
     """The queue's store folder or ``jobs.sqlite`` is gone (deleted or moved while in use)."""
 
 
+class QueueReadOnly(StoreError):
+    """The store cannot be written (a read-only copy, mount or permissions): its queue can be neither used nor
+    listed, since listing returns expired leases to the queue first. Every read of the results still works."""
+
+
+def _is_read_only(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's ``attempt to write a readonly database`` (any of its extended codes)."""
+    return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY
+
+
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
 
@@ -202,6 +212,8 @@ class JobQueue:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one call; a read-only store is ``QueueReadOnly`` (one line naming the store), not
+        the generic "cannot be used ... stop the workers and retry" a locked or damaged queue gets."""
         con = self._open()
         try:
             con.row_factory = sqlite3.Row
@@ -212,6 +224,14 @@ class JobQueue:
                 self._ready = True
             con.execute("PRAGMA synchronous = NORMAL")
             yield con
+        except sqlite3.OperationalError as exc:
+            if _is_read_only(exc):
+                raise QueueReadOnly(
+                    f"the store is read-only: {self.path.parent} (its job queue {QUEUE_FILE} cannot be written); "
+                    "results can be read, but re-runs and the queue need a store you can write: copy it to a "
+                    "folder you own, or fix its permissions"
+                ) from exc
+            raise
         finally:
             con.close()
 
