@@ -216,6 +216,12 @@ def score_section(data: Mapping[str, Any]) -> str:
 
 
 def flows_section(data: Mapping[str, Any]) -> str:
+    if data["flows"] is None:
+        grid = ", ".join(data["scope"]["grid"])
+        return (
+            '<section id="flows"><h2>Flows</h2><p class="note">Flows need two configurations: this scope has '
+            f"only {e(grid)}, so there is no flow between configurations to draw.</p></section>"
+        )
     noise = ""
     if data["scope"]["beyond_noise"]:
         noise = f'<p class="note">Within-noise flips hidden: {data["flows"].get("n_hidden", 0):,}.</p>'
