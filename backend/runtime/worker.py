@@ -20,9 +20,10 @@ write idempotent:
 
 A locked queue (another process holding ``jobs.sqlite`` past its busy timeout) never turns a stored
 answer into a failure: recording the job done is retried with a growing pause for up to
-``RECORD_RETRY_S``, and a job still not recorded then stays running until its lease runs out and the
-next claim completes it from the stored row. "Lease lost to another worker" is said only when another
-worker holds the job.
+``LOCKED_RETRY_S``, and a job still not recorded then stays running until its lease runs out and the
+next claim completes it from the stored row; the loop's heartbeat and claim wait for the lock the same
+way, so the worker outlives a lock shorter than that. "Lease lost to another worker" is said only when
+another worker holds the job.
 
 A background thread renews the lease every third of its length and sends heartbeats. SIGINT or
 SIGTERM stops the worker: a job whose answer is already computed (only the write and the queue
@@ -51,6 +52,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -70,11 +72,12 @@ from store.store import Store
 DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
 FAILURE_LINE_CHARS = 500  # a job's error is one line, at most this long (the traceback is in the log)
-RECORD_RETRY_S = 600.0  # how long a worker keeps trying to record a finished job in a locked queue
+LOCKED_RETRY_S = 600.0  # how long a worker keeps trying one queue call (heartbeat, claim, done) in a locked queue
 RETRY_PAUSE_S = (0.1, 10.0)  # the first pause between two tries, and the longest (each pause doubles)
 
 # (model spec, resolved checkpoint path, device, dtype) -> an adapter (anything with .answer(InferenceRequest))
 AdapterFactory = Callable[[ModelSpec, Path, str, str], Adapter]
+T = TypeVar("T")
 
 
 class ModelLoadError(UserError):
@@ -185,14 +188,14 @@ class Worker:
         poll_s: float = DEFAULT_POLL_S,
         adapter_factory: AdapterFactory = load_registered_adapter,
         busy_timeout_s: float = BUSY_TIMEOUT_MS / 1000,
-        record_retry_s: float = RECORD_RETRY_S,
+        locked_retry_s: float = LOCKED_RETRY_S,
     ):
         self.store = Store(store_root)
         self.spec = registry.get(self.store.root, model)
         JobQueue(self.store.root).counts()  # creates jobs.sqlite in the store if no job was ever queued
         # from now on: a deleted store stops the worker
         self.queue = JobQueue(self.store.root, create=False, busy_timeout_s=busy_timeout_s)
-        self.record_retry_s = record_retry_s
+        self.locked_retry_s = locked_retry_s
         self.path = self.spec.resolved_path(self.store.root)
         if not self.path.exists():
             raise UserError(f"model {model!r}: checkpoint path {self.path} does not exist")
@@ -243,8 +246,9 @@ class Worker:
         idle_since = time.monotonic()
         try:
             while not self._stop.is_set():
-                self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)  # QueueGone: store deleted
-                job = self.queue.claim(self.worker_id, self.spec.name, self.lease_s)
+                beat = lambda: self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)  # noqa: E731
+                self._retrying(beat, "heartbeat")  # QueueGone: the store was deleted
+                job = self._retrying(lambda: self.queue.claim(self.worker_id, self.spec.name, self.lease_s), "claiming")
                 if job is None:
                     if once:
                         break
@@ -262,11 +266,13 @@ class Worker:
                 self.queue.sign_off(self.worker_id)
             except QueueGone:  # nothing to sign off from; the error that stopped the loop is raised
                 pass
+            except sqlite3.OperationalError as exc:  # still locked: the worker's row ages out of "online"
+                print(f"worker: signing off: {exc}", file=sys.stderr, flush=True)
         return done
 
     def run_job(self, job: Job) -> str:
         """Run one claimed job to ``done``, ``failed``, (interrupted) ``queued``, ``lost`` (another worker holds
-        it) or ``stored`` (its answer stored, the queue locked past ``record_retry_s``); the state reached."""
+        it) or ``stored`` (its answer stored, the queue locked past ``locked_retry_s``); the state reached."""
         with _LeaseKeeper(self, job):
             try:
                 summary = self._answer(job)
@@ -317,7 +323,7 @@ class Worker:
         except sqlite3.OperationalError as exc:
             print(
                 f"worker: job {job.id}: its answer is stored but the queue stayed locked ({exc}) for "
-                f"{self.record_retry_s:g} s; the next claim of it completes it from the stored row",
+                f"{self.locked_retry_s:g} s; the next claim of it completes it from the stored row",
                 flush=True,
             )
             return "stored"
@@ -334,10 +340,10 @@ class Worker:
             return f"lost to another worker ({job.worker_id})"
         return f"lapsed (the job is {job.state if job else 'gone'})"
 
-    def _retrying(self, call: Callable[[], bool], what: str) -> bool:
-        """``call()``, tried again after a growing pause while the queue is locked or busy, for at most
-        ``record_retry_s``; the lock's ``sqlite3.OperationalError`` once that time is spent."""
-        deadline = time.monotonic() + self.record_retry_s
+    def _retrying(self, call: Callable[[], T], what: str) -> T:
+        """``call()`` (one queue transaction), tried again after a growing pause while the queue is locked or
+        busy, for at most ``locked_retry_s``; the lock's ``sqlite3.OperationalError`` once that time is spent."""
+        deadline = time.monotonic() + self.locked_retry_s
         pause, longest = RETRY_PAUSE_S
         while True:
             try:
