@@ -179,7 +179,8 @@ def panel(view: View, target: Target, key: str) -> None:
             )
         st.caption(
             f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
-            f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
+            f"{out['n_tests']:,} slices tested over "
+            f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']) or 'no attribute')}; "
             f"small: under {out['min_size']} items. Pairs of attributes: "
             f"{ui.escape_md(out['pair_search'] or 'not searched')}."
         )
