@@ -48,7 +48,15 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 
 @st.fragment(run_every=REFRESH_S)
 def live(root: str) -> None:
-    view = client.queue_overview(root, limit=RECENT_JOBS)
+    try:
+        view = client.queue_overview(root, limit=RECENT_JOBS)
+    except client.QueueReadOnly:  # a notice, not an error: the results are fine, only the queue needs writing
+        st.warning(
+            f"The store is read-only: {ui.code(root)}. Its results can be read on every other page, but the "
+            "re-run queue cannot be used or listed here: copy the store to a folder you can write to re-run items.",
+            icon=":material/lock:",
+        )
+        return
     for col, state in zip(st.columns(len(client.JOB_STATES)), client.JOB_STATES, strict=True):
         col.metric(state, f"{view['counts'][state]:,}")
 

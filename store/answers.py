@@ -92,6 +92,16 @@ def letter_or_text(value: object) -> str | None:
     return m[1].upper() if m else s
 
 
+_BEYOND_TARGET = re.compile(rf"^\(?([{chr(ord(LETTERS[-1]) + 1)}-Z])[).:]?$", re.IGNORECASE)
+
+
+def beyond_letters(value: object) -> bool:
+    """Whether a target is written as one letter past the last option letter ('I', 'j', '(K)'): an option of an
+    item with more than ``len(LETTERS)`` options, which the store cannot hold, far likelier than a
+    one-letter open-ended answer (ingest refuses it unless the row says its answer type)."""
+    return value is not None and _BEYOND_TARGET.match(str(value).strip()) is not None
+
+
 def extract_letter(text: object, n_options: int = 4) -> str | None:
     """The option letter in a model's raw output, or None when there is none.
 

@@ -9,7 +9,9 @@ can never take the same job.
 A job moves ``queued -> running -> done | failed | cancelled``. A running job holds a lease
 (``lease_expires_at``) that its worker renews; a job whose lease ran out (its worker died) goes back
 to ``queued`` and is claimed again, counting ``attempts``, until ``max_attempts`` is spent and it fails.
-Only the worker holding a job may renew, complete, fail or release it, so a job is completed once.
+Only the worker holding a job may renew, complete, fail or release it, so a job is completed once; the
+one exception is a job held by nobody (its lease ran out while the queue was locked): the worker that
+stored its answer completes it, since a job whose answer is stored is done.
 
 The queue never creates the store folder: a producer creates ``jobs.sqlite`` inside an existing
 store, and a worker (``create=False``) opens it read-write only (SQLite's ``mode=rw``), so a store
@@ -139,6 +141,16 @@ class QueueGone(StoreError):
     """The queue's store folder or ``jobs.sqlite`` is gone (deleted or moved while in use)."""
 
 
+class QueueReadOnly(StoreError):
+    """The store cannot be written (a read-only copy, mount or permissions): its queue can be neither used nor
+    listed, since listing returns expired leases to the queue first. Every read of the results still works."""
+
+
+def _is_read_only(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's ``attempt to write a readonly database`` (any of its extended codes)."""
+    return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY
+
+
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
 
@@ -151,6 +163,8 @@ class JobQueue:
     stops it with ``QueueGone`` rather than leaving an empty queue behind.
     ``clock``: the time source (default ``time.time``); a test passes its own to move time forward
     and check leases exactly, without sleeping or racing a loaded machine.
+    ``busy_timeout_s``: how long a call waits for another process's lock before ``database is locked``
+    (a test passes a short one to reach that error in a second).
     """
 
     def __init__(
@@ -159,8 +173,10 @@ class JobQueue:
         max_attempts: int = MAX_ATTEMPTS,
         create: bool = True,
         clock: Callable[[], float] = time.time,
+        busy_timeout_s: float = BUSY_TIMEOUT_MS / 1000,
     ):
         self.path = Path(store_root) / QUEUE_FILE
+        self.busy_timeout_s = busy_timeout_s
         self.max_attempts = max_attempts
         self.create = create
         self.clock = clock  # Unix seconds; every time the queue writes or compares comes from here
@@ -188,7 +204,7 @@ class JobQueue:
         mode = "rwc" if self.create else "rw"
         uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
         try:
-            return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            return sqlite3.connect(uri, uri=True, timeout=self.busy_timeout_s, isolation_level=None)
         except sqlite3.OperationalError as exc:
             if not self.path.is_file():  # removed between the check and the open
                 raise self._gone() from exc
@@ -196,16 +212,26 @@ class JobQueue:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one call; a read-only store is ``QueueReadOnly`` (one line naming the store), not
+        the generic "cannot be used ... stop the workers and retry" a locked or damaged queue gets."""
         con = self._open()
         try:
             con.row_factory = sqlite3.Row
-            con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            con.execute(f"PRAGMA busy_timeout = {round(self.busy_timeout_s * 1000)}")
             if not self._ready:
                 con.execute("PRAGMA journal_mode = WAL")
                 con.executescript(_SCHEMA)
                 self._ready = True
             con.execute("PRAGMA synchronous = NORMAL")
             yield con
+        except sqlite3.OperationalError as exc:
+            if _is_read_only(exc):
+                raise QueueReadOnly(
+                    f"the store is read-only: {self.path.parent} (its job queue {QUEUE_FILE} cannot be written); "
+                    "results can be read, but re-runs and the queue need a store you can write: copy it to a "
+                    "folder you own, or fix its permissions"
+                ) from exc
+            raise
         finally:
             con.close()
 
@@ -342,20 +368,23 @@ class JobQueue:
         return self._holder_update("UPDATE jobs SET lease_expires_at = ?", (self.clock() + lease_s,), job_id, worker_id)
 
     def complete(self, job_id: int, worker_id: str, result_ref: str) -> bool:
-        """Mark the job done with the key of the stored result; False when the worker lost the job."""
-        return self._finish(job_id, worker_id, "done", "result_ref", result_ref)
+        """Mark the job done with the key of its stored result; False when another worker holds it now (or it
+        is done or cancelled). The stored answer is the source of truth: a job held by nobody (its lease ran
+        out while the queue was locked, and it was queued again or failed for it) is done too."""
+        with self._write() as con:
+            cur = con.execute(
+                "UPDATE jobs SET state = 'done', finished_at = ?, lease_expires_at = NULL, worker_id = ?, "
+                "result_ref = ?, error = NULL WHERE id = ? AND ((state = 'running' AND worker_id = ?) "
+                "OR state IN ('queued', 'failed'))",
+                (self.clock(), worker_id, result_ref, job_id, worker_id),
+            )
+            return cur.rowcount == 1
 
     def fail(self, job_id: int, worker_id: str, error: str) -> bool:
         """Mark the job failed with the reason; False when the worker lost the job."""
-        return self._finish(job_id, worker_id, "failed", "error", error)
-
-    def _finish(
-        self, job_id: int, worker_id: str, state: JobState, column: Literal["result_ref", "error"], value: str
-    ) -> bool:
-        """End the held running job as ``state``, with ``value`` in ``column`` (a name of this module's, never input)."""
         return self._holder_update(
-            f"UPDATE jobs SET state = ?, finished_at = ?, lease_expires_at = NULL, {column} = ?",
-            (state, self.clock(), value),
+            "UPDATE jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL, error = ?",
+            (self.clock(), error),
             job_id,
             worker_id,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -409,3 +410,67 @@ def test_linked_videos_frame_rate_is_an_attribute_counted_by_hand(demo_store, tm
         "26-31 fps": int((fps[linked.isin(matched)] == 29.97).sum()),
     }
     assert {k: v for k, v in got.items() if k != explain.NONE} == hand and sum(hand.values()) == len(in_scope)
+
+
+@pytest.fixture
+def minimal_store(tmp_path) -> Path:
+    """Issue 34 item 6: a long table of the required columns alone (docs/formats.md): two models, two
+    configurations, 40 items, no item field, no raw output."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame(
+        [
+            {"model": m, "benchmark": "b", "item_id": f"q{i:02d}", "config": c, "correct": int(rng.integers(0, 2))}
+            for m in ("m1", "m2")
+            for i in range(40)
+            for c in ("8f", "16f")
+        ]
+    )
+    (tmp_path / "in").mkdir()
+    rows.to_csv(tmp_path / "in" / "minimal.csv", index=False)
+    root = tmp_path / "store"
+    assert main(["ingest", str(tmp_path / "in" / "minimal.csv"), "--store", str(root)]) == 0
+    return root
+
+
+def test_explain_on_a_minimal_long_table_reports_what_it_can_and_says_what_it_cannot(minimal_store, capsys):
+    capsys.readouterr()
+    argv = ["explain", "--store", str(minimal_store), "--model", "m1", "--models", "m1,m2", "--flow", "8f:16f:harmed"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    harmed = Store(minimal_store).query(
+        """SELECT count(*) AS n FROM responses a JOIN responses b USING (model, benchmark, item_id)
+           WHERE model = 'm1' AND a.config = '8f' AND b.config = '16f' AND a.correct = 1 AND b.correct = 0"""
+    )
+    assert out["n_selected"] == int(harmed["n"].iloc[0]) > 0 and out["n_scope"] == 40
+    assert out["slices"] == [] and out["attributes"] == []
+    assert any(note.startswith("no item attributes to slice by") for note in out["untested"]), out["untested"]
+    assert any(note.startswith("no answer letters stored") for note in out["untested"]), out["untested"]
+    assert out["agreement"]["models"] == ["m1", "m2"]  # what it can test, it tests
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "not tested: no item attributes to slice by" in printed and "Traceback" not in printed
+
+
+def test_the_flows_panel_on_a_minimal_long_table_shows_a_notice_not_a_traceback(minimal_store, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(minimal_store))
+    monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=180)
+    at.query_params.update({"bench": "b", "models": "m1,m2", "from": "8f", "to": "16f", "kind": "harmed"})
+    at.run()
+    at.switch_page("pages/flows.py").run()
+    at.session_state["explain-flow-8f-16f-harmed"] = True  # the panel draws once its expander is opened
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert any("no item attributes to slice by" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_the_report_of_a_minimal_long_table_explains_its_harmed_flow_with_what_it_cannot_test(
+    minimal_store, tmp_path, capsys
+):
+    out = tmp_path / "report.html"
+    assert main(["report", "--store", str(minimal_store), "--models", "m1,m2", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert '<section id="explain"><h2>Why these items? 8f → 16f harmed' in html
+    assert "Not tested: no item attributes to slice by" in html

@@ -459,3 +459,95 @@ def test_held_sql_looking_names_are_stored_as_text(seeded, tmp_path):
     assert main(["ingest", str(write_table(tmp_path / "in", df=table_frame(name))), "--store", str(seeded)]) == 0
     models = Store(seeded).query("SELECT model, count(*) AS n FROM responses GROUP BY model ORDER BY model")
     assert models.set_index("model")["n"].to_dict() == {"m1": 6, name: 6}
+
+
+# -- issue 34 item 5: an id long enough to swamp every cache keyed by it ---------------------------
+@pytest.mark.parametrize("column", ["item_id", "model", "video"])
+def test_an_id_or_name_over_1024_characters_is_refused_with_its_length(seeded, tmp_path, capsys, column):
+    df = table_frame("m2").assign(video="001")
+    df.loc[3, column] = "x" * 2_000
+    path = write_table(tmp_path / "in", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 5: `{column}` has 2,000 characters, above the 1,024-character limit for names and ids" in err
+
+
+def test_an_id_of_1024_characters_is_kept(seeded, tmp_path):
+    df = table_frame("m2")
+    df.loc[3, "item_id"] = "x" * gate.MAX_ID_CHARS
+    assert main(["ingest", str(write_table(tmp_path / "in", df=df)), "--store", str(seeded)]) == 0
+    stored = Store(seeded).query("SELECT max(length(item_id)) AS n FROM responses WHERE model = 'm2'")
+    assert int(stored["n"].iloc[0]) == gate.MAX_ID_CHARS
+
+
+# -- issue 34, smaller notes: ids that differ only in spaces; targets beyond the option letters ----
+def test_ids_that_stripping_would_merge_are_refused_naming_both(seeded, tmp_path, capsys):
+    """'001-3 ' and '001-3' were stripped into one id and the second row dropped as a duplicate: two ids, one lost."""
+    df = table_frame("m2")
+    df.loc[3] = df.loc[2]
+    df.loc[3, "item_id"] = df.loc[2, "item_id"] + " "
+    path = write_table(tmp_path / "in", "jsonl", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert (
+        f"{path} line 4: `item_id` '001-3' and '001-3 ' differ only in surrounding spaces: stripping them "
+        "would merge two item_id values; remove the spaces or rename one" in err
+    )
+
+
+def test_ids_stripped_of_spaces_are_kept_and_counted_in_the_summary(seeded, tmp_path, capsys):
+    df = table_frame("m2")
+    spaced = f"  {df.loc[3, 'item_id']} "
+    df.loc[3, "item_id"] = spaced
+    path = write_table(tmp_path / "in", "jsonl", df=df)
+    capsys.readouterr()
+    assert main(["ingest", str(path), "--store", str(seeded)]) == 0
+    said = capsys.readouterr().out
+    assert f"note: {path}: 1 item_id stripped of surrounding spaces (e.g. {spaced!r} -> {spaced.strip()!r})" in said
+    ids = Store(seeded).query("SELECT item_id FROM responses WHERE model = 'm2' ORDER BY item_id")["item_id"]
+    assert ids.tolist() == sorted(table_frame()["item_id"])
+
+
+@pytest.mark.parametrize("target", ["I", "j", "(K)", "Z."])
+def test_a_single_letter_target_beyond_h_without_options_is_refused(seeded, tmp_path, capsys, target):
+    """It silently became an open-ended reference scored by Token-F1: "I" is far likelier option 9 of a
+    ten-option item than a one-letter answer, and the store's items have at most 8 options (A-H)."""
+    df = table_frame("m2").drop(columns=["options"])
+    df.loc[1, ["item_id", "target"]] = ["new-1", target]
+    path = write_table(tmp_path / "in", "jsonl", df=df)
+    err = refused(seeded, [str(path)], capsys)
+    assert f"{path} line 2: `target` {target!r} is one letter beyond H and the row lists no options" in err
+
+
+def test_a_one_letter_open_ended_reference_is_kept_when_its_type_says_so(seeded, tmp_path, capsys):
+    df = table_frame("m2").drop(columns=["options"]).assign(answer_type=None)
+    df.loc[1, ["item_id", "target", "answer_type"]] = ["new-1", "I", "open"]
+    assert main(["ingest", str(write_table(tmp_path / "in", "jsonl", df=df)), "--store", str(seeded)]) == 0
+    kept = Store(seeded).query("SELECT target, answer_type FROM items WHERE item_id = 'new-1'")
+    assert kept.to_dict("records") == [{"target": "I", "answer_type": "open"}]
+
+
+def test_an_answer_type_other_than_mcqa_or_open_is_refused(seeded, tmp_path, capsys):
+    df = table_frame("m2").assign(answer_type=None)
+    df.loc[2, "answer_type"] = "essay"
+    err = refused(seeded, [str(write_table(tmp_path / "in", "jsonl", df=df))], capsys)
+    assert "line 3: `answer_type` must be mcqa, open or empty, got 'essay'" in err
+
+
+def test_the_summary_lists_ten_names_and_counts_the_rest(tmp_path, capsys):
+    """An ingest of 100k configurations printed them all on one 1 MB line; ``--json`` still lists every one."""
+    df = pd.DataFrame(
+        [
+            {"model": f"m{m:02d}", "benchmark": "b", "item_id": "q1", "config": f"{f}f", "correct": 1}
+            for m in range(12)
+            for f in range(1, 26)
+        ]
+    )
+    path = write_table(tmp_path / "in", df=df)
+    capsys.readouterr()
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store")]) == 0
+    (names,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("models: ")]
+    assert names == (
+        "models: m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 … and 2 more; benchmarks: b; "
+        "configs: 1f, 2f, 3f, 4f, 5f, 6f, 7f, 8f, 9f, 10f … and 15 more"
+    )
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["configs"]) == 25

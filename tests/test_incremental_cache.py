@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import tracemalloc
 
 import numpy as np
 import pandas as pd
@@ -396,3 +397,41 @@ def test_new_rows_are_counted_the_same_from_arrow_and_from_duckdb(tmp_path, monk
     key = lambda *k: tuple(None if pd.isna(v) else v for v in k)  # noqa: E731
     want = {key(r.model, r.benchmark, r.config, bool(r.rerun)): (int(r.n), int(r.items)) for r in direct.itertuples()}
     assert {k: (int(held.rows[j]), held.items(j)) for j, k in enumerate(held.keys)} == want
+
+
+def test_a_long_item_id_patched_in_costs_its_own_length_not_width_times_items(tmp_path, monkeypatch):
+    """Issue 34 item 5: patching a new item into a cached matrix once built a fixed-width ('<U') key per
+    cached item, as wide as the longest id: a 100,000-character id among 262k items asked 9.76 GiB. The keys
+    are variable-width now: numpy's allocations during the patch (traced) stay far below width x items."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    n_items, width = 20_000, 1_024
+    many = pd.DataFrame(
+        {
+            "model": "a",
+            "benchmark": "bench",
+            "item_id": [f"q{k:05d}" for k in range(n_items)],
+            "config": "8f",
+            "run": "main",
+            "correct": np.int8(1),
+            "written_at": T0,
+        }
+    )
+    store = Store(tmp_path / "s")
+    store.append({"responses": many})
+    matrix_cache.cells(store, ["a"], None, ["8f"], False)  # cold: the entry a patch starts from
+    diskcache.settle()
+    long_id = "q" + "x" * (width - 1)
+    store.append({"responses": many.head(1).assign(item_id=long_id, written_at=T0 + pd.Timedelta(seconds=1))})
+    cold_scans = []
+    monkeypatch.setattr(matrix_cache, "scan", lambda *a: cold_scans.append(a) or scan(*a))
+    tracemalloc.start()
+    try:
+        patched = matrix_cache.cells(store, ["a"], None, ["8f"], False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert cold_scans == [], "the entry was rebuilt, not patched: the test would not exercise the patch"
+    assert patched.items["item_id"].to_pylist()[-1] == long_id  # 'q' + 'x'... sorts after every 'q0...'
+    fixed_width = n_items * width * 4  # what one '<U1024' key array of the cached items takes (82 MB)
+    assert peak < fixed_width / 8, f"peak {peak:,} bytes traced while patching"
+    _assert_same_cells(patched, scan(store, ["a"], None, ["8f"], None, False, False))

@@ -45,6 +45,15 @@ def test_sufficient_budget_is_the_cheapest_correct_rung_else_the_top():
     assert predictor.sufficient_budget(y).tolist() == [1, 2, 0, 2]
 
 
+def test_video_groups_of_a_long_id_cost_its_length_not_width_times_items():
+    """Issue 34 item 5: a fixed-width ('<U') group array gave each of the items the longest id's width."""
+    items = pd.DataFrame({"benchmark": "b", "item_id": [f"q{i}" for i in range(10_000)], "video": None})
+    items.loc[0, "item_id"] = "q" * 1_024
+    groups = predictor.video_groups(items)
+    assert groups.dtype == object and groups[0] == "item:b/" + "q" * 1_024 and groups[1] == "item:b/q1"
+    assert predictor.grouped_folds(groups, 4).shape == (10_000,)
+
+
 def test_folds_never_share_a_video():
     items = pd.DataFrame(
         {

@@ -185,3 +185,28 @@ def test_two_processes_never_claim_the_same_job(tmp_path):
     flat = claimed[0] + claimed[1]
     assert sorted(flat) == sorted(ids)  # every job once, none twice
     assert {j.worker_id for j in q.list_jobs()} <= {"w0", "w1"}
+
+
+def test_a_stored_answer_completes_a_job_nobody_holds_but_never_one_another_worker_holds(tmp_path):
+    """Issue 34 item 7, the queue's side: a lease that ran out while the queue was locked (the job queued
+    again, or failed for it) does not undo the answer its worker stored; a job another worker took over
+    stays that worker's to complete."""
+    clock = Clock()
+    once = JobQueue(tmp_path / "a", max_attempts=1, clock=clock)
+    (tmp_path / "a").mkdir()
+    failed = _enqueue(once, "1")
+    once.claim("w1", "m", lease_s=5)
+    clock.advance(6)
+    assert once.list_jobs()[0].state == "failed"  # listing reaps: its one attempt is spent
+    assert once.complete(failed.id, "w1", '{"run": "rerun-1"}')
+    assert (once.get(failed.id).state, once.get(failed.id).error) == ("done", None)
+    q = JobQueue(tmp_path, clock=clock)
+    requeued, other = _enqueue(q, "1"), _enqueue(q, "2")
+    q.claim("w1", "m", lease_s=5)
+    clock.advance(6)
+    assert [j.state for j in q.list_jobs()] == ["queued", "queued"]  # reaped: queued again
+    assert q.claim("w2", "m", lease_s=5).id == requeued.id
+    assert not q.complete(requeued.id, "w1", "{}")  # w2 holds it now: its own to complete
+    assert (q.get(requeued.id).state, q.get(requeued.id).worker_id) == ("running", "w2")
+    assert q.complete(other.id, "w1", "{}")  # queued, held by nobody: the stored answer makes it done
+    assert q.get(other.id).state == "done"

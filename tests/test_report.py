@@ -14,6 +14,7 @@ import shlex
 from html import unescape
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from backend.cli import main
@@ -309,3 +310,22 @@ def test_overview_download_button_gives_the_same_bytes_as_the_cli(tmp_path, monk
     monkeypatch.delenv("TRAJAUDIT_VIDEO_ROOT", raising=False)
     assert main([*argv[1:], "--out", str(tmp_path / "cli.html")]) == 0
     assert (tmp_path / "cli.html").read_bytes() == served
+
+
+def test_a_one_configuration_store_is_reported_with_a_notice_where_the_flows_would_be(tmp_path, capsys):
+    """Issue 34: ``report`` refused a store of one configuration ("flows need at least two configurations");
+    it reports what it can (headline numbers, task types) and says why there are no flows."""
+    rows = pd.DataFrame(
+        {"model": "m1", "benchmark": "b", "item_id": [f"q{k}" for k in range(20)], "config": "8f", "correct": 1}
+    )
+    (tmp_path / "in").mkdir()
+    rows.to_csv(tmp_path / "in" / "one.csv", index=False)
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(tmp_path / "in" / "one.csv"), "--store", store]) == 0
+    html, data = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["report", "--store", store, "--models", "m1", "--out", str(html)]) == 0
+    assert "Flows need two configurations: this scope has only 8f" in html.read_text()
+    assert main(["report", "--store", store, "--models", "m1", "--format", "json", "--out", str(data)]) == 0
+    report = json.loads(data.read_text())
+    assert report["flows"] is None and report["overview"]["n_items"] == 20
+    assert report["overview"]["models"]["m1"]["accuracy"]["8f"] == 1.0

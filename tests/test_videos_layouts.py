@@ -136,7 +136,16 @@ BAD = {
         lambda b, root: ["--dataset", str(b.dataset), "--template", "{youtube}.mp4"],
         "--template names youtube: not an item field",
     ),
+    "a dataset folder that is a symlink loop": (
+        lambda b, root: ["--dataset", str(_self_link(root / "loop")), "--layout", "videomme"],
+        "loop: a symlink loop, or a link that cannot be resolved",
+    ),
 }
+
+
+def _self_link(path: Path) -> Path:
+    path.symlink_to(path.name)
+    return path
 
 
 def _write(path, text):
@@ -227,3 +236,30 @@ def test_mlvu_questions_asked_of_two_videos_cannot_be_told_apart(video_root, tmp
     err = capsys.readouterr().err
     assert "1 duplicate question(s), e.g. 'What happens in movie101_66.mp4 (1_plotQA)?'" in err and "--paths" in err
     assert not (tmp_path / "s" / "manifest.json").exists()
+
+
+def test_links_that_loop_are_skipped_and_counted(linked, video_root, capsys):
+    """Issue 34 item 8: a folder holding a symlink loop ended ``videos link`` in ``RuntimeError: Symlink
+    loop`` (exit 1). A loop (a link to itself, two links to each other) is skipped and counted; the other
+    items are linked as before, and a skipped item stays unlinked."""
+    built, store = linked
+    data = built.dataset / "data"
+    (data / "self.mp4").symlink_to("self.mp4")
+    (data / "ping.mp4").symlink_to("pong.mp4")
+    (data / "pong.mp4").symlink_to("ping.mp4")
+    paths = _write(
+        video_root / "pairs.csv",
+        "item_id,path\n001-1,data/fFjv93ACGo8.mp4\n001-2,data/self.mp4\n001-3,data/ping.mp4\n002-1,data/gone.mp4\n",
+    )
+    out = run_json(link_argv("videomme", store, built.dataset, "--paths", str(paths)), capsys)
+    assert (out["items"], out["linked"], out["missing"], out["skipped_links"]) == (2, 1, 1, 2)
+    rel = built.dataset.relative_to(video_root)
+    assert out["skipped_examples"] == [
+        {"item_id": "001-2", "path": f"{rel}/data/self.mp4"},
+        {"item_id": "001-3", "path": f"{rel}/data/ping.mp4"},
+    ]
+    (report,) = run_json(["videos", "check", "--store", store], capsys)["benchmarks"]
+    assert (report["linked"], report["missing"], report["unlinked"]) == (1, 1, 4)
+    capsys.readouterr()
+    assert main(link_argv("videomme", store, built.dataset, "--paths", str(paths))) == 0
+    assert "2 links skipped (a symlink loop or a link that cannot be resolved)" in capsys.readouterr().out

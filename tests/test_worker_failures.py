@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -315,3 +316,89 @@ def test_batch_panel_names_the_failed_jobs_reason_and_the_log_in_one_line(root, 
     error = JobQueue(root).list_jobs(state="failed")[0].error
     assert "\n" not in line and error.startswith("model 'm' cannot be loaded") and escape_md(error) in line
     assert line.endswith(f"worker log: ` {log} `") and not at.code
+
+
+# -- issue 34 item 7: a queue locked past its busy timeout ---------------------------------------------
+_HOLD_LOCK = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()  # held until the test closes our stdin
+con.execute("COMMIT")
+"""
+
+
+def _lock_queue(root: Path) -> subprocess.Popen:
+    """Another process holding ``jobs.sqlite``'s write lock (returns once it holds it) until its stdin is closed."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(root / QUEUE_FILE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout.readline().strip() == "locked"
+    return child
+
+
+def _release(child: subprocess.Popen) -> None:
+    child.stdin.close()
+    assert child.wait(10) == 0
+
+
+@pytest.mark.worker  # loads a model: needs the inference extra
+def test_a_job_whose_answer_is_stored_is_done_after_a_lock_longer_than_the_busy_timeout(root, capsys):
+    """The probe held jobs.sqlite past the 30 s busy timeout: job 27's answer was stored, yet the job ended
+    ``failed: OperationalError: database is locked`` and the worker said its lease was lost to another
+    worker, with none running. Here a real second process holds the lock 12 times the (shortened) timeout."""
+    job = JobQueue(root).enqueue(RerunRequest("m", "bench", "q3", "text"))
+    children = []
+
+    def lock_for_a_while() -> None:
+        children.append(_lock_queue(root))
+        threading.Timer(2.4, _release, [children[0]]).start()
+
+    worker = _worker(
+        root,
+        lambda *_: FakeAdapter(on_answer=lock_for_a_while),
+        lease_s=0.6,  # renewed every 0.2 s: the renewals meet the lock too
+        busy_timeout_s=0.2,
+    )
+    assert worker.run(once=True) == 1
+    assert children[0].wait(10) == 0
+    done = JobQueue(root).get(job.id)
+    assert (done.state, done.error) == ("done", None), done
+    assert json.loads(done.result_ref)["run"] == f"rerun-{job.id}"
+    stored = Store(root).query("SELECT run FROM responses WHERE run = ?", [f"rerun-{job.id}"])
+    assert len(stored) == 1
+    said = capsys.readouterr()
+    assert "another worker" not in said.out + said.err
+    assert f"worker: recording job {job.id}: database is locked; trying again" in said.err
+    assert f"worker: job {job.id} done" in said.out
+
+
+@pytest.mark.worker  # loads a model: needs the inference extra
+def test_a_job_still_locked_out_after_the_retries_is_completed_by_its_next_claim(root, capsys):
+    """Past ``locked_retry_s`` the worker gives up recording, not the job: it stays running, the worker keeps
+    serving (its heartbeat waits for the lock too), and once its lease has run out the next claim completes
+    it from the stored row (one row, never run twice)."""
+    job = JobQueue(root).enqueue(RerunRequest("m", "bench", "q3", "text"))
+    children = []
+    adapter = FakeAdapter(on_answer=lambda: children.append(_lock_queue(root)))
+    worker = _worker(root, lambda *_: adapter, lease_s=0.6, busy_timeout_s=0.2, locked_retry_s=0.5)
+    beat = worker.queue.heartbeat
+
+    def heartbeat(worker_id, model, device, current_job):
+        if current_job is None and children and children[0].poll() is None:  # the loop's, after the job
+            assert JobQueue(root).get(job.id).state == "running"  # read beside the lock (WAL)
+            time.sleep(0.7)  # its lease runs out
+            _release(children[0])
+        beat(worker_id, model, device, current_job)
+
+    worker.queue.heartbeat = heartbeat
+    assert worker.run(once=True) == 2  # the job "stored", then the same job completed from its row
+    said = capsys.readouterr().out
+    assert "its answer is stored but the queue stayed locked" in said and "result already stored" in said
+    done = JobQueue(root).get(job.id)
+    assert (done.state, done.attempts) == ("done", 2) and len(adapter.requests) == 1
+    assert len(Store(root).query("SELECT run FROM responses WHERE run = ?", [f"rerun-{job.id}"])) == 1

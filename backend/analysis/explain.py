@@ -274,10 +274,11 @@ def slice_statistics(in_slice: np.ndarray, selected: np.ndarray) -> pd.DataFrame
     )
 
 
-def single_slices(attributes: list[Attribute]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Every (attribute, value) slice: the frame of names and its ``[S, I]`` membership."""
+def single_slices(attributes: list[Attribute], n_items: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Every (attribute, value) slice: the frame of names and its ``[S, I]`` membership (``[0, I]`` with no
+    attribute: a long table of the required columns alone has none, and its flows are still counted)."""
     names = pd.DataFrame([([a.name], [v]) for a in attributes for v in a.values], columns=["attributes", "values"])
-    masks = np.concatenate([a.masks() for a in attributes], axis=0) if attributes else np.zeros((0, 0), bool)
+    masks = np.concatenate([a.masks() for a in attributes], axis=0) if attributes else np.zeros((0, n_items), bool)
     return names, masks
 
 
@@ -339,7 +340,7 @@ def explain_slices(
     Returns (singles, pairs, n_tests, [single masks, pair masks]) with the frames ranked (``rank``);
     each row's ``index`` column is its row in the returned masks, so a slice's items stay reachable.
     """
-    names1, m1 = single_slices(attributes)
+    names1, m1 = single_slices(attributes, len(selected))
     names2, m2 = (
         pair_slices(attributes, selected, min_size)
         if pairs
@@ -588,6 +589,23 @@ def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected:
     return {"configs": [matrix.grid[c] for c in cols], **per_kind, "affected": int(affected.sum()), "mask": affected}
 
 
+def untested(attributes: list[Attribute], cells: AnswerCells) -> list[str]:
+    """What the report cannot test on this store, each as one sentence: a long table of the required columns
+    alone (docs/formats.md) has no item field to slice by and no answer letter, and its flows still count."""
+    out = []
+    if not attributes:
+        out.append(
+            "no item attributes to slice by: no item field (task type, domain, duration, target letter...) "
+            "has two values or more in this scope; ingest them with the results to slice"
+        )
+    if not (cells.letter >= 0).any():
+        out.append(
+            "no answer letters stored for this model: the letter prior and the answer moves count every item "
+            "as 'no answer'; ingest raw outputs or predictions to test them"
+        )
+    return out
+
+
 def report(
     matrix: Matrix,
     model: str,
@@ -634,6 +652,7 @@ def report(
         },
         "answers": answer_behaviour(matrix, cells, target, selected),
         "agreement": None,
+        "untested": untested(attributes, cells),
     }
     if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})

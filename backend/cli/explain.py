@@ -153,4 +153,6 @@ def run(args: argparse.Namespace) -> int:
                 f"Jaccard {pr['jaccard'] or 0:.2f}, kappa {pr['kappa'] or 0:.2f}"
             )
         print(f"  selected in every model: {agree['n_every']}")
+    for note in out["untested"]:
+        print(f"not tested: {note}")
     return 0

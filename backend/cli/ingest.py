@@ -101,19 +101,29 @@ def _frames_text(frames: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in frames.items()) or "none (text only)"
 
 
+SHOWN_NAMES = 10  # names a summary line lists before "… and N more" (100k labels made a 1 MB line)
+
+
+def _names(names: list[str]) -> str:
+    """``names`` joined, the first ``SHOWN_NAMES`` of them and how many more (``--json`` lists them all)."""
+    more = len(names) - SHOWN_NAMES
+    return ", ".join(names[:SHOWN_NAMES]) + (f" … and {more:,} more" if more > 0 else "")
+
+
 def format_summary(s: IngestSummary) -> str:
-    """Human-readable summary: one line per file, then the totals."""
+    """Human-readable summary: one line per file, then the totals, then the notes (what ingest changed)."""
+    notes = [f"note: {n}" for n in s.notes]
     if s.dry_run:
         lines = [
             f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows as "
-            f"{', '.join(f.configs)}; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
+            f"{_names(f.configs)}; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
             for f in s.files
         ]
         lines.append(
             f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
             f"skipped{_scores_text(s.scores)}; nothing written (store version {s.store_version})"
         )
-        return "\n".join(lines)
+        return "\n".join(lines + notes)
     lines = [
         f"{f.path} ({f.format}{'; ' + f.config_hint if f.config_hint else ''}): {f.rows} rows, {f.new} new, {f.already_stored} already stored, "
         f"{f.replaced} replaced, {f.duplicates} duplicate; frames {_frames_text(f.frames)}; flagged: {_flags_text(f.flagged)}"
@@ -124,8 +134,6 @@ def format_summary(s: IngestSummary) -> str:
         f"{s.duplicates} duplicate; flagged: {_flags_text(s.flagged)}{_scores_text(s.scores)}; "
         f"{s.items_written} item rows written"
     )
-    lines.append(
-        f"models: {', '.join(s.models)}; benchmarks: {', '.join(s.benchmarks)}; configs: {', '.join(s.configs)}"
-    )
+    lines.append(f"models: {_names(s.models)}; benchmarks: {_names(s.benchmarks)}; configs: {_names(s.configs)}")
     lines.append(f"store version {s.store_version}")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)

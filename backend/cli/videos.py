@@ -64,9 +64,18 @@ def run_link(args: argparse.Namespace) -> int:
         f"{out['benchmark']} ({out['layout']}): {out['items']} items -> {out['files']} files under {out['video_root']}: "
         f"{out['linked']} linked, {out['missing']} missing, {out['unreadable']} unreadable; "
         f"{out['matched_items']} of the {out['stored_items']} stored items covered"
+        + (
+            f"; {out['skipped_links']} links skipped (a symlink loop or a link that cannot be resolved)"
+            if out["skipped_links"]
+            else ""
+        )
     )
     examples = out["examples"]
-    for state, rows in (("missing", examples["missing"]), ("unreadable", examples["unreadable"])):
+    for state, rows in (
+        ("missing", examples["missing"]),
+        ("unreadable", examples["unreadable"]),
+        ("skipped", out["skipped_examples"]),
+    ):
         for r in rows:
             print(f"  {state}: {r['item_id']} -> {r['path']}")
     return 0

@@ -189,6 +189,7 @@ class Explanation(TypedDict):
     parser: selected items whose raw output was empty, degenerate or unparsed
     answers: the letter prior and a flow's answer moves
     agreement: the same selection across models (two models or more; null for listed items)
+    untested: what could not be tested here, and why (e.g. no item attribute to slice by)
     """
 
     model: str
@@ -205,6 +206,7 @@ class Explanation(TypedDict):
     parser: ParserEffects
     answers: AnswerBehaviour
     agreement: Agreement | None
+    untested: list[str]
 
 
 class ExplainReport(Explanation):

@@ -145,7 +145,7 @@ class ReportData(TypedDict):
     colours: per model of the scope, its colour (#rrggbb)
     overview: the headline numbers (as in ``metrics --json``, without scope and task types)
     task_types: the focus model's numbers per task type
-    flows: the focus model's Sankey (as in ``flows --json``, without scope)
+    flows: the focus model's Sankey (as in ``flows --json``, without scope); null with one configuration
     overlap: confused-item overlap (null with one model)
     policy: the focus model's cascade frontier, or why not
     explain: the focus model's largest harmed consecutive flow, explained (as in ``explain --json``; null: none harmed)
@@ -157,7 +157,7 @@ class ReportData(TypedDict):
     colours: dict[str, str]
     overview: OverviewNumbers
     task_types: ReportTaskTypes
-    flows: FlowsSummary
+    flows: FlowsSummary | None
     overlap: Overlap | None
     policy: PolicySection
     explain: ExplainReport | None

@@ -460,6 +460,7 @@ class IngestReport(TypedDict):
     store_version: the store's version after the write
     dry_run: true for --dry-run: read and checked, nothing written (new, items_written 0)
     skipped: files under a folder given that are no result file
+    notes: what ingest changed that the counts do not show, each after its file (ids stripped of spaces)
     """
 
     files: list[IngestedFile]
@@ -477,3 +478,4 @@ class IngestReport(TypedDict):
     store_version: int
     dry_run: bool
     skipped: list[str]
+    notes: list[str]

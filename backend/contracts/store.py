@@ -333,6 +333,8 @@ class VideoLinkReport(TypedDict):
     unreadable: items whose file is not a readable video
     stored_items: items the store holds for the benchmark
     matched_items: stored items the link covers
+    skipped_links: mapped files skipped as a symlink loop or a link that cannot be resolved (their items unlinked)
+    skipped_examples: a few of the items skipped so
     examples: a few items of each problem
     store_version: the store's version after the write
     """
@@ -348,6 +350,8 @@ class VideoLinkReport(TypedDict):
     unreadable: int
     stored_items: int
     matched_items: int
+    skipped_links: int
+    skipped_examples: list[VideoExample]
     examples: VideoLinkExamples
     store_version: int
 

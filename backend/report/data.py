@@ -125,7 +125,7 @@ def report_data(
         )
     overview = views.overview(view, bootstrap=bootstrap, seed=seed)
     task_types = overview["task_types"][scope.focus]  # the Overview's table: the focus model's, Wilson intervals
-    flows = views.flows_view(view, scope.focus)
+    flows = views.flows_view(view, scope.focus) if len(matrix.grid) > 1 else None  # a flow joins two configurations
     overlap = None
     if len(matrix.models) > 1:
         overlap = views.compare_view(view, top=1, bootstrap=0)["overlap"]
@@ -144,7 +144,7 @@ def report_data(
         "colours": {m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
         "overview": cast(OverviewNumbers, _without(overview, "scope", "task_types")),  # the scope is stated once
         "task_types": {"model": scope.focus, "rows": task_types},
-        "flows": cast(FlowsSummary, _without(flows, "scope")),
+        "flows": None if flows is None else cast(FlowsSummary, _without(flows, "scope")),
         "overlap": overlap,
         "policy": policy_section(store, resolved, bootstrap, seed),
         "explain": explain_section(view),

@@ -287,7 +287,9 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
 def figures(data: Mapping[str, Any]) -> dict[str, go.Figure]:
     """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
     colours = data["colours"]
-    out = {"fig-curve": curve_and_flows(data["overview"], colours), "fig-sankey": sankey(data["flows"])}
+    out = {"fig-curve": curve_and_flows(data["overview"], colours)}
+    if data["flows"] is not None:
+        out["fig-sankey"] = sankey(data["flows"])
     if data["overlap"] is not None:
         out |= {"fig-jaccard": jaccard(data["overlap"]), "fig-intersections": intersections(data["overlap"])}
     if data["policy"]["available"]:

@@ -216,6 +216,12 @@ def score_section(data: Mapping[str, Any]) -> str:
 
 
 def flows_section(data: Mapping[str, Any]) -> str:
+    if data["flows"] is None:
+        grid = ", ".join(data["scope"]["grid"])
+        return (
+            '<section id="flows"><h2>Flows</h2><p class="note">Flows need two configurations: this scope has '
+            f"only {e(grid)}, so there is no flow between configurations to draw.</p></section>"
+        )
     noise = ""
     if data["scope"]["beyond_noise"]:
         noise = f'<p class="note">Within-noise flips hidden: {data["flows"].get("n_hidden", 0):,}.</p>'
@@ -232,7 +238,9 @@ def explain_section(data: Mapping[str, Any]) -> str:
         return '<section id="explain"><h2>Why these items?</h2><p class="note">No flow between consecutive configurations harms an item.</p></section>'
     return (
         f'<section id="explain"><h2>Why these items? {e(report["target"]["describe"])}</h2><div class="fig" id="fig-explain"></div>'
-        f"{table_html(tables.explain_table(report))}</section>"
+        f"{table_html(tables.explain_table(report))}"
+        + "".join(f'<p class="note">Not tested: {e(note)}.</p>' for note in report["untested"])
+        + "</section>"
     )
 
 

@@ -22,6 +22,7 @@ from backend.runtime.worker_pool import ensure_local_worker, job_status, local_w
 from backend.runtime.worker_pool import overview as queue_overview
 from backend.videos.decode import thumbnails, timestamps
 from store.configs import LOGGED
+from store.queue import QueueReadOnly
 
 __all__ = [
     "FINAL_STATES",
@@ -29,6 +30,7 @@ __all__ = [
     "LOGGED",
     "SAMPLING_POLICIES",
     "ModelSpec",
+    "QueueReadOnly",
     "RerunRequest",
     "batch_progress",
     "batch_requests",

@@ -15,7 +15,15 @@ write idempotent:
   before completing) is completed from that row;
 * the write itself re-checks under the store's writers' lock, so two workers that both ran a job
   (one lost its lease while still computing) store one row between them;
-* only the lease holder can complete a job (``store.queue``).
+* only the lease holder can complete a job (``store.queue``), or the worker that stored its answer when
+  nobody holds it any more (its lease ran out while the queue was locked): a stored answer is a done job.
+
+A locked queue (another process holding ``jobs.sqlite`` past its busy timeout) never turns a stored
+answer into a failure: recording the job done is retried with a growing pause for up to
+``LOCKED_RETRY_S``, and a job still not recorded then stays running until its lease runs out and the
+next claim completes it from the stored row; the loop's heartbeat and claim wait for the lock the same
+way, so the worker outlives a lock shorter than that. "Lease lost to another worker" is said only when
+another worker holds the job.
 
 A background thread renews the lease every third of its length and sends heartbeats. SIGINT or
 SIGTERM stops the worker: a job whose answer is already computed (only the write and the queue
@@ -44,6 +52,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -56,16 +65,19 @@ from backend.videos import catalog
 from backend.videos.decode import default_video_root
 from store.configs import parse
 from store.errors import UserError
-from store.queue import Job, JobQueue, QueueGone
+from store.queue import BUSY_TIMEOUT_MS, Job, JobQueue, QueueGone
 from store.schema import RESPONSE_KEY
 from store.store import Store
 
 DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
 FAILURE_LINE_CHARS = 500  # a job's error is one line, at most this long (the traceback is in the log)
+LOCKED_RETRY_S = 600.0  # how long a worker keeps trying one queue call (heartbeat, claim, done) in a locked queue
+RETRY_PAUSE_S = (0.1, 10.0)  # the first pause between two tries, and the longest (each pause doubles)
 
 # (model spec, resolved checkpoint path, device, dtype) -> an adapter (anything with .answer(InferenceRequest))
 AdapterFactory = Callable[[ModelSpec, Path, str, str], Adapter]
+T = TypeVar("T")
 
 
 class ModelLoadError(UserError):
@@ -145,9 +157,9 @@ class _LeaseKeeper:
         while not self._done.wait(w.lease_s / 3):
             try:
                 if not w.queue.renew(self.job.id, w.worker_id, w.lease_s):
-                    # Taken over after a missed renewal: finishing is still safe (the write is
-                    # idempotent and only the new holder can complete), so just stop renewing.
-                    print(f"worker: lease on job {self.job.id} lost to another worker", file=sys.stderr, flush=True)
+                    # Lapsed after missed renewals: finishing is still safe (the write is idempotent, and a
+                    # job held by another worker is completed by it alone), so just stop renewing.
+                    print(f"worker: lease on job {self.job.id} {w.lapsed(self.job.id)}", file=sys.stderr, flush=True)
                     return
                 w.queue.heartbeat(w.worker_id, w.spec.name, w.device, self.job.id)
             except sqlite3.Error as exc:  # a locked or busy queue: try again at the next tick
@@ -175,11 +187,15 @@ class Worker:
         lease_s: float = DEFAULT_LEASE_S,
         poll_s: float = DEFAULT_POLL_S,
         adapter_factory: AdapterFactory = load_registered_adapter,
+        busy_timeout_s: float = BUSY_TIMEOUT_MS / 1000,
+        locked_retry_s: float = LOCKED_RETRY_S,
     ):
         self.store = Store(store_root)
         self.spec = registry.get(self.store.root, model)
         JobQueue(self.store.root).counts()  # creates jobs.sqlite in the store if no job was ever queued
-        self.queue = JobQueue(self.store.root, create=False)  # from now on: a deleted store stops the worker
+        # from now on: a deleted store stops the worker
+        self.queue = JobQueue(self.store.root, create=False, busy_timeout_s=busy_timeout_s)
+        self.locked_retry_s = locked_retry_s
         self.path = self.spec.resolved_path(self.store.root)
         if not self.path.exists():
             raise UserError(f"model {model!r}: checkpoint path {self.path} does not exist")
@@ -230,8 +246,9 @@ class Worker:
         idle_since = time.monotonic()
         try:
             while not self._stop.is_set():
-                self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)  # QueueGone: store deleted
-                job = self.queue.claim(self.worker_id, self.spec.name, self.lease_s)
+                beat = lambda: self.queue.heartbeat(self.worker_id, self.spec.name, self.device, None)  # noqa: E731
+                self._retrying(beat, "heartbeat")  # QueueGone: the store was deleted
+                job = self._retrying(lambda: self.queue.claim(self.worker_id, self.spec.name, self.lease_s), "claiming")
                 if job is None:
                     if once:
                         break
@@ -240,7 +257,7 @@ class Worker:
                         break
                     self._stop.wait(self.poll_s)
                     continue
-                done += self.run_job(job) in ("done", "failed")
+                done += self.run_job(job) in ("done", "failed", "stored")
                 idle_since = time.monotonic()
         finally:
             for sig, handler in handlers.items():
@@ -249,24 +266,16 @@ class Worker:
                 self.queue.sign_off(self.worker_id)
             except QueueGone:  # nothing to sign off from; the error that stopped the loop is raised
                 pass
+            except sqlite3.OperationalError as exc:  # still locked: the worker's row ages out of "online"
+                print(f"worker: signing off: {exc}", file=sys.stderr, flush=True)
         return done
 
     def run_job(self, job: Job) -> str:
-        """Run one claimed job to ``done``, ``failed`` or (interrupted) ``queued``; the state reached."""
+        """Run one claimed job to ``done``, ``failed``, (interrupted) ``queued``, ``lost`` (another worker holds
+        it) or ``stored`` (its answer stored, the queue locked past ``locked_retry_s``); the state reached."""
         with _LeaseKeeper(self, job):
             try:
-                if self._stop.is_set():
-                    raise _Interrupted("stop requested")
-                with self.store.connect() as con:
-                    if _stored(con, job):  # written by a worker that died before completing
-                        return self._complete(job, "result already stored")
-                self._computing = True
-                if self._stop.is_set():  # a signal that came before the flag was raised
-                    raise _Interrupted("stop requested")
-                rows = self.compute(job)
-                self._computing = False
-                self._write(job, rows)
-                return self._complete(job, _summary(rows["responses"]))
+                summary = self._answer(job)
             except _Interrupted as why:
                 self._computing = False
                 self.queue.release(job.id, self.worker_id)
@@ -284,17 +293,69 @@ class Worker:
                     return "queued"
                 traceback.print_exc(file=sys.stderr)
                 message = failure_line(exc)
-                self.queue.fail(job.id, self.worker_id, message)
+                self._retrying(lambda: self.queue.fail(job.id, self.worker_id, message), f"failing job {job.id}")
                 print(f"worker: job {job.id} failed: {message}", flush=True)
                 return "failed"
+            return self._complete(job, summary)
+
+    def _answer(self, job: Job) -> str:
+        """Compute and store the job's answer unless it is stored already; a one-line summary of it."""
+        if self._stop.is_set():
+            raise _Interrupted("stop requested")
+        with self.store.connect() as con:
+            if _stored(con, job):  # written by a worker that died before completing
+                return "result already stored"
+        self._computing = True
+        if self._stop.is_set():  # a signal that came before the flag was raised
+            raise _Interrupted("stop requested")
+        rows = self.compute(job)
+        self._computing = False
+        self._write(job, rows)
+        return _summary(rows["responses"])
 
     def _complete(self, job: Job, summary: str) -> str:
+        """Record the job whose answer is stored as done (retried while the queue is locked: never failed for it)."""
         ref = json.dumps(result_key(job))
-        if self.queue.complete(job.id, self.worker_id, ref):
+        try:
+            recorded = self._retrying(
+                lambda: self.queue.complete(job.id, self.worker_id, ref), f"recording job {job.id}"
+            )
+        except sqlite3.OperationalError as exc:
+            print(
+                f"worker: job {job.id}: its answer is stored but the queue stayed locked ({exc}) for "
+                f"{self.locked_retry_s:g} s; the next claim of it completes it from the stored row",
+                flush=True,
+            )
+            return "stored"
+        if recorded:
             print(f"worker: job {job.id} done: {summary}", flush=True)
             return "done"
-        print(f"worker: job {job.id}: lease lost to another worker; its result is stored once", flush=True)
+        print(f"worker: job {job.id}: {self.lapsed(job.id)}; its result is stored once", flush=True)
         return "lost"
+
+    def lapsed(self, job_id: int) -> str:
+        """Why this worker no longer holds ``job_id``: "lost to another worker" only when another one does."""
+        job = self.queue.get(job_id)
+        if job is not None and job.state == "running" and job.worker_id != self.worker_id:
+            return f"lost to another worker ({job.worker_id})"
+        return f"lapsed (the job is {job.state if job else 'gone'})"
+
+    def _retrying(self, call: Callable[[], T], what: str) -> T:
+        """``call()`` (one queue transaction), tried again after a growing pause while the queue is locked or
+        busy, for at most ``locked_retry_s``; the lock's ``sqlite3.OperationalError`` once that time is spent."""
+        deadline = time.monotonic() + self.locked_retry_s
+        pause, longest = RETRY_PAUSE_S
+        while True:
+            try:
+                return call()
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise
+                print(f"worker: {what}: {exc}; trying again in {pause:g} s", file=sys.stderr, flush=True)
+                time.sleep(pause)
+                pause = min(2 * pause, longest)
 
     def _write(self, job: Job, rows: dict[str, pd.DataFrame]) -> None:
         """Publish the rows unless this job's result is already stored (checked under the writers' lock)."""

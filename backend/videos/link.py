@@ -3,7 +3,9 @@
 Everything is checked before anything is written: the dataset folder must lie under the video root
 (paths are stored relative to it, and ``resolve_video`` refuses anything outside), every mapped path
 must stay inside it, and a link whose ids match none of the items the store holds for the benchmark
-is refused (it would cover nothing). Then one write replaces the benchmark's catalog.
+is refused (it would cover nothing). A file that is a symlink loop, or a link that cannot be resolved,
+is skipped and counted (``skipped_links``): its item stays unlinked. Then one write replaces the
+benchmark's catalog.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ EXAMPLES = 3
 def confined_dataset(store: Store, dataset: str | os.PathLike) -> tuple[Path, Path]:
     """(video root, dataset folder), both resolved; UserError unless the folder is under the root."""
     root = default_video_root(store.root)
-    folder = Path(dataset).expanduser().resolve()
+    folder = resolved(Path(dataset).expanduser())
+    if folder is None:
+        raise UserError(f"--dataset {dataset}: a symlink loop, or a link that cannot be resolved")
     if not folder.is_dir():
         raise UserError(f"--dataset {dataset}: not a folder")
     if not folder.is_relative_to(root):
@@ -59,18 +63,28 @@ def mapping(
     return layout, layouts.LAYOUTS[layout](folder)
 
 
+def resolved(path: Path) -> Path | None:
+    """``path`` with every link followed; None for a symlink loop or a link that cannot be resolved (Python
+    3.11 raises ``RuntimeError("Symlink loop ...")`` there, later versions ``OSError``)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
 def relative_paths(root: Path, folder: Path, files: pd.Series) -> pd.Series:
-    """Each file as a path relative to the video root; UserError for one that would leave it."""
+    """Each file as a path relative to the video root (None: a link that cannot be resolved, skipped);
+    UserError for one that would leave the root."""
     absolute = files[files.map(lambda f: Path(f).is_absolute())]
     if len(absolute):
         raise UserError(f"video path {absolute.iloc[0]!r} is absolute; give paths relative to --dataset")
-    resolved = files.map(lambda f: (folder / f).resolve())
-    outside = resolved[~resolved.map(lambda p: p.is_relative_to(root))]
+    found = files.map(lambda f: resolved(folder / f))
+    outside = found[found.map(lambda p: p is not None and not p.is_relative_to(root))]
     if len(outside):
         raise UserError(
             f"video path {files[outside.index[0]]!r} resolves to {outside.iloc[0]}, outside the video root {root}"
         )
-    return resolved.map(lambda p: str(p.relative_to(root)))
+    return found.map(lambda p: None if p is None else str(p.relative_to(root)))
 
 
 def choose_ids(mapped: pd.DataFrame, stored: pd.Series) -> pd.DataFrame:
@@ -120,6 +134,15 @@ def link(
     rel = relative_paths(root, folder, mapped["file"])
     stored = stored_items(store, benchmark)["item_id"].astype("str")
     mapped = choose_ids(mapped, stored)
+    loops = rel.isna().to_numpy()
+    skipped = pd.DataFrame(
+        {
+            "item_id": mapped["item_id"].to_numpy()[loops],
+            "path": [str((folder / f).relative_to(root)) for f in mapped["file"].to_numpy()[loops]],
+            "status": "skipped",
+        }
+    )
+    mapped, rel = mapped[~loops].reset_index(drop=True), rel[~loops].reset_index(drop=True)
     matched = _refuse_mismatch(stored, mapped["item_id"], benchmark)
     probed = probe_files([root / r for r in rel], progress=progress)
     rows = probed.loc[[root / r for r in rel]].reset_index(drop=True)
@@ -141,6 +164,8 @@ def link(
         "unreadable": int(counts.get("unreadable", 0)),
         "stored_items": len(stored),
         "matched_items": matched,
+        "skipped_links": len(skipped),
+        "skipped_examples": _examples(skipped, "skipped"),
         "examples": {"missing": _examples(rows, "missing"), "unreadable": _examples(rows, "unreadable")},
         "store_version": version,
     }

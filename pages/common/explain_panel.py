@@ -168,7 +168,10 @@ def panel(view: View, target: Target, key: str) -> None:
         if out["n_selected"] == 0:
             st.info("No item selected: nothing to explain.")
             return
-        ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
+        for note in out["untested"]:
+            st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
+        if out["slices"] or out["pairs"]:
+            ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
             st.caption(
                 "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
@@ -176,7 +179,8 @@ def panel(view: View, target: Target, key: str) -> None:
             )
         st.caption(
             f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
-            f"{out['n_tests']:,} slices tested over {ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']))}; "
+            f"{out['n_tests']:,} slices tested over "
+            f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']) or 'no attribute')}; "
             f"small: under {out['min_size']} items. Pairs of attributes: "
             f"{ui.escape_md(out['pair_search'] or 'not searched')}."
         )

@@ -54,6 +54,7 @@ class IngestSummary:
     store_version: int
     dry_run: bool = False  # --dry-run: read and checked, nothing written
     skipped: list[str] = field(default_factory=list)  # files under a folder that are no result file
+    notes: list[str] = field(default_factory=list)  # what ingest changed that the counts do not show, per file
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -235,7 +236,8 @@ def ingest_paths(
 
 
 def _read_keys(batches: list) -> dict:
-    """The models, benchmarks and configurations the batches hold, and their scored rows per source."""
+    """The models, benchmarks and configurations the batches hold, their scored rows per source, and the notes
+    of what reading them changed (ids stripped of spaces: ``common.make_batch``), each after its file."""
     rows = [b.rows for b in batches]
     sources: Counter[str] = Counter()
     for r in rows:
@@ -246,6 +248,7 @@ def _read_keys(batches: list) -> dict:
         "models": sorted({m for r in rows for m in r["model"].unique()}),
         "benchmarks": sorted({b for r in rows for b in r["benchmark"].unique()}),
         "configs": configs.order([c for r in rows for c in r["config"].unique()]),
+        "notes": [f"{b.path}: {note}" for b in batches for note in b.settings.get("notes", [])],
     }
 
 

@@ -46,7 +46,7 @@ import pandas as pd
 import pyarrow as pa
 
 from store import configs
-from store.answers import LETTERS, extract_letter, is_letter, letter_or_text
+from store.answers import LETTERS, beyond_letters, extract_letter, is_letter, letter_or_text
 from store.errors import UserError
 from store.ingest import frames, gate, jsontext, scores
 from store.ingest.gate import fail
@@ -58,6 +58,7 @@ ITEM_COLUMNS = [f.name for f in ITEMS if f.name not in ("written_at", "seq")]
 RESPONSE_COLUMNS = [f.name for f in RESPONSES if f.name != "seq"]
 TEXT_COLUMNS = list(dict.fromkeys(f.name for f in (*RESPONSES, *ITEMS) if pa.types.is_string(f.type)))
 DEFAULT_N_OPTIONS = 4
+ANSWER_TYPES = ("mcqa", "open")  # a row's answer_type, when its file says it (else from its target)
 NAME_COLUMNS = ["model", "benchmark", "config", "split", "run", "task_type", "domain", "sub_category"]
 ID_COLUMNS = ["item_id", "video"]
 
@@ -309,6 +310,7 @@ def make_batch(
             rows[col] = constant(value, n)
         elif value is not None:
             rows[col] = rows[col].fillna(value)
+    notes = []
     for col in RESPONSE_KEY:
         codes, uniq = factorize(rows[col])
         cleaned = [_clean_text(u) for u in uniq]
@@ -317,6 +319,7 @@ def make_batch(
             bad = np.isin(codes, empty + [-1])
             hint = f" (pass --{col})" if col in ("model", "benchmark", "config") else ""
             raise fail(path, f"no {col}{hint}", rows["_line"].iloc[int(np.argmax(bad))], line_word)
+        notes += _stripped(path, rows, col, codes, uniq[:-1], cleaned[:-1], line_word)
         rows[col] = categorical(codes, cleaned)
     implied = implied_videos(rows["benchmark"], rows["item_id"])
     if implied.notna().any():
@@ -332,6 +335,8 @@ def make_batch(
     relabelled = frames.relabel(rows)
     _answers_and_correctness(path, rows, line_word)
     settings = dict(settings or {})
+    if notes:
+        settings["notes"] = notes
     if relabelled:
         settings["adaptive"] = relabelled
         settings["config_hint"] = "; ".join(filter(None, [settings.get("config_hint"), frames.describe(relabelled)]))
@@ -344,11 +349,37 @@ def make_batch(
     return Batch(path, fmt, rows[keep].reset_index(drop=True), sha256(path), run_id, settings, line_word)
 
 
+def _stripped(
+    path: Path, rows: pd.DataFrame, col: str, codes: np.ndarray, raw: list, cleaned: list, word: str
+) -> list[str]:
+    """The note saying how many distinct ``col`` values lost surrounding spaces (none: no note); refused when
+    stripping makes two distinct values one ('001-3 ' and '001-3' would be merged as duplicates, one lost)."""
+    seen: dict[str, str] = {}
+    changed = []
+    for i, (value, clean) in enumerate(zip(raw, cleaned, strict=True)):
+        text = str(value)
+        first = seen.setdefault(clean, text)
+        if first != text:
+            raise fail(
+                path,
+                f"`{col}` {first!r} and {text!r} differ only in surrounding spaces: stripping them would merge two "
+                f"{col} values; remove the spaces or rename one",
+                rows["_line"].iloc[int(np.argmax(codes == i))],
+                word,
+            )
+        if text != clean:
+            changed.append(text)
+    if not changed:
+        return []
+    return [f"{len(changed):,} {col} stripped of surrounding spaces (e.g. {changed[0]!r} -> {changed[0].strip()!r})"]
+
+
 def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
-    """Names NFKC-normalised (look-alike spellings become one name), then a control or invisible
-    character in a name or id is refused (``gate.UNSHOWN``): three chips reading "synthetic-A-7B"
-    that are three models, or an id with a NUL that no command line can name. Once per distinct
-    value; ids are not normalised (they must match the harness's and the video files' names)."""
+    """Names NFKC-normalised (look-alike spellings become one name), then a name or id over
+    ``gate.MAX_ID_CHARS`` characters (every cache holds each item's key) or holding a control or
+    invisible character is refused (``gate.UNSHOWN``): three chips reading "synthetic-A-7B" that are
+    three models, or an id with a NUL that no command line can name. Once per distinct value; ids
+    are not normalised (they must match the harness's and the video files' names)."""
     for col in NAME_COLUMNS + ID_COLUMNS:
         if col not in rows:
             continue
@@ -356,6 +387,11 @@ def _names_and_ids(path: Path, rows: pd.DataFrame, word: str) -> None:
         if col in NAME_COLUMNS:
             uniq = [unicodedata.normalize("NFKC", u) if isinstance(u, str) else u for u in uniq]
         text = pd.Series(uniq[:-1], dtype=object).astype("str")
+        lengths = text.str.len().to_numpy()
+        too_long = np.flatnonzero(lengths > gate.MAX_ID_CHARS)
+        if too_long.size:
+            line = rows["_line"].iloc[int(np.argmax(codes == too_long[0]))]
+            raise fail(path, f"`{col}` {gate.id_length_problem(int(lengths[too_long[0]]))}", line, word)
         bad = np.flatnonzero(text.str.contains(gate.UNSHOWN).to_numpy(dtype=bool))
         if bad.size:
             line = rows["_line"].iloc[int(np.argmax(codes == bad[0]))]
@@ -396,8 +432,16 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     letter_n = np.asarray([LETTERS.index(t) + 1 if is_letter(t) else np.nan for t in targets], dtype="float64")[t_codes]
     letter_target = ~np.isnan(letter_n)
     kind = np.where(letter_target, "mcqa", np.where(has_target, "open", None))  # type: ignore[call-overload]  # numpy's stubs take no None scalar (an object array)
+    typed = rows["answer_type"].notna().to_numpy() if "answer_type" in rows else np.zeros(n, dtype=bool)
+    if typed.any():
+        unknown = typed & ~rows["answer_type"].isin(ANSWER_TYPES).to_numpy()
+        if unknown.any():
+            row = int(np.argmax(unknown))
+            given = rows["answer_type"].iloc[row]
+            raise fail(path, f"`answer_type` must be mcqa, open or empty, got {given!r}", rows["_line"].iloc[row], word)
+    _refuse_letters_beyond(path, rows, np.asarray([beyond_letters(t) for t in targets])[t_codes] & ~typed, word)
     if "answer_type" in rows:
-        kind = np.where(rows["answer_type"].isna().to_numpy(), kind, rows["answer_type"].to_numpy(dtype=object))
+        kind = np.where(typed, rows["answer_type"].to_numpy(dtype=object), kind)
     mcqa = kind == "mcqa"
     rows["answer_type"] = categorical(*factorize(kind))
     has_raw = "raw_output" in rows
@@ -449,6 +493,24 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     for i, mask in enumerate((no_answer, mismatch, unparseable, note, adaptive)):
         bits |= np.asarray(mask, dtype=np.int64) << i
     rows["flags"] = categorical(bits, _FLAG_TEXT)
+
+
+def _refuse_letters_beyond(path: Path, rows: pd.DataFrame, beyond: np.ndarray, word: str) -> None:
+    """Refuse a target of one letter past H ('I', 'J') in a row that lists no options and says no answer type:
+    it was read as an open-ended reference and scored by Token-F1, where it is almost surely option 9 or 10
+    of an item with more options than the store holds (docs/formats.md)."""
+    if "options" in rows:
+        beyond = beyond & rows["options"].isna().to_numpy()
+    if beyond.any():
+        row = int(np.argmax(beyond))
+        raise fail(
+            path,
+            f"`target` {rows['target'].iloc[row]!r} is one letter beyond {LETTERS[-1]} and the row lists no "
+            f"options: items have at most {len(LETTERS)} options ({LETTERS[0]}-{LETTERS[-1]}), so it is no option "
+            "letter; if it is an open-ended answer, give the row `answer_type` open",
+            rows["_line"].iloc[row],
+            word,
+        )
 
 
 def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:

@@ -15,6 +15,8 @@ Limits (stated in docs/formats.md):
 * frames: an integer in 1..``configs.MAX_FRAMES`` (0 only for ``text``); pixels: an integer in
   1..``configs.MAX_PIXELS``;
 * a text field at most ``MAX_FIELD_CHARS`` characters; an input file at most ``MAX_FILE_BYTES``;
+* a name or id (model, benchmark, item_id, video...) at most ``MAX_ID_CHARS`` characters: the caches hold
+  every item's key, so one id a megabyte long multiplies into gigabytes there;
 * a CSV/TSV row has exactly as many fields as the header;
 * a number spelled ``NaN`` is refused like any other non-number (only an empty cell is missing);
 * one value per scalar field (no list or object: ``scalars``);
@@ -47,6 +49,7 @@ from store.ingest import jsontext
 
 MAX_FILE_BYTES = 2 * 1024**3  # read whole into memory: larger inputs should be split (ingest takes many files)
 MAX_FIELD_CHARS = 1_000_000  # a raw output or question longer than this is a broken export, not an answer
+MAX_ID_CHARS = 1_024  # a name or id keys every cache and every matrix row: longer is an export that put text there
 PROB_TOLERANCE = 0.01  # |sum(option_probs) - 1| allowed: rounding in exported probabilities
 FRACTION_COLUMNS = ("confidence", "score", "letter_mass")
 _CSV_BLOCK = 4 * MAX_FIELD_CHARS  # pyarrow parses a row within one block: longer rows are refused by the locator
@@ -255,6 +258,13 @@ def unshown_problem(text: str) -> str | None:
     kind = "a control character" if unicodedata.category(ch) == "Cc" else "an invisible formatting character"
     label = unicodedata.name(ch, "") or repr(ch)
     return f"holds {kind} (U+{ord(ch):04X} {label}) at position {found.start() + 1}; names and ids must be visible text"
+
+
+def id_length_problem(length: int) -> str | None:
+    """Why a name or id of ``length`` characters is refused (over ``MAX_ID_CHARS``), else None."""
+    if length <= MAX_ID_CHARS:
+        return None
+    return f"has {length:,} characters, above the {MAX_ID_CHARS:,}-character limit for names and ids"
 
 
 # -- text ----------------------------------------------------------------------------------------

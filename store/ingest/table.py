@@ -48,7 +48,7 @@ FORMAT = "table"
 KEY_COLUMNS = ["model", "benchmark", "item_id", "config"]
 STRING_COLUMNS = KEY_COLUMNS + [
     "split", "run", "prediction", "target", "task_type", "question", "options", "video", "duration",
-    "domain", "sub_category", "source_tag", "protocol_note", "option_probs",
+    "domain", "sub_category", "source_tag", "protocol_note", "option_probs", "answer_type",
 ]  # fmt: skip
 FLOAT_COLUMNS = ["confidence", "score", "letter_mass"]  # parsed and range-checked by the gate
 KNOWN = set(STRING_COLUMNS) | set(FLOAT_COLUMNS) | {"correct", "frame_indices"}
