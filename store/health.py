@@ -199,6 +199,11 @@ def check(store: Store, deep: bool = False) -> Report:
     ]
     records, bad = _records(root, m)
     problems += _record_problems(root, records, bad)
+    if not (root / MANIFEST).is_file() and (versions := log.versions(root)):
+        stand_in = (
+            f"missing: reads use the newest write-log entry, {log.name(versions[-1])}; `trajaudit repair` restores it"
+        )
+        problems.insert(0, Problem(MANIFEST, None, stand_in))
     if log.read(root, m.version + 1) is not None:
         ahead = "a committed write the manifest does not show yet (its writer was stopped); `trajaudit repair` or the next write publishes it"
         problems.append(Problem(log.name(m.version + 1), None, ahead))
@@ -247,6 +252,8 @@ def repair(store: Store, take_all: bool = False) -> RepairReport:
         restored_from: str | None = None
         unreadable: list[tuple[str, str, str]] = []
         try:
+            if not (root / MANIFEST).is_file() and log.versions(root):
+                raise StoreError(f"{root / MANIFEST} is missing")
             m, rebuilt = store.raw_manifest(), False
         except NewerStoreError:
             raise

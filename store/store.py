@@ -193,19 +193,25 @@ class Store:
     def raw_manifest(self) -> Manifest:
         """The manifest as written, foreign entries included (``check`` reports them, ``repair`` drops them).
 
-        No manifest is an empty store only when nothing was ever written: with data files or a write log
-        on disk it was lost, and reading it as empty would hide every row (and ``repair`` would once
-        have taken them all for a killed write's leftovers), so that is a StoreError."""
+        Without a manifest, the newest write-log entry is the manifest of the last committed write
+        (``store.log``: a lost manifest, or a first write killed before its swap), read in its place until
+        ``repair`` (or the next write) puts it back; ``check`` names the missing file meanwhile. Read as an
+        empty store only where nothing was ever committed: reading a lost manifest as empty would hide every
+        row (and ``repair`` once took them all for a killed write's leftovers). Data files with no write log
+        at all are a store written before the log was kept: its lost manifest is a StoreError."""
         self.require_folder()
         m = Manifest.load(self.root / MANIFEST)
         if m is not None:
             return m
-        if found := _lost_manifest(self.root):
-            raise StoreError(
-                f"{self.root / MANIFEST} is missing but the store holds {found}; run `trajaudit repair` to "
-                "restore it from the write log"
-            )
-        return Manifest()
+        if versions := log.versions(self.root):
+            newest = versions[-1]
+            return Manifest.parse(log.read(self.root, newest) or "", self.root / log.name(newest))
+        if (self.root / log.FOLDER).is_dir() or not (found := _data_files(self.root)):
+            return Manifest()
+        raise StoreError(
+            f"{self.root / MANIFEST} is missing but the store holds {found} data file(s) and no write log to restore it "
+            "from; run `trajaudit repair`"
+        )
 
     def require_folder(self) -> None:
         """A file where the folder should be is named here, before mkdir or a read trips on it."""
@@ -447,7 +453,7 @@ class Writer:
             arrow = arrow.replace_schema_metadata(meta | ({PARTS: json.dumps(parts).encode()} if parts else {}))
         rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
-        log.folder(self.store.root).mkdir(exist_ok=True)  # before any data file: see ``_lost_manifest``
+        log.folder(self.store.root).mkdir(exist_ok=True)  # before any data file: see ``Store.raw_manifest``
         path.parent.mkdir(parents=True, exist_ok=True)
         inside(self.store.root, folder(table), "table folder")  # a table folder linked out of the store is refused
         self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
@@ -557,19 +563,9 @@ def newer_file(path: Path, table: str, schema: pa.Schema) -> None:
         )
 
 
-def _lost_manifest(root: Path) -> str | None:
-    """What says a store folder without a manifest had one ("2 write-log entries"), or None: nothing was
-    ever committed there. Every write makes ``log/`` before its first data file, so data files beside an
-    empty log are a killed first write's (uncommitted: the store is empty); data files and no log at all
-    are a store written before the log was kept, whose manifest is lost."""
-    if not root.is_dir():
-        return None
-    if entries := len(log.versions(root)):
-        return f"{entries} write-log entr{'y' if entries == 1 else 'ies'}"
-    if (root / log.FOLDER).is_dir():
-        return None
-    data = sum(1 for t in TABLES if (root / folder(t)).is_dir() for _ in (root / folder(t)).glob("*.parquet"))
-    return f"{data} data file(s) and no write log" if data else None
+def _data_files(root: Path) -> int:
+    """How many Parquet files the store's table folders hold."""
+    return sum(1 for t in TABLES if (root / folder(t)).is_dir() for _ in (root / folder(t)).glob("*.parquet"))
 
 
 def _full_levels(rows: dict[str, int]) -> list[list[str]]:

@@ -163,9 +163,10 @@ Store(sys.argv[1]).compact()
 @pytest.mark.slow
 @pytest.mark.parametrize("killed_at", ["manifest", "record"])
 def test_a_writer_killed_while_it_publishes_loses_no_file_and_deletes_none_early(tmp_path, killed_at):
-    """A compaction killed before its manifest publishes nothing; one killed between its manifest and its
-    record of retired files leaves those on disk unrecorded: a later write, past the grace period, deletes
-    none of them (``check``: orphans; ``repair`` removes them) and every listed file reads."""
+    """A compaction killed before its manifest swap, after its write-log entry, is committed: the next write
+    publishes it and records the files it retired. One killed between its manifest and its record of retired
+    files leaves those on disk unrecorded: a later write, past the grace period, deletes none of them
+    (``check``: orphans; ``repair`` records them for a full grace period) and every listed file reads."""
     from store import health, retired
     from store.store import RETIRED_GRACE_S
 
@@ -187,9 +188,10 @@ def test_a_writer_killed_while_it_publishes_loses_no_file_and_deletes_none_early
     assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16
     report = health.check(store)
     orphans = set(report.orphans)
-    if killed_at == "manifest":  # the merged file, never published
-        assert len(orphans) == 1 and not orphans & set(before)
+    if killed_at == "manifest":  # committed by its log entry, published by the next write with its record
+        assert orphans == set() and {f for r in retired.records(store.root) for f in r.files or []} == set(before)
     else:  # the retired files, never recorded
         assert orphans == set(before) - set(after) and len(orphans) == 3
-    assert report.sound and set(health.repair(store).removed_orphans) == orphans
+    assert report.sound and set(health.repair(store).retired_recorded) == orphans
+    assert all((store.root / f).exists() for f in before + after)
     assert store.query("SELECT count(*) AS n FROM responses").n[0] == 16

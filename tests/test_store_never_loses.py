@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -57,24 +58,30 @@ def test_a_lost_manifest_is_named_and_restored_never_emptied(two_ingests, capsys
     before = responses(two_ingests)
     (two_ingests / MANIFEST).unlink()
     rc, out, err = cli(capsys, "check", "--store", str(two_ingests))
-    assert rc == 1 and "NOT sound" in out and "manifest.json is missing but the store holds" in out
-    rc, _, err = cli(capsys, "info", "--store", str(two_ingests))
-    assert rc == 2 and "\n" not in err and "is missing but the store holds" in err and "trajaudit repair" in err
+    assert rc == 1 and "NOT sound" in out
+    assert "manifest.json: missing: reads use the newest write-log entry, log/00000000000000000002.json" in out
+    assert responses(two_ingests).equals(before)  # read through the log meanwhile, never as an empty store
     rc, out, _ = cli(capsys, "repair", "--store", str(two_ingests))
     assert rc == 0 and "manifest restored from the write log" in out and "responses 12" in out
     assert responses(two_ingests).equals(before)
     assert main(["check", "--store", str(two_ingests)]) == 0
 
 
-def test_a_write_after_a_lost_manifest_is_refused_not_published_over_it(two_ingests, tmp_path, capsys):
+def test_a_write_after_a_lost_manifest_builds_on_the_last_committed_write(two_ingests, tmp_path, capsys):
     """A writer reading a missing manifest as empty would publish version 1 over every row."""
     (two_ingests / MANIFEST).unlink()
-    rc, _, err = cli(
+    rc, _, _ = cli(
         capsys, "ingest", str(write_table(tmp_path / "m3", df=table_frame("m3"))), "--store", str(two_ingests)
     )
-    assert rc == 2 and "\n" not in err and "is missing" in err
-    assert not (two_ingests / MANIFEST).exists()
-    assert main(["repair", "--store", str(two_ingests)]) == 0 and len(responses(two_ingests)) == 12
+    assert rc == 0 and len(responses(two_ingests)) == 18
+    assert Store(two_ingests).manifest().version == 3 and main(["check", "--store", str(two_ingests)]) == 0
+
+
+def test_a_lost_manifest_of_a_store_without_a_write_log_is_refused_in_one_line(two_ingests, capsys):
+    shutil.rmtree(two_ingests / "log")
+    (two_ingests / MANIFEST).unlink()
+    rc, _, err = cli(capsys, "info", "--store", str(two_ingests))
+    assert rc == 2 and "\n" not in err and "is missing but the store holds" in err and "trajaudit repair" in err
 
 
 # -- 9. a newer store is left alone --------------------------------------------------------------
@@ -116,7 +123,7 @@ def test_a_changed_value_is_refused_then_replaced_with_its_history(tmp_path, cap
     rc, _, err = cli(capsys, "ingest", path, "--store", root)
     assert rc == 2 and "\n" not in err
     assert "1 row(s) change values the store holds" in err and f"({column} in 1)" in err
-    assert f"{column} two_ingests {old}, new {new}" in err and "--replace" in err
+    assert f"{column} stored {old}, new {new}" in err and "--replace" in err
     rc, _, _ = cli(capsys, "ingest", path, "--store", root, "--replace")
     assert rc == 0
     assert Store(root).query(f"SELECT {column} FROM responses WHERE item_id = '001-1'")[column].tolist() == [new]
@@ -257,7 +264,7 @@ def _stored_values(store: Path) -> dict:
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations)
 def test_random_writes_kills_and_repairs_keep_exactly_the_committed_values(tmp_path_factory, driver, ops):
     work = tmp_path_factory.mktemp("prop")
@@ -291,9 +298,11 @@ def test_random_writes_kills_and_repairs_keep_exactly_the_committed_values(tmp_p
         elif op[0] == "lose":
             manifest = Path(store) / MANIFEST
             if manifest.exists():
-                lost = True
+                # a missing manifest: the newest write-log entry stands in; a corrupt one: refused until repair
+                lost = op[1] == "truncate"
                 if op[1] == "delete":
                     manifest.unlink()
+                    assert _stored_values(Path(store)) == committed, ops
                 else:
                     manifest.write_text(manifest.read_text()[: len(manifest.read_text()) // 2])
         else:
