@@ -235,6 +235,17 @@ def test_a_writer_whose_clock_runs_behind_still_corrects_the_question(two_ingest
     assert json.loads(out)["item"]["question"] == "the corrected question"
 
 
+def test_a_deletion_by_a_writer_whose_clock_runs_behind_still_deletes(two_ingests, monkeypatch):
+    from backend.scope.annotations import add_annotation, annotations_for, delete_annotation
+
+    store = Store(two_ingests)
+    note = add_annotation(store, "videomme", "001-1", "counting", "a note", "ana")
+    late = pd.Timestamp.now(tz="UTC") - pd.Timedelta(hours=1)
+    monkeypatch.setattr("backend.scope.annotations.pd.Timestamp.now", lambda tz=None: late)
+    delete_annotation(store, note["annotation_id"], "ben")
+    assert annotations_for(store, "videomme", "001-1").empty
+
+
 def test_a_compaction_by_a_slow_clock_keeps_the_readers_grace(two_ingests, tmp_path):
     """The compaction records its retirement an hour in the past; the next normal write must not delete
     the retired files under a reader still scanning the snapshot before it."""

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.contracts.common import ItemFilterSpec
+from store.schema import order_key_sql
 
 
 def split_list(value: str | None) -> list[str] | None:
@@ -121,7 +122,7 @@ def filter_sql(item_filter: ItemFilter | None, alias: str = "items") -> tuple[st
         tag_in, p = _in("a.tag", f.tags)
         clauses.append(
             "EXISTS (SELECT 1 FROM (SELECT * FROM annotations QUALIFY row_number() OVER "
-            "(PARTITION BY annotation_id ORDER BY created_at DESC) = 1) a "
+            f"(PARTITION BY annotation_id ORDER BY {order_key_sql(time='created_at')} DESC) = 1) a "
             f"WHERE a.benchmark = {alias}.benchmark AND a.item_id = {alias}.item_id "
             f"AND NOT coalesce(a.deleted, false) AND {tag_in})"
         )
