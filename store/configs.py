@@ -152,6 +152,11 @@ def parse(label: str) -> Config:
         size = _INPUT_SIZE.match(m["tag"])
         pixels = int(size["side"]) ** 2 if size else None
         return Config(label, frames, pixels, DEFAULT_POLICY, tag=m["tag"])
+    if label != label.lower() and (_CANONICAL.match(label.lower()) or _TAGGED.match(label.lower())):
+        raise ConfigLabelError(
+            f"config label {raw!r}: labels are lowercase (frames as 'f', policy names such as 'adaptive'): "
+            f"write {label.lower()!r}"
+        )
     raise ConfigLabelError(
         f"unknown config label {raw!r}: expected 'text', '<N>f', '<N>f@<n>k', '<N>f@<n>px', "
         "'<N>f/<policy>', '<label>~prune<keep%>[t<threshold>]' or a combination such as '64f@151k/random-s1'"

@@ -363,7 +363,7 @@ def test_ingest_dir_walks_dot_folders_and_dry_run_writes_nothing(tmp_path, capsy
     assert configs == {"8f", "16f", "32f"}
     assert (
         all("frames reconstructed 4" in line for line in lines[:3])
-        and "2 other file(s) skipped; nothing written" in lines[3]
+        and "2 other file(s) skipped; checks passed, nothing written" in lines[3]
     )
     assert not (tmp_path / "plan").exists() or not any((tmp_path / "plan").rglob("*.parquet"))
     rc, out, err = _cli(

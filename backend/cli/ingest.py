@@ -56,9 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "judge; a score outside it is refused (default: scores are fractions in [0, 1])",
     )
     p.add_argument(
+        "--force-config",
+        action="store_true",
+        help="let --config override the budget a file's harness logged (max_frames_num, a dataset's _16frame); "
+        "without it a different --config is refused",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
-        help="list the files that would be ingested and the configuration each gets; write nothing",
+        help="read and check everything as the ingest would (repeated keys across files, changed values against the "
+        "store: refused in the same line), list each file's rows and configuration; write nothing",
     )
     add_json(p)
     p.set_defaults(func=run)
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         sampler=args.sampler,
         score_scale=args.score_scale,
         dry_run=args.dry_run,
+        force_config=args.force_config,
     )
     if args.json:
         print_json(summary.to_dict())
@@ -120,8 +128,9 @@ def format_summary(s: IngestSummary) -> str:
             for f in s.files
         ]
         lines.append(
-            f"dry run: {len(s.files)} file(s), {s.rows} rows would be read; {len(s.skipped)} other file(s) "
-            f"skipped{_scores_text(s.scores)}; nothing written (store version {s.store_version})"
+            f"dry run: {len(s.files)} file(s), {s.rows} rows would be read: {s.new} new, {s.already_stored} already "
+            f"stored, {s.replaced} replaced, {s.duplicates} duplicate; {len(s.skipped)} other file(s) "
+            f"skipped{_scores_text(s.scores)}; checks passed, nothing written (store version {s.store_version})"
         )
         return "\n".join(lines + notes)
     lines = [

@@ -21,7 +21,7 @@ from store import configs, samplers
 from store.errors import UserError
 from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
 from store.ingest.common import Batch, IngestOptions, checked_utf8, load_json
-from store.ingest.publish import FileResult, file_result, publish_batches
+from store.ingest.publish import FileResult, Published, check_batches, publish_batches
 from store.store import Store
 
 READERS: dict[str, Callable[[Path, IngestOptions], Batch]] = {
@@ -152,6 +152,7 @@ def ingest_paths(
     sampler: str | None = None,
     score_scale: str | None = None,
     dry_run: bool = False,
+    force_config: bool = False,
 ) -> IngestSummary:
     """Read every file, then publish them in one checked write; raises UserError on bad input
     (the store is then untouched). A folder stands for the result files under it
@@ -159,7 +160,8 @@ def ingest_paths(
     (``store.ingest.mapping``); with ``format="auto"`` they make every file a generic table.
     ``sampler``: the harness's frame sampler for files that log no frames (``store.samplers``).
     ``score_scale``: ``"MIN:MAX"``, the scale of the files' ``score`` (``store.ingest.scores``).
-    ``dry_run``: read and check everything, write nothing (the summary says what would be written)."""
+    ``dry_run``: read and check everything, write nothing (the summary says what would be written).
+    ``force_config``: let ``config`` override a budget the harness logged (refused otherwise)."""
     store = store if isinstance(store, Store) else Store(store)
     if not paths:
         raise UserError("no files to ingest")
@@ -190,6 +192,7 @@ def ingest_paths(
         fields,
         sampler,
         scale,
+        force_config,
     )
     chosen = "table" if fields and format == "auto" else format
     batches = []
@@ -202,7 +205,8 @@ def ingest_paths(
         frames.check_catalog(store, path, batch.rows, batch.line_word)
         batches.append(batch)
     if dry_run:
-        return _planned(store, batches, [str(p) for p in skipped])
+        planned = check_batches(store, batches, replace=replace)
+        return _summary(planned, batches, [str(p) for p in skipped], dry_run=True)
     options = {
         "format": format,
         "model": model,
@@ -215,8 +219,14 @@ def ingest_paths(
         "map": {f: "+".join(src) for f, src in fields},
         "sampler": sampler,
         "score_scale": list(scale) if scale else None,
+        "force_config": force_config,
     }
     done = publish_batches(store, batches, replace=replace, options=options)
+    return _summary(done, batches, [str(p) for p in skipped], dry_run=False)
+
+
+def _summary(done: Published, batches: list, skipped: list[str], *, dry_run: bool) -> IngestSummary:
+    """The summary of a write, or of a dry run's checks (the same counts, nothing written)."""
     flagged: Counter[str] = Counter()
     for f in done.files:
         flagged.update(f.flagged)
@@ -231,7 +241,8 @@ def ingest_paths(
         **_read_keys(batches),
         items_written=done.items_written,
         store_version=done.version,
-        skipped=[str(p) for p in skipped],
+        dry_run=dry_run,
+        skipped=skipped,
     )
 
 
@@ -250,29 +261,6 @@ def _read_keys(batches: list) -> dict:
         "configs": configs.order([c for r in rows for c in r["config"].unique()]),
         "notes": [f"{b.path}: {note}" for b in batches for note in b.settings.get("notes", [])],
     }
-
-
-def _planned(store: Store, batches: list, skipped: list[str]) -> IngestSummary:
-    """The ``--dry-run`` summary: what each file holds and the configuration it gets; nothing is
-    compared with the store or written (``new`` counts every row read)."""
-    results = [file_result(b) for b in batches]
-    flagged: Counter[str] = Counter()
-    for f in results:
-        flagged.update(f.flagged)
-    return IngestSummary(
-        files=results,
-        rows=sum(r.rows for r in results),
-        new=0,
-        already_stored=0,
-        replaced=0,
-        duplicates=0,
-        flagged=dict(sorted(flagged.items())),
-        **_read_keys(batches),
-        items_written=0,
-        store_version=store.version(),
-        dry_run=True,
-        skipped=skipped,
-    )
 
 
 __all__ = ["FORMATS", "IngestOptions", "IngestSummary", "detect", "ingest_paths"]

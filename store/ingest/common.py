@@ -77,6 +77,7 @@ class IngestOptions:
     field_map: tuple[tuple[str, tuple[str, ...]], ...] = ()  # --map, parsed (store.ingest.mapping)
     sampler: str | None = None  # --sampler: the harness's frame sampler (store.samplers)
     score_scale: tuple[float, float] | None = None  # --score-scale MIN:MAX, parsed (store.ingest.scores)
+    force_config: bool = False  # --force-config: --config may override the budget a file's harness logged
 
 
 @dataclass
@@ -150,6 +151,22 @@ _BUDGET_WORD = re.compile(
     r"(?<![A-Za-z0-9])(?:(?P<frames>\d+)(?:f|frames?)(?:[_@](?P<pixels>\d+)k)?|(?:n?frames?_?|k)(?P<after>\d+))(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
+
+
+def given_config(path: Path, opts: IngestOptions, logged: str | None, source: str) -> tuple[str, str | None]:
+    """(label, hint) for a file whose harness logged the budget ``logged`` (None: it logged none) when the user
+    passed ``--config``: a different label would silently relabel the run (issue 35: ``--config 8f`` on a
+    ``max_frames_num=16`` run), so it is refused unless ``--force-config``, and the summary then says so."""
+    assert opts.config is not None
+    if logged is None or logged == opts.config:
+        return opts.config, None
+    if not opts.force_config:
+        raise fail(
+            path,
+            f"--config {opts.config} differs from the budget logged by {source}: {logged}; drop --config to use the logged "
+            f"one, or pass --force-config to store these rows as {opts.config}",
+        )
+    return opts.config, f"config {opts.config} from --force-config, overriding the logged {logged}"
 
 
 def budget_hint(path: Path) -> tuple[str, str] | None:
@@ -333,7 +350,12 @@ def make_batch(
     frames.prepare(path, rows, opts.sampler, line_word)
     _canonical_configs(path, rows, line_word)
     relabelled = frames.relabel(rows)
-    _answers_and_correctness(path, rows, line_word)
+    unjudged = _answers_and_correctness(path, rows, line_word)
+    if unjudged:
+        notes.append(
+            f"{unjudged} row(s) give an empty verdict: `correct` left empty, which accuracy under the stored "
+            "score cut-off reads as wrong (docs/metrics.md, Empty verdicts)"
+        )
     settings = dict(settings or {})
     if notes:
         settings["notes"] = notes
@@ -422,7 +444,10 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
     rows["policy"] = categorical(codes, [c.policy for c in parsed] + [None])
 
 
-def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
+def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> int:
+    """Answer, correctness and flags (module docstring); returns how many rows the file gave an empty verdict
+    that no rule fills (left empty), which the summary counts: accuracy reads them as wrong, and a user
+    matching a source that counts them out must know they are there."""
     n = len(rows)
     t_codes, t_uniq = factorize(rows["target"] if "target" in rows else np.full(n, None, dtype=object))
     targets = [letter_or_text(u) for u in t_uniq]
@@ -457,6 +482,7 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     if has_raw:
         scores.fill_token_f1(rows, kind == "open")
     scored = rows["score"].notna().to_numpy() if "score" in rows else np.zeros(n, dtype=bool)
+    has_verdicts = "correct" in rows  # the file's own verdict column (filled below for every row)
     given = rows["correct"].to_numpy(dtype="float64", na_value=np.nan) if "correct" in rows else np.full(n, np.nan)
     by_rule = np.isnan(given) & has_raw & letter_target
     missing = np.isnan(given) & ~by_rule & ~(scored & (kind == "open"))
@@ -493,6 +519,7 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> None:
     for i, mask in enumerate((no_answer, mismatch, unparseable, note, adaptive)):
         bits |= np.asarray(mask, dtype=np.int64) << i
     rows["flags"] = categorical(bits, _FLAG_TEXT)
+    return int((np.isnan(given) & ~by_rule).sum()) if has_verdicts else 0
 
 
 def _refuse_letters_beyond(path: Path, rows: pd.DataFrame, beyond: np.ndarray, word: str) -> None:

@@ -34,6 +34,7 @@ from store.ingest.common import (
     IngestOptions,
     budget_hint,
     fail,
+    given_config,
     json_rows,
     load_json,
     make_batch,
@@ -107,7 +108,7 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows = pd.DataFrame.from_records(records)
     rows["benchmark"] = opts.benchmark or _benchmark(path, first_payload, task)
     rows["model"] = opts.model or _model(path, harness)
-    config, hint = (opts.config, None) if opts.config else _config(path, harness)
+    config, hint = _given_config(path, harness, results_file, opts) if opts.config else _config(path, harness)
     rows["config"] = config
     if "harness_correct" in rows:
         score = pd.Series(gate.numbers(path, rows["harness_correct"], rows["_line"], "score", word), index=rows.index)
@@ -303,10 +304,22 @@ def _task_name(path: Path) -> str | None:
 
 
 def _results_file(path: Path) -> Path | None:
+    """The run's results file: the one sharing the samples file's stamp (``<stamp>_results.json``, or a
+    suffixed ``<stamp>_results_aks.json`` as patched harnesses write it), else the folder's only
+    ``*_results*.json``. Two files with the stamp are refused: picking one would pick a budget."""
     m = _SAMPLES_NAME.match(path.name)
-    if m and (path.parent / f"{m['stamp']}_results.json").is_file():
-        return path.parent / f"{m['stamp']}_results.json"
-    siblings = sorted(path.parent.glob("*_results.json"))
+    if m:
+        exact = path.parent / f"{m['stamp']}_results.json"
+        if exact.is_file():
+            return exact
+        stamped = sorted(path.parent.glob(f"{m['stamp']}_results*.json"))
+        if len(stamped) > 1:
+            raise fail(
+                path, f"several results files share its stamp ({', '.join(p.name for p in stamped)}); pass --config"
+            )
+        if stamped:
+            return stamped[0]
+    siblings = sorted(path.parent.glob("*_results*.json"))
     return siblings[0] if len(siblings) == 1 else None
 
 
@@ -374,13 +387,29 @@ def _config(path: Path, harness: dict) -> tuple[str, str | None]:
         return label, None
     hint = budget_hint(path)
     if hint is None:
-        where = "the results.json beside it" if harness else "no sibling *_results.json found"
+        where = (
+            "its harness settings name no frame count"
+            if harness
+            else "no results file beside it shares its stamp (<stamp>_results*.json)"
+        )
         raise fail(
             path,
-            f"cannot tell the visual budget ({where} names no frame count, and the file and folder names state no "
-            "single budget like 16f); pass --config, e.g. --config 16f",
+            f"cannot tell the visual budget ({where}, and the file and folder names state no single budget like "
+            "16f); pass --config, e.g. --config 16f",
         )
     return hint[0], f"config {hint[0]} from {hint[1]}"
+
+
+def _given_config(path: Path, harness: dict, results_file: Path | None, opts: IngestOptions) -> tuple[str, str | None]:
+    """``--config`` checked against the budget the harness logged (``common.given_config``)."""
+    model_args = harness.get("model_args", {})
+    try:
+        logged = config_from_model_args(model_args)
+    except (ValueError, configs.ConfigLabelError):
+        logged = None  # the settings fix no budget: --config is what names it
+    key = next((f"{k}={model_args[k]}" for k in FRAME_KEYS if k in model_args), "")
+    source = f"{results_file.name if results_file else 'its log'} ({key})" if key else "its harness"
+    return given_config(path, opts, logged, source)
 
 
 def _model(path: Path, harness: dict) -> str:

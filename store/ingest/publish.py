@@ -75,6 +75,47 @@ class Published:
 
 def publish_batches(store: Store, batches: list[Batch], *, replace: bool, options: dict) -> Published:
     """Check and write ``batches`` atomically; see the module docstring."""
+    now = pd.Timestamp.now(tz="UTC")
+    with store.writer() as w, w.connect() as con:
+        plan = _plan(con, batches, replace)
+        conflicts = np.flatnonzero(plan.status == CONFLICT)
+        if len(conflicts):
+            _drop_stored(w, con, plan.rows.iloc[conflicts][RESPONSE_KEY + ["run_id"]])
+        write = plan.keep & (plan.status != STORED)
+        for i, res in enumerate(plan.results):
+            if (write & (plan.src == i)).any():
+                res.run_id = batches[i].run_id
+        rows = plan.rows
+        w.add("responses", rows.loc[write, [c for c in RESPONSE_COLUMNS if c in rows]].assign(written_at=now))
+        w.add("items", plan.items.assign(written_at=now))
+        w.add("runs", _runs(batches, plan.results, options, now))
+    return Published(plan.results, len(plan.items), store.version())
+
+
+def check_batches(store: Store, batches: list[Batch], *, replace: bool) -> Published:
+    """``--dry-run``: every check :func:`publish_batches` makes (repeated keys across the files, changed
+    values and targets against the store), raising the same error, with the counts a write would have;
+    nothing is written. A dry run that passes means the ingest passes on the same store."""
+    with store.connect() as con:
+        plan = _plan(con, batches, replace)
+    return Published(plan.results, len(plan.items), store.version())
+
+
+@dataclass
+class _Plan:
+    """What one ingest would do: the rows, which are kept (not repeats), each row's status against the store,
+    the item rows to write and the per-file counts."""
+
+    rows: pd.DataFrame
+    src: np.ndarray
+    keep: np.ndarray
+    status: np.ndarray
+    items: pd.DataFrame
+    results: list[FileResult]
+
+
+def _plan(con: duckdb.DuckDBPyConnection, batches: list[Batch], replace: bool) -> _Plan:
+    """Every check of an ingest, shared by the write and the dry run so both refuse the same input alike."""
     rows = pd.concat([b.rows.assign(_src=i) for i, b in enumerate(batches)], ignore_index=True)
     keys = key_codes(rows, RESPONSE_KEY)
     dropped = _duplicates(rows, keys, batches)
@@ -83,27 +124,17 @@ def publish_batches(store: Store, batches: list[Batch], *, replace: bool, option
     src = rows["_src"].to_numpy()
     for i, n in zip(*np.unique(src[dropped], return_counts=True)):
         results[i].duplicates = int(n)
-    now = pd.Timestamp.now(tz="UTC")
-    with store.writer() as w, w.connect() as con:
-        status, changed = _classify(con, rows, keep)
-        conflicts = np.flatnonzero(status == CONFLICT)
-        if len(conflicts) and not replace:
-            raise UserError(_conflict_message(con, rows, batches, conflicts, changed))
-        items = _merge_items(con, rows[keep], batches, replace)
-        if len(conflicts):
-            _drop_stored(w, con, rows.iloc[conflicts][RESPONSE_KEY + ["run_id"]])
-        write = keep & (status != STORED)
-        for i, res in enumerate(results):
-            mine = src == i
-            res.new = int((keep & mine & (status == NEW)).sum())
-            res.already_stored = int((keep & mine & (status == STORED)).sum())
-            res.replaced = int((keep & mine & (status == CONFLICT)).sum())
-            if (write & mine).any():
-                res.run_id = batches[i].run_id
-        w.add("responses", rows.loc[write, [c for c in RESPONSE_COLUMNS if c in rows]].assign(written_at=now))
-        w.add("items", items.assign(written_at=now))
-        w.add("runs", _runs(batches, results, options, now))
-    return Published(results, len(items), store.version())
+    status, changed = _classify(con, rows, keep)
+    conflicts = np.flatnonzero(status == CONFLICT)
+    if len(conflicts) and not replace:
+        raise UserError(_conflict_message(con, rows, batches, conflicts, changed))
+    items = _merge_items(con, rows[keep], batches, replace)
+    for i, res in enumerate(results):
+        mine = src == i
+        res.new = int((keep & mine & (status == NEW)).sum())
+        res.already_stored = int((keep & mine & (status == STORED)).sum())
+        res.replaced = int((keep & mine & (status == CONFLICT)).sum())
+    return _Plan(rows, src, keep, status, items, results)
 
 
 def file_result(b: Batch) -> FileResult:

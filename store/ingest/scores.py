@@ -56,13 +56,15 @@ def parse_scale(text: str | None) -> Scale | None:
 
 def verdicts(path: Path, values: pd.Series, lines: pd.Series, word: str) -> pd.Series:
     """A ``correct`` column (bool, 0/1 or a verdict word) as Int8; an unknown word is refused with
-    its line. The spelling is checked once per distinct value (factorize), not once per row."""
+    its line; an empty one (``""``, null) is no verdict and stays missing (docs/metrics.md, "Empty verdicts": counted at ingest). The spelling is checked once per distinct value (factorize), not once per row."""
     if values.dtype == bool:
         return values.astype("int8")
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     spelled = pd.Series(uniques, dtype="object").astype("str").str.strip().str.lower()
     mapped = spelled.map(VERDICTS)
-    bad = np.flatnonzero(mapped.isna().to_numpy())
+    blank = (spelled == "").to_numpy()  # a judge that wrote "" gave no verdict, as an empty CSV cell: missing
+    codes = np.where(np.isin(codes, np.flatnonzero(blank)), -1, codes)
+    bad = np.flatnonzero(mapped.isna().to_numpy() & ~blank)
     if bad.size:
         i = int(np.flatnonzero(np.isin(codes, bad))[0])
         shown = str(values.iloc[i])

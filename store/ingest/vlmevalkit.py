@@ -29,6 +29,7 @@ from store.ingest.common import (
     IngestOptions,
     budget_hint,
     fail,
+    given_config,
     json_rows,
     load_json,
     make_batch,
@@ -105,7 +106,11 @@ def read(path: Path, opts: IngestOptions) -> Batch:
     rows["provenance"] = json_rows(prov)
     rows["benchmark"] = benchmark
     rows["model"] = opts.model or name.get("model")
-    config, hint = (opts.config, None) if opts.config else _config(path, name)
+    if opts.config:
+        logged = f"{name['frames']}f" if name.get("frames") else None
+        config, hint = given_config(path, opts, logged, f"the dataset name {name.get('dataset')}")
+    else:
+        config, hint = _config(path, name)
     rows["config"] = config
     settings = {
         "dataset": name.get("dataset"),

@@ -1,0 +1,155 @@
+"""Issue 35, point 5: ingest says what it chose. A dry run refuses what the ingest refuses, in the same
+line; a logged budget is not overridden silently; a results file is found by its stamp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from backend.cli import main
+from store.store import Store
+
+MODEL = "LLaVA-NeXT-Video-7B-Qwen2"
+ITEMS = [("001-1", "A"), ("001-2", "B"), ("002-1", "C")]
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _run(folder: Path, frames: int, said: str, stamp: str, results_name: str | None = None) -> None:
+    """An lmms-eval Video-MME run: <folder>/..__<model>/<stamp>_samples_videomme.jsonl and its results file."""
+    d = folder / f"..__{MODEL}"
+    d.mkdir(parents=True)
+    lines = [
+        {
+            "doc_id": n,
+            "target": ans,
+            "filtered_resps": [said],
+            "doc_hash": "same",
+            "videomme_perception_score": {
+                "question_id": qid,
+                "task_category": "Counting",
+                "pred_answer": said,
+                "answer": ans,
+            },
+        }
+        for n, (qid, ans) in enumerate(ITEMS)
+    ]
+    (d / f"{stamp}_samples_videomme.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    args = f"pretrained=lmms-lab/{MODEL},max_frames_num={frames}"
+    name = results_name or f"{stamp}_results.json"
+    (d / name).write_text(json.dumps({"config": {"model": "llava_vid", "model_args": args}}))
+
+
+def test_dry_run_refuses_two_runs_that_collide_with_the_ingests_own_line(tmp_path, capsys):
+    # two folders claiming the same model and budget with different answers: the ingest refuses them
+    _run(tmp_path / "a", 8, "A", "20260101_080000")
+    _run(tmp_path / "b", 8, "B", "20260101_090000")
+    store = tmp_path / "store"
+    argv = ["ingest", str(tmp_path / "a"), str(tmp_path / "b"), "--store", str(store)]
+    rc_dry, out_dry, err_dry = _cli(capsys, *argv, "--dry-run")
+    rc, _, err = _cli(capsys, *argv)
+    assert (rc_dry, rc) == (2, 2) and out_dry == ""
+    assert err_dry == err and err.count("\n") == 1 and "appear more than once with different values" in err
+    assert not any(store.rglob("*.parquet")) if store.exists() else True
+
+
+def test_dry_run_refuses_a_change_against_the_store_and_counts_what_it_would_add(tmp_path, capsys):
+    _run(tmp_path / "a", 8, "A", "20260101_080000")
+    _run(tmp_path / "b", 8, "B", "20260101_090000")
+    _run(tmp_path / "c", 16, "B", "20260101_100000")
+    store = tmp_path / "store"
+    assert _cli(capsys, "ingest", str(tmp_path / "a"), "--store", str(store))[0] == 0
+    before = Store(store).version()
+    rc_dry, _, err_dry = _cli(capsys, "ingest", str(tmp_path / "b"), "--store", str(store), "--dry-run")
+    rc, _, err = _cli(capsys, "ingest", str(tmp_path / "b"), "--store", str(store))
+    assert (rc_dry, rc) == (2, 2) and err_dry == err and "pass --replace" in err and err.count("\n") == 1
+    rc, out, err = _cli(
+        capsys, "ingest", str(tmp_path / "a"), str(tmp_path / "c"), "--store", str(store), "--dry-run", "--json"
+    )
+    summary = json.loads(out)
+    assert rc == 0 and (summary["new"], summary["already_stored"]) == (3, 3) and Store(store).version() == before
+
+
+def test_config_that_differs_from_the_logged_budget_is_refused_unless_forced(tmp_path, capsys):
+    _run(tmp_path / "a", 16, "A", "20260101_080000")
+    store = str(tmp_path / "store")
+    rc, _, err = _cli(capsys, "ingest", str(tmp_path / "a"), "--store", store, "--config", "8f")
+    assert rc == 2 and err.count("\n") == 1
+    assert "--config 8f differs from the budget logged by 20260101_080000_results.json (max_frames_num=16): 16f" in err
+    assert "--force-config" in err and "Traceback" not in err
+    assert _cli(capsys, "ingest", str(tmp_path / "a"), "--store", store, "--config", "16f", "--dry-run")[0] == 0
+    rc, out, err = _cli(
+        capsys, "ingest", str(tmp_path / "a"), "--store", store, "--config", "8f", "--force-config", "--json"
+    )
+    summary = json.loads(out)
+    assert rc == 0 and summary["configs"] == ["8f"]
+    assert summary["files"][0]["config_hint"] == "config 8f from --force-config, overriding the logged 16f"
+
+
+def test_a_suffixed_results_file_is_found_by_its_stamp(tmp_path, capsys):
+    # a patched harness (adaptive keyframe selection) writes <stamp>_results_aks.json; another run's results
+    # file in the same folder must not be taken for it
+    _run(tmp_path / "a", 32, "A", "20260101_080000", results_name="20260101_080000_results_aks.json")
+    d = tmp_path / "a" / f"..__{MODEL}"
+    (d / "20251231_000000_results.json").write_text(
+        json.dumps({"config": {"model_args": "pretrained=x/other,max_frames_num=8"}})
+    )
+    rc, out, err = _cli(
+        capsys, "ingest", str(d / "20260101_080000_samples_videomme.jsonl"), "--store", str(tmp_path / "s"), "--json"
+    )
+    summary = json.loads(out)
+    assert rc == 0, err
+    assert (summary["models"], summary["configs"]) == ([MODEL], ["32f"])
+
+
+def test_no_results_file_names_what_was_looked_for(tmp_path, capsys):
+    _run(tmp_path / "run", 32, "A", "20260101_080000", results_name="20251231_000000_other.json")
+    rc, _, err = _cli(capsys, "ingest", str(tmp_path / "run"), "--store", str(tmp_path / "s"))
+    assert rc == 2 and err.count("\n") == 1
+    assert "no results file beside it shares its stamp (<stamp>_results*.json), and the file and folder names" in err
+
+
+def test_an_uppercase_label_is_refused_with_the_rule_and_its_spelling(tmp_path, capsys):
+    _run(tmp_path / "a", 8, "A", "20260101_080000")
+    rc, _, err = _cli(capsys, "ingest", str(tmp_path / "a"), "--store", str(tmp_path / "s"), "--config", "8F/Adaptive")
+    assert rc == 2 and err.count("\n") == 1
+    assert "labels are lowercase (frames as 'f', policy names such as 'adaptive'): write '8f/adaptive'" in err
+
+
+def test_an_empty_verdict_is_left_out_and_counted(tmp_path, capsys):
+    rows = [
+        {"item_id": "a", "prediction": "a coin", "target": "A coin.", "correct": "yes"},
+        {"item_id": "b", "prediction": "a dog", "target": "A cat.", "correct": ""},
+        {"item_id": "c", "prediction": "a dog", "target": "A cat.", "correct": None},
+        {"item_id": "d", "prediction": "a dog", "target": "A cat.", "correct": "no"},
+    ]
+    (tmp_path / "judge.json").write_text(json.dumps(rows))
+    store = str(tmp_path / "s")
+    argv = [
+        "ingest",
+        str(tmp_path / "judge.json"),
+        "--store",
+        store,
+        "--model",
+        "m",
+        "--benchmark",
+        "b",
+        "--config",
+        "8f",
+    ]
+    rc, out, err = _cli(capsys, *argv, "--json")
+    assert rc == 0, err
+    assert [n.split(": ", 1)[1][:41] for n in json.loads(out)["notes"]] == ["2 row(s) give an empty verdict: `correct`"]
+    rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json")
+    assert rc == 0, err
+    # stored cut-off: the two empty verdicts read as wrong (1 of 4); none: every scored item out of accuracy
+    assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}
+    rc, out, err = _cli(
+        capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json", "--score-cutoff", "0.5"
+    )
+    assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}  # Token-F1: only "a coin" = "A coin." reaches 0.5
