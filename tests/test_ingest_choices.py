@@ -153,3 +153,39 @@ def test_an_empty_verdict_is_left_out_and_counted(tmp_path, capsys):
         capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json", "--score-cutoff", "0.5"
     )
     assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}  # Token-F1: only "a coin" = "A coin." reaches 0.5
+
+
+def _table(path: Path, config: str, correct: list[int]) -> Path:
+    rows = [
+        {"model": "m", "benchmark": "b", "item_id": f"q{i}", "config": config, "correct": y}
+        for i, y in enumerate(correct)
+    ]
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_a_cell_with_several_runs_says_which_it_shows_and_run_picks_another(tmp_path, capsys):
+    store = str(tmp_path / "s")
+    for name, config, y in (("a", "8f", [1, 1, 1, 1]), ("b", "16f", [0, 0, 0, 0])):
+        assert _cli(capsys, "ingest", str(_table(tmp_path / f"{name}.json", config, y)), "--store", store)[0] == 0
+    # a second prompting protocol of the same 16f cell, ingested later under its own run name
+    assert (
+        _cli(
+            capsys, "ingest", str(_table(tmp_path / "cot.json", "16f", [1, 1, 1, 0])), "--store", store, "--run", "cot"
+        )[0]
+        == 0
+    )
+    rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["models"]["m"]["accuracy"] == {"8f": 1.0, "16f": 0.0}  # main wins the cell
+    assert report["scope"]["runs"] == [{"model": "m", "config": "16f", "runs": ["main", "cot"], "shown": "main"}]
+    assert (
+        err
+        == "note: several runs in one cell: m 16f: runs main, cot, showing main. Pick another with --run RUN (the URL's run=RUN)\n"
+    )
+    rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "16f", "--run", "cot", "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["models"]["m"]["accuracy"] == {"16f": 0.75}  # 3 of 4 under run cot, by hand
+    assert report["scope"]["run"] == "cot" and report["scope"]["runs"][0]["shown"] == "cot"
+    rc, out, err = _cli(capsys, "flows", "--store", store, "--model", "m", "--from", "8f", "--to", "16f", "--json")
+    assert rc == 0 and "showing main" in err

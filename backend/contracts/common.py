@@ -28,6 +28,21 @@ class ItemFilterSpec(TypedDict):
     tags: list[str]
 
 
+class RunsInCell(TypedDict):
+    """A (model, config) whose cells hold several runs (``backend.scope.runs``).
+
+    model: the model
+    config: the configuration
+    runs: the runs stored there, first ingested first
+    shown: the run the view reads there
+    """
+
+    model: str
+    config: str
+    runs: list[str]
+    shown: str
+
+
 class ScopeHeader(TypedDict):
     """Which grid, items and exclusions a report's numbers belong to (every view's ``scope`` key).
 
@@ -43,6 +58,8 @@ class ScopeHeader(TypedDict):
     beyond_noise: true when flips within an item's repeat noise are left out
     include_reruns: true when live re-runs count as responses
     score_cutoff: how scored responses enter accuracy: "stored" (their stored correct), "none" (left out) or T (score >= T)
+    run: the one run every cell is read from (--run; null: main, else the run ingested first)
+    runs: the (model, config) pairs of the grid holding several runs, each with its runs and the run shown
     n_items: matched items (reports computed on a matrix)
     n_excluded: items left out for lacking a response at some (model, config) (reports computed on a matrix)
     """
@@ -59,6 +76,8 @@ class ScopeHeader(TypedDict):
     beyond_noise: bool
     include_reruns: bool
     score_cutoff: str | float
+    run: str | None
+    runs: list[RunsInCell]
     n_items: NotRequired[int]
     n_excluded: NotRequired[int]
 

@@ -22,6 +22,8 @@ def load_matrix(
     item_filter: ItemFilter | None = None,
     include_answers: bool = False,
     include_reruns: bool = False,
+    *,
+    run: str | None = None,
 ) -> Matrix:
     """Load the matched matrix of ``models`` on ``benchmark`` (all when None) over ``grid``.
 
@@ -33,11 +35,16 @@ def load_matrix(
 
     The unfiltered matrix of a large store is kept in the store's cache folder and patched after a
     write (``backend.scope.matrix_cache``); a filter is applied to it in memory when that is exact (``narrow``).
+    ``run``: only that run's responses (``--run``), read without the cache.
     """
     models = list(dict.fromkeys(models))
     if not models:
         raise UserError("no model given")
     grid = _matched_grid(available(store), models, benchmark, grid, include_reruns)
+    if (
+        run is not None
+    ):  # one run for every cell (backend.scope.runs): read directly, the cache holds the default choice
+        return matched(scan(store, models, benchmark, grid, item_filter, include_answers, include_reruns, run))
     if include_answers:
         return matched(scan(store, models, benchmark, grid, item_filter, True, include_reruns))
     full = matrix_cache.load(store, models, benchmark, grid, include_reruns)

@@ -166,7 +166,7 @@ CELL_VALUES = f"""(list_position($models, r.model) - 1)::TINYINT AS m,
 
 
 def _fetch_cells(
-    con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool, reruns: bool
+    con: duckdb.DuckDBPyConnection, models: list[str], grid: list[str], answers: bool, reruns: bool, run: str | None
 ) -> dict:
     """Every response of the scope, coded: model m, item i, config c, values, and its preference.
 
@@ -178,8 +178,10 @@ def _fetch_cells(
         SELECT s.i, {CELL_VALUES} {answer}
         FROM responses r JOIN scope s ON r.benchmark = s.benchmark AND r.item_id = s.item_id
         WHERE list_contains($models, r.model) AND list_contains($grid, r.config) {"" if reruns else "AND " + main_only("r.")}
+        {"" if run is None else "AND coalesce(r.run, 'main') = $run"}
     """
-    return con.execute(sql, {"models": models, "grid": grid}).fetchnumpy()
+    params = {"models": models, "grid": grid} | ({} if run is None else {"run": run})
+    return con.execute(sql, params).fetchnumpy()
 
 
 def _first_per_cell(flat: np.ndarray, tier: np.ndarray, written: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -271,10 +273,13 @@ def scan(
     item_filter: ItemFilter | None,
     include_answers: bool,
     include_reruns: bool,
+    run: str | None = None,
 ) -> Cells:
-    """Every item in scope and its chosen responses, in one pass over the store."""
+    """Every item in scope and its chosen responses, in one pass over the store (``run``: that run's only)."""
     with store.connect() as con:
         bench_sql, bench_params = ("", []) if benchmark is None else ("AND benchmark = ?", [benchmark])
+        if run is not None:
+            bench_sql, bench_params = bench_sql + " AND coalesce(run, 'main') = ?", [*bench_params, run]
         fsql, fparams = filter_sql(item_filter, alias="it")
         con.execute(
             f"""CREATE TEMP TABLE scope AS
@@ -288,7 +293,7 @@ def scan(
             [models, grid, *bench_params, *fparams],
         )
         items = large_strings(con.sql("SELECT * EXCLUDE (i) FROM scope ORDER BY i").to_arrow_table())
-        cells = _fetch_cells(con, models, grid, include_answers, include_reruns)
+        cells = _fetch_cells(con, models, grid, include_answers, include_reruns, run)
     shape = (len(models), items.num_rows, len(grid))
     tier, correct, confidence, score, answer, later = _scatter(cells, shape, include_answers)
     return Cells(models, grid, items, tier, correct, confidence, score, later, answer)

@@ -21,6 +21,7 @@ from backend.scope import binary
 from backend.scope.filters import ItemFilter, split_list
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import Matrix, available, canonical_grid, narrow, restrict
+from backend.scope.runs import RunChoice, several_runs
 from backend.scope.tags import TAGS, tag_masks
 from store import configs, registry
 from store.errors import UserError
@@ -46,6 +47,7 @@ class Scope:
     beyond_noise: bool = False
     include_reruns: bool = False
     score_cutoff: str = binary.STORED  # how scored responses enter accuracy (backend.scope.binary)
+    run: str | None = None  # one run for every cell (--run); None: main, else the first ingested (backend.scope.runs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "models", tuple(dict.fromkeys(self.models)))
@@ -69,10 +71,11 @@ class Scope:
             info = available(store)
         self._check_names(info)
         if self.grid:
-            grid = tuple(canonical_grid(list(self.grid)))
-            return Resolved(dataclasses.replace(self, grid=grid), "given", excluded_configs(info, self, grid))
-        grid = tuple(default_grid(info, list(self.models), self.benchmark, store.root))
-        return Resolved(dataclasses.replace(self, grid=grid), "default", excluded_configs(info, self, grid))
+            grid, source = tuple(canonical_grid(list(self.grid))), "given"
+        else:
+            grid, source = tuple(default_grid(info, list(self.models), self.benchmark, store.root)), "default"
+        runs = several_runs(store, list(self.models), self.benchmark, list(grid), self.run)
+        return Resolved(dataclasses.replace(self, grid=grid), source, excluded_configs(info, self, grid), runs)
 
     def _check_names(self, info: StoreContents) -> None:
         if self.benchmark is not None and self.benchmark not in info["benchmarks"]:
@@ -100,6 +103,7 @@ class Scope:
         argv += ["--beyond-noise"] if self.beyond_noise else []
         argv += ["--include-reruns"] if self.include_reruns else []
         argv += ["--score-cutoff", self.score_cutoff] if self.score_cutoff != binary.STORED else []
+        argv += ["--run", self.run] if self.run else []
         return argv
 
     @classmethod
@@ -118,6 +122,7 @@ class Scope:
             beyond_noise=bool(getattr(args, "beyond_noise", False)),
             include_reruns=bool(getattr(args, "include_reruns", False)),
             score_cutoff=getattr(args, "score_cutoff", None) or binary.STORED,
+            run=getattr(args, "run", None),
         )
 
 
@@ -128,6 +133,7 @@ class Resolved:
     scope: Scope
     grid_source: str  # "default" | "given"
     grid_excluded: dict[str, dict] = field(default_factory=dict, hash=False, compare=False)
+    runs: tuple[RunChoice, ...] = field(default=(), hash=False, compare=False)  # cells holding several runs
 
     def load(self, store: Store, include_answers: bool = False, base: Matrix | None = None) -> Matrix:
         """The matched matrix of the scope's accuracy views, narrowed to its trajectory tag (``load_views``)."""
@@ -149,7 +155,14 @@ class Resolved:
         matrix = narrow(store, base, s.item_filter) if base is not None and not include_answers else None
         if matrix is None:
             matrix = load_matrix(
-                store, list(s.models), s.benchmark, list(s.grid), s.item_filter, include_answers, s.include_reruns
+                store,
+                list(s.models),
+                s.benchmark,
+                list(s.grid),
+                s.item_filter,
+                include_answers,
+                s.include_reruns,
+                run=s.run,
             )
         return scope_views(matrix, s)
 
@@ -195,6 +208,8 @@ class Resolved:
             "beyond_noise": s.beyond_noise,
             "include_reruns": s.include_reruns,
             "score_cutoff": binary.header_value(s.score_cutoff),
+            "run": s.run,
+            "runs": [{"model": c.model, "config": c.config, "runs": list(c.runs), "shown": c.shown} for c in self.runs],
         }
         if matrix is not None:
             out["n_items"], out["n_excluded"] = matrix.n_items, matrix.n_excluded
@@ -378,6 +393,12 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
         "--include-reruns",
         action="store_true",
         help="let live re-runs fill cells and configurations (default: re-runs are an overlay, never counted)",
+    )
+    p.add_argument(
+        "--run",
+        default=None,
+        help="where a cell holds several runs (ingest --run), use this one for every cell (default: main, else the "
+        "run ingested first; the scope names such cells)",
     )
     p.add_argument(
         "--score-cutoff",

@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from backend import serverconfig
+from backend.contracts.store import StoreContents
 from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
@@ -189,6 +190,7 @@ def draw() -> View | None:
     sb.markdown("**Items**")
     grid_choice = () if grid == default else tuple(grid)  # the default grid stays "default" in the CLI twin
     bare = Scope(benchmark=bench, models=tuple(models), grid=grid_choice, tag_model=focus, include_reruns=reruns)
+    bare = _run_choice(sb, store, info, bare)
     choices = data.facets(str(store.root), version, bare.resolve(store, info))
     tasks = state.bind(sb.multiselect, "task", "Task type", options=choices["task_types"], default=[])
     durations = state.bind(sb.multiselect, "dur", "Duration", options=choices["durations"], default=[])
@@ -224,6 +226,28 @@ def draw() -> View | None:
     )
     scope = dataclasses.replace(bare, item_filter=item_filter, tag=None if tag == ANY_TAG else tag, score_cutoff=cutoff)
     return data.view(str(store.root), version, scope.resolve(store, info))
+
+
+FIRST_RUN = "main, else first ingested"
+
+
+def _run_choice(sb: DeltaGenerator, store: Store, info: StoreContents, bare: Scope) -> Scope:
+    """Where a cell of the grid holds several runs, a choice of the run every cell is read from (``--run``,
+    URL ``run=``); the scope line says which run each such cell shows (``backend.scope.runs``)."""
+    held = bare.resolve(store, info).runs
+    if not held:
+        return bare
+    names = sorted({r for c in held for r in c.runs})
+    run = state.bind(
+        sb.selectbox,
+        "run",
+        "Run (cells holding several)",
+        options=[FIRST_RUN, *names],
+        default=FIRST_RUN,
+        help="Some cells hold several runs (ingest --run). By default each shows the main run, else the run "
+        "ingested first; pick one run for every cell (--run).",
+    )
+    return bare if run == FIRST_RUN else dataclasses.replace(bare, run=run)
 
 
 def noise_toggle() -> bool:

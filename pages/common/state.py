@@ -47,6 +47,7 @@ PARAMS: dict[str, type] = {
     "atag": list,  # annotation tags (item filter)
     "noise": bool,  # overview and flows: hide within-noise flips
     "reruns": bool,  # include live re-runs in the matrix (an overlay otherwise)
+    "run": str,  # the run every cell is read from where cells hold several (--run)
     "cut": str,  # how scored (open-ended) items enter accuracy: stored, none or a cut-off (--score-cutoff)
     "stol": float,  # flows: the score tolerance of "unchanged" (--tolerance)
     "sband": list,  # flows: a score band opened, [from, to, improved|regressed|unchanged]

@@ -18,6 +18,7 @@ from backend.present.text import ci_text, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.binary import describe
+from backend.scope.runs import notice as runs_notice
 from backend.scope.view import View
 from pages.common import data, score_data, state
 from store.errors import UserError
@@ -212,6 +213,9 @@ def scope_caption(view: View) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
+    runs = runs_notice(view.resolved.runs)
+    if runs:
+        st.caption(escape_md(runs))
     if score_data.has_scores(view):  # how scored (open-ended) items enter accuracy (--score-cutoff)
         st.caption(escape_md(describe(score_data.binary(view))))
     excluded = view.resolved.grid_excluded
