@@ -52,6 +52,10 @@ from backend.scope.tags import tag_masks
 from store.errors import UserError
 
 MIN_SIZE = 30  # slices of fewer scope items are marked small and ranked after the rest
+# An attribute with more values than this is free text (an open-ended reference, a question id), not a category:
+# slicing it would test thousands of one-item slices and push every q towards 1 (issue 35). It is not sliced,
+# and ``untested`` says so.
+MAX_VALUES = 50
 NONE = "(none)"
 # Attribute -> what it is (the panel names them so), in the order ``attribute_table`` derives them.
 ATTRIBUTES: dict[str, str] = {
@@ -103,10 +107,10 @@ Coded = tuple[np.ndarray, list[str]]  # a code per item into the value names
 
 
 def _factor(values: pd.Series, keep: np.ndarray | None = None) -> Coded:
-    """Codes into the sorted distinct values; missing ones (and items outside ``keep``) under "(none)"."""
-    codes, names = pd.factorize(values, sort=True)
-    missing = codes < 0 if keep is None else (codes < 0) | ~keep
-    return _with_none(codes.astype(np.int64), [str(n) for n in names], missing)
+    """Codes into the sorted distinct values of the ``keep`` items; missing ones (and items outside ``keep``,
+    whose values are never named: no empty slice) under "(none)"."""
+    codes, names = pd.factorize(values if keep is None else values.where(keep), sort=True)
+    return _with_none(codes.astype(np.int64), [str(n) for n in names], codes < 0)
 
 
 def _with_none(codes: np.ndarray, names: list[str], missing: np.ndarray) -> Coded:
@@ -173,7 +177,7 @@ def attribute_table(
     if videos is not None:
         seconds = np.where(np.isnan(seconds), videos["duration_s"].to_numpy(float), seconds)
         fps = videos["fps"].to_numpy(float)
-    mcqa = (items["answer_type"].fillna("mcqa") == "mcqa").to_numpy(bool)
+    mcqa = multiple_choice(items)
     derived = {
         "task_type": _factor(items["task_type"]),
         "duration": _factor(items["duration"]),
@@ -185,13 +189,48 @@ def attribute_table(
         "video_duration": _binned(seconds, SECOND_BINS, SECOND_LABELS),
         "video_fps": _binned(fps, FPS_BINS, FPS_LABELS),
     }
-    out = [Attribute(name, values, codes=codes) for name, (codes, values) in derived.items() if len(values) > 1]
+    out = [
+        Attribute(name, values, codes=codes)
+        for name, (codes, values) in derived.items()
+        if 1 < len(values) and _n_named(values) <= MAX_VALUES
+    ]
     if annotation_tags is not None:
         lists = annotation_tags.fillna("").astype(str).str.get_dummies(sep=";")
         lists = lists.loc[:, lists.columns != ""]
         if lists.shape[1]:
             out.append(Attribute("annotation_tag", [str(c) for c in lists.columns], members=lists.to_numpy(bool)))
     return out
+
+
+def multiple_choice(items: pd.DataFrame) -> np.ndarray:
+    """Per item, whether it may be multiple choice: not open-ended, which its ``answer_type`` says, or (none
+    stored) a target that is no letter says. Only these have a target letter to slice by, a letter prior and
+    raw outputs a letter parser can fail on; an item with no target at all (a long table of verdicts) stays in."""
+    typed, target = items["answer_type"], items["target"]
+    free = np.where(
+        typed.isna().to_numpy(), target.notna().to_numpy() & (target_letters(target) < 0), (typed == "open").to_numpy()
+    )
+    return ~free
+
+
+def _n_named(values: list[str]) -> int:
+    """Values other than "(none)"."""
+    return len(values) - (NONE in values)
+
+
+def free_text(items: pd.DataFrame) -> dict[str, int]:
+    """The attributes ``attribute_table`` leaves out as free text (more than ``MAX_VALUES`` values), with their
+    number of distinct values, for ``untested``."""
+    mcqa = multiple_choice(items)
+    columns = {
+        "task_type": items["task_type"],
+        "duration": items["duration"],
+        "domain": items["domain"],
+        "sub_category": items["sub_category"],
+        "target": items["target"].where(mcqa),
+    }
+    counts = {name: int(col.nunique()) for name, col in columns.items()}
+    return {name: n for name, n in counts.items() if n > MAX_VALUES}
 
 
 def benjamini_hochberg(p: np.ndarray, n_tests: int | None = None) -> np.ndarray:
@@ -531,18 +570,22 @@ def _num(x: float) -> float | None:
 
 
 def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> AnswerBehaviour:
-    """The letter prior per configuration and, for a flow, where its answers went (module docstring)."""
-    target_code = target_letters(matrix.items["target"])
+    """The letter prior per configuration and, for a flow, where its answers went (module docstring), over the
+    multiple-choice items alone: free text has no letter to choose, and counting it as "no answer" would
+    test the parser, not the model."""
+    mcqa = multiple_choice(matrix.items)
+    target_code = np.where(mcqa, target_letters(matrix.items["target"]), -1)
+    letter_cells = np.where(mcqa[:, None], cells.letter, -1)
     # the letters in play ("A" .. "Z"): any target's or any answer's
-    present = (np.bincount(cells.letter.ravel().astype(np.int64) + 1, minlength=27)[1:] > 0) | (
+    present = (np.bincount(letter_cells.ravel().astype(np.int64) + 1, minlength=27)[1:] > 0) | (
         np.bincount(target_code + 1, minlength=27)[1:] > 0
     )
     used = np.flatnonzero(present)
     letters = [chr(65 + k) for k in used]
     remap = np.full(27, -1, dtype=np.int64)  # code + 1 -> index among the letters in play
     remap[used + 1] = np.arange(len(used))
-    answer, tcode = remap[cells.letter.astype(np.int64) + 1], remap[target_code + 1]
-    prior = letter_prior(answer, tcode, len(letters))
+    answer, tcode = remap[letter_cells.astype(np.int64) + 1], remap[target_code + 1]
+    prior = letter_prior(answer[mcqa], tcode[mcqa], len(letters))
     out: AnswerBehaviour = {
         "letters": letters,
         "targets": dict(zip(letters, prior["targets"].tolist(), strict=True)),
@@ -561,7 +604,8 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
     }
     if target.kind == "flow":
         ia, ib = matrix.config_index(target.args[0]), matrix.config_index(target.args[1])
-        moved = moved_to(answer[selected, ia], answer[selected, ib], tcode[selected], len(letters))
+        chosen = selected & mcqa
+        moved = moved_to(answer[chosen, ia], answer[chosen, ib], tcode[chosen], len(letters))
         names = ["no answer", *letters]
         out["moved"] = {
             "from": dict(zip(names, moved["from"].tolist(), strict=True)),
@@ -576,7 +620,9 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
 
 def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected: np.ndarray) -> dict:
     """Selected items whose raw output, at the flow's two configurations (a state's one; else anywhere on the grid), is empty,
-    degenerate or unparsed: counted per kind, and in all (``affected``, the items ``--exclude-unparsed`` drops)."""
+    degenerate or unparsed: counted per kind, and in all (``affected``, the items ``--exclude-unparsed`` drops).
+    Multiple-choice items only: an open-ended answer has no letter to parse, so "unparsed" would count every one."""
+    selected = selected & multiple_choice(matrix.items)
     if target.kind == "flow":
         cols = [matrix.config_index(target.args[0]), matrix.config_index(target.args[1])]
     elif target.kind == "state":
@@ -589,16 +635,26 @@ def parser_effects(matrix: Matrix, cells: AnswerCells, target: Target, selected:
     return {"configs": [matrix.grid[c] for c in cols], **per_kind, "affected": int(affected.sum()), "mask": affected}
 
 
-def untested(attributes: list[Attribute], cells: AnswerCells) -> list[str]:
+def untested(attributes: list[Attribute], cells: AnswerCells, items: pd.DataFrame) -> list[str]:
     """What the report cannot test on this store, each as one sentence: a long table of the required columns
-    alone (docs/formats.md) has no item field to slice by and no answer letter, and its flows still count."""
-    out = []
+    alone (docs/formats.md) has no item field to slice by and no answer letter, and its flows still count;
+    free-text attributes are not sliced; open-ended items have no letter prior."""
+    out = [
+        f"{ATTRIBUTES[name]} not sliced: {n:,} distinct values (free text, over {MAX_VALUES})"
+        for name, n in free_text(items).items()
+    ]
+    mcqa = multiple_choice(items)
+    if not mcqa.all():
+        out.append(
+            f"{int((~mcqa).sum()):,} open-ended item(s) left out of the target-letter slices, the letter prior, the "
+            "answer moves and the parser counts: their targets and answers are free text"
+        )
     if not attributes:
         out.append(
             "no item attributes to slice by: no item field (task type, domain, duration, target letter...) "
             "has two values or more in this scope; ingest them with the results to slice"
         )
-    if not (cells.letter >= 0).any():
+    if mcqa.any() and not (cells.letter[mcqa] >= 0).any():
         out.append(
             "no answer letters stored for this model: the letter prior and the answer moves count every item "
             "as 'no answer'; ingest raw outputs or predictions to test them"
@@ -652,7 +708,7 @@ def report(
         },
         "answers": answer_behaviour(matrix, cells, target, selected),
         "agreement": None,
-        "untested": untested(attributes, cells),
+        "untested": untested(attributes, cells, matrix.items),
     }
     if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})

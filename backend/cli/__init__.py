@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 
+from store import notices
 from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
@@ -73,8 +74,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    notices.take()  # a note belongs to the command that opened its view
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        for note in notices.take():
+            print(f"note: {note}", file=sys.stderr)
+        return rc
     except UserError as exc:
         print(f"trajaudit {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -67,9 +67,15 @@ def _runs_per_pair(
 
 
 def notice(choices: tuple[RunChoice, ...]) -> str | None:
-    """One sentence for the pages' scope line and the CLI's stderr; None when every cell holds one run."""
+    """One sentence for the pages' scope line and the CLI's stderr (pairs holding the same runs said once); None
+    when every cell holds one run."""
     if not choices:
         return None
-    shown = "; ".join(f"{c.model} {c.config}: runs {', '.join(c.runs)}, showing {c.shown}" for c in choices[:5])
-    more = f" (and {len(choices) - 5} more)" if len(choices) > 5 else ""
-    return f"several runs in one cell: {shown}{more}. Pick another with --run RUN (the URL's run=RUN)"
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    for c in choices:
+        groups.setdefault((c.model, c.runs, c.shown), []).append(c.config)
+    said = "; ".join(
+        f"{model} at {', '.join(cfgs)} holds runs {', '.join(runs)}, showing {shown}"
+        for (model, runs, shown), cfgs in groups.items()
+    )
+    return f"several runs in one cell: {said}. Pick another with --run RUN (the URL's run=RUN)"

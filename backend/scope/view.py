@@ -9,13 +9,13 @@ the same function, a page and its CLI twin (``twin``) read the same matrix.
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 
 from backend.scope.filters import split_list
 from backend.scope.matrix import Matrix
 from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.runs import notice
+from store import notices
 from store.store import Store
 
 
@@ -58,13 +58,13 @@ def view_key(root: str, version: int, resolved: Resolved) -> str:
 
 def args_view(args: argparse.Namespace, focus: str | None = None) -> View:
     """The view of the scope that ``add_scope_args``' flags name, on ``--store``: the opening of every command
-    that reads one scope, which says on stderr which run it reads where a cell holds several. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
+    that reads one scope, which notes which run it reads where a cell holds several (``store.notices``). ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
     models = None if focus is None else list(dict.fromkeys([*(split_list(args.models) or []), focus]))
     store = Store(args.store)
     resolved = Scope.from_args(args, models=models).resolve(store)
     said = notice(resolved.runs)
-    if said:  # on stderr, so --json stays one document: its scope.runs holds the same
-        print(f"note: {said}", file=sys.stderr)
+    if said:
+        notices.say(said)
     return open_view(store, resolved)
 
 
