@@ -115,3 +115,23 @@ def extract_letter(text: object, n_options: int = 4) -> str | None:
     s = _PREFIX_RE.sub("", s, count=1)
     m = re.search(rf"(?<![A-Za-z])([{allowed_letters(n_options)}])(?![A-Za-z])", s)
     return m.group(1) if m else None
+
+
+_YES_NO_TARGET = re.compile(r"^\s*(yes|no)[.!]?\s*$", re.IGNORECASE)
+_YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def yes_no_target(value: object) -> str | None:
+    """``"yes"`` or ``"no"`` for a target that is that word (any case, a full stop allowed), else None: a binary
+    question is judged by the word, not scored by Token-F1 like a free-text reference (issue 35)."""
+    m = _YES_NO_TARGET.match(value) if isinstance(value, str) else None
+    return m.group(1).lower() if m else None
+
+
+def extract_yes_no(text: object) -> str | None:
+    """The first standalone ``yes`` or ``no`` of a raw output (after the leading phrases the letter rule strips),
+    lower-cased; None when it says neither (no answer, counted wrong like a missing letter)."""
+    if not isinstance(text, str):
+        return None
+    m = _YES_NO_WORD.search(_PREFIX_RE.sub("", text, count=1))
+    return m.group(1).lower() if m else None

@@ -189,3 +189,22 @@ def test_a_cell_with_several_runs_says_which_it_shows_and_run_picks_another(tmp_
     assert report["scope"]["run"] == "cot" and report["scope"]["runs"][0]["shown"] == "cot"
     rc, out, err = _cli(capsys, "flows", "--store", store, "--model", "m", "--from", "8f", "--to", "16f", "--json")
     assert rc == 0 and "showing main" in err
+
+
+def test_a_yes_no_target_is_judged_by_the_word_and_never_token_f1_scored(tmp_path, capsys):
+    rows = [
+        {"item_id": "a", "prediction": "Yes, the man opens the door.", "target": "yes"},
+        {"item_id": "b", "prediction": "The answer is: no", "target": "Yes"},
+        {"item_id": "c", "prediction": "I cannot tell.", "target": "no"},
+        {"item_id": "d", "prediction": "No.", "target": "No."},
+    ]
+    (tmp_path / "yn.json").write_text(json.dumps(rows))
+    store = str(tmp_path / "s")
+    argv = ["ingest", str(tmp_path / "yn.json"), "--store", store, "--model", "m", "--benchmark", "b", "--config", "8f"]
+    rc, out, err = _cli(capsys, *argv, "--json")
+    assert rc == 0 and json.loads(out)["scores"] == {}, err  # no Token-F1 score
+    got = Store(store).query(
+        "SELECT item_id, coalesce(answer, '(none)') AS answer, correct, score FROM responses ORDER BY item_id"
+    )
+    assert got["answer"].tolist() == ["yes", "no", "(none)", "no"] and got["correct"].tolist() == [1, 0, 0, 1]
+    assert got["score"].isna().all()

@@ -21,6 +21,8 @@ item columns it knows (``target``, ``question``, ``duration``...); :func:`make_b
 * scores (``store.ingest.scores``): a score on a declared scale is mapped onto [0, 1], an open-ended
   response with a prediction and a reference but no score gets its Token-F1, and ``score_source``
   records which; an open-ended row that has a score and no verdict keeps ``correct`` empty;
+* a yes/no question (a target that is the word ``yes`` or ``no``) is no free text: it is never Token-F1
+  scored; without a verdict its answer is the output's first ``yes``/``no`` and ``correct`` compares it;
 * ``protocol_note`` non-empty -> flag ``protocol-note``; VLMEvalKit score -1 -> flag ``unparseable``;
 * every value passes the gate (``store.ingest.gate``): bad numbers, out-of-range counts and
   oversized text are refused with their line, never coerced.
@@ -46,7 +48,15 @@ import pandas as pd
 import pyarrow as pa
 
 from store import configs
-from store.answers import LETTERS, beyond_letters, extract_letter, is_letter, letter_or_text
+from store.answers import (
+    LETTERS,
+    beyond_letters,
+    extract_letter,
+    extract_yes_no,
+    is_letter,
+    letter_or_text,
+    yes_no_target,
+)
 from store.errors import UserError
 from store.ingest import frames, gate, jsontext, scores
 from store.ingest.gate import fail
@@ -476,15 +486,20 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> int:
     else:
         rows["raw_output"] = None
         rows["answer"] = constant(None, n)
+    binary = np.asarray([yes_no_target(t) for t in targets], dtype=object)[t_codes] if n else np.empty(0, object)
+    yes_no = pd.notna(binary) & (kind == "open")  # a yes/no question: judged by the word, never Token-F1 scored
+    if has_raw and yes_no.any():
+        said = rows["raw_output"].where(yes_no).map(extract_yes_no, na_action="ignore")
+        rows["answer"] = pd.Series(np.where(yes_no, said, rows["answer"]), index=rows.index, dtype=object)
     answer = np.asarray(rows["answer"], dtype=object)
     has_answer = pd.notna(answer)
-    computed = has_answer & (answer == target)
+    computed = has_answer & ((answer == target) | (yes_no & (answer == binary)))
     if has_raw:
-        scores.fill_token_f1(rows, kind == "open")
+        scores.fill_token_f1(rows, (kind == "open") & ~yes_no)
     scored = rows["score"].notna().to_numpy() if "score" in rows else np.zeros(n, dtype=bool)
     has_verdicts = "correct" in rows  # the file's own verdict column (filled below for every row)
     given = rows["correct"].to_numpy(dtype="float64", na_value=np.nan) if "correct" in rows else np.full(n, np.nan)
-    by_rule = np.isnan(given) & has_raw & letter_target
+    by_rule = np.isnan(given) & has_raw & (letter_target | yes_no)
     missing = np.isnan(given) & ~by_rule & ~(scored & (kind == "open"))
     if missing.any():
         raise fail(
