@@ -56,6 +56,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "judge; a score outside it is refused (default: scores are fractions in [0, 1])",
     )
     p.add_argument(
+        "--records",
+        metavar="PATH",
+        help="a JSONPath matching every record of a nested JSON document, e.g. '$.*.*[*]' or '$[*][1]' "
+        "(docs/formats.md, Record paths); implies --format table",
+    )
+    p.add_argument(
+        "--record-keys",
+        metavar="NAME[,NAME...]",
+        help="the dictionary keys enclosing each --records match become these fields (innermost keys, outermost "
+        "first): '$.*.*[*]' with video_id,dim",
+    )
+    p.add_argument(
+        "--merge",
+        action="append",
+        metavar="NAME=PATH",
+        help="put the object PATH matches beside each record under NAME, read by --map dotted "
+        "(--merge 'judge=$[*][0]' --map correct=judge.verdict); repeatable",
+    )
+    p.add_argument(
         "--force-config",
         action="store_true",
         help="let --config override the budget a file's harness logged (max_frames_num, a dataset's _16frame); "
@@ -89,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
         score_scale=args.score_scale,
         dry_run=args.dry_run,
         force_config=args.force_config,
+        records=args.records,
+        record_keys=args.record_keys,
+        merge=args.merge,
     )
     if args.json:
         print_json(summary.to_dict())

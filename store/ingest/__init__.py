@@ -20,6 +20,7 @@ from tqdm import tqdm
 from store import configs, samplers
 from store.errors import UserError
 from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
+from store.ingest import records as record_paths
 from store.ingest.common import Batch, IngestOptions, checked_utf8, load_json
 from store.ingest.publish import FileResult, Published, check_batches, publish_batches
 from store.store import Store
@@ -153,6 +154,9 @@ def ingest_paths(
     score_scale: str | None = None,
     dry_run: bool = False,
     force_config: bool = False,
+    records: str | None = None,
+    record_keys: str | None = None,
+    merge: list[str] | None = None,
 ) -> IngestSummary:
     """Read every file, then publish them in one checked write; raises UserError on bad input
     (the store is then untouched). A folder stands for the result files under it
@@ -161,7 +165,9 @@ def ingest_paths(
     ``sampler``: the harness's frame sampler for files that log no frames (``store.samplers``).
     ``score_scale``: ``"MIN:MAX"``, the scale of the files' ``score`` (``store.ingest.scores``).
     ``dry_run``: read and check everything, write nothing (the summary says what would be written).
-    ``force_config``: let ``config`` override a budget the harness logged (refused otherwise)."""
+    ``force_config``: let ``config`` override a budget the harness logged (refused otherwise).
+    ``records``, ``record_keys``, ``merge``: where the records sit in a nested JSON document and what
+    encloses them (``store.ingest.records``); like ``field_map`` they make every file a generic table."""
     store = store if isinstance(store, Store) else Store(store)
     if not paths:
         raise UserError("no files to ingest")
@@ -181,6 +187,9 @@ def ingest_paths(
     fields = mapping.parse(field_map, table.MAP_FIELDS)
     if fields and format not in ("auto", "table"):
         raise UserError(f"--map reads the generic table; it does not apply to --format {format}")
+    spec = record_paths.parse(records, record_keys, merge)
+    if spec and format not in ("auto", "table"):
+        raise UserError(f"--records reads the generic table; it does not apply to --format {format}")
     opts = IngestOptions(
         model,
         benchmark,
@@ -193,8 +202,9 @@ def ingest_paths(
         sampler,
         scale,
         force_config,
+        spec,
     )
-    chosen = "table" if fields and format == "auto" else format
+    chosen = "table" if (fields or spec) and format == "auto" else format
     batches = []
     for path in tqdm(files, desc="reading", disable=not progress or len(files) < 2):
         fmt = detect(path) if chosen == "auto" else chosen
@@ -220,6 +230,9 @@ def ingest_paths(
         "sampler": sampler,
         "score_scale": list(scale) if scale else None,
         "force_config": force_config,
+        "records": records,
+        "record_keys": record_keys,
+        "merge": merge,
     }
     done = publish_batches(store, batches, replace=replace, options=options)
     return _summary(done, batches, [str(p) for p in skipped], dry_run=False)

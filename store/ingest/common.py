@@ -60,6 +60,7 @@ from store.answers import (
 from store.errors import UserError
 from store.ingest import frames, gate, jsontext, scores
 from store.ingest.gate import fail
+from store.ingest.records import RecordPath
 from store.ingest.videos import implied_videos
 from store.schema import ITEMS, RESPONSE_KEY, RESPONSES
 
@@ -88,6 +89,7 @@ class IngestOptions:
     sampler: str | None = None  # --sampler: the harness's frame sampler (store.samplers)
     score_scale: tuple[float, float] | None = None  # --score-scale MIN:MAX, parsed (store.ingest.scores)
     force_config: bool = False  # --force-config: --config may override the budget a file's harness logged
+    records: RecordPath | None = None  # --records / --record-keys / --merge (store.ingest.records)
 
 
 @dataclass

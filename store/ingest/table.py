@@ -7,7 +7,8 @@ both ``prediction`` and ``target``. Optional: ``confidence``, ``letter_mass`` (n
 ``score`` (in [0, 1], or on the scale ``--score-scale`` declares), ``option_probs`` (JSON {letter:
 probability}), ``task_type``, ``question``, ``options``, ``video``, ``duration``, ``domain``,
 ``sub_category``, ``split``, ``run``. Any other column is kept, per row, in ``provenance``. A file
-with its own key names is read through ``--map`` (``store.ingest.mapping``).
+with its own key names is read through ``--map`` (``store.ingest.mapping``), a nested JSON document through
+``--records`` (``store.ingest.records``).
 
 ``options`` is a list of option texts (letters A, B, C... assigned in order) or of lettered strings
 (``"A. Apples"``), stored as lettered strings. A ``target`` that is not a letter is matched to the
@@ -21,6 +22,7 @@ is on distinct values: answer extraction, option lists, (options, target) pairs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -31,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.answers import LETTERS, is_letter, letter_or_text, split_lettered, with_letters
-from store.ingest import gate, jsontext, mapping, scores
+from store.ingest import gate, jsontext, mapping, records, scores
 from store.ingest.common import (
     Batch,
     IngestOptions,
@@ -58,7 +60,7 @@ MAP_FIELDS = KNOWN | {"frames"}
 
 
 def read(path: Path, opts: IngestOptions) -> Batch:
-    df, lines, word = _load(path)
+    df, lines, word = _load(path, opts.records)
     fields, rest = mapping.apply(path, df, opts.field_map) if opts.field_map else (df.iloc[:, :0], df)
     mapped = set(fields) | ({"frame_indices"} if "frames" in fields else set())  # --map frames=KEY names them
     native = [c for c in rest.columns if c in KNOWN and c not in mapped]
@@ -92,12 +94,21 @@ def read(path: Path, opts: IngestOptions) -> Batch:
             rows["target"] = _targets(path, rows, o_codes, texts, word)
     if extra:
         rows["provenance"] = json_rows(rest[extra])
-    return make_batch(path, FORMAT, rows, opts, {"extra_columns": extra, "map": dict(opts.field_map)}, line_word=word)
+    settings = {"extra_columns": extra, "map": dict(opts.field_map)}
+    if opts.records:
+        settings["records"] = dataclasses.asdict(opts.records)
+    return make_batch(path, FORMAT, rows, opts, settings, line_word=word)
 
 
-def _load(path: Path) -> tuple[pd.DataFrame, np.ndarray, str]:
-    """(the file's columns, each row's line / record / row number, the word for it)."""
+def _load(path: Path, spec: records.RecordPath | None = None) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """(the file's columns, each row's line / record / row number, the word for it); ``spec``: the records of a
+    nested JSON document (``store.ingest.records``)."""
     suffix = path.suffix.lower()
+    if spec is not None:
+        if suffix not in (".json", ".jsonl", ".ndjson") and read_text_bytes(path).lstrip()[:1] not in (b"[", b"{"):
+            raise fail(path, "--records reads a JSON document; this file is not one")
+        found = records.select(path, load_json(path, read_text_bytes(path).decode("utf-8")), spec)
+        return _records(path, found, np.arange(len(found)) + 1, "record", "expected a JSON object")
     if suffix == ".parquet":
         try:
             table = pq.read_table(path)
