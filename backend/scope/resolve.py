@@ -250,7 +250,8 @@ def _ladder(labels: list[str]) -> list[str]:
 
     The model's default resolution (labels without ``@``) where the store has it, else the
     spatial budget with the most frame budgets (ties: the larger pixel count). Protocol variants,
-    kept scale-grid tags and approximate protocols are never on the ladder.
+    kept scale-grid tags and approximate protocols are never on it, unless the store has no uniform
+    ladder of two budgets: then it is the longest policy or protocol ladder (``_longest_ladder``).
     """
     parsed = [configs.parse(c) for c in labels]
     by_pixels: dict[int | None, list[str]] = {}
@@ -262,8 +263,22 @@ def _ladder(labels: list[str]) -> list[str]:
         chosen = by_pixels[None]
     else:
         chosen = by_pixels[max(by_pixels, key=lambda p: (len(by_pixels[p]), p))]
+    if len(chosen) < 2:  # no uniform ladder: the longest other one (docs/metrics.md)
+        chosen = _longest_ladder(parsed) or chosen
     text = ["text"] if any(c.is_text for c in parsed) else []
     return configs.order(text + chosen)
+
+
+def _longest_ladder(parsed: list[configs.Config]) -> list[str]:
+    """The one sampling policy or protocol with the most frame budgets (``8f/adaptive``, ``16f/adaptive``...):
+    the default ladder of a store with no uniform one (a harness that logged query-adaptive selections).
+    Ties: the ladder whose first label comes first in ``configs.order``, as ``info`` lists them. Approximate
+    protocols never; a ladder needs two budgets."""
+    ladders: dict[tuple, list[str]] = {}
+    for c in sorted((c for c in parsed if not c.is_text and c.is_exact), key=lambda c: configs.sort_key(c.label)):
+        ladders.setdefault(c.ladder_key, []).append(c.label)
+    best = max(ladders.values(), key=len, default=[])  # max keeps the first of equal lengths
+    return best if len(best) > 1 else []
 
 
 def default_grid(info: StoreContents, models: list[str], benchmark: str | None, store_root=None) -> list[str]:
