@@ -1,7 +1,9 @@
 """Configuration labels: parsing, canonical form, cost and partial order (docs/metrics.md, "Grid").
 
 A label names how the visual input was built: ``text``, ``<N>f``, ``<N>f@<spatial>``,
-``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with an approximate-protocol suffix
+``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with a prompting protocol that is no
+sampling policy (``8f+cot``, ``16f/adaptive+cot``: the same frames asked another way, a ladder of its own
+and never a step of the uniform one), and optionally with an approximate-protocol suffix
 ``~prune<keep%>`` (``32f~prune85``: vision tokens pruned by pixel difference, keeping 85%; ``32f~prune85t8``:
 dropping only units whose max-abs RGB difference is at most 8, at most 15% of them). ``<spatial>`` is ``<n>k`` (about n x 1000 pixels
 per frame) or ``<n>px`` (frames resized to n x n). The scale-grid release spells some labels its own
@@ -27,6 +29,7 @@ _CANONICAL = re.compile(
     r"^(?P<frames>\d+)f"
     r"(?:@(?P<spatial>\d+(?:\.\d+)?(?:k|px)))?"
     r"(?:/(?P<policy>[a-z][a-z0-9.\-]*))?"
+    r"(?:\+(?P<protocol>[a-z][a-z0-9.\-]*))?"
     r"(?:~prune(?P<keep>\d+)(?:t(?P<threshold>\d+(?:\.\d+)?))?)?$"
 )
 # Scale-grid tags kept verbatim: "<N>f_<tag>", e.g. 128f_input224 or 128f_fallback.
@@ -56,6 +59,7 @@ class Config:
     tag: str | None = None  # a scale-grid tag kept verbatim (e.g. "fallback")
     keep: int | None = None  # approximate protocol: vision tokens pruned, keeping this % (``~prune85``)
     threshold: float | None = None  # ... only those whose pixel difference is at most this (``~prune85t8``)
+    prompting: str | None = None  # a protocol that is no sampling policy (``8f+cot``: chain-of-thought prompting)
 
     @property
     def is_exact(self) -> bool:
@@ -75,18 +79,26 @@ class Config:
     def ladder_key(self) -> tuple:
         """What the steps of one budget ladder share: everything but the frame count (pixels per
         frame, sampling policy, approximate protocol, scale-grid tag)."""
-        return (self.pixels, self.policy, self.keep, self.threshold, self.tag)
+        return (self.pixels, self.policy, self.prompting, self.keep, self.threshold, self.tag)
 
     @property
     def is_budget_step(self) -> bool:
         """A step of a budget ladder (docs/metrics.md, "Grid"): visual, default sampling, no scale-grid
         tag, exact processing, so that only its frames and pixels say what it is."""
-        return not self.is_text and self.policy == DEFAULT_POLICY and self.tag is None and self.keep is None
+        return (
+            not self.is_text
+            and self.policy == DEFAULT_POLICY
+            and self.prompting is None
+            and self.tag is None
+            and self.keep is None
+        )
 
     @property
     def protocol(self) -> str:
         """What else the label says besides its budget: the sampling policy, else the scale-grid tag
         (an ``input<side>`` tag is a resolution, not a protocol), else ``uniform``."""
+        if self.prompting is not None:
+            return self.prompting if self.policy == DEFAULT_POLICY else f"{self.policy}+{self.prompting}"
         if self.policy != DEFAULT_POLICY:
             return self.policy
         return self.tag if self.tag and not self.tag.startswith("input") else DEFAULT_POLICY
@@ -141,11 +153,12 @@ def parse(label: str) -> Config:
             raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%>t<threshold> takes an RGB difference 0..255")
         policy = m["policy"] or DEFAULT_POLICY
         text = f"{frames}f" + (f"@{spatial}" if spatial else "") + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        text += f"+{m['protocol']}" if m["protocol"] else ""
         if keep is not None:
             text += f"~prune{keep}"
         if threshold is not None:
             text += f"t{np.format_float_positional(threshold, trim='-')}"
-        return Config(text, frames, pixels, policy, keep=keep, threshold=threshold)
+        return Config(text, frames, pixels, policy, keep=keep, threshold=threshold, prompting=m["protocol"])
     m = _TAGGED.match(label)
     if m:
         frames = _frames(raw, m["frames"])
@@ -159,7 +172,8 @@ def parse(label: str) -> Config:
         )
     raise ConfigLabelError(
         f"unknown config label {raw!r}: expected 'text', '<N>f', '<N>f@<n>k', '<N>f@<n>px', "
-        "'<N>f/<policy>', '<label>~prune<keep%>[t<threshold>]' or a combination such as '64f@151k/random-s1'"
+        "'<N>f/<policy>', '<N>f+<protocol>', '<label>~prune<keep%>[t<threshold>]' or a combination such as "
+        "'64f@151k/random-s1' or '8f/adaptive+cot'"
     )
 
 
@@ -196,14 +210,24 @@ def make_label(frames: int, pixels_k: float | None = None, policy: str | None = 
     return parse(label).label
 
 
+def with_policy(label: str, policy: str) -> str:
+    """``label`` with its sampling policy set (``16f+cot`` -> ``16f/adaptive+cot``), every other part kept."""
+    c = parse(label)
+    base, sep, tail = c.label.partition("~")
+    budget, plus, prompting = base.partition("+")
+    return parse(f"{budget.split('/', 1)[0]}/{policy}{plus}{prompting}{sep}{tail}").label
+
+
 def sort_key(label: str) -> tuple:
-    """Display order: text first, then frames, then pixels (default first), then policy."""
+    """Display order: text first, then frames, then pixels (default first), then policy, then prompting protocol."""
     c = parse(label)
     return (
         c.frames,
         -1 if c.pixels is None else c.pixels,
         c.policy != DEFAULT_POLICY,
         c.policy,
+        c.prompting is not None,
+        c.prompting or "",
         c.keep is not None,
         c.label,
     )

@@ -49,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
-    view = args_view(args, args.model)
     pair = None if args.frm is None else (args.frm, args.to)
+    view = args_view(args, args.model, pair)
     if args.scores:
         return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)
     if args.tolerance:

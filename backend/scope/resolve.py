@@ -339,6 +339,8 @@ def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int)
         return "scale-grid variant"
     if c.policy != configs.DEFAULT_POLICY:
         return "sampling-policy variant"
+    if c.prompting is not None:
+        return "prompting-protocol variant"
     return "other spatial budget"
 
 

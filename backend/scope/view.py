@@ -9,10 +9,11 @@ the same function, a page and its CLI twin (``twin``) read the same matrix.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 
 from backend.scope.filters import split_list
-from backend.scope.matrix import Matrix
+from backend.scope.matrix import Matrix, canonical_grid
 from backend.scope.resolve import Resolved, Scope, command_line
 from backend.scope.runs import notice
 from store import notices
@@ -56,12 +57,18 @@ def view_key(root: str, version: int, resolved: Resolved) -> str:
     return repr((root, version, resolved.key()))
 
 
-def args_view(args: argparse.Namespace, focus: str | None = None) -> View:
+def args_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[str, str] | None = None) -> View:
     """The view of the scope that ``add_scope_args``' flags name, on ``--store``: the opening of every command
-    that reads one scope, which notes which run it reads where a cell holds several (``store.notices``). ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
+    that reads one scope, which notes which run it reads where a cell holds several (``store.notices``).
+    ``pair`` (a command's ``--from``/``--to``): when the default grid lacks either, the grid is the pair, so
+    any two configurations of the scope compare without ``--grid``. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
     models = None if focus is None else list(dict.fromkeys([*(split_list(args.models) or []), focus]))
     store = Store(args.store)
-    resolved = Scope.from_args(args, models=models).resolve(store)
+    scope = Scope.from_args(args, models=models)
+    resolved = scope.resolve(store)
+    if pair is not None and not scope.grid and not set(canonical_grid(list(pair))) <= set(resolved.scope.grid):
+        # a pair the default grid leaves out (8f against 8f+cot): the pair is the grid, as --grid A,B would say
+        resolved = dataclasses.replace(scope, grid=pair).resolve(store)
     said = notice(resolved.runs)
     if said:
         notices.say(said)

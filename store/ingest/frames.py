@@ -109,8 +109,7 @@ def relabel(rows: pd.DataFrame) -> dict[str, dict]:
     flagged = np.bincount(codes[adaptive], minlength=len(uniq))
     found = {}
     for k in np.flatnonzero(flagged):
-        base, sep, tail = uniq[k].partition("~")  # the policy part goes before an approximate-protocol suffix
-        new = configs.parse(f"{base}/{ADAPTIVE}{sep}{tail}").label
+        new = configs.with_policy(uniq[k], ADAPTIVE)  # before a prompting or approximate-protocol suffix
         found[uniq[k]] = {"config": new, "rows": int(per_label[k]), "non_uniform": int(flagged[k])}
     if found:
         renamed = [found[u]["config"] if u in found else u for u in uniq]
