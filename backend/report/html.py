@@ -179,6 +179,7 @@ def scope_section(data: Mapping[str, Any]) -> str:
         ("Trajectory tag", e(f"{scope['tag']} (of {scope['tag_model']})" if scope["tag"] else "none")),
         ("Flips within noise", "hidden from the transition counts" if scope["beyond_noise"] else "counted"),
         ("Re-runs", "included" if scope["include_reruns"] else "not counted (overlay only)"),
+        ("Runs", e(_runs_text(scope))),
         ("Left out of the grid", f"<ul>{excluded}</ul>" if excluded else "nothing"),
         ("Versions", e(", ".join(f"{k} {v}" for k, v in meta["versions"].items()))),
         ("Generated", f'<time id="generated">{e(meta["generated_at"])}</time>'),
@@ -188,6 +189,18 @@ def scope_section(data: Mapping[str, Any]) -> str:
         f'<p class="muted">Every number in this report, reproduced:</p><code class="cmd">{e(meta["metrics_command"])}</code>'
         f'<p class="muted">This file:</p><code class="cmd">{e(meta["command"])}</code></section>'
     )
+
+
+def _runs_text(scope: Mapping[str, Any]) -> str:
+    """Which run a cell holding several shows (``backend.scope.runs``), as the pages' scope line says it."""
+    held = scope.get("runs") or []
+    if scope.get("run"):
+        chosen = f"run {scope['run']} in every cell (--run)"
+    elif held:
+        chosen = "the main run, else the first ingested, in each cell"
+    else:
+        return "one run per cell"
+    return chosen + "".join(f"; {r['model']} {r['config']}: {', '.join(r['runs'])}, showing {r['shown']}" for r in held)
 
 
 def headline_section(data: Mapping[str, Any]) -> str:
