@@ -1,6 +1,8 @@
 """Issue 35, point 4, in headless Chromium: an lmms-eval tree whose three runs logged query-adaptive frame
 selections shows the Overview and the Inspector with no grid chosen (the default grid is the adaptive
-ladder). Screenshots: ``/tmp/shots/adaptive-overview.png`` and ``/tmp/shots/adaptive-inspector.png``."""
+ladder). Its 8f run is ingested twice, the second time as ``--run repeat``: the scope line names that cell's
+runs and the one shown, and the sidebar offers the other (issue 35, point 5). Screenshots:
+``/tmp/shots/adaptive-overview.png`` and ``/tmp/shots/adaptive-inspector.png``."""
 
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ def served(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("adaptive")
     store = base / "store"
-    ingest_paths(store, [write_tree(base / "out")], benchmark="videomme")
+    tree = write_tree(base / "out")
+    ingest_paths(store, [tree], benchmark="videomme")
+    ingest_paths(store, [tree / "videomme_aks_8"], benchmark="videomme", run="repeat")
     with serving(store, base / "streamlit.log") as server:
         yield server
 
@@ -42,6 +46,8 @@ def test_adaptive_only_store_shows_overview_and_inspector_without_a_chosen_grid(
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert "Select at least two configurations" not in text
     assert f"default grid {LADDER}" in text and "6 matched items" in text
+    assert f"several runs in one cell: {MODEL} at 8f/adaptive holds runs main, repeat, showing main" in text
+    assert page.locator('[data-testid="stSidebar"]').get_by_text("Run (cells holding several)").count() == 1
     assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1  # the accuracy curve is drawn
     _shot(page, "adaptive-overview")
     goto(page, served, f"inspector?bench=videomme&models={MODEL}&item=002-1")
