@@ -121,7 +121,7 @@ def test_an_uppercase_label_is_refused_with_the_rule_and_its_spelling(tmp_path, 
     assert "labels are lowercase (frames as 'f', policy names such as 'adaptive'): write '8f/adaptive'" in err
 
 
-def test_an_empty_verdict_is_left_out_and_counted(tmp_path, capsys):
+def test_an_empty_verdict_stays_empty_is_counted_and_reads_as_wrong_under_stored(tmp_path, capsys):
     rows = [
         {"item_id": "a", "prediction": "a coin", "target": "A coin.", "correct": "yes"},
         {"item_id": "b", "prediction": "a dog", "target": "A cat.", "correct": ""},
@@ -147,7 +147,7 @@ def test_an_empty_verdict_is_left_out_and_counted(tmp_path, capsys):
     assert [n.split(": ", 1)[1][:41] for n in json.loads(out)["notes"]] == ["2 row(s) give an empty verdict: `correct`"]
     rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json")
     assert rc == 0, err
-    # stored cut-off: the two empty verdicts read as wrong (1 of 4); none: every scored item out of accuracy
+    # stored cut-off: the two empty verdicts read as wrong (1 of 4, docs/metrics.md "Empty verdicts")
     assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}
     rc, out, err = _cli(
         capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json", "--score-cutoff", "0.5"
