@@ -177,7 +177,7 @@ def _duplicates(rows: pd.DataFrame, keys: np.ndarray, batches: list[Batch]) -> n
         examples = "; ".join(_variant_text(g, values, batches) for _, g in shown.groupby("_k", sort=False))
         raise UserError(
             f"{len(bad_keys)} response key(s) appear more than once with different values: {examples}. Nothing was "
-            "written; keep one row per key"
+            "written; keep one row per key, or ingest each run apart under its own --run NAME (a repeat, another protocol)"
         )
     return pd.Series(keys).duplicated(keep="first").to_numpy()
 
