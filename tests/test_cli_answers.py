@@ -122,3 +122,26 @@ def test_no_answer_is_kept_in_a_cache_folder_linked_out(tmp_path):
     shutil.rmtree(store.root / ".cache", ignore_errors=True)
     (store.root / ".cache").symlink_to(outside)
     assert answers.slot(["info", "--store", str(store.root), "--json"]) is None
+
+
+def test_the_key_follows_what_an_answer_depends_on(tmp_path, monkeypatch):
+    """The registry (default grids follow its ceilings), a listed file changed in place, the environment."""
+    store = basic_store(tmp_path / "s")
+    argv = ["metrics", "--store", str(store.root), "--models", "m", "--json"]
+
+    def key() -> str:
+        kept = answers.slot(argv)
+        assert kept is not None
+        return kept.key
+
+    keys = [key()]
+    (store.root / "models.toml").write_text("# no model\n")
+    keys.append(key())
+    listed = next(iter(sorted((store.root / "responses").glob("*.parquet"))))
+    listed.write_bytes(listed.read_bytes() + b"damage")  # changed in place, the manifest as it was
+    keys.append(key())
+    monkeypatch.setenv("TRAJAUDIT_VIDEO_ROOT", str(tmp_path))
+    keys.append(key())
+    assert len(set(keys)) == len(keys)
+    listed.unlink()
+    assert answers.slot(argv) is None  # a listed file gone: the command runs, and names it

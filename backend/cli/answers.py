@@ -5,7 +5,8 @@ Why: a warm ``metrics --json`` at 10M responses took 1.30 s, 0.44 s of it import
 0.37 s for the 20-line DuckDB script a user would write instead (issue 37, ``benchmarks/cli_vs_sql.py``).
 A read command's output is a function of its command line, the store's published snapshot
 (``manifest.json``, which every write swaps), the model registry (``models.toml``: default grids follow
-its frame ceilings), the ``TRAJAUDIT_*`` environment and this code. The key hashes all five (and the listed files' sizes and times), so a kept
+its frame ceilings), the ``TRAJAUDIT_*`` environment (and ``TZ``), this code and the libraries it
+imports. The key hashes all six (and the listed files' sizes and times), so a kept
 answer is printed without importing the command, pandas, NumPy or DuckDB, and a write (a new manifest)
 makes every earlier answer unreachable: nothing stale is ever printed.
 
@@ -127,8 +128,8 @@ def slot(argv: list[str]) -> Kept | None:
     if manifest is None or files is None or not _inside(root, root / FOLDER):
         return None
     registry = _read(root / "models.toml") or b""
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("TRAJAUDIT_"))
-    h = hashlib.sha256(json.dumps([argv, str(root), env, files, _code_stamp()]).encode())
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("TRAJAUDIT_") or k == "TZ")
+    h = hashlib.sha256(json.dumps([argv, str(root), env, files, _code_stamp(), _libraries()]).encode())
     for part in (manifest, registry):
         h.update(hashlib.sha256(part).digest())
     return Kept(root, manifest, h.hexdigest()[:32])
@@ -174,6 +175,13 @@ def _listed_files(root: Path, manifest: bytes) -> list[tuple[str, int, int, int]
 def _inside(root: Path, path: Path) -> bool:
     """``path`` (as far as it exists) resolves inside the store: a ``.cache`` linked out is never used."""
     return path.resolve().is_relative_to(root)
+
+
+def _libraries() -> list[tuple[str, int]]:
+    """The interpreter and the modification time of each folder on the import path: installing, upgrading
+    or removing a package (NumPy, DuckDB, SciPy compute the numbers) changes its site-packages folder."""
+    folders = [p for p in sys.path if p and os.path.isdir(p)]  # not "" (the working folder of `python -c`)
+    return [(sys.executable, 0), *((p, os.stat(p).st_mtime_ns) for p in folders)]
 
 
 def _code_stamp() -> list[tuple[str, int, int]]:
