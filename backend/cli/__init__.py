@@ -43,6 +43,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Notes a command leaves for standard error (``backend.cli.common.note_benchmark``): printed after it
+# succeeds, so a refusal stays the one line the error rule promises.
+NOTES: list[str] = []
+
+
 def _chosen(argv: list[str]) -> str | None:
     """The command named on the line (the first word that is not an option), if any."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -73,8 +78,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    NOTES.clear()
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        for note in NOTES:
+            print(f"trajaudit {args.command}: {note}", file=sys.stderr)
+        return code
     except UserError as exc:
         print(f"trajaudit {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ from typing import cast
 
 from backend import views
 from backend.analysis import cascade
-from backend.cli.common import add_json, command, print_json, split_list
+from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
 from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
@@ -15,7 +15,9 @@ from store.store import Store
 
 def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
-    p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
+    p.add_argument(
+        "--benchmark", default=None, help="default: the first benchmark the model has (said on standard error)"
+    )
     p.add_argument(
         "--ladder",
         default=None,
@@ -28,8 +30,8 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
     store = Store(args.store)
-    resolved = views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(
-        store
+    resolved = note_benchmark(
+        views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(store)
     )
     return views.load_ladder(store, resolved, split_list(args.ladder)), resolved
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -97,7 +96,7 @@ def target_of(args: argparse.Namespace) -> explain.Target:
 
 def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
-    view = args_view(args, args.model)
+    view = scope_view(args, args.model)
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
     return views.explain_view(

@@ -12,13 +12,12 @@ from backend import views
 from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table
 from backend.present.text import p_value
 from backend.scope.resolve import add_scope_args
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -49,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
-    view = args_view(args, args.model)
+    view = scope_view(args, args.model)
     pair = None if args.frm is None else (args.frm, args.to)
     if args.scores:
         return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)
