@@ -15,8 +15,8 @@ from backend.analysis.metrics import FLOW_KINDS
 from backend.cli.common import add_json, command, print_json, scope_view
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
-from backend.present.tables import flow_table
-from backend.present.text import p_value
+from backend.present.tables import flow_table, step_table
+from backend.present.text import p_value, pct, signed_pp
 from backend.scope.resolve import add_scope_args
 from store.errors import UserError
 
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--kind",
         default=None,
         choices=FLOW_KINDS + SCORE_KINDS,
-        help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)",
+        help="show this flow alone and list its items (needs --from/--to; improved/regressed/unchanged with --scores)",
     )
     p.add_argument(
         "--scores",
@@ -69,7 +69,12 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
     )
-    print(flow_table(out).to_string(index=False))
+    for step in step_table(out).to_dict("records"):
+        print(
+            f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pts, churn {pct(step['churn'])}, "
+            f"McNemar p {p_value(step['mcnemar_p'])}"
+        )
+    print(flow_table(out, args.kind).to_string(index=False))
     if out.get("within_noise_hidden"):
         print(f"{out['n_hidden']} within-noise flips left out")
     print("trajectory classes: " + ", ".join(f"{c} {out['trajectory_classes'][c]}" for c in CLASSES))
