@@ -14,7 +14,7 @@ from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
 from backend.present.tables import flow_table, step_table
-from backend.present.text import KIND_TEXT
+from backend.present.text import KIND_TEXT, count
 from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection
 from backend.scope.view import View
@@ -93,7 +93,7 @@ def items_panel(view: View, sel: Selection) -> None:
     """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
     scope = view.scope
     items = walk.items(view, scope.focus, sel)
-    st.subheader(f"{title(sel)} · {len(items):,} items")
+    st.subheader(f"{title(sel)} · {count(len(items), 'item')}")
     if items.empty:
         st.info("No item takes this flow.")
         return

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.present.text import count
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import frame_plan
 from backend.scope.ladders import ladders
@@ -57,7 +58,9 @@ def pick_item(view: View) -> str:
     where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
     text, stop = st.columns([6, 2], vertical_alignment="center")
     if pos is None:
-        text.caption(f"This item is not among the {len(ids):,} items {where}; it is shown from the store anyway.")
+        text.caption(
+            f"This item is not among the {count(len(ids), 'item')} {where}; it is shown from the store anyway."
+        )
     else:
         text.markdown(f"**Item {pos + 1:,} of {len(ids):,}** {where}")
     if sel is not None and stop.button(

@@ -9,6 +9,7 @@ import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
+from backend.present.text import count
 from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
@@ -132,7 +133,7 @@ def table_view(view: View) -> None:
         with left:
             state.put("page", min(page_no, n_pages))
             state.bind(st.pagination, "page", None, num_pages=n_pages)
-    right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {m.n_items:,} items")
+    right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {count(m.n_items, 'item')}")
     st.markdown(
         "**Download the filtered items** (focus model, every page, with their annotations; same columns as "
         "`trajaudit items --format csv --annotations`)"
@@ -189,7 +190,7 @@ def heatmap_figure(heat: dict) -> go.Figure:
         )
     fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
     fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
-    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {heat['n_items']:,} items)"
+    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {count(heat['n_items'], 'item')})"
     fig = ui.style(
         fig, f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
     )

@@ -205,3 +205,11 @@ def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, c
     focus = out["scope"]["models"][0]  # the focus model: the first named
     for row in tables.task_table(out["task_types"][focus], focus).rows:
         assert " | ".join(row[1:]) + " |" in markdown
+
+
+def test_count_agrees_with_the_number():
+    """No "1 items" anywhere a count is written with it (the report, the CLI, the pages)."""
+    from backend.present.text import count
+
+    assert [count(n, "item") for n in (0, 1, 2, 1024)] == ["0 items", "1 item", "2 items", "1,024 items"]
+    assert count(1, "query", "queries") == "1 query" and count(3, "query", "queries") == "3 queries"

@@ -7,6 +7,7 @@ import argparse
 from backend import views
 from backend.analysis import isocompute
 from backend.cli.common import add_json, add_store, command_group, note_benchmark, print_json, split_list
+from backend.present.text import count
 from backend.runtime import rerun
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved, Scope, add_item_filters, default_benchmark, item_filter_from
@@ -112,7 +113,9 @@ def run_interventions(args: argparse.Namespace) -> int:
                 f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)"
             )
         )
-        print(f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {row['n_items']} items; {rec_txt}")
+        print(
+            f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {count(row['n_items'], 'item')}; {rec_txt}"
+        )
     if "enqueued" in out:
         e = out["enqueued"]
         print(f"enqueued {e['queued']} re-runs ({e['from_store']} already stored, {len(e['errors'])} refused)")
@@ -135,7 +138,7 @@ def run_isocompute(args: argparse.Namespace) -> int:
         cfgs = ", ".join(f"{c['config']} {100 * c['accuracy']:.1f}%" for c in g["configs"])
         print(
             f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
-            f"on {g['n_items']} items"
+            f"on {count(g['n_items'], 'item')}"
         )
     return 0
 
@@ -147,7 +150,7 @@ def run_noise(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']}: {out['n_items_with_repeats']} of {out['n_items']} items have repeats, "
+        f"{out['model']}: {out['n_items_with_repeats']} of {count(out['n_items'], 'item')} have repeats, "
         f"{out['n_items_noisy']} flip under repeats"
     )
     for t in out["transitions"]:
@@ -171,7 +174,7 @@ def run_crossmodel(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {out['n_items']} items: "
+        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {count(out['n_items'], 'item')}: "
         f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}"
     )
     for row in out["by_benchmark"]:

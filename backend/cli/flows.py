@@ -16,7 +16,7 @@ from backend.cli.common import add_json, command, print_json, scope_view
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table, step_table
-from backend.present.text import p_value, pct, signed_pp
+from backend.present.text import count, p_value, pct, signed_pp
 from backend.scope.resolve import add_scope_args
 from store.errors import UserError
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = cast(FlowsReport, out)  # and the flows otherwise
     print(
-        f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
+        f"{out['model']}: {count(out['n_items'], 'item')} ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
     )
     for step in step_table(out).to_dict("records"):
         print(

@@ -16,6 +16,7 @@ import time
 from backend import views
 from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.runs import SelectionRerunReport
+from backend.present.text import count
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
@@ -127,7 +128,7 @@ def run_selection(args: argparse.Namespace, root) -> int:
     else:
         counts = ", ".join(f"{k} {v}" for k, v in out["progress"]["counts"].items() if v)
         print(
-            f"{args.model} {batch['benchmark']} {sel.describe()}: {len(batch['item_ids'])} items at {batch['config']} ({counts})"
+            f"{args.model} {batch['benchmark']} {sel.describe()}: {count(len(batch['item_ids']), 'item')} at {batch['config']} ({counts})"
         )
         print(out["comparison"]["sentence"])
     return 0 if out["progress"]["finished"] or not args.wait else 1

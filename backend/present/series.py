@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from backend.present.text import KIND_TEXT, bounds, number
+from backend.present.text import KIND_TEXT, bounds, count, number
 
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
@@ -152,4 +152,4 @@ def column_x(k: int, n_cfg: int) -> float:
 
 def sankey_title(view: Mapping[str, Any], text: Callable[[str], str] = _same) -> str:
     """The Sankey's title: whose items, how many (``text`` escapes the model name for the target)."""
-    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {view['n_items']:,} items"
+    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {count(view['n_items'], 'item')}"

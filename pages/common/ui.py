@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend.present.tables import headline_table
-from backend.present.text import ci_text, pct
+from backend.present.text import ci_text, count, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.binary import describe
@@ -219,7 +219,7 @@ def scope_caption(view: View) -> None:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
             st.caption(
                 "  \n".join(
-                    f"**{escape_md(label)}**: {e['n_items']:,} items, {escape_md(e['why'])}"
+                    f"**{escape_md(label)}**: {count(e['n_items'], 'item')}, {escape_md(e['why'])}"
                     for label, e in excluded.items()
                 )
             )
