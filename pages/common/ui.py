@@ -89,11 +89,15 @@ def vega(spec: dict, name: str) -> None:
 def downloads(
     frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = ""
 ) -> None:
-    """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click."""
+    """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click.
+
+    The buttons sit in a row at their labels' width: fixed column shares squashed the label to "C.." in a
+    narrow column (the Compare page's Jaccard half)."""
     get = frame if callable(frame) else (lambda: frame)
     kinds = _DOWNLOADS if parquet else _DOWNLOADS[:1]
-    for col, (label, encode, suffix, mime, tag) in zip(st.columns([1, 1, 6] if parquet else [1, 7]), kinds):
-        col.download_button(
+    row = st.container(horizontal=True)
+    for label, encode, suffix, mime, tag in kinds:
+        row.download_button(
             label,
             data=lambda encode=encode: encode(get()),
             file_name=f"{name}.{suffix}",
@@ -101,6 +105,7 @@ def downloads(
             icon=":material/download:",
             key=f"{tag}-{name}-{key}",
             on_click="ignore",
+            width="content",
         )
 
 
