@@ -35,7 +35,8 @@ def selection_actions(view: View, ids: list[str]) -> None:
     """Pick mode: walk or re-run the picked rows; with none picked, the batch re-run takes the filtered items."""
     if ids:
         sel = Selection("items", tuple(ids))
-        if st.button(f"Walk the {len(ids)} picked items in the Inspector", icon=":material/frame_inspect:"):
+        picked = "the picked item" if len(ids) == 1 else f"the {count(len(ids), 'picked item')}"
+        if st.button(f"Walk {picked} in the Inspector", icon=":material/frame_inspect:"):
             state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
         selection_panel(view, sel, ids, key="batch-picked")
         explain_panel.panel(view, Target("items", tuple(ids)), "items-picked")

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from backend.present.text import count as counted
+
 pytest.register_assert_rewrite("tests.browser_fixtures")
 from tests.browser_fixtures import goto, screenshot, wait_idle
 
@@ -126,12 +128,12 @@ def test_a_flows_items_rerun_together_and_compare(app_server, page):
     wait_idle(page)
     page.get_by_role("button", name=re.compile(rf"^Re-run {small['count']} items?$")).click()
     page.wait_for_function(
-        "() => /Of the \\d+ items/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+        "() => /Of the \\d+ items? /.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
         timeout=RERUN_TIMEOUT_MS,
     )
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
-    assert f"Of the {small['count']} items ({small['from']} → {small['to']} harmed)" in text
+    assert f"Of the {counted(small['count'], 'item')} ({small['from']} → {small['to']} harmed)" in text
     assert f"correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
     screenshot(page, "clickthrough-flows-rerun")
 
