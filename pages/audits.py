@@ -129,7 +129,7 @@ def agreement_tables(out: dict) -> None:
             col,
             f"kappa · {row['protocol']}",
             "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
-            f"{count(row['n_items'], 'item')}",
+            count(row["n_items"], "item"),
         )
     st.dataframe(
         kappas,
