@@ -109,6 +109,17 @@ def downloads(
         )
 
 
+def scroll_to_top() -> None:
+    """Scroll the main area to the top, for a run that switched pages: the browser keeps the old page's
+    offset, and a page opened from far down another one (Flows' "Walk these N" under its Sankey) opened
+    scrolled past its title on a laptop-sized window. Drawn at the end of the run, after the page's
+    elements, so nothing drawn later moves it."""
+    st.html(
+        "<script>document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
 def row_table(frame: pd.DataFrame, key: str, on_select: Callable[[], None], column_config: dict) -> None:
     """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback."""
     st.dataframe(
