@@ -329,7 +329,10 @@ def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int)
         return "approximate protocol (compared with its exact twin by paired drift)"
     thin = [m for m, n in main.items() if n < COVERAGE * n_bench]
     if thin:
-        return "covers " + ", ".join(f"{main[m]} of {n_bench} items for {m}" for m in thin) + f" (under {COVERAGE:.0%})"
+        items = "item" if n_bench == 1 else "items"
+        return (
+            "covers " + ", ".join(f"{main[m]} of {n_bench} {items} for {m}" for m in thin) + f" (under {COVERAGE:.0%})"
+        )
     if c.tag is not None:
         return "scale-grid variant"
     if c.policy != configs.DEFAULT_POLICY:
