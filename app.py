@@ -61,6 +61,8 @@ try:
         data.warm_snapshot(view.root, view.version)
         with st.sidebar:
             live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
+        if switched:
+            ui.scroll_to_top()
 finally:
     # A page switch already carried the state in its link; rewriting the URL in that same run
     # would race the browser's own URL update (the path would lag one page behind).

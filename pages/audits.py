@@ -15,6 +15,7 @@ from streamlit.errors import StreamlitAPIException
 
 from backend import views
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit
+from backend.present.text import count
 from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
@@ -128,7 +129,7 @@ def agreement_tables(out: dict) -> None:
             col,
             f"kappa · {row['protocol']}",
             "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
-            f"{row['n_items']:,} items",
+            count(row["n_items"], "item"),
         )
     st.dataframe(
         kappas,
@@ -455,7 +456,9 @@ def noise_tab(view: View) -> None:
         )
         return
     c1, c2, c3 = st.columns(3)
-    ui.note_metric(c1, "Items with repeats", f"{summary['n_items_with_repeats']:,}", f"of {summary['n_items']:,} items")
+    ui.note_metric(
+        c1, "Items with repeats", f"{summary['n_items_with_repeats']:,}", f"of {count(summary['n_items'], 'item')}"
+    )
     c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
     c3.metric(
         "Mean item flip rate",

@@ -13,8 +13,8 @@ import streamlit as st
 from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
-from backend.present.tables import flow_table
-from backend.present.text import KIND_TEXT
+from backend.present.tables import flow_table, step_table
+from backend.present.text import KIND_TEXT, count
 from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection
 from backend.scope.view import View
@@ -93,7 +93,7 @@ def items_panel(view: View, sel: Selection) -> None:
     """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
     scope = view.scope
     items = walk.items(view, scope.focus, sel)
-    st.subheader(f"{title(sel)} · {len(items):,} items")
+    st.subheader(f"{title(sel)} · {count(len(items), 'item')}")
     if items.empty:
         st.info("No item takes this flow.")
         return
@@ -157,6 +157,17 @@ with ui.guard():
         "that state (or pick a flow in the table below)."
     )
 
+    steps = step_table(report)
+    st.dataframe(
+        steps,
+        hide_index=True,
+        column_config={
+            "net": st.column_config.NumberColumn("net", format="percent"),
+            "churn": st.column_config.NumberColumn("churn", format="percent"),
+            "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g"),
+        },
+    )
+    ui.downloads(steps, f"flow-steps-{scope.focus}")
     table = flow_table(report)
     ui.row_table(
         table,
@@ -166,9 +177,6 @@ with ui.guard():
             "kind": st.column_config.TextColumn("flow"),
             "count": st.column_config.NumberColumn("items"),
             "share": st.column_config.NumberColumn("share of items", format="percent"),
-            "net": st.column_config.NumberColumn("net (pair)", format="percent"),
-            "churn": st.column_config.NumberColumn("churn (pair)", format="percent"),
-            "mcnemar_p": st.column_config.NumberColumn("McNemar p (pair)", format="%.3g"),
         },
     )
     ui.downloads(table, f"flows-{scope.focus}")

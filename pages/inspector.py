@@ -7,6 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.present import series
+from backend.present.text import count
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import frame_plan
 from backend.scope.ladders import ladders
@@ -57,7 +59,9 @@ def pick_item(view: View) -> str:
     where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
     text, stop = st.columns([6, 2], vertical_alignment="center")
     if pos is None:
-        text.caption(f"This item is not among the {len(ids):,} items {where}; it is shown from the store anyway.")
+        text.caption(
+            f"This item is not among the {count(len(ids), 'item')} {where}; it is shown from the store anyway."
+        )
     else:
         text.markdown(f"**Item {pos + 1:,} of {len(ids):,}** {where}")
     if sel is not None and stop.button(
@@ -184,27 +188,11 @@ def confidence_chart(
 def timeline(plan: pd.DataFrame, info) -> dict:
     """Every strip's frames on one time axis (frame index without the video): added frames stand out."""
     fps = None if info is None else info.fps
-    duplicated = plan["config"].duplicated(keep=False)
-    marks, rows = [], []
-    for k, row in plan.iterrows():
-        if row["indices"] is None:
-            continue
-        label = f"{row['config']} ({', '.join(row['models'])})" if duplicated[k] else row["config"]
-        rows.append(label)
-        added = set(row["added"] or [])
-        frames = [(i, "added" if i in added else "kept from the row above") for i in row["indices"]]
-        frames += [(i, "dropped") for i in row["dropped"] or []]
-        marks += [
-            {"row": label, "frame": int(i), "x": i / fps if fps else int(i), "status": status} for i, status in frames
-        ]
+    marks, rows = series.frame_marks(plan, fps)
     title = "time in the video (s)" if fps else "frame index (video unavailable: no timestamps)"
-    return charts.frame_timeline(
-        marks,
-        rows,
-        title,
-        info.duration_s if fps else None,
-        {"kept from the row above": FRAME_KEPT, "added": FRAME_ADDED, "dropped": INK},
-    )
+    colours = {series.FIRST: INK, series.KEPT: FRAME_KEPT, series.ADDED: FRAME_ADDED, series.DROPPED: INK}
+    shown = {status: colours[status] for status in series.FRAME_STATUSES if any(m["status"] == status for m in marks)}
+    return charts.frame_timeline(marks, rows, title, info.duration_s if fps else None, shown)
 
 
 def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
@@ -256,8 +244,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
         files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
         added = set(row["added"] or [])
         captions = [
-            f"{'+' if i in added else ''}#{i} · {t:.2f}s"
-            for i, t in zip(row["indices"], row["timestamps"], strict=True)
+            series.frame_caption(i, t, i in added) for i, t in zip(row["indices"], row["timestamps"], strict=True)
         ]
         if len(files) <= STRIP_ROW:
             with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
@@ -267,7 +254,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
                 st.image(
                     files,
                     caption=[
-                        f"{'+' if i in added else ''}{t:.2f}s"
+                        series.frame_caption(i, t, i in added, number=False)
                         for i, t in zip(row["indices"], row["timestamps"], strict=True)
                     ],
                     width=72,

@@ -9,6 +9,7 @@ import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
+from backend.present.text import count
 from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
@@ -34,7 +35,8 @@ def selection_actions(view: View, ids: list[str]) -> None:
     """Pick mode: walk or re-run the picked rows; with none picked, the batch re-run takes the filtered items."""
     if ids:
         sel = Selection("items", tuple(ids))
-        if st.button(f"Walk the {len(ids)} picked items in the Inspector", icon=":material/frame_inspect:"):
+        picked = "the picked item" if len(ids) == 1 else f"the {count(len(ids), 'picked item')}"
+        if st.button(f"Walk {picked} in the Inspector", icon=":material/frame_inspect:"):
             state.go("pages/inspector.py", item=ids[0], walk=sel.to_url())
         selection_panel(view, sel, ids, key="batch-picked")
         explain_panel.panel(view, Target("items", tuple(ids)), "items-picked")
@@ -132,7 +134,7 @@ def table_view(view: View) -> None:
         with left:
             state.put("page", min(page_no, n_pages))
             state.bind(st.pagination, "page", None, num_pages=n_pages)
-    right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {m.n_items:,} items")
+    right.caption(f"page {min(page_no, n_pages)} of {n_pages} · {count(m.n_items, 'item')}")
     st.markdown(
         "**Download the filtered items** (focus model, every page, with their annotations; same columns as "
         "`trajaudit items --format csv --annotations`)"
@@ -189,7 +191,7 @@ def heatmap_figure(heat: dict) -> go.Figure:
         )
     fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
     fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
-    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {heat['n_items']:,} items)"
+    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {count(heat['n_items'], 'item')})"
     fig = ui.style(
         fig, f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
     )

@@ -6,7 +6,7 @@ import streamlit as st
 
 from backend.present.tables import headline_frame, headline_value
 from backend.present.tables import task_table as task_text
-from backend.present.text import HEADLINES
+from backend.present.text import HEADLINES, count
 from backend.report.palette import model_colours
 from backend.scope.resolve import Scope
 from pages.common import charts, data, explain_panel, scores, sidebar, state, ui
@@ -89,7 +89,7 @@ def task_table(scope: Scope, report: dict) -> None:
     shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
     shown.insert(2, "size", table["size"].to_numpy())
     st.caption(
-        f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {min_n} items (marked small, listed last). "
+        f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} (marked small, listed last). "
         "% of items; brackets: Wilson 95% intervals, valid for small groups."
     )
     st.dataframe(
@@ -113,7 +113,7 @@ def tag_notice(scope: Scope, metrics: dict) -> None:
     if scope.tag:
         st.warning(
             f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
-            f"number below is over its {metrics['n_items']:,} items only, so rates the tag defines (e.g. visual "
+            f"number below is over its {count(metrics['n_items'], 'item')} only, so rates the tag defines (e.g. visual "
             "confusion for `confused`) are 100% by construction. Clear the tag for the benchmark's numbers.",
             icon=":material/filter_alt:",
         )

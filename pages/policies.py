@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend import views
+from backend.present.text import count
 from backend.report import figures
 from backend.report.palette import INK, model_colours
 from backend.scope.resolve import Resolved, command_line
@@ -181,7 +182,7 @@ def predictor_numbers(report: dict) -> None:
         help="Items no budget answers: their target is the top budget.",
     )
     ui.note_metric(
-        c4, "Video groups", f"{report['n_groups']:,}", f"{report['n_items']:,} items, {report['folds']} folds"
+        c4, "Video groups", f"{report['n_groups']:,}", f"{count(report['n_items'], 'item')}, {report['folds']} folds"
     )
 
 
@@ -253,7 +254,7 @@ with ui.guard():
         predictor_numbers(report)
     ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")
     n_all = refs[0]["n_items"]
-    counts = f"fixed budgets, oracle and predictor on {n_all:,} items"
+    counts = f"fixed budgets, oracle and predictor on {count(n_all, 'item')}"
     if sweep is not None and sweep["n_items"] != n_all:
         counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
     st.caption(

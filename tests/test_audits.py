@@ -144,7 +144,9 @@ def test_cross_model_flows_by_hand(store):
     a = fx.responses("base", ["16f"], [[1], [1], [0], [0], [1]]).assign(benchmark=items["benchmark"])
     b = fx.responses("tuned", ["16f"], [[0], [1], [1], [0], [0]]).assign(benchmark=items["benchmark"])
     fx.build(store, a, b, item_rows=items)
-    out = views.crossmodel_view(store, focus(store, "base"), ("base", "tuned"), "16f")
+    assert focus(store, "base").scope.benchmark == "img"  # a command without --benchmark takes the first
+    pooled = Resolved(views.single_scope(Scope(None, ("base",))), "default")  # a scope built without a store
+    out = views.crossmodel_view(store, pooled, ("base", "tuned"), "16f")
     assert (out["rescued"], out["harmed"], out["n_items"]) == (1, 2, 5)
     assert out["harmed_items"] == [{"benchmark": "img", "item_id": "q0"}, {"benchmark": "vid", "item_id": "q4"}]
     by_bench = {r["benchmark"]: (r["n"], r["rescued"], r["harmed"]) for r in out["by_benchmark"]}

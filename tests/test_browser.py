@@ -84,13 +84,14 @@ def test_filter_narrows_items_and_lands_in_url(app_server, page):
 
 def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
     goto(page, app_server, f"flows?{BASE}")
-    rerun_after(page, lambda: click_row(page, 0, 0))  # the first flow of the table: text -> 8f rescued
+    # tables: the steps (net, churn, p), the flows, then the opened flow's items
+    rerun_after(page, lambda: click_row(page, 1, 0))  # the first flow of the table: text -> 8f rescued
     heading = page.locator('[data-testid="stMain"] h3').first
     assert "text → 8f: rescued" in heading.inner_text() and "items" in heading.inner_text()
     screenshot(page, "flows-items")
     tables = page.locator('[data-testid="stDataFrame"]')
-    assert tables.count() == 2
-    click_row(page, 1, 0)
+    assert tables.count() == 3
+    click_row(page, 2, 0)
     page.wait_for_url(lambda u: "/inspector" in u)
     page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')
     wait_idle(page)
@@ -110,6 +111,21 @@ def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
     )
     assert len(widths) >= 8 and min(widths) > 0
     screenshot(page, "inspector-frames")
+
+
+def test_download_buttons_show_their_whole_label(app_server, page):
+    """Compare's buttons, the Jaccard one in a narrow column among them, read "CSV", not an ellipsis (at a
+    laptop's width, where fixed column shares squashed it to "C..")."""
+    page.set_viewport_size({"width": 1100, "height": 800})
+    goto(page, app_server, f"compare?{BASE}")
+    buttons = page.locator('[data-testid="stMain"] [data-testid="stDownloadButton"] button')
+    assert buttons.count() >= 4
+    for i in range(buttons.count()):
+        button = buttons.nth(i)
+        button.scroll_into_view_if_needed()
+        assert button.inner_text().strip().endswith("CSV")
+        clipped = "e => [e, ...e.querySelectorAll('*')].filter(c => c.scrollWidth > c.clientWidth + 1).length"
+        assert button.evaluate(clipped) == 0, i
 
 
 def test_link_with_query_params_restores_the_view(app_server, page, browser):

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from backend.present.text import count as counted
+
 pytest.register_assert_rewrite("tests.browser_fixtures")
 from tests.browser_fixtures import goto, screenshot, wait_idle
 
@@ -126,12 +128,12 @@ def test_a_flows_items_rerun_together_and_compare(app_server, page):
     wait_idle(page)
     page.get_by_role("button", name=re.compile(rf"^Re-run {small['count']} items?$")).click()
     page.wait_for_function(
-        "() => /Of the \\d+ items/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+        "() => /Of the \\d+ items? /.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
         timeout=RERUN_TIMEOUT_MS,
     )
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
-    assert f"Of the {small['count']} items ({small['from']} → {small['to']} harmed)" in text
+    assert f"Of the {counted(small['count'], 'item')} ({small['from']} → {small['to']} harmed)" in text
     assert f"correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
     screenshot(page, "clickthrough-flows-rerun")
 
@@ -163,3 +165,22 @@ def test_picked_item_rows_are_walked_in_the_inspector(app_server, page):
     wait_idle(page)
     assert "Item 1 of 2 · 2 picked items" in page.locator('[data-testid="stMain"]').inner_text()
     screenshot(page, "clickthrough-inspector-picked")
+
+
+def test_walk_opens_the_inspector_at_its_title(app_server, page):
+    """From far down Flows, "Walk these N" opened the Inspector scrolled past its title on a laptop-sized
+    window (the browser kept Flows' offset): a page switch now opens at the top (``ui.scroll_to_top``)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    # the sidebar's default models: a long Flows page (Sankey, score section) above a flow of 16 items
+    goto(page, app_server, "flows?bench=synthetic-videomme&flowview=pair&from=16f&to=64f&kind=rescued")
+    button = page.get_by_role("button", name=re.compile(r"^Walk th"))
+    button.scroll_into_view_if_needed()
+    scroll = "() => document.querySelector('[data-testid=\"stMain\"]').scrollTop"
+    assert page.evaluate(scroll) > 300  # the button sits below the Sankey
+    button.click()
+    page.wait_for_url(lambda u: "/inspector" in u)
+    page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')
+    wait_idle(page)
+    page.wait_for_timeout(1000)  # late layout (charts, thumbnails) must not move it either
+    assert page.evaluate(scroll) == 0
+    assert page.locator('[data-testid="stMain"] h1').first.bounding_box()["y"] >= 0

@@ -13,7 +13,7 @@ from backend.analysis.compare import confusion_overlap, disagreement
 from backend.analysis.flows import CLASSES, heatmap, sankey, trajectory_classes
 from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
-from backend.present.tables import flow_table, headline_frame
+from backend.present.tables import flow_table, headline_frame, step_table
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
 from backend.scope.loader import load_matrix
@@ -84,6 +84,34 @@ def test_sankey_between_two_chosen_configs_and_errors(hand):
         sankey(matrix, "A", ["8f"])
     with pytest.raises(UserError, match="not in the grid"):
         sankey(matrix, "A", ["text", "64f"])
+
+
+def test_flow_table_filters_a_kind_and_steps_hold_net_churn_and_p_once(hand):
+    """``--kind`` shows that flow alone, an empty one too (B is rescued nowhere from text to 8f); a step's net, churn and
+    McNemar p are one row of ``step_table``, not repeated on each of its flows."""
+    _, matrix = hand
+    view = sankey(matrix, "A")
+    harmed = flow_table(view, "harmed")
+    assert harmed[["from", "to", "kind", "count"]].values.tolist() == [
+        ["text", "8f", "harmed", 1],
+        ["8f", "16f", "harmed", 1],
+    ]
+    assert flow_table(sankey(matrix, "B"), "rescued")["count"].tolist() == [0, 1]
+    assert list(flow_table(view).columns) == ["from", "to", "kind", "count", "share"]
+    steps = step_table(view)
+    assert steps[["from", "to", "churn"]].values.tolist() == [["text", "8f", 0.5], ["8f", "16f", 0.5]]
+    assert steps["net"].tolist() == [0.0, 0.0] and list(steps.columns) == ["from", "to", "net", "churn", "mcnemar_p"]
+
+
+def test_cli_flows_kind_prints_that_flow_and_the_step_once(hand, capsys):
+    store, _ = hand
+    capsys.readouterr()
+    argv = ["flows", "--store", str(store.root), "--model", "A", "--from", "text", "--to", "16f", "--kind", "harmed"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "text -> 16f: net +0.0 pts, churn 50.0%, McNemar p 1"
+    assert lines[2].split() == ["from", "to", "kind", "count", "share"]
+    assert lines[3].split() == ["text", "16f", "harmed", "1", "0.25"] and lines[4].startswith("trajectory classes")
 
 
 def test_trajectory_classes_and_heatmap_order(hand):

@@ -181,7 +181,7 @@ def test_a_cell_with_several_runs_says_which_it_shows_and_run_picks_another(tmp_
     assert report["scope"]["runs"] == [{"model": "m", "config": "16f", "runs": ["main", "cot"], "shown": "main"}]
     assert (
         err
-        == "note: several runs in one cell: m at 16f holds runs main, cot, showing main. Pick another with --run RUN (the URL's run=RUN)\n"
+        == "trajaudit metrics: several runs in one cell: m at 16f holds runs main, cot, showing main. Pick another with --run RUN (the URL's run=RUN)\n"
     )
     rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "16f", "--run", "cot", "--json")
     report = json.loads(out)

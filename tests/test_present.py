@@ -205,3 +205,47 @@ def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, c
     focus = out["scope"]["models"][0]  # the focus model: the first named
     for row in tables.task_table(out["task_types"][focus], focus).rows:
         assert " | ".join(row[1:]) + " |" in markdown
+
+
+def test_count_agrees_with_the_number():
+    """No "1 items" anywhere a count is written with it (the report, the CLI, the pages)."""
+    from backend.present.text import count
+
+    assert [count(n, "item") for n in (0, 1, 2, 1024)] == ["0 items", "1 item", "2 items", "1,024 items"]
+    assert count(1, "query", "queries") == "1 query" and count(3, "query", "queries") == "3 queries"
+
+
+def test_frame_marks_say_the_first_row_has_no_row_above():
+    """The first strip's frames are neither kept from nor added to a row above it; the next row's are."""
+    import pandas as pd
+
+    from backend.present.series import ADDED, DROPPED, FIRST, KEPT, frame_marks
+
+    plan = pd.DataFrame(
+        {
+            "config": ["8f", "16f"],
+            "models": [["A"], ["A"]],
+            "indices": [[0, 20], [0, 10, 30]],
+            "added": [None, [10, 30]],
+            "dropped": [None, [20]],
+        }
+    )
+    marks, rows = frame_marks(plan, fps=10.0)
+    assert rows == ["8f", "16f"]
+    assert [(m["row"], m["frame"], m["x"], m["status"]) for m in marks] == [
+        ("8f", 0, 0.0, FIRST),
+        ("8f", 20, 2.0, FIRST),
+        ("16f", 0, 0.0, KEPT),
+        ("16f", 10, 1.0, ADDED),
+        ("16f", 30, 3.0, ADDED),
+        ("16f", 20, 2.0, DROPPED),
+    ]
+
+
+def test_frame_caption_is_a_time_stamp_not_a_duration():
+    from backend.present.series import frame_caption
+
+    assert frame_caption(12, 0.375, added=True) == "new #12 @0.38 s"
+    assert frame_caption(12, 0.375, added=False) == "#12 @0.38 s"
+    assert frame_caption(12, 0.375, added=True, number=False) == "new @0.38 s"
+    assert "+" not in frame_caption(3, 1.0, added=True)

@@ -146,3 +146,23 @@ def test_config_label_policy_maps_onto_policies():
 
 def test_timestamps_are_index_over_fps():
     np.testing.assert_allclose(timestamps(np.array([0, 15, 30]), 30.0), [0.0, 0.5, 1.0])
+
+
+def test_midpoint_is_no_harnesss_rule_and_lmms_eval_samples_a_linspace():
+    """The question docs and code once disagreed on: what lmms-eval samples. Its decoders
+    (``lmms_eval/models/model_utils/load_video.py``) take ``np.linspace(0, T - 1, N, dtype=int)``, which is
+    ``store.samplers``' ``lmms-eval``; InternVL's ``get_index`` (lmms-eval's ``lmms_eval/models/internvl2.py``)
+    takes ``int(start + seg / 2 + np.round(seg * k))`` with ``seg = (T - 1 - start) / N``. The ``midpoint``
+    policy is neither, as its docstring says."""
+    from store.samplers import SAMPLERS
+
+    n, k = 300, 8
+    lmms_eval = np.linspace(0, n - 1, k, dtype=int)
+    internvl_seg = (n - 1) / k
+    internvl = np.array([int(internvl_seg / 2 + np.round(internvl_seg * i)) for i in range(k)])
+    np.testing.assert_array_equal(SAMPLERS["lmms-eval"](n, 30.0, k), lmms_eval)
+    np.testing.assert_array_equal(lmms_eval, [0, 42, 85, 128, 170, 213, 256, 299])  # ../shared/notes/VIDEOS.md
+    midpoint = frame_indices("midpoint", n, 30.0, k)
+    np.testing.assert_array_equal(midpoint, [18, 56, 93, 131, 168, 206, 243, 281])
+    np.testing.assert_array_equal(internvl, [18, 55, 93, 130, 168, 205, 242, 280])
+    assert not np.array_equal(midpoint, lmms_eval) and not np.array_equal(midpoint, internvl)

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.scope.resolve import Scope
+from backend.scope.resolve import Scope, default_benchmark
 from store.store import Store
 
 BENCH = "synthetic-videomme"
@@ -407,3 +407,43 @@ def test_flows_score_section_draws_what_its_cli_twin_prints(demo_store, monkeypa
     assert sum(t["improved"] + t["regressed"] + t["unchanged"] for t in printed["transitions"]) == printed[
         "n_items"
     ] * len(printed["transitions"])
+
+
+# ---- no --benchmark: the benchmark the dashboard opens on, never the pooled store --------------------------
+
+
+@pytest.mark.usefixtures("app_env")
+def test_metrics_without_benchmark_is_the_overviews_default_scope(demo_store, monkeypatch, capsys):
+    """A fresh Overview (no link parameters) on a two-benchmark store, and ``metrics`` with its models and no
+    ``--benchmark``: the same numbers on the same one benchmark, and the command names it on standard error."""
+    benchmarks = json.loads(cli_json(capsys, "info", "--store", str(demo_store), "--json"))["benchmarks"]
+    assert len(benchmarks) == 2
+    at = _open("pages/overview.py", monkeypatch, demo_store)
+    view = at.session_state["view"]
+    capsys.readouterr()
+    assert main(["metrics", "--store", str(demo_store), "--models", ",".join(view.scope.models), "--json"]) == 0
+    out, err = capsys.readouterr()
+    printed, drawn = json.loads(out), _as_printed(data.overview(view), capsys)
+    assert (printed["scope"].pop("benchmark_source"), drawn["scope"].pop("benchmark_source")) == ("default", "given")
+    assert printed == drawn  # the page's sidebar names the benchmark it opened on: the rest is equal
+    assert printed["scope"]["benchmark"] == benchmarks[0]
+    assert f"benchmark {benchmarks[0]} " in err and f"also in the store: {benchmarks[1]}" in err, err
+
+
+def test_default_benchmark_is_the_first_every_model_has():
+    """The models' first shared benchmark; the first of all when they share none (the scope check then
+    names what is missing), and None on an empty store."""
+    info = {"benchmarks": ["a", "b", "c"], "configs": {"M": {"b": [], "c": []}, "N": {"a": [], "c": []}}}
+    assert default_benchmark(info, ("M",)) == "b"
+    assert default_benchmark(info, ("M", "N")) == "c"
+    assert default_benchmark(info, ("M", "X")) == "a"
+    assert default_benchmark(info) == "a"
+    assert default_benchmark({"benchmarks": [], "configs": {}}) is None
+
+
+def test_a_given_benchmark_is_not_noted(demo_store, capsys):
+    """``--benchmark`` named: no note, and the header says it was given."""
+    capsys.readouterr()
+    assert main(["metrics", "--store", str(demo_store), "--models", MODEL, "--benchmark", BENCH, *FAST, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["scope"]["benchmark_source"] == "given" and "benchmark" not in err

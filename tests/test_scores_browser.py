@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+from backend.present.text import count
+
 pytest.register_assert_rewrite("tests.browser_fixtures")
 from tests.browser_fixtures import goto, screenshot, wait_idle
 
@@ -62,7 +64,7 @@ def test_a_regressed_band_opens_its_items(app_server, page, capsys):
     kinds = ("improved", "regressed", "unchanged")  # the table's rows: per transition, these three in turn
     row, step = next((k * 3 + 1, t) for k, t in enumerate(out["transitions"]) if t["regressed"] > 0)
     goto(page, app_server, f"flows?{BASE}")
-    grid = page.locator('[data-testid="stDataFrame"]').nth(1)  # the Sankey's flow table, then the score bands'
+    grid = page.locator('[data-testid="stDataFrame"]').nth(2)  # the Sankey's steps and flows, then the score bands'
     grid.scroll_into_view_if_needed()
     wait_idle(page)
     box = grid.bounding_box()
@@ -71,7 +73,10 @@ def test_a_regressed_band_opens_its_items(app_server, page, capsys):
     heading.wait_for()
     wait_idle(page)
     text = heading.inner_text()
-    assert text == f"{step['from']} → {step['to']}: regressed (score fell) · {step['regressed']:,} items", (text, kinds)
+    assert text == f"{step['from']} → {step['to']}: regressed (score fell) · {count(step['regressed'], 'item')}", (
+        text,
+        kinds,
+    )
     band = cli(
         capsys,
         "flows",
@@ -122,5 +127,6 @@ def test_a_click_on_a_regressed_band_in_the_chart_opens_its_items(app_server, pa
     heading = page.locator('[data-testid="stMain"] strong').filter(has_text="regressed (score fell) · ")
     heading.wait_for()
     assert (
-        heading.inner_text() == f"{step['from']} → {step['to']}: regressed (score fell) · {step['regressed']:,} items"
+        heading.inner_text()
+        == f"{step['from']} → {step['to']}: regressed (score fell) · {count(step['regressed'], 'item')}"
     )

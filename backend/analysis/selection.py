@@ -80,11 +80,12 @@ def compare(
         }
     )
     p = float(mcnemar_exact(rescued, harmed))
+    items = f"{len(ids)} item" if len(ids) == 1 else f"{len(ids)} items"  # a picked item may be one
     sentence = (
-        f"Of the {len(ids)} items ({label}), {k_new} of the {n} answered are correct under {config} "
+        f"Of the {items} ({label}), {k_new} of the {n} answered are correct under {config} "
         f"and {k_base} at {baseline}: {rescued} rescued, {harmed} harmed (McNemar p = {p:.3g})."
         if n
-        else f"None of the {len(ids)} items ({label}) has an answer at both {baseline} and {config} yet."
+        else f"None of the {items} ({label}) has an answer at both {baseline} and {config} yet."
     )
     return {
         "model": model,

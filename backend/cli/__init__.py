@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from store import notices
+from backend.cli import answers
 from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
@@ -44,6 +44,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Notes a command leaves for standard error (``backend.cli.common.note_benchmark``): printed after it
+# succeeds, so a refusal stays the one line the error rule promises.
+NOTES: list[str] = []
+
+
 def _chosen(argv: list[str]) -> str | None:
     """The command named on the line (the first word that is not an option), if any."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -71,15 +76,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _run(args: argparse.Namespace) -> int:
+    """The command, then its notes on stderr (after it succeeded, so an error stays one line; inside what a
+    kept answer records, so a kept answer prints them too)."""
+    code = int(args.func(args) or 0)
+    for note in NOTES:
+        print(f"trajaudit {args.command}: {note}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    kept = answers.slot(argv)
+    if kept is not None and kept.hit():  # printed as the same line printed it on this snapshot
+        return 0
     args = build_parser(argv).parse_args(argv)
-    notices.take()  # a note belongs to the command that opened its view
+    NOTES.clear()
     try:
-        rc = int(args.func(args) or 0)
-        for note in notices.take():
-            print(f"note: {note}", file=sys.stderr)
-        return rc
+        if kept is not None:
+            return kept.record(args, lambda: _run(args))
+        return _run(args)
     except UserError as exc:
         print(f"trajaudit {args.command}: error: {exc}", file=sys.stderr)
         return 2

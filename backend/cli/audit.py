@@ -6,9 +6,11 @@ import argparse
 
 from backend import views
 from backend.analysis import isocompute
-from backend.cli.common import add_json, add_store, command_group, print_json, split_list
+from backend.cli.common import add_json, add_store, command_group, note_benchmark, print_json, split_list
+from backend.present.text import count
 from backend.runtime import rerun
-from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
+from backend.scope.matrix import available
+from backend.scope.resolve import Resolved, Scope, add_item_filters, default_benchmark, item_filter_from
 from backend.scope.view import open_view
 from store.errors import UserError
 from store.store import Store
@@ -18,7 +20,9 @@ def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
     add_store(p)
     if model:
         p.add_argument("--model", required=True)
-    p.add_argument("--benchmark", default=None, help="default: every benchmark")
+    p.add_argument(
+        "--benchmark", default=None, help="default: the first benchmark the model has (said on standard error)"
+    )
     add_item_filters(p, ids=False)
     add_json(p)
 
@@ -75,7 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _grid(args: argparse.Namespace, store: Store) -> list[str]:
-    return split_list(args.grid) or views.audit_grid(store, args.model, args.benchmark)
+    """``--grid``, else the audits' default grid on the benchmark the scope takes (``default_benchmark``)."""
+    benchmark = args.benchmark or default_benchmark(available(store), (args.model,))
+    return split_list(args.grid) or views.audit_grid(store, args.model, benchmark)
 
 
 def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str, ...] = ()) -> Resolved:
@@ -86,7 +92,7 @@ def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str,
 
 def run_interventions(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    resolved = _single(args, store, _grid(args, store))
+    resolved = note_benchmark(_single(args, store, _grid(args, store)))
     out = views.interventions_view(store, resolved, split_list(args.protocols), args.bootstrap, args.seed)
     if args.enqueue:
         view = open_view(store, _single(args, store, out["grid"]))
@@ -107,7 +113,9 @@ def run_interventions(args: argparse.Namespace) -> int:
                 f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)"
             )
         )
-        print(f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {row['n_items']} items; {rec_txt}")
+        print(
+            f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {count(row['n_items'], 'item')}; {rec_txt}"
+        )
     if "enqueued" in out:
         e = out["enqueued"]
         print(f"enqueued {e['queued']} re-runs ({e['from_store']} already stored, {len(e['errors'])} refused)")
@@ -116,7 +124,7 @@ def run_interventions(args: argparse.Namespace) -> int:
 
 def run_isocompute(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    resolved = _single(args, store)
+    resolved = note_benchmark(_single(args, store))
     pixels = args.default_pixels or views.registered_pixels(store, resolved)
     out = views.isocompute_view(
         store, resolved, args.tolerance, pixels, split_list(args.configs), args.bootstrap, args.seed
@@ -130,19 +138,19 @@ def run_isocompute(args: argparse.Namespace) -> int:
         cfgs = ", ".join(f"{c['config']} {100 * c['accuracy']:.1f}%" for c in g["configs"])
         print(
             f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
-            f"on {g['n_items']} items"
+            f"on {count(g['n_items'], 'item')}"
         )
     return 0
 
 
 def run_noise(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    out = views.noise_audit(open_view(store, _single(args, store, _grid(args, store))))
+    out = views.noise_audit(open_view(store, note_benchmark(_single(args, store, _grid(args, store)))))
     if args.json:
         print_json(out)
         return 0
     print(
-        f"{out['model']}: {out['n_items_with_repeats']} of {out['n_items']} items have repeats, "
+        f"{out['model']}: {out['n_items_with_repeats']} of {count(out['n_items'], 'item')} have repeats, "
         f"{out['n_items_noisy']} flip under repeats"
     )
     for t in out["transitions"]:
@@ -158,15 +166,15 @@ def run_crossmodel(args: argparse.Namespace) -> int:
     if len(models) != 2:
         raise UserError(f"--models needs exactly two models, A,B (got {args.models!r})")
     store = Store(args.store)
-    resolved = views.single_scope(Scope(args.benchmark, (models[0],), item_filter=item_filter_from(args))).resolve(
-        store
+    resolved = note_benchmark(
+        views.single_scope(Scope(args.benchmark, (models[0],), item_filter=item_filter_from(args))).resolve(store)
     )
     out = views.crossmodel_view(store, resolved, (models[0], models[1]), args.config, args.config_b, args.limit)
     if args.json:
         print_json(out)
         return 0
     print(
-        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {out['n_items']} items: "
+        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {count(out['n_items'], 'item')}: "
         f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}"
     )
     for row in out["by_benchmark"]:

@@ -7,15 +7,18 @@ from typing import cast
 
 from backend import views
 from backend.analysis import cascade
-from backend.cli.common import add_json, command, print_json, split_list
+from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
+from backend.present.text import count
 from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
 
 
 def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
-    p.add_argument("--benchmark", default=None, help="default: every benchmark the model has")
+    p.add_argument(
+        "--benchmark", default=None, help="default: the first benchmark the model has (said on standard error)"
+    )
     p.add_argument(
         "--ladder",
         default=None,
@@ -28,8 +31,8 @@ def add_ladder(p: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
     store = Store(args.store)
-    resolved = views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(
-        store
+    resolved = note_benchmark(
+        views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(store)
     )
     return views.load_ladder(store, resolved, split_list(args.ladder)), resolved
 
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"ladder {','.join(out['ladder'])}: {out['n_items']} items with confidences at every rung")
+    print(f"ladder {','.join(out['ladder'])}: {count(out['n_items'], 'item')} with confidences at every rung")
     if not args.sweep:
         at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
         print(

@@ -11,8 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.cli import COMMANDS
+from backend.cli import COMMANDS, NOTES
 from backend.scope.filters import split_list as split_list  # every command's comma lists, as the scope flags'
+from backend.scope.resolve import Resolved
+from backend.scope.runs import notice as runs_notice
+from backend.scope.view import View, args_view
 
 
 def command(sub: argparse._SubParsersAction, name: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -71,6 +74,38 @@ def _clean(o: Any) -> Any:
     if isinstance(o, (list, tuple)):
         return [_clean(v) for v in o]
     return o
+
+
+def note_benchmark(resolved: Resolved) -> Resolved:
+    """Say on standard error which benchmark a command run without ``--benchmark`` took, when the store has
+    others: its numbers are that benchmark's alone (``backend.scope.resolve.default_benchmark``), and the
+    reader should not take them for the whole store's. ``--json`` states it as ``scope.benchmark_source``.
+    The note is printed once the command succeeded (``backend.cli.main``), so a refusal stays one line."""
+    if resolved.benchmark_source == "default" and len(resolved.benchmarks) > 1:
+        others = ", ".join(b for b in resolved.benchmarks if b != resolved.scope.benchmark)
+        NOTES.append(
+            f"benchmark {resolved.scope.benchmark} (the first the models share, as the dashboard opens; "
+            f"also in the store: {others}; name one with --benchmark)"
+        )
+    return resolved
+
+
+def note_runs(resolved: Resolved) -> Resolved:
+    """Say on standard error which run each cell holding several shows (``backend.scope.runs``) and how to pick
+    another; ``--json`` states it as ``scope.runs``. Printed once the command succeeded, like ``note_benchmark``."""
+    said = runs_notice(resolved.runs)
+    if said:
+        NOTES.append(said)
+    return resolved
+
+
+def scope_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[str, str] | None = None) -> View:
+    """``backend.scope.view.args_view`` (the view the scope flags name; ``pair``: see there), with
+    ``note_benchmark``'s and ``note_runs``' notes."""
+    view = args_view(args, focus, pair)
+    note_benchmark(view.resolved)
+    note_runs(view.resolved)
+    return view
 
 
 def print_json(obj: Any) -> None:

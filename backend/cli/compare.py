@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 
 from backend import views
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.views import CompareReport
 from backend.present.tables import headline_frame
 from backend.scope.resolve import add_scope_args
-from backend.scope.view import args_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace) -> CompareReport:
-    view = args_view(args)
+    view = scope_view(args)
     return views.compare_view(view, top=args.top, bootstrap=args.bootstrap, seed=args.seed)
 
 

@@ -12,6 +12,7 @@ from backend.cli.common import add_json, command, print_json
 from backend.demo.model import DEMO_MODEL, build_demo_store
 from backend.demo.synthetic import DEFAULT_ITEMS
 from backend.extras import WORKER_INSTALL
+from backend.present.text import count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         model = summary["demo_model"]
         rerun = f"re-run model {model['name']} ({model['note']})" if model else f"re-runs need {WORKER_INSTALL}"
         print(
-            f"demo store at {summary['store']}: {summary['items']} items, {summary['responses']} responses, "
+            f"demo store at {summary['store']}: {count(summary['items'], 'item')}, {summary['responses']} responses, "
             f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s); {rerun}"
         )
     return 0

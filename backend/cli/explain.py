@@ -13,12 +13,12 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.explain import ExplainReport, ExplainSlice
+from backend.present.text import count
 from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -97,7 +97,7 @@ def target_of(args: argparse.Namespace) -> explain.Target:
 
 def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
-    view = args_view(args, args.model)
+    view = scope_view(args, args.model)
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
     return views.explain_view(
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {out['n_scope']} items "
+        f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {count(out['n_scope'], 'item')} "
         f"(base rate {100 * (out['base_rate'] or 0):.1f}%), {out['n_tests']} slices tested"
     )
     print("slices (one attribute):")
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     par = out["parser"]
     print(
         f"raw outputs at {', '.join(par['configs'])}: {par['empty']} empty, {par['degenerate']} degenerate, "
-        f"{par['unparsed']} unparsed ({par['affected']} items{', left out' if par['excluded'] else ''})"
+        f"{par['unparsed']} unparsed ({count(par['affected'], 'item')}{', left out' if par['excluded'] else ''})"
     )
     moved = out["answers"]["moved"]
     if moved:

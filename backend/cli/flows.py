@@ -12,13 +12,12 @@ from backend import views
 from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
-from backend.present.tables import flow_table
-from backend.present.text import p_value
+from backend.present.tables import flow_table, step_table
+from backend.present.text import count, p_value, pct, signed_pp
 from backend.scope.resolve import add_scope_args
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -33,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--kind",
         default=None,
         choices=FLOW_KINDS + SCORE_KINDS,
-        help="list the items of this flow (needs --from/--to; improved/regressed/unchanged with --scores)",
+        help="show this flow alone and list its items (needs --from/--to; improved/regressed/unchanged with --scores)",
     )
     p.add_argument(
         "--scores",
@@ -50,7 +49,7 @@ def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
     pair = None if args.frm is None else (args.frm, args.to)
-    view = args_view(args, args.model, pair)
+    view = scope_view(args, args.model, pair)
     if args.scores:
         return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)
     if args.tolerance:
@@ -68,9 +67,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = cast(FlowsReport, out)  # and the flows otherwise
     print(
-        f"{out['model']}: {out['n_items']} items ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
+        f"{out['model']}: {count(out['n_items'], 'item')} ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
     )
-    print(flow_table(out).to_string(index=False))
+    for step in step_table(out).to_dict("records"):
+        print(
+            f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pts, churn {pct(step['churn'])}, "
+            f"McNemar p {p_value(step['mcnemar_p'])}"
+        )
+    print(flow_table(out, args.kind).to_string(index=False))
     if out.get("within_noise_hidden"):
         print(f"{out['n_hidden']} within-noise flips left out")
     print("trajectory classes: " + ", ".join(f"{c} {out['trajectory_classes'][c]}" for c in CLASSES))

@@ -6,6 +6,7 @@ import argparse
 
 from backend.cli.common import add_json, command, print_json
 from backend.contracts.store import InfoReport
+from backend.present.text import count
 from backend.scope.frames_known import frames_known
 from backend.scope.matrix import available
 from store.store import Store
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(f"store {out['store']} (version {out['store_version']})")
-    print(f"{out['n_responses']} responses, {out['n_items']} items")
+    print(f"{out['n_responses']} responses, {count(out['n_items'], 'item')}")
     rows = [(m, b, ", ".join(labels)) for m, per_bench in out["configs"].items() for b, labels in per_bench.items()]
     wm = max((len(m) for m, _, _ in rows), default=0)
     wb = max((len(b) for _, b, _ in rows), default=0)

@@ -11,12 +11,11 @@ import sys
 import pyarrow as pa
 
 from backend import views
-from backend.cli.common import command, print_json
+from backend.cli.common import command, print_json, scope_view
 from backend.export import csv_text
 from backend.scope.annotations import with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import add_scope_args
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be >= 0")
     if args.json and args.format == "csv":
         raise UserError("--json and --format csv contradict each other")
-    view = args_view(args, args.model)
+    view = scope_view(args, args.model)
     if args.page is not None or args.sort is not None:
         print_json(views.items_page(view, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
         return 0
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         table = table.head(args.limit)
     out = flat_table(table, grid) if args.format == "csv" else table
     if args.annotations:
-        out = with_annotations(out, view.store, args.benchmark)
+        out = with_annotations(out, view.store, view.scope.benchmark)
     if args.format == "csv":
         sys.stdout.write(csv_text(out))  # spreadsheet-safe: text that would run as a formula is quoted
     else:

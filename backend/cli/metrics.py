@@ -7,12 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from backend import views
-from backend.cli.common import add_json, command, print_json, split_list
+from backend.cli.common import add_json, command, print_json, scope_view, split_list
 from backend.contracts.views import ContinuousMetrics, OverviewReport
-from backend.present.text import HEADLINES, interval, p_value, pp, signed_pp
+from backend.present.text import HEADLINES, count, interval, p_value, pp, signed_pp
 from backend.scope.binary import describe
 from backend.scope.resolve import add_scope_args
-from backend.scope.view import args_view
 from store.errors import UserError
 
 
@@ -54,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def compute(args: argparse.Namespace) -> OverviewReport:
     """The JSON contract: ``backend.views.overview`` for the scope the flags name."""
-    view = args_view(args)
+    view = scope_view(args)
     return views.overview(
         view, bootstrap=args.bootstrap, seed=args.seed, pairs=parse_pairs(args.pairs), tolerance=args.tolerance
     )
@@ -67,7 +66,7 @@ def render(out: OverviewReport) -> str:
         f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
     ]
     lines += [
-        f"left out of the grid: {label} ({n} items: {out['scope']['grid_excluded_why'][label]})"
+        f"left out of the grid: {label} ({count(n, 'item')}: {out['scope']['grid_excluded_why'][label]})"
         for label, n in out["scope"]["grid_excluded"].items()
     ]
     for model, m in out["models"].items():

@@ -7,6 +7,7 @@ import argparse
 from backend import views
 from backend.cli.cascade import add_ladder, load
 from backend.cli.common import add_json, command, print_json
+from backend.present.text import count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']} on {','.join(out['ladder'])}: {out['n_items']} items in {out['n_groups']} video groups, "
+        f"{out['model']} on {','.join(out['ladder'])}: {count(out['n_items'], 'item')} in {out['n_groups']} video groups, "
         f"{out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%"
     )
     for row in out["frontier"]:

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from backend.cli.common import command
+from backend.cli.common import command, note_benchmark
 from backend.report import FORMATS, build
 from backend.scope.resolve import Scope, add_scope_args
 from store.errors import UserError
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     store = Store(args.store)
-    resolved = Scope.from_args(args).resolve(store)
+    resolved = note_benchmark(Scope.from_args(args).resolve(store))
     out = build(
         store,
         resolved,

@@ -14,14 +14,15 @@ import sys
 import time
 
 from backend import views
-from backend.cli.common import add_json, command, print_json
+from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.runs import SelectionRerunReport
+from backend.present.text import count
 from backend.runtime import rerun, selection
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker_pool import overview
 from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection, read_ids
-from backend.scope.view import View, args_view
+from backend.scope.view import View
 from store.errors import UserError
 from store.store import resolve_root
 
@@ -113,7 +114,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def run_selection(args: argparse.Namespace, root) -> int:
     sel = _selection(args)
-    view = args_view(args, args.model)
+    view = scope_view(args, args.model)
     out = rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
     batch = out["batch"]
     if args.wait and not out["progress"]["finished"]:
@@ -127,7 +128,7 @@ def run_selection(args: argparse.Namespace, root) -> int:
     else:
         counts = ", ".join(f"{k} {v}" for k, v in out["progress"]["counts"].items() if v)
         print(
-            f"{args.model} {batch['benchmark']} {sel.describe()}: {len(batch['item_ids'])} items at {batch['config']} ({counts})"
+            f"{args.model} {batch['benchmark']} {sel.describe()}: {count(len(batch['item_ids']), 'item')} at {batch['config']} ({counts})"
         )
         print(out["comparison"]["sentence"])
     return 0 if out["progress"]["finished"] or not args.wait else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, command_group, print_json
+from backend.present.text import count
 from backend.videos import layouts
 from backend.videos.check import STATES, check
 from backend.videos.link import link
@@ -61,7 +62,7 @@ def run_link(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['benchmark']} ({out['layout']}): {out['items']} items -> {out['files']} files under {out['video_root']}: "
+        f"{out['benchmark']} ({out['layout']}): {count(out['items'], 'item')} -> {out['files']} files under {out['video_root']}: "
         f"{out['linked']} linked, {out['missing']} missing, {out['unreadable']} unreadable; "
         f"{out['matched_items']} of the {out['stored_items']} stored items covered"
         + (
@@ -89,7 +90,7 @@ def run_check(args: argparse.Namespace) -> int:
     if not out["benchmarks"]:
         print("no items and no linked videos in the store")
     for b in out["benchmarks"]:
-        print(f"{b['benchmark']}: {b['items']} items: " + ", ".join(f"{b[s]} {s}" for s in STATES))
+        print(f"{b['benchmark']}: {count(b['items'], 'item')}: " + ", ".join(f"{b[s]} {s}" for s in STATES))
         for state, rows in b["examples"].items():
             for r in rows:
                 print(f"  {state}: {r['item_id']}" + (f" -> {r['path']}" if r["path"] else ""))

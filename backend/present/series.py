@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from backend.present.text import KIND_TEXT, bounds, number
+from backend.present.text import KIND_TEXT, bounds, count, number
 
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
@@ -152,4 +152,40 @@ def column_x(k: int, n_cfg: int) -> float:
 
 def sankey_title(view: Mapping[str, Any], text: Callable[[str], str] = _same) -> str:
     """The Sankey's title: whose items, how many (``text`` escapes the model name for the target)."""
-    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {view['n_items']:,} items"
+    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {count(view['n_items'], 'item')}"
+
+
+# -- Inspector: the frame strips on one timeline ---------------------------------------------------------
+
+FIRST = "first row"  # a strip with no row above: nothing to have kept or added
+KEPT = "kept from the row above"
+ADDED = "added"
+DROPPED = "dropped"
+FRAME_STATUSES = (FIRST, KEPT, ADDED, DROPPED)  # legend order
+
+
+def frame_marks(plan: Any, fps: float | None) -> tuple[list[dict], list[str]]:
+    """The timeline's marks (``row, frame, x, status``) and rows of a frame plan
+    (``backend.scope.inspector.frame_plan``): ``x`` in seconds (frame index without fps). A row's frames are
+    kept from or added to the row above it; the first row's are neither, and say so (``FIRST``)."""
+    duplicated = plan["config"].duplicated(keep=False)
+    marks: list[dict] = []
+    rows: list[str] = []
+    for k, row in plan.iterrows():
+        if row["indices"] is None:
+            continue
+        label = f"{row['config']} ({', '.join(row['models'])})" if duplicated[k] else row["config"]
+        rows.append(label)
+        added = set(row["added"] or [])
+        first = row["added"] is None
+        frames = [(i, FIRST if first else ADDED if i in added else KEPT) for i in row["indices"]]
+        frames += [(i, DROPPED) for i in row["dropped"] or []]
+        marks += [{"row": label, "frame": int(i), "x": i / fps if fps else int(i), "status": s} for i, s in frames]
+    return marks, rows
+
+
+def frame_caption(index: int, seconds: float, added: bool, *, number: bool = True) -> str:
+    """A thumbnail's caption: where in the video the frame is (``@0.38 s``: a time stamp, never a duration),
+    ``#index`` when there is room, and ``new`` for a frame the row above did not have."""
+    where = f"#{index} @{seconds:.2f} s" if number else f"@{seconds:.2f} s"
+    return f"new {where}" if added else where

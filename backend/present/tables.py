@@ -120,8 +120,16 @@ def headline_frame(metrics: dict) -> pd.DataFrame:
     )
 
 
-def flow_table(view: Mapping[str, Any]) -> pd.DataFrame:
-    """The Sankey's links as a table (one row per pair and kind, non-empty flows only)."""
+def flow_table(view: Mapping[str, Any], kind: str | None = None) -> pd.DataFrame:
+    """The Sankey's links as a table: one row per pair and kind, the non-empty flows, or every pair's ``kind``
+    flow (empty ones too: the asked-for flow reads 0, not absent). A step's net, churn and McNemar p are the
+    pair's, the same on all its rows: ``step_table`` shows them once."""
     table = pd.DataFrame(view["links"])
-    table = table.loc[table["count"] > 0, ["from", "to", "kind", "count", "share", "net", "churn", "mcnemar_p"]]
-    return table.reset_index(drop=True)
+    rows = table["count"] > 0 if kind is None else table["kind"] == kind
+    return table.loc[rows, ["from", "to", "kind", "count", "share"]].reset_index(drop=True)
+
+
+def step_table(view: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per step (pair of configurations) of the Sankey: its net change, churn and McNemar p."""
+    table = pd.DataFrame(view["links"]).drop_duplicates(["from", "to"])
+    return table[["from", "to", "net", "churn", "mcnemar_p"]].reset_index(drop=True)

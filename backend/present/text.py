@@ -51,6 +51,12 @@ def number(x: object, scale: float = 1.0) -> float | None:
     return None if math.isnan(value) else scale * value
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` things, the noun agreeing with the number: ``1 item``, ``0 items``, ``1,024 items`` (``plural``:
+    a noun that does not take an ``s``). Why: "1 items" on a report reads as a bug in everything beside it."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def pp(x: object) -> str:
     """A fraction as percentage points, one decimal: ``0.683`` -> ``68.3``; ``n/a`` when missing."""
     v = number(x)

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from backend.present import series
+from backend.present.text import count
 from backend.report.palette import ACCENT, CORRECT, INK, NEUTRAL, SANKEY_COLOURS, SEQUENTIAL, WRONG, rgba
 
 # System fonts only: the file opens offline, and nothing is fetched to draw text.
@@ -350,5 +351,7 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     fig.update_xaxes(title="lift: rate in the slice / base rate (95% interval)", rangemode="tozero")
     fig.update_yaxes(title=None)
     what = escape(report["target"]["describe"])
-    title = f"Why these items? {what}: {report['n_selected']:,} of {report['n_scope']:,} items, top slices by BH q"
+    title = (
+        f"Why these items? {what}: {report['n_selected']:,} of {count(report['n_scope'], 'item')}, top slices by BH q"
+    )
     return style(fig, title, 140 + 26 * len(rows))

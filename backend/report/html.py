@@ -27,7 +27,7 @@ from typing import Any
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from backend.present.text import interval, pp
+from backend.present.text import count, interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
 from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
@@ -160,7 +160,7 @@ def scope_section(data: Mapping[str, Any]) -> str:
     meta, scope = data["meta"], data["scope"]
     flt = {k: v for k, v in scope["item_filter"].items() if v}
     excluded = "".join(
-        f"<li><code>{e(label)}</code>: {scope['grid_excluded'][label]:,} items, {e(why)}</li>"
+        f"<li><code>{e(label)}</code>: {count(scope['grid_excluded'][label], 'item')}, {e(why)}</li>"
         for label, why in scope["grid_excluded_why"].items()
     )
     rows = [
@@ -294,7 +294,7 @@ def policy_section(data: Mapping[str, Any]) -> str:
         )
     return (
         f'<section id="frontier"><h2>Adaptive budgets: {e(pol["model"])}</h2><div class="fig" id="fig-frontier"></div>'
-        f'<p>{text}</p><p class="note">{sweep["n_items"]:,} items with a confidence at every budget of '
+        f'<p>{text}</p><p class="note">{count(sweep["n_items"], "item")} with a confidence at every budget of '
         f"{e(', '.join(sweep['ladder']))}; {sweep['n_without_confidence']:,} without.</p></section>"
     )
 
@@ -360,7 +360,7 @@ def gallery_section(data: Mapping[str, Any]) -> str:
         "disagreement between models, taken in turn. Cells: ✓ correct / ✗ wrong, the answer given and its confidence; "
         "strips: frames each budget fed the model (at most 8 shown, evenly spread).</p>"
     )
-    return f'<section id="gallery"><h2>Gallery: {len(items)} items</h2>{intro}{"".join(arts)}</section>'
+    return f'<section id="gallery"><h2>Gallery: {count(len(items), "item")}</h2>{intro}{"".join(arts)}</section>'
 
 
 def render(data: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from backend.present import tables as frames
 from backend.present.tables import Table
-from backend.present.text import interval, p_value, pp
+from backend.present.text import count, interval, p_value, pp
 
 
 def headline_table(data: Mapping[str, Any]) -> Table:
@@ -200,9 +200,9 @@ def explain_table(report: dict) -> Table:
         values.append([None, s["n_selected"], s["rate"], s["lift"], s["diff"], s["p"], s["q"]])
     caption = (
         f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
-        f"{report['n_scope']:,} items (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
+        f"{count(report['n_scope'], 'item')} (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
         "difference: percentage points against the rest of the scope (Newcombe 95% interval); Fisher's exact p; "
-        f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {report['min_size']} items."
+        f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {count(report['min_size'], 'item')}."
     )
     columns = ["Slice", "Selected / in slice", "Rate", "Lift", "Difference", "p", "q"]
     return Table("explain", caption, columns, rows, values, [None, "n_selected", "rate", "lift", "diff", "p", "q"])

@@ -103,16 +103,20 @@ def register_demo_model(
 ) -> ModelSpec:
     """Build a tiny randomly initialised model of ``family`` under ``<store>/models/<name>`` and register it.
 
-    Its answers are noise; it exists so the whole re-run pipeline (queue, worker, decode, adapter,
-    store write) runs on any machine without a checkpoint. ``max_frames`` is the ceiling the
-    registry accepts (a demo store's grid may go past the default).
+    Its answers are noise, but noise that depends on the frames it is fed (``tiny.DEMO_INIT_SCALE``), so a
+    re-run under another budget or policy can move an item's trajectory; it exists so the whole re-run
+    pipeline (queue, worker, decode, adapter, store write) runs on any machine without a checkpoint.
+    ``max_frames`` is the ceiling the registry accepts (a demo store's grid may go past the default).
     """
     require_worker_extra("building a demo model")
-    from backend.runtime.inference.tiny import build_tiny  # torch: only imported when a demo model is built
+    from backend.runtime.inference.tiny import (  # torch: only imported when a demo model is built
+        DEMO_INIT_SCALE,
+        build_tiny,
+    )
 
     if family not in FAMILIES:
         raise UserError(f"unknown family {family!r}; known families: {', '.join(FAMILIES)}")
     rel = Path("models") / name
-    build_tiny(family, Path(store_root) / rel)
+    build_tiny(family, Path(store_root) / rel, init_scale=DEMO_INIT_SCALE)
     spec = ModelSpec(name=name, family=family, path=str(rel), dtype="float32", max_frames=max_frames, note=DEMO_NOTE)
     return add(store_root, spec, replace=True)

@@ -9,7 +9,13 @@ these names:
     Nested uniform: ``floor(arange(K) * N / K)``. For power-of-two budgets the grids are exactly
     nested (16 subset of 32 subset of 64), so one decode serves every budget of a sweep.
 ``midpoint``
-    Segment midpoints, as lmms-eval and InternVL sample: ``floor((2k + 1) * N / (2K))``.
+    The centre of each of ``K`` equal segments of the ``N`` frames: ``floor((2k + 1) * N / (2K))``. No
+    harness's exact rule (read in their code, ``tests/test_sampling.py``): lmms-eval's own decoders take
+    ``np.linspace(0, N - 1, K, dtype=int)`` (its sampler in ``store.samplers``, ``lmms-eval``), and
+    InternVL's ``get_index`` (lmms-eval's ``internvl2`` wrapper too) cuts the ``N - 1`` frame intervals
+    into segments and rounds, ``int(seg / 2 + round(seg * k))`` with ``seg = (N - 1) / K``, which lands a
+    frame earlier than this on some segments. A re-run that must see a logged run's frames replays them
+    (``logged``) or uses the run's sampler, never this policy.
 ``vlmeval``
     VLMEvalKit's Video-MME rule: ``int(i * N / (K + 1))`` for ``i = 1..K`` (no first or last frame).
 ``random-s<seed>``

@@ -109,7 +109,7 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
 def describe(view: BinaryView) -> str:
     """How the scored items enter accuracy, in one sentence: the CLI's ``metrics`` and the pages' scope line."""
     n, mcqa = view["n_scored_items"], view["n_mcqa_items"]
-    head = f"{n:,} of {n + mcqa:,} items are scored (open-ended): "
+    head = f"{n:,} of {n + mcqa:,} {'item is' if n + mcqa == 1 else 'items are'} scored (open-ended): "
     cutoff = view["score_cutoff"]
     if cutoff == NONE:
         return head + f"left out of accuracy (score cut-off: none), which is over the {mcqa:,} multiple-choice items"

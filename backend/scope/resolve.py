@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from backend.contracts.common import ScopeHeader
@@ -66,16 +67,20 @@ class Scope:
         return self.tag_model or self.models[0]
 
     def resolve(self, store: Store, info: StoreContents | None = None) -> Resolved:
-        """The grid this scope means on ``store``: the given one, or docs/metrics.md's default grid."""
+        """The benchmark and grid this scope means on ``store``: the given ones, or the benchmark the dashboard
+        opens on (``default_benchmark``) and docs/metrics.md's default grid."""
         if info is None:
             info = available(store)
+        if self.benchmark is None and (bench := default_benchmark(info, self.models)) is not None:
+            chosen = dataclasses.replace(self, benchmark=bench).resolve(store, info)
+            return dataclasses.replace(chosen, benchmark_source="default", benchmarks=tuple(info["benchmarks"]))
         self._check_names(info)
         if self.grid:
             grid, source = tuple(canonical_grid(list(self.grid))), "given"
         else:
             grid, source = tuple(default_grid(info, list(self.models), self.benchmark, store.root)), "default"
         runs = several_runs(store, list(self.models), self.benchmark, list(grid), self.run)
-        return Resolved(dataclasses.replace(self, grid=grid), source, excluded_configs(info, self, grid), runs)
+        return Resolved(dataclasses.replace(self, grid=grid), source, excluded_configs(info, self, grid), runs=runs)
 
     def _check_names(self, info: StoreContents) -> None:
         if self.benchmark is not None and self.benchmark not in info["benchmarks"]:
@@ -128,11 +133,16 @@ class Scope:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A scope with its grid fixed, where the grid came from, and what it left out (with why)."""
+    """A scope with its benchmark and grid fixed, where each came from, and what the grid left out (with why).
+
+    ``benchmarks`` are the store's benchmarks when the benchmark was chosen for the scope (``benchmark_source``
+    "default"), so a command can say which it took and what else there was."""
 
     scope: Scope
     grid_source: str  # "default" | "given"
     grid_excluded: dict[str, dict] = field(default_factory=dict, hash=False, compare=False)
+    benchmark_source: str = "given"  # "default" (``default_benchmark``) | "given"
+    benchmarks: tuple[str, ...] = field(default=(), hash=False, compare=False)
     runs: tuple[RunChoice, ...] = field(default=(), hash=False, compare=False)  # cells holding several runs
 
     def load(self, store: Store, include_answers: bool = False, base: Matrix | None = None) -> Matrix:
@@ -197,6 +207,7 @@ class Resolved:
         s = self.scope
         out: ScopeHeader = {
             "benchmark": s.benchmark,
+            "benchmark_source": self.benchmark_source,
             "models": list(s.models),
             "grid": list(s.grid),
             "grid_source": self.grid_source,
@@ -214,6 +225,20 @@ class Resolved:
         if matrix is not None:
             out["n_items"], out["n_excluded"] = matrix.n_items, matrix.n_excluded
         return out
+
+
+def default_benchmark(info: StoreContents, models: Sequence[str] = ()) -> str | None:
+    """The benchmark a view that names none looks at: the first, in the store's order, that every one of
+    ``models`` answered (the first of all when none is shared, so the scope check names what is missing);
+    None on a store without one.
+
+    Why not all of them: a matched grid pools items, and pooling two benchmarks' items mixes their item
+    sets and budgets into numbers of neither, which no one means. The sidebar opens on this same
+    benchmark, so a command run without ``--benchmark`` prints the numbers the dashboard first shows.
+    """
+    benches = info["benchmarks"]
+    shared = [b for b in benches if all(b in info["configs"].get(m, {}) for m in models)]
+    return next(iter(shared or benches), None)
 
 
 def no_grid_message(scope: Scope) -> str:
@@ -334,7 +359,10 @@ def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int)
         return "approximate protocol (compared with its exact twin by paired drift)"
     thin = [m for m, n in main.items() if n < COVERAGE * n_bench]
     if thin:
-        return "covers " + ", ".join(f"{main[m]} of {n_bench} items for {m}" for m in thin) + f" (under {COVERAGE:.0%})"
+        items = "item" if n_bench == 1 else "items"
+        return (
+            "covers " + ", ".join(f"{main[m]} of {n_bench} {items} for {m}" for m in thin) + f" (under {COVERAGE:.0%})"
+        )
     if c.tag is not None:
         return "scale-grid variant"
     if c.policy != configs.DEFAULT_POLICY:
@@ -388,7 +416,11 @@ def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool
     """The flags of a ``Scope``: the sidebar's choices."""
     if models:
         p.add_argument("--models", required=True, help="models, comma-separated (items are matched over all of them)")
-    p.add_argument("--benchmark", default=None, help="one benchmark (default: all)")
+    p.add_argument(
+        "--benchmark",
+        default=None,
+        help="one benchmark (default: the first the models share, as the dashboard opens; said on standard error)",
+    )
     p.add_argument(
         "--grid",
         default=None,

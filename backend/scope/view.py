@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from backend.scope.filters import split_list
 from backend.scope.matrix import Matrix, canonical_grid
 from backend.scope.resolve import Resolved, Scope, command_line
-from backend.scope.runs import notice
-from store import notices
 from store.store import Store
 
 
@@ -59,9 +57,9 @@ def view_key(root: str, version: int, resolved: Resolved) -> str:
 
 def args_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[str, str] | None = None) -> View:
     """The view of the scope that ``add_scope_args``' flags name, on ``--store``: the opening of every command
-    that reads one scope, which notes which run it reads where a cell holds several (``store.notices``).
+    that reads one scope. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages.
     ``pair`` (a command's ``--from``/``--to``): when the default grid lacks either, the grid is the pair, so
-    any two configurations of the scope compare without ``--grid``. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages."""
+    any two configurations of the scope compare without ``--grid``."""
     models = None if focus is None else list(dict.fromkeys([*(split_list(args.models) or []), focus]))
     store = Store(args.store)
     scope = Scope.from_args(args, models=models)
@@ -69,9 +67,6 @@ def args_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[st
     if pair is not None and not scope.grid and not set(canonical_grid(list(pair))) <= set(resolved.scope.grid):
         # a pair the default grid leaves out (8f against 8f+cot): the pair is the grid, as --grid A,B would say
         resolved = dataclasses.replace(scope, grid=pair).resolve(store)
-    said = notice(resolved.runs)
-    if said:
-        notices.say(said)
     return open_view(store, resolved)
 
 

@@ -18,7 +18,7 @@ import streamlit as st
 from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.contracts.explain import ExplainReport
-from backend.present.text import interval
+from backend.present.text import count, interval
 from backend.report import figures
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
@@ -143,7 +143,7 @@ def _agreement(out: dict) -> None:
         },
     )
     link = walk_link(agree["every"])
-    text = f"{agree['n_every']:,} items are selected in every model"
+    text = f"{count(agree['n_every'], 'item')} are selected in every model"
     st.markdown(f"{text}: [walk them in the Inspector]({link})" if link else f"{text}.")
 
 
@@ -178,10 +178,10 @@ def panel(view: View, target: Target, key: str) -> None:
                 "with every matched item, and every flip counts."
             )
         st.caption(
-            f"{out['n_selected']:,} of {out['n_scope']:,} items selected (base rate {ui.pct(out['base_rate'])}); "
+            f"{out['n_selected']:,} of {count(out['n_scope'], 'item')} selected (base rate {ui.pct(out['base_rate'])}); "
             f"{out['n_tests']:,} slices tested over "
             f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']) or 'no attribute')}; "
-            f"small: under {out['min_size']} items. Pairs of attributes: "
+            f"small: under {count(out['min_size'], 'item')}. Pairs of attributes: "
             f"{ui.escape_md(out['pair_search'] or 'not searched')}."
         )
         st.markdown("**One attribute**")

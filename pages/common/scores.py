@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.contracts.views import ScoreFlows, ScoreTransition
+from backend.present.text import count
 from backend.report import tables
 from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
@@ -117,7 +118,7 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
     st.subheader("Scores: open-ended items")
     n = max(c["n_items"] for c in models.values())
     st.caption(
-        f"Score points (mean score × 100) over the {n:,} items scored at every configuration, with 95% paired-"
+        f"Score points (mean score × 100) over the {count(n, 'item')} scored at every configuration, with 95% paired-"
         "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together."
     )
     focus = models.get(v.scope.focus)
@@ -284,7 +285,7 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
     a, b, kind = band
     view = score_data.score_flows(v, v.scope.focus, (a, b), kind, tolerance)
     items = pd.DataFrame(view.get("items", []))
-    st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {view['n_flow_items']:,} items**")
+    st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {count(view['n_flow_items'], 'item')}**")
     if items.empty:
         st.info("No scored item takes this band.")
         return
@@ -337,7 +338,7 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         st.info(f"{v.scope.focus} has no item scored at every configuration of the grid.")
         return
     st.caption(
-        f"{view['n_items']:,} items scored at every configuration ({view['n_unscored']:,} others without a score "
+        f"{count(view['n_items'], 'item')} scored at every configuration ({view['n_unscored']:,} others without a score "
         f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
         f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
         "its items."

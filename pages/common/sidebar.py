@@ -22,7 +22,7 @@ from backend.contracts.store import StoreContents
 from backend.scope.annotations import VOCABULARY
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
-from backend.scope.resolve import Scope, default_grid
+from backend.scope.resolve import Scope, default_benchmark, default_grid
 from backend.scope.tags import TAGS
 from backend.scope.view import View
 from pages.common import data, scores, state, ui
@@ -132,7 +132,7 @@ def draw() -> View | None:
     info = data.store_info(str(store.root), version)
 
     benchmarks = info["benchmarks"]
-    bench = state.bind(sb.selectbox, "bench", "Benchmark", options=benchmarks, default=benchmarks[0])
+    bench = state.bind(sb.selectbox, "bench", "Benchmark", options=benchmarks, default=default_benchmark(info))
     with_bench = [m for m in info["models"] if bench in info["configs"].get(m, {})]
     models = state.bind(
         sb.multiselect,

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from backend.present.tables import headline_table
-from backend.present.text import ci_text, pct
+from backend.present.text import ci_text, count, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.binary import describe
@@ -90,11 +90,15 @@ def vega(spec: dict, name: str) -> None:
 def downloads(
     frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = ""
 ) -> None:
-    """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click."""
+    """CSV (and optionally Parquet) download buttons; a callable is only evaluated on click.
+
+    The buttons sit in a row at their labels' width: fixed column shares squashed the label to "C.." in a
+    narrow column (the Compare page's Jaccard half)."""
     get = frame if callable(frame) else (lambda: frame)
     kinds = _DOWNLOADS if parquet else _DOWNLOADS[:1]
-    for col, (label, encode, suffix, mime, tag) in zip(st.columns([1, 1, 6] if parquet else [1, 7]), kinds):
-        col.download_button(
+    row = st.container(horizontal=True)
+    for label, encode, suffix, mime, tag in kinds:
+        row.download_button(
             label,
             data=lambda encode=encode: encode(get()),
             file_name=f"{name}.{suffix}",
@@ -102,7 +106,19 @@ def downloads(
             icon=":material/download:",
             key=f"{tag}-{name}-{key}",
             on_click="ignore",
+            width="content",
         )
+
+
+def scroll_to_top() -> None:
+    """Scroll the main area to the top, for a run that switched pages: the browser keeps the old page's
+    offset, and a page opened from far down another one (Flows' "Walk these N" under its Sankey) opened
+    scrolled past its title on a laptop-sized window. Drawn at the end of the run, after the page's
+    elements, so nothing drawn later moves it."""
+    st.html(
+        "<script>document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def row_table(frame: pd.DataFrame, key: str, on_select: Callable[[], None], column_config: dict) -> None:
@@ -223,7 +239,7 @@ def scope_caption(view: View) -> None:
         with st.expander(f"Configurations left out of the grid ({len(excluded)})"):
             st.caption(
                 "  \n".join(
-                    f"**{escape_md(label)}**: {e['n_items']:,} items, {escape_md(e['why'])}"
+                    f"**{escape_md(label)}**: {count(e['n_items'], 'item')}, {escape_md(e['why'])}"
                     for label, e in excluded.items()
                 )
             )

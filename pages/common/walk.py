@@ -57,9 +57,8 @@ def walk_bar(items: pd.DataFrame, sel: Selection, caption: str, key: str | None 
     """An item list's caption beside a button that opens its first item in the Inspector, walking them all."""
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
     c1.caption(caption)
-    if c2.button(
-        f"Walk these {len(items):,} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key
-    ):
+    these = "Walk this item" if len(items) == 1 else f"Walk these {len(items):,}"
+    if c2.button(f"{these} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key):
         state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
 
 

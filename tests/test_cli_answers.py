@@ -1,0 +1,147 @@
+"""Kept answers of the read commands (``backend/cli/answers.py``, issue 37): what each command imports when it
+runs in a fresh interpreter, computing and answering from what it kept; a kept answer equals the computed
+one and is never printed after a write, for another store or for a line that reads outside the store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from backend.cli import answers, main
+from tests.matrix_fixtures import basic_store
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
+STORE = ("pandas", "numpy", "duckdb", "pyarrow")  # the store's reads and the matrix (its items a DataFrame)
+SCIPY = ("scipy",)  # scipy.special: the exact binomial tail of McNemar's p (backend/analysis/stats.py)
+# Each read command's line -> what its computing run may import beyond the standard library, and why.
+READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
+    "info": (["info", "--json"], STORE),
+    "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], STORE + SCIPY),
+    "metrics-bootstrap": (["metrics", "--models", "m", "--json"], STORE + SCIPY),
+    "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], STORE + SCIPY),
+    "items": (["items", "--model", "m", "--json", "--page", "1"], STORE),
+    "compare": (["compare", "--models", "m", "--json"], STORE + SCIPY),
+    # scipy.stats' Fisher test for each slice; sliceline (scikit-learn) for the two-attribute slices
+    "explain": (
+        ["explain", "--model", "m", "--flow", "8f:32f:harmed", "--json"],
+        STORE + SCIPY + ("sklearn", "sliceline"),
+    ),  # fmt: skip
+}
+INSPECT = ["inspect", "--item", "i0", "--benchmark", "bench", "--json"]  # reads video files: never kept
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory) -> str:
+    return str(basic_store(tmp_path_factory.mktemp("answers") / "s").root)
+
+
+def heavy_after(argv: list[str]) -> list[str]:
+    """Run ``trajaudit ARGV`` in a fresh interpreter; the heavy modules loaded when it exits."""
+    code = (
+        "import json, sys; from backend.cli import main; code = main(sys.argv[1:]); "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(READS))
+def test_a_kept_answer_imports_nothing_heavy(store_dir, name):
+    argv, allowed = READS[name]
+    argv = [*argv, "--store", store_dir]
+    computing = heavy_after(argv)
+    assert set(computing) <= set(allowed), f"{name} computing its answer imports {computing}"
+    assert heavy_after(argv) == [], f"{name} answering from what it kept imports heavy modules"
+
+
+def test_inspect_is_never_kept(store_dir):
+    argv = [*INSPECT, "--store", store_dir]
+    assert answers.slot(argv) is None
+    assert set(heavy_after(argv)) <= set(STORE)
+
+
+def _run(capsys, argv: list[str]) -> str:
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_kept_answer_equals_the_computed_one_until_a_write(tmp_path, capsys):
+    store = basic_store(tmp_path / "s")
+    argv = ["metrics", "--store", str(store.root), "--models", "m", "--bootstrap", "50", "--json"]
+    computed = _run(capsys, argv)
+    assert len(list((store.root / answers.FOLDER).glob("*.json"))) == 1
+    assert _run(capsys, argv) == computed  # from the kept answer
+    assert answers.slot(argv).hit()  # type: ignore[union-attr]
+    capsys.readouterr()
+    # a write: one more item, answered at every configuration
+    before = json.loads(computed)["n_items"]
+    store.append(
+        {
+            "items": pd.DataFrame({"benchmark": ["bench"], "item_id": ["i9"]}),
+            "responses": pd.DataFrame(
+                {
+                    "model": "m",
+                    "benchmark": "bench",
+                    "item_id": "i9",
+                    "config": ["text", "8f", "16f", "32f"],
+                    "run": "main",
+                    "correct": 1,
+                }
+            ),
+        }
+    )
+    after = json.loads(_run(capsys, argv))
+    assert after["n_items"] == before + 1
+
+
+def test_a_line_that_reads_elsewhere_keeps_nothing(tmp_path, capsys, monkeypatch):
+    """``--sto`` (argparse's abbreviation of ``--store``) and ``explain --items FILE`` run, keeping nothing."""
+    one, other = basic_store(tmp_path / "one"), basic_store(tmp_path / "other")
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(one.root))
+    _run(capsys, ["metrics", "--sto", str(other.root), "--models", "m", "--bootstrap", "0", "--json"])
+    ids = tmp_path / "ids.txt"
+    ids.write_text("i0\ni1\n")
+    _run(capsys, ["explain", "--store", str(one.root), "--model", "m", "--items", str(ids), "--json"])
+    assert not (one.root / answers.FOLDER).exists() and not (other.root / answers.FOLDER).exists()
+
+
+def test_no_answer_is_kept_in_a_cache_folder_linked_out(tmp_path):
+    store = basic_store(tmp_path / "s")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.rmtree(store.root / ".cache", ignore_errors=True)
+    (store.root / ".cache").symlink_to(outside)
+    assert answers.slot(["info", "--store", str(store.root), "--json"]) is None
+
+
+def test_the_key_follows_what_an_answer_depends_on(tmp_path, monkeypatch):
+    """The registry (default grids follow its ceilings), a listed file changed in place, the environment."""
+    store = basic_store(tmp_path / "s")
+    argv = ["metrics", "--store", str(store.root), "--models", "m", "--json"]
+
+    def key() -> str:
+        kept = answers.slot(argv)
+        assert kept is not None
+        return kept.key
+
+    keys = [key()]
+    (store.root / "models.toml").write_text("# no model\n")
+    keys.append(key())
+    listed = next(iter(sorted((store.root / "responses").glob("*.parquet"))))
+    listed.write_bytes(listed.read_bytes() + b"damage")  # changed in place, the manifest as it was
+    keys.append(key())
+    monkeypatch.setenv("TRAJAUDIT_VIDEO_ROOT", str(tmp_path))
+    keys.append(key())
+    assert len(set(keys)) == len(keys)
+    listed.unlink()
+    assert answers.slot(argv) is None  # a listed file gone: the command runs, and names it
