@@ -66,16 +66,23 @@ def _runs_per_pair(
     return tuple((m, c, tuple(runs)) for (m, c), runs in pairs)
 
 
+SAY_PAIRS = 3  # pairs named one by one in the notice; more are counted (the demo's repeats fill every cell)
+
+
 def notice(choices: tuple[RunChoice, ...]) -> str | None:
-    """One sentence for the pages' scope line and the CLI's stderr (pairs holding the same runs said once); None
-    when every cell holds one run."""
+    """One short sentence for the pages' scope line and the CLI's stderr, None when every cell holds one run.
+
+    Pairs holding the same runs and showing the same one are said once: named when few, counted when many,
+    so a store whose every cell holds seed repeats gets one line, not a paragraph above its numbers."""
     if not choices:
         return None
-    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
     for c in choices:
-        groups.setdefault((c.model, c.runs, c.shown), []).append(c.config)
+        runs = tuple(sorted(c.runs, key=lambda r: (r != MAIN, r)))
+        groups.setdefault((runs, c.shown), []).append(f"{c.model} at {c.config}")
     said = "; ".join(
-        f"{model} at {', '.join(cfgs)} holds runs {', '.join(runs)}, showing {shown}"
-        for (model, runs, shown), cfgs in groups.items()
+        f"{', '.join(where) if len(where) <= SAY_PAIRS else f'{len(where)} model and configuration pairs'} "
+        f"{'holds' if len(where) == 1 else 'hold'} runs {', '.join(runs)}, showing {shown}"
+        for (runs, shown), where in groups.items()
     )
     return f"several runs in one cell: {said}. Pick another with --run RUN (the URL's run=RUN)"
