@@ -25,7 +25,7 @@ class RunChoice:
 
     model: str
     config: str
-    runs: tuple[str, ...]  # every main (non re-run) run at the pair, first ingested first
+    runs: tuple[str, ...]  # every main (non re-run) run at the pair, first ingested first (one write: by name)
     shown: str
 
 
@@ -55,7 +55,7 @@ def _runs_per_pair(
             f"""SELECT model, config, run, min({order_key_sql()}) AS first
                 FROM responses
                 WHERE list_contains($models, model) AND list_contains($grid, config) AND {main_only()} {bench}
-                GROUP BY ALL ORDER BY model, config, first""",
+                GROUP BY ALL ORDER BY model, config, first, run""",
             {"models": list(models), "grid": list(grid)} | ({} if benchmark is None else {"benchmark": benchmark}),
         ).fetchall()
     found: dict[tuple[str, str], list[str]] = {}
