@@ -293,10 +293,10 @@ def repair(store: Store, take_all: bool = False) -> RepairReport:
             log.write(root, m.version, m.dump(retires=[]))
             m.save(root / MANIFEST)
             retired.write_all(root, legacy)  # recorded after the manifest that no longer lists them, as a write does
-            out.changed, out.version = True, m.version
         out.dropped += mended
-        out.changed = out.changed or bool(out.removed_orphans or mended or out.set_aside or out.retired_recorded)
-        out.changed = out.changed or bool(out.rolled_forward)
+        out.changed = bool(
+            out.dropped or rebuilt or out.rolled_forward or out.removed_orphans or out.set_aside or out.retired_recorded
+        )
         out.version = m.version
         out.taken = [f for files in m.files.values() for f in files] if rebuilt else []
         out.kept_rows = {t: sum(m.rows.get(rel, 0) for rel in m.files[t]) for t in TABLES}

@@ -453,7 +453,8 @@ class Writer:
             arrow = arrow.replace_schema_metadata(meta | ({PARTS: json.dumps(parts).encode()} if parts else {}))
         rel = f"{folder(table)}/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
         path = self.store.root / rel
-        log.folder(self.store.root).mkdir(exist_ok=True)  # before any data file: see ``Store.raw_manifest``
+        if not self._added:  # before the write's first data file: see ``Store.raw_manifest``
+            log.folder(self.store.root).mkdir(exist_ok=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         inside(self.store.root, folder(table), "table folder")  # a table folder linked out of the store is refused
         self._added.append((table, rel))  # before writing: abandon() removes a half-written file too
