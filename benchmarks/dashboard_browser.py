@@ -242,7 +242,7 @@ def interactions(browser, url: str, figures: dict[str, float], shots: Path) -> N
     timed(
         page,
         "Flows: open a flow's items",
-        lambda: click_row(page, 0, 0, FLOW_ROW_PX),
+        lambda: click_row(page, 1, 0, FLOW_ROW_PX),  # the second table: the first is the steps (net, churn, p)
         figures,
         "Flows",
         r"· [\d,]+ items",
