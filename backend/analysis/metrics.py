@@ -45,7 +45,7 @@ def best_fixed_index(values: np.ndarray, lower: np.ndarray) -> int:
     return int(np.flatnonzero(tied & ~cheaper_tied)[0])
 
 
-def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def flow_counts(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rescued, harmed) counts over the item axis (-1) of boolean arrays; with ``weights`` the last
     axis is patterns, each standing for ``weights`` items."""
     if weights is None:
@@ -240,7 +240,7 @@ def mcqa_metrics(
     counts = np.stack([w @ ind for (_, w), (ind, _) in zip(patterns, indicators, strict=True)])  # [M, K] exact
     point = _summaries(counts / n_items, where)
     terminal = [w @ terminal_regression(y, matrix.lower, top) for y, w in patterns]
-    flows = [_flows(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
+    flows = [flow_counts(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
 
     intervals: dict[str, np.ndarray] = {}  # headline name -> [2, M]
     acc_intervals = None  # [2, M, C]
@@ -290,7 +290,7 @@ def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[st
     ia, ib = matrix.config_index(ca), matrix.config_index(cb)
     ya = matrix.correct[matrix.model_index(ma), :, ia].astype(bool)
     yb = matrix.correct[matrix.model_index(mb), :, ib].astype(bool)
-    rescued, harmed = _flows(ya, yb)
+    rescued, harmed = flow_counts(ya, yb)
     return {
         **_flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items),
         "from_model": ma,
