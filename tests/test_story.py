@@ -133,5 +133,23 @@ def test_the_overview_opens_on_the_focus_models_story_step(demo_store: Path, mon
     said = second.value.replace("\\", "")  # the page escapes data text for Markdown
     assert said.startswith(f"{focus} · {expected['from']} → {expected['to']}: net ")
     assert f"= {expected['rescued']} rescued − {expected['harmed']} harmed" in said
-    cards = at.html[0].value
+    cards = next(h.value for h in at.html if "ta-cards" in h.value)
     assert all(f'data-key="{k}"' in cards for k in ("best_fixed", "oracle_headroom", "visual_confusion_rate"))
+
+
+def test_the_curve_shades_the_story_step_and_labels_each_step_with_net_and_churn(tmp_path):
+    from pages.common import charts
+
+    out = overview(build_store(tmp_path, {"m": ladder(), "n": ladder()}), ("m", "n"))
+    top, bottom = charts.curve_and_flows(out, {"m": "#1f77b4", "n": "#ff7f0e"}, labelled="n", step=("16f", "32f"))
+    for spec in (top, bottom):
+        band = spec["layer"][0]
+        assert band["mark"]["type"] == "rect" and band["data"]["values"] == [{"x0": 2, "x1": 3}]  # 16f -> 32f
+    texts = [layer for layer in bottom["layer"] if layer["mark"]["type"] == "text"]
+    assert [t["encoding"]["text"]["field"] for t in texts] == ["net", "churn"]
+    assert all({"filter": {"field": "model", "equal": "n"}} in t["transform"] for t in texts)
+    assert bottom["title"].startswith("n: net (pp) above each step")
+    assert (
+        charts.curve_and_flows(out, {"m": "#1f77b4", "n": "#ff7f0e"}, step=("8f", "32f"))[0]["layer"][0]["mark"]["type"]
+        == "area"
+    )  # not a step of the grid: nothing shaded

@@ -104,24 +104,35 @@ def _step_band(step: tuple[str, str] | None, grid: list[str]) -> list[dict]:
 
 
 def _flow_labels(labelled: str | None, terms: dict) -> list[dict]:
-    """Text layers over the flow bars: each step's net above its up bar, its churn under its down bar (only
-    ``labelled``'s bars where it is given: several models' labels would overlap)."""
+    """Text layers over the flow bars: each step's net above its tallest up bar and its churn under its deepest
+    down bar, centred on the step (``labelled``'s numbers where given: several models' labels would overlap)."""
     keep = [] if labelled is None else [{"filter": {"field": "model", "equal": labelled}}]
     return [
         {
             "transform": [
+                {
+                    "joinaggregate": [
+                        {"op": edge, "field": "items", "as": "edge"},
+                        {"op": "min", "field": "x0", "as": "left"},
+                        {"op": "max", "field": "x1", "as": "right"},
+                    ],
+                    "groupby": ["step"],
+                },
                 *keep,
                 {"filter": {"field": "kind", "equal": terms[kind]}},
-                {"calculate": "(datum.x0 + datum.x1) / 2", "as": "xm"},
+                {"calculate": "(datum.left + datum.right) / 2", "as": "xm"},
             ],
             "mark": {"type": "text", "baseline": baseline, "dy": dy, "fontSize": 11, "color": INK},
             "encoding": {
                 "x": {"field": "xm", "type": "quantitative"},
-                "y": {"field": "items", "type": "quantitative"},
+                "y": {"field": "edge", "type": "quantitative"},
                 "text": {"field": field, "type": "quantitative", "format": fmt},
             },
         }
-        for kind, field, fmt, baseline, dy in (("up", "net", "+.1f", "bottom", -2), ("down", "churn", ".1f", "top", 2))
+        for kind, edge, field, fmt, baseline, dy in (
+            ("up", "max", "net", "+.1f", "bottom", -3),
+            ("down", "min", "churn", ".1f", "top", 3),
+        )
     ]
 
 
