@@ -1,6 +1,8 @@
 """Overview: the story first (the step a flat curve hides the most flips behind, the curve over its flows, the
 headline numbers with what each means), then every model's numbers, transitions, scores and task types."""
 
+import html
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -8,7 +10,7 @@ import streamlit as st
 from backend.present.metrics import CARDS, label
 from backend.present.tables import headline_frame
 from backend.present.tables import task_table as task_text
-from backend.present.text import count, pct
+from backend.present.text import count, story_why
 from backend.present.text import story as story_text
 from backend.report.palette import model_colours
 from backend.scope.resolve import Scope
@@ -31,10 +33,7 @@ def story(view: View, metrics: dict, colours: dict[str, str]) -> None:
     step = metrics["story"][focus]
     st.subheader(f"{ui.escape_md(focus)} · {ui.escape_md(story_text(step))}", anchor=False)
     if step is not None:
-        small(
-            f"The step where the curve is flattest against its churn: only {pct(step['imbalance'], 0)} of its flips "
-            "show in the curve, the rest cancel (chosen from the data: docs/metrics.md, <i>The story step</i>)."
-        )
+        small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, <i>The story step</i>).")
     tag_notice(scope, metrics)
     left, right = st.columns([5, 3], gap="medium")
     with left:

@@ -14,6 +14,7 @@ from backend import views
 from backend.analysis.story import MIN_CHURN, flattest_step
 from backend.cli import main
 from backend.present.text import story as story_text
+from backend.present.text import story_why
 from backend.scope.resolve import Scope
 from backend.scope.view import open_view
 from store.store import Store
@@ -53,6 +54,7 @@ def test_the_cancelling_step_is_picked_from_the_data(tmp_path):
     assert story["net"] == pytest.approx(-0.01) and story["churn"] == pytest.approx(0.11)
     assert story["imbalance"] == pytest.approx(1 / 11) and story["eligible"] and story["n_items"] == N
     assert story["mcnemar_p"] == out["models"]["m"]["transitions"][2]["mcnemar_p"]  # the step's own p
+    assert story_why(story).endswith("of its 11 flips, 10 cancel out and 1 shows in the curve")
     assert story_text(story) == ("16f → 32f: net −1.0 pt = 5 rescued − 6 harmed (p = 1); 11.0% of items changed state")
 
 

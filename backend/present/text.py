@@ -98,3 +98,13 @@ def story(step: Mapping[str, Any] | None) -> str:
         f"(p = {p_value(step['mcnemar_p'])}); {churn} of items changed state"
     )
     return text if step["eligible"] else f"{text} (no step changes {pct(step['min_churn'], 0)} of the items)"
+
+
+def story_why(step: Mapping[str, Any]) -> str:
+    """Why the story step is the one shown, in counts: ``of its 43 flips, 40 cancel out and 3 show in the curve``
+    (the pairs of a rescued and a harmed item cancel; the rest is the net change)."""
+    flips, shown = step["rescued"] + step["harmed"], abs(step["rescued"] - step["harmed"])
+    return (
+        f"The step where the curve is flattest against its churn: of its {count(flips, 'flip')}, "
+        f"{flips - shown:,} cancel out and {shown:,} {'shows' if shown == 1 else 'show'} in the curve"
+    )
