@@ -14,7 +14,18 @@ from typing import TypedDict, cast
 
 import pandas as pd
 
-from backend.analysis import cascade, compare, crossflows, explain, flows, interventions, isocompute, noise, selection
+from backend.analysis import (
+    cascade,
+    compare,
+    crossflows,
+    explain,
+    flows,
+    interventions,
+    isocompute,
+    noise,
+    selection,
+    story,
+)
 from backend.analysis.continuous import SCORE_KINDS, continuous_metrics, score_flow_items, score_flows
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
 from backend.contracts.audits import (
@@ -104,6 +115,7 @@ def overview(
     out: OverviewNumbers = {
         **mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs),
         "excluded_reasons": matrix.excluded_reasons,
+        "story": {},
     }
     sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance)
     if sections is not None:
@@ -115,6 +127,7 @@ def overview(
         profile = noise_profile(store, matrix)
         for model in matrix.models:
             out["models"][model]["transitions"] = [*noise.transitions_without_noise(matrix, profile, model)]
+    out["story"] = story.stories(out)  # from the transitions shown (beyond noise where asked)
     return {**out, "task_types": task_types, "scope": resolved.header(matrix)}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page smoke tests")
 from streamlit.testing.v1 import AppTest
 
+from backend.present.metrics import METRICS
 from store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,19 +60,32 @@ def test_each_page_renders(demo, page):
     assert "synthetic-videomme" in main_text or page == "pages/inspector.py"
 
 
-def test_overview_headlines_are_percentages_with_intervals(demo):
+def overview_cards(at: AppTest) -> dict[str, tuple[str, str]]:
+    """The Overview's headline cards (one HTML block): per metric key, its label and the value line."""
+    html = next(h.value for h in at.html if "ta-cards" in h.value)
+    return {
+        key: (label, value)
+        for key, label, value in re.findall(
+            r'data-key="(\w+)"><div class="ta-label">([^<]*)</div><div class="ta-value">(.*?)</div>', html
+        )
+    }
+
+
+def test_overview_headlines_are_percentages_with_intervals_and_definitions(demo):
     at = open_app(models=MODELS)
-    labels = [m.label for m in at.metric]
-    assert {"Oracle", "Oracle headroom", "Visual confusion", "Text overwrite"} <= set(labels)
-    assert any(label.startswith("Best fixed (") and label.endswith("f)") for label in labels)  # with its config
-    assert all(m.value.endswith("%") for m in at.metric)
-    assert all("95% CI" in m.delta for m in at.metric)
+    cards = overview_cards(at)
+    assert {label for label, _ in cards.values()} >= {"Oracle", "Oracle headroom", "Visual confusion", "Text overwrite"}
+    best = cards["best_fixed"][0]
+    assert best.startswith("Best fixed (") and best.endswith("f)")  # with its config
+    for _, value in cards.values():
+        assert re.match(r"\d+\.\d% <span class=\"ta-ci\">95% CI \d+\.\d–\d+\.\d</span>", value), value
+    html = next(h.value for h in at.html if "ta-cards" in h.value)
+    assert all(html.count(METRICS[k].definition) == 1 for k in cards)  # each one's plain words, shown
 
 
 def test_text_overwrite_is_na_without_text(demo):
     at = open_app(models=MODELS, grid="8f,16f,32f")
-    overwrite = next(m for m in at.metric if m.label == "Text overwrite")
-    assert overwrite.value == "n/a"
+    assert overview_cards(at)["text_overwrite_rate"][1].startswith("n/a")
 
 
 def test_link_reopens_flow_view(demo):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,18 @@ def test_cohen_kappa_known_values():
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 2, 200), rng.integers(0, 2, 200)
     assert interventions.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+
+
+def test_one_cohen_kappa_serves_audits_and_explain_and_is_nan_without_items():
+    """The audits' kappa is the one "Why these items?" uses; with no items it is undefined (NaN), silently."""
+    from backend.analysis import explain
+
+    assert explain.cohen_kappa is interventions.cohen_kappa
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" on the way
+        assert np.isnan(interventions.cohen_kappa(np.array([], bool), np.array([], bool)))
+        empty = explain.agreement({"x": np.array([], bool), "y": np.array([], bool)})
+    assert np.isnan(empty["pairs"][0]["kappa"]) and empty["pairs"][0]["jaccard"] is None
 
 
 def test_recovery_rate_by_hand(protocol_store):

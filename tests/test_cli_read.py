@@ -68,7 +68,7 @@ def test_metrics_errors_exit_2(store_dir, capsys):
 def test_metrics_readable_table(store_dir, capsys):
     assert main(["metrics", "--store", store_dir, "--models", "m", "--bootstrap", "100"]) == 0
     text = capsys.readouterr().out
-    assert "best fixed" in text and "32f  60.0 [" in text and "text -> 8f" in text
+    assert "Best fixed" in text and "32f  60.0 [" in text and "text -> 8f" in text
 
 
 def test_metrics_with_scores_adds_continuous(tmp_path, capsys):

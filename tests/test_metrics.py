@@ -263,7 +263,7 @@ def test_pattern_bootstrap_matches_the_item_bootstrap_on_20_seeds(tmp_path):
         per_model = []
         for m in range(len(mx.models)):
             boot = bootstrap_means(ind[m], n_boot, seed).astype(np.float64)
-            stats = _summaries(boot, where, True) | {
+            stats = _summaries(boot, where) | {
                 f"accuracy[{c}]": boot[:, where["accuracy"]][:, k] for k, c in enumerate(mx.grid)
             }
             per_model.append([percentile_interval(stats[k][:, None])[:, 0] for k in names])

@@ -10,7 +10,8 @@ import pytest
 
 from backend.cli import main
 from backend.present import series, tables
-from backend.present.text import HEADLINES, ci_text, interval, number, p_value, pct, pp, signed_pp
+from backend.present.metrics import HEADLINES
+from backend.present.text import ci_text, interval, number, p_value, pct, pp, signed_pp
 
 NAN = float("nan")
 

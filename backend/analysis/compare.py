@@ -17,16 +17,6 @@ from backend.scope.matrix import Matrix
 from backend.scope.tags import confused
 from store.errors import UserError
 
-HEADLINES = (
-    "best_fixed",
-    "oracle_accuracy",
-    "oracle_headroom",
-    "visual_confusion_rate",
-    "text_overwrite_rate",
-    "text_overwrite_of_text_correct",
-    "mean_churn",
-)
-
 
 def _need_models(matrix: Matrix, what: str) -> None:
     if len(matrix.models) < 2:

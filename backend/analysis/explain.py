@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from backend.analysis.interventions import cohen_kappa
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
 from backend.contracts.explain import AnswerBehaviour, ExplainSlice, Explanation, TargetKind
@@ -446,14 +447,6 @@ def moved_to(answer_from: np.ndarray, answer_to: np.ndarray, target: np.ndarray,
 
 
 RAW_KINDS = ("parsed", "empty", "degenerate", "unparsed")  # raw-output kinds (``backend.scope.answer_cells``)
-
-
-def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two boolean labellings of the same items (NaN when chance agreement is 1)."""
-    po = float((a == b).mean())
-    pa, pb = a.mean(), b.mean()
-    pe = float(pa * pb + (1 - pa) * (1 - pb))
-    return (po - pe) / (1 - pe) if pe < 1 else float("nan")
 
 
 def agreement(masks: dict[str, np.ndarray]) -> dict:

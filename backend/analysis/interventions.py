@@ -102,10 +102,12 @@ def grid_up_to(grid: list[str], top: str) -> list[str]:
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two binary raters over the last axis; NaN when chance agreement is total.
+    """Cohen's kappa of two binary raters (or boolean selections of the same items); NaN when undefined.
 
     ``(p_o - p_e) / (1 - p_e)`` with ``p_e = p_a p_b + (1 - p_a)(1 - p_b)``; when both raters are
-    constant and equal (``p_e = 1``) kappa is undefined (NaN), not 1.
+    constant and equal (``p_e = 1``) kappa is undefined (NaN), not 1, and so it is without items (no
+    agreement to measure: NaN, not a mean of nothing with its warning). The one kappa of the project:
+    the audits (per replaced configuration) and "Why these items?" (two models' selections) both use it.
     """
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     if a.size == 0:

@@ -45,7 +45,7 @@ def best_fixed_index(values: np.ndarray, lower: np.ndarray) -> int:
     return int(np.flatnonzero(tied & ~cheaper_tied)[0])
 
 
-def _flows(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def flow_counts(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rescued, harmed) counts over the item axis (-1) of boolean arrays; with ``weights`` the last
     axis is patterns, each standing for ``weights`` items."""
     if weights is None:
@@ -60,8 +60,8 @@ def _flow_record(frm: str, to: str, rescued: int | np.ndarray, harmed: int | np.
         "to": to,
         "rescued": int(rescued),
         "harmed": int(harmed),
-        "net": (int(rescued) - int(harmed)) / n,
-        "churn": (int(rescued) + int(harmed)) / n,
+        "net": net(int(rescued), int(harmed), n),
+        "churn": churn(int(rescued), int(harmed), n),
         "mcnemar_p": mcnemar_exact(int(rescued), int(harmed)),
     }
 
@@ -118,24 +118,73 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _summaries(v: np.ndarray, where: dict[str, slice], has_text: bool) -> dict[str, np.ndarray]:
-    """Headline statistics from per-item means ``v[..., K]`` (point estimate or one per resample)."""
-    acc = v[..., where["accuracy"]]
-    best = acc.max(axis=-1)
-    oracle = v[..., where["oracle"]][..., 0]
+# The headline formulas, one function each (``backend.present.metrics`` names each one's formula by these): every
+# one reads per-item means ``v[..., K]`` laid out by ``_indicators`` (``where``), for the whole matched set, a
+# bootstrap resample (an extra leading axis) or one task type's items alike, so each is written once.
+
+
+def best_fixed(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The highest accuracy of one configuration for every item (which one: ``best_fixed_index``)."""
+    return v[..., where["accuracy"]].max(axis=-1)
+
+
+def oracle_accuracy(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The share of items correct at some configuration (choosing the budget per item)."""
+    return v[..., where["oracle"]][..., 0]
+
+
+def oracle_headroom(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """``oracle_accuracy - best_fixed``: what choosing the budget per item could gain."""
+    return oracle_accuracy(v, where) - best_fixed(v, where)
+
+
+def visual_confusion_rate(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The share of items correct at a cheaper configuration and wrong at a costlier one (``tags.confused``)."""
+    return v[..., where["confused"]][..., 0]
+
+
+def text_overwrite_rate(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The share of items correct with text only and wrong at some visual configuration; NaN without ``text``."""
+    return v[..., where["overwrite"]][..., 0] if "overwrite" in where else np.full(v.shape[:-1], np.nan)
+
+
+def text_overwrite_of_text_correct(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The overwritten items over the items correct with text only; NaN without ``text`` (or none text-correct)."""
+    if "overwrite" not in where:
+        return np.full(v.shape[:-1], np.nan)
+    return _ratio(text_overwrite_rate(v, where), v[..., where["text_correct"]][..., 0])
+
+
+def mean_churn(v: np.ndarray, where: dict[str, slice]) -> np.ndarray:
+    """The mean over consecutive steps of the share of items that flip (``churn``); NaN with one configuration."""
     flips = v[..., where["flip"]]
-    nan = np.full(best.shape, np.nan)
-    return {
-        "best_fixed": best,
-        "oracle_accuracy": oracle,
-        "oracle_headroom": oracle - best,
-        "visual_confusion_rate": v[..., where["confused"]][..., 0],
-        "text_overwrite_rate": v[..., where["overwrite"]][..., 0] if has_text else nan,
-        "text_overwrite_of_text_correct": (
-            _ratio(v[..., where["overwrite"]][..., 0], v[..., where["text_correct"]][..., 0]) if has_text else nan
-        ),
-        "mean_churn": flips.mean(axis=-1) if flips.shape[-1] else nan,
-    }
+    return flips.mean(axis=-1) if flips.shape[-1] else np.full(v.shape[:-1], np.nan)
+
+
+def net(rescued: int, harmed: int, n_items: int) -> float:
+    """A step's net change in accuracy: ``(rescued - harmed) / items``."""
+    return (rescued - harmed) / n_items
+
+
+def churn(rescued: int, harmed: int, n_items: int) -> float:
+    """A step's churn, the share of items that change state: ``(rescued + harmed) / items``."""
+    return (rescued + harmed) / n_items
+
+
+SUMMARIES = (
+    best_fixed,
+    oracle_accuracy,
+    oracle_headroom,
+    visual_confusion_rate,
+    text_overwrite_rate,
+    text_overwrite_of_text_correct,
+    mean_churn,
+)
+
+
+def _summaries(v: np.ndarray, where: dict[str, slice]) -> dict[str, np.ndarray]:
+    """Headline statistics from per-item means ``v[..., K]`` (point estimate or one per resample)."""
+    return {f.__name__: f(v, where) for f in SUMMARIES}
 
 
 def _patterns(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -181,7 +230,6 @@ def mcqa_metrics(
     _require_items(matrix)
     n_models, n_items, _ = matrix.correct.shape
     grid = matrix.grid
-    has_text = "text" in grid
     top = top_index(grid, matrix.lower)
     pair_idx = _pair_indices(matrix, pairs)
     a_idx = np.array([a for a, _ in pair_idx], dtype=int)
@@ -190,9 +238,9 @@ def mcqa_metrics(
     indicators = [_indicators(y, matrix) for y, _ in patterns]  # per pattern: [P, K]
     where = indicators[0][1]
     counts = np.stack([w @ ind for (_, w), (ind, _) in zip(patterns, indicators, strict=True)])  # [M, K] exact
-    point = _summaries(counts / n_items, where, has_text)
+    point = _summaries(counts / n_items, where)
     terminal = [w @ terminal_regression(y, matrix.lower, top) for y, w in patterns]
-    flows = [_flows(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
+    flows = [flow_counts(y[:, a_idx].T, y[:, b_idx].T, w) for y, w in patterns]  # per model: (rescued, harmed) [pairs]
 
     intervals: dict[str, np.ndarray] = {}  # headline name -> [2, M]
     acc_intervals = None  # [2, M, C]
@@ -206,7 +254,7 @@ def mcqa_metrics(
             ],
             axis=1,
         )
-        intervals = {name: percentile_interval(s) for name, s in _summaries(boot, where, has_text).items()}
+        intervals = {name: percentile_interval(s) for name, s in _summaries(boot, where).items()}
         acc_intervals = percentile_interval(boot[..., where["accuracy"]])
 
     models: dict[str, ModelMetrics] = {}
@@ -242,7 +290,7 @@ def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[st
     ia, ib = matrix.config_index(ca), matrix.config_index(cb)
     ya = matrix.correct[matrix.model_index(ma), :, ia].astype(bool)
     yb = matrix.correct[matrix.model_index(mb), :, ib].astype(bool)
-    rescued, harmed = _flows(ya, yb)
+    rescued, harmed = flow_counts(ya, yb)
     return {
         **_flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items),
         "from_model": ma,
@@ -295,13 +343,9 @@ def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
     mean = (joint @ ind.astype(np.int64)) / n[:, None]  # [T, K]: exact counts over n
     acc_cols = [f"accuracy[{label}]" for label in matrix.grid]
     out = pd.DataFrame(mean[:, where["accuracy"]], columns=acc_cols, index=pd.Index(names, name="task_type"))
-    out["oracle_accuracy"] = mean[:, where["oracle"]][:, 0]
-    out["visual_confusion_rate"] = mean[:, where["confused"]][:, 0]
-    out["text_overwrite_rate"] = mean[:, where["overwrite"]][:, 0] if "overwrite" in where else np.nan
     out.insert(0, "n", n)
-    best = out[acc_cols].to_numpy().max(axis=1)
-    out.insert(1 + len(acc_cols), "best_fixed", best)
-    out.insert(out.columns.get_loc("oracle_accuracy") + 1, "oracle_headroom", out["oracle_accuracy"] - best)
+    for f in (best_fixed, oracle_accuracy, oracle_headroom, visual_confusion_rate, text_overwrite_rate):
+        out[f.__name__] = f(mean, where)
     for col in WILSON_COLUMNS:  # groups are small (13 items): Wilson intervals, valid at small n, not the bootstrap
         out[f"{col}_lo"], out[f"{col}_hi"] = wilson_interval(np.rint(out[col] * out["n"]), out["n"])
     return out.reset_index().sort_values(["n", "task_type"], ascending=[False, True], ignore_index=True)

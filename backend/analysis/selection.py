@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis.metrics import _flows, flow_items
+from backend.analysis.metrics import flow_counts, flow_items
 from backend.analysis.stats import mcnemar_exact, wilson_interval
 from backend.contracts.runs import BatchComparison, LoggedAgreement, Share
 from backend.scope.matrix import Matrix
@@ -67,7 +67,7 @@ def compare(
     both = ~np.isnan(cb) & ~np.isnan(cn)
     yb, yn = cb[both].astype(bool), cn[both].astype(bool)
     n = int(both.sum())
-    rescued, harmed = (int(v) for v in _flows(yb, yn))
+    rescued, harmed = (int(v) for v in flow_counts(yb, yn))
     k_new, k_base = int(yn.sum()), int(yb.sum())
     now = f"correct at {config}" + (" (re-run)" if config == baseline else "")  # the logged column keeps its own name
     rows = pd.DataFrame(

@@ -9,7 +9,9 @@ from typing import Any
 from backend import views
 from backend.cli.common import add_json, command, print_json, scope_view, split_list
 from backend.contracts.views import ContinuousMetrics, OverviewReport
-from backend.present.text import HEADLINES, count, interval, p_value, pp, signed_pp
+from backend.present.metrics import HEADLINES, METRICS
+from backend.present.text import count, interval, p_value, pp, signed_pp
+from backend.present.text import story as story_text
 from backend.scope.binary import describe
 from backend.scope.resolve import add_scope_args
 from store.errors import UserError
@@ -62,7 +64,9 @@ def compute(args: argparse.Namespace) -> OverviewReport:
 def render(out: OverviewReport) -> str:
     """A readable report: percentage points with 95% intervals, as the Overview and the report write them
     (``backend.present.text``)."""
-    lines = [
+    # First, each model's story step: the step its curve is flattest against its churn (docs/metrics.md).
+    lines = [f"story {model}: {story_text(step)}" for model, step in out["story"].items()]
+    lines += [
         f"grid: {', '.join(out['grid'])} ({out['scope']['grid_source']})   items: {out['n_items']}   excluded: {out['n_excluded']}"
     ]
     lines += [
@@ -75,13 +79,18 @@ def render(out: OverviewReport) -> str:
         for label, acc in m["accuracy"].items():
             lines.append(f"  {label:>14}  {interval(acc, ci.get('accuracy', {}).get(label))}")
         best = m["best_fixed"]
-        lines.append(f"{'best fixed':<31} {best['config']}  {interval(best['accuracy'], ci.get('best_fixed'))}")
+        lines.append(
+            f"{METRICS['best_fixed'].label:<31} {best['config']}  {interval(best['accuracy'], ci.get('best_fixed'))}"
+        )
         rates: Mapping[str, Any] = m  # the rates by name (HEADLINES), not by literal keys
         cis: Mapping[str, Any] = ci
-        for key, _ in HEADLINES[1:]:  # after best fixed, in the Overview's order
-            lines.append(f"{key.replace('_', ' '):<31} {interval(rates[key], cis.get(key))}")
-        lines.append(f"{'terminal regressions':<31} {m['terminal_regressions']}")
-        lines.append("transitions       rescued  harmed   net(pp)  churn(pp)  mcnemar p")
+        for key, label in HEADLINES[1:]:  # after best fixed, in the Overview's order
+            lines.append(f"{label:<31} {interval(rates[key], cis.get(key))}")
+        lines.append(f"{METRICS['terminal_regressions'].label:<31} {m['terminal_regressions']}")
+        heads = [METRICS[k].label for k in ("rescued", "harmed", "net", "churn", "mcnemar_p")]
+        lines.append(
+            f"{'transitions':<18}{heads[0]:>7} {heads[1]:>7} {heads[2] + ' (pp)':>9} {heads[3] + ' (pp)':>10}  {heads[4]}"
+        )
         for t in m["transitions"]:
             lines.append(
                 f"  {t['from'] + ' -> ' + t['to']:<16}{t['rescued']:>7} {t['harmed']:>7} {signed_pp(t['net']):>9} "

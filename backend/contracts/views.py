@@ -269,14 +269,31 @@ class TaskTypeRow(AccuracyColumns):
     text_overwrite_rate_hi: float | None
 
 
+class Story(Transition):
+    """The step a model's curve is flattest against its churn (``backend.analysis.story``; docs/metrics.md).
+
+    n_items: matched items (net and churn are shares of these)
+    imbalance: |rescued - harmed| / (rescued + harmed): 0 when the flips cancel, 1 when all go one way
+    min_churn: the churn a step needed to be chosen
+    eligible: whether the step reached min_churn (false: no step did; the least imbalanced step with a flip)
+    """
+
+    n_items: int
+    imbalance: float
+    min_churn: float
+    eligible: bool
+
+
 class OverviewNumbers(McqaMetrics):
     """The Overview's headline numbers and why items were left out (a report's ``overview``).
 
     excluded_reasons: per "<model> lacks <config>", the excluded items lacking that response
+    story: per model, the step its curve is flattest against its churn (null: no item flips at any step)
     binary: how scored (open-ended) items enter accuracy (only when the scope has scored items)
     """
 
     excluded_reasons: dict[str, int]
+    story: dict[str, Story | None]
     binary: NotRequired[BinaryView]
 
 

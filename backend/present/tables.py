@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from backend.analysis.compare import HEADLINES as METRIC_ORDER
-from backend.present.text import HEADLINES, RATE_UNITS, TASK_RATES, interval, p_value, pp, signed_pp
+from backend.present.metrics import HEADLINES, TASK_RATES
+from backend.present.metrics import RATES as METRIC_ORDER
+from backend.present.text import RATE_UNITS, interval, p_value, pp, signed_pp
 
 
 @dataclass(frozen=True)

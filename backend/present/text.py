@@ -2,35 +2,18 @@
 in brackets (``68.3 [61.7, 75.6]``), ``n/a`` where a value is not available (never 0, which would read as a
 measurement), p-values to three significant digits; and the names the metrics and flows go by.
 
-One definition, so the page, its CLI twin and the report show the same string for the same number.
+One definition, so the page, its CLI twin and the report show the same string for the same number; what each
+metric is called and means: ``backend.present.metrics``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-
-from backend.analysis import compare
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MISSING = "n/a"
 
-# How each headline metric is named on screen; ``backend.analysis.compare.HEADLINES`` holds which they are
-# and their order (cards, tables, the report).
-LABELS = {
-    "best_fixed": "Best fixed",
-    "oracle_accuracy": "Oracle",
-    "oracle_headroom": "Oracle headroom",
-    "visual_confusion_rate": "Visual confusion",
-    "text_overwrite_rate": "Text overwrite",
-    "text_overwrite_of_text_correct": "Overwrite / text-correct",
-    "mean_churn": "Mean churn / step",
-}
-HEADLINES: tuple[tuple[str, str], ...] = tuple((name, LABELS[name]) for name in compare.HEADLINES)
-# The rates broken down per task type (``backend.analysis.metrics.task_type_breakdown``), in the same order.
-TASK_RATES: tuple[tuple[str, str], ...] = tuple(
-    (name, LABELS[name])
-    for name in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate")
-)
 # A flow between two configurations, as a reader says it (Sankey links, item lists).
 KIND_TEXT = {
     "rescued": "rescued (wrong → correct)",
@@ -101,3 +84,27 @@ def p_value(p: object) -> str:
     without flips has none)."""
     v = number(p)
     return MISSING if v is None else f"{v:.3g}"
+
+
+def story(step: Mapping[str, Any] | None) -> str:
+    """The step a curve is flattest against its churn (``backend.analysis.story``) as one sentence:
+    ``64f → 128f: net −1.0 pt = 20 rescued − 23 harmed (p = 0.757); 14.3% of items changed state``."""
+    if step is None:
+        return "No item changes state at any step of the grid: the curve hides no flip."
+    net = signed_pp(step["net"]).replace("-", "−")
+    churn = pct(step["churn"])
+    text = (
+        f"{step['from']} → {step['to']}: net {net} pt = {step['rescued']:,} rescued − {step['harmed']:,} harmed "
+        f"(p = {p_value(step['mcnemar_p'])}); {churn} of items changed state"
+    )
+    return text if step["eligible"] else f"{text} (no step changes {pct(step['min_churn'], 0)} of the items)"
+
+
+def story_why(step: Mapping[str, Any]) -> str:
+    """Why the story step is the one shown, in counts: ``of its 43 flips, 40 cancel out and 3 show in the curve``
+    (the pairs of a rescued and a harmed item cancel; the rest is the net change)."""
+    flips, shown = step["rescued"] + step["harmed"], abs(step["rescued"] - step["harmed"])
+    return (
+        f"The step where the curve is flattest against its churn: of its {count(flips, 'flip')}, "
+        f"{flips - shown:,} cancel out and {shown:,} {'shows' if shown == 1 else 'show'} in the curve"
+    )

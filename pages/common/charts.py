@@ -83,12 +83,71 @@ def _tip(*fields: tuple[str, ...]) -> list[dict]:
     return [{"field": f[0], "title": f[1], **({"format": f[2]} if len(f) > 2 else {})} for f in fields]
 
 
+def _step_band(step: tuple[str, str] | None, grid: list[str]) -> list[dict]:
+    """The layer shading one step's slot (``step``: its two configurations, consecutive on ``grid``); none
+    where there is no such step."""
+    if (
+        step is None
+        or step[0] not in grid
+        or grid.index(step[0]) + 1 >= len(grid)
+        or grid[grid.index(step[0]) + 1] != step[1]
+    ):
+        return []
+    k = grid.index(step[0])
+    return [
+        {
+            "data": {"values": [{"x0": k, "x1": k + 1}]},
+            "mark": {"type": "rect", "color": ACCENT, "opacity": 0.08},
+            "encoding": {"x": {"field": "x0", "type": "quantitative"}, "x2": {"field": "x1"}},
+        }
+    ]
+
+
+def _flow_labels(labelled: str | None, terms: dict) -> list[dict]:
+    """Text layers over the flow bars: each step's net above its tallest up bar and its churn under its deepest
+    down bar, centred on the step (``labelled``'s numbers where given: several models' labels would overlap)."""
+    keep = [] if labelled is None else [{"filter": {"field": "model", "equal": labelled}}]
+    return [
+        {
+            "transform": [
+                {
+                    "joinaggregate": [
+                        {"op": edge, "field": "items", "as": "edge"},
+                        {"op": "min", "field": "x0", "as": "left"},
+                        {"op": "max", "field": "x1", "as": "right"},
+                    ],
+                    "groupby": ["step"],
+                },
+                *keep,
+                {"filter": {"field": "kind", "equal": terms[kind]}},
+                {"calculate": "(datum.left + datum.right) / 2", "as": "xm"},
+            ],
+            "mark": {"type": "text", "baseline": baseline, "dy": dy, "fontSize": 11, "color": INK},
+            "encoding": {
+                "x": {"field": "xm", "type": "quantitative"},
+                "y": {"field": "edge", "type": "quantitative"},
+                "text": {"field": field, "type": "quantitative", "format": fmt},
+            },
+        }
+        for kind, edge, field, fmt, baseline, dy in (
+            ("up", "max", "net", "+.1f", "bottom", -3),
+            ("down", "min", "churn", ".1f", "top", 3),
+        )
+    ]
+
+
 def curve_and_flows(
-    overview: dict, colours: dict[str, str], height: int = 620, terms: dict = ACCURACY_TERMS
+    overview: dict,
+    colours: dict[str, str],
+    height: int = 620,
+    terms: dict = ACCURACY_TERMS,
+    labelled: str | None = None,
+    step: tuple[str, str] | None = None,
 ) -> list[dict]:
     """``backend.report.figures.curve_and_flows`` in Vega-Lite, from the same ``backend.present.series`` points:
     accuracy per config with its 95% band on top; rescued up / harmed down per transition below, on the same
-    configuration axis (two specs, drawn in turn).
+    configuration axis (two specs, drawn in turn). Each step's bars carry its net (above) and churn (below):
+    every model's with one model, ``labelled``'s with several; ``step`` (from, to), the story's step, is shaded.
 
     ``terms`` names the value and the two kinds of change (``ACCURACY_TERMS``); the score section passes
     the score's, with ``overview`` shaped alike (``pages.common.scores.curve_input``)."""
@@ -96,6 +155,8 @@ def curve_and_flows(
     models = list(overview["models"])
     curve = series.curve_points(overview, colours)
     flows = [{**bar, "kind": terms["up" if bar["kind"] == "rescued" else "down"]} for bar in series.flow_bars(overview)]
+    labelled = None if len(models) == 1 else labelled if labelled in models else models[0]
+    band = _step_band(step, grid)
     x_scale = {"domain": [-0.5, len(grid) - 0.5], "nice": False, "zero": False}
     x_axis = {"values": list(range(len(grid))), "labelExpr": _labels(grid), "grid": False, "labelAngle": 0}
     colour = _colours("model", models, [colours[m] for m in models])
@@ -122,6 +183,7 @@ def curve_and_flows(
             }
         },
         layer=[
+            *band,
             {
                 "mark": {"type": "area", "opacity": 0.15},
                 "transform": [{"filter": "isValid(datum.lo)"}],
@@ -153,11 +215,13 @@ def curve_and_flows(
         ("churn", terms["churn"], ".1f"),
         ("p", terms["p"], ".3g"),
     )
+    whose = "" if labelled is None else f"{labelled}: "
     bottom = _chart(
-        None,
+        f"{whose}{terms['net']} above each step, {terms['churn']} below",
         int(height * 0.27),
         flows,
         layer=[
+            *band,
             {
                 "mark": {"type": "rect", "strokeWidth": 2},
                 "encoding": {
@@ -174,6 +238,7 @@ def curve_and_flows(
                         "type": "quantitative",
                         "title": f"items (↑ {terms['up']}, ↓ {terms['down']})",
                         "axis": ALIGNED,
+                        "scale": {"padding": 16},  # room for the labels above and below the bars
                     },
                     "y2": {"datum": 0},
                     "fill": _colours("kind", [terms["up"], terms["down"]], [CORRECT, WRONG]),
@@ -182,6 +247,7 @@ def curve_and_flows(
                 },
             },
             {"mark": {"type": "rule", "color": "#888"}, "encoding": {"y": {"datum": 0}}},
+            *_flow_labels(labelled, terms),
         ],
     )
     return [top, bottom]

@@ -5,15 +5,17 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.present.tables import headline_table
+from backend.present.metrics import METRICS
+from backend.present.tables import headline_table, headline_value
 from backend.present.text import ci_text, count, pct
 from backend.report import figures
 from backend.report.palette import CORRECT, INK, WRONG
@@ -56,6 +58,34 @@ def note_metric(col, label: str, value: str, note: str | None, help: str | None 
 def rate_metric(col, label: str, value: float | None, ci: list | None, help: str | None = None) -> None:
     """A rate as a metric with its 95% interval underneath."""
     note_metric(col, label, pct(value), ci_text(ci), help)
+
+
+def headline_cards(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """HTML (for ``st.html``) of one model's headline rates, each with its 95% interval and, underneath, its
+    one-line plain definition (``backend.present.metrics``): read without hovering, and one element for the
+    browser to draw instead of a metric and a caption per number. Data text (the best configuration) is
+    escaped; values are ``n/a`` where not available."""
+    cards = []
+    for key in keys:
+        metric = METRICS[key]
+        label = f"{metric.label} ({rec['best_fixed']['config']})" if key == "best_fixed" else metric.label
+        interval = ci_text(rec["ci"].get(key)) or ""
+        cards.append(
+            f'<div class="ta-card" data-key="{key}"><div class="ta-label">{html.escape(label)}</div>'
+            f'<div class="ta-value">{pct(headline_value(rec, key))} <span class="ta-ci">{interval}</span></div>'
+            f'<div class="ta-def">{html.escape(metric.definition)}</div></div>'
+        )
+    return f"<style>{_CARDS_CSS}</style><div class='ta-cards'>{''.join(cards)}</div>"
+
+
+_CARDS_CSS = (
+    ".ta-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(165px,1fr));gap:12px 18px}"
+    f".ta-card{{border-left:3px solid #e0e0e6;padding:0 0 0 10px;color:{INK}}}"
+    ".ta-label{font-size:0.85rem;font-weight:600}"
+    ".ta-value{font-size:1.45rem;line-height:1.25}"
+    ".ta-ci{font-size:0.75rem;color:#6b6b76;white-space:nowrap}"
+    ".ta-def{font-size:0.8rem;line-height:1.3;color:#55555f}"
+)
 
 
 def headline_text(models: dict, n_items: int, grid: list[str]) -> pd.DataFrame:

@@ -1,0 +1,201 @@
+"""Every metric the Overview, the CLI's tables, the report and the Compare page show, defined once: its key
+(the JSON field), label, one-line plain definition, how its value reads, the function that computes it and
+its entry in docs/metrics.md.
+
+Why one registry: a metric's label, order, help text and formula used to live in four files, and a page could
+show a number the docs never defined. The surfaces read their labels and definitions here, and
+``tests/test_metric_registry.py`` fails when a surface shows a metric this registry or the docs lack (the
+way datasette's ``test_docs`` holds its settings to their documentation).
+
+``python -m backend.present.metrics --write docs/metrics.md`` regenerates the docs' plain-words table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.analysis import metrics as formulas
+from backend.analysis.stats import mcnemar_exact
+from backend.present.text import p_value, pp, signed_pp
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: ``key`` its JSON field, ``label`` its name on screen, ``definition`` one plain sentence for a
+    newcomer (shown under the value, not only on hover), ``format`` how a value reads (no interval), ``formula``
+    the function that computes it, ``anchor`` its ``id`` in docs/metrics.md."""
+
+    key: str
+    label: str
+    definition: str
+    format: Callable[[object], str]
+    formula: Callable[..., object]
+    anchor: str
+
+    @property
+    def docs(self) -> str:
+        """Where the docs define it (a link target)."""
+        return f"docs/metrics.md#{self.anchor}"
+
+
+def _count(x: object) -> str:
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+# The headline metrics, in the order every surface lists them (cards, tables, the report, the CLI).
+HEADLINE_METRICS = (
+    Metric(
+        "best_fixed",
+        "Best fixed",
+        "Accuracy of the one budget that scores highest, used for every item.",
+        pp,
+        formulas.best_fixed,
+        "best-fixed",
+    ),
+    Metric(
+        "oracle_accuracy",
+        "Oracle",
+        "Share of items answered right at one budget or more: the ceiling if each item got its own budget.",
+        pp,
+        formulas.oracle_accuracy,
+        "oracle-accuracy",
+    ),
+    Metric(
+        "oracle_headroom",
+        "Oracle headroom",
+        "Oracle minus best fixed: what choosing the budget item by item could add.",
+        pp,
+        formulas.oracle_headroom,
+        "oracle-headroom",
+    ),
+    Metric(
+        "visual_confusion_rate",
+        "Visual confusion",
+        "Share of items right with fewer pixels and wrong with more.",
+        pp,
+        formulas.visual_confusion_rate,
+        "visual-confusion",
+    ),
+    Metric(
+        "text_overwrite_rate",
+        "Text overwrite",
+        "Share of items right from the text alone and wrong once frames are shown.",
+        pp,
+        formulas.text_overwrite_rate,
+        "text-overwrite",
+    ),
+    Metric(
+        "text_overwrite_of_text_correct",
+        "Overwrite / text-correct",
+        "Of the items right from the text alone, the share that frames turn wrong.",
+        pp,
+        formulas.text_overwrite_of_text_correct,
+        "overwrite-of-text-correct",
+    ),
+    Metric(
+        "mean_churn",
+        "Mean churn / step",
+        "Share of items whose answer turns right or wrong at a step up in budget, averaged over the steps.",
+        pp,
+        formulas.mean_churn,
+        "mean-churn",
+    ),
+    Metric(
+        "terminal_regressions",
+        "Terminal regressions",
+        "Items right at a smaller budget and wrong at the largest one (a count).",
+        _count,
+        formulas.terminal_regression,
+        "terminal-regressions",
+    ),
+)
+# A step between two configurations (the bars under the curve, the transitions table, the story sentence).
+TRANSITION_METRICS = (
+    Metric(
+        "rescued",
+        "Rescued",
+        "Items wrong before the step and right after it.",
+        _count,
+        formulas.flow_counts,
+        "rescued-harmed",
+    ),
+    Metric(
+        "harmed",
+        "Harmed",
+        "Items right before the step and wrong after it.",
+        _count,
+        formulas.flow_counts,
+        "rescued-harmed",
+    ),
+    Metric(
+        "net",
+        "Net",
+        "Rescued minus harmed, as a share of the items: how far the accuracy curve moves.",
+        signed_pp,
+        formulas.net,
+        "net",
+    ),
+    Metric(
+        "churn",
+        "Churn",
+        "Rescued plus harmed, as a share of the items: how many answers changed.",
+        pp,
+        formulas.churn,
+        "churn",
+    ),
+    Metric(
+        "mcnemar_p",
+        "McNemar p",
+        "How likely a split of rescued against harmed this uneven is if the step changed nothing: near 1, the net could be chance.",
+        p_value,
+        mcnemar_exact,
+        "mcnemar-p",
+    ),
+)
+METRICS = {m.key: m for m in (*HEADLINE_METRICS, *TRANSITION_METRICS)}
+# The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
+# overwrite share of text-correct items and the count sit in the per-model table only).
+RATES = tuple(m.key for m in HEADLINE_METRICS if m.key != "terminal_regressions")
+CARDS = tuple(k for k in RATES if k != "text_overwrite_of_text_correct")
+# (key, label) of the rates, in order: the headline table's columns (``backend.present.tables``).
+HEADLINES: tuple[tuple[str, str], ...] = tuple((k, METRICS[k].label) for k in RATES)
+# The rates broken down per task type (``backend.analysis.metrics.task_type_breakdown``), in the same order.
+TASK_RATES: tuple[tuple[str, str], ...] = tuple(
+    (k, METRICS[k].label)
+    for k in ("best_fixed", "oracle_accuracy", "oracle_headroom", "visual_confusion_rate", "text_overwrite_rate")
+)
+
+
+def label(key: str) -> str:
+    """A metric's name on screen."""
+    return METRICS[key].label
+
+
+# -- docs/metrics.md's plain-words table, generated ---------------------------------------------------
+
+START = "<!-- metric-registry: generated by `python -m backend.present.metrics --write docs/metrics.md` -->"
+END = "<!-- metric-registry: end -->"
+
+
+def glossary() -> str:
+    """Markdown: every metric's label, JSON key and plain definition, linked to its entry below."""
+    lines = ["| metric | `--json` key | in plain words |", "|---|---|---|"]
+    lines += [f"| [{m.label}](#{m.anchor}) | `{m.key}` | {m.definition} |" for m in METRICS.values()]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the part between the markers replaced by ``block`` (the markers must be there)."""
+    head, rest = text.split(START, 1)
+    return f"{head}{START}\n{block}\n{END}{rest.split(END, 1)[1]}"
+
+
+if __name__ == "__main__":  # python -m backend.present.metrics [--write docs/metrics.md]
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        doc = Path(sys.argv[2])
+        doc.write_text(replace_block(doc.read_text(), glossary()))
+    else:
+        print(glossary())

@@ -1,0 +1,109 @@
+"""One definition per metric (``backend.present.metrics``): every metric a surface shows (the Overview's cards,
+the headline, transition and task-type tables that the pages, the report and ``compare`` draw, the CLI's
+``metrics`` text, the Compare page's bars) is in the registry, with a plain definition, a formula in
+``backend/analysis`` and an anchor in docs/metrics.md, whose plain-words table is the registry's (the way
+datasette's ``test_docs`` holds its settings to their documentation)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from backend import views
+from backend.cli.metrics import render
+from backend.present import tables
+from backend.present.metrics import CARDS, END, HEADLINES, METRICS, START, TASK_RATES, glossary, replace_block
+from backend.report import tables as report_tables
+from backend.report.data import report_data
+from backend.scope.resolve import Scope
+from backend.scope.view import open_view
+from store.store import Store
+from tests.matrix_fixtures import BASIC, build_store
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = (REPO / "docs" / "metrics.md").read_text()
+NOT_METRICS = {"n"}  # a group's size: a count of the rows it stands for, not a metric of the items
+
+
+@pytest.fixture(scope="module")
+def basic_store(tmp_path_factory) -> Store:
+    return build_store(tmp_path_factory.mktemp("registry") / "store", BASIC)
+
+
+@pytest.fixture(scope="module")
+def overview(basic_store) -> dict:
+    resolved = Scope(benchmark="bench", models=("m",)).resolve(basic_store)
+    return views.overview(open_view(basic_store, resolved), bootstrap=50)
+
+
+@pytest.mark.parametrize("key", list(METRICS))
+def test_every_metric_has_a_plain_definition_a_formula_and_a_docs_anchor(key):
+    m = METRICS[key]
+    assert m.key == key and m.label and m.label[0].isupper()
+    assert "\n" not in m.definition and m.definition.endswith(".") and len(m.definition) <= 140, m.definition
+    assert "_" not in m.definition, "a plain definition names no code"
+    assert callable(m.formula) and m.formula.__module__.startswith(("backend.analysis.", "backend.scope.tags"))
+    assert f'<a id="{m.anchor}"></a>' in DOC, f"docs/metrics.md has no anchor {m.anchor!r} for {key}"
+
+
+def test_the_docs_plain_words_table_is_the_registrys():
+    current = DOC.split(START, 1)[1].split(END, 1)[0].strip()
+    assert current == glossary(), "stale: run `python -m backend.present.metrics --write docs/metrics.md`"
+    assert replace_block(f"a\n{START}\nold\n{END}\nb", "new") == f"a\n{START}\nnew\n{END}\nb"
+
+
+def surface_keys(table: tables.Table) -> set[str]:
+    return {k for k in table.keys if k is not None} - NOT_METRICS
+
+
+def test_every_table_the_pages_and_the_report_show_names_registered_metrics(overview, basic_store, tmp_path):
+    shown = {
+        "headlines": tables.headline_table(overview["models"], overview["n_items"], overview["grid"]),
+        "transitions": tables.transitions_table(overview["models"]),
+        "task types": tables.task_table(overview["task_types"]["m"], "m"),
+    }
+    for name, table in shown.items():
+        assert surface_keys(table) <= set(METRICS), (name, surface_keys(table) - set(METRICS))
+        assert [table.columns[table.keys.index(k)] for k, _ in HEADLINES if k in table.keys] == [
+            METRICS[k].label for k, _ in HEADLINES if k in table.keys
+        ], f"{name}: a column's header is not its registered label"
+    # the report's own tables (HTML, LaTeX, Markdown) are built from the same registry
+    resolved = Scope(benchmark="bench", models=("m",)).resolve(basic_store)
+    data = report_data(basic_store, resolved, gallery_items=0, bootstrap=0, video_root=tmp_path)
+    for table in report_tables.paper_tables(data):
+        assert surface_keys(table) <= set(METRICS), (table.name, surface_keys(table) - set(METRICS))
+
+
+def test_the_overview_cards_and_task_rates_are_registered_headlines():
+    assert set(CARDS) <= {k for k, _ in HEADLINES} and {k for k, _ in TASK_RATES} <= set(METRICS)
+
+
+def test_the_cli_metrics_table_labels_every_line_with_a_registered_label(overview):
+    lines = render(overview).splitlines()
+    start = lines.index("== m")
+    rows = lines[lines.index("accuracy (pp):", start) + 1 :]
+    labels = [line[:31].strip() for line in rows if not line.startswith("  ")]
+    header = next(line for line in labels if line.startswith("transitions"))
+    labels = labels[: labels.index(header)]
+    registered = {m.label for m in METRICS.values()}
+    assert labels and set(labels) <= registered, set(labels) - registered
+    assert [m.label for m in METRICS.values() if m.key in dict(HEADLINES) or m.key == "terminal_regressions"] == labels
+    heads = next(line for line in lines if line.startswith("transitions"))
+    for key in ("rescued", "harmed", "net", "churn", "mcnemar_p"):
+        assert METRICS[key].label in heads, key
+
+
+def test_the_compare_page_and_cli_show_registered_metrics():
+    tree = ast.parse((REPO / "pages" / "compare.py").read_text())
+    bars = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and node.targets[0].id == "BARS"  # type: ignore[attr-defined]
+    )
+    keys = {pair.elts[0].value for pair in bars.elts}  # type: ignore[attr-defined]
+    cli = (REPO / "backend" / "cli" / "compare.py").read_text()
+    keys |= set(re.search(r'regex=r"\^\(([^)]*)\)\$"', cli)[1].split("|"))  # type: ignore[index]
+    assert keys and keys <= set(METRICS), keys - set(METRICS)
