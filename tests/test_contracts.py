@@ -301,7 +301,7 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     s = ["--store", str(demo_store)]
     pair = f"{MODEL},{OTHER}"
     runs: list[tuple[str, list[str]]] = [
-        ("metrics", ["metrics", *s, "--models", pair, "--bootstrap", "20"]),
+        ("metrics", ["metrics", *s, "--models", pair, "--bootstrap", "20", "--benchmark", "synthetic-mlvu"]),
         ("metrics", ["metrics", *s, "--models", MODEL, "--bootstrap", "0", "--beyond-noise", "--grid", "text,16f,64f"]),
         ("flows", ["flows", *s, "--model", MODEL, "--models", pair]),
         ("flows", ["flows", *s, "--model", MODEL, "--from", "8f", "--to", "64f", "--kind", "harmed", "--beyond-noise"]),
@@ -335,7 +335,10 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
             "items --page",
             ["items", *s, "--model", MODEL, "--benchmark", "synthetic-mlvu", "--sort", "drop", "--page", "1"],
         ),
-        ("compare", ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5"]),
+        (
+            "compare",
+            ["compare", *s, "--models", pair, "--bootstrap", "20", "--top", "5", "--benchmark", "synthetic-mlvu"],
+        ),
         ("compare", ["compare", *s, "--models", MODEL, "--bootstrap", "0"]),
         ("explain", ["explain", *s, "--model", MODEL, "--models", pair, "--flow", "8f:64f:harmed", "--min-size", "5"]),
         ("explain", ["explain", *s, "--model", MODEL, "--tag", "confused", "--no-pairs"]),

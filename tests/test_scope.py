@@ -426,19 +426,28 @@ def test_metrics_without_benchmark_is_the_overviews_default_scope(demo_store, mo
     printed, drawn = json.loads(out), _as_printed(data.overview(view), capsys)
     assert (printed["scope"].pop("benchmark_source"), drawn["scope"].pop("benchmark_source")) == ("default", "given")
     assert printed == drawn  # the page's sidebar names the benchmark it opened on: the rest is equal
-    assert printed["scope"]["benchmark"] == benchmarks[0]
-    assert f"benchmark {benchmarks[0]} " in err and f"also in the store: {benchmarks[1]}" in err, err
+    sizes = Store(demo_store).query("SELECT benchmark, count(*) n FROM items GROUP BY benchmark ORDER BY n DESC")
+    largest = sizes.benchmark[0]
+    assert largest == "synthetic-videomme" and sizes.n[0] > sizes.n[1]  # the demo's multiple-choice benchmark
+    other = next(b for b in benchmarks if b != largest)
+    assert printed["scope"]["benchmark"] == largest
+    assert f"benchmark {largest} " in err and f"also in the store: {other}" in err, err
 
 
-def test_default_benchmark_is_the_first_every_model_has():
-    """The models' first shared benchmark; the first of all when they share none (the scope check then
-    names what is missing), and None on an empty store."""
-    info = {"benchmarks": ["a", "b", "c"], "configs": {"M": {"b": [], "c": []}, "N": {"a": [], "c": []}}}
-    assert default_benchmark(info, ("M",)) == "b"
-    assert default_benchmark(info, ("M", "N")) == "c"
-    assert default_benchmark(info, ("M", "X")) == "a"
+def test_default_benchmark_is_the_largest_every_model_has():
+    """Of the benchmarks every model shares, the one with the most items any model answered (ties: the store's
+    order); of all of them when they share none (the scope check then names what is missing); None on an
+    empty store."""
+    info = {
+        "benchmarks": ["a", "b", "c"],
+        "configs": {"M": {"b": [], "c": []}, "N": {"a": [], "c": []}},
+        "model_items": {"M": {"b": 30, "c": 20}, "N": {"a": 50, "c": 30}},
+    }
+    assert default_benchmark(info, ("M",)) == "b"  # b and c tie at 30 (N answered 30 of c): the first
+    assert default_benchmark(info, ("M", "N")) == "c"  # the only shared one
+    assert default_benchmark(info, ("M", "X")) == "a"  # none shared: the largest of all
     assert default_benchmark(info) == "a"
-    assert default_benchmark({"benchmarks": [], "configs": {}}) is None
+    assert default_benchmark({"benchmarks": [], "configs": {}, "model_items": {}}) is None
 
 
 def test_a_given_benchmark_is_not_noted(demo_store, capsys):

@@ -21,7 +21,7 @@ def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
         p.add_argument("--model", required=True)
     p.add_argument(
-        "--benchmark", default=None, help="default: the first benchmark the model has (said on standard error)"
+        "--benchmark", default=None, help="default: the largest benchmark the model has (said on standard error)"
     )
     add_item_filters(p, ids=False)
     add_json(p)

@@ -17,7 +17,7 @@ from store.store import Store
 def add_ladder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
     p.add_argument(
-        "--benchmark", default=None, help="default: the first benchmark the model has (said on standard error)"
+        "--benchmark", default=None, help="default: the largest benchmark the model has (said on standard error)"
     )
     p.add_argument(
         "--ladder",

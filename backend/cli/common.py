@@ -84,7 +84,7 @@ def note_benchmark(resolved: Resolved) -> Resolved:
     if resolved.benchmark_source == "default" and len(resolved.benchmarks) > 1:
         others = ", ".join(b for b in resolved.benchmarks if b != resolved.scope.benchmark)
         NOTES.append(
-            f"benchmark {resolved.scope.benchmark} (the first the models share, as the dashboard opens; "
+            f"benchmark {resolved.scope.benchmark} (the largest the models share, as the dashboard opens; "
             f"also in the store: {others}; name one with --benchmark)"
         )
     return resolved

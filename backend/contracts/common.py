@@ -47,7 +47,7 @@ class ScopeHeader(TypedDict):
     """Which grid, items and exclusions a report's numbers belong to (every view's ``scope`` key).
 
     benchmark: the one benchmark in scope (null only for a scope built without a store)
-    benchmark_source: "given" (named with --benchmark) or "default" (not named: the first benchmark the models share, as the dashboard opens)
+    benchmark_source: "given" (named with --benchmark) or "default" (not named: the largest benchmark the models share, as the dashboard opens)
     models: the models the items are matched over
     grid: the configurations of the grid, cheapest first
     grid_source: "default" (docs/metrics.md's default grid) or "given" (named with --grid)

@@ -4,26 +4,37 @@ Everything here is synthetic and labelled so: model names start with ``synthetic
 ``synthetic-videomme`` and ``synthetic-mlvu``, ``runs.origin`` / ``responses.origin`` is ``demo`` and
 ``runs.source`` says where the data came from. Nothing in it is a measurement of a real model.
 
-Correctness comes from a latent model whose trajectories are correlated within an item, so the
-audit's phenomena (oracle headroom, visual confusion, text overwrite, terminal regressions) appear
-at realistic rates. For model ``m``, item ``i`` and configuration ``c`` (``f`` frames)::
+Correctness comes from a latent model whose trajectories are correlated within an item, calibrated
+so that the multiple-choice benchmark behaves like the core paper's Video-MME release: accuracy climbs
+and then saturates, and a flat step still moves items both ways (the paper: 128 -> 256 frames, -0.7
+points while 23 items turn wrong and 18 turn right). For model ``m``, item ``i`` and configuration
+``c`` (``f`` frames)::
 
     z = ability[m] - difficulty[i] + affinity[m, i]            # shared by every config of the item
         + gain[m] * pixels(c, i) * evidence(f, i)              # more frames help up to a sufficient budget
         - lure[m] * distraction(f, i)                          # distractor items: evidence falls off late
         + prior(c) * text_use[m] * text_prior[i]               # answerable from the question alone
-        + noise[m, i, c]                                       # per-response noise
-    y = 1 if z > 0
+        + noise[m, i, c]                                       # per-response noise, correlated up the ladder
+    y = 1 if z > 0, else 1 if the guess is lucky               # a model that does not know guesses
 
-* ``evidence(f, i) = sigmoid(1.2 (log2 f - need[i]))``: ``need`` is the item's sufficient budget in
-  log2 frames (by task type and duration category); 0 for text-only.
-* ``distraction(f, i) = sigmoid(2.5 (log2 f - onset[i]))`` on the ~15% distractor items only.
+* ``evidence(f, i) = sigmoid(EVIDENCE_SLOPE (log2 f - need[i]))``: ``need`` is the item's sufficient
+  budget in log2 frames (by task type and duration category); 0 for text-only. Most multiple-choice
+  items have what they need by 32-64 frames, so the curve flattens at the top of the ladder.
+* ``distraction(f, i) = sigmoid(2.5 (log2 f - onset[i]))`` on the distractor items only
+  (``DISTRACTOR_SHARE``): late frames that pull the answer away, the harmed side of a flat step.
 * ``pixels``: 1 at the default resolution; ``@50k`` weakens evidence (most for detail tasks such as
   OCR and counting), ``@200k`` strengthens it a little.
 * ``dense-start`` sees the evidence only when it lies in the first quarter of the video.
-* ``prior`` is 1 for text-only and 0.5 with video: pictures partly overwrite what the question
-  alone suggested (text overwrite).
-* Repeats (``run`` = ``seed-1``, ``seed-2``) redraw 40% of the noise variance.
+* ``prior`` is 1 for text-only and ``PRIOR_WITH_VIDEO`` with video: pictures partly overwrite what the
+  question alone suggested (text overwrite).
+* ``noise`` has sd ``NOISE`` and walks up the budget ladder (``_ladder_noise``): each budget keeps the
+  frames of the one below, so its answer is mostly the one below's, more so at the top
+  (``LADDER_CORRELATION``), which keeps the churn of a flat top step at a few percent while the
+  cheap budgets stay noisy (oracle headroom, visual confusion).
+* A guess among the four options is right one time in four (one in ``LUCKY_BLIND``'s tail without
+  video: blind models favour plausible distractors); which guess a model makes is correlated up the
+  ladder the same way (``GUESS_CORRELATION``), starting from its text-only guess.
+* Repeats (``run`` = ``seed-1``, ``seed-2``) redraw ``REPEAT_SHARE`` of the noise variance.
 
 Confidence is the probability of the chosen letter: higher and tied to the margin when correct,
 lower when wrong, always in (0.25, 1). Wrong answers pick a distractor letter (often the item's
@@ -35,8 +46,10 @@ Columns worth knowing: ``seed`` is the sampling seed of ``random-s<k>`` rows and
 on repeat rows (null otherwise); ``frame_indices`` come from :mod:`backend.runtime.sampling` for the row's
 policy and the clip's real length; about 0.4% of MCQA replies carry no letter (``answer`` null,
 ``flags`` = ``no-answer``, wrong, no letter probabilities), as real logs do. With the defaults
-(480 items, seed 0) each model shows 10-14 points of oracle headroom, 21-25% visual confusion
-and 7-9% text overwrite on the main grid (``tests/test_demo.py`` pins the ranges).
+(480 items, seed 0; 300 of them on ``synthetic-videomme``, the benchmark the dashboard opens on) each
+model gains 19-25 points from text to 8 frames and under a point from 64 to 128 frames, where 4.7-6%
+of the items change state both ways (net -0.7 to +0.7 points, McNemar p around 0.8); oracle headroom
+is 9-16 points, visual confusion 18-22%, text overwrite 6-7% (``tests/test_demo.py`` pins the ranges).
 
 Videos: one short H.264 clip per video id, procedurally drawn (scenes with their own background,
 moving shapes, a progress bar as a clock and the frame number in binary blocks), so a frame strip
@@ -80,7 +93,22 @@ FPS = 16
 WIDTH, HEIGHT = 160, 120
 CLIP_SECONDS = {"short": 8, "medium": 10, "long": 12}  # 128 to 192 frames: every budget sees distinct frames
 QUESTIONS_PER_VIDEO = 3
-NOISE = 0.6  # sd of the per-response noise
+NOISE = 0.56  # sd of the per-response noise
+AFFINITY = 0.45  # sd of a model's own liking for an item, shared by all its configs
+DIFFICULTY_SD = 0.97  # sd of an item's difficulty around its task type's offset
+NEED_SD = 0.8  # sd of an item's sufficient budget (log2 frames) around its task type's and duration's
+EVIDENCE_SLOPE = 1.5  # how sharply evidence arrives around the sufficient budget (per doubling)
+DISTRACTOR_SHARE = 0.128  # of the items: late frames pull the answer away
+ONSET = (4.09, 7.22)  # where the pull sets in, log2 frames (about 17 to 150)
+TEXT_ANSWERABLE = 0.573  # of the items: the question alone points to the answer
+PRIOR_WITH_VIDEO = 0.7  # the weight of that text prior once frames are shown (1 without)
+# correlation of a budget's noise with the budget below's (nested frames); none at 8f: text is another input
+LADDER_CORRELATION = {"16f": 0.77, "32f": 0.83, "64f": 0.87, "128f": 0.985}
+GUESS_CORRELATION = {"8f": 0.983, "16f": 0.69, "32f": 0.826, "64f": 0.895, "128f": 0.995}  # 8f: with the blind guess
+VARIANT_CORRELATION = 0.8  # another policy or resolution at a budget vs that budget's uniform run
+LUCKY_GUESS = 0.6745  # the normal's 75th percentile: a guess among four options is right one time in four
+LUCKY_BLIND = 1.206  # without video, about one time in nine: blind models favour plausible distractors
+REPEAT_SHARE = 0.4  # of the noise variance a repeat draws afresh
 
 
 @dataclass(frozen=True)
@@ -90,14 +118,13 @@ class ModelSpec:
     gain: float  # how much sufficient visual evidence adds
     text_use: float  # how much the model leans on the question alone
     lure: float  # how strongly late distractors pull it away
-    max_frames: int  # context ceiling: no rows above it
 
 
 MODELS = [
-    ModelSpec("synthetic-A-7B", ability=-1.0, gain=2.0, text_use=1.0, lure=1.4, max_frames=128),
-    ModelSpec("synthetic-B-13B", ability=-0.8, gain=2.2, text_use=0.9, lure=1.3, max_frames=128),
-    ModelSpec("synthetic-C-72B", ability=-0.75, gain=2.4, text_use=0.8, lure=1.0, max_frames=128),
-    ModelSpec("synthetic-D-2B", ability=-1.2, gain=1.8, text_use=1.1, lure=1.8, max_frames=64),
+    ModelSpec("synthetic-A-7B", ability=-1.781, gain=1.97, text_use=1.0, lure=1.403),
+    ModelSpec("synthetic-B-13B", ability=-1.5, gain=2.08, text_use=0.85, lure=1.11),
+    ModelSpec("synthetic-C-72B", ability=-1.33, gain=2.03, text_use=1.0, lure=1.15),
+    ModelSpec("synthetic-D-2B", ability=-1.95, gain=1.89, text_use=0.8, lure=0.98),
 ]
 
 
@@ -117,14 +144,14 @@ VIDEOMME = BenchmarkSpec(
     video_prefix="vmme",
     share=0.625,
     tasks={
-        "Counting Problem": (0.5, 4.4),
-        "Action Recognition": (0.0, 3.0),
-        "Object Reasoning": (0.2, 3.4),
-        "Temporal Reasoning": (0.45, 4.6),
-        "Information Synopsis": (-0.2, 4.0),
-        "OCR Problems": (0.15, 3.2),
-        "Spatial Perception": (0.1, 2.6),
-        "Attribute Perception": (-0.1, 2.4),
+        "Counting Problem": (0.5, 3.98),
+        "Action Recognition": (0.0, 2.58),
+        "Object Reasoning": (0.2, 2.98),
+        "Temporal Reasoning": (0.45, 4.18),
+        "Information Synopsis": (-0.2, 3.58),
+        "OCR Problems": (0.15, 2.78),
+        "Spatial Perception": (0.1, 2.18),
+        "Attribute Perception": (-0.1, 1.98),
     },
     open_tasks=(),
     open_share=0.0,
@@ -344,14 +371,14 @@ def _item_latents(items: pd.DataFrame, rng: np.random.Generator) -> dict[str, np
     table = {t: v for b in BENCHMARKS for t, v in b.tasks.items()}
     offset = np.array([table[t][0] for t in items.task_type])
     need = np.array([table[t][1] for t in items.task_type]) + items.duration.map(DURATION_NEED).to_numpy()
-    distractor = rng.random(n) < 0.15
-    text_answerable = rng.random(n) < 0.35
+    distractor = rng.random(n) < DISTRACTOR_SHARE
+    text_answerable = rng.random(n) < TEXT_ANSWERABLE
     return {
-        "difficulty": rng.normal(0.0, 1.0, n) + offset,
-        "need": np.clip(need + rng.normal(0.0, 0.8, n), 1.0, 8.0),
+        "difficulty": rng.normal(0.0, DIFFICULTY_SD, n) + offset,
+        "need": np.clip(need + rng.normal(0.0, NEED_SD, n), 1.0, 8.0),
         "text_prior": np.where(text_answerable, rng.uniform(0.8, 2.0, n), rng.normal(-0.4, 0.3, n)),
         "distraction": np.where(distractor, rng.uniform(1.0, 2.0, n), 0.0),
-        "onset": rng.uniform(4.8, 6.5, n),
+        "onset": rng.uniform(*ONSET, n),
         "early": rng.random(n) < 0.25,  # the evidence lies in the first quarter of the clip
         "detail": items.task_type.isin(DETAIL_TASKS).to_numpy(),
     }
@@ -373,12 +400,12 @@ def _margin(model: ModelSpec, lat: dict[str, np.ndarray], label: str, affinity: 
         visual, prior = np.zeros_like(affinity), 1.0
     else:
         lf = np.log2(cfg.frames)
-        evidence = _sigmoid(1.2 * (lf - lat["need"]))
+        evidence = _sigmoid(EVIDENCE_SLOPE * (lf - lat["need"]))
         if cfg.policy == "dense-start":
             evidence = np.where(lat["early"], evidence, 0.2 * evidence)
         distraction = lat["distraction"] * _sigmoid(2.5 * (lf - lat["onset"]))
         visual = model.gain * _pixel_factor(label, lat["detail"]) * evidence - model.lure * distraction
-        prior = 0.5
+        prior = PRIOR_WITH_VIDEO
     return model.ability - lat["difficulty"] + affinity + visual + prior * model.text_use * lat["text_prior"]
 
 
@@ -386,40 +413,68 @@ def _margin(model: ModelSpec, lat: dict[str, np.ndarray], label: str, affinity: 
 # responses
 # --------------------------------------------------------------------------------------------
 def _cells(items: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Every (model, item, config, run) the demo answers, with the latent margin ``_z``."""
+    """Every (model, item, config, run) the demo answers, with the latent margin ``_z`` and ``_lucky``, whether a
+    guess among the four options would land on the target (it counts where the margin is negative)."""
     n = len(items)
     lat = _item_latents(items, rng)
     subset = rng.random(n) < 1 / 3
     repeated = np.zeros(n, dtype=bool)
     repeated[rng.choice(n, max(2, n // 20), replace=False)] = True
+    rep = np.flatnonzero(repeated)
     parts = []
     for model in MODELS:
-        affinity = rng.normal(0.0, 0.45, n)
+        affinity = rng.normal(0.0, AFFINITY, n)
+        noise, guess = _ladder_noise(rng, n, LADDER_CORRELATION), _ladder_noise(rng, n, GUESS_CORRELATION)
         for label in MAIN_GRID + SUBSET_CONFIGS:
-            if parse(label).frames > model.max_frames:
-                continue
             rows = np.arange(n) if label in MAIN_GRID else np.flatnonzero(subset)
             base = _margin(model, lat, label, affinity)
-            noise = rng.normal(0.0, NOISE, n)
-            parts.append(_cell_frame(model.name, label, "main", rows, base + noise))
+            parts.append(_cell_frame(model.name, label, "main", rows, base + noise[label], guess[label]))
             if label in MAIN_GRID:
                 for run in REPEAT_RUNS:
-                    fresh = rng.normal(0.0, NOISE, n)
-                    rep = np.flatnonzero(repeated)
-                    z = base + np.sqrt(0.6) * noise + np.sqrt(0.4) * fresh
-                    parts.append(_cell_frame(model.name, label, run, rep, z))
+                    z, g = (_redraw(rng, x[label]) for x in (noise, guess))
+                    parts.append(_cell_frame(model.name, label, run, rep, base + z, g))
     return pd.concat(parts, ignore_index=True)
 
 
-def _cell_frame(model: str, label: str, run: str, rows: np.ndarray, z: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"model": model, "config": label, "run": run, "_row": rows, "_z": z[rows]})
+def _redraw(rng: np.random.Generator, noise: np.ndarray) -> np.ndarray:
+    """A repeat's noise: ``REPEAT_SHARE`` of the variance drawn afresh."""
+    fresh = rng.normal(0.0, NOISE, len(noise))
+    return np.sqrt(1 - REPEAT_SHARE) * noise + np.sqrt(REPEAT_SHARE) * fresh
+
+
+def _ladder_noise(rng: np.random.Generator, n: int, correlation: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per-response noise of one model, sd ``NOISE`` everywhere, correlated along the budget ladder.
+
+    Uniform budgets are nested (each doubling keeps the frames of the one below), so a budget's answer
+    is mostly the one below's plus what the added frames change: an AR(1) walk up the ladder whose
+    step correlation (``LADDER_CORRELATION``) grows with the budget, as the added frames fill in a clip
+    the model has mostly seen. Text-only noise is its own; another policy or resolution at a budget
+    shares part of that budget's noise (``VARIANT_CORRELATION``).
+    """
+    out: dict[str, np.ndarray] = {}
+    for below, label in zip([None, *MAIN_GRID], MAIN_GRID):
+        fresh = rng.normal(0.0, NOISE, n)
+        rho = correlation.get(label)  # None: drawn afresh
+        out[label] = fresh if rho is None or below is None else rho * out[below] + np.sqrt(1 - rho**2) * fresh
+    for label in SUBSET_CONFIGS:
+        fresh = rng.normal(0.0, NOISE, n)
+        same_budget = out[f"{parse(label).frames}f"]
+        out[label] = VARIANT_CORRELATION * same_budget + np.sqrt(1 - VARIANT_CORRELATION**2) * fresh
+    return out
+
+
+def _cell_frame(model: str, label: str, run: str, rows: np.ndarray, z: np.ndarray, guess: np.ndarray) -> pd.DataFrame:
+    lucky = guess[rows] > (LUCKY_BLIND if label == "text" else LUCKY_GUESS) * NOISE
+    return pd.DataFrame({"model": model, "config": label, "run": run, "_row": rows, "_z": z[rows], "_lucky": lucky})
 
 
 def _mcqa_answers(cells: pd.DataFrame, targets: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Letters, confidences and option probabilities of MCQA cells (``_z`` > 0 = correct)."""
+    """Letters, confidences and option probabilities of MCQA cells: right where the model knows (``_z`` > 0) or
+    its guess is lucky; a lucky guess is as unsure as a wrong answer."""
     n = len(cells)
     z = cells["_z"].to_numpy()
-    correct = z > 0
+    knows = z > 0
+    correct = knows | cells["_lucky"].to_numpy()
     t = np.searchsorted(LETTERS, targets)
     lure = (t + 1 + (cells["_row"].to_numpy() * 7919) % 3) % 4  # a fixed wrong letter per item
     other = (t + rng.integers(1, 4, n)) % 4
@@ -427,7 +482,7 @@ def _mcqa_answers(cells: pd.DataFrame, targets: np.ndarray, rng: np.random.Gener
     chosen = np.where(correct, t, wrong)
     jitter = rng.normal(0.0, 1.0, n)  # the model's view of its own margin is noisy
     conf = np.where(
-        correct,
+        knows,
         0.30 + 0.68 * _sigmoid(0.5 * z + 0.2 + jitter),
         0.27 + 0.65 * _sigmoid(0.3 * np.abs(z) - 0.4 + jitter),
     )
@@ -444,7 +499,7 @@ def _mcqa_answers(cells: pd.DataFrame, targets: np.ndarray, rng: np.random.Gener
     room = (conf / (1 - conf) - 1 / 3) / np.maximum(spread.max(axis=1), 1e-9)
     probs = (1 - conf)[:, None] * np.where(others, 1 / 3 + spread * np.minimum(1.0, 0.9 * room)[:, None], 0.0)
     probs[rows, chosen] = conf
-    return {"chosen": chosen, "confidence": conf, "probs": probs}
+    return {"correct": correct, "chosen": chosen, "confidence": conf, "probs": probs}
 
 
 def _open_answers(cells: pd.DataFrame, ref_words: pd.Series, rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
@@ -486,7 +541,7 @@ def _responses(items: pd.DataFrame, run_id: str, rng: np.random.Generator) -> pd
     raw = np.where(no_answer, "I cannot determine the answer from the video.", "The best answer is " + letters + ".")
     out.loc[mcqa, "raw_output"] = raw
     out.loc[mcqa, "answer"] = np.where(no_answer, None, letters)
-    out.loc[mcqa, "correct"] = ((cells["_z"][mcqa].to_numpy() > 0) & ~no_answer).astype(np.int8)
+    out.loc[mcqa, "correct"] = (m["correct"] & ~no_answer).astype(np.int8)
     # a no-answer row stands for a generated reply with no letter: nothing was scored on the letters
     out.loc[mcqa, "confidence"] = np.where(no_answer, np.nan, m["confidence"])
     out.loc[mcqa, "letter_mass"] = np.where(no_answer, np.nan, np.clip(rng.beta(12, 1.5, len(letters)), 0.5, 0.999))
