@@ -6,6 +6,8 @@ scope ``backend.views.single_scope``), so every number is also printed by ``traj
 ``trajaudit predictor`` with the command line shown under each section (generated from that scope).
 """
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -113,10 +115,18 @@ def matching_numbers(sweep: dict) -> None:
 
 
 def frontier_figure(
-    refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str
+    refs: list[dict],
+    sweep: dict | None,
+    point: dict | None,
+    report: dict | None,
+    colour: str,
+    model: str,
+    denominator: str,
 ) -> go.Figure:
-    """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
+    """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor,
+    every one on the items ``denominator`` states (in the title: a point is only comparable on the same items)."""
     fig = figures.frontier(refs, sweep, colour, model)
+    title = f"{fig.layout.title.text}<br><sup>every point {html.escape(denominator)}</sup>"
     if point is not None:
         fig.add_trace(
             go.Scatter(
@@ -154,7 +164,7 @@ def frontier_figure(
                 hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
             )
         )
-    return ui.style(fig, height=560)
+    return ui.style(fig, title, height=560)
 
 
 def predictor_controls() -> tuple[int, int]:
@@ -252,13 +262,13 @@ with ui.guard():
         st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon=":material/explore:")
     if report is not None:
         predictor_numbers(report)
-    ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")
-    n_all = refs[0]["n_items"]
-    counts = f"fixed budgets, oracle and predictor on {count(n_all, 'item')}"
-    if sweep is not None and sweep["n_items"] != n_all:
-        counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
+    denominator = views.policy_denominator(loaded)
+    ui.chart(
+        frontier_figure(refs, sweep, point, report, colour, scope.focus, denominator),
+        f"policies-frontier-{scope.focus}",
+    )
     st.caption(
-        f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
+        f"Fixed budgets, oracle, cascade and predictor, every one {ui.escape_md(denominator)}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
         f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"
     )
     with st.expander("Frontier tables"):

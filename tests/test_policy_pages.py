@@ -7,6 +7,7 @@ with the ``--json`` output of the CLI command the page names, on the same small 
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import os
@@ -125,6 +126,11 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
     assert lines["budget predictor (levels q)"]["y"] == pytest.approx((100 * levels["accuracy"]).tolist())
     assert ("Target hit rate", ui.pct(report["target_hit_rate"])) == shown[9][:2]
+    # one denominator: every point of the chart on the items its title states, the CLI twins' own
+    assert report["denominator"] == sweep["denominator"]
+    (chart,) = at.get("plotly_chart")
+    assert html.escape(sweep["denominator"]) in json.loads(chart.proto.spec)["layout"]["title"]["text"]
+    assert set(rows["n_items"]) == {sweep["n_items"]}
 
 
 def test_policies_says_why_without_confidences(tmp_path):
