@@ -170,6 +170,11 @@ def panel(view: View, target: Target, key: str) -> None:
             return
         for note in out["untested"]:
             st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
+        verdict = out["verdict"]
+        st.markdown(
+            f"**{ui.escape_md(verdict['text'])}.**"
+            + (" The bars are drawn grey: read them as leads, not findings." if not verdict["n_surviving"] else "")
+        )
         if out["slices"] or out["pairs"]:
             ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
