@@ -20,7 +20,7 @@ from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colo
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, state, ui, walk
+from pages.common import data, small_n, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -262,7 +262,14 @@ def intervention_tab(view: View) -> None:
         )
     rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
     if rows:
-        ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
+        charted = [r for r in rows if r["n_terminal"] >= small_n.minimum()]
+        if charted:
+            ui.chart(recovery_figure(charted, out["top"]), f"recovery-{scope.focus}")
+        else:
+            small_n.too_few(max(r["n_terminal"] for r in rows))
+        if charted and len(charted) < len(rows):
+            left = ", ".join(f"{r['protocol']} ({r['n_terminal']:,})" for r in rows if r not in charted)
+            st.caption(f"Not drawn, too few terminal regressions for a chart: {ui.escape_md(left)}.")
         table = (
             pd.DataFrame(rows)
             .drop(columns=["recovery_ci"])
@@ -395,7 +402,8 @@ def isocompute_tab(view: View, colour: str) -> None:
                 help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
             )
             ui.note_metric(m4, "Items", f"{group['n_items']:,}", f"{group['n_excluded']:,} excluded (incomplete)")
-            ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
+            if not small_n.too_few(group["n_items"]):
+                ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
             table = pd.DataFrame(group["configs"])
             st.dataframe(
                 table,
@@ -465,7 +473,8 @@ def noise_tab(view: View) -> None:
         ui.pct(summary["mean_item_flip_rate"]),
         help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.",
     )
-    ui.chart(noise_figure(summary), f"noise-{scope.focus}")
+    if not small_n.too_few(summary["n_items_with_repeats"]):
+        ui.chart(noise_figure(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(summary["per_config"])
     st.dataframe(
         per_config,
@@ -561,7 +570,8 @@ def crossmodel_tab(view: View) -> None:
     c3.metric("Rescued", f"{out['rescued']:,}")
     c4.metric("Harmed", f"{out['harmed']:,}")
     ui.note_metric(c5, "Net", f"{100 * out['net']:+.1f} pp", f"McNemar p = {out['mcnemar_p']:.3g}")
-    ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
+    if not small_n.too_few(out["n_items"]):
+        ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
     shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
     st.markdown(

@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.present.tables import headline_frame
 from backend.report.palette import model_colours
-from pages.common import charts, data, scores, ui, walk
+from pages.common import charts, data, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -51,7 +51,8 @@ with ui.guard():
         column_config={"_index": st.column_config.TextColumn("metric (95% CI)")},
     )
     ui.downloads(table, "compare-headlines")
-    ui.vega(bars(table, colours), "compare-headlines")
+    if not small_n.too_few(report["n_items"]):
+        ui.vega(bars(table, colours), "compare-headlines")
     scores.compare_section(report, colours)
 
     st.subheader("Are the confused items the same items?")
@@ -65,13 +66,16 @@ with ui.guard():
     c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
     c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
+    few = small_n.too_few(ov["confused_by_any"], "confused item")
     with left:
-        ui.vega(charts.jaccard(ov), "confusion-jaccard")
+        if not few:
+            ui.vega(charts.jaccard(ov), "confusion-jaccard")
         ui.downloads(
             pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"),
             "confusion-jaccard",
         )
-    ui.vega(charts.intersections(ov), "confusion-intersections")
+    if not few:
+        ui.vega(charts.intersections(ov), "confusion-intersections")
     ui.downloads(
         pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]),
         "confusion-intersections",

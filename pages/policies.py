@@ -18,7 +18,7 @@ from backend.report import figures
 from backend.report.palette import INK, model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import data, small_n, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -263,10 +263,11 @@ with ui.guard():
     if report is not None:
         predictor_numbers(report)
     denominator = views.policy_denominator(loaded)
-    ui.chart(
-        frontier_figure(refs, sweep, point, report, colour, scope.focus, denominator),
-        f"policies-frontier-{scope.focus}",
-    )
+    if not small_n.too_few(refs[0]["n_items"]):
+        ui.chart(
+            frontier_figure(refs, sweep, point, report, colour, scope.focus, denominator),
+            f"policies-frontier-{scope.focus}",
+        )
     st.caption(
         f"Fixed budgets, oracle, cascade and predictor, every one {ui.escape_md(denominator)}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
         f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"

@@ -19,6 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
+from backend.present.text import count
 from backend.runtime import registry
 from backend.scope import annotations
 from backend.scope.resolve import Scope
@@ -141,7 +142,7 @@ def test_policies_says_why_without_confidences(tmp_path):
     )
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
     serve(store)
-    at.query_params.update({"bench": "bench", "models": "m"})
+    at.query_params.update({"bench": "bench", "models": "m", "chartn": "1"})  # 6 items: drawn at a minimum of 1
     at.run()
     at.switch_page("pages/policies.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -157,7 +158,7 @@ def test_policies_says_why_without_confidences(tmp_path):
 
 @pytest.mark.parametrize("tab", ["intervention", "isocompute", "noise", "crossmodel"])
 def test_audit_tabs_equal_the_cli(demo, capsys, tab):
-    at = open_page(demo, "pages/audits.py", atab=tab, grid=GRID, pix="100000")
+    at = open_page(demo, "pages/audits.py", atab=tab, grid=GRID, pix="100000", chartn="1")  # every chart drawn
     assert at.title[0].value == "Audits"
     base = ["--store", str(demo), "--benchmark", BENCH]
     if tab == "intervention":
@@ -190,6 +191,27 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert (shown["Rescued"], shown["Harmed"]) == (str(out["rescued"]), str(out["harmed"]))
         harmed = at.dataframe[0].value
         assert harmed[["benchmark", "item_id"]].to_dict("records") == out["harmed_items"]
+
+
+def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
+    """The sampling-intervention chart's recovery rates rest on the terminal regressions at the top budget: a few
+    items. Under the sidebar's minimum (default 10) a notice stands in its place; at 1 the chart is drawn."""
+    out = cli(
+        capsys, "audit", "interventions", "--store", str(demo), "--benchmark", BENCH, "--model", MODEL,
+        "--grid", "8f,16f,32f,64f", "--json",
+    )  # fmt: skip
+    n = max(p["recovery"]["n_terminal"] for p in out["protocols"])
+    assert 0 < n < 10
+    at = open_page(demo, "pages/audits.py", atab="intervention", grid=GRID)
+    assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set in the sidebar)." in [
+        i.value for i in at.info
+    ]
+    assert not at.get("plotly_chart")
+    assert at.sidebar.number_input(key="w_chartn").value == 10
+    at.sidebar.number_input(key="w_chartn").set_value(n).run()
+    assert at.query_params["chartn"] == str(n)
+    assert {t["name"] for t in traces(at).values()} >= {"recovered terminal regressions"}
+    assert not any("too few for a chart" in i.value for i in at.info)
 
 
 @pytest.mark.slow

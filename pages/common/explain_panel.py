@@ -23,7 +23,7 @@ from backend.report import figures
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import data, small_n, state, ui
 
 
 def explain_scope(view: View) -> View:
@@ -175,7 +175,7 @@ def panel(view: View, target: Target, key: str) -> None:
             f"**{ui.escape_md(verdict['text'])}.**"
             + (" The bars are drawn grey: read them as leads, not findings." if not verdict["n_surviving"] else "")
         )
-        if out["slices"] or out["pairs"]:
+        if (out["slices"] or out["pairs"]) and not small_n.too_few(out["n_selected"], "selected item"):
             ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
             st.caption(
