@@ -20,7 +20,7 @@ from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colo
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, small_n, state, ui, walk
+from pages.common import data, readable, small_n, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -131,14 +131,13 @@ def agreement_tables(out: dict) -> None:
             "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
             count(row["n_items"], "item"),
         )
-    st.dataframe(
+    readable.table(
         kappas,
-        hide_index=True,
-        column_config={
-            "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.3f"),
-            "agreement": st.column_config.NumberColumn("agreement", format="percent"),
-            "rescued": st.column_config.NumberColumn("right only under the protocol"),
-            "harmed": st.column_config.NumberColumn("right only under the base"),
+        {
+            "kappa": st.column_config.NumberColumn(format="%.3f"),
+            "agreement": st.column_config.NumberColumn(format="percent"),
+            "rescued": st.column_config.NumberColumn("Right only under the protocol"),
+            "harmed": st.column_config.NumberColumn("Right only under the base"),
         },
     )
     ui.downloads(kappas, "protocol-kappa")
@@ -160,7 +159,7 @@ def agreement_tables(out: dict) -> None:
     st.markdown(
         f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)"
     )
-    st.dataframe(tags, hide_index=True)
+    readable.table(tags)
     ui.downloads(tags, "protocol-tag-changes")
 
 
@@ -275,17 +274,15 @@ def intervention_tab(view: View) -> None:
             .drop(columns=["recovery_ci"])
             .assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
         )
-        st.dataframe(
+        readable.table(
             table,
-            hide_index=True,
-            column_config={
+            {
                 "n_terminal": st.column_config.NumberColumn(
-                    "n_terminal", help="terminal regressions that have this protocol's answer at the top budget"
+                    help="terminal regressions that have this protocol's answer at the top budget"
                 ),
-                "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
-                "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
-                "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
-                "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f"),
+                "recovery_rate": st.column_config.NumberColumn(format="percent"),
+                "harm_rate": st.column_config.NumberColumn(format="percent"),
+                "kappa_top": st.column_config.NumberColumn(format="%.3f"),
             },
         )
         ui.downloads(table, f"recovery-{scope.focus}")
@@ -405,15 +402,12 @@ def isocompute_tab(view: View, colour: str) -> None:
             if not small_n.too_few(group["n_items"]):
                 ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
             table = pd.DataFrame(group["configs"])
-            st.dataframe(
+            readable.table(
                 table,
-                hide_index=True,
-                column_config={
+                {
                     "accuracy": st.column_config.NumberColumn(format="percent"),
-                    "pixel_budget": st.column_config.NumberColumn("pixel budget", format="compact"),
-                    "unique_wins": st.column_config.NumberColumn(
-                        "right only here", help="items only this allocation answers"
-                    ),
+                    "pixel_budget": st.column_config.NumberColumn(format="compact"),
+                    "unique_wins": st.column_config.NumberColumn(help="items only this allocation answers"),
                 },
             )
 
@@ -476,21 +470,19 @@ def noise_tab(view: View) -> None:
     if not small_n.too_few(summary["n_items_with_repeats"]):
         ui.chart(noise_figure(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(summary["per_config"])
-    st.dataframe(
+    readable.table(
         per_config,
-        hide_index=True,
-        column_config={
-            "mean_flip_rate": st.column_config.NumberColumn("mean flip rate", format="percent"),
-            "share_noisy": st.column_config.NumberColumn("share of measured items that flip", format="percent"),
+        {
+            "mean_flip_rate": st.column_config.NumberColumn(format="percent"),
+            "share_noisy": st.column_config.NumberColumn("Share of measured items that flip", format="percent"),
         },
     )
     st.markdown(f"**Items with repeats** ({len(items):,}, noisiest first; select one to open it)")
     if not items.empty:
-        walk.item_table(
-            items,
-            "noiseitems",
-            {c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c},
+        shown, config = readable.prepare(
+            items, {c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c}
         )
+        walk.item_table(shown, "noiseitems", config)
         ui.downloads(items, f"noise-items-{scope.focus}")
 
 
@@ -578,7 +570,8 @@ def crossmodel_tab(view: View) -> None:
         f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
     )
     if not harmed.empty:
-        walk.item_table(harmed, "harmeditems", {"question": st.column_config.TextColumn(width="large")})
+        shown, config = readable.prepare(harmed, {"question": st.column_config.TextColumn(width="large")})
+        walk.item_table(shown, "harmeditems", config)
         ui.downloads(harmed, f"harmed-{a}-{b}")
 
 

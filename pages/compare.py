@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.present.tables import headline_frame
 from backend.report.palette import model_colours
-from pages.common import charts, data, scores, small_n, ui, walk
+from pages.common import charts, data, readable, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -87,12 +87,10 @@ with ui.guard():
     st.caption(
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
     )
-    walk.item_table(
+    shown, config = readable.prepare(
         dis.drop(columns=["benchmark"]),
-        "disagree",
         {
             "disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
-            "split_configs": st.column_config.NumberColumn("configs split"),
             "question": st.column_config.TextColumn(width="large"),
         }
         | {
@@ -100,5 +98,6 @@ with ui.guard():
             for c in acc_cols
         },
     )
+    walk.item_table(shown, "disagree", config)
     ui.downloads(dis, "disagreement")
     ui.twin(view, ["compare"], "--top", str(TOP))

@@ -18,7 +18,7 @@ from backend.report import figures
 from backend.report.palette import INK, model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, small_n, state, ui
+from pages.common import data, readable, small_n, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -274,22 +274,20 @@ with ui.guard():
     )
     with st.expander("Frontier tables"):
         table = pd.DataFrame(report["frontier"] if report is not None else refs)
-        st.dataframe(
+        readable.table(
             table,
-            hide_index=True,
-            column_config={
+            {
                 "accuracy": st.column_config.NumberColumn(format="percent"),
-                "cost_vs_top": st.column_config.NumberColumn("cost vs top", format="percent"),
-                "mean_frames": st.column_config.NumberColumn("mean frames", format="%.1f"),
+                "cost_vs_top": st.column_config.NumberColumn(format="percent"),
+                "mean_frames": st.column_config.NumberColumn(format="%.1f"),
             },
         )
         ui.downloads(table, f"policy-frontier-{scope.focus}")
         if sweep is not None:
             front = pd.DataFrame(sweep["frontier"])
-            st.dataframe(
+            readable.table(
                 front,
-                hide_index=True,
-                column_config={
+                {
                     c: st.column_config.NumberColumn(format="percent")
                     for c in ("accuracy", "cost_vs_top_shared", "cost_vs_top_unshared")
                 },

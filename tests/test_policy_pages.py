@@ -214,6 +214,31 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
     assert not any("too few for a chart" in i.value for i in at.info)
 
 
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [
+        ("pages/policies.py", {"ladder": LADDER}),
+        ("pages/audits.py", {"atab": "intervention"}),
+        ("pages/audits.py", {"atab": "isocompute", "pix": "100000"}),
+        ("pages/audits.py", {"atab": "noise"}),
+        ("pages/audits.py", {"atab": "crossmodel"}),
+        ("pages/compare.py", {}),
+    ],
+)
+def test_tables_read_in_plain_words_and_never_none(demo, page, params):
+    """Every table of the page: headers in plain words (sentence case, no snake_case; a model's name as it is),
+    and no missing value left for the grid to draw as "None"."""
+    at = open_page(demo, page, grid=GRID, chartn="1", **params)
+    models = {MODEL, "synthetic-B-13B"}
+    assert at.dataframe
+    for df in at.dataframe:
+        config = json.loads(df.proto.columns)
+        labels = [config.get(str(col), {}).get("label") or str(col) for col in df.value.columns]
+        for label in labels:
+            assert label in models or ("_" not in label and not label[0].islower()), (page, labels)
+        assert not df.value.isna().any().any(), (page, df.value.columns[df.value.isna().any()].tolist())
+
+
 @pytest.mark.slow
 def test_run_intervention_queues_the_terminal_regressions(tmp_path):
     """The page alone (AppTest drops a click's trigger when the multipage app re-resolves its page)."""
