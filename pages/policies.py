@@ -6,19 +6,15 @@ scope ``backend.views.single_scope``), so every number is also printed by ``traj
 ``trajaudit predictor`` with the command line shown under each section (generated from that scope).
 """
 
-import html
-
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend import views
 from backend.present.text import count
-from backend.report import figures
-from backend.report.palette import INK, model_colours
+from backend.report.palette import model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, readable, small_n, state, ui
+from pages.common import charts_audits, data, readable, small_n, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -112,59 +108,6 @@ def matching_numbers(sweep: dict) -> None:
             f"{match['mean_frames_shared']:.1f}",
             f"vs {sweep['fixed'][-1]['frames']} at {top}",
         )
-
-
-def frontier_figure(
-    refs: list[dict],
-    sweep: dict | None,
-    point: dict | None,
-    report: dict | None,
-    colour: str,
-    model: str,
-    denominator: str,
-) -> go.Figure:
-    """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor,
-    every one on the items ``denominator`` states (in the title: a point is only comparable on the same items)."""
-    fig = figures.frontier(refs, sweep, colour, model)
-    title = f"{fig.layout.title.text}<br><sup>every point {html.escape(denominator)}</sup>"
-    if point is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=[point["mean_frames_shared"]],
-                y=[100 * point["accuracy"]],
-                mode="markers",
-                name=f"threshold {point['threshold']:g}",
-                marker={"color": "white", "size": 14, "symbol": "circle", "line": {"color": colour, "width": 3}},
-                hovertemplate=f"t={point['threshold']:g}: %{{y:.1f}}% at %{{x:.1f}} frames<extra></extra>",
-            )
-        )
-    if report is not None:
-        rows = pd.DataFrame(report["frontier"])
-        levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
-        fig.add_trace(
-            go.Scatter(
-                x=levels["mean_frames"],
-                y=100 * levels["accuracy"],
-                mode="lines+markers",
-                name="budget predictor (levels q)",
-                line={"color": INK, "width": 2, "dash": "dash"},
-                marker={"size": 5, "symbol": "square"},
-                text=levels["label"],
-                hovertemplate="predictor %{text}: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-            )
-        )
-        arg = rows[rows["label"] == "argmax"].iloc[0]
-        fig.add_trace(
-            go.Scatter(
-                x=[arg["mean_frames"]],
-                y=[100 * arg["accuracy"]],
-                mode="markers",
-                name="budget predictor (argmax)",
-                marker={"color": INK, "size": 12, "symbol": "square"},
-                hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-            )
-        )
-    return ui.style(fig, title, height=560)
 
 
 def predictor_controls() -> tuple[int, int]:
@@ -264,12 +207,12 @@ with ui.guard():
         predictor_numbers(report)
     denominator = views.policy_denominator(loaded)
     if not small_n.too_few(refs[0]["n_items"]):
-        ui.chart(
-            frontier_figure(refs, sweep, point, report, colour, scope.focus, denominator),
+        ui.vega(
+            charts_audits.frontier(refs, sweep, point, report, colour, scope.focus, denominator),
             f"policies-frontier-{scope.focus}",
         )
     st.caption(
-        f"Fixed budgets, oracle, cascade and predictor, every one {ui.escape_md(denominator)}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
+        f"Fixed budgets, oracle, cascade and predictor, every one {ui.escape_md(denominator)}. Hover a point for its threshold or level; the cascade's cost without frame sharing is in the frontier tables. "
         f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"
     )
     with st.expander("Frontier tables"):

@@ -6,15 +6,13 @@ with the ``--json`` output of the CLI command the page names, on the same small 
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -80,17 +78,16 @@ def metrics(at: AppTest) -> list[tuple[str, str, str]]:
     return [(m.label, m.value, m.delta) for m in at.metric]
 
 
-def _array(value):
-    """A trace array as a list: Plotly ships numeric arrays base64-encoded (``{"dtype", "bdata"}``)."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
-    return value
+def chart(at: AppTest) -> tuple[pd.DataFrame, dict]:
+    """The page's one Vega-Lite chart: its data (Streamlit sends a spec's values as an Arrow table) and its spec."""
+    (drawn,) = at.get("vega_lite_chart")
+    return pa.ipc.open_stream(drawn.proto.data.data).read_pandas(), json.loads(drawn.proto.spec)
 
 
 def traces(at: AppTest) -> dict[str, dict]:
-    """The page's one chart, traces by name, arrays decoded."""
-    (chart,) = at.get("plotly_chart")
-    return {t["name"]: {k: _array(v) for k, v in t.items()} for t in json.loads(chart.proto.spec)["data"]}
+    """The chart's points by series (``pages.common.charts_audits``' ``series`` column), each column as a list."""
+    data, _ = chart(at)
+    return {name: {c: rows[c].tolist() for c in rows.columns} for name, rows in data.groupby("series", sort=False)}
 
 
 def test_policies_numbers_equal_the_cli(demo, capsys):
@@ -116,7 +113,7 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert lines["threshold 0.6"]["x"] == pytest.approx([point["mean_frames_shared"]])
     assert lines[f"matches {sweep['ladder'][-1]}"]["y"] == pytest.approx([100 * match["accuracy"]])
     fixed = lines["fixed budgets"]
-    assert fixed["text"] == LADDER.split(",") and fixed["y"] == pytest.approx(
+    assert fixed["label"] == LADDER.split(",") and fixed["y"] == pytest.approx(
         [100 * f["accuracy"] for f in sweep["fixed"]]
     )
 
@@ -129,8 +126,8 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert ("Target hit rate", ui.pct(report["target_hit_rate"])) == shown[9][:2]
     # one denominator: every point of the chart on the items its title states, the CLI twins' own
     assert report["denominator"] == sweep["denominator"]
-    (chart,) = at.get("plotly_chart")
-    assert html.escape(sweep["denominator"]) in json.loads(chart.proto.spec)["layout"]["title"]["text"]
+    assert chart(at)[1]["title"]["subtitle"] == f"every point {sweep['denominator']}"
+    assert fixed["y"][-1] == pytest.approx(100 * sweep["top_accuracy"])  # "matches 128f" is read against this point
     assert set(rows["n_items"]) == {sweep["n_items"]}
 
 
@@ -176,13 +173,18 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert len(out["groups"]) == 2
         shown = [v for label, v, _ in metrics(at) if label == "Complementarity"]
         assert shown == [ui.pct(g["complementarity"]) for g in out["groups"]]
+        drawn = [pa.ipc.open_stream(c.proto.data.data).read_pandas() for c in at.get("vega_lite_chart")]
+        assert len(drawn) == 2 * len(out["groups"])  # per group: accuracy per allocation, items per pattern
+        for group, acc in zip(out["groups"], drawn[::2], strict=True):
+            expected = [100 * c["accuracy"] for c in group["configs"]] + [100 * group["oracle_accuracy"]]
+            assert acc["value"].tolist() == pytest.approx(expected)
     elif tab == "noise":
         out = cli(capsys, "audit", "noise", *base, "--model", MODEL, "--grid", GRID, "--json")
         shown = dict((label, v) for label, v, _ in metrics(at))
         assert shown["Items with repeats"] == str(out["n_items_with_repeats"])
         assert shown["Mean item flip rate"] == ui.pct(out["mean_item_flip_rate"])
         bars = traces(at)
-        assert bars["harmed, within noise"]["y"] == [-t["harmed_within"] for t in out["transitions"]]
+        assert bars["harmed, within noise"]["items"] == [-t["harmed_within"] for t in out["transitions"]]
     else:
         out = cli(
             capsys, "audit", "crossmodel", *base, "--models", f"{MODEL},synthetic-B-13B", "--config", "128f", "--json"
@@ -191,6 +193,10 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert (shown["Rescued"], shown["Harmed"]) == (str(out["rescued"]), str(out["harmed"]))
         harmed = at.dataframe[0].value
         assert harmed[["benchmark", "item_id"]].to_dict("records") == out["harmed_items"]
+        bars = traces(at)["rescued (wrong → right)"]
+        assert dict(zip(bars["task_type"], bars["items"], strict=True)) == {
+            r["task_type"]: r["rescued"] for r in out["by_task_type"]
+        }
 
 
 def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
@@ -206,11 +212,13 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
     assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set in the sidebar)." in [
         i.value for i in at.info
     ]
-    assert not at.get("plotly_chart")
+    assert not at.get("vega_lite_chart")
     assert at.sidebar.number_input(key="w_chartn").value == 10
     at.sidebar.number_input(key="w_chartn").set_value(n).run()
     assert at.query_params["chartn"] == str(n)
-    assert {t["name"] for t in traces(at).values()} >= {"recovered terminal regressions"}
+    recovered = traces(at)["recovered terminal regressions"]
+    charted = [p["recovery"] for p in out["protocols"] if p["recovery"]["n_terminal"] >= n]
+    assert recovered["label"] == [f"{r['n_recovered']} of {r['n_terminal']}" for r in charted]
     assert not any("too few for a chart" in i.value for i in at.info)
 
 

@@ -218,8 +218,9 @@ def draw() -> View | None:
             "Chart export format",
             options=list(ui.EXPORT_FORMATS),
             default="png",
-            help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
-            "a PNG from their menu; the Sankey saves an SVG from its own button.",
+            help="For the Plotly charts' camera button (Items heatmap, re-runs, Why these items?). Vega-Lite charts "
+            "(Overview, Inspector, Compare, Policies, Audits) save a PNG from their menu; the Sankey saves an SVG "
+            "from its own button.",
         )
 
     item_filter = ItemFilter(
