@@ -63,11 +63,12 @@ def cell_text(value: object, fmt: str | None = None) -> str:
         return DASH
     if isinstance(value, bool) or not isinstance(value, Real):
         return str(value)
+    number = float(value)
     if fmt == "percent":
-        return f"{100 * float(value):.2f}%"
+        return f"{100 * number:.2f}%"
     if fmt and fmt.startswith("%"):
-        return fmt % value
-    return f"{int(value):,}" if float(value).is_integer() else f"{float(value):.4g}"
+        return fmt % number
+    return f"{int(number):,}" if number.is_integer() else f"{number:.4g}"
 
 
 def dashed(frame: pd.DataFrame, formats: Mapping[str, str | None] | None = None) -> tuple[pd.DataFrame, list[str]]:
