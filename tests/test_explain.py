@@ -140,7 +140,7 @@ def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
     drawn = (out["slices"] + out["pairs"][: len(out["slices"]) // 3])[::-1]
     grey = [rgba(NEUTRAL, 0.35 if r["small"] else 0.9) for r in drawn]
     assert [c == g for c, g in zip(bars.data[0].marker.color, grey, strict=True)] == [not r["survives"] for r in drawn]
-    assert html.escape(out["verdict"]["text"]) in bars.layout.title.text
+    assert bars.layout.title.subtitle.text == html.escape(out["verdict"]["text"])
 
 
 def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():

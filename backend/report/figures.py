@@ -354,6 +354,7 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     what = escape(report["target"]["describe"])
     title = (
         f"Why these items? {what}: {report['n_selected']:,} of {count(report['n_scope'], 'item')}, top slices by BH q"
-        f"<br><sup>{escape(report['verdict']['text'])}</sup>"
     )
-    return style(fig, title, 140 + 26 * len(rows))
+    fig = style(fig, title, 140 + 26 * len(rows))
+    fig.update_layout(title_subtitle_text=escape(report["verdict"]["text"]))  # a subtitle: a "<br>" line is clipped
+    return fig
