@@ -193,10 +193,12 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
         }
         for m, c in models.items()
     ]
-    if small_n.too_few(min(c["n_items"] for c in models.values()), "scored item"):
+    scored_n = sorted({c["n_items"] for c in models.values()})
+    if small_n.too_few(scored_n[0], "scored item"):
         return
     spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
-    spec["title"] = "Oracle gaps side by side (score points, 95% CI)"
+    on = f"on {count(scored_n[0], 'scored item')}" if len(scored_n) == 1 else "each model on its own scored items"
+    spec["title"] = f"Oracle gaps side by side (score points, 95% CI), {on}"
     spec["layer"][0]["encoding"]["y"]["title"] = "score points"
     spec["encoding"]["tooltip"][2]["title"] = "score points"
     ui.vega(spec, "compare-scores")
