@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.present.tables import headline_frame
+from backend.present.text import count
 from backend.report.palette import model_colours
 from pages.common import charts, data, readable, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
@@ -32,6 +33,14 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> dict:
     return charts.headline_bars(rows, table["model"].tolist(), colours, x_title)
 
 
+def titled(spec: dict, n_items: int) -> dict:
+    """The headline bars' spec with the one denominator every bar shares under its title (the matched items)."""
+    return {
+        **spec,
+        "title": {"text": spec["title"], "subtitle": f"every bar on the same {count(n_items, 'matched item')}"},
+    }
+
+
 ensure_entrypoint()
 view = st.session_state["view"]
 st.title("Compare")
@@ -48,11 +57,11 @@ with ui.guard():
     table = headline_frame({"models": report["metrics"]})
     st.dataframe(
         ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
-        column_config={"_index": st.column_config.TextColumn("metric (95% CI)")},
+        column_config={"_index": st.column_config.TextColumn("Metric (95% CI)")},
     )
     ui.downloads(table, "compare-headlines")
     if not small_n.too_few(report["n_items"]):
-        ui.vega(bars(table, colours), "compare-headlines")
+        ui.vega(titled(bars(table, colours), report["n_items"]), "compare-headlines")
     scores.compare_section(report, colours)
 
     st.subheader("Are the confused items the same items?")
