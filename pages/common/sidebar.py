@@ -205,6 +205,7 @@ def draw() -> View | None:
     )
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
     cutoff = scores.cutoff_control(sb, choices["scored"])
+    sb.markdown("**Charts**")
     small_n.control(sb)
 
     with sb.expander("Videos and export"):
