@@ -434,6 +434,12 @@ def fixed_budgets(ladder: cascade.Ladder) -> list[PredictorRow]:
     return predictor.reference_rows(ladder)
 
 
+def policy_denominator(ladder: cascade.Ladder) -> str:
+    """The items every policy on ``ladder`` is compared on, in words (``cascade --json`` and ``predictor --json``'s
+    ``denominator``): the Policies page states it on its frontier even when neither report could be made."""
+    return cascade.denominator(ladder)
+
+
 # The Audits page's choices of protocol and budget: label logic the page and ``audit interventions`` share.
 grid_up_to, intervention_labels, protocol_tops = (
     interventions.grid_up_to,

@@ -8,19 +8,17 @@ Only the open tab is computed.
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 from streamlit.errors import StreamlitAPIException
 
 from backend import views
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit
 from backend.present.text import count
-from backend.report.palette import CORRECT, FLOW_COLOURS, INK, WRONG, model_colours, rgba
+from backend.report.palette import model_colours
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, state, ui, walk
+from pages.common import charts_audits, data, readable, small_n, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -34,7 +32,6 @@ TABS = {
 }
 CROSS_ITEM_COLUMNS = ("benchmark", "item_id", "task_type", "question")
 CROSS_LIMIT = 500
-FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
 
 
 def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: str | None = "--model") -> str:
@@ -76,48 +73,6 @@ def cross(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, 
 # --- sampling intervention -------------------------------------------------------------------------
 
 
-def recovery_figure(rows: list[dict], top: str) -> go.Figure:
-    """Recovery (terminal regressions right under the protocol) and harm (top-correct items lost), with CIs."""
-    names = [r["protocol"] for r in rows]
-    rate = [100 * (r["recovery_rate"] or 0) for r in rows]
-    ci = [r["recovery_wilson"] or [r["recovery_rate"] or 0] * 2 for r in rows]
-    fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=names,
-            y=rate,
-            name="recovered terminal regressions",
-            marker_color=CORRECT,
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "color": INK,
-                "array": [100 * c[1] - v for c, v in zip(ci, rate, strict=True)],
-                "arrayminus": [v - 100 * c[0] for c, v in zip(ci, rate, strict=True)],
-            },
-            customdata=[[r["n_recovered"], r["n_terminal"], r["policy"]] for r in rows],
-            textposition="outside",
-            text=[f"{r['n_recovered']} of {r['n_terminal']}" for r in rows],
-            hovertemplate="%{customdata[2]}: recovers %{customdata[0]} of %{customdata[1]} (%{y:.1f}%)<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            x=names,
-            y=[100 * (r["harm_rate"] or 0) for r in rows],
-            name=f"harmed (right at {top}, wrong under the protocol)",
-            marker_color=WRONG,
-            hovertemplate="%{x}: harms %{y:.1f}% of the items right at " + top + "<extra></extra>",
-        )
-    )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text=f"protocol at the top budget {top}")
-    fig.update_yaxes(title_text="share of items (%)", rangemode="tozero")
-    return ui.style(
-        fig, f"Recovery of the terminal regressions at {top} under each protocol (Wilson 95% CI)", height=400
-    )
-
-
 def agreement_tables(out: dict) -> None:
     kappas = pd.DataFrame([{"protocol": row["protocol"], **c} for row in out["protocols"] for c in row["per_config"]])
     st.markdown(
@@ -131,14 +86,13 @@ def agreement_tables(out: dict) -> None:
             "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
             count(row["n_items"], "item"),
         )
-    st.dataframe(
+    readable.table(
         kappas,
-        hide_index=True,
-        column_config={
-            "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.3f"),
-            "agreement": st.column_config.NumberColumn("agreement", format="percent"),
-            "rescued": st.column_config.NumberColumn("right only under the protocol"),
-            "harmed": st.column_config.NumberColumn("right only under the base"),
+        {
+            "kappa": st.column_config.NumberColumn(format="%.3f"),
+            "agreement": st.column_config.NumberColumn(format="percent"),
+            "rescued": st.column_config.NumberColumn("Right only under the protocol"),
+            "harmed": st.column_config.NumberColumn("Right only under the base"),
         },
     )
     ui.downloads(kappas, "protocol-kappa")
@@ -160,7 +114,7 @@ def agreement_tables(out: dict) -> None:
     st.markdown(
         f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)"
     )
-    st.dataframe(tags, hide_index=True)
+    readable.table(tags)
     ui.downloads(tags, "protocol-tag-changes")
 
 
@@ -262,29 +216,35 @@ def intervention_tab(view: View) -> None:
         )
     rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
     if rows:
-        ui.chart(recovery_figure(rows, out["top"]), f"recovery-{scope.focus}")
+        charted = [r for r in rows if r["n_terminal"] >= small_n.minimum()]
+        if charted:
+            ui.vega(charts_audits.recovery(charted, out["top"]), f"recovery-{scope.focus}")
+        else:
+            small_n.too_few(max(r["n_terminal"] for r in rows))
+        if charted and len(charted) < len(rows):
+            left = ", ".join(f"{r['protocol']} ({r['n_terminal']:,})" for r in rows if r not in charted)
+            st.caption(f"Not drawn, too few terminal regressions for a chart: {ui.escape_md(left)}.")
         table = (
             pd.DataFrame(rows)
             .drop(columns=["recovery_ci"])
             .assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
         )
-        st.dataframe(
+        readable.table(
             table,
-            hide_index=True,
-            column_config={
+            {
                 "n_terminal": st.column_config.NumberColumn(
-                    "n_terminal", help="terminal regressions that have this protocol's answer at the top budget"
+                    help="terminal regressions that have this protocol's answer at the top budget"
                 ),
-                "recovery_wilson": st.column_config.TextColumn("recovery interval (Wilson)"),
-                "recovery_rate": st.column_config.NumberColumn("recovery rate", format="percent"),
-                "harm_rate": st.column_config.NumberColumn("harm rate", format="percent"),
-                "kappa_top": st.column_config.NumberColumn("kappa at top", format="%.3f"),
+                "recovery_rate": st.column_config.NumberColumn(format="percent"),
+                "harm_rate": st.column_config.NumberColumn(format="percent"),
+                "kappa_top": st.column_config.NumberColumn(format="%.3f"),
             },
         )
         ui.downloads(table, f"recovery-{scope.focus}")
         st.caption(
-            "Each protocol is read on the items that have its answer at the top budget as well as the whole base grid: "
-            "n_terminal counts the terminal regressions among them (the run below covers every one of the grid)."
+            "Each protocol is read on its own items (the Items column): those with its answer at the top budget as well "
+            "as the whole base grid; Terminal regressions counts those among them (the run below covers every one of "
+            "the grid)."
         )
     elif out["protocols"]:
         st.info(
@@ -297,53 +257,6 @@ def intervention_tab(view: View) -> None:
 
 
 # --- iso-compute -----------------------------------------------------------------------------------
-
-
-def group_figure(group: dict, colour: str) -> go.Figure:
-    """Accuracy per allocation beside the oracle over them; which allocations answer each item."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.45, 0.55],
-        horizontal_spacing=0.12,
-        subplot_titles=("accuracy per allocation (%)", "items by which allocations answer them"),
-    )
-    cfgs = group["configs"]
-    names = [c["config"] for c in cfgs] + ["oracle"]
-    fig.add_trace(
-        go.Bar(
-            x=names,
-            y=[100 * c["accuracy"] for c in cfgs] + [100 * group["oracle_accuracy"]],
-            showlegend=False,
-            marker_color=[colour] * len(cfgs) + [CORRECT],
-            text=[f"{100 * c['accuracy']:.1f}" for c in cfgs] + [f"{100 * group['oracle_accuracy']:.1f}"],
-            textposition="outside",
-            hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    patterns = pd.Series(group["patterns"]).sort_values(ascending=False)
-    shade = {"all": CORRECT, "none": WRONG}
-    fig.add_trace(
-        go.Bar(
-            x=patterns.index,
-            y=patterns.to_numpy(),
-            showlegend=False,
-            marker_color=[shade.get(p, colour) for p in patterns.index],
-            hovertemplate="right under %{x}: %{y} items<extra></extra>",
-        ),
-        row=1,
-        col=2,
-    )
-    fig.update_xaxes(title_text="allocation (frames@pixels per frame)", row=1, col=1)
-    fig.update_xaxes(title_text="allocations right on the item", row=1, col=2)
-    fig.update_yaxes(title_text="accuracy (%)", range=[0, 105], row=1, col=1)
-    fig.update_yaxes(title_text="items", row=1, col=2)
-    budget = cfgs[0]["pixel_budget"]
-    return ui.style(
-        fig, f"Allocations of ~{budget / 1e6:.2f} M pixels: {', '.join(c['config'] for c in cfgs)}", height=400
-    )
 
 
 def isocompute_tab(view: View, colour: str) -> None:
@@ -395,47 +308,24 @@ def isocompute_tab(view: View, colour: str) -> None:
                 help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
             )
             ui.note_metric(m4, "Items", f"{group['n_items']:,}", f"{group['n_excluded']:,} excluded (incomplete)")
-            ui.chart(group_figure(group, colour), f"isocompute-{scope.focus}-{k}")
+            if not small_n.too_few(group["n_items"]):
+                for col, (part, spec) in zip(
+                    st.columns([2, 3]), enumerate(charts_audits.allocations(group, colour)), strict=True
+                ):
+                    with col:
+                        ui.vega(spec, f"isocompute-{scope.focus}-{k}-{part}")
             table = pd.DataFrame(group["configs"])
-            st.dataframe(
+            readable.table(
                 table,
-                hide_index=True,
-                column_config={
+                {
                     "accuracy": st.column_config.NumberColumn(format="percent"),
-                    "pixel_budget": st.column_config.NumberColumn("pixel budget", format="compact"),
-                    "unique_wins": st.column_config.NumberColumn(
-                        "right only here", help="items only this allocation answers"
-                    ),
+                    "pixel_budget": st.column_config.NumberColumn(format="compact"),
+                    "unique_wins": st.column_config.NumberColumn(help="items only this allocation answers"),
                 },
             )
 
 
 # --- noise ------------------------------------------------------------------------------------------
-
-
-def noise_figure(summary: dict) -> go.Figure:
-    """Rescued (up) and harmed (down) per step, each split into beyond noise, unmeasured and within noise."""
-    trans = summary["transitions"]
-    x = [f"{t['from']} → {t['to']}" for t in trans]
-    fig = go.Figure()
-    for cls in ("beyond", "unmeasured", "within"):
-        for sign, kind, colour in ((1, "rescued", CORRECT), (-1, "harmed", WRONG)):
-            fig.add_trace(
-                go.Bar(
-                    x=x,
-                    y=[sign * t[f"{kind}_{cls}"] for t in trans],
-                    name=f"{kind}, {cls} noise" if cls != "unmeasured" else f"{kind}, no repeats",
-                    marker={"color": rgba(colour, FLIP_SHADES[cls]), "line": {"color": colour, "width": 1}},
-                    hovertemplate=f"%{{x}}: %{{customdata}} {kind} ({cls})<extra></extra>",
-                    customdata=[t[f"{kind}_{cls}"] for t in trans],
-                )
-            )
-    fig.update_layout(barmode="relative")
-    fig.update_xaxes(title_text="transition between configurations")
-    fig.update_yaxes(title_text="items (↑ rescued, ↓ harmed)", zeroline=True, zerolinecolor="#888")
-    return ui.style(
-        fig, f"{summary['model']}: flips beyond the item's repeat noise, within it, or unmeasured", height=460
-    )
 
 
 def noise_tab(view: View) -> None:
@@ -465,70 +355,26 @@ def noise_tab(view: View) -> None:
         ui.pct(summary["mean_item_flip_rate"]),
         help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.",
     )
-    ui.chart(noise_figure(summary), f"noise-{scope.focus}")
+    if not small_n.too_few(summary["n_items_with_repeats"]):
+        ui.vega(charts_audits.noise(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(summary["per_config"])
-    st.dataframe(
+    readable.table(
         per_config,
-        hide_index=True,
-        column_config={
-            "mean_flip_rate": st.column_config.NumberColumn("mean flip rate", format="percent"),
-            "share_noisy": st.column_config.NumberColumn("share of measured items that flip", format="percent"),
+        {
+            "mean_flip_rate": st.column_config.NumberColumn(format="percent"),
+            "share_noisy": st.column_config.NumberColumn("Share of measured items that flip", format="percent"),
         },
     )
     st.markdown(f"**Items with repeats** ({len(items):,}, noisiest first; select one to open it)")
     if not items.empty:
-        walk.item_table(
-            items,
-            "noiseitems",
-            {c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c},
+        shown, config = readable.prepare(
+            items, {c: st.column_config.NumberColumn(format="%.2f") for c in items.columns if "flip_rate" in c}
         )
+        walk.item_table(shown, "noiseitems", config)
         ui.downloads(items, f"noise-items-{scope.focus}")
 
 
 # --- cross-model flows -----------------------------------------------------------------------------
-
-
-def cross_figure(out: dict) -> go.Figure:
-    by = pd.DataFrame(out["by_task_type"]).sort_values(["rescued", "harmed"], ascending=True)
-    fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            y=by["task_type"],
-            x=by["rescued"],
-            orientation="h",
-            name="rescued (wrong → right)",
-            marker_color=FLOW_COLOURS["rescued"],
-            customdata=by["n"],
-            hovertemplate="%{y}: %{x} rescued of %{customdata} items<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            y=by["task_type"],
-            x=-by["harmed"],
-            orientation="h",
-            name="harmed (right → wrong)",
-            marker_color=FLOW_COLOURS["harmed"],
-            customdata=by[["harmed", "n"]],
-            hovertemplate="%{y}: %{customdata[0]} harmed of %{customdata[1]} items<extra></extra>",
-        )
-    )
-    fig.update_layout(barmode="relative")
-    reach = int(max(by["rescued"].max(), by["harmed"].max(), 1))
-    ticks = list(range(-reach, reach + 1, -(-reach // 4)))
-    fig.update_xaxes(
-        title_text="items (← harmed, rescued →)",
-        zeroline=True,
-        zerolinecolor="#888",
-        range=[-reach * 1.05, reach * 1.05],
-        tickvals=ticks,
-        ticktext=[str(abs(t)) for t in ticks],
-    )
-    fig.update_yaxes(title_text="task type", type="category")
-    title = (
-        f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type"
-    )
-    return ui.style(fig, title, height=160 + 28 * len(by))
 
 
 def crossmodel_tab(view: View) -> None:
@@ -561,14 +407,16 @@ def crossmodel_tab(view: View) -> None:
     c3.metric("Rescued", f"{out['rescued']:,}")
     c4.metric("Harmed", f"{out['harmed']:,}")
     ui.note_metric(c5, "Net", f"{100 * out['net']:+.1f} pp", f"McNemar p = {out['mcnemar_p']:.3g}")
-    ui.chart(cross_figure(out), f"crossmodel-{a}-{b}")
+    if not small_n.too_few(out["n_items"]):
+        ui.vega(charts_audits.crossmodel(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
     shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
     st.markdown(
         f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
     )
     if not harmed.empty:
-        walk.item_table(harmed, "harmeditems", {"question": st.column_config.TextColumn(width="large")})
+        shown, config = readable.prepare(harmed, {"question": st.column_config.TextColumn(width="large")})
+        walk.item_table(shown, "harmeditems", config)
         ui.downloads(harmed, f"harmed-{a}-{b}")
 
 

@@ -4,8 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from backend.present.tables import headline_frame
+from backend.present.text import count
 from backend.report.palette import model_colours
-from pages.common import charts, data, scores, ui, walk
+from pages.common import charts, data, readable, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (
@@ -32,6 +33,14 @@ def bars(table: pd.DataFrame, colours: dict[str, str]) -> dict:
     return charts.headline_bars(rows, table["model"].tolist(), colours, x_title)
 
 
+def titled(spec: dict, n_items: int) -> dict:
+    """The headline bars' spec with the one denominator every bar shares under its title (the matched items)."""
+    return {
+        **spec,
+        "title": {"text": spec["title"], "subtitle": f"every bar on the same {count(n_items, 'matched item')}"},
+    }
+
+
 ensure_entrypoint()
 view = st.session_state["view"]
 st.title("Compare")
@@ -48,10 +57,11 @@ with ui.guard():
     table = headline_frame({"models": report["metrics"]})
     st.dataframe(
         ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
-        column_config={"_index": st.column_config.TextColumn("metric (95% CI)")},
+        column_config={"_index": st.column_config.TextColumn("Metric (95% CI)")},
     )
     ui.downloads(table, "compare-headlines")
-    ui.vega(bars(table, colours), "compare-headlines")
+    if not small_n.too_few(report["n_items"]):
+        ui.vega(titled(bars(table, colours), report["n_items"]), "compare-headlines")
     scores.compare_section(report, colours)
 
     st.subheader("Are the confused items the same items?")
@@ -65,13 +75,16 @@ with ui.guard():
     c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
     c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
+    few = small_n.too_few(ov["confused_by_any"], "confused item")
     with left:
-        ui.vega(charts.jaccard(ov), "confusion-jaccard")
+        if not few:
+            ui.vega(charts.jaccard(ov), "confusion-jaccard")
         ui.downloads(
             pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"),
             "confusion-jaccard",
         )
-    ui.vega(charts.intersections(ov), "confusion-intersections")
+    if not few:
+        ui.vega(charts.intersections(ov), "confusion-intersections")
     ui.downloads(
         pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]),
         "confusion-intersections",
@@ -83,12 +96,10 @@ with ui.guard():
     st.caption(
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
     )
-    walk.item_table(
+    shown, config = readable.prepare(
         dis.drop(columns=["benchmark"]),
-        "disagree",
         {
             "disagreement": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
-            "split_configs": st.column_config.NumberColumn("configs split"),
             "question": st.column_config.TextColumn(width="large"),
         }
         | {
@@ -96,5 +107,6 @@ with ui.guard():
             for c in acc_cols
         },
     )
+    walk.item_table(shown, "disagree", config)
     ui.downloads(dis, "disagreement")
     ui.twin(view, ["compare"], "--top", str(TOP))

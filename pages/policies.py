@@ -7,16 +7,14 @@ scope ``backend.views.single_scope``), so every number is also printed by ``traj
 """
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend import views
 from backend.present.text import count
-from backend.report import figures
-from backend.report.palette import INK, model_colours
+from backend.report.palette import model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import charts_audits, data, readable, small_n, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -110,51 +108,6 @@ def matching_numbers(sweep: dict) -> None:
             f"{match['mean_frames_shared']:.1f}",
             f"vs {sweep['fixed'][-1]['frames']} at {top}",
         )
-
-
-def frontier_figure(
-    refs: list[dict], sweep: dict | None, point: dict | None, report: dict | None, colour: str, model: str
-) -> go.Figure:
-    """Accuracy (%) vs mean frames per item: fixed budgets, oracle, cascade frontier, the chosen point, the predictor."""
-    fig = figures.frontier(refs, sweep, colour, model)
-    if point is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=[point["mean_frames_shared"]],
-                y=[100 * point["accuracy"]],
-                mode="markers",
-                name=f"threshold {point['threshold']:g}",
-                marker={"color": "white", "size": 14, "symbol": "circle", "line": {"color": colour, "width": 3}},
-                hovertemplate=f"t={point['threshold']:g}: %{{y:.1f}}% at %{{x:.1f}} frames<extra></extra>",
-            )
-        )
-    if report is not None:
-        rows = pd.DataFrame(report["frontier"])
-        levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
-        fig.add_trace(
-            go.Scatter(
-                x=levels["mean_frames"],
-                y=100 * levels["accuracy"],
-                mode="lines+markers",
-                name="budget predictor (levels q)",
-                line={"color": INK, "width": 2, "dash": "dash"},
-                marker={"size": 5, "symbol": "square"},
-                text=levels["label"],
-                hovertemplate="predictor %{text}: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-            )
-        )
-        arg = rows[rows["label"] == "argmax"].iloc[0]
-        fig.add_trace(
-            go.Scatter(
-                x=[arg["mean_frames"]],
-                y=[100 * arg["accuracy"]],
-                mode="markers",
-                name="budget predictor (argmax)",
-                marker={"color": INK, "size": 12, "symbol": "square"},
-                hovertemplate="predictor argmax: %{y:.1f}% at %{x:.1f} frames<extra></extra>",
-            )
-        )
-    return ui.style(fig, height=560)
 
 
 def predictor_controls() -> tuple[int, int]:
@@ -252,33 +205,32 @@ with ui.guard():
         st.warning(f"No budget predictor: {ui.escape_md(exc)}.", icon=":material/explore:")
     if report is not None:
         predictor_numbers(report)
-    ui.chart(frontier_figure(refs, sweep, point, report, colour, scope.focus), f"policies-frontier-{scope.focus}")
-    n_all = refs[0]["n_items"]
-    counts = f"fixed budgets, oracle and predictor on {count(n_all, 'item')}"
-    if sweep is not None and sweep["n_items"] != n_all:
-        counts += f"; the cascade on the {sweep['n_items']:,} with confidences at every budget"
+    denominator = views.policy_denominator(loaded)
+    if not small_n.too_few(refs[0]["n_items"]):
+        ui.vega(
+            charts_audits.frontier(refs, sweep, point, report, colour, scope.focus, denominator),
+            f"policies-frontier-{scope.focus}",
+        )
     st.caption(
-        f"{counts}. Hover a point for its threshold or level; the dotted cascade line (legend) pays every budget visited. "
+        f"Fixed budgets, oracle, cascade and predictor, every one {ui.escape_md(denominator)}. Hover a point for its threshold or level; the cascade's cost without frame sharing is in the frontier tables. "
         f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"
     )
     with st.expander("Frontier tables"):
         table = pd.DataFrame(report["frontier"] if report is not None else refs)
-        st.dataframe(
+        readable.table(
             table,
-            hide_index=True,
-            column_config={
+            {
                 "accuracy": st.column_config.NumberColumn(format="percent"),
-                "cost_vs_top": st.column_config.NumberColumn("cost vs top", format="percent"),
-                "mean_frames": st.column_config.NumberColumn("mean frames", format="%.1f"),
+                "cost_vs_top": st.column_config.NumberColumn(format="percent"),
+                "mean_frames": st.column_config.NumberColumn(format="%.1f"),
             },
         )
         ui.downloads(table, f"policy-frontier-{scope.focus}")
         if sweep is not None:
             front = pd.DataFrame(sweep["frontier"])
-            st.dataframe(
+            readable.table(
                 front,
-                hide_index=True,
-                column_config={
+                {
                     c: st.column_config.NumberColumn(format="percent")
                     for c in ("accuracy", "cost_vs_top_shared", "cost_vs_top_unshared")
                 },

@@ -134,3 +134,41 @@ def test_cli_json_matches_the_backend(hand_store, capsys):
     assert swept["matching"]["threshold"] == 0.3 and len(swept["frontier"]) == 9
     assert main(["cascade", "--store", root, "--model", "m", "--ladder", "32f,16f", "--sweep"]) == 2
     assert "not cheaper" in capsys.readouterr().err
+
+
+def test_every_policy_shares_the_cascade_denominator(store, capsys):
+    """A fifth item answered at every budget but with no confidence (wrong at 128f): on all five items 128f reads
+    3/5, on the cascade's four 3/4. The fixed points, the oracle, the predictor and the cascade are all on the
+    four, so the point "matching 128f" sits at 128f's accuracy, and the CLI twins state that denominator."""
+    correct = [*CORRECT, [1, 0, 1, 0]]
+    conf = [*CONF, [np.nan] * 4]
+    item_rows = fx.items(5, question=["what colour", "how many", "what colour", "how many", "why"])
+    fx.build(store, fx.responses("m", LADDER, correct, conf), item_rows=item_rows)
+    ladder = views.model_ladder(store, "m", LADDER)
+    assert len(ladder.items) == 5
+    swept = cascade.sweep(ladder, bootstrap=0)
+    refs = views.fixed_budgets(ladder)
+    fixed_top = next(r for r in refs if r["policy"] == "fixed" and r["label"] == "128f")
+    assert swept["n_items"] == 4 and {r["n_items"] for r in refs} == {4}
+    assert fixed_top["accuracy"] == swept["top_accuracy"] == 3 / 4
+    assert swept["matching"]["accuracy"] == fixed_top["accuracy"]
+    from backend.analysis import predictor
+
+    report = predictor.report(ladder, n_folds=2)
+    assert {r["n_items"] for r in report["frontier"]} == {4} and report["n_without_confidence"] == 1
+    said = "on 4 items, those with a confidence at every budget of 16f, 32f, 64f, 128f (1 of the 5"
+    assert swept["denominator"] == report["denominator"] == views.policy_denominator(ladder)
+    assert swept["denominator"].startswith(said)
+    flags = ["--store", str(store.root), "--model", "m", "--ladder", ",".join(LADDER)]
+    for argv in (["cascade", *flags, "--sweep", "--bootstrap", "0"], ["predictor", *flags, "--folds", "2"]):
+        assert main(argv) == 0
+        assert said in capsys.readouterr().out
+        assert main([*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["denominator"].startswith(said)
+
+
+def test_without_any_confidence_the_denominator_is_every_answered_item(store):
+    fx.build(store, fx.responses("m", LADDER, CORRECT))
+    ladder = views.model_ladder(store, "m", LADDER)
+    assert views.policy_denominator(ladder) == "on 4 items, the items answered at every budget of 16f, 32f, 64f, 128f"
+    assert {r["n_items"] for r in views.fixed_budgets(ladder)} == {4}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -117,6 +118,45 @@ def test_planted_pair_ranks_first_among_pairs_and_q_is_one_bh_family():
         int((items.groupby([a, b]).size() >= out["min_size"]).sum()) for i, a in enumerate(cols) for b in cols[i + 1 :]
     )
     assert out["n_tests"] == n_single + n_pairs
+
+
+def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
+    from backend.report import figures
+    from backend.report.palette import NEUTRAL, rgba
+
+    matrix, harmed = planted()
+    out = run_report(matrix)
+    rows = out["slices"] + out["pairs"]  # top=None: every slice tested that has a row (the rest enter at p = 1)
+    surviving = sum(r["q"] < 0.05 for r in rows)
+    assert surviving >= 2  # the planted slice and pair
+    assert out["verdict"] == {
+        "q_level": 0.05,
+        "n_surviving": surviving,
+        "n_tests": out["n_tests"],
+        "text": f"{surviving} slices survive Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)",
+    }
+    assert [r["survives"] for r in rows] == [r["q"] < 0.05 for r in rows]
+    bars = figures.explain_lifts(out, top=len(out["slices"]))
+    drawn = (out["slices"] + out["pairs"][: len(out["slices"]) // 3])[::-1]
+    grey = [rgba(NEUTRAL, 0.35 if r["small"] else 0.9) for r in drawn]
+    assert [c == g for c, g in zip(bars.data[0].marker.color, grey, strict=True)] == [not r["survives"] for r in drawn]
+    assert bars.layout.title.subtitle.text == html.escape(out["verdict"]["text"])
+
+
+def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
+    """The same items harmed at one rate everywhere: slices with lift over 1 by chance, none past BH, no colour."""
+    from backend.report import figures
+    from backend.report.palette import NEUTRAL, rgba
+
+    matrix, _ = planted()
+    rng = np.random.default_rng(7)
+    matrix.correct[0, :, 2] = (rng.random(matrix.n_items) >= 0.1).astype(np.int8)
+    out = run_report(matrix)
+    assert out["verdict"]["n_surviving"] == 0 and not any(r["survives"] for r in out["slices"] + out["pairs"])
+    assert out["verdict"]["text"] == f"No slice survives Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)"
+    assert any((r["lift"] or 0) > 1 for r in out["slices"])  # what the chart once painted as enriched
+    colours = set(figures.explain_lifts(out).data[0].marker.color)
+    assert colours <= {rgba(NEUTRAL, 0.9), rgba(NEUTRAL, 0.35)}
 
 
 def test_small_slices_are_marked_and_never_ranked_above_supported_ones():
@@ -299,7 +339,7 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
     from streamlit.testing.v1 import AppTest
 
     from backend.cli.common import print_json
-    from pages.common import explain_panel
+    from pages.common import explain_panel, ui
 
     monkeypatch.setenv("TRAJAUDIT_STORE", str(demo_store))
     monkeypatch.delenv("TRAJAUDIT_STORES", raising=False)
@@ -327,6 +367,8 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
         "OCR Problems",
     ]
     assert printed["agreement"]["models"] == ["synthetic-A-7B", "synthetic-B-13B"]
+    verdict = ui.escape_md(printed["verdict"]["text"])
+    assert any(verdict in m.value for m in at.markdown)  # the verdict line, above the chart
 
 
 def test_cli_explains_listed_items_from_a_text_file_or_a_csv(demo_store, capsys, tmp_path):

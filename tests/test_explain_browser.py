@@ -46,6 +46,7 @@ def test_flows_panel_lists_slices_and_a_slice_link_walks_exactly_its_items(app_s
     text = main.inner_text()
     assert f"{out['n_selected']:,} of {out['n_scope']:,} items selected" in text
     assert out["slices"] and out["slices"][0]["label"] in text
+    assert f"{out['verdict']['text']}." in text  # the verdict, above the chart
     assert "trajaudit explain --model" in text and "--flow text:8f:harmed" in text
     screenshot(page, "explain-flows-panel")
 

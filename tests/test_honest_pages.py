@@ -75,7 +75,7 @@ def test_inspector_on_the_real_store_draws_no_empty_chart(real_store):
 def test_noise_tab_without_repeats_says_so(real_store):
     at = open_page(real_store, "pages/audits.py", atab="noise", **REAL_BASE)
     assert any("No repeats in this store" in i.value for i in at.info)
-    assert not at.dataframe and not at.get("plotly_chart")
+    assert not at.dataframe and not at.get("vega_lite_chart")
 
 
 def test_intervention_run_is_disabled_with_the_reason_without_a_registered_model(demo_store):

@@ -6,18 +6,18 @@ with the ``--json`` output of the CLI command the page names, on the same small 
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
+from backend.present.text import count
 from backend.runtime import registry
 from backend.scope import annotations
 from backend.scope.resolve import Scope
@@ -78,17 +78,16 @@ def metrics(at: AppTest) -> list[tuple[str, str, str]]:
     return [(m.label, m.value, m.delta) for m in at.metric]
 
 
-def _array(value):
-    """A trace array as a list: Plotly ships numeric arrays base64-encoded (``{"dtype", "bdata"}``)."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
-    return value
+def chart(at: AppTest) -> tuple[pd.DataFrame, dict]:
+    """The page's one Vega-Lite chart: its data (Streamlit sends a spec's values as an Arrow table) and its spec."""
+    (drawn,) = at.get("vega_lite_chart")
+    return pa.ipc.open_stream(drawn.proto.data.data).read_pandas(), json.loads(drawn.proto.spec)
 
 
 def traces(at: AppTest) -> dict[str, dict]:
-    """The page's one chart, traces by name, arrays decoded."""
-    (chart,) = at.get("plotly_chart")
-    return {t["name"]: {k: _array(v) for k, v in t.items()} for t in json.loads(chart.proto.spec)["data"]}
+    """The chart's points by series (``pages.common.charts_audits``' ``series`` column), each column as a list."""
+    data, _ = chart(at)
+    return {name: {c: rows[c].tolist() for c in rows.columns} for name, rows in data.groupby("series", sort=False)}
 
 
 def test_policies_numbers_equal_the_cli(demo, capsys):
@@ -113,6 +112,10 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert cascade["y"] == pytest.approx((100 * front["accuracy"]).tolist())
     assert lines["threshold 0.6"]["x"] == pytest.approx([point["mean_frames_shared"]])
     assert lines[f"matches {sweep['ladder'][-1]}"]["y"] == pytest.approx([100 * match["accuracy"]])
+    fixed = lines["fixed budgets"]
+    assert fixed["label"] == LADDER.split(",") and fixed["y"] == pytest.approx(
+        [100 * f["accuracy"] for f in sweep["fixed"]]
+    )
 
     report = cli(capsys, "predictor", *base, "--folds", "5", "--seed", "0", "--json")
     rows = pd.DataFrame(report["frontier"])
@@ -124,6 +127,11 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     levels = rows[(rows["policy"] == "predictor") & (rows["label"] != "argmax")].sort_values("mean_frames")
     assert lines["budget predictor (levels q)"]["y"] == pytest.approx((100 * levels["accuracy"]).tolist())
     assert ("Target hit rate", ui.pct(report["target_hit_rate"])) == shown[9][:2]
+    # one denominator: every point of the chart on the items its title states, the CLI twins' own
+    assert report["denominator"] == sweep["denominator"]
+    assert chart(at)[1]["title"]["subtitle"] == f"every point {sweep['denominator']}"
+    assert fixed["y"][-1] == pytest.approx(100 * sweep["top_accuracy"])  # "matches 128f" is read against this point
+    assert set(rows["n_items"]) == {sweep["n_items"]}
 
 
 def test_policies_says_why_without_confidences(tmp_path):
@@ -134,7 +142,7 @@ def test_policies_says_why_without_confidences(tmp_path):
     )
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
     serve(store)
-    at.query_params.update({"bench": "bench", "models": "m"})
+    at.query_params.update({"bench": "bench", "models": "m", "chartn": "1"})  # 6 items: drawn at a minimum of 1
     at.run()
     at.switch_page("pages/policies.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -150,7 +158,7 @@ def test_policies_says_why_without_confidences(tmp_path):
 
 @pytest.mark.parametrize("tab", ["intervention", "isocompute", "noise", "crossmodel"])
 def test_audit_tabs_equal_the_cli(demo, capsys, tab):
-    at = open_page(demo, "pages/audits.py", atab=tab, grid=GRID, pix="100000")
+    at = open_page(demo, "pages/audits.py", atab=tab, grid=GRID, pix="100000", chartn="1")  # every chart drawn
     assert at.title[0].value == "Audits"
     base = ["--store", str(demo), "--benchmark", BENCH]
     if tab == "intervention":
@@ -168,13 +176,18 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert len(out["groups"]) == 2
         shown = [v for label, v, _ in metrics(at) if label == "Complementarity"]
         assert shown == [ui.pct(g["complementarity"]) for g in out["groups"]]
+        drawn = [pa.ipc.open_stream(c.proto.data.data).read_pandas() for c in at.get("vega_lite_chart")]
+        assert len(drawn) == 2 * len(out["groups"])  # per group: accuracy per allocation, items per pattern
+        for group, acc in zip(out["groups"], drawn[::2], strict=True):
+            expected = [100 * c["accuracy"] for c in group["configs"]] + [100 * group["oracle_accuracy"]]
+            assert acc["value"].tolist() == pytest.approx(expected)
     elif tab == "noise":
         out = cli(capsys, "audit", "noise", *base, "--model", MODEL, "--grid", GRID, "--json")
         shown = dict((label, v) for label, v, _ in metrics(at))
         assert shown["Items with repeats"] == str(out["n_items_with_repeats"])
         assert shown["Mean item flip rate"] == ui.pct(out["mean_item_flip_rate"])
         bars = traces(at)
-        assert bars["harmed, within noise"]["y"] == [-t["harmed_within"] for t in out["transitions"]]
+        assert bars["harmed, within noise"]["items"] == [-t["harmed_within"] for t in out["transitions"]]
     else:
         out = cli(
             capsys, "audit", "crossmodel", *base, "--models", f"{MODEL},synthetic-B-13B", "--config", "128f", "--json"
@@ -183,6 +196,58 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
         assert (shown["Rescued"], shown["Harmed"]) == (str(out["rescued"]), str(out["harmed"]))
         harmed = at.dataframe[0].value
         assert harmed[["benchmark", "item_id"]].to_dict("records") == out["harmed_items"]
+        bars = traces(at)["rescued (wrong → right)"]
+        assert dict(zip(bars["task_type"], bars["items"], strict=True)) == {
+            r["task_type"]: r["rescued"] for r in out["by_task_type"]
+        }
+
+
+def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
+    """The sampling-intervention chart's recovery rates rest on the terminal regressions at the top budget: a few
+    items. Under the sidebar's minimum (default 10) a notice stands in its place; at 1 the chart is drawn."""
+    out = cli(
+        capsys, "audit", "interventions", "--store", str(demo), "--benchmark", BENCH, "--model", MODEL,
+        "--grid", "8f,16f,32f,64f", "--json",
+    )  # fmt: skip
+    n = max(p["recovery"]["n_terminal"] for p in out["protocols"])
+    assert 0 < n < 10
+    at = open_page(demo, "pages/audits.py", atab="intervention", grid=GRID)
+    assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set in the sidebar)." in [
+        i.value for i in at.info
+    ]
+    assert not at.get("vega_lite_chart")
+    assert at.sidebar.number_input(key="w_chartn").value == 10
+    at.sidebar.number_input(key="w_chartn").set_value(n).run()
+    assert at.query_params["chartn"] == str(n)
+    recovered = traces(at)["recovered terminal regressions"]
+    charted = [p["recovery"] for p in out["protocols"] if p["recovery"]["n_terminal"] >= n]
+    assert recovered["label"] == [f"{r['n_recovered']} of {r['n_terminal']}" for r in charted]
+    assert not any("too few for a chart" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [
+        ("pages/policies.py", {"ladder": LADDER}),
+        ("pages/audits.py", {"atab": "intervention"}),
+        ("pages/audits.py", {"atab": "isocompute", "pix": "100000"}),
+        ("pages/audits.py", {"atab": "noise"}),
+        ("pages/audits.py", {"atab": "crossmodel"}),
+        ("pages/compare.py", {}),
+    ],
+)
+def test_tables_read_in_plain_words_and_never_none(demo, page, params):
+    """Every table of the page: headers in plain words (sentence case, no snake_case; a model's name as it is),
+    and no missing value left for the grid to draw as "None"."""
+    at = open_page(demo, page, grid=GRID, chartn="1", **params)
+    models = {MODEL, "synthetic-B-13B"}
+    assert at.dataframe
+    for df in at.dataframe:
+        config = json.loads(df.proto.columns)
+        labels = [config.get(str(col), {}).get("label") or str(col) for col in df.value.columns]
+        for label in labels:
+            assert label in models or ("_" not in label and not label[0].islower()), (page, labels)
+        assert not df.value.isna().any().any(), (page, df.value.columns[df.value.isna().any()].tolist())
 
 
 @pytest.mark.slow

@@ -250,3 +250,36 @@ def test_frame_caption_is_a_time_stamp_not_a_duration():
     assert frame_caption(12, 0.375, added=False) == "#12 @0.38 s"
     assert frame_caption(12, 0.375, added=True, number=False) == "new @0.38 s"
     assert "+" not in frame_caption(3, 1.0, added=True)
+
+
+def test_headers_are_plain_words_in_one_style():
+    assert tables.header("recovery_rate") == "Recovery rate"
+    assert tables.header("n_terminal") == "Terminal regressions"  # a listed field: what it counts
+    assert tables.header("slice") == "Slice" and tables.header("on the base") == "On the base"
+    for field in ("n_items", "kappa_top", "cost_vs_top_shared", "mean_flip_rate", "pixel_budget"):
+        words = tables.header(field)
+        assert "_" not in words and words[0].isupper(), words
+
+
+def test_missing_cells_read_as_a_dash_and_numbers_keep_their_format():
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "protocol": ["dense-start", None],
+            "n_terminal": [2, 0],
+            "recovery_rate": [0.5, None],
+            "kappa_top": [np.nan, 0.3125],
+            "p": [0.01234, pd.NA],
+        }
+    )
+    shown, texts = tables.dashed(frame, {"recovery_rate": "percent", "kappa_top": "%.3f"})
+    assert texts == ["protocol", "recovery_rate", "kappa_top", "p"]  # n_terminal has no gap: it stays numbers
+    assert shown["n_terminal"].tolist() == [2, 0] and shown["n_terminal"].dtype.kind == "i"
+    assert shown["protocol"].tolist() == ["dense-start", "—"]
+    assert shown["recovery_rate"].tolist() == ["50.00%", "—"]
+    assert shown["kappa_top"].tolist() == ["—", "0.312"]
+    assert shown["p"].tolist() == ["0.01234", "—"]
+    assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
+    assert (tables.cell_text(np.int64(12345)), tables.cell_text(3.0), tables.cell_text(True)) == ("12,345", "3", "True")

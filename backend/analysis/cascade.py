@@ -7,6 +7,9 @@ without sharing it costs the frames of every rung visited. ``cost_vs_top_*`` div
 by ``frames(b_k)``, i.e. it is the cost relative to answering every item at the fixed top budget.
 
 Only items with a confidence at every rung take part (``n_items``); confidences are never invented.
+Every policy compared with the cascade (the fixed budgets, the oracle, the budget predictor) is scored on
+those same items (``comparison_items``), so a point "as accurate as the top budget" sits at the top
+budget's accuracy on the chart; ``denominator`` states that set in words, the same on the page and the CLI.
 
 The whole frontier comes from one sort per rung. Write ``p_j`` for the running maximum of the
 confidences up to rung ``j``: the item stops at or before ``j`` exactly when ``p_j >= t``. The
@@ -109,6 +112,27 @@ def with_confidences(ladder: Ladder) -> Ladder:
     )
 
 
+def comparison_items(ladder: Ladder) -> Ladder:
+    """The items every policy on ``ladder`` is compared on: those with a confidence at every rung, where any
+    item has one (the cascade's items), else every item (no cascade: the others need no confidence)."""
+    if (~np.isnan(ladder.confidence)).all(axis=1).any():
+        return with_confidences(ladder)
+    return ladder
+
+
+def denominator(ladder: Ladder) -> str:
+    """The items a comparison on ``ladder`` is made on (``comparison_items``), as the chart and the CLI say it."""
+    n = len(comparison_items(ladder).items)
+    left = len(ladder.items) - n
+    rungs = ", ".join(ladder.labels)
+    if left:
+        return (
+            f"on {n:,} items, those with a confidence at every budget of {rungs} "
+            f"({left:,} of the {len(ladder.items):,} answered at every budget have none)"
+        )
+    return f"on {n:,} items, the items answered at every budget of {rungs}"
+
+
 def as_reported(threshold: float) -> float:
     """The threshold as compared (float32, like the matrix's confidences), in its shortest decimal.
 
@@ -196,6 +220,7 @@ def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int 
         **_point(lad, threshold, totals, 0),
         "n_excluded": lad.n_excluded,
         "n_without_confidence": len(ladder.items) - len(lad.items),
+        "denominator": denominator(ladder),
     }
     if bootstrap:
         y, _ = _per_item(lad, threshold)
@@ -234,6 +259,7 @@ def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 100
         "n_items": n,
         "n_excluded": lad.n_excluded,
         "n_without_confidence": len(ladder.items) - n,
+        "denominator": denominator(ladder),
         "top_accuracy": top_correct / n,
         "fixed": fixed_points(lad),
         "frontier": frontier,

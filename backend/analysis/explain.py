@@ -11,7 +11,8 @@ each value ``v`` the 2x2 table (in slice / rest of the scope) x (selected / not)
 ``lift = rate / base_rate``, the difference ``rate - rate_rest`` (``rate_rest``: the rest of the scope)
 with **Newcombe's hybrid score interval** (his method 10: built from the two Wilson intervals), Fisher's
 exact two-sided ``p`` (``scipy.stats.fisher_exact``, one call per slice, never per item) and a
-Benjamini-Hochberg ``q`` over every slice tested. Slices smaller than ``min_size`` are marked ``small``
+Benjamini-Hochberg ``q`` over every slice tested. A slice *survives* when its q is under ``Q_LEVEL`` (0.05); the
+report's ``verdict`` counts them over every slice tested ("No slice survives ..."), and only they are highlighted. Slices smaller than ``min_size`` are marked ``small``
 and ranked after every well-supported one (their q is still computed: they count as tests).
 
 **Two-attribute slices** come from sliceline (``sliceline`` 0.3.0, Sagadeeva and Boehm, SIGMOD 2021, the
@@ -46,13 +47,14 @@ import pandas as pd
 from backend.analysis.interventions import cohen_kappa
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
-from backend.contracts.explain import AnswerBehaviour, ExplainSlice, Explanation, TargetKind
+from backend.contracts.explain import AnswerBehaviour, ExplainSlice, Explanation, TargetKind, Verdict
 from backend.scope.answer_cells import AnswerCells
 from backend.scope.matrix import Matrix
 from backend.scope.tags import tag_masks
 from store.errors import UserError
 
 MIN_SIZE = 30  # slices of fewer scope items are marked small and ranked after the rest
+Q_LEVEL = 0.05  # a slice "survives" when its BH q is under this: the verdict counts them, the chart highlights them
 # An attribute with more values than this is free text (an open-ended reference, a question id), not a category:
 # slicing it would test thousands of one-item slices and push every q towards 1 (issue 35). It is not sliced,
 # and ``untested`` says so.
@@ -528,6 +530,17 @@ def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:
     return (ids.isin(wanted) | keyed.isin(wanted)).to_numpy(bool)
 
 
+def verdict(q: np.ndarray, n_tests: int, level: float = Q_LEVEL) -> Verdict:
+    """How many of the slices tested survive Benjamini-Hochberg at ``q < level``, in one sentence: the line a
+    significance-driven panel states first, so a bar drawn for a slice whose q is 1 is never read as a finding."""
+    n = int((np.asarray(q, dtype=float) < level).sum())
+    if n == 0:
+        text = f"No slice survives Benjamini-Hochberg at q < {level:g} ({n_tests:,} tested)"
+    else:
+        text = f"{n:,} {'slice survives' if n == 1 else 'slices survive'} Benjamini-Hochberg at q < {level:g} ({n_tests:,} tested)"
+    return {"q_level": level, "n_surviving": n, "n_tests": n_tests, "text": text}
+
+
 def _slice_records(
     table: pd.DataFrame, masks: np.ndarray, selected: np.ndarray, ids: np.ndarray, top: int | None
 ) -> list[ExplainSlice]:
@@ -551,6 +564,7 @@ def _slice_records(
                 "diff_ci": None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
                 "p": float(row["p"]),
                 "q": float(row["q"]),
+                "survives": bool(row["q"] < Q_LEVEL),
                 "small": bool(row["small"]),
                 "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
             }
@@ -687,6 +701,7 @@ def report(
         "base_rate": float(selected.mean()) if matrix.n_items else None,
         "min_size": min_size,
         "n_tests": n_tests,
+        "verdict": verdict(np.concatenate([singles["q"].to_numpy(), pair_table["q"].to_numpy()]), n_tests),
         "pair_search": pair_search(matrix.n_items) if pairs else None,
         "attributes": [a.name for a in attributes],
         "slices": _slice_records(singles, masks[0], selected, ids, top),

@@ -170,7 +170,9 @@ def _point(policy: Policy, label: str, correct: np.ndarray, frames: np.ndarray, 
 
 
 def reference_rows(ladder: Ladder) -> list[PredictorRow]:
-    """Frontier rows that need no model: each fixed budget and the oracle (cheapest correct rung)."""
+    """Frontier rows that need no model: each fixed budget and the oracle (cheapest correct rung), on the
+    cascade's items (``cascade.comparison_items``): the policies they are drawn beside share their denominator."""
+    ladder = cascade.comparison_items(ladder)
     y, f, top = ladder.correct, ladder.frames, ladder.top_frames
     target = sufficient_budget(y)
     rows = [_point("fixed", lab, y[:, j], np.full(len(y), f[j]), top) for j, lab in enumerate(ladder.labels)]
@@ -181,10 +183,11 @@ def reference_rows(ladder: Ladder) -> list[PredictorRow]:
 def frontier_table(
     ladder: Ladder, cv: CrossValidation, cascade_points: int = cascade.DEFAULT_POINTS
 ) -> tuple[list[PredictorRow], str | None]:
-    """Fixed budgets, the oracle, the predictor (argmax and cumulative levels) and the cascade as rows.
+    """Fixed budgets, the oracle, the predictor (argmax and cumulative levels) and the cascade as rows, all on
+    ``ladder``'s items (``report`` passes ``cascade.comparison_items``: one denominator for every row).
 
-    Cascade rows use shared frame cost on the items with confidences at every rung (their own
-    ``n_items``); when there are none the second value says why and no cascade rows are given.
+    Cascade rows use shared frame cost; when no item has a confidence at every rung the second value says why
+    and no cascade rows are given.
     """
     y, f, top = ladder.correct, ladder.frames, ladder.top_frames
     rows_idx = np.arange(len(y))
@@ -213,7 +216,10 @@ def frontier_table(
 
 
 def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> Predictor:
-    """The ``trajaudit predictor --json`` contract: CV setup, target distribution, the frontier table."""
+    """The ``trajaudit predictor --json`` contract: CV setup, target distribution, the frontier table, every policy
+    on the cascade's items (``cascade.comparison_items``, stated in ``denominator``)."""
+    answered = ladder
+    ladder = cascade.comparison_items(answered)
     cv = cross_validate(ladder, n_folds, seed)
     rows, cascade_note = frontier_table(ladder, cv)
     arg = cv.proba.argmax(axis=1)
@@ -222,6 +228,8 @@ def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> Predictor:
         "ladder": ladder.labels,
         "n_items": len(ladder.items),
         "n_excluded": ladder.n_excluded,
+        "n_without_confidence": len(answered.items) - len(ladder.items),
+        "denominator": cascade.denominator(answered),
         "folds": n_folds,
         "seed": seed,
         "n_groups": int(len(np.unique(cv.groups))),

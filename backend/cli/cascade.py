@@ -9,7 +9,6 @@ from backend import views
 from backend.analysis import cascade
 from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
-from backend.present.text import count
 from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
 
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"ladder {','.join(out['ladder'])}: {count(out['n_items'], 'item')} with confidences at every rung")
+    print(f"ladder {','.join(out['ladder'])}: every policy {out['denominator']}")
     if not args.sweep:
         at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
         print(

@@ -107,7 +107,7 @@ def compute(args: argparse.Namespace) -> ExplainReport:
 
 def _row(s: ExplainSlice) -> str:
     ci = "" if s["diff_ci"] is None else f" [{100 * s['diff_ci'][0]:+.1f}, {100 * s['diff_ci'][1]:+.1f}]"
-    small = "  (small)" if s["small"] else ""
+    small = ("  survives" if s["survives"] else "") + ("  (small)" if s["small"] else "")
     return (
         f"  {s['label']}: {s['n_selected']}/{s['n_slice']} = {100 * (s['rate'] or 0):.1f}%, lift {s['lift'] or 0:.2f}, "
         f"diff {100 * (s['diff'] or 0):+.1f} pts{ci}, p {s['p']:.3g}, q {s['q']:.3g}{small}"
@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {count(out['n_scope'], 'item')} "
         f"(base rate {100 * (out['base_rate'] or 0):.1f}%), {out['n_tests']} slices tested"
     )
+    print(f"{out['verdict']['text']}.")
     print("slices (one attribute):")
     for s in out["slices"]:
         print(_row(s))

@@ -7,7 +7,6 @@ import argparse
 from backend import views
 from backend.cli.cascade import add_ladder, load
 from backend.cli.common import add_json, command, print_json
-from backend.present.text import count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']} on {','.join(out['ladder'])}: {count(out['n_items'], 'item')} in {out['n_groups']} video groups, "
-        f"{out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%"
+        f"{out['model']} on {','.join(out['ladder'])}: every policy {out['denominator']}; {out['n_groups']} video "
+        f"groups, {out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%"
     )
     for row in out["frontier"]:
         print(

@@ -36,6 +36,7 @@ class ExplainSlice(TypedDict):
     diff_ci: Newcombe's hybrid score 95% interval of diff (null when the slice is the whole scope)
     p: Fisher's exact two-sided p of the 2x2 table slice/rest x selected/not
     q: Benjamini-Hochberg q over every slice tested (n_tests)
+    survives: q under the verdict's q_level (0.05): the slices the chart highlights
     small: n_slice under min_size (ranked after every other slice)
     item_ids: the selected items in the slice, for its link (null above 500)
     """
@@ -53,8 +54,24 @@ class ExplainSlice(TypedDict):
     diff_ci: Interval | None
     p: float
     q: float
+    survives: bool
     small: bool
     item_ids: list[str] | None
+
+
+class Verdict(TypedDict):
+    """How many slices survive the Benjamini-Hochberg correction: the panel's first line.
+
+    q_level: the level a slice's q must be under to survive (0.05)
+    n_surviving: slices tested (single values and pairs, every one, not only those listed) whose q is under it
+    n_tests: slices in the family (the report's n_tests)
+    text: the sentence, e.g. "No slice survives Benjamini-Hochberg at q < 0.05 (112 tested)"
+    """
+
+    q_level: float
+    n_surviving: int
+    n_tests: int
+    text: str
 
 
 class ParserEffects(TypedDict):
@@ -182,6 +199,7 @@ class Explanation(TypedDict):
     base_rate: n_selected / n_scope
     min_size: slices of fewer scope items are marked small
     n_tests: slices in the Benjamini-Hochberg family (single values plus every value pair of min_size items)
+    verdict: how many slices survive Benjamini-Hochberg at q < 0.05, in a sentence
     pair_search: how the two-attribute slices were found (null with --no-pairs)
     attributes: the attributes tested (those with two values or more)
     slices: single-attribute slices, best first, at most --top
@@ -199,6 +217,7 @@ class Explanation(TypedDict):
     base_rate: float | None
     min_size: int
     n_tests: int
+    verdict: Verdict
     pair_search: str | None
     attributes: list[str]
     slices: list[ExplainSlice]

@@ -34,12 +34,14 @@ class CascadeAtThreshold(CascadePoint):
     ladder: the budgets, cheapest first
     n_excluded: items left out for lacking a response at some rung
     n_without_confidence: items left out for lacking a confidence at some rung
+    denominator: the items every policy is compared on, in words ("on 136 items, those with a confidence ...")
     accuracy_ci: 95% bootstrap interval of the accuracy (absent with --bootstrap 0)
     """
 
     ladder: list[str]
     n_excluded: int
     n_without_confidence: int
+    denominator: str
     accuracy_ci: NotRequired[Interval]
 
 
@@ -80,6 +82,7 @@ class CascadeSweep(TypedDict):
     n_items: items with confidences at every rung
     n_excluded: items left out for lacking a response at some rung
     n_without_confidence: items left out for lacking a confidence at some rung
+    denominator: the items every policy is compared on, in words (the fixed budgets and the cascade alike)
     top_accuracy: the fixed top rung's accuracy on those items
     fixed: each rung as a fixed budget
     frontier: one point per threshold
@@ -90,6 +93,7 @@ class CascadeSweep(TypedDict):
     n_items: int
     n_excluded: int
     n_without_confidence: int
+    denominator: str
     top_accuracy: float
     fixed: list[FixedBudget]
     frontier: list[CascadePoint]
@@ -138,8 +142,10 @@ class Predictor(TypedDict):
 
     model: the model
     ladder: the budgets, cheapest first
-    n_items: items with a response at every rung
-    n_excluded: items left out for lacking one
+    n_items: items every row is scored on: those with a confidence at every rung where any has one (the cascade's), else every item with a response at every rung
+    n_excluded: items left out for lacking a response at some rung
+    n_without_confidence: items with a response at every rung left out for lacking a confidence at some rung
+    denominator: n_items in words, as the page's chart states it
     folds: cross-validation folds (grouped by video)
     seed: the folds' seed
     n_groups: groups the folds split (videos, and items without one)
@@ -155,6 +161,8 @@ class Predictor(TypedDict):
     ladder: list[str]
     n_items: int
     n_excluded: int
+    n_without_confidence: int
+    denominator: str
     folds: int
     seed: int
     n_groups: int

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,72 @@ import pandas as pd
 from backend.present.metrics import HEADLINES, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
 from backend.present.text import RATE_UNITS, interval, p_value, pp, signed_pp
+
+DASH = "—"  # a missing value in a table cell: never "None", "nan" or 0
+# A report field as a table header: plain words in sentence case, the one style of every table. A field not
+# listed reads as its words (``header``); these are the ones whose words alone would not say what they count.
+HEADERS: dict[str, str] = {
+    "n": "Items",
+    "n_items": "Items",
+    "n_excluded": "Excluded",
+    "n_terminal": "Terminal regressions",
+    "n_recovered": "Recovered",
+    "n_a": "Selected in a",
+    "n_b": "Selected in b",
+    "a": "Model a",
+    "b": "Model b",
+    "kappa": "Cohen's kappa",
+    "kappa_top": "Kappa at the top budget",
+    "recovery_wilson": "Wilson 95% CI",
+    "unique_wins": "Right only here",
+    "pixel_budget": "Pixel budget",
+    "cost_vs_top": "Cost vs top",
+    "cost_vs_top_shared": "Cost vs top, shared",
+    "cost_vs_top_unshared": "Cost vs top, not shared",
+    "mean_frames_shared": "Mean frames, shared",
+    "mean_frames_unshared": "Mean frames, not shared",
+    "expected": "Expected overlap",
+    "p": "p",
+    "item_id": "Item",
+    "split_configs": "Configs split",
+}
+
+
+def header(field: str) -> str:
+    """``field`` (a report's key) as a table header: ``HEADERS``' words, else its own with spaces for underscores
+    and a capital first letter (``recovery_rate`` -> ``Recovery rate``)."""
+    words = HEADERS.get(field) or field.replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def cell_text(value: object, fmt: str | None = None) -> str:
+    """One cell as text: a dash where missing, else a number in ``fmt`` (a table column's format: "percent" or a
+    printf pattern such as "%.3f"; None: whole numbers with thousands separators, others to 4 significant
+    digits), anything else as it prints."""
+    if value is None or value is pd.NA or (isinstance(value, Real) and value != value):
+        return DASH
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return str(value)
+    number = float(value)
+    if fmt == "percent":
+        return f"{100 * number:.2f}%"
+    if fmt and fmt.startswith("%"):
+        return fmt % number
+    return f"{int(number):,}" if number.is_integer() else f"{number:.4g}"
+
+
+def dashed(frame: pd.DataFrame, formats: Mapping[str, str | None] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with a dash in every missing cell, and the columns that became text to hold one: their numbers
+    written by ``cell_text`` in ``formats[column]``. Columns without a missing value keep their numbers (they sort
+    as numbers). Per cell only in those columns, which are a table's few (the tables shown are tens of rows)."""
+    out, texts = frame.copy(), []
+    for col in frame.columns:
+        values = frame[col]
+        if values.isna().any():
+            fmt = (formats or {}).get(col)
+            out[col] = [cell_text(v, fmt) for v in values.astype(object)]
+            texts.append(col)
+    return out, texts
 
 
 @dataclass(frozen=True)

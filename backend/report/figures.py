@@ -312,7 +312,8 @@ def explain_colour(target: dict) -> str:
 
 def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
-    small slices pale, depleted ones (lift under 1) grey.
+    only the slices that survive Benjamini-Hochberg (``survives``) in colour, the rest grey, small slices pale; the
+    report's verdict ("No slice survives ...") under the title.
 
     Best first from the top (the report's own order); one and two-attribute slices together, each labelled."""
     rows = (report["slices"][:top] + report["pairs"][: max(0, top // 3)])[::-1]
@@ -321,7 +322,7 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     lo = [(r["lift"] - r["lift_ci"][0]) if r["lift_ci"] else 0 for r in rows]
     hi = [(r["lift_ci"][1] - r["lift"]) if r["lift_ci"] else 0 for r in rows]
     enriched = explain_colour(report["target"])
-    colours = [rgba(enriched if (r["lift"] or 0) >= 1 else NEUTRAL, 0.35 if r["small"] else 0.9) for r in rows]
+    colours = [rgba(enriched if r["survives"] else NEUTRAL, 0.35 if r["small"] else 0.9) for r in rows]
     custom = [[r["n_selected"], r["n_slice"], 100 * (r["rate"] or 0), r["q"]] for r in rows]
     fig = go.Figure(
         go.Bar(
@@ -354,4 +355,6 @@ def explain_lifts(report: dict, top: int = 12) -> go.Figure:
     title = (
         f"Why these items? {what}: {report['n_selected']:,} of {count(report['n_scope'], 'item')}, top slices by BH q"
     )
-    return style(fig, title, 140 + 26 * len(rows))
+    fig = style(fig, title, 140 + 26 * len(rows))
+    fig.update_layout(title_subtitle_text=escape(report["verdict"]["text"]))  # a subtitle: a "<br>" line is clipped
+    return fig

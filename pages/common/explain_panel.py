@@ -23,7 +23,7 @@ from backend.report import figures
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import data, readable, small_n, state, ui
 
 
 def explain_scope(view: View) -> View:
@@ -58,6 +58,7 @@ def slice_table(rows: list[dict]) -> pd.DataFrame:
             "difference (pp, 95% CI)": [interval(r["diff"], r["diff_ci"]) for r in rows],  # as the report writes it
             "p": [r["p"] for r in rows],
             "q": [r["q"] for r in rows],
+            "survives": [r["survives"] for r in rows],
             "small": [r["small"] for r in rows],
             "items": [walk_link(r["item_ids"]) for r in rows],
         }
@@ -77,21 +78,23 @@ def _table(rows: list[dict], key: str) -> None:
         st.caption("None found.")
         return
     _links(rows)
-    st.dataframe(
+    readable.table(
         slice_table(rows),
-        hide_index=True,
         key=key,
         column_config={
             "slice": st.column_config.TextColumn(width="large"),
-            "rate": st.column_config.NumberColumn("rate", format="percent", help="share of the slice's items selected"),
+            "rate": st.column_config.NumberColumn(format="percent", help="share of the slice's items selected"),
             "lift": st.column_config.NumberColumn(format="%.2f", help="rate / base rate"),
             "p": st.column_config.NumberColumn("Fisher p", format="%.3g"),
             "q": st.column_config.NumberColumn(
                 "BH q", format="%.3g", help="Benjamini-Hochberg over every slice tested"
             ),
+            "survives": st.column_config.CheckboxColumn(
+                "Survives BH", help="BH q under 0.05: a finding; the rest are leads (drawn grey)"
+            ),
             "small": st.column_config.CheckboxColumn(help="fewer scope items than the minimum: ranked last"),
             "items": st.column_config.LinkColumn(
-                "open",
+                "Open",
                 display_text=f"walk its selected items (≤ {LINK_MAX})",
                 help="the Inspector, walking this slice's selected items (new tab)",
             ),
@@ -112,7 +115,7 @@ def _answers(out: dict) -> None:
         "**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
         f"targets: {targets}"
     )
-    st.dataframe(prior, hide_index=True, column_config={"chi-square p": st.column_config.NumberColumn(format="%.3g")})
+    readable.table(prior, {"chi-square p": st.column_config.NumberColumn(format="%.3g")})
     moved = answers["moved"]
     if moved:
         to = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in moved["to"].items() if v)
@@ -132,14 +135,13 @@ def _agreement(out: dict) -> None:
     if not agree:
         return
     st.markdown(f"**Across models**: the same {ui.escape_md(out['target']['describe'])} in each model of the scope")
-    st.dataframe(
+    readable.table(
         pd.DataFrame(agree["pairs"]),
-        hide_index=True,
-        column_config={
-            "expected": st.column_config.NumberColumn("expected overlap", format="%.1f"),
-            "p": st.column_config.NumberColumn("hypergeometric p", format="%.3g"),
+        {
+            "expected": st.column_config.NumberColumn(format="%.1f"),
+            "p": st.column_config.NumberColumn("Hypergeometric p", format="%.3g"),
             "jaccard": st.column_config.NumberColumn(format="%.2f"),
-            "kappa": st.column_config.NumberColumn("Cohen's kappa", format="%.2f"),
+            "kappa": st.column_config.NumberColumn(format="%.2f"),
         },
     )
     link = walk_link(agree["every"])
@@ -170,7 +172,12 @@ def panel(view: View, target: Target, key: str) -> None:
             return
         for note in out["untested"]:
             st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
-        if out["slices"] or out["pairs"]:
+        verdict = out["verdict"]
+        st.markdown(
+            f"**{ui.escape_md(verdict['text'])}.**"
+            + (" The bars are drawn grey: read them as leads, not findings." if not verdict["n_surviving"] else "")
+        )
+        if (out["slices"] or out["pairs"]) and not small_n.too_few(out["n_selected"], "selected item"):
             ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
         if tagged:
             st.caption(

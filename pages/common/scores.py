@@ -22,7 +22,7 @@ from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import charts, score_data, state, ui, walk
+from pages.common import charts, score_data, small_n, state, ui, walk
 
 # The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
 CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))
@@ -193,8 +193,12 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
         }
         for m, c in models.items()
     ]
+    scored_n = sorted({c["n_items"] for c in models.values()})
+    if small_n.too_few(scored_n[0], "scored item"):
+        return
     spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
-    spec["title"] = "Oracle gaps side by side (score points, 95% CI)"
+    on = f"on {count(scored_n[0], 'scored item')}" if len(scored_n) == 1 else "each model on its own scored items"
+    spec["title"] = f"Oracle gaps side by side (score points, 95% CI), {on}"
     spec["layer"][0]["encoding"]["y"]["title"] = "score points"
     spec["encoding"]["tooltip"][2]["title"] = "score points"
     ui.vega(spec, "compare-scores")

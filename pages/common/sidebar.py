@@ -25,7 +25,7 @@ from backend.scope.paging import default_models, shared_configs
 from backend.scope.resolve import Scope, default_benchmark, default_grid
 from backend.scope.tags import TAGS
 from backend.scope.view import View
-from pages.common import data, scores, state, ui
+from pages.common import data, scores, small_n, state, ui
 from store import configs
 from store.store import MANIFEST, Store
 
@@ -205,6 +205,8 @@ def draw() -> View | None:
     )
     search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
     cutoff = scores.cutoff_control(sb, choices["scored"])
+    sb.markdown("**Charts**")
+    small_n.control(sb)
 
     with sb.expander("Videos and export"):
         st.caption(
@@ -217,8 +219,9 @@ def draw() -> View | None:
             "Chart export format",
             options=list(ui.EXPORT_FORMATS),
             default="png",
-            help="For the Plotly charts' camera button. Vega-Lite charts (Overview, Inspector, Compare) save "
-            "a PNG from their menu; the Sankey saves an SVG from its own button.",
+            help="For the Plotly charts' camera button (Items heatmap, re-runs, Why these items?). Vega-Lite charts "
+            "(Overview, Inspector, Compare, Policies, Audits) save a PNG from their menu; the Sankey saves an SVG "
+            "from its own button.",
         )
 
     item_filter = ItemFilter(

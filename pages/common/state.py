@@ -35,6 +35,7 @@ PARAMS: dict[str, type] = {
     "walk": list,  # the selection the Inspector walks (backend.scope.selection.Selection.to_url); none: the filtered items
     "pick": bool,  # items page: pick rows (multi-select) instead of opening one
     "minn": int,  # overview: the smallest task-type group shown without a small-n mark
+    "chartn": int,  # sidebar: a chart resting on fewer items is replaced by a notice (pages.common.small_n)
     "tsort": str,  # overview: task-type table sort
     "sort": str,  # items page sort key
     "desc": bool,
