@@ -17,7 +17,7 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
 2. a fresh server again (the usual case: nothing written since the last use): cold Overview in a new
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
    to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click); on
-   Flows, opening a flow's items (a row click);
+   Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
 3. on that warm server, one row ingested (``trajaudit ingest`` of a one-row CSV, run by the served
    checkout's own code so an older commit writes its own schema), then a new session's Overview: the
    first open after a write, which a re-run or a sweep's batch causes too (issue 24);
@@ -28,7 +28,9 @@ First, the floor: a new session and a button click on a minimal Streamlit app (a
 line), measured the same way (the browser loading Streamlit's frontend and one round trip cost that
 much on this machine).
 
-Usage: ``python benchmarks/dashboard_browser.py [--items 25000,250000] [--workdir /work/bench-stores]``.
+Usage: ``python benchmarks/dashboard_browser.py [--items 25000,250000] [--workdir /work/bench-stores]
+[--only flows,items]`` (``--only``: those pages' steps alone, on a store it only reads). Each step also
+prints the number of Streamlit elements on the page it ended on (``stElementContainer``, sidebar included).
 Targets (2-core machine, 10M): cold Overview < 3 s, new session on a warm server < 1 s, every
 interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
 """
@@ -42,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,6 +122,8 @@ WHY = """(mark) => ({runs: window.__runs.slice(mark).map(r => r.state),
 BEFORE = """(heading) => { const h = document.querySelector('[data-testid="stMain"] h1');
   return {title: h ? h.innerText.trim() : null,
           shown: !!heading && [...document.querySelectorAll('[data-testid="stMain"] h3')].some(e => new RegExp(heading).test(e.innerText))}; }"""
+# Streamlit elements on the page the step ended on (main area and sidebar): what the browser draws.
+ELEMENTS = """() => document.querySelectorAll('[data-testid="stElementContainer"]').length"""
 SETTLE_MS = 300  # a pause before each action, outside the measured time: no user clicks in the frame a page is drawn
 
 
@@ -146,7 +151,8 @@ def timed(
     figures[label] = seconds
     print(
         f"  {label:<52} {seconds:7.2f} s  (server {server_seconds():5.2f} s;"
-        f" {(RECEIVED['bytes'] - received) / 1e6:5.2f} MB sent to the browser)",
+        f" {(RECEIVED['bytes'] - received) / 1e6:5.2f} MB sent to the browser;"
+        f" {page.evaluate(ELEMENTS)} elements)",
         flush=True,
     )
     return seconds
@@ -217,37 +223,76 @@ def choose(page, label: str, option: str) -> None:
     page.locator('[role="option"]').filter(has_text=option).first.click()
 
 
-def interactions(browser, url: str, figures: dict[str, float], shots: Path) -> None:
-    """The interactions, with a screenshot of the pages they end on (to look at what was timed)."""
+def aim_at_sankey_link(page) -> tuple[tuple[float, float], str]:
+    """Hover the Flows Sankey's middle link (outside the timed step): the point to click, and the heading its
+    items get as a regular expression (the tooltip's first line is the flow's title)."""
+    frame = page.frame_locator('iframe[title*="sankey"]')
+    links = frame.locator(".sankey-link")
+    page.locator('iframe[title*="sankey"]').scroll_into_view_if_needed()  # a row click scrolled it away
+    box = page.locator('iframe[title*="sankey"]').bounding_box()
+    x, y = links.nth(links.count() // 2).evaluate(  # a quarter along the ribbon's top edge, 3 px inside it
+        "e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
+        "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f + 3]; }"
+    )
+    point = (box["x"] + x, box["y"] + y)
+    page.mouse.move(*point)
+    tip = frame.locator("#tip")
+    tip.wait_for(state="visible")
+    title = tip.inner_text().splitlines()[0]
+    return point, "^" + re.escape(title) + " · "
+
+
+PAGES = ("Flows", "Items", "Inspector", "Compare", "Overview")  # the switches, in order
+# Screenshots of the pages some steps end on: step -> file name.
+SHOTS = {
+    "Items: next page": "items-page-2",
+    "Items: open a row in the Inspector": "inspector",
+    "Flows: open a flow's items": "flow-items",
+    "Flows: a Sankey link's items": "sankey-link-items",
+}
+
+
+def steps() -> list[tuple[str, str, Callable | None, str, str | None]]:
+    """The interactions in order: (label, the page it times, action(page), the title of the page it ends on, a
+    heading it shows). ``--only`` picks pages; each page's steps start with a switch to it, so any subset runs.
+    The Sankey step's action is None: its point and heading are found by hovering first."""
+    return [
+        ("filter: one task type", "overview", pick_task_type, "Overview", None),
+        *((f"switch to {t}", t.lower(), lambda p, t=t: nav(p, t)(), t, None) for t in PAGES),
+        ("switch to Items (again)", "items", lambda p: nav(p, "Items")(), "Items", None),
+        ("Items: sort by disagreement", "items", lambda p: choose(p, "Sort by", "disagreement"), "Items", None),
+        (
+            "Items: next page",
+            "items",
+            lambda p: p.locator('[data-testid="stPaginationNext"]').first.click(),
+            "Items",
+            None,
+        ),
+        ("Items: open a row in the Inspector", "items", lambda p: click_row(p, 0, 0, ROW_PX), "Inspector", None),
+        ("switch to Flows (again)", "flows", lambda p: nav(p, "Flows")(), "Flows", None),
+        # the second table: the first is the steps (net, churn, p); nothing is opened yet
+        ("Flows: open a flow's items", "flows", lambda p: click_row(p, 1, 0, FLOW_ROW_PX), "Flows", r"· [\d,]+ items"),
+        ("Flows: a Sankey link's items", "flows", None, "Flows", None),
+    ]
+
+
+def interactions(browser, url: str, figures: dict[str, float], shots: Path, only: set[str] | None = None) -> None:
+    """The interactions (those of the pages in ``only``, else all), with a screenshot of the pages some end on
+    (to look at what was timed)."""
     context, page = new_session(browser)
     timed(page, "new session, warm server: Overview", lambda: page.goto(url), figures, "Overview")
     page.screenshot(path=str(shots / "overview.png"))
-    timed(page, "filter: one task type", lambda: pick_task_type(page), figures, "Overview")
-    page.keyboard.press("Escape")
-    for title in ("Flows", "Items", "Inspector", "Compare", "Overview"):
-        timed(page, f"switch to {title}", nav(page, title), figures, title)
-    timed(page, "switch to Items (again)", nav(page, "Items"), figures, "Items")
-    timed(page, "Items: sort by disagreement", lambda: choose(page, "Sort by", "disagreement"), figures, "Items")
-    timed(
-        page,
-        "Items: next page",
-        lambda: page.locator('[data-testid="stPaginationNext"]').first.click(),
-        figures,
-        "Items",
-    )
-    page.screenshot(path=str(shots / "items-page-2.png"))
-    timed(page, "Items: open a row in the Inspector", lambda: click_row(page, 0, 0, ROW_PX), figures, "Inspector")
-    page.screenshot(path=str(shots / "inspector.png"))
-    timed(page, "switch to Flows (again)", nav(page, "Flows"), figures, "Flows")
-    timed(
-        page,
-        "Flows: open a flow's items",
-        lambda: click_row(page, 1, 0, FLOW_ROW_PX),  # the second table: the first is the steps (net, churn, p)
-        figures,
-        "Flows",
-        r"· [\d,]+ items",
-    )
-    page.screenshot(path=str(shots / "flow-items.png"))
+    for label, name, action, title, heading in steps():
+        if only is not None and name not in only:
+            continue
+        if action is None:
+            point, heading = aim_at_sankey_link(page)
+            action = lambda p, point=point: p.mouse.click(*point)  # noqa: E731
+        timed(page, label, lambda action=action: action(page), figures, title, heading)
+        if label == "filter: one task type":
+            page.keyboard.press("Escape")
+        if label in SHOTS:
+            page.screenshot(path=str(shots / f"{SHOTS[label]}.png"))
     context.close()
 
 
@@ -313,19 +358,24 @@ def after_write(browser, url: str, store: Path, n_items: int, figures: dict[str,
     context.close()
 
 
-def run_store(browser, store: Path, workdir: Path, n_items: int) -> dict[str, float]:
+def run_store(browser, store: Path, workdir: Path, n_items: int, only: set[str] | None = None) -> dict[str, float]:
+    """Every step on ``store``; with ``only`` (page names), a fresh server's cold Overview (cache folder kept) and
+    those pages' interactions alone: nothing is written to the store (no cache removal, no ingest)."""
     figures: dict[str, float] = {}
     log = workdir / f"streamlit-{store.name}.log"
-    shutil.rmtree(store / ".cache", ignore_errors=True)
-    server = cold_overview(browser, store, log, "cold Overview, fresh server, no cache folder", figures)
-    first_peak = peak_rss_mb(server.process.pid)
-    stop_server(server)
+    first_peak = 0.0
+    if only is None:
+        shutil.rmtree(store / ".cache", ignore_errors=True)
+        server = cold_overview(browser, store, log, "cold Overview, fresh server, no cache folder", figures)
+        first_peak = peak_rss_mb(server.process.pid)
+        stop_server(server)
     server = cold_overview(browser, store, log, "cold Overview, fresh server (cache folder kept)", figures)
     try:
         shots = workdir / f"screenshots-{store.name}"
         shots.mkdir(exist_ok=True)
-        interactions(browser, f"{server.url}/{QUERY}", figures, shots)
-        after_write(browser, f"{server.url}/{QUERY}", store, n_items, figures)
+        interactions(browser, f"{server.url}/{QUERY}", figures, shots, only)
+        if only is None:
+            after_write(browser, f"{server.url}/{QUERY}", store, n_items, figures)
         figures["peak_mb"] = max(first_peak, peak_rss_mb(server.process.pid))
     finally:
         stop_server(server)
@@ -343,7 +393,15 @@ def main() -> None:
         help="the checkout whose app.py is served (e.g. an older commit, "
         "unpacked with `git archive`, for a before/after run)",
     )
+    ap.add_argument(
+        "--only",
+        help="comma-separated pages (flows,items,inspector,compare,overview): time only their steps, after a "
+        "fresh server's Overview; the store is only read (no cache removal, no ingest)",
+    )
     args = ap.parse_args()
+    only = None if args.only is None else {p.strip().lower() for p in args.only.split(",")}
+    if only is not None and not only <= {p.lower() for p in PAGES}:
+        raise SystemExit(f"--only: pages are {', '.join(p.lower() for p in PAGES)}; got {args.only}")
     browser_fixtures.REPO = Path(args.app_dir).resolve()  # start_server runs `streamlit run app.py` there
     print(f"serving {browser_fixtures.REPO / 'app.py'}")
     workdir = Path(args.workdir)
@@ -355,7 +413,7 @@ def main() -> None:
         for n_items in (int(n) for n in args.items.split(",")):
             store = build(workdir, n_items).root
             print(f"\n=== {n_items * len(MODELS) * 10:,} responses ({store})", flush=True)
-            results[n_items] = run_store(browser, store, workdir, n_items)
+            results[n_items] = run_store(browser, store, workdir, n_items, only)
         browser.close()
     last = results[max(results)]
     slowest = max(v for k, v in last.items() if not k.startswith(("cold", "new session")) and k != "peak_mb")
