@@ -223,3 +223,23 @@ def test_walk_opens_the_inspector_at_its_title(app_server, page):
     page.wait_for_timeout(1000)  # late layout (charts, thumbnails) must not move it either
     assert page.evaluate(scroll) == 0
     assert page.locator('[data-testid="stMain"] h1').first.bounding_box()["y"] >= 0
+
+
+def test_items_sort_and_page_turn_rerun_the_table_and_land_in_the_url(app_server, page):
+    """The Items table reruns alone (a fragment, ``pages/common/part.py``): its sort and page still reach the URL,
+    which the entry point writes only on whole-page runs."""
+    goto(page, app_server, f"items?{BASE}&size=25")
+    main = page.locator('[data-testid="stMain"]')
+    assert "page 1 of 2" in main.inner_text()
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Sort by").first.click()
+    page.locator('[role="option"]').filter(has_text="changes").first.click()
+    page.wait_for_function("() => location.search.includes('sort=changes')")  # written by the table's own run
+    wait_idle(page)
+    assert "desc=1" in page.url  # "changes" sorts most first
+    before = main.inner_text()
+    page.locator('[data-testid="stPaginationNext"]').first.click()
+    page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+    wait_idle(page)
+    assert "page 2 of 2" in main.inner_text()
+    page.wait_for_function("() => location.search.includes('page=2')")
+    screenshot(page, "clickthrough-items-page-2")
