@@ -104,6 +104,11 @@ def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
     items = main.locator('[data-testid="stDataFrame"]').first  # beside the chart, before the step table
     assert in_view(page, heading) and in_view(page, items), (heading.bounding_box(), items.bounding_box())
     assert lk["count"] <= 4 or items.bounding_box()["height"] > 4 * 35  # several rows shown, not a sliver
+    csv = main.locator('[data-testid="stDownloadButton"] button').first  # the list's, in the narrow column
+    assert in_view(page, csv) and csv.inner_text().strip().endswith("CSV")
+    assert (
+        csv.evaluate("e => [e, ...e.querySelectorAll('*')].filter(c => c.scrollWidth > c.clientWidth + 1).length") == 0
+    )
     assert selected(frame) == f"link:{target}"
     assert "selected" in frame.locator(".sankey-link").nth(target).get_attribute("class")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
