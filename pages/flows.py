@@ -1,8 +1,10 @@
 """Flows: a Sankey of correct/wrong states across the grid (or between two configs); a click opens its items.
 
 A link opens its flow (from -> to, rescued/harmed/stable), a node the items in that state; the
-list opens an item in the Inspector, which then walks that flow's items (``pages.common.walk``),
-and the whole list can be re-run under another configuration (``rerun_panel.selection_panel``).
+items are listed beside the chart (where the user looks when clicking), the link or node stays
+outlined, and a click reruns that part of the page only (``pages.common.part``). The list opens an
+item in the Inspector, which then walks that flow's items (``pages.common.walk``), and the whole list
+can be re-run under another configuration (``rerun_panel.selection_panel``, below the chart).
 """
 
 import html
@@ -20,10 +22,12 @@ from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
+from pages.common.part import part
 from pages.common.rerun_panel import selection_panel
-from pages.common.sankey import clickable_sankey
+from pages.common.sankey import clickable_sankey, new_click
 
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
+ROW_PX = 35  # a table row's height (Streamlit's default), the header's too
 
 
 def sankey_figure(view: dict) -> dict:
@@ -44,6 +48,11 @@ def sankey_figure(view: dict) -> dict:
     return {"data": [trace], "layout": layout}
 
 
+def drawn_links(view: dict) -> list[dict]:
+    """The Sankey's links as drawn (non-empty ones, ``series.sankey_trace``'s): a click's index is into these."""
+    return [lk for lk in view["links"] if lk["count"] > 0]
+
+
 def _open_flow(a: str, b: str, kind: str) -> None:
     for key, value in (("from", a), ("to", b), ("kind", kind), ("node", None)):
         state.put(key, value)
@@ -61,7 +70,7 @@ def open_clicked(view: dict, click: dict | None) -> None:
     if click is None:
         return
     if click["what"] == "link":
-        links = [lk for lk in view["links"] if lk["count"] > 0]  # the links drawn
+        links = drawn_links(view)
         if click["index"] < len(links):
             lk = links[click["index"]]
             _open_flow(lk["from"], lk["to"], lk["kind"])
@@ -82,6 +91,17 @@ def opened(table: pd.DataFrame, view: dict) -> Selection | None:
     return None
 
 
+def marked(view: dict, sel: Selection | None) -> dict | None:
+    """The Sankey's outlined shape for the opened selection: a flow's drawn link, a state's node (as drawn)."""
+    if sel is None:
+        return None
+    if sel.kind == "flow":
+        keys = [(lk["from"], lk["to"], lk["kind"]) for lk in drawn_links(view)]
+        return {"what": "link", "index": keys.index(sel.args)} if sel.args in keys else None
+    nodes = [(n["config"], n["state"]) for n in view["nodes"]]
+    return {"what": "node", "index": nodes.index(sel.args)} if sel.args in nodes else None
+
+
 def title(sel: Selection) -> str:
     if sel.kind == "flow":
         a, b, kind = sel.args
@@ -89,50 +109,133 @@ def title(sel: Selection) -> str:
     return f"{sel.args[1]} at {sel.args[0]}"
 
 
-def items_panel(view: View, sel: Selection) -> None:
-    """The opened flow's or node's items: a list that opens the Inspector on its walk, and a batch re-run."""
+def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
+    """The opened flow's or node's items beside the Sankey (about its ``height``): a heading, a button that walks
+    them in the Inspector, and a paged list whose row opens one there. Returns the items."""
     scope = view.scope
     items = walk.items(view, scope.focus, sel)
     st.subheader(f"{title(sel)} · {count(len(items), 'item')}")
     if items.empty:
         st.info("No item takes this flow.")
-        return
+        return items
     tag = "-".join(sel.to_url())
-    page, shown = walk.page_of(items, f"fp-{tag}")
     conf = ["confidence_from", "confidence_to"] if sel.kind == "flow" else ["confidence"]
     has_conf = bool(items[conf].notna().to_numpy().any())
-    cols = [c for c in ["item_id", "task_type", "duration", "question"] if c == "item_id" or items[c].notna().any()] + (
-        conf if has_conf else []
+    cols = [c for c in ["item_id", "question"] if c == "item_id" or items[c].notna().any()]
+    cols += (conf if has_conf else []) + [c for c in ["task_type", "duration"] if items[c].notna().any()]
+    walk.walk_button(items, sel)
+    st.caption(
+        "Select a row to open that item in the Inspector, which then walks these items; re-run them together "
+        "below." + ("" if has_conf else " No confidences in this store for these items.")
     )
-    key = f"flowitems-{tag}-{page}"
-    walk.walk_bar(
-        items,
-        sel,
-        "Select a row to open the item in the Inspector, which then walks these items."
-        + ("" if has_conf else " No confidences in this store for these items, so no confidence columns."),
-    )
+    page, shown = walk.page_of(items, f"fp-{tag}")
     a, b = (sel.args[0], sel.args[1]) if sel.kind == "flow" else (sel.args[0], sel.args[0])
     walk.item_table(
         shown[cols],
-        key,
-        {
-            "question": st.column_config.TextColumn(width="large"),
-            "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-            "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-            "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
-        },
+        f"flowitems-{tag}-{page}",
+        ui.plain_headers(
+            cols,
+            {
+                "question": st.column_config.TextColumn("question", width="medium"),
+                "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
+                "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
+                "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
+            },
+        ),
         sel,
+        height=min(ROW_PX * (len(shown) + 1) + 3, max(height - 250, 4 * ROW_PX)),  # no empty rows, none below the chart
     )
-    ui.downloads(items, f"flow-{scope.focus}-{tag}", key=key)
-    selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
+    ui.downloads(items, f"flow-{scope.focus}-{tag}", key=f"flowitems-{tag}")
+    return items
+
+
+def hint() -> None:
+    st.info(
+        "Click a link of the Sankey (a flow between two configurations) or a node (the items in one state) to "
+        "list its items here; or pick a flow in the table below.",
+        icon=":material/touch_app:",
+    )
+
+
+@part("flows")
+def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> None:
+    """The Sankey with the opened flow's items beside it, the step and flow tables, and what acts on the opened
+    items: a click on a link, a node or a row reruns this part only."""
+    scope = view.scope
+    fig = sankey_figure(report)
+    height = fig["layout"]["height"]
+    key = f"sankey-{scope.focus}"
+    open_clicked(report, new_click(key))
+    table = flow_table(report)
+    sel = opened(table, report)
+    chart, side = st.columns([3, 2], gap="medium")
+    with chart:
+        clickable_sankey(fig, key, height, marked(report, sel))
+    items = None
+    with side:
+        if sel is None:
+            hint()
+        else:
+            items = item_list(view, sel, height)
+    if scope.beyond_noise:
+        st.caption(
+            f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
+            "side), left out of the rescued and harmed links and of the item lists."
+        )
+    st.caption(
+        "Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
+        "Hover a link for its counts and McNemar p; click a link to list its items beside the chart, a node "
+        "for the items in that state (or pick a flow in the table below)."
+    )
+    steps = step_table(report)
+    st.dataframe(
+        steps,
+        hide_index=True,
+        placeholder=ui.DASH,
+        column_config=ui.plain_headers(
+            steps.columns,
+            {
+                "net": st.column_config.NumberColumn("net", format="percent"),
+                "churn": st.column_config.NumberColumn("churn", format="percent"),
+                "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g"),
+            },
+        ),
+    )
+    ui.downloads(steps, f"flow-steps-{scope.focus}")
+    ui.row_table(
+        table,
+        "flowlist",
+        lambda: _pick_row(table),
+        ui.plain_headers(
+            table.columns,
+            {
+                "kind": st.column_config.TextColumn("flow"),
+                "count": st.column_config.NumberColumn("items"),
+                "share": st.column_config.NumberColumn("share of items", format="percent"),
+            },
+        ),
+    )
+    ui.downloads(table, f"flows-{scope.focus}")
+    if sel is not None and items is not None and len(items):
+        tag = "-".join(sel.to_url())
+        selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
+    if sel is not None:
+        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
+    scores.flows_section(view, configs)  # where the scope has scored (open-ended) items
+    flow = (
+        ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
+        if sel is not None and sel.kind == "flow"
+        else []
+    )
+    pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
+    ui.twin(view, ["flows", "--model", scope.focus], *pair, *flow)
 
 
 ensure_entrypoint()
 st.title("Flows")
 with ui.guard():
     view = ui.matched(data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle()))
-    scope = view.scope
-    grid = list(scope.grid)
+    grid = list(view.scope.grid)
     mode = state.bind(
         st.segmented_control, "flowview", "Show", options=list(VIEWS), default="grid", format_func=VIEWS.get
     )
@@ -142,59 +245,4 @@ with ui.guard():
         a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
         b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
         configs = (a, b)
-    report = data.flows_view(view, scope.focus, configs)
-    fig = sankey_figure(report)
-    height = fig["layout"]["height"]
-    open_clicked(report, clickable_sankey(fig, f"sankey-{scope.focus}", height))
-    if scope.beyond_noise:
-        st.caption(
-            f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
-            "side), left out of the rescued and harmed links and of the item lists."
-        )
-    st.caption(
-        "Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
-        "Hover a link for its counts and McNemar p; click a link to list its items, a node for the items in "
-        "that state (or pick a flow in the table below)."
-    )
-
-    steps = step_table(report)
-    st.dataframe(
-        steps,
-        hide_index=True,
-        column_config={
-            "net": st.column_config.NumberColumn("net", format="percent"),
-            "churn": st.column_config.NumberColumn("churn", format="percent"),
-            "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g"),
-        },
-    )
-    ui.downloads(steps, f"flow-steps-{scope.focus}")
-    table = flow_table(report)
-    ui.row_table(
-        table,
-        "flowlist",
-        lambda: _pick_row(table),
-        {
-            "kind": st.column_config.TextColumn("flow"),
-            "count": st.column_config.NumberColumn("items"),
-            "share": st.column_config.NumberColumn("share of items", format="percent"),
-        },
-    )
-    ui.downloads(table, f"flows-{scope.focus}")
-
-    sel = opened(table, report)
-    if sel is not None:
-        items_panel(view, sel)
-        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
-    else:
-        st.info(
-            "Click a link or a node of the Sankey (or pick a flow in the table above) to list its items.",
-            icon=":material/touch_app:",
-        )
-    scores.flows_section(view, configs)  # where the scope has scored (open-ended) items
-    flow = (
-        ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]
-        if sel is not None and sel.kind == "flow"
-        else []
-    )
-    pair = ["--from", configs[0], "--to", configs[1]] if configs and not flow else []
-    ui.twin(view, ["flows", "--model", scope.focus], *pair, *flow)
+    flows_part(view, data.flows_view(view, view.scope.focus, configs), configs)

@@ -1,4 +1,8 @@
-"""Items: a server-paged, sortable table with each item's trajectory drawn inline, and a trajectory heatmap."""
+"""Items: a server-paged, sortable table with each item's trajectory drawn inline, and a trajectory heatmap.
+
+The table is a part of the page that reruns alone (``pages.common.part``): a sort or a page turn
+redraws the table, not the sidebar and the page around it.
+"""
 
 import html
 
@@ -17,6 +21,7 @@ from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, sparkline, state, ui, walk
 from pages.common.boot import ensure_entrypoint
+from pages.common.part import part
 from pages.common.rerun_panel import selection_panel
 
 SIZES = (25, 50, 100)
@@ -47,7 +52,9 @@ def selection_actions(view: View, ids: list[str]) -> None:
         selection_panel(view, None, walk.ids(view, view.scope.focus, None), key="batch-filtered")
 
 
+@part("items")
 def table_view(view: View) -> None:
+    """The sortable, paged table and what acts on its rows: a sort, a page turn or a pick reruns this part only."""
     scope = view.scope
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
     pick = state.bind(
@@ -103,31 +110,35 @@ def table_view(view: View) -> None:
         selection_mode="multi-row" if pick else "single-row",
         row_height=(row_h := max(35, 13 * len(scope.models) + 10)),
         height=min(len(shown), 12) * row_h + 40,
-        column_config={
-            "item_id": st.column_config.TextColumn("item", pinned=True),
-            # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
-            "trajectory": st.column_config.ImageColumn(
-                "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
-            ),
-            "tags": st.column_config.ListColumn("tags", width="medium"),
-            "task_type": st.column_config.TextColumn("task type", width="medium"),
-            "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
-            "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
-            "drop": st.column_config.NumberColumn(
-                "largest drop",
-                format="%.3f",
-                help="largest fall of the score between consecutive configurations (scored items)",
-            ),
-            "disagreement": st.column_config.ProgressColumn(
-                "disagreement", min_value=0.0, max_value=1.0, format="%.2f"
-            ),
-            "confidence": st.column_config.ImageColumn(
-                "confidence",
-                width=sparkline.column_width(row_h),
-                help="focus model, along the grid (0 to 1); gaps: no confidence",
-            ),
-            "question": st.column_config.TextColumn("question", width="large"),
-        },
+        placeholder=ui.DASH,
+        column_config=ui.plain_headers(
+            cols,
+            {
+                "item_id": st.column_config.TextColumn("item", pinned=True),
+                # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
+                "trajectory": st.column_config.ImageColumn(
+                    "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
+                ),
+                "tags": st.column_config.ListColumn("tags", width="medium"),
+                "task_type": st.column_config.TextColumn("task type", width="medium"),
+                "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
+                "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
+                "drop": st.column_config.NumberColumn(
+                    "largest drop",
+                    format="%.3f",
+                    help="largest fall of the score between consecutive configurations (scored items)",
+                ),
+                "disagreement": st.column_config.ProgressColumn(
+                    "disagreement", min_value=0.0, max_value=1.0, format="%.2f"
+                ),
+                "confidence": st.column_config.ImageColumn(
+                    "confidence",
+                    width=sparkline.column_width(row_h),
+                    help="focus model, along the grid (0 to 1); gaps: no confidence",
+                ),
+                "question": st.column_config.TextColumn("question", width="large"),
+            },
+        ),
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
     if n_pages > 1:

@@ -90,8 +90,8 @@ def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
     assert "text → 8f: rescued" in heading.inner_text() and "items" in heading.inner_text()
     screenshot(page, "flows-items")
     tables = page.locator('[data-testid="stDataFrame"]')
-    assert tables.count() == 3
-    click_row(page, 2, 0)
+    assert tables.count() == 3  # the opened flow's items now come first: beside the Sankey, above the steps
+    click_row(page, 0, 0)
     page.wait_for_url(lambda u: "/inspector" in u)
     page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')
     wait_idle(page)

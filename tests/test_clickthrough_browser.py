@@ -12,7 +12,7 @@ import pytest
 from backend.present.text import count as counted
 
 pytest.register_assert_rewrite("tests.browser_fixtures")
-from tests.browser_fixtures import goto, screenshot, wait_idle
+from tests.browser_fixtures import SCREENSHOTS, goto, screenshot, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]
 
@@ -66,18 +66,60 @@ def heading_count(page) -> tuple[str, int]:
     return m.group(1), int(m.group(2).replace(",", ""))
 
 
+def in_view(page, locator) -> bool:
+    """Whether ``locator``'s element lies wholly inside the window, as scrolled now (no scrolling to it)."""
+    box, size = locator.bounding_box(), page.viewport_size
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and (box["x"] + box["width"] <= size["width"] and box["y"] + box["height"] <= size["height"])
+    )
+
+
+def selected(frame) -> str:
+    """The Sankey's outlined shape as the component names it ("link:3", "node:5"; "" for none)."""
+    return frame.locator("#chart").get_attribute("data-selected")
+
+
 def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
+    """A laptop-sized window: the clicked link's items are listed beside the chart, in view without scrolling,
+    and the link stays outlined through a rerun of the whole page and in a copied link."""
+    page.set_viewport_size({"width": 1440, "height": 900})
     goto(page, app_server, f"flows?{BASE}")
     view = flow_view(app_server)
     drawn = [lk for lk in view["links"] if lk["count"] > 0]
     target = max(range(len(drawn)), key=lambda k: (drawn[k]["kind"] == "harmed", drawn[k]["count"]))
-    click_link(page, sankey_frame(page), target)
+    frame = sankey_frame(page)
+    assert selected(frame) == ""
+    click_link(page, frame, target)
     title, count = heading_count(page)
     lk = drawn[target]
     assert title.startswith(f"{lk['from']} → {lk['to']}"), (title, lk)
     assert count == lk["count"]  # the flow table's row of this link
     assert f"kind={lk['kind']}" in page.url and f"from={lk['from']}" in page.url
+    main = page.locator('[data-testid="stMain"]')
+    assert main.evaluate("e => e.scrollTop") == 0  # nothing scrolled: the list came where the user looks
+    heading = main.locator("h3").first
+    items = main.locator('[data-testid="stDataFrame"]').first  # beside the chart, before the step table
+    assert in_view(page, heading) and in_view(page, items), (heading.bounding_box(), items.bounding_box())
+    assert lk["count"] <= 4 or items.bounding_box()["height"] > 4 * 35  # several rows shown, not a sliver
+    csv = main.locator('[data-testid="stDownloadButton"] button').first  # the list's, in the narrow column
+    assert in_view(page, csv) and csv.inner_text().strip().endswith("CSV")
+    assert (
+        csv.evaluate("e => [e, ...e.querySelectorAll('*')].filter(c => c.scrollWidth > c.clientWidth + 1).length") == 0
+    )
+    assert selected(frame) == f"link:{target}"
+    assert "selected" in frame.locator(".sankey-link").nth(target).get_attribute("class")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "clickthrough-flows-link-view.png"))  # the window as the user sees it
     screenshot(page, "clickthrough-flows-link")
+    page.locator("body").press("r")  # Streamlit's rerun key: the whole page runs again
+    wait_idle(page)
+    assert selected(sankey_frame(page)) == f"link:{target}"
+    copied = page.url
+    goto(page, app_server, copied.split("/", 3)[3])  # a new session on the copied link
+    assert selected(sankey_frame(page)) == f"link:{target}"
 
 
 def test_clicking_a_node_lists_the_items_in_that_state(app_server, page):
@@ -90,6 +132,7 @@ def test_clicking_a_node_lists_the_items_in_that_state(app_server, page):
     title, count = heading_count(page)
     node = flow_view(app_server)["nodes"][3]
     assert title == f"{node['state']} at {node['config']}" and count == node["count"]
+    assert selected(frame) == "node:3"
     screenshot(page, "clickthrough-flows-node")
 
 
@@ -169,18 +212,39 @@ def test_picked_item_rows_are_walked_in_the_inspector(app_server, page):
 
 def test_walk_opens_the_inspector_at_its_title(app_server, page):
     """From far down Flows, "Walk these N" opened the Inspector scrolled past its title on a laptop-sized
-    window (the browser kept Flows' offset): a page switch now opens at the top (``ui.scroll_to_top``)."""
+    window (the browser kept Flows' offset): a page switch now opens at the top (``ui.scroll_to_top``). The
+    button now sits beside the Sankey, so the page is scrolled down by hand before it is clicked."""
     page.set_viewport_size({"width": 1280, "height": 720})
     # the sidebar's default models: a long Flows page (Sankey, score section) above a flow of 16 items
     goto(page, app_server, "flows?bench=synthetic-videomme&flowview=pair&from=16f&to=64f&kind=rescued")
     button = page.get_by_role("button", name=re.compile(r"^Walk th"))
-    button.scroll_into_view_if_needed()
     scroll = "() => document.querySelector('[data-testid=\"stMain\"]').scrollTop"
-    assert page.evaluate(scroll) > 300  # the button sits below the Sankey
-    button.click()
+    page.locator('[data-testid="stMain"]').evaluate("e => e.scrollTo(0, 600)")  # read down to the tables
+    assert page.evaluate(scroll) > 300
+    button.dispatch_event("click")  # the button beside the Sankey, clicked without scrolling back to it
     page.wait_for_url(lambda u: "/inspector" in u)
     page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')
     wait_idle(page)
     page.wait_for_timeout(1000)  # late layout (charts, thumbnails) must not move it either
     assert page.evaluate(scroll) == 0
     assert page.locator('[data-testid="stMain"] h1').first.bounding_box()["y"] >= 0
+
+
+def test_items_sort_and_page_turn_rerun_the_table_and_land_in_the_url(app_server, page):
+    """The Items table reruns alone (a fragment, ``pages/common/part.py``): its sort and page still reach the URL,
+    which the entry point writes only on whole-page runs."""
+    goto(page, app_server, f"items?{BASE}&size=25")
+    main = page.locator('[data-testid="stMain"]')
+    assert "page 1 of 2" in main.inner_text()
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Sort by").first.click()
+    page.locator('[role="option"]').filter(has_text="changes").first.click()
+    page.wait_for_function("() => location.search.includes('sort=changes')")  # written by the table's own run
+    wait_idle(page)
+    assert "desc=1" in page.url  # "changes" sorts most first
+    before = main.inner_text()
+    page.locator('[data-testid="stPaginationNext"]').first.click()
+    page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
+    wait_idle(page)
+    assert "page 2 of 2" in main.inner_text()
+    page.wait_for_function("() => location.search.includes('page=2')")
+    screenshot(page, "clickthrough-items-page-2")

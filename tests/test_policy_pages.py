@@ -294,14 +294,14 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     out = flows_cli(capsys, demo, "--from", a, "--to", b, "--kind", "harmed", "--beyond-noise")
     plain = flows_cli(capsys, demo, "--from", a, "--to", b)
     assert out["n_hidden"] > 0
-    step = at.dataframe[0].value  # the pair's net, churn and McNemar p, once
+    step = at.dataframe[1].value  # the pair's net, churn and McNemar p, once (after the items beside the Sankey)
     assert step[["net", "churn", "mcnemar_p"]].values.tolist() == [
         [out["links"][0][k] for k in ("net", "churn", "mcnemar_p")]
     ]
-    flows = at.dataframe[1].value.set_index("kind")["count"].to_dict()
+    flows = at.dataframe[2].value.set_index("kind")["count"].to_dict()
     assert flows == {link["kind"]: link["count"] for link in out["links"] if link["count"] > 0}
     assert sum(lk["count"] for lk in plain["links"]) - sum(lk["count"] for lk in out["links"]) == out["n_hidden"]
-    assert at.dataframe[2].value["item_id"].tolist() == [r["item_id"] for r in out["items"]]
+    assert at.dataframe[0].value["item_id"].tolist() == [r["item_id"] for r in out["items"]]
 
     overview = open_page(demo, "pages/overview.py", grid=GRID, noise="1")
     overview.session_state["transitions"] = True  # the table is drawn once its expander is opened

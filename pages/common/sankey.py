@@ -9,6 +9,11 @@ d3-sankey stacks them, the trace's hover templates) itself: loading Plotly's scr
 the component's frame slowed every first switch to the page (``benchmarks/dashboard_browser.py``;
 the figure: ``benchmarks/README.md``). The figure is built in Python (``pages/flows.py``), a plain
 dict in Plotly's figure schema.
+
+The page passes the opened link or node back (``selected``), so the component draws it outlined on
+every run, whichever way it was opened (a click, the flow table, a link): the selection is the URL's,
+not the component's. A click is read before the chart is drawn (``new_click``), so the run it starts
+already draws its answer.
 """
 
 from __future__ import annotations
@@ -29,16 +34,23 @@ def _component():
     return components.declare_component("trajaudit_sankey", path=str(FOLDER))
 
 
-def clickable_sankey(fig: dict, key: str, height: int) -> dict | None:
-    """Draw ``fig``; a new click as ``{"what": "link"|"node", "index": i}`` (indices into the trace's lists), else None.
+def new_click(key: str) -> dict | None:
+    """The click on the Sankey keyed ``key`` that started this run, as ``{"what": "link"|"node", "index": i}``
+    (indices into the trace's lists), else None.
 
     The component keeps its last value across reruns, so each click carries a nonce and is
     reported once.
     """
-    # Plotly's own encoder: NaN (a McNemar p of a pair without flips) as null, NumPy values as numbers.
-    value = _component()(figure=to_json_plotly(fig), height=height, key=key, default=None)
+    value = st.session_state.get(key)
     seen = f"_{key}_nonce"
     if not value or value.get("nonce") == st.session_state.get(seen):
         return None
     st.session_state[seen] = value["nonce"]
     return {"what": value["what"], "index": int(value["index"])}
+
+
+def clickable_sankey(fig: dict, key: str, height: int, selected: dict | None) -> None:
+    """Draw ``fig`` with ``selected`` (``{"what": "link"|"node", "index": i}``, or None) outlined; its clicks are
+    read by ``new_click`` on the run they start."""
+    # Plotly's own encoder: NaN (a McNemar p of a pair without flips) as null, NumPy values as numbers.
+    _component()(figure=to_json_plotly(fig), height=height, selected=selected, key=key, default=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +36,9 @@ _HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
 # Where GFM would autolink: a URL scheme's colon, "www." and an e-mail's "@" (a word joiner goes before them).
 _AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|[\w.+-](?=@[\w-]+\.)")
 _MD_INLINE = re.compile(r"([\\`*_{}\[\]()!|<>~$:&])")  # emphasis, code, links, tables, HTML, directives, math
+# Column names a table header shows in other words than its own with "_" read as a space.
+_HEADERS = {"item_id": "item"}
+DASH = "–"  # a missing value in a table cell (``st.dataframe(placeholder=DASH)``; Streamlit's default is "None")
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#+=.)-])")  # headings, lists ("-", "1."), setext underlines
 
 
@@ -151,8 +154,15 @@ def scroll_to_top() -> None:
     )
 
 
-def row_table(frame: pd.DataFrame, key: str, on_select: Callable[[], None], column_config: dict) -> None:
-    """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback."""
+def row_table(
+    frame: pd.DataFrame,
+    key: str,
+    on_select: Callable[[], None],
+    column_config: dict,
+    height: int | None = None,
+) -> None:
+    """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback;
+    ``height`` in pixels (None: Streamlit's, about ten rows). Missing values read as a dash."""
     st.dataframe(
         frame,
         hide_index=True,
@@ -160,7 +170,15 @@ def row_table(frame: pd.DataFrame, key: str, on_select: Callable[[], None], colu
         on_select=on_select,
         selection_mode="single-row",
         column_config=column_config,
+        height="auto" if height is None else height,
+        placeholder=DASH,
     )
+
+
+def plain_headers(columns: Iterable[str], column_config: dict) -> dict:
+    """``column_config`` with every other column of ``columns`` headed in plain words ("task_type" -> "task
+    type", "item_id" -> "item"): one naming style on every table, whatever the frame's column names."""
+    return {c: _HEADERS.get(c, c.replace("_", " ")) for c in columns} | column_config
 
 
 def swatch(colour: str, text: str) -> str:

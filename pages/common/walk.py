@@ -57,15 +57,23 @@ def walk_bar(items: pd.DataFrame, sel: Selection, caption: str, key: str | None 
     """An item list's caption beside a button that opens its first item in the Inspector, walking them all."""
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
     c1.caption(caption)
+    with c2:
+        walk_button(items, sel, key)
+
+
+def walk_button(items: pd.DataFrame, sel: Selection, key: str | None = None) -> None:
+    """A button that opens the first of ``items`` in the Inspector, walking them all (``sel``)."""
     these = "Walk this item" if len(items) == 1 else f"Walk these {len(items):,}"
-    if c2.button(f"{these} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key):
+    if st.button(f"{these} in the Inspector", icon=":material/frame_inspect:", width="stretch", key=key):
         state.go("pages/inspector.py", item=str(items["item_id"].iloc[0]), walk=sel.to_url())
 
 
-def item_table(frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None) -> None:
+def item_table(
+    frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None, height: int | None = None
+) -> None:
     """A list of items (``frame`` has ``item_id``) whose selected row opens that item in the Inspector, walking
-    ``sel`` (None: the filtered items)."""
-    ui.row_table(frame, key, lambda: open_selected(key, frame, sel), column_config)
+    ``sel`` (None: the filtered items); ``height`` in pixels (None: Streamlit's, ten rows)."""
+    ui.row_table(frame, key, lambda: open_selected(key, frame, sel), column_config, height=height)
 
 
 def open_selected(key: str, frame: pd.DataFrame, sel: Selection | None = None) -> None:
