@@ -31,7 +31,7 @@ SETTLE_MS = 400  # outside the measured time: no user clicks in the frame a page
 ITEM_BOX = '[data-testid="stMain"] [data-testid="stTextInput"] input'
 # The item ``want`` is drawn and the run that drew it is over.
 DONE = """(want) => {
-  const box = document.querySelector('[data-testid="stMain"] [data-testid="stTextInput"] input');
+  const box = document.querySelector('[data-testid="stMain"] input[aria-label="Item id"]');
   const app = document.querySelector('[data-testid="stApp"]');
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   return !!box && box.value === want && app.getAttribute('data-test-script-state') !== 'running'

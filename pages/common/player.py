@@ -24,7 +24,7 @@ from backend.present.series import DROPPED
 
 FOLDER = Path(__file__).resolve().parents[2] / "assets" / "player"
 VIDEO_KEY = "player-video"
-WIDTH_PX = 820  # the clip and its marks, one above the other on the same time scale's width
+WIDTH_PX = 760  # the clip and its marks, one above the other on the same time scale's width
 MAX_BYTES = 256 * 2**20  # held in the server's memory while shown (Streamlit's media file manager)
 
 
