@@ -113,7 +113,7 @@ def run_notice(choices: tuple) -> None:
     said = notice(choices)
     if said:
         st.info(
-            f"This item's {ui.escape_md(said)}, or the sidebar's **Run** choice.",
+            f"On this item, {ui.escape_md(said)}, or with the sidebar's **Run** choice.",
             icon=":material/layers:",
         )
 

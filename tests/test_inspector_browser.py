@@ -156,3 +156,27 @@ def test_the_player_seeks_to_a_marked_frame(server, page):
     assert "/media/" in video["src"] and "videos" not in video["src"]  # served by id: the URL names no folder
     assert player.locator("#status").inner_text().startswith(f"16f: frame #{frame} @{int(frame / info.fps)}.")
     screenshot(page, "inspector-player")
+
+
+def test_an_items_cell_with_several_runs_says_which_run_it_shows(server, page):
+    """The demo repeats one item's answers under seed runs: the Inspector says which run it draws and how to
+    pick another (issue 35), and draws the picked one."""
+    from store.store import Store
+
+    held = Store(server.store).query(
+        "SELECT item_id, config, list(DISTINCT run ORDER BY run) AS runs FROM responses WHERE benchmark = ? "
+        "AND model = ? AND coalesce(origin, '') <> 'rerun' GROUP BY ALL HAVING count(DISTINCT run) > 1 "
+        "ORDER BY item_id, config LIMIT 1",
+        [BENCH, MODELS[0]],
+    )
+    assert len(held), "the demo holds seed repeats"
+    item, runs = held["item_id"][0], list(held["runs"][0])
+    goto(page, server, f"inspector?{BASE}&item={item}")
+    notice = page.locator('[data-testid="stAlert"]').filter(has_text="several runs in one cell")
+    text = notice.inner_text()
+    assert f"holds runs {', '.join(runs)}, showing main" in text or "showing main" in text, text
+    assert "--run RUN" in text and "sidebar's Run choice" in text
+    screenshot(page, "inspector-several-runs")
+    other = next(r for r in runs if r != "main")
+    goto(page, server, f"inspector?{BASE}&item={item}&run={other}")
+    assert f"showing {other}" in page.locator('[data-testid="stAlert"]').filter(has_text="several runs").inner_text()
