@@ -20,7 +20,7 @@ from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajec
 from backend.scope.runs import notice
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
-from pages.common import charts, data, sidebar, state, ui, walk
+from pages.common import charts, data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.player import player
@@ -183,8 +183,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
         if path is None:
             st.text(" ".join(str(i) for i in row["indices"]))  # not st.code: its highlighter is a 1.5 MB script
             continue
-        files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
-        strip(files, row["indices"], row["timestamps"], set(row["added"] or []))
+        strip(path, row["indices"], row["timestamps"], set(row["added"] or []), thumb_cache())
 
 
 def raw_outputs(responses: pd.DataFrame, item_id: str) -> None:
@@ -240,10 +239,14 @@ def item_body(view: View, item_id: str) -> None:
 def item_view(view: View) -> None:
     """The item part of the page, a fragment: a click on previous/next reruns this alone."""
     full = st.session_state.pop(FULL_RUN, False)
-    with ui.guard():
-        item_body(view, pick_item(view))
-    if not full:  # a fragment run: the entry point, which publishes the URL after a full run, did not run
-        state.publish()
+    timer = None if full else runlog.start("inspector-item")  # a full run is timed by the entry point
+    try:
+        with ui.guard():
+            item_body(view, pick_item(view))
+    finally:
+        if timer is not None:  # a fragment run: the entry point, which publishes the URL after a full run, did not run
+            state.publish()
+            timer.stop()
 
 
 ensure_entrypoint()

@@ -5,8 +5,9 @@ model; Run hands it to ``backend.runtime.client.submit``, which answers from the
 request is stored, or queues a job. When no worker of the model is online, a local one is started
 (``backend.runtime.worker_pool.ensure_local_worker``). The job's state is polled by a fragment that reruns
 every second, without reloading the page; once the job ends the whole page reruns, so the
-inspector's charts pick up the new point from the store, and the result is drawn here: answer,
-option probabilities, phase timings and the frames it saw.
+inspector's charts pick up the new point from the store (a star on its model's line, joined by a dashed
+segment, and a strip row of its frames), and the result is drawn here: answer, option probabilities,
+phase timings and the frames it saw.
 """
 
 from __future__ import annotations
@@ -254,7 +255,7 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
         job = out["job"]
         st.success(
             f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
-            "the new point is on the charts above, marked as a live re-run.",
+            "the new point is on its model's line above (★, dashed: an overlay), its frames a strip row.",
             icon=":material/check_circle:",
         )
     spec = client.registered(view.root).get(out["model"])
@@ -339,8 +340,7 @@ def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) ->
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
         st.text(" ".join(map(str, indices)))  # not st.code: its highlighter is a 1.5 MB script
         return
-    files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(indices), thumb_dir)
-    strip(files, indices, timestamps(np.asarray(indices), info.fps).tolist(), set())
+    strip(path, indices, timestamps(np.asarray(indices), info.fps).tolist(), set(), thumb_dir)
 
 
 # -- re-running a selection ----------------------------------------------------------------------
