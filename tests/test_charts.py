@@ -139,6 +139,7 @@ def test_confidence_markers_have_a_size_with_one_kind_or_several():
         }
         for c in ("8f", "16f")
     ]
+
     def markers(points: list[dict], order: list[str]) -> dict:
         trajectory = {"points": points, "order": order, "series": ["m"], "value": "score", "axis": "score"}
         spec = charts.confidence_chart(trajectory, {"m": "#123456"})

@@ -107,7 +107,9 @@ def _marks(page, title: str) -> list[dict]:
         title,
     )
     assert labels is not None, f"no chart titled {title!r}"
-    return [{"mark": role} | dict(kv.split(": ", 1) for kv in label.split("; ") if ": " in kv) for role, label in labels]
+    return [
+        {"mark": role} | dict(kv.split(": ", 1) for kv in label.split("; ") if ": " in kv) for role, label in labels
+    ]
 
 
 def test_a_queued_reruns_point_joins_its_models_line_and_its_frames_get_a_strip_row(server, page):

@@ -63,7 +63,9 @@ def test_answer_cells_keep_reruns_on_their_own_row():
     reruns = _rows(("m", "24f", "rerun-7", "A", 1, 0.9)).assign(rerun_note="random weights")
     grid = answer_cells(LOGGED, reruns, ["m", "n"], ["8f", "16f", "24f", "32f"])
     assert grid["rows"] == ["m", "n", "m · live re-run (random weights)"] and grid["value"] == "confidence"
-    assert {(c["model"], c["config"], c["text"]) for c in grid["cells"]} >= {("m · live re-run (random weights)", "24f", "A")}
+    assert {(c["model"], c["config"], c["text"]) for c in grid["cells"]} >= {
+        ("m · live re-run (random weights)", "24f", "A")
+    }
 
 
 def test_a_reruns_frames_are_a_strip_row_under_its_configuration():

@@ -446,10 +446,10 @@ def shown_runs(responses: pd.DataFrame, run: str | None) -> tuple[pd.DataFrame, 
     choices = []
     keep = np.ones(len(responses), dtype=bool)
     for (model, config), cell in first.groupby(["model", "config"], sort=False):
-        names = tuple(dict.fromkeys(cell["run"].fillna(MAIN)))
+        names = tuple(str(r) for r in dict.fromkeys(cell["run"].fillna(MAIN)))
         if len(names) < 2:
             continue
-        shown = run if run in names else MAIN if MAIN in names else names[0]
+        shown = run if run is not None and run in names else MAIN if MAIN in names else names[0]
         choices.append(RunChoice(str(model), str(config), names, shown))
         hidden = responses.index.isin(cell.index[cell["run"].fillna(MAIN).ne(shown)])
         keep &= ~hidden
