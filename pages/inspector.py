@@ -36,6 +36,7 @@ RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "co
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
 # What the answer grid and the confidence chart read: their row loops over every column were slow.
 CHART_COLUMNS = ["model", "config", "run", "answer", "correct", "confidence", "score", "rerun_note"]
+STRIP_FRAMES = 32  # the default strips: configurations of at most this many frames (and every re-run)
 FULL_RUN = "_inspector_full_run"  # set by a full run of the page, read (and cleared) by its fragment
 STATUS_COLOURS = {series.FIRST: INK, series.KEPT: FRAME_KEPT, series.ADDED: FRAME_ADDED, series.DROPPED: INK}
 
@@ -130,8 +131,10 @@ def timeline(plan: pd.DataFrame, info) -> dict:
 
 
 def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
-    """The clip with every strip's frames marked on it (or, without a playable video, the frames on one axis),
-    then a strip per configuration: logged rows first, each live re-run's frames under its configuration."""
+    """The clip with the frames of the grid's configurations and the re-runs marked on it (or, without a playable
+    video, those frames on one axis), then thumbnail strips of the configurations chosen: logged rows first,
+    each live re-run's frames under its configuration. The default strips stop at ``STRIP_FRAMES``: the dense
+    ones are on the clip's marks, and their thumbnails were half of a "next" (``benchmarks/inspector_next.py``)."""
     scope = view.scope
     st.subheader("Frames seen")
     visual = configs.visual(configs.order(responses["config"].unique().tolist()))
@@ -139,10 +142,9 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
         st.info("This item has only text-only responses: no frames to show.")
         return
     rerun = set(responses.loc[responses["live_rerun"], "config"])
-    default = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
-    chosen = state.bind(st.multiselect, "strips", "Configurations", options=visual, default=default)
-    if not chosen:
-        return
+    marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
+    default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
+    chosen = state.bind(st.multiselect, "strips", "Strips of thumbnails", options=visual, default=default)
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:
         st.warning(
@@ -150,15 +152,16 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             icon=":material/movie:",
         )
     length = data.catalog_length(view.root, view.version, scope.benchmark, item["item_id"])
-    plan = frame_plan(responses, chosen, info, length)
-    played = False
-    if plan["indices"].notna().any():
+    every = frame_plan(responses, configs.order(list(dict.fromkeys(marked + chosen))), info, length)
+    if every["indices"].notna().any():
+        played = False
         if path is not None and info is not None and info.fps:
-            marks, rows = series.frame_marks(plan, info.fps)
+            marks, rows = series.frame_marks(every, info.fps)
             played = player(path, info.duration_s, marks, rows, STATUS_COLOURS)
         if not played:
-            ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
-        ui.downloads(plan, f"frame-plan-{item['item_id']}")
+            ui.vega(timeline(every, info), f"frames-{item['item_id']}")
+        ui.downloads(every, f"frame-plan-{item['item_id']}")
+    plan = frame_plan(responses, chosen, info, length)
     for _, row in plan.iterrows():
         source = {
             "logged": "logged frames",
