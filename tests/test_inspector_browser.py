@@ -20,15 +20,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BENCH, MODELS = "synthetic-videomme", ("synthetic-A-7B", "synthetic-B-13B")
 BASE = f"bench={BENCH}&models={','.join(MODELS)}"
-RUN_LINE = re.compile(r"^trajaudit run: \S+ [0-9.]+ s$", re.MULTILINE)
+RUN_LINE = re.compile(r"^trajaudit run: (\S+) [0-9.]+ s$", re.MULTILINE)  # pages/common/runlog.py
 ITEM_BOX = '[data-testid="stMain"] input[aria-label="Item id"]'
 SEEK_TOLERANCE_S = 0.02  # currentTime after a seek is the time asked for (the browser may round to its clock)
 
 
 @pytest.fixture(scope="module")
 def server(app_server, tmp_path_factory):
-    """A second server on the browser tests' demo store that logs each full script run
-    (``TRAJAUDIT_RUN_LOG``), so a test can tell a fragment run (no line) from a full one."""
+    """A second server on the browser tests' demo store that logs each script run (``TRAJAUDIT_RUN_LOG``), so a
+    test can tell a fragment run (``inspector-item``) from a full one (``inspector``)."""
     log = tmp_path_factory.mktemp("inspector") / "streamlit.log"
     with serving(app_server.store, log, {"TRAJAUDIT_RUN_LOG": "1", "TRAJAUDIT_DEMO_ITEMS": "8"}) as s:
         yield s
@@ -44,8 +44,10 @@ def _walk(store) -> list[str]:
     return view.matrix.items["item_id"].astype(str).tolist()
 
 
-def _full_runs(server) -> int:
-    return len(RUN_LINE.findall(server.log.read_text()))
+def _runs(server) -> tuple[int, int]:
+    """(full script runs of the Inspector, runs of its item fragment) the server logged so far."""
+    pages = RUN_LINE.findall(server.log.read_text())
+    return pages.count("inspector"), pages.count("inspector-item")
 
 
 def _drawn_item(page, want: str) -> None:
@@ -61,7 +63,7 @@ def test_previous_and_next_redraw_the_item_without_a_full_run(server, page):
     goto(page, server, f"inspector?{BASE}&item={ids[0]}")
     assert page.locator(ITEM_BOX).input_value() == ids[0]
     page.wait_for_timeout(500)
-    runs = _full_runs(server)
+    full, fragment = _runs(server)
     page.get_by_role("button", name="next ▶").click()
     _drawn_item(page, ids[1])
     assert f"Item 2 of {len(ids)}" in page.locator('[data-testid="stMain"]').inner_text()
@@ -70,7 +72,8 @@ def test_previous_and_next_redraw_the_item_without_a_full_run(server, page):
     page.get_by_role("button", name="◀ previous").click()
     _drawn_item(page, ids[1])
     page.wait_for_timeout(500)
-    assert _full_runs(server) == runs  # three fragment runs: the sidebar and the scope were not run again
+    after = _runs(server)
+    assert after[0] == full and after[1] >= fragment + 3  # fragment runs: the sidebar and scope were not run again
     page.wait_for_function("(want) => new URLSearchParams(location.search).get('item') === want", arg=ids[1])
     assert parse_qs(urlparse(page.url).query)["models"] == [",".join(MODELS)]  # the rest of the URL kept
     screenshot(page, "inspector-walk")
