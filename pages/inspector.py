@@ -1,4 +1,10 @@
-"""Inspector: one item, every model's answer per configuration, raw output and provenance, the exact frames seen."""
+"""Inspector: one item, every model's answer per configuration, raw output and provenance, the exact frames seen.
+
+Everything about the item is drawn in one fragment (``item_view``): previous/next, the item box and the
+walk's own buttons rerun the item's part of the page alone, not the sidebar and the scope it resolves
+(``benchmarks/inspector_next.py`` times a "next"). The URL follows the item from a fragment run
+(``state.publish``); the entry point publishes it after a full run.
+"""
 
 import os
 from pathlib import Path
@@ -10,25 +16,29 @@ from backend import views
 from backend.present import series
 from backend.present.text import count
 from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
-from backend.scope.inspector import frame_plan
-from backend.scope.ladders import ladders
+from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
+from backend.scope.runs import notice
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
-from pages.common import charts, data, sidebar, state, ui, walk
+from pages.common import charts, data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
+from pages.common.player import player
 from pages.common.rerun_panel import rerun_panel
+from pages.common.strips import strip
 from pages.common.texts_panel import texts_panel
 from store import configs
 from store.answers import letter_of
 from store.errors import UserError
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
-STRIP_ROW = 16  # frames shown in one sideways row; longer strips wrap onto rows
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
 # What the answer grid and the confidence chart read: their row loops over every column were slow.
-CHART_COLUMNS = ["model", "config", "answer", "correct", "confidence", "score", "rerun_note"]
+CHART_COLUMNS = ["model", "config", "run", "answer", "correct", "confidence", "score", "rerun_note"]
+STRIP_FRAMES = 32  # the default strips: configurations of at most this many frames (and every re-run)
+FULL_RUN = "_inspector_full_run"  # set by a full run of the page, read (and cleared) by its fragment
+STATUS_COLOURS = {series.FIRST: INK, series.KEPT: FRAME_KEPT, series.ADDED: FRAME_ADDED, series.DROPPED: INK}
 
 
 def thumb_cache() -> str:
@@ -36,7 +46,8 @@ def thumb_cache() -> str:
 
 
 def pick_item(view: View) -> str:
-    """The item shown, and previous/next along the walk: the URL's selection (a flow, a node, picked items) or the filtered list."""
+    """The item shown, and previous/next along the walk: the URL's selection (a flow, a node, picked items) or the
+    filtered list. The buttons set the item in their callbacks, so a click costs one fragment run."""
     sel, focus = walk.current(), view.scope.focus
     try:
         ids = walk.ids(data.restate(view, beyond_noise=bool(state.get("noise"))), focus, sel)
@@ -53,9 +64,14 @@ def pick_item(view: View) -> str:
     pos = ids.index(item) if item in ids else None
     for col, label, step in ((mid, "◀ previous", -1), (right, "next ▶", 1)):
         target = None if pos is None else pos + step
-        if col.button(label, disabled=target is None or not 0 <= target < len(ids), width="stretch"):
-            state.put("item", ids[target])
-            st.rerun()
+        inside = target is not None and 0 <= target < len(ids)
+        col.button(
+            label,
+            disabled=not inside,
+            width="stretch",
+            on_click=state.put,
+            args=("item", ids[target] if inside else item),
+        )
     where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
     text, stop = st.columns([6, 2], vertical_alignment="center")
     if pos is None:
@@ -64,14 +80,15 @@ def pick_item(view: View) -> str:
         )
     else:
         text.markdown(f"**Item {pos + 1:,} of {len(ids):,}** {where}")
-    if sel is not None and stop.button(
-        "Walk the filtered items",
-        icon=":material/close:",
-        width="stretch",
-        help="Stop walking this selection; previous/next then step through the filtered items.",
-    ):
-        state.put("walk", None)
-        st.rerun()
+    if sel is not None:
+        stop.button(
+            "Walk the filtered items",
+            icon=":material/close:",
+            width="stretch",
+            help="Stop walking this selection; previous/next then step through the filtered items.",
+            on_click=state.put,
+            args=("walk", None),
+        )
     return item
 
 
@@ -92,120 +109,42 @@ def item_header(item: dict) -> None:
     st.caption(" · ".join([f"target {shown}"] + [ui.escape_md(f) for f in facts if f]))
 
 
-def rerun_name(model: str, note: str | None) -> str:
-    """How a model's live re-runs are labelled on every chart (with the registry note, e.g. random weights)."""
-    return f"{model} · live re-run" + (f" ({note})" if isinstance(note, str) and note else "")
-
-
-def rerun_rows(reruns: pd.DataFrame) -> pd.DataFrame:
-    """Re-run rows relabelled as their own row / series, so they never merge into a logged trajectory."""
-    return reruns.assign(model=[rerun_name(m, n) for m, n in zip(reruns["model"], reruns["rerun_note"], strict=True)])
-
-
-def value_column(rows: pd.DataFrame) -> tuple[str, str]:
-    """Confidence for MCQA; the continuous score for open-ended items (which carry no confidence)."""
-    if rows["confidence"].notna().any() or rows["score"].isna().all():
-        return "confidence", "confidence (probability of the answer)"
-    return "score", "score (Token-F1)"
-
-
-def _state(correct) -> str | None:
-    return None if correct is None or correct != correct else ("correct" if correct == 1 else "wrong")
-
-
-def answer_grid(rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> dict:
-    """Logged answers, one row per model; each model's live re-runs on a row of their own below."""
-    extra = rerun_rows(reruns)
-    models = [m for m in models if m in set(rows["model"])] + list(dict.fromkeys(extra["model"]))
-    rows = pd.concat([rows, extra], ignore_index=True)
-    value, _ = value_column(rows)
-    cells = [
-        {
-            "model": r["model"],
-            "config": r["config"],
-            "state": _state(r["correct"]),
-            "value": charts.number(r[value]),
-            "text": ("–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"]))
-            if value == "confidence"
-            else ("–" if charts.number(r["score"]) is None else f"{r['score']:.2f}"),
-        }
-        for r in rows.to_dict("records")  # plain dicts: itertuples' pandas overhead was most of this
-        if _state(r["correct"]) is not None and r["model"] in models and r["config"] in labels
-    ]
-    return charts.answer_grid(cells, models, labels, value)
-
-
-def confidence_chart(
-    rows: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], colours: dict[str, str]
-) -> dict:
-    """Each model's logged values joined only along a budget ladder (``backend.scope.ladders``); other
-    protocols (another resolution or policy at one budget) as separate diamonds; live re-runs as stars."""
-    value, axis = value_column(pd.concat([rows, reruns]))
-    live = rerun_rows(reruns)
-    names = dict(zip(reruns["model"], live["model"], strict=True))  # model -> the name of its re-run series
-    lines, alone = ladders(labels)
-    where = {c: k for k, ladder in enumerate(lines) for c in ladder}
-    points, series = [], {}
-
-    def add(r: dict, name: str, kind: str, line: str | None, colour: str) -> None:
-        if _state(r["correct"]) is None or charts.number(r[value]) is None:
-            return
-        series.setdefault(name, colour)
-        answer = "–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])
-        points.append(
-            {
-                "series": name,
-                "config": r["config"],
-                "value": charts.number(r[value]),
-                "state": _state(r["correct"]),
-                "answer": answer,
-                "kind": kind,
-                "line": line,
-            }
+def run_notice(choices: tuple) -> None:
+    """Which run each of the item's several-run cells shows, and how to pick another (issue 35)."""
+    said = notice(choices)
+    if said:
+        st.info(
+            f"On this item, {ui.escape_md(said)}, or with the sidebar's **Run** choice.",
+            icon=":material/layers:",
         )
-
-    # Plain records, split once: pandas' boolean filters and itertuples per model cost 80-150 ms an item
-    # (object overhead on a few dozen rows), the same loops over dicts well under a millisecond.
-    logged: dict[str, list[dict]] = {}
-    for r in rows.to_dict("records"):
-        logged.setdefault(r["model"], []).append(r)
-    for model in [m for m in models if m in logged]:
-        for r in logged[model]:
-            if r["config"] in where:
-                add(r, model, "ladder", f"{model}\x1f{where[r['config']]}", colours[model])
-        for r in logged[model]:
-            if r["config"] in alone:
-                add(r, f"{model} · other protocols", "other", None, colours[model])
-    live_records = live.to_dict("records")
-    for model in [m for m in models if m in names]:
-        for r in live_records:
-            if r["model"] == names[model]:
-                add(r, names[model], "rerun", None, colours[model])
-    order = [c for ladder in lines for c in ladder] + alone  # a ladder's steps side by side, other protocols after them
-    return charts.confidence_chart(points, order, series, value, axis)
 
 
 def timeline(plan: pd.DataFrame, info) -> dict:
-    """Every strip's frames on one time axis (frame index without the video): added frames stand out."""
+    """Every strip's frames on one axis by frame index (drawn where the clip cannot play): added frames stand out."""
     fps = None if info is None else info.fps
     marks, rows = series.frame_marks(plan, fps)
     title = "time in the video (s)" if fps else "frame index (video unavailable: no timestamps)"
-    colours = {series.FIRST: INK, series.KEPT: FRAME_KEPT, series.ADDED: FRAME_ADDED, series.DROPPED: INK}
-    shown = {status: colours[status] for status in series.FRAME_STATUSES if any(m["status"] == status for m in marks)}
+    shown = {
+        status: STATUS_COLOURS[status] for status in series.FRAME_STATUSES if any(m["status"] == status for m in marks)
+    }
     return charts.frame_timeline(marks, rows, title, info.duration_s if fps else None, shown)
 
 
 def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
+    """The clip with the frames of the grid's configurations and the re-runs marked on it (or, without a playable
+    video, those frames on one axis), then thumbnail strips of the configurations chosen: logged rows first,
+    each live re-run's frames under its configuration. The default strips stop at ``STRIP_FRAMES``: the dense
+    ones are on the clip's marks, and their thumbnails were half of a "next" (``benchmarks/inspector_next.py``)."""
     scope = view.scope
-    st.subheader("Frame strips")
+    st.subheader("Frames seen")
     visual = configs.visual(configs.order(responses["config"].unique().tolist()))
     if not visual:
         st.info("This item has only text-only responses: no frames to show.")
         return
-    default = [c for c in visual if c in scope.grid] or visual[:4]
-    chosen = state.bind(st.multiselect, "strips", "Configurations", options=visual, default=default)
-    if not chosen:
-        return
+    rerun = set(responses.loc[responses["live_rerun"], "config"])
+    marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
+    default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
+    chosen = state.bind(st.multiselect, "strips", "Strips of thumbnails", options=visual, default=default)
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:
         st.warning(
@@ -213,64 +152,65 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             icon=":material/movie:",
         )
     length = data.catalog_length(view.root, view.version, scope.benchmark, item["item_id"])
+    every = frame_plan(responses, configs.order(list(dict.fromkeys(marked + chosen))), info, length)
+    if every["indices"].notna().any():
+        played = False
+        if path is not None and info is not None and info.fps:
+            marks, rows = series.frame_marks(every, info.fps)
+            played = player(path, info.duration_s, marks, rows, STATUS_COLOURS)
+        if not played:
+            ui.vega(timeline(every, info), f"frames-{item['item_id']}")
+        ui.downloads(every, f"frame-plan-{item['item_id']}")
     plan = frame_plan(responses, chosen, info, length)
-    if plan["indices"].notna().any():
-        ui.vega(timeline(plan, info), f"frames-{item['item_id']}")
-        ui.downloads(plan, f"frame-plan-{item['item_id']}")
     for _, row in plan.iterrows():
         source = {
             "logged": "logged frames",
             "reconstructed": f"reconstructed by the {row['sampler']} sampler",
             "unknown": "frames unknown",
         }[row["source"]]
-        owners = (
-            f" ({ui.escape_md(', '.join(row['models']))})"
-            if row["models"] and len(row["models"]) < len(scope.models)
-            else ""
-        )
+        if row["rerun"] is not None:
+            source = f"live re-run {row['rerun']}"
+        label = series.strip_label(row["config"], row["models"], row["rerun"], named=False)
+        mine = row["models"] and (len(row["models"]) < len(scope.models) or row["rerun"] is not None)
+        owners = f" ({ui.escape_md(', '.join(row['models']))})" if mine else ""
         change = (
             ""
             if row["added"] is None
-            else f" · +{len(row['added'])} added · −{len(row['dropped'])} dropped vs the row above"
+            else f" · {len(row['added'])} new · {len(row['dropped'])} dropped vs the logged row above"
         )
         n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
-        st.markdown(f"**{ui.escape_md(row['config'])}**{owners} · {n} frames · {ui.escape_md(source)}{change}")
+        st.markdown(f"**{ui.escape_md(label)}**{owners} · {n} frames · {ui.escape_md(source)}{change}")
         if row["indices"] is None:
             st.caption(ui.escape_md(row["note"]))
             continue
         if path is None:
             st.text(" ".join(str(i) for i in row["indices"]))  # not st.code: its highlighter is a 1.5 MB script
             continue
-        files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(row["indices"]), thumb_cache())
-        added = set(row["added"] or [])
-        captions = [
-            series.frame_caption(i, t, i in added) for i, t in zip(row["indices"], row["timestamps"], strict=True)
-        ]
-        if len(files) <= STRIP_ROW:
-            with st.container(key=f"strip-{row['config']}"):  # one scrolling row: assets/style.css
-                st.image(files, caption=captions, width=96)
-        else:  # a long strip wraps onto rows of smaller frames, so all of it is readable without scrolling
-            with st.container(key=f"stripgrid-{row['config']}"):
-                st.image(
-                    files,
-                    caption=[
-                        series.frame_caption(i, t, i in added, number=False)
-                        for i, t in zip(row["indices"], row["timestamps"], strict=True)
-                    ],
-                    width=72,
-                )
+        strip(path, row["indices"], row["timestamps"], set(row["added"] or []), thumb_cache())
 
 
-ensure_entrypoint()
-view = st.session_state["view"]
-scope = view.scope
-st.title("Inspector")
-with ui.guard():
-    ui.need_items(view)
-    item_id = pick_item(view)
+def raw_outputs(responses: pd.DataFrame, item_id: str) -> None:
+    """Every stored response with its raw output and provenance, drawn once opened (a folded table grid still
+    costs the browser its drawing on every item); a missing value reads as a dash."""
+    raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
+    if raw.open:
+        raw.dataframe(
+            series.dashed(responses[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
+            hide_index=True,
+            column_config={"raw_output": st.column_config.TextColumn("raw output", width="large")},
+        )
+        with raw:
+            ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
+
+
+def item_body(view: View, item_id: str) -> None:
+    """The item: question, answers and trajectories, texts, raw outputs, frames, re-run and annotations."""
+    scope = view.scope
     detail = data.item_detail(view.root, view.version, scope.benchmark, item_id)
-    item, responses = detail["item"], detail["responses"]
+    item = detail["item"]
+    responses, choices = shown_runs(detail["responses"], scope.run)
     item_header(item)
+    run_notice(choices)
     colours = model_colours(data.store_info(view.root, view.version)["models"])
     if responses.empty:
         st.info("No stored response for this item.")
@@ -279,9 +219,10 @@ with ui.guard():
         present = set(responses["model"])
         models = [m for m in scope.models if m in present] + sorted(present - set(scope.models))
         labels = configs.order(responses["config"].unique().tolist())
-        ui.vega(answer_grid(rows, reruns, models, labels), f"answers-{item_id}")
+        ui.vega(charts.answer_grid(answer_cells(rows, reruns, models, labels)), f"answers-{item_id}")
         if responses[["confidence", "score"]].notna().to_numpy().any():
-            ui.vega(confidence_chart(rows, reruns, models, labels, colours), f"confidence-{item_id}")
+            points = trajectory_points(rows, reruns, models, labels, fill=scope.include_reruns)
+            ui.vega(charts.confidence_chart(points, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
         texts = data.item_texts(view.root, view.version, scope.benchmark, item_id)
@@ -290,19 +231,31 @@ with ui.guard():
         notes = responses["protocol_note"].dropna().unique().tolist()
         if notes:
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
-        raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
-        if raw.open:  # drawn when opened: a folded table grid still costs the browser its drawing on every item
-            raw.dataframe(
-                responses[RESPONSE_COLUMNS],
-                hide_index=True,
-                column_config={
-                    "confidence": st.column_config.NumberColumn(format="%.3f"),
-                    "raw_output": st.column_config.TextColumn("raw output", width="large"),
-                },
-            )
-            with raw:
-                ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
+        raw_outputs(responses, item_id)
         frame_strips(view, item, responses)
     rerun_panel(view, item, thumb_cache())
     annotation_panel(view.root, scope.benchmark, item_id, list(scope.models))
     ui.show_twin(views.inspect_twin(view, item_id))
+
+
+@st.fragment
+def item_view(view: View) -> None:
+    """The item part of the page, a fragment: a click on previous/next reruns this alone."""
+    full = st.session_state.pop(FULL_RUN, False)
+    timer = None if full else runlog.start("inspector-item")  # a full run is timed by the entry point
+    try:
+        with ui.guard():
+            item_body(view, pick_item(view))
+    finally:
+        if timer is not None:  # a fragment run: the entry point, which publishes the URL after a full run, did not run
+            state.publish()
+            timer.stop()
+
+
+ensure_entrypoint()
+view = st.session_state["view"]
+st.title("Inspector")
+with ui.guard():
+    ui.need_items(view)
+st.session_state[FULL_RUN] = True
+item_view(view)

@@ -139,8 +139,14 @@ def test_confidence_markers_have_a_size_with_one_kind_or_several():
         }
         for c in ("8f", "16f")
     ]
-    one = charts.confidence_chart(ladder, ["8f", "16f"], {"m": "#123456"}, "score", "score")
-    assert one["layer"][1]["encoding"]["size"] == {"value": 110}
+
+    def markers(points: list[dict], order: list[str]) -> dict:
+        trajectory = {"points": points, "order": order, "series": ["m"], "value": "score", "axis": "score"}
+        spec = charts.confidence_chart(trajectory, {"m": "#123456"})
+        (layer,) = [la for la in spec["layer"] if "shape" in la["encoding"]]
+        return layer["encoding"]
+
+    assert markers(ladder, ["8f", "16f"])["size"] == {"value": 110}
     other = {**ladder[0], "config": "8f@50k", "kind": "other", "line": None}
-    two = charts.confidence_chart([*ladder, other], ["8f", "16f", "8f@50k"], {"m": "#123456"}, "score", "score")
-    assert two["layer"][1]["encoding"]["size"]["scale"] == {"domain": ["ladder", "other"], "range": [110, 130]}
+    two = markers([*ladder, other], ["8f", "16f", "8f@50k"])
+    assert two["size"]["scale"] == {"domain": ["ladder", "other"], "range": [110, 130]}

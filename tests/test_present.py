@@ -229,6 +229,7 @@ def test_frame_marks_say_the_first_row_has_no_row_above():
             "indices": [[0, 20], [0, 10, 30]],
             "added": [None, [10, 30]],
             "dropped": [None, [20]],
+            "rerun": [None, None],
         }
     )
     marks, rows = frame_marks(plan, fps=10.0)

@@ -142,9 +142,10 @@ class FramePlanRow(TypedDict):
     sampler: the harness sampler that reconstructed them (null unless reconstructed)
     indices: the frame indices (null when unknown, or reconstructed without a linked video)
     timestamps: their times in seconds (null without the video)
-    added: indices new relative to the previous row (null on the first)
-    dropped: indices gone relative to the previous row (null on the first)
+    added: indices new relative to the previous logged row (null on the first)
+    dropped: indices gone relative to the previous logged row (null on the first)
     note: how the indices are known, or why they are not
+    rerun: the live re-run's run id, for a row of a re-run's frames (null: a logged row)
     """
 
     config: str
@@ -156,6 +157,7 @@ class FramePlanRow(TypedDict):
     added: list[int] | None
     dropped: list[int] | None
     note: str
+    rerun: str | None
 
 
 class DiffWord(TypedDict):
@@ -230,7 +232,7 @@ class InspectReport(TypedDict):
     item: the item's metadata
     responses: every stored response, in grid order per model
     video: the video's status
-    frames: the frame plan per visual configuration
+    frames: the frame plan per visual configuration, each live re-run's frames under its configuration
     texts: the answers beside the reference with a word-level diff (null unless the item is open-ended)
     """
 

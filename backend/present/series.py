@@ -13,6 +13,7 @@ from typing import Any
 
 from backend.present.text import KIND_TEXT, bounds, count, number
 
+DASH = "–"  # a missing value in a table cell
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
 
@@ -164,17 +165,32 @@ DROPPED = "dropped"
 FRAME_STATUSES = (FIRST, KEPT, ADDED, DROPPED)  # legend order
 
 
+def strip_label(config: str, models: list[str], rerun: str | None, named: bool) -> str:
+    """A frame plan row's name on the timeline, the strips and the player: its configuration, ``· re-run`` for
+    a live re-run's frames, and whose frames they are where ``named`` (several rows share the configuration)."""
+    label = f"{config} · re-run" if rerun is not None else config
+    return f"{label} ({', '.join(models)})" if named else label
+
+
+def strip_labels(plan: Any) -> list[str]:
+    """``strip_label`` of every row of a frame plan (``backend.scope.inspector.frame_plan``)."""
+    kinds = [(c, r is not None) for c, r in zip(plan["config"], plan["rerun"], strict=True)]
+    shared = {k for k in kinds if kinds.count(k) > 1}
+    return [
+        strip_label(c, list(m), r, (c, r is not None) in shared)
+        for c, m, r in zip(plan["config"], plan["models"], plan["rerun"], strict=True)
+    ]
+
+
 def frame_marks(plan: Any, fps: float | None) -> tuple[list[dict], list[str]]:
     """The timeline's marks (``row, frame, x, status``) and rows of a frame plan
     (``backend.scope.inspector.frame_plan``): ``x`` in seconds (frame index without fps). A row's frames are
     kept from or added to the row above it; the first row's are neither, and say so (``FIRST``)."""
-    duplicated = plan["config"].duplicated(keep=False)
     marks: list[dict] = []
     rows: list[str] = []
-    for k, row in plan.iterrows():
+    for label, (_, row) in zip(strip_labels(plan), plan.iterrows(), strict=True):
         if row["indices"] is None:
             continue
-        label = f"{row['config']} ({', '.join(row['models'])})" if duplicated[k] else row["config"]
         rows.append(label)
         added = set(row["added"] or [])
         first = row["added"] is None
@@ -184,8 +200,19 @@ def frame_marks(plan: Any, fps: float | None) -> tuple[list[dict], list[str]]:
     return marks, rows
 
 
-def frame_caption(index: int, seconds: float, added: bool, *, number: bool = True) -> str:
+def frame_caption(index: int, seconds: float | None, added: bool, *, number: bool = True) -> str:
     """A thumbnail's caption: where in the video the frame is (``@0.38 s``: a time stamp, never a duration),
-    ``#index`` when there is room, and ``new`` for a frame the row above did not have."""
-    where = f"#{index} @{seconds:.2f} s" if number else f"@{seconds:.2f} s"
+    ``#index`` when there is room (always without a time), and ``new`` for a frame the row above did not have:
+    ``new #12 @0.38 s``."""
+    at = None if seconds is None else f"@{seconds:.2f} s"
+    where = f"#{index} {at}" if number and at else at or f"#{index}"
     return f"new {where}" if added else where
+
+
+def dashed(frame: Any, digits: Mapping[str, int]) -> Any:
+    """A table as it is shown: the columns of ``digits`` as text with that many decimals, and every missing
+    value a dash (a table cell never reads "None" or "nan")."""
+    out = frame.astype(object)
+    for column, places in digits.items():
+        out[column] = [None if v is None or v != v else f"{v:.{places}f}" for v in frame[column]]
+    return out.where(out.notna(), DASH)

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from backend.contracts.inspector import HistoryReport, InspectReport, ReplacedResponse, VideoProbe
+from backend.scope.ladders import ladders
+from backend.scope.runs import MAIN, RunChoice
 from backend.scope.texts import item_texts
 from backend.videos import catalog
 from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
@@ -160,45 +162,60 @@ _NOTES = {
 def frame_plan(
     responses: pd.DataFrame, labels: list[str], info: VideoInfo | None, length: tuple[int, float] | None = None
 ) -> pd.DataFrame:
-    """One row per visual configuration and distinct (source, index set): the frames it saw.
+    """One row per visual configuration and distinct (source, index set): the frames it saw; then, under its
+    configuration's rows, a row per live re-run (its frames as its worker logged them).
 
     ``length``: the video's (frames, fps) from the catalog, else ``info``'s. Columns: ``config``,
     ``models`` (whose frames these are), ``source`` (``logged`` | ``reconstructed`` | ``unknown``,
     ``response_frames``), ``sampler``, ``indices``, ``timestamps`` (seconds; None without the
-    video's fps), ``added`` / ``dropped`` (indices new / gone relative to the previous row, so a
-    strip shows what each budget changes) and ``note`` (how the indices are known, or why not).
+    video's fps), ``added`` / ``dropped`` (indices new / gone relative to the previous logged row, so a
+    strip shows what each budget changes; a re-run's against the logged row above it, and the next logged
+    row never against a re-run), ``note`` (how the indices are known, or why not) and ``rerun`` (the
+    re-run's run id; None for a logged row).
     """
     n_frames, fps = length if length else (info.n_frames, info.fps) if info is not None else (None, None)
     resolved = response_frames(responses, n_frames, fps)
-    # Each configuration's (model, source, sampler, indices), split in one pass: a boolean row filter per
-    # configuration took 50-130 ms an item in pandas' overhead on a few dozen rows.
+    live = resolved["live_rerun"] if "live_rerun" in resolved else pd.Series(False, index=resolved.index)
+    runs = resolved["run"] if "run" in resolved else pd.Series(None, index=resolved.index, dtype=object)
+    # Each configuration's (model, source, sampler, indices, re-run), split in one pass: a boolean row filter
+    # per configuration took 50-130 ms an item in pandas' overhead on a few dozen rows.
     by_config: dict[str, list[tuple]] = {}
-    for config, *rest in zip(
+    for config, model, src, name, idx, rerun, run in zip(
         resolved["config"],
         resolved["model"],
         resolved["frames_source"],
         resolved["sampler"],
         resolved["frame_indices"],
+        live.fillna(False).astype(bool),
+        runs,
         strict=True,
     ):
-        by_config.setdefault(config, []).append(tuple(rest))
+        by_config.setdefault(config, []).append((model, src, name, idx, run if rerun else None))
     rows = []
     for label in configs.order(labels):
         if configs.parse(label).is_text:
             continue
         variants: dict[tuple, list[str]] = {}
-        for model, src, name, idx in by_config.get(label, []):
-            key = (src, name if src == "reconstructed" else None, tuple(int(i) for i in idx) if _listed(idx) else None)
+        for model, src, name, idx, rerun in sorted(by_config.get(label, []), key=lambda v: v[4] is not None):
+            key = (
+                src,
+                name if src == "reconstructed" else None,
+                tuple(int(i) for i in idx) if _listed(idx) else None,
+                rerun,
+            )
             owners = variants.setdefault(key, [])
             if model not in owners:
                 owners.append(model)
-        for (src, name, idx), models in variants.items():
+        for (src, name, idx, rerun), models in variants.items():
             note = _NOTES[src].format(sampler=name, n=n_frames)
             if src == "reconstructed" and idx is None:
                 note = f"reconstructed by the {name} sampler once its video is linked (trajaudit videos link)"
-            rows.append((label, models, src, name, None if idx is None else np.array(idx, dtype=np.int64), note))
+            if rerun is not None:
+                note = f"live re-run {rerun}: the frames its worker decoded"
+            index = None if idx is None else np.array(idx, dtype=np.int64)
+            rows.append((label, models, src, name, index, note, rerun))
     out, previous = [], None
-    for label, models, source, name, idx, note in rows:
+    for label, models, source, name, idx, note, rerun in rows:
         current = None if idx is None else set(idx.tolist())
         out.append(
             {
@@ -211,12 +228,17 @@ def frame_plan(
                 "added": None if current is None or previous is None else sorted(current - previous),
                 "dropped": None if current is None or previous is None else sorted(previous - current),
                 "note": note,
+                "rerun": rerun,
             }
         )
-        previous = current if current is not None else previous
-    return pd.DataFrame(
-        out, columns=["config", "models", "source", "sampler", "indices", "timestamps", "added", "dropped", "note"]
-    )
+        if rerun is None:
+            previous = current if current is not None else previous
+    plan = pd.DataFrame(out, columns=PLAN_COLUMNS)
+    plan["rerun"] = pd.Series([r["rerun"] for r in out], index=plan.index, dtype=object)  # None, not NaN
+    return plan
+
+
+PLAN_COLUMNS = ["config", "models", "source", "sampler", "indices", "timestamps", "added", "dropped", "note", "rerun"]
 
 
 def video_length(store: Store, benchmark: str, item_id: str, info: VideoInfo | None) -> tuple[int, float] | None:
@@ -273,3 +295,164 @@ def inspect_record(
         "frames": plan.to_dict("records"),
         "texts": item_texts(detail["item"], detail["responses"]),
     }
+
+
+# -- the Inspector's charts: answers per model and configuration, each model's trajectory ----------------
+
+RERUN = "live re-run"
+
+
+def rerun_name(model: str, note: str | None) -> str:
+    """How a model's live re-runs are named on the answer grid's row and in tooltips (with the registry's note,
+    e.g. random weights)."""
+    return f"{model} · {RERUN}" + (f" ({note})" if isinstance(note, str) and note else "")
+
+
+def value_column(rows: pd.DataFrame) -> tuple[str, str]:
+    """(column, axis title): confidence for MCQA; the continuous score for open-ended items (no confidence)."""
+    if rows["confidence"].notna().any() or rows["score"].isna().all():
+        return "confidence", "confidence (probability of the answer)"
+    return "score", "score (Token-F1)"
+
+
+def _state(correct: object) -> str | None:
+    return None if correct is None or correct != correct else ("correct" if correct == 1 else "wrong")
+
+
+def _number(x: object) -> float | None:
+    return None if x is None or x != x else float(x)  # type: ignore[arg-type]  # NaN is the only value unequal to itself
+
+
+def _answer(r: dict) -> str:
+    return "–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])
+
+
+def answer_cells(logged: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> dict:
+    """The answer grid: ``{"cells": [...], "rows": [...], "order": labels, "value": column}``. A cell per scored answer
+    (``model, config, state, value, text``: the answer letter for MCQA, the score for open-ended items); rows
+    are the models, then each model's live re-runs on a row of their own (``rerun_name``), never merged into
+    the logged answers (an overlay)."""
+    value, _ = value_column(pd.concat([logged, reruns]))
+    named = [dict(r, model=rerun_name(r["model"], r["rerun_note"])) for r in reruns.to_dict("records")]
+    rows = [m for m in models if m in set(logged["model"])] + list(dict.fromkeys(r["model"] for r in named))
+    shown, wanted = set(rows), set(labels)
+    cells = []
+    for r in logged.to_dict("records") + named:  # plain dicts: itertuples' pandas overhead was most of this
+        if _state(r["correct"]) is None or r["model"] not in shown or r["config"] not in wanted:
+            continue
+        score = _number(r["score"])
+        text = _answer(r) if value == "confidence" else ("–" if score is None else f"{score:.2f}")
+        cells.append({"model": r["model"], "config": r["config"], "state": _state(r["correct"]),
+                      "value": _number(r[value]), "text": text})  # fmt: skip
+    return {"cells": cells, "rows": rows, "order": list(labels), "value": value}
+
+
+def trajectory_points(
+    logged: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], *, fill: bool = False
+) -> dict:
+    """Each model's confidence (or score) per configuration, with its live re-runs on its own line.
+
+    Returns ``{"points", "order", "series", "value", "axis"}``. A point: ``series`` (the model; ``<model> ·
+    other protocols`` for configurations on no ladder), ``config``, ``value``, ``state``, ``answer``, ``kind``
+    (``ladder``, ``other``, ``rerun``, or ``joint``: a logged point repeated as the end of a dashed segment,
+    never a marker of its own), ``line`` (the solid line it is joined along: a model's budget ladder,
+    ``backend.scope.ladders``), ``dash`` (the dashed segment it belongs to) and ``run``.
+
+    A re-run is its model's point (same series and colour, a star). It is an overlay (docs/metrics.md:
+    re-runs are never counted unless ``--include-reruns``), so a dashed segment joins it to the model's line:
+    to the logged answer at its own configuration (a repeat, another seed), else to the logged steps either
+    side of it on its ladder (a budget not on the grid), else, for a configuration on no ladder (another
+    policy or seed), to the logged step with its frame count, beside which it is placed on the axis. With
+    ``fill`` (re-runs included) a re-run where its model logged nothing fills that step of the solid line.
+    """
+    value, axis = value_column(pd.concat([logged, reruns]))
+    lines, alone = ladders(labels)
+    where = {c: k for k, ladder in enumerate(lines) for c in ladder}
+    points: list[dict] = []
+    series: list[str] = []
+
+    def add(r: dict, name: str, kind: str, line: str | None = None, dash: str | None = None) -> bool:
+        if _state(r["correct"]) is None or _number(r[value]) is None:
+            return False
+        if name not in series:
+            series.append(name)
+        points.append({"series": name, "config": r["config"], "value": _number(r[value]), "state": _state(r["correct"]),
+                       "answer": _answer(r), "kind": kind, "line": line, "dash": dash, "run": r["run"]})  # fmt: skip
+        return True
+
+    # Plain records, split once: pandas' boolean filters per model cost 80-150 ms an item on a few dozen rows.
+    mine: dict[str, dict[str, dict]] = {}
+    for r in logged.to_dict("records"):
+        mine.setdefault(r["model"], {}).setdefault(r["config"], r)
+    live: dict[str, list[dict]] = {}
+    for r in reruns.to_dict("records"):
+        live.setdefault(r["model"], []).append(r)
+    placed: dict[str, str] = {}  # a re-run's configuration on no ladder -> the step it is drawn beside
+    for model in [m for m in models if m in mine or m in live]:
+        own = mine.get(model, {})
+        for config, r in own.items():
+            if config in where:
+                add(r, model, "ladder", f"{model}\x1f{where[config]}")
+        for config, r in own.items():
+            if config in alone:
+                add(r, f"{model} · other protocols", "other")
+        for r in live.get(model, []):
+            config = r["config"]
+            if fill and config not in own and config in where:
+                add(r, model, "rerun", f"{model}\x1f{where[config]}")
+                continue
+            anchors = _anchors(config, own, lines, where)
+            dash = f"{model}\x1f{RERUN}\x1f{config}\x1f{r['run']}"
+            if add(r, model, "rerun", dash=dash if anchors else None):
+                for anchor in anchors:
+                    add(own[anchor], model, "joint", dash=dash)
+                if config in alone and anchors:
+                    placed.setdefault(config, anchors[0])
+    order = [c for ladder in lines for c in ladder]  # a ladder's steps side by side, other protocols after
+    for config in alone:
+        if config in placed:
+            order.insert(order.index(placed[config]) + 1, config)
+        else:
+            order.append(config)
+    return {"points": points, "order": order, "series": series, "value": value, "axis": axis}
+
+
+def _anchors(config: str, own: dict[str, dict], lines: list[list[str]], where: dict[str, int]) -> list[str]:
+    """The logged configurations a re-run at ``config`` is joined to by a dashed segment (``trajectory_points``)."""
+    if config in own:
+        return [config]
+    if config in where:
+        ladder = lines[where[config]]
+        k = ladder.index(config)
+        before = [c for c in ladder[:k] if c in own]
+        after = [c for c in ladder[k + 1 :] if c in own]
+        return before[-1:] + after[:1]
+    frames = configs.parse(config).frames
+    return [c for c in own if c in where and configs.parse(c).frames == frames][:1]
+
+
+def shown_runs(responses: pd.DataFrame, run: str | None) -> tuple[pd.DataFrame, tuple[RunChoice, ...]]:
+    """(``responses`` less the logged rows of runs not shown, the cells of this item holding several runs).
+
+    A cell (model, config) ingested under several ``--run`` names shows one run, as a matrix does
+    (``backend.scope.runs``): ``run`` where the cell holds it, else ``main``, else the run written first.
+    Live re-runs are kept: they are drawn apart from the logged answers."""
+    live = responses["live_rerun"].to_numpy(dtype=bool)
+    logged = responses.loc[~live]
+    if logged.empty or not logged.duplicated(["model", "config"]).any():
+        return responses, ()
+    written = logged["seq"].astype("Float64").fillna(-1.0), logged["written_at"]
+    first = logged.assign(_seq=written[0], _at=written[1]).sort_values(["_seq", "_at"], kind="stable")
+    choices = []
+    keep = np.ones(len(responses), dtype=bool)
+    for (model, config), cell in first.groupby(["model", "config"], sort=False):
+        names = tuple(str(r) for r in dict.fromkeys(cell["run"].fillna(MAIN)))
+        if len(names) < 2:
+            continue
+        shown = run if run is not None and run in names else MAIN if MAIN in names else names[0]
+        choices.append(RunChoice(str(model), str(config), names, shown))
+        hidden = responses.index.isin(cell.index[cell["run"].fillna(MAIN).ne(shown)])
+        keep &= ~hidden
+    rank = {c: k for k, c in enumerate(configs.order(list({c.config for c in choices})))}
+    choices.sort(key=lambda c: (c.model, rank[c.config]))
+    return responses.loc[keep].reset_index(drop=True), tuple(choices)

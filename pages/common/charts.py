@@ -261,19 +261,21 @@ LABELS_X = {"labelAngle": -30, "labelOverlap": False, "labelLimit": 160}  # ever
 STATES = _colours("state", ["correct", "wrong"], [CORRECT, WRONG])
 
 
-def answer_grid(cells: list[dict], models: list[str], labels: list[str], value: str) -> dict:
+def answer_grid(grid: dict) -> dict:
     """Answer per model (rows) and configuration (columns): a green (correct) or red (wrong) cell showing the
-    answer (MCQA) or the score (open-ended). ``cells``: ``model, config, state, text, value``; no cell, no answer."""
+    answer (MCQA) or the score (open-ended); no cell, no answer. ``grid``: ``backend.scope.inspector.answer_cells``
+    (``cells``: ``model, config, state, text, value``; ``rows``; ``order``: the configurations; ``value``: the
+    column the tooltip names)."""
     band = {"paddingInner": 0.06}
     return _chart(
         "Answer per model and configuration (green correct, red wrong, – no answer; open-ended: score)",
-        34 * max(len(models), 1),
-        cells,
+        34 * max(len(grid["rows"]), 1),
+        grid["cells"],
         encoding={
-            "x": _ordered("config", labels, "configuration", band, axis=LABELS_X),
-            "y": _ordered("model", models, "model", band, axis={"labelLimit": 360}),
+            "x": _ordered("config", grid["order"], "configuration", band, axis=LABELS_X),
+            "y": _ordered("model", grid["rows"], "model", band, axis={"labelLimit": 360}),
             "tooltip": _tip(
-                ("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", value, ".2f")
+                ("model", "model"), ("config", "configuration"), ("text", "answer"), ("value", grid["value"], ".2f")
             ),
         },
         layer=[
@@ -283,15 +285,18 @@ def answer_grid(cells: list[dict], models: list[str], labels: list[str], value: 
     )
 
 
-def confidence_chart(points: list[dict], order: list[str], series: dict[str, str], value: str, axis: str) -> dict:
+def confidence_chart(trajectory: dict, colours: dict[str, str]) -> dict:
     """Each model's confidence (or score) per configuration: lines join a budget ladder's steps only; other
-    protocols are diamonds, live re-runs stars; a marker is filled green (correct) or red (wrong), outlined in
-    its model's colour. ``points``: ``series, config, value, state, answer, kind`` ("ladder", "other", "rerun")
-    and ``line`` (the ladder a point is joined along); ``series``: legend name -> colour."""
+    protocols are diamonds; a live re-run is a star on its model's line, joined to it by a dashed segment (an
+    overlay); a marker is filled green (correct) or red (wrong), outlined in its model's colour.
+    ``trajectory``: ``backend.scope.inspector.trajectory_points``; ``colours``: model -> colour."""
+    points, value = trajectory["points"], trajectory["value"]
+    names = trajectory["series"]
+    palette = [colours[n.split(" · ")[0]] for n in names]  # "<model> · other protocols" in its model's colour
     stroke = _colours(
         "series",
-        list(series),
-        list(series.values()),
+        names,
+        palette,
         legend={"orient": "right", "direction": "vertical", "labelLimit": 320, "symbolFillColor": "white"},
     )
     kinds = {
@@ -302,12 +307,18 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
     present = {p["kind"] for p in points}
     kinds = {k: v for k, v in kinds.items() if k in present}  # the legend names the marks drawn
     return _chart(
-        f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; ★ live re-run)",
+        f"{value.capitalize()} per configuration (lines join budget steps only; ◆ other protocols; "
+        "★ live re-run, dashed to its model's line)",
         290,  # room for the y title, "confidence (probability of the answer)"
         points,
         encoding={
-            "x": _ordered("config", order, "configuration", axis=LABELS_X),
-            "y": {"field": "value", "type": "quantitative", "scale": {"domain": [0, 1.05]}, "title": axis},
+            "x": _ordered("config", trajectory["order"], "configuration", axis=LABELS_X),
+            "y": {
+                "field": "value",
+                "type": "quantitative",
+                "scale": {"domain": [0, 1.05]},
+                "title": trajectory["axis"],
+            },
         },
         layer=[
             {
@@ -316,7 +327,13 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
                 "encoding": {"detail": {"field": "line"}, "stroke": stroke},
             },
             {
+                "mark": {"type": "line", "strokeWidth": 2, "strokeDash": [5, 4]},
+                "transform": [{"filter": "isValid(datum.dash)"}],
+                "encoding": {"detail": {"field": "dash"}, "stroke": {**stroke, "legend": None}},
+            },
+            {
                 "mark": {"type": "point", "filled": True, "strokeWidth": 2, "opacity": 1},
+                "transform": [{"filter": "datum.kind !== 'joint'"}],
                 "encoding": {
                     "stroke": stroke,
                     "fill": STATES,
@@ -336,7 +353,11 @@ def confidence_chart(points: list[dict], order: list[str], series: dict[str, str
                     if len(kinds) > 1
                     else {"value": next((z for _, _, z in kinds.values()), 110)},
                     "tooltip": _tip(
-                        ("series", "series"), ("config", "configuration"), ("answer", "answer"), ("value", value, ".2f")
+                        ("series", "model"),
+                        ("config", "configuration"),
+                        ("run", "run"),
+                        ("answer", "answer"),
+                        ("value", value, ".2f"),
                     ),
                 },
             },

@@ -221,9 +221,10 @@ def catalog_length(root: str, version: int, benchmark: str, item_id: str) -> tup
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str) -> list[str]:
-    """Thumbnail files (cached on disk by ``backend.videos.decode.thumbnails``; keyed on the file's mtime)."""
-    return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=THUMB_HEIGHT)]
+def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str, height: int = THUMB_HEIGHT) -> list[str]:
+    """Thumbnail files ``height`` pixels tall (cached on disk by ``backend.videos.decode.thumbnails``; keyed on the
+    file's mtime)."""
+    return [str(p) for p in thumbnails(path, list(indices), cache_dir, height=height)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

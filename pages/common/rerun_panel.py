@@ -5,8 +5,9 @@ model; Run hands it to ``backend.runtime.client.submit``, which answers from the
 request is stored, or queues a job. When no worker of the model is online, a local one is started
 (``backend.runtime.worker_pool.ensure_local_worker``). The job's state is polled by a fragment that reruns
 every second, without reloading the page; once the job ends the whole page reruns, so the
-inspector's charts pick up the new point from the store, and the result is drawn here: answer,
-option probabilities, phase timings and the frames it saw.
+inspector's charts pick up the new point from the store (a star on its model's line, joined by a dashed
+segment, and a strip row of its frames), and the result is drawn here: answer, option probabilities,
+phase timings and the frames it saw.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from backend.runtime.client import (
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, sidebar, ui
+from pages.common.strips import strip
 from store import configs
 from store.configs import LOGGED, ConfigLabelError
 from store.errors import UserError
@@ -253,7 +255,7 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
         job = out["job"]
         st.success(
             f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
-            "the new point is on the charts above, marked as a live re-run.",
+            "the new point is on its model's line above (★, dashed: an overlay), its frames a strip row.",
             icon=":material/check_circle:",
         )
     spec = client.registered(view.root).get(out["model"])
@@ -268,7 +270,7 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
     conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
     st.markdown(
         f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
-        f"(target {ui.escape_md(item.get('target'))}){conf}"
+        f"(target {ui.escape_md(item.get('target') or '–')}){conf}"
     )
     left, right = st.columns(2)
     with left:
@@ -333,15 +335,12 @@ def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) ->
         st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
         return
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
-    st.markdown(f"**Frames this run saw** · {len(indices)} frames")
+    st.markdown(f"**Frames this run saw** · {len(indices)} frames (also a strip row under *Frames seen*)")
     if path is None:
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
-        st.code(" ".join(map(str, indices)), language=None)
+        st.text(" ".join(map(str, indices)))  # not st.code: its highlighter is a 1.5 MB script
         return
-    files = data.thumbs(str(path), path.stat().st_mtime_ns, tuple(indices), thumb_dir)
-    times = timestamps(np.asarray(indices), info.fps)
-    with st.container(key="strip-rerun"):  # one scrolling row, like the Inspector's strips
-        st.image(files, caption=[f"#{i} · {t:.2f}s" for i, t in zip(indices, times, strict=True)], width=96)
+    strip(path, indices, timestamps(np.asarray(indices), info.fps).tolist(), set(), thumb_dir)
 
 
 # -- re-running a selection ----------------------------------------------------------------------
