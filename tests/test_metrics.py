@@ -23,9 +23,9 @@ from backend.analysis.stats import (
     bootstrap_means,
     bootstrap_weights,
     distinct_rows,
-    mcnemar_exact,
     percentile_interval,
 )
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
