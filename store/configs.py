@@ -168,7 +168,11 @@ def parse(label: str) -> Config:
         if threshold is not None and threshold > 255:
             raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%>t<threshold> takes an RGB difference 0..255")
         policy = m["policy"] or DEFAULT_POLICY
-        text = (budget or f"{frames}f") + (f"@{spatial}" if spatial else "") + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        text = (
+            (budget or f"{frames}f")
+            + (f"@{spatial}" if spatial else "")
+            + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        )
         text += f"+{m['protocol']}" if m["protocol"] else ""
         if keep is not None:
             text += f"~prune{keep}"

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import (
     _indicators,
     _summaries,
@@ -25,7 +26,6 @@ from backend.analysis.stats import (
     distinct_rows,
     percentile_interval,
 )
-from backend.analysis.mcnemar import mcnemar_exact
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import available

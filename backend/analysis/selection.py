@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.analysis.metrics import _flows, flow_items
 from backend.analysis.mcnemar import mcnemar_exact
+from backend.analysis.metrics import _flows, flow_items
 from backend.analysis.stats import wilson_interval
 from backend.contracts.runs import BatchComparison, LoggedAgreement, Share
 from backend.scope.matrix import Matrix

@@ -82,7 +82,7 @@ def unjudged_items(matrix: Matrix) -> np.ndarray:
     """Per item, whether some response of the matrix gave no verdict (``Matrix.unjudged``)."""
     if matrix.unjudged is None:
         return np.zeros(matrix.n_items, dtype=bool)
-    return matrix.unjudged.any(axis=(0, 2))
+    return np.asarray(matrix.unjudged.any(axis=(0, 2)))
 
 
 def accuracy_matrix(scores: Matrix, cutoff: str) -> Matrix:

@@ -444,7 +444,8 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
         except configs.ConfigLabelError as exc:
             raise fail(path, str(exc), rows["_line"].iloc[int(np.argmax(codes == i))], word) from None
     rows["config"] = categorical(codes, [c.label for c in parsed] + [None])
-    frames = np.asarray([np.nan if c.fps else c.frames for c in parsed] + [np.nan], dtype="float64")[codes]  # a rate: no count
+    counts = [np.nan if c.fps else c.frames for c in parsed]  # a frame rate fixes no count
+    frames = np.asarray(counts + [np.nan], dtype="float64")[codes]
     pixels = np.asarray([np.nan if c.pixels is None else c.pixels for c in parsed] + [np.nan], dtype="float64")[codes]
     if "frames" in rows:  # the reader's count wins; the label fills the rest
         frames = np.where(
