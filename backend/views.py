@@ -55,7 +55,6 @@ from backend.contracts.views import (
     OverviewReport,
     ScoreFlowsReport,
 )
-from backend.runtime.selection import progress as batch_progress
 from backend.scope.answer_cells import load_answer_cells
 from backend.scope.binary import NONE, binary_view
 from backend.scope.filters import ItemFilter
@@ -348,6 +347,8 @@ def selection_comparison(
 
 def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> SelectionRerunReport:
     """The batch, its progress and its comparison so far: ``trajaudit rerun --flow ... --json`` and the re-run panel."""
+    from backend.runtime.selection import progress as batch_progress  # the job queue and video decoding: re-runs only
+
     cmp = selection_comparison(
         Store(root),
         batch["model"],

@@ -16,8 +16,9 @@ each process's peak memory (GNU time's ``%M``).
 * for the record (no target), ``metrics --bootstrap 0 --json`` and ``metrics --json`` with every kept
   answer deleted before each run: the command computing its answer from the warm matrix cache.
 
-Usage: ``python benchmarks/cli_vs_sql.py [--items 25000,250000] [--workdir /work/bench] [--repeat 5]``
-(the store of N items lives in ``<workdir>/policies-<N*40/1M>m/store-N``).
+Usage: ``python benchmarks/cli_vs_sql.py [--items 25000,250000] [--workdir /work/bench] [--repeat 5] [--only TEXT]``
+(the store of N items lives in ``<workdir>/policies-<N*40/1M>m/store-N``; the one-row writes change it, so
+run it on a copy of a store others read; ``--only one-row`` runs the pairs whose name holds that text).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def main() -> None:
     ap.add_argument("--items", default="25000,250000", help="items per store (x 40 = responses)")
     ap.add_argument("--workdir", default="/work/bench")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", default="", help="run only the pairs whose name contains this text")
     args = ap.parse_args()
     for n_items in (int(n) for n in args.items.split(",")):
         store = build(Path(args.workdir) / f"policies-{n_items * 40 // 1_000_000}m", n_items)
@@ -144,7 +146,7 @@ def main() -> None:
         print(f"\n{n_items * len(MODELS) * len(GRID):,} responses ({store.root}), median of {args.repeat} runs each")
         print("| trajaudit command | SQL baseline (s) | trajaudit (s) | ratio | peak memory SQL / trajaudit |")
         print("|---|---|---|---|---|")
-        for name, target, cli, before in rows:
+        for name, target, cli, before in (r for r in rows if args.only in r[0]):
             print(line(name, target, *pair(sql, cli, args.repeat, before)), flush=True)
 
 

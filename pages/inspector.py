@@ -178,7 +178,8 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             if row["added"] is None
             else f" · {len(row['added'])} new · {len(row['dropped'])} dropped vs the logged row above"
         )
-        n = configs.parse(row["config"]).frames if row["indices"] is None else len(row["indices"])
+        rate = configs.parse(row["config"]).fps is not None  # a frame rate fixes no count: "?" until logged
+        n = len(row["indices"]) if row["indices"] is not None else "?" if rate else configs.parse(row["config"]).frames
         st.markdown(f"**{ui.escape_md(label)}**{owners} · {n} frames · {ui.escape_md(source)}{change}")
         if row["indices"] is None:
             st.caption(ui.escape_md(row["note"]))

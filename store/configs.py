@@ -1,7 +1,9 @@
 """Configuration labels: parsing, canonical form, cost and partial order (docs/metrics.md, "Grid").
 
 A label names how the visual input was built: ``text``, ``<N>f``, ``<N>f@<spatial>``,
-``<N>f/<policy>`` or both (``64f@151k/random-s1``), optionally with a prompting protocol that is no
+``<N>f/<policy>`` or both (``64f@151k/random-s1``), or a frame rate in place of the count (``1fps``, ``0.5fps``,
+``2fps@151k``: as many frames as the video's length at that rate, so no count; a ladder of its own, ordered by
+rate after every frame count, never a step of the frame-count one), optionally with a prompting protocol that is no
 sampling policy (``8f+cot``, ``16f/adaptive+cot``: the same frames asked another way, a ladder of its own
 and never a step of the uniform one), and optionally with an approximate-protocol suffix
 ``~prune<keep%>`` (``32f~prune85``: vision tokens pruned by pixel difference, keeping 85%; ``32f~prune85t8``:
@@ -26,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 _CANONICAL = re.compile(
-    r"^(?P<frames>\d+)f"
+    r"^(?:(?P<frames>\d+)f|(?P<rate>\d+(?:\.\d+)?)fps)"
     r"(?:@(?P<spatial>\d+(?:\.\d+)?(?:k|px)))?"
     r"(?:/(?P<policy>[a-z][a-z0-9.\-]*))?"
     r"(?:\+(?P<protocol>[a-z][a-z0-9.\-]*))?"
@@ -42,6 +44,7 @@ DEFAULT_POLICY = "uniform"
 # an hour of video at 4 fps is 14,400 frames; 8192 x 8192 pixels is beyond any model's input.
 MAX_FRAMES = 16_384
 MAX_PIXELS = 8192 * 8192
+MAX_FPS = 240.0  # a frame rate above a camera's is a typo
 
 
 class ConfigLabelError(ValueError):
@@ -53,13 +56,14 @@ class Config:
     """One parsed configuration label."""
 
     label: str
-    frames: int
+    frames: int  # 0 for text and for a frame rate (``fps``), which fixes no count
     pixels: int | None  # pixels per frame; None = the model's default resolution
     policy: str  # sampling policy; "uniform" when the label names none
     tag: str | None = None  # a scale-grid tag kept verbatim (e.g. "fallback")
     keep: int | None = None  # approximate protocol: vision tokens pruned, keeping this % (``~prune85``)
     threshold: float | None = None  # ... only those whose pixel difference is at most this (``~prune85t8``)
     prompting: str | None = None  # a protocol that is no sampling policy (``8f+cot``: chain-of-thought prompting)
+    fps: float | None = None  # frames per second, in place of a count (``0.5fps``)
 
     @property
     def is_exact(self) -> bool:
@@ -73,13 +77,13 @@ class Config:
 
     @property
     def is_text(self) -> bool:
-        return self.frames == 0
+        return self.frames == 0 and self.fps is None
 
     @property
     def ladder_key(self) -> tuple:
         """What the steps of one budget ladder share: everything but the frame count (pixels per
-        frame, sampling policy, approximate protocol, scale-grid tag)."""
-        return (self.pixels, self.policy, self.prompting, self.keep, self.threshold, self.tag)
+        frame, sampling policy, approximate protocol, scale-grid tag) and whether the budget is a rate."""
+        return (self.pixels, self.policy, self.prompting, self.keep, self.threshold, self.tag, self.fps is not None)
 
     @property
     def is_budget_step(self) -> bool:
@@ -87,6 +91,7 @@ class Config:
         tag, exact processing, so that only its frames and pixels say what it is."""
         return (
             not self.is_text
+            and self.fps is None
             and self.policy == DEFAULT_POLICY
             and self.prompting is None
             and self.tag is None
@@ -101,6 +106,8 @@ class Config:
             return self.prompting if self.policy == DEFAULT_POLICY else f"{self.policy}+{self.prompting}"
         if self.policy != DEFAULT_POLICY:
             return self.policy
+        if self.fps is not None:
+            return "fps"
         return self.tag if self.tag and not self.tag.startswith("input") else DEFAULT_POLICY
 
     @property
@@ -124,6 +131,14 @@ def _spatial(raw: str, spatial: str) -> tuple[str, int]:
     return text, pixels
 
 
+def _rate(raw: str, digits: str) -> tuple[str, float]:
+    """The canonical spelling of a frame rate (``1.0`` -> ``1``, ``00.50`` -> ``0.5``) and its value."""
+    rate = float(digits)
+    if not 0 < rate <= MAX_FPS:
+        raise ConfigLabelError(f"config label {raw!r}: a frame rate is above 0 and at most {MAX_FPS:g} fps")
+    return f"{rate:g}fps", rate
+
+
 def _frames(raw: str, digits: str) -> int:
     frames = int(digits)
     if frames == 0:
@@ -143,7 +158,8 @@ def parse(label: str) -> Config:
     m = _CANONICAL.match(label)
     if m:
         # One spelling per configuration: leading zeros and trailing ".0" are dropped (08f -> 8f).
-        frames = _frames(raw, m["frames"])
+        budget, fps = _rate(raw, m["rate"]) if m["rate"] else (None, None)
+        frames = 0 if fps is not None else _frames(raw, m["frames"])
         spatial, pixels = _spatial(raw, m["spatial"]) if m["spatial"] else (None, None)
         keep = None if m["keep"] is None else int(m["keep"])
         if keep is not None and not 1 <= keep <= 99:
@@ -152,13 +168,17 @@ def parse(label: str) -> Config:
         if threshold is not None and threshold > 255:
             raise ConfigLabelError(f"config label {raw!r}: ~prune<keep%>t<threshold> takes an RGB difference 0..255")
         policy = m["policy"] or DEFAULT_POLICY
-        text = f"{frames}f" + (f"@{spatial}" if spatial else "") + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        text = (
+            (budget or f"{frames}f")
+            + (f"@{spatial}" if spatial else "")
+            + (f"/{policy}" if policy != DEFAULT_POLICY else "")
+        )
         text += f"+{m['protocol']}" if m["protocol"] else ""
         if keep is not None:
             text += f"~prune{keep}"
         if threshold is not None:
             text += f"t{np.format_float_positional(threshold, trim='-')}"
-        return Config(text, frames, pixels, policy, keep=keep, threshold=threshold, prompting=m["protocol"])
+        return Config(text, frames, pixels, policy, keep=keep, threshold=threshold, prompting=m["protocol"], fps=fps)
     m = _TAGGED.match(label)
     if m:
         frames = _frames(raw, m["frames"])
@@ -171,7 +191,7 @@ def parse(label: str) -> Config:
             f"write {label.lower()!r}"
         )
     raise ConfigLabelError(
-        f"unknown config label {raw!r}: expected 'text', '<N>f', '<N>f@<n>k', '<N>f@<n>px', "
+        f"unknown config label {raw!r}: expected 'text', '<N>f', '<rate>fps', '<N>f@<n>k', '<N>f@<n>px', "
         "'<N>f/<policy>', '<N>f+<protocol>', '<label>~prune<keep%>[t<threshold>]' or a combination such as "
         "'64f@151k/random-s1' or '8f/adaptive+cot'"
     )
@@ -219,9 +239,12 @@ def with_policy(label: str, policy: str) -> str:
 
 
 def sort_key(label: str) -> tuple:
-    """Display order: text first, then frames, then pixels (default first), then policy, then prompting protocol."""
+    """Display order: text first, then frames, then frame rates (by rate), then pixels (default first), then policy,
+    then prompting protocol."""
     c = parse(label)
     return (
+        c.fps is not None,
+        c.fps or 0.0,
         c.frames,
         -1 if c.pixels is None else c.pixels,
         c.policy != DEFAULT_POLICY,
@@ -249,6 +272,8 @@ def lower_matrix(labels: list[str]) -> np.ndarray:
     Text-only is cheaper than every visual configuration. Two visual configurations compare by
     frames x pixels when both state pixels; when neither does they share the default resolution
     and compare by frames. A config with pixels and one without are not ordered (unknown default).
+    Frame rates compare with frame rates alone, the same way (rate in place of frames): a rate fixes no
+    count, so ``1fps`` and ``8f`` are not ordered.
     """
     cfgs = [parse(lab) for lab in labels]
     n = len(cfgs)
@@ -257,10 +282,12 @@ def lower_matrix(labels: list[str]) -> np.ndarray:
         for j, b in enumerate(cfgs):
             if a.is_text or b.is_text:
                 out[i, j] = a.is_text and not b.is_text
+            elif (a.fps is None) != (b.fps is None):
+                continue
             elif a.pixels is None and b.pixels is None:
-                out[i, j] = a.frames < b.frames
+                out[i, j] = (a.fps or a.frames) < (b.fps or b.frames)
             elif a.pixels is not None and b.pixels is not None:
-                out[i, j] = a.frames * a.pixels < b.frames * b.pixels
+                out[i, j] = (a.fps or a.frames) * a.pixels < (b.fps or b.frames) * b.pixels
     return out
 
 

@@ -19,19 +19,19 @@ from tests.matrix_fixtures import basic_store
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
 STORE = ("pandas", "numpy", "duckdb", "pyarrow")  # the store's reads and the matrix (its items a DataFrame)
-SCIPY = ("scipy",)  # scipy.special: the exact binomial tail of McNemar's p (backend/analysis/stats.py)
-# Each read command's line -> what its computing run may import beyond the standard library, and why.
+# Each read command's line -> what its computing run may import beyond the standard library, and why. No scipy
+# but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's.
 READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "info": (["info", "--json"], STORE),
-    "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], STORE + SCIPY),
-    "metrics-bootstrap": (["metrics", "--models", "m", "--json"], STORE + SCIPY),
-    "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], STORE + SCIPY),
+    "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], STORE),
+    "metrics-bootstrap": (["metrics", "--models", "m", "--json"], STORE),
+    "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], STORE),
     "items": (["items", "--model", "m", "--json", "--page", "1"], STORE),
-    "compare": (["compare", "--models", "m", "--json"], STORE + SCIPY),
+    "compare": (["compare", "--models", "m", "--json"], STORE),
     # scipy.stats' Fisher test for each slice; sliceline (scikit-learn) for the two-attribute slices
     "explain": (
         ["explain", "--model", "m", "--flow", "8f:32f:harmed", "--json"],
-        STORE + SCIPY + ("sklearn", "sliceline"),
+        STORE + ("scipy", "sklearn", "sliceline"),
     ),  # fmt: skip
 }
 INSPECT = ["inspect", "--item", "i0", "--benchmark", "bench", "--json"]  # reads video files: never kept

@@ -121,7 +121,7 @@ def test_an_uppercase_label_is_refused_with_the_rule_and_its_spelling(tmp_path, 
     assert "labels are lowercase (frames as 'f', policy names such as 'adaptive'): write '8f/adaptive'" in err
 
 
-def test_an_empty_verdict_stays_empty_is_counted_and_reads_as_wrong_under_stored(tmp_path, capsys):
+def test_an_empty_verdict_stays_empty_is_counted_and_left_out_of_accuracy_under_stored(tmp_path, capsys):
     rows = [
         {"item_id": "a", "prediction": "a coin", "target": "A coin.", "correct": "yes"},
         {"item_id": "b", "prediction": "a dog", "target": "A cat.", "correct": ""},
@@ -144,15 +144,30 @@ def test_an_empty_verdict_stays_empty_is_counted_and_reads_as_wrong_under_stored
     ]
     rc, out, err = _cli(capsys, *argv, "--json")
     assert rc == 0, err
-    assert [n.split(": ", 1)[1][:41] for n in json.loads(out)["notes"]] == ["2 row(s) give an empty verdict: `correct`"]
+    report = json.loads(out)
+    assert [n.split(": ", 1)[1][:30] for n in report["notes"]] == ["2 row(s) give an empty verdict"]
+    assert report["flagged"] == {"no-verdict": 2} and report["files"][0]["flagged"] == {"no-verdict": 2}
+    assert Store(store).query("SELECT item_id FROM responses WHERE flags = 'no-verdict' ORDER BY 1")[
+        "item_id"
+    ].tolist() == ["b", "c"]
     rc, out, err = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json")
     assert rc == 0, err
-    # stored cut-off: the two empty verdicts read as wrong (1 of 4, docs/metrics.md "Empty verdicts")
-    assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}
+    # stored cut-off: the two items without a verdict are left out of accuracy and counted (1 of the 2 judged,
+    # docs/metrics.md "Empty verdicts"), their Token-F1 scores kept in the score numbers
+    report = json.loads(out)
+    assert report["models"]["m"]["accuracy"] == {"8f": 0.5} and report["n_items"] == 2
+    assert {k: report["binary"][k] for k in ("n_scored_items", "n_scored_in_accuracy")} == {
+        "n_scored_items": 4,
+        "n_scored_in_accuracy": 2,
+    }
+    assert report["models"]["m"]["continuous"]["n_items"] == 4
+    rc, text, _ = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--bootstrap", "0")
+    assert "2 with a response that gave no verdict left out of accuracy" in text
     rc, out, err = _cli(
         capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json", "--score-cutoff", "0.5"
     )
     assert json.loads(out)["models"]["m"]["accuracy"] == {"8f": 0.25}  # Token-F1: only "a coin" = "A coin." reaches 0.5
+    assert json.loads(out)["n_items"] == 4  # a cut-off judges every scored item
 
 
 def _table(path: Path, config: str, correct: list[int]) -> Path:

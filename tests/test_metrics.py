@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import (
     _indicators,
     _summaries,
@@ -23,7 +24,6 @@ from backend.analysis.stats import (
     bootstrap_means,
     bootstrap_weights,
     distinct_rows,
-    mcnemar_exact,
     percentile_interval,
 )
 from backend.scope.filters import ItemFilter

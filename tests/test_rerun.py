@@ -43,6 +43,7 @@ def _nothing_queued(root: Path) -> bool:
         (dict(config="16f/zigzag"), "unknown sampling policy 'zigzag'"),
         (dict(config="16f/random-s1", seed=2), "names seed 1 but --seed 2"),
         (dict(config="16f_fallback"), "scale-grid tag 'fallback'"),
+        (dict(config="1fps"), "names a frame rate, which fixes no frame count to re-run; .* '64f/fps-1'"),
         (dict(item_id="q3", config="8f"), "no video path given for this item"),
     ],
 )

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import best_fixed_index
-from backend.analysis.stats import as_interval, bootstrap_means, mcnemar_exact, percentile_interval
+from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
 from backend.contracts.views import ContinuousMetrics, ScoreFlows, ScoreTransition
 from backend.scope.matrix import Matrix
 from store.errors import UserError

@@ -14,8 +14,8 @@ from typing import Literal, overload
 import numpy as np
 import pandas as pd
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import transition_between
-from backend.analysis.stats import mcnemar_exact
 from backend.contracts.audits import BenchmarkFlows, CrossmodelAudit, TaskTypeFlows
 from backend.scope.matrix import Matrix
 from store import configs

@@ -35,10 +35,10 @@ from store.errors import UserError
 from store.rerun_request import RerunRequest
 
 
-def budget_key(label: str) -> tuple[int, int | None]:
-    """(frames, pixels per frame): what a protocol change keeps fixed."""
+def budget_key(label: str) -> tuple[int, float | None, int | None]:
+    """(frames, frame rate, pixels per frame): what a protocol change keeps fixed."""
     c = configs.parse(label)
-    return c.frames, c.pixels
+    return c.frames, c.fps, c.pixels
 
 
 def protocol(label: str) -> str:

@@ -15,10 +15,10 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.stats import (
     as_interval,
     distinct_rows,
-    mcnemar_exact,
     pattern_bootstrap_means,
     percentile_interval,
     wilson_interval,

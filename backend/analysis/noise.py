@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import _flow_record, transition, transition_numbers
-from backend.analysis.stats import mcnemar_exact
 from backend.contracts.audits import NoiseAudit, NoiseConfig
 from backend.contracts.common import NoiseTransition, QuietTransition
 from backend.contracts.views import Sankey, SankeyLink

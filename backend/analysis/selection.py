@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import flow_counts, flow_items
-from backend.analysis.stats import mcnemar_exact, wilson_interval
+from backend.analysis.stats import wilson_interval
 from backend.contracts.runs import BatchComparison, LoggedAgreement, Share
 from backend.scope.matrix import Matrix
 from backend.scope.selection import Selection, state_items

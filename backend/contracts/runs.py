@@ -421,7 +421,7 @@ class IngestedFile(TypedDict):
     already_stored: responses the store held already
     replaced: stored responses it replaced (--replace)
     duplicates: responses repeated within the input
-    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note, adaptive-frames), its responses
+    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note, adaptive-frames, no-verdict), its responses
     run_id: the ingest run that wrote its rows (null: it wrote nothing)
     config_hint: where its configuration was inferred from, and any relabel of non-uniform logged frames (null: neither)
     configs: the configurations its rows got

@@ -127,7 +127,7 @@ class BinaryView(TypedDict):
     score_cutoff: "stored" (each response's stored correct), "none" (scored items left out of accuracy) or T (correct = score >= T)
     n_scored_items: matched items with a score at some (model, configuration)
     n_mcqa_items: matched items with no score (multiple choice)
-    n_scored_in_accuracy: scored items counted in the accuracy numbers
+    n_scored_in_accuracy: scored items counted in the accuracy numbers (with "stored", those whose every response gave a verdict)
     verdict_cut: with "stored", [lo, hi] when every stored verdict equals score >= T for T in (lo, hi] (null: none does)
     """
 

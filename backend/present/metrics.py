@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.analysis import metrics as formulas
-from backend.analysis.stats import mcnemar_exact
+from backend.analysis.mcnemar import mcnemar_exact
 from backend.present.text import p_value, pp, signed_pp
 
 

@@ -94,6 +94,11 @@ def validate(store_root: str | os.PathLike, request: RerunRequest) -> RerunReque
             f"config {config!r} carries the scale-grid tag {cfg.tag!r}, which names no reproducible protocol; "
             f"ask for a label such as '{cfg.frames}f' or '{cfg.frames}f@<n>k'"
         )
+    if cfg.fps is not None:
+        raise UserError(
+            f"config {config!r} names a frame rate, which fixes no frame count to re-run; ask for a budget sampled "
+            f"at that rate, such as '64f/fps-{cfg.fps:g}'"
+        )
     if cfg.frames > spec.max_frames:
         raise UserError(
             f"config {cfg.label!r} asks for {cfg.frames} frames, above the ceiling of model {model!r}: "

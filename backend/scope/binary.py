@@ -5,8 +5,9 @@ accuracy, flows, tags and policies through a 0/1 ``correct``. docs/metrics.md al
 verdict its source wrote (a judge's, or the writer's own rule: the demo writes ``score >= 0.5``), or
 an explicit cut-off ``correct = score >= t`` that the scope carries. The cut-off is one of:
 
-* ``stored`` (the default): the stored ``correct``, as every view read it before the cut-off existed,
-  so no number of an existing store moves;
+* ``stored`` (the default): the stored ``correct``; a scored response whose source gave no verdict (a
+  judge's empty verdict, a score alone) leaves its item out of accuracy, counted (docs/metrics.md, "Empty
+  verdicts"; METRICS.md: a response enters accuracy through a verdict its source gives or a cut-off);
 * a number ``t`` in [0, 1]: every scored cell becomes ``score >= t``;
 * ``none``: scored items are left out of the accuracy view (and counted); their score numbers stay.
 
@@ -69,14 +70,27 @@ def score_matrix(matrix: Matrix, cutoff: str) -> Matrix:
     scored = np.isfinite(matrix.score)
     with np.errstate(invalid="ignore"):
         cut = (matrix.score >= np.float32(t)).astype(matrix.correct.dtype)
-    return dataclasses.replace(matrix, correct=np.where(scored, cut, matrix.correct))
+    unjudged = None if matrix.unjudged is None else matrix.unjudged & ~scored  # the cut-off judges the scored ones
+    return dataclasses.replace(
+        matrix,
+        correct=np.where(scored, cut, matrix.correct),
+        unjudged=unjudged if unjudged is not None and unjudged.any() else None,
+    )
+
+
+def unjudged_items(matrix: Matrix) -> np.ndarray:
+    """Per item, whether some response of the matrix gave no verdict (``Matrix.unjudged``)."""
+    if matrix.unjudged is None:
+        return np.zeros(matrix.n_items, dtype=bool)
+    return np.asarray(matrix.unjudged.any(axis=(0, 2)))
 
 
 def accuracy_matrix(scores: Matrix, cutoff: str) -> Matrix:
-    """The accuracy view of a score matrix: under ``none`` its scored items are left out, else it is the same."""
-    if cutoff != NONE:
-        return scores
-    keep = ~scored_items(scores)
+    """The accuracy view of a score matrix: the items with a response that gave no verdict are left out (under
+    ``none`` every scored item is), else it is the same."""
+    keep = ~unjudged_items(scores)
+    if cutoff == NONE:
+        keep &= ~scored_items(scores)
     return scores if keep.all() else restrict(scores, keep)
 
 
@@ -94,9 +108,11 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
         "score_cutoff": header_value(cutoff),
         "n_scored_items": n_scored,
         "n_mcqa_items": int(scores.n_items - n_scored),
-        "n_scored_in_accuracy": 0 if cutoff == NONE else n_scored,
+        "n_scored_in_accuracy": 0 if cutoff == NONE else int((items & ~unjudged_items(scores)).sum()),
         "verdict_cut": None,
     }
+    if scores.unjudged is not None:
+        scored &= ~scores.unjudged  # no verdict: no evidence of a cut-off either way
     if cutoff == STORED and scored.any():
         s, y = scores.score[scored].astype(np.float64), scores.correct[scored].astype(bool)
         lo = float(s[~y].max()) if (~y).any() else 0.0
@@ -116,5 +132,10 @@ def describe(view: BinaryView) -> str:
     if cutoff == STORED:
         cut = view["verdict_cut"]
         implied = f"; those verdicts equal score >= T for any T in ({cut[0]:.3g}, {cut[1]:.3g}]" if cut else ""
-        return head + f"accuracy counts them by their stored verdict (correct){implied}; a score cut-off changes it"
+        left = n - view["n_scored_in_accuracy"]
+        unjudged = f"; {left:,} with a response that gave no verdict left out of accuracy" if left else ""
+        return (
+            head + f"accuracy counts them by their stored verdict (correct){implied}{unjudged}; a score cut-off "
+            "changes it"
+        )
     return head + f"accuracy counts them as correct when score >= {cutoff:g} (score cut-off)"

@@ -133,7 +133,8 @@ def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | 
     resolved = np.where(named, "reconstructed", np.where(has, "logged", "unknown"))
     out["frames_source"] = np.where(text, None, resolved).astype(object)  # type: ignore[call-overload]  # numpy's stubs take no None scalar
     out["sampler"] = sampler.where(~text, None)
-    rebuilt = named & ~text & ~has  # computed once: a second call keeps what the first filled in
+    rate = out["config"].map(lambda c: configs.parse(c).fps is not None).to_numpy(dtype=bool)  # no count to sample
+    rebuilt = named & ~text & ~has & ~rate  # computed once: a second call keeps what the first filled in
     if rebuilt.any() and n_frames:
         budgets = out.loc[rebuilt, "config"].map(lambda c: configs.parse(c).frames)
         out.loc[rebuilt, "frame_indices"] = pd.Series(

@@ -41,9 +41,11 @@ ITEM_COLUMNS = (
 class Matrix:
     """Dense per-cell arrays over the matched grid; axis order is (model, item, config).
 
-    ``correct`` is 0/1 (a missing ``correct`` on a present response counts as 0, as for open-ended
-    rows that carry only a score); ``confidence`` and ``score`` are NaN where the row has none.
-    ``excluded_reasons`` counts, per (model, config) cell, the excluded items that lack it.
+    ``correct`` is 0/1; a present response that gave no verdict (``correct`` empty: an open-ended row with a
+    score alone, or a judge's empty verdict) holds 0 there and True in ``unjudged`` (None: every response gave
+    one), which the scope's accuracy view leaves out (``backend.scope.binary``, docs/metrics.md "Empty
+    verdicts"); ``confidence`` and ``score`` are NaN where the row has none. ``excluded_reasons`` counts, per
+    (model, config) cell, the excluded items that lack it.
     """
 
     models: list[str]
@@ -55,6 +57,7 @@ class Matrix:
     answer: np.ndarray | None = None
     n_excluded: int = 0
     excluded_reasons: dict[str, int] = field(default_factory=dict)
+    unjudged: np.ndarray | None = None
 
     @property
     def n_items(self) -> int:
@@ -100,6 +103,7 @@ def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
         confidence=matrix.confidence[:, keep],
         score=matrix.score[:, keep],
         answer=None if matrix.answer is None else matrix.answer[:, keep],
+        unjudged=None if matrix.unjudged is None else matrix.unjudged[:, keep],
     )
 
 
@@ -157,7 +161,7 @@ def _matched_grid(
 # A response row as a cell: model m and config c coded against $models and $grid, its values, its preference.
 CELL_VALUES = f"""(list_position($models, r.model) - 1)::TINYINT AS m,
                (list_position($grid, r.config) - 1)::SMALLINT AS c,
-               coalesce(r.correct, 0)::TINYINT AS correct,
+               coalesce(r.correct, -1)::TINYINT AS correct,  -- -1: no verdict (``Matrix.unjudged``)
                coalesce(r.confidence::FLOAT, 'nan'::FLOAT) AS confidence,
                coalesce(r.score::FLOAT, 'nan'::FLOAT) AS score,
                (2 * (coalesce(r.origin, '') = 'rerun')::TINYINT
@@ -216,7 +220,8 @@ class Cells:
     """Every item in scope, complete or not, and each cell's chosen response (``_winners``): what a matrix
     is cut from (``matched``) and what the cache keeps and patches (``backend.scope.matrix_cache``).
 
-    ``tier`` is the chosen row's preference tier, ``ABSENT`` where the cell has no response; ``later``
+    ``tier`` is the chosen row's preference tier, ``ABSENT`` where the cell has no response; ``correct`` is -1
+    where the chosen row gave no verdict (``matched`` makes it 0 and ``Matrix.unjudged``); ``later``
     holds (m, i, c, written) of the cells won by a row of tier above 0, the only ones a new row can
     beat on its written time.
     """
@@ -316,16 +321,21 @@ def matched(cells: Cells) -> Matrix:
     every = bool(complete.all())  # nothing to cut: the arrays are used as they are (a cached entry's are mapped)
     cut = (lambda a: a) if every else (lambda a: a[:, complete, :])  # noqa: E731
     items = cells.items.to_pandas()  # through Arrow: about 2.5x faster than DuckDB's .df() for the string columns
+    correct, unjudged = cut(cells.correct), None
+    if correct.size and correct.min() < 0:  # responses without a verdict (open-ended): 0 there, and said apart
+        unjudged = correct < 0
+        correct = np.maximum(correct, 0)
     return Matrix(
         models=list(models),
         grid=list(grid),
         items=items if every else items.loc[complete].reset_index(drop=True),
-        correct=cut(cells.correct),
+        correct=correct,
         confidence=cut(cells.confidence),
         score=cut(cells.score),
         answer=None if cells.answer is None else cut(cells.answer),
         n_excluded=int((~complete).sum()),
         excluded_reasons=reasons,
+        unjudged=unjudged,
     )
 
 

@@ -48,7 +48,7 @@ from backend.scope.matrix import (
 from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
-ENTRY_FORMAT = "v5"  # in the entry's name: a change of layout never reads an old entry (v5: large strings)
+ENTRY_FORMAT = "v6"  # in the entry's name: a change of layout never reads an old entry (v6: -1 = no verdict)
 ARRAYS = ("tier", "correct", "confidence", "score")
 VERSIONS_KEPT = 2  # per scope: the newest, and the one a reader that started before the last write may map
 TABLES = ("responses", "items")

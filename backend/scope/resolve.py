@@ -372,6 +372,8 @@ def _why(label: str, main: dict[str, int], reruns: dict[str, int], n_bench: int)
         return "sampling-policy variant"
     if c.prompting is not None:
         return "prompting-protocol variant"
+    if c.fps is not None:
+        return "frame-rate ladder (a rate, not a frame count)"
     return "other spatial budget"
 
 

@@ -9,14 +9,21 @@ scope lists the (model, config) pairs of its grid that hold several runs and the
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
+from backend.scope import delta, diskcache
 from backend.scope.matrix import main_only
+from backend.scope.scratch import scratch
 from store.schema import order_key_sql
 from store.store import Store
 
 MAIN = "main"
+ENTRY = "runs-v1"  # the store's runs per cell, kept like the coverage (``backend.scope.coverage``)
+KEPT = 2
+Seen = list[list]  # [model, benchmark, config, run, first order key] per main run of a (model, benchmark, config)
 
 
 @dataclass(frozen=True)
@@ -49,21 +56,67 @@ def _runs_per_pair(
 ) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """(model, config, runs first ingested first) per pair of the grid, in model then grid order (``version``
     only keys the cache: a write publishes a new version)."""
-    bench = "" if benchmark is None else "AND benchmark = $benchmark"
-    with Store(root).connect() as con:
-        rows = con.execute(
-            f"""SELECT model, config, run, min({order_key_sql()}) AS first
-                FROM responses
-                WHERE list_contains($models, model) AND list_contains($grid, config) AND {main_only()} {bench}
-                GROUP BY ALL ORDER BY model, config, first, run""",
-            {"models": list(models), "grid": list(grid)} | ({} if benchmark is None else {"benchmark": benchmark}),
-        ).fetchall()
-    found: dict[tuple[str, str], list[str]] = {}
-    for model, config, name, _ in rows:
-        found.setdefault((model, config), []).append(name or MAIN)  # rows from before the column: the main run
+    first: dict[tuple[str, str], dict[str, int]] = {}
+    for model, bench, config, name, key in _seen(Store(root)):
+        if model in models and config in grid and benchmark in (None, bench):
+            runs = first.setdefault((model, config), {})
+            runs[name] = min(key, runs.get(name, key))
     order = {c: i for i, c in enumerate(grid)}
-    pairs = sorted(found.items(), key=lambda kv: (models.index(kv[0][0]), order[kv[0][1]]))
-    return tuple((m, c, tuple(runs)) for (m, c), runs in pairs)
+    pairs = sorted(first.items(), key=lambda kv: (models.index(kv[0][0]), order[kv[0][1]]))
+    return tuple((m, c, tuple(sorted(runs, key=lambda r: (runs[r], r)))) for (m, c), runs in pairs)
+
+
+def _seen(store: Store) -> Seen:
+    """Every main run of each (model, benchmark, config) with its first row's order key, as of the store's
+    manifest. Grouping 10M responses took 0.14 s of every first read after a write (the whole of a cold
+    ``metrics`` on a warm matrix cache was 1 s, 2026-12-03), so the groups are kept per store version and a
+    write's new rows only are grouped and merged (a ``--replace``, rows gone, groups every file again)."""
+    manifest = store.manifest()
+    diskcache.settle(ENTRY)  # this process's last entry, if it is still being written
+    found = diskcache.newest_readable(diskcache.folder(store), ENTRY, manifest.version, _read)
+    meta: dict = found[1] if found else {"parts": {}, "seen": []}
+    if found and meta["files"] == manifest.files["responses"]:
+        return meta["seen"]
+    change = delta.delta(store, manifest, "responses", meta["parts"])
+    if change is None:
+        meta, change = {"parts": {}, "seen": []}, delta.delta(store, manifest, "responses", {})
+    assert change is not None  # against no known part nothing is missing
+    seen = _merged(meta["seen"], _grouped(store, change)) if change.ranges else meta["seen"]
+    out = {"parts": change.parts, "files": manifest.files["responses"], "seen": seen}
+
+    def write(path: Path) -> dict:
+        path.write_text(json.dumps(out))
+        return out  # what ``_read`` returns for it: this process does not read it back
+
+    diskcache.publish_soon(store, manifest, ENTRY, write, KEPT)
+    return seen
+
+
+def _grouped(store: Store, change: delta.Delta) -> Seen:
+    """The new rows' main runs per (model, benchmark, config), each with its first order key (a row from
+    before the ``run`` column is the main run's)."""
+    with scratch() as con:
+        change.view(store, con, "responses", "new_responses")
+        rows = con.execute(
+            f"""SELECT model, benchmark, config, coalesce(nullif(run, ''), '{MAIN}'), min({order_key_sql()})
+                FROM new_responses WHERE {main_only()} GROUP BY ALL"""
+        ).fetchall()
+    return [list(r) for r in rows]
+
+
+def _merged(old: Seen, new: Seen) -> Seen:
+    """``old`` and ``new`` as one list, the earlier key kept where both hold a run."""
+    first = {tuple(r[:4]): r[4] for r in old}
+    for *key, at in new:
+        first[tuple(key)] = min(at, first.get(tuple(key), at))
+    return [[*key, at] for key, at in first.items()]
+
+
+def _read(path: Path) -> dict:
+    meta = json.loads(path.read_text())
+    if not isinstance(meta.get("seen"), list):
+        raise ValueError(f"{path}: no runs listed")
+    return meta
 
 
 SAY_PAIRS = 3  # pairs named one by one in the notice; more are counted (the demo's repeats fill every cell)

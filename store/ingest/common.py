@@ -365,8 +365,8 @@ def make_batch(
     unjudged = _answers_and_correctness(path, rows, line_word)
     if unjudged:
         notes.append(
-            f"{unjudged} row(s) give an empty verdict: `correct` left empty, which accuracy under the stored "
-            "score cut-off reads as wrong (docs/metrics.md, Empty verdicts)"
+            f"{unjudged} row(s) give an empty verdict (flagged no-verdict): `correct` left empty, so the stored "
+            "score cut-off leaves their items out of accuracy, counted (docs/metrics.md, Empty verdicts)"
         )
     settings = dict(settings or {})
     if notes:
@@ -444,7 +444,8 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
         except configs.ConfigLabelError as exc:
             raise fail(path, str(exc), rows["_line"].iloc[int(np.argmax(codes == i))], word) from None
     rows["config"] = categorical(codes, [c.label for c in parsed] + [None])
-    frames = np.asarray([c.frames for c in parsed] + [np.nan], dtype="float64")[codes]
+    counts = [np.nan if c.fps else c.frames for c in parsed]  # a frame rate fixes no count
+    frames = np.asarray(counts + [np.nan], dtype="float64")[codes]
     pixels = np.asarray([np.nan if c.pixels is None else c.pixels for c in parsed] + [np.nan], dtype="float64")[codes]
     if "frames" in rows:  # the reader's count wins; the label fills the rest
         frames = np.where(
@@ -458,8 +459,8 @@ def _canonical_configs(path: Path, rows: pd.DataFrame, word: str) -> None:
 
 def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> int:
     """Answer, correctness and flags (module docstring); returns how many rows the file gave an empty verdict
-    that no rule fills (left empty), which the summary counts: accuracy reads them as wrong, and a user
-    matching a source that counts them out must know they are there."""
+    that no rule fills (left empty, flagged ``no-verdict``), which the summary counts: the stored cut-off leaves
+    their items out of accuracy, and a user matching a source's denominator must know they are there."""
     n = len(rows)
     t_codes, t_uniq = factorize(rows["target"] if "target" in rows else np.full(n, None, dtype=object))
     targets = [letter_or_text(u) for u in t_uniq]
@@ -533,10 +534,11 @@ def _answers_and_correctness(path: Path, rows: pd.DataFrame, word: str) -> int:
     no_answer = has_raw & mcqa & ~has_answer
     bits = np.zeros(n, dtype=np.int64)
     adaptive = rows["_adaptive"].to_numpy(dtype=bool) if "_adaptive" in rows else False
-    for i, mask in enumerate((no_answer, mismatch, unparseable, note, adaptive)):
+    no_verdict = np.isnan(given) & ~by_rule & has_verdicts  # the file has verdicts and left this one empty
+    for i, mask in enumerate((no_answer, mismatch, unparseable, note, adaptive, no_verdict)):
         bits |= np.asarray(mask, dtype=np.int64) << i
     rows["flags"] = categorical(bits, _FLAG_TEXT)
-    return int((np.isnan(given) & ~by_rule).sum()) if has_verdicts else 0
+    return int(no_verdict.sum())
 
 
 def _refuse_letters_beyond(path: Path, rows: pd.DataFrame, beyond: np.ndarray, word: str) -> None:
@@ -574,7 +576,7 @@ def _n_options(rows: pd.DataFrame, letter_n: np.ndarray) -> np.ndarray:
     return np.clip(n, 1, len(LETTERS)).astype(np.int64)
 
 
-FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note", "adaptive-frames")
+FLAG_NAMES = ("no-answer", "harness-mismatch", "unparseable", "protocol-note", "adaptive-frames", "no-verdict")
 # Flag text for each bit pattern (bit i = FLAG_NAMES[i]); pattern 0 = no flag.
 _FLAG_TEXT = [
     ",".join(f for i, f in enumerate(FLAG_NAMES) if code >> i & 1) or None for code in range(1 << len(FLAG_NAMES))

@@ -96,7 +96,7 @@ def relabel(rows: pd.DataFrame) -> dict[str, dict]:
         return {}
     codes, uniq = pd.factorize(rows["config"].astype("str"))  # per distinct label, never per row
     parsed = [configs.parse(label) for label in uniq]
-    eligible = np.asarray([c.policy == configs.DEFAULT_POLICY and c.tag is None for c in parsed])
+    eligible = np.asarray([c.policy == configs.DEFAULT_POLICY and c.tag is None and c.fps is None for c in parsed])
     checked = logged & eligible[codes]
     if not checked.any():
         return {}
