@@ -166,7 +166,7 @@ class Cell:
     text: str
     main: str
     ci: str
-    key: str
+    key: str | None
     value: str | None  # repr of the number it shows (the ``data-value`` the tests and scripts read)
     colour: str | None
 

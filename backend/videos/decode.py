@@ -245,7 +245,7 @@ def _decode_av(path: Path, idx: np.ndarray, width: int, height: int) -> np.ndarr
         frames, at = None, None  # the decoding under way, and the timestamp it last gave
         for i in wanted.tolist():
             target = int(index.pts[i])
-            key = int(index.keyframes[max(0, np.searchsorted(index.keyframes, target, side="right") - 1)])
+            key = int(index.keyframes[max(0, int(np.searchsorted(index.keyframes, target, side="right")) - 1)])
             if frames is None or at is None or at < key:
                 container.seek(key, stream=stream, backward=True, any_frame=False)
                 frames, at = container.decode(stream), None
