@@ -19,15 +19,15 @@ from pathlib import Path
 SCRIPT = """
 import json, sys, threading, time
 from backend.cli import main
-from backend.scope import diskcache
+from backend.scope import cache_folder
 from store.store import Store
 from tests.matrix_fixtures import item_rows, response_rows
 
-publish = diskcache._publish
+publish = cache_folder._publish
 def slow_publish(*args, **kwargs):  # a background write that lasts: a large store's entry
     time.sleep(0.5)
     return publish(*args, **kwargs)
-diskcache._publish = slow_publish
+cache_folder._publish = slow_publish
 
 store = Store(sys.argv[1])
 store.append({"responses": response_rows({"a": {"8f": [1, 0, 1], "16f": [0, 1, 1]}}), "items": item_rows(3)})

@@ -123,7 +123,7 @@ def _settle() -> None:
     """Wait for the cache entries the command is still writing in the background, so that no thread it
     started outlives it (they are daemon threads: the process would otherwise end them half-way, which
     costs the next command a rebuild). Only where the command loaded the cache module: else none runs."""
-    cache = sys.modules.get("backend.scope.diskcache")
+    cache = sys.modules.get("backend.scope.cache_folder")
     if cache is not None:
         cache.settle()
 
