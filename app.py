@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import data, live, runlog, sidebar, state, ui
+from pages.common import boot, data, live, runlog, sidebar, state, ui
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -40,8 +40,8 @@ ROOT = st.Page(_root, title="Overview", url_path="home", default=True)
 page = st.navigation([ROOT, *PAGES], position="hidden")
 if page is ROOT:
     st.switch_page(PAGES[0], query_params=state.params())
-switched = st.session_state.get("_page") != page.url_path
-st.session_state["_page"] = page.url_path
+switched = st.session_state.get(boot.PAGE) != page.url_path
+st.session_state[boot.PAGE] = page.url_path
 
 st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'style.css').read_text()}</style>")
@@ -57,6 +57,7 @@ try:
     if view is not None:
         st.session_state["view"] = view
         state.follow()
+        st.session_state[boot.RUNNING] = True  # the page runs through the entry point (pages.common.boot)
         page.run()
         data.warm_snapshot(view.root, view.version)
         with st.sidebar:
@@ -64,6 +65,7 @@ try:
         if switched:
             ui.scroll_to_top()
 finally:
+    st.session_state.pop(boot.RUNNING, None)
     # A page switch already carried the state in its link; rewriting the URL in that same run
     # would race the browser's own URL update (the path would lag one page behind).
     if not switched:

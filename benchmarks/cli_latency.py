@@ -4,7 +4,7 @@ For each store (1M and 10M responses: 4 models x N items x 10 configurations, ge
 ``benchmarks/policies.py`` and reused under ``--workdir``), every command runs as a fresh process:
 
 * once right after the store's cache folder is removed (what the first command after a write pays:
-  counting the store and loading the matrix from Parquet, ``backend.scope.diskcache``);
+  counting the store and loading the matrix from Parquet, ``backend.scope.cache_folder``);
 * then ``--repeat`` times, reporting the median (the usual case: nothing was written since).
 
 Commands: ``trajaudit --help``, ``info --json``, ``metrics --json`` (4 models, default 1,000

@@ -4,7 +4,7 @@ The store holds ``--benchmarks`` generated benchmarks (``benchmarks/policies.py`
 seed per benchmark) of 4 models x ``--items`` items x 10 configurations, written one
 (model, benchmark) per Parquet file, never all in memory. Then, each as a fresh process:
 
-* ``info --json`` (the first one counts every file once: ``backend.scope.diskcache``), then again;
+* ``info --json`` (the first one counts every file once: ``backend.scope.cache_folder``), then again;
 * ``metrics --json`` for the 4 models over every benchmark (one matched matrix of all their items:
   the 100M cells), first from Parquet, then from the cache folder; wall time and peak memory.
 

@@ -51,7 +51,7 @@ from store.schema import TABLES, folder, schema_problem
 from store.store import MANIFEST, SUPERSEDES, Manifest, NewerStoreError, Store, newer_file
 
 DAMAGED = "damaged"
-CACHE = ".cache"  # backend.scope.diskcache.FOLDER (store/ may not import backend/)
+CACHE = ".cache"  # backend.scope.cache_folder.FOLDER (store/ may not import backend/)
 
 
 @dataclass

@@ -8,7 +8,8 @@ file here. Instead:
 * ``manifest.json`` lists the live files of each table and a version number; a write publishes its
   files by replacing the manifest (write to a temporary file, ``os.replace``), so a reader sees a
   whole batch or none of it, across all tables at once;
-* writers serialise on a short ``fcntl`` lock held only inside one write call (read manifest,
+* writers serialise on a short file lock (``filelock``: ``flock`` on POSIX, ``msvcrt`` on Windows; the
+  kernel drops it when its holder dies, even by kill -9) held only inside one write call (read manifest,
   check, publish); readers never lock;
 * files a write retires (``--replace``, compaction) stay on disk for a grace period, because a
   reader may still be scanning the manifest it read before; they are recorded outside the manifest,
@@ -29,7 +30,6 @@ A damaged store (a file in place of the folder, a corrupt manifest, a listed fil
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
@@ -67,6 +67,7 @@ MANIFEST = "manifest.json"
 FORMAT = 2
 RETIRED_GRACE_S = 600.0  # how long a retired file stays on disk for readers of an older snapshot (store.retired)
 LOCK = ".write.lock"
+LOCK_POLL_S = 0.005  # a waiting writer retries this often (filelock polls a non-blocking flock; writes are short)
 VERIFIED = ".cache/verified-schemas.json"  # files whose schema was read and fits (Store._require_own_files)
 SUPERSEDES = b"trajaudit.supersedes"  # Parquet metadata key: JSON list of the files a file replaces
 # Parquet metadata key of a compacted file: JSON [[file, rows], ...], the files first written (never a compacted
@@ -304,20 +305,21 @@ class Store:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the store's writer lock (creating the folder); StoreError when it cannot be written."""
+        from filelock import FileLock  # imported by writers only: a read never locks
+
         self.require_folder()  # named before mkdir trips on it
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            lock = open(self.root / LOCK, "a+")
+            lock = FileLock(self.root / LOCK, poll_interval=LOCK_POLL_S)
+            lock.acquire()
         except PermissionError as exc:
             raise StoreError(
                 f"cannot write to the store {self.root} ({exc.strerror}: {exc.filename}); use a folder you can write"
             ) from None
-        with lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def writer(self) -> Iterator[Writer]:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import store.store as store_module
-from backend.scope import answer_cells, coverage, diskcache, matrix_cache, sorted_keys
+from backend.scope import answer_cells, cache_folder, coverage, matrix_cache, sorted_keys
 from backend.scope import delta as delta_module
 from backend.scope import matrix as matrix_module
 from backend.scope.answer_cells import load_answer_cells
@@ -180,10 +180,10 @@ def _assert_frames_counted_directly(store: Store) -> None:
 
 
 def _assert_held_as_written(store: Store) -> None:
-    """What this process keeps of the entries it published (``diskcache._HELD``) is what reading them back gives."""
-    diskcache.settle()
-    mine = {p: h for p, h in diskcache._HELD.items() if h[0].parent == diskcache.folder(store)}
-    assert diskcache.HELD_PREFIXES == 0 or any(p.startswith("matrix-") for p in mine)  # the read just made
+    """What this process keeps of the entries it published (``cache_folder._HELD``) is what reading them back gives."""
+    cache_folder.settle()
+    mine = {p: h for p, h in cache_folder._HELD.items() if h[0].parent == cache_folder.folder(store)}
+    assert cache_folder.HELD_PREFIXES == 0 or any(p.startswith("matrix-") for p in mine)  # the read just made
     for prefix, (path, (meta, state)) in mine.items():
         read_meta, read_state = (coverage if prefix == coverage.ENTRY else matrix_cache)._read(path)
         assert json.loads(json.dumps(meta)) == read_meta, prefix
@@ -230,12 +230,12 @@ def _check(store: Store, reruns: bool) -> None:
     seed=st.integers(0, 2**32 - 1),
     steps=st.lists(st.sampled_from(STEPS), min_size=3, max_size=6),
     few=st.sampled_from([0, sorted_keys.FEW]),  # 0: every item lookup joins instead of searching
-    held=st.sampled_from([0, diskcache.HELD_PREFIXES]),  # 0: each read reads the entry back from disk
+    held=st.sampled_from([0, cache_folder.HELD_PREFIXES]),  # 0: each read reads the entry back from disk
 )
 def test_patched_cache_equals_a_cold_rebuild(tmp_path_factory, monkeypatch, seed, steps, few, held):
     monkeypatch.setattr(sorted_keys, "FEW", few)
-    monkeypatch.setattr(diskcache, "HELD_PREFIXES", held)
-    monkeypatch.setattr(diskcache, "_HELD", {})
+    monkeypatch.setattr(cache_folder, "HELD_PREFIXES", held)
+    monkeypatch.setattr(cache_folder, "_HELD", {})
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(answer_cells, "CACHE_MIN_CELLS", 0)
     monkeypatch.setattr(store_module, "FANOUT", 3)  # automatic compaction within a few writes
@@ -285,12 +285,12 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     assert cold_scans == []
     assert "q-new" in patched.items["item_id"].to_pylist()
     _assert_same_cells(patched, scan(store, MODELS, None, grid, None, False, False))
-    diskcache.settle()  # entries are written off the reader's path
+    cache_folder.settle()  # entries are written off the reader's path
     before = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
     store.append({"responses": one.assign(origin="rerun", run="job-1", correct=np.int8(0), item_id="i0")})
     after = matrix_cache.cells(store, MODELS, None, grid, False)
     assert cold_scans == []
-    diskcache.settle()
+    cache_folder.settle()
     newest = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
     assert newest != before
     for name in ("tier", "correct", "confidence"):
@@ -419,7 +419,7 @@ def test_a_long_item_id_patched_in_costs_its_own_length_not_width_times_items(tm
     store = Store(tmp_path / "s")
     store.append({"responses": many})
     matrix_cache.cells(store, ["a"], None, ["8f"], False)  # cold: the entry a patch starts from
-    diskcache.settle()
+    cache_folder.settle()
     long_id = "q" + "x" * (width - 1)
     store.append({"responses": many.head(1).assign(item_id=long_id, written_at=T0 + pd.Timedelta(seconds=1))})
     cold_scans = []

@@ -50,8 +50,12 @@ def _unloadable(exc: Exception):
     return factory
 
 
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ trajaudit\.")  # backend.runtime.logs
+
+
 def _err_lines(capsys) -> list[str]:
-    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    """Standard error's lines apart from the timestamped log lines (the worker's progress)."""
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip() and not LOG_LINE.match(line)]
 
 
 # -- case 11: a checkpoint that cannot load --------------------------------------------------------
@@ -374,7 +378,7 @@ def test_a_job_whose_answer_is_stored_is_done_after_a_lock_longer_than_the_busy_
     said = capsys.readouterr()
     assert "another worker" not in said.out + said.err
     assert f"worker: recording job {job.id}: database is locked; trying again" in said.err
-    assert f"worker: job {job.id} done" in said.out
+    assert f"worker: job {job.id} done" in said.err  # a timestamped log line (backend.runtime.logs)
 
 
 @pytest.mark.worker  # loads a model: needs the inference extra
@@ -397,7 +401,7 @@ def test_a_job_still_locked_out_after_the_retries_is_completed_by_its_next_claim
 
     worker.queue.heartbeat = heartbeat
     assert worker.run(once=True) == 2  # the job "stored", then the same job completed from its row
-    said = capsys.readouterr().out
+    said = capsys.readouterr().err  # timestamped log lines (backend.runtime.logs)
     assert "its answer is stored but the queue stayed locked" in said and "result already stored" in said
     done = JobQueue(root).get(job.id)
     assert (done.state, done.attempts) == ("done", 2) and len(adapter.requests) == 1

@@ -240,20 +240,20 @@ def benjamini_hochberg(p: np.ndarray, n_tests: int | None = None) -> np.ndarray:
     """BH-adjusted q-values of ``p`` (in its order), over a family of ``n_tests >= len(p)`` tests.
 
     Tests of the family not in ``p`` count as p = 1 (a conservative stand-in: smaller p-values there
-    could only lower these q-values). ``q_(i) = min_{j >= i} p_(j) m / j``, capped at 1.
+    could only lower these q-values). ``q_(i) = min_{j >= i} p_(j) m / j``, capped at 1: scipy's
+    ``false_discovery_control`` over ``p`` padded with those ones (their q is 1, and the cap makes them
+    change nothing in the others').
     """
+    from scipy.stats import false_discovery_control  # scipy.stats is slow to import: only where slices are tested
+
     p = np.asarray(p, dtype=float)
     m = len(p) if n_tests is None else int(n_tests)
     if len(p) == 0:
         return p
     if m < len(p):
         raise ValueError("n_tests must be at least the number of p-values")
-    order = np.argsort(p, kind="mergesort")
-    ranked = p[order] * m / np.arange(1, len(p) + 1)
-    q_sorted = np.minimum.accumulate(ranked[::-1])[::-1]
-    q = np.empty_like(q_sorted)
-    q[order] = np.minimum(q_sorted, 1.0)
-    return q
+    padded = np.concatenate([p, np.ones(m - len(p))])
+    return np.asarray(false_discovery_control(padded, method="bh"), dtype=float)[: len(p)]
 
 
 def newcombe_interval(k1, n1, k2, n2, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import os
 import sys
 
 from backend.cli import answers
+from backend.runtime import logs
 from store.errors import UserError, user_message
 
 # Every command: name -> (module under backend.cli, one-line help). ``trajaudit --help`` lists this
@@ -63,6 +64,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="trajaudit",
         description="Audit how Video LLMs behave per item as their visual budget changes.",
     )
+    parser.add_argument("--verbose", action="store_true", help="log debug lines too (timestamped, on stderr)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = _chosen(argv) if argv is not None else None
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if kept is not None and kept.hit():  # printed as the same line printed it on this snapshot
         return 0
     args = build_parser(argv).parse_args(argv)
+    logs.configure(args.verbose)
     NOTES.clear()
     try:
         if kept is not None:
@@ -112,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"trajaudit {args.command}: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        _settle()
+
+
+def _settle() -> None:
+    """Wait for the cache entries the command is still writing in the background, so that no thread it
+    started outlives it (they are daemon threads: the process would otherwise end them half-way, which
+    costs the next command a rebuild). Only where the command loaded the cache module: else none runs."""
+    cache = sys.modules.get("backend.scope.cache_folder")
+    if cache is not None:
+        cache.settle()
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 
 from backend.cli.common import command
 from backend.extras import require_worker_extra
-from backend.runtime import lifeline
+from backend.runtime import lifeline, logs
 from store.errors import UserError
 from store.store import resolve_root
+
+log = logs.get("worker")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _parent_gone(pid: int) -> None:
     """SIGTERM to itself: while loading it just ends; while serving, a job being computed returns to the queue."""
-    print(f"worker: process {pid} that started this worker is gone: stopping", file=sys.stderr, flush=True)
+    log.info(f"process {pid} that started this worker is gone: stopping")
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from backend.runtime.worker import Worker  # torch and transformers load only for this command
 
     worker = Worker(resolve_root(args.store), args.model, device=args.device, lease_s=args.lease, poll_s=args.poll)
-    print(f"worker {worker.worker_id}: model {worker.spec.name} on {worker.device} ({worker.dtype})", flush=True)
+    log.info(f"{worker.worker_id}: model {worker.spec.name} on {worker.device} ({worker.dtype})")
     n = worker.run(once=args.once, idle_timeout_s=args.idle_timeout)
-    print(f"worker {worker.worker_id}: stopped after {n} job(s)", flush=True)
+    log.info(f"{worker.worker_id}: stopped after {n} job(s)")
     return 0

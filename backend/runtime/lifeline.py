@@ -3,37 +3,32 @@
 The dashboard starts CPU workers detached (their own session, so a Ctrl-C in the dashboard's terminal
 does not tear a job in half), and a detached process outlives its parent. Each such worker therefore
 watches the dashboard's pid and stops itself when that process is gone. A pid alone can be recycled
-by an unrelated process, so on Linux the process's start time (``/proc/<pid>/stat``) is part of its
-identity; elsewhere the pid is checked alone. Nothing here imports anything heavy: the watch starts
-before the worker loads its model.
+by an unrelated process, so the process's start time (psutil's ``create_time``, on every OS) is part
+of its identity. Nothing here imports anything heavy: the watch starts before the worker loads its model.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+
+import psutil
 
 POLL_S = 0.5
 
 
 def identity(pid: int) -> str | None:
-    """``pid`` plus its start time (clock ticks since boot) where ``/proc`` has it; None when no such process."""
-    if Path("/proc/self/stat").is_file():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return None
-        return f"{pid}:{fields[19]}" if fields[0] != "Z" else None  # field 22 of stat; a zombie has ended
+    """``pid`` plus its start time; None when no such process (or only its zombie is left)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return f"{pid}:{process.create_time()}"
+    except psutil.NoSuchProcess:
         return None
-    except PermissionError:
-        pass  # alive, owned by someone else
-    return str(pid)
+    except psutil.AccessDenied:
+        return str(pid)  # alive, owned by someone else (its start time hidden)
 
 
 def watch(pid: int, on_gone: Callable[[], None], poll_s: float = POLL_S) -> threading.Thread:

@@ -30,7 +30,7 @@ SIGTERM stops the worker: a job whose answer is already computed (only the write
 update remain) is finished; a job still being computed is released back to the queue untouched.
 
 Failures are one line where people look (the job's ``error``, the CLI's last line) and a traceback
-in the worker's log (stderr): a job that fails (missing video, decode error) is failed with
+in the worker's log (stderr, timestamped lines through ``backend.runtime.logs``): a job that fails (missing video, decode error) is failed with
 :func:`failure_line`; a model that cannot load fails every queued job of that model with the reason,
 attempt counted, and stops the worker (``ModelLoadError``: exit 2), since those jobs would
 otherwise wait forever; a store deleted while the worker runs stops it (``QueueGone``) without
@@ -44,10 +44,8 @@ import os
 import signal
 import socket
 import sqlite3
-import sys
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -56,7 +54,7 @@ from typing import TypeVar
 
 import pandas as pd
 
-from backend.runtime import logged_frames, registry
+from backend.runtime import logged_frames, logs, registry
 from backend.runtime.inference.base import Adapter
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
@@ -69,6 +67,7 @@ from store.queue import BUSY_TIMEOUT_MS, Job, JobQueue, QueueGone
 from store.schema import RESPONSE_KEY
 from store.store import Store
 
+log = logs.get("worker")
 DEFAULT_LEASE_S = 60.0
 DEFAULT_POLL_S = 1.0
 FAILURE_LINE_CHARS = 500  # a job's error is one line, at most this long (the traceback is in the log)
@@ -159,11 +158,11 @@ class _LeaseKeeper:
                 if not w.queue.renew(self.job.id, w.worker_id, w.lease_s):
                     # Lapsed after missed renewals: finishing is still safe (the write is idempotent, and a
                     # job held by another worker is completed by it alone), so just stop renewing.
-                    print(f"worker: lease on job {self.job.id} {w.lapsed(self.job.id)}", file=sys.stderr, flush=True)
+                    log.warning(f"lease on job {self.job.id} {w.lapsed(self.job.id)}")
                     return
                 w.queue.heartbeat(w.worker_id, w.spec.name, w.device, self.job.id)
             except sqlite3.Error as exc:  # a locked or busy queue: try again at the next tick
-                print(f"worker: lease renewal for job {self.job.id} failed: {exc}", file=sys.stderr, flush=True)
+                log.warning(f"lease renewal for job {self.job.id} failed: {exc}")
             except QueueGone:  # the store was deleted: the main loop stops at its next queue call
                 return
 
@@ -220,7 +219,7 @@ class Worker:
         try:
             return checkpoint_fingerprint(self.path), adapter_factory(self.spec, self.path, self.device, self.dtype)
         except Exception as exc:
-            traceback.print_exc(file=sys.stderr)  # the log keeps the traceback; the jobs and the CLI get one line
+            log.exception("loading the model")  # the log keeps the traceback; the jobs and the CLI get one line
             reason = f"model {self.spec.name!r} cannot be loaded from {self.path}: {failure_line(exc)}"
             n = self.queue.fail_queued(self.spec.name, reason)
             raise ModelLoadError(
@@ -253,7 +252,7 @@ class Worker:
                     if once:
                         break
                     if idle_timeout_s is not None and time.monotonic() - idle_since >= idle_timeout_s:
-                        print(f"worker: no job for {idle_timeout_s:g} s: stopping", flush=True)
+                        log.info(f"no job for {idle_timeout_s:g} s: stopping")
                         break
                     self._stop.wait(self.poll_s)
                     continue
@@ -267,7 +266,7 @@ class Worker:
             except QueueGone:  # nothing to sign off from; the error that stopped the loop is raised
                 pass
             except sqlite3.OperationalError as exc:  # still locked: the worker's row ages out of "online"
-                print(f"worker: signing off: {exc}", file=sys.stderr, flush=True)
+                log.warning(f"signing off: {exc}")
         return done
 
     def run_job(self, job: Job) -> str:
@@ -279,22 +278,19 @@ class Worker:
             except _Interrupted as why:
                 self._computing = False
                 self.queue.release(job.id, self.worker_id)
-                print(f"worker: {why}: job {job.id} released to the queue", flush=True)
+                log.info(f"{why}: job {job.id} released to the queue")
                 return "queued"
             except Exception as exc:
                 self._computing = False
                 self.queue.require()  # a store deleted under the job stops the worker (QueueGone), not the job
                 if self._stop.is_set():  # the stop landed inside a library call (DuckDB: "Query interrupted")
                     self.queue.release(job.id, self.worker_id)
-                    print(
-                        f"worker: stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue",
-                        flush=True,
-                    )
+                    log.info(f"stop requested ({type(exc).__name__}: {exc}): job {job.id} released to the queue")
                     return "queued"
-                traceback.print_exc(file=sys.stderr)
                 message = failure_line(exc)
+                log.exception(f"job {job.id}")
                 self._retrying(lambda: self.queue.fail(job.id, self.worker_id, message), f"failing job {job.id}")
-                print(f"worker: job {job.id} failed: {message}", flush=True)
+                log.error(f"job {job.id} failed: {message}")
                 return "failed"
             return self._complete(job, summary)
 
@@ -321,16 +317,15 @@ class Worker:
                 lambda: self.queue.complete(job.id, self.worker_id, ref), f"recording job {job.id}"
             )
         except sqlite3.OperationalError as exc:
-            print(
-                f"worker: job {job.id}: its answer is stored but the queue stayed locked ({exc}) for "
-                f"{self.locked_retry_s:g} s; the next claim of it completes it from the stored row",
-                flush=True,
+            log.warning(
+                f"job {job.id}: its answer is stored but the queue stayed locked ({exc}) for "
+                f"{self.locked_retry_s:g} s; the next claim of it completes it from the stored row"
             )
             return "stored"
         if recorded:
-            print(f"worker: job {job.id} done: {summary}", flush=True)
+            log.info(f"job {job.id} done: {summary}")
             return "done"
-        print(f"worker: job {job.id}: {self.lapsed(job.id)}; its result is stored once", flush=True)
+        log.warning(f"job {job.id}: {self.lapsed(job.id)}; its result is stored once")
         return "lost"
 
     def lapsed(self, job_id: int) -> str:
@@ -353,7 +348,7 @@ class Worker:
                     raise
                 if time.monotonic() + pause > deadline:
                     raise
-                print(f"worker: {what}: {exc}; trying again in {pause:g} s", file=sys.stderr, flush=True)
+                log.warning(f"{what}: {exc}; trying again in {pause:g} s")
                 time.sleep(pause)
                 pause = min(2 * pause, longest)
 

@@ -18,7 +18,6 @@ imports torch: the worker is a separate program.
 
 from __future__ import annotations
 
-import fcntl
 import getpass
 import json
 import os
@@ -62,47 +61,45 @@ def _files(store_root: str | os.PathLike, model: str) -> tuple[Path, Path, Path]
 
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path``: one check-then-start at a time, across processes."""
+    """An exclusive file lock on ``path`` (``filelock``; it refuses a link planted at the name): one
+    check-then-start at a time, across processes."""
+    from filelock import FileLock
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _append(path) as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(path):
+        yield
 
 
 def _append(path: Path):
     """``path`` opened for appending, never through a link planted at its name."""
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a")
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644), "a")
 
 
 def _alive(pid: int, model: str) -> bool:
     """Whether ``pid`` is still a running worker of ``model``.
 
     A worker this process started is its child: alive until it exits (then a zombie until reaped,
-    which ``kill(pid, 0)`` would call alive), and its pid cannot be recycled before it is reaped, so
-    its command line is not read (just after the fork it is still this process's). For another
-    process's worker, on Linux the command line is checked, so a recycled pid is not mistaken for it.
+    which is done here), and its pid cannot be recycled before it is reaped, so its command line is
+    not read (just after the fork it is still this process's). For another process's worker the
+    command line is checked (psutil, on every OS), so a recycled pid is not mistaken for it.
     """
-    try:
-        return os.waitpid(pid, os.WNOHANG)[0] != pid
-    except ChildProcessError:
-        pass  # not our child: another server process started it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.parent.is_dir():
+    import psutil
+
+    if hasattr(os, "WNOHANG"):  # POSIX: reap our own child if it has exited
         try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
+            return os.waitpid(pid, os.WNOHANG)[0] != pid
+        except ChildProcessError:
+            pass  # not our child: another server process started it
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
             return False
-        return b"worker" in args and model.encode() in args
-    return True
+        args = process.cmdline()
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # alive, owned by someone else
+    return "worker" in args and model in args
 
 
 def _started(store_root: str | os.PathLike) -> list[tuple[Path, dict]]:

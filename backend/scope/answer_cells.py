@@ -5,7 +5,7 @@ went) and whether the raw output was something a parser could read at all. The m
 ``raw_output``, so this reads it, classified in DuckDB (the strings never reach Python), one row per cell
 chosen as the matrix chooses (``backend.scope.matrix._winners``: not a re-run first, then run ``main``,
 then the earliest written). A scan of one model's 2.5M responses costs about a second, so large results
-are kept in the store's cache folder (``backend.scope.diskcache``) and patched after a write like the
+are kept in the store's cache folder (``backend.scope.cache_folder``) and patched after a write like the
 matrix cache (``backend.scope.matrix_cache``): an entry per (model, grid, re-runs, scope) and store
 version (``answers-v2-<key>-<version>-<random>``, written whole, renamed into place), holding each
 cell's chosen row's tier and time beside its letter and kind, so a write's new rows
@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from backend.scope import delta, diskcache
+from backend.scope import cache_folder, delta
 from backend.scope.matrix import ABSENT, CACHE_MIN_CELLS, Matrix, _winners, main_only
 from backend.scope.matrix_cache import preferred_new_rows
 from backend.scope.scratch import scratch
@@ -171,7 +171,7 @@ def load_answer_cells(
         scope = int(pd.util.hash_pandas_object(matrix.items[["benchmark", "item_id"]], index=False).sum())
     key = hashlib.sha256(repr((model, list(matrix.grid), include_reruns, scope)).encode()).hexdigest()[:24]
     prefix = f"answers-{ENTRY_FORMAT}-{key}"
-    found = diskcache.newest_readable(diskcache.folder(store), prefix, manifest.version, _read)
+    found = cache_folder.newest_readable(cache_folder.folder(store), prefix, manifest.version, _read)
     state: _State | None = None
     base: Path | None = None
     if found is not None and _same_items(found[0], matrix):
@@ -196,6 +196,6 @@ def load_answer_cells(
             feather.write_feather(items, folder / "items.arrow", compression="uncompressed")
         (folder / "meta.json").write_text(json.dumps({"parts": parts, "files": manifest.files["responses"]}))
 
-    if diskcache.publish_version(store, manifest, prefix, write, KEPT):
-        diskcache.prune(diskcache.folder(store), "answers-*", keep=diskcache.KEEP * KEPT)
+    if cache_folder.publish_version(store, manifest, prefix, write, KEPT):
+        cache_folder.prune(cache_folder.folder(store), "answers-*", keep=cache_folder.KEEP * KEPT)
     return AnswerCells(state.letter, state.kind)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.feather as feather
 
-from backend.scope import delta, diskcache, sorted_keys
+from backend.scope import cache_folder, delta, sorted_keys
 from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
@@ -51,8 +51,8 @@ class Coverage:
 
 def counts(store: Store, manifest: Manifest) -> Coverage:
     """The coverage of the responses listed in ``manifest``: the newest entry, brought up to date."""
-    diskcache.settle(ENTRY)  # this process's last entry, if it is still being written
-    found = diskcache.newest_readable(diskcache.folder(store), ENTRY, manifest.version, _read)
+    cache_folder.settle(ENTRY)  # this process's last entry, if it is still being written
+    found = cache_folder.newest_readable(cache_folder.folder(store), ENTRY, manifest.version, _read)
     base, (meta, state) = (found[0], found[1]) if found else (None, ({"parts": {}}, _empty()))
     if found and meta["files"] == manifest.files["responses"]:
         return state
@@ -219,7 +219,7 @@ def _read(folder: Path) -> tuple[dict, Coverage]:
 
 def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts, base: Path | None) -> None:
     """Publish the state at this manifest version (unless the manifest moved on), pruning older ones, off the
-    reader's path (``diskcache.publish_soon``); the item index is hard-linked from ``base`` (an entry with the
+    reader's path (``cache_folder.publish_soon``); the item index is hard-linked from ``base`` (an entry with the
     same index: no item was new)."""
 
     def write(folder: Path) -> tuple[dict, Coverage]:
@@ -242,4 +242,4 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts,
         return meta, state  # what ``_read`` returns for it (its keys as tuples): not read back by this process
 
     state.bits.flags.writeable = False  # handed to the publishing thread
-    diskcache.publish_soon(store, manifest, ENTRY, write, KEPT)
+    cache_folder.publish_soon(store, manifest, ENTRY, write, KEPT)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from backend.scope import delta, diskcache
+from backend.scope import cache_folder, delta
 from backend.scope.matrix import main_only
 from backend.scope.scratch import scratch
 from store import configs
@@ -45,9 +45,9 @@ def frames_known(store: Store) -> dict[str, dict[str, dict[str, dict[str, int]]]
 
 def counts(store: Store, manifest: Manifest) -> Counts:
     """The counts over the responses listed in ``manifest``: the newest entry, with the rows it lacks added."""
-    found = diskcache.newest_readable(diskcache.folder(store), ENTRY, manifest.version, _read)
+    found = cache_folder.newest_readable(cache_folder.folder(store), ENTRY, manifest.version, _read)
     held, known = found[1] if found else ({}, {})
-    if found and list(known) == manifest.files["responses"] and diskcache.all_files_present(store, manifest):
+    if found and list(known) == manifest.files["responses"] and cache_folder.all_files_present(store, manifest):
         return held  # the files it was counted from: nothing new
     store.connect().close()  # names a listed file that is missing or not the store's own (a StoreError)
     change = delta.delta(store, manifest, "responses", known)
@@ -88,4 +88,4 @@ def _save(store: Store, manifest: Manifest, total: Counts, parts: delta.Parts) -
     def write(path: Path) -> None:
         path.write_text(json.dumps(entry))
 
-    diskcache.publish_version(store, manifest, ENTRY, write, KEPT)
+    cache_folder.publish_version(store, manifest, ENTRY, write, KEPT)

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from backend.contracts.store import StoreContents
-from backend.scope import coverage, diskcache
+from backend.scope import cache_folder, coverage
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
@@ -370,8 +370,8 @@ def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix
 def _item_facets(store: Store, manifest: Manifest) -> list:
     """Items, and the task types, durations and domains they name: kept per set of item files (a
     write of responses alone, a re-run's answer, does not count the items again)."""
-    cache = diskcache.folder(store) / f"facets-{diskcache.file_set_key(manifest, ('items',))}.json"
-    cached = diskcache.read_json(cache)
+    cache = cache_folder.folder(store) / f"facets-{cache_folder.file_set_key(manifest, ('items',))}.json"
+    cached = cache_folder.read_json(cache)
     if isinstance(cached, list):
         return cached
     with store.connect() as con:  # names a listed file that is missing
@@ -382,8 +382,8 @@ def _item_facets(store: Store, manifest: Manifest) -> list:
         ).fetchone()
     assert row is not None  # an aggregate without GROUP BY returns one row
     out = list(row)
-    if diskcache.write_json(cache, out):
-        diskcache.prune(cache.parent, "facets-*.json")
+    if cache_folder.write_json(cache, out):
+        cache_folder.prune(cache.parent, "facets-*.json")
     return out
 
 
@@ -396,12 +396,12 @@ def available(store: Store) -> StoreContents:
 
     Counting distinct items over 10M responses takes seconds, so the counts are kept as one bit per
     (cell, item) and updated from each write's new rows (``backend.scope.coverage``), and the answer
-    per set of files, in the store's cache folder (``backend.scope.diskcache``).
+    per set of files, in the store's cache folder (``backend.scope.cache_folder``).
     """
     manifest = store.manifest()
-    cache = diskcache.folder(store) / f"available-{diskcache.file_set_key(manifest, ('responses', 'items'))}.json"
-    cached = diskcache.read_json(cache)
-    if isinstance(cached, dict) and diskcache.all_files_present(store, manifest):
+    cache = cache_folder.folder(store) / f"available-{cache_folder.file_set_key(manifest, ('responses', 'items'))}.json"
+    cached = cache_folder.read_json(cache)
+    if isinstance(cached, dict) and cache_folder.all_files_present(store, manifest):
         return cast(StoreContents, cached)  # written below from a StoreContents
     n_items, task_types, durations, domains = _item_facets(store, manifest)
     held = coverage.counts(store, manifest)
@@ -433,6 +433,6 @@ def available(store: Store) -> StoreContents:
         "n_rerun_responses": n_rerun,
         "n_items": int(n_items),
     }
-    if diskcache.write_json(cache, out):
-        diskcache.prune(cache.parent, "available-*.json")
+    if cache_folder.write_json(cache, out):
+        cache_folder.prune(cache.parent, "available-*.json")
     return out

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from backend.scope import delta, diskcache, sorted_keys
+from backend.scope import cache_folder, delta, sorted_keys
 from backend.scope import matrix as matrix_module
 from backend.scope.matrix import (
     ABSENT,
@@ -66,8 +66,8 @@ def cells(store: Store, models: list[str], benchmark: str | None, grid: list[str
     """The scope's full state as of the store's current manifest (see ``load``)."""
     manifest = store.manifest()
     scope = _scope_id(models, benchmark, reruns)
-    root = diskcache.folder(store)
-    present = diskcache.all_files_present(store, manifest)  # else the cold load names the missing file
+    root = cache_folder.folder(store)
+    present = cache_folder.all_files_present(store, manifest)  # else the cold load names the missing file
     base = _newest(root, scope, manifest.version) if present else None
     if base is not None:
         folder, meta, state = base
@@ -93,8 +93,8 @@ def _newest(root: Path, scope: str, version: int) -> tuple[Path, dict, Cells] | 
     """The newest readable entry of the scope written at ``version`` or before (a later one holds rows
     this reader's manifest does not list), once this process's own entry of it is written."""
     prefix = f"matrix-{ENTRY_FORMAT}-{scope}"
-    diskcache.settle(prefix)
-    found = diskcache.newest_readable(root, prefix, version, _read)
+    cache_folder.settle(prefix)
+    found = cache_folder.newest_readable(root, prefix, version, _read)
     return None if found is None else (found[0], *found[1])
 
 
@@ -121,7 +121,7 @@ def _save(
     store: Store, manifest: Manifest, scope: str, state: Cells, parts: dict, base: Path | None, changed: set[str]
 ) -> None:
     """Publish ``state`` as the scope's entry at this manifest version (when the manifest has not moved
-    on), hard-linking from ``base`` what did not change, off the reader's path (``diskcache.publish_soon``);
+    on), hard-linking from ``base`` what did not change, off the reader's path (``cache_folder.publish_soon``);
     then prune older versions."""
 
     def write(folder: Path) -> tuple[dict, Cells]:
@@ -161,13 +161,13 @@ def _save(
 
     for name in ARRAYS:  # handed to the publishing thread and to readers: nobody may change them now
         getattr(state, name).flags.writeable = False
-    diskcache.publish_soon(
+    cache_folder.publish_soon(
         store,
         manifest,
         f"matrix-{ENTRY_FORMAT}-{scope}",
         write,
         VERSIONS_KEPT,
-        lambda: diskcache.prune(diskcache.folder(store), "matrix-*", keep=diskcache.KEEP * VERSIONS_KEPT),
+        lambda: cache_folder.prune(cache_folder.folder(store), "matrix-*", keep=cache_folder.KEEP * VERSIONS_KEPT),
     )
 
 
@@ -355,7 +355,7 @@ def _grow(
         if same:  # the entry's own file (``a`` is its content), copy-on-write; a copy where it has none (all NaN)
             try:
                 return np.load(folder / f"{name}.npy", mmap_mode="c")
-            except OSError:  # or where it was pruned since: ``a`` is still mapped, or held (``diskcache._HELD``)
+            except OSError:  # or where it was pruned since: ``a`` is still mapped, or held (``cache_folder._HELD``)
                 return np.array(a)
         out = np.full(shape, fill, dtype=dtype)
         out[:, old_at[:, None], at_c[None, :]] = a

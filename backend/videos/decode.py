@@ -6,8 +6,9 @@ Two decoders read the same frames, and :func:`decoder` says which one reads a gi
   wheels nowhere else). It reads a random batch of frames quickly (``VideoReader.get_batch`` seeks
   to each index), so only the frames a policy picked are decoded.
 - **PyAV** everywhere else (macOS arm64, Linux aarch64), and for a file decord cannot open. It
-  decodes sequentially up to the last index asked, keeping the wanted frames: slower for a late
-  index in a long video, the same frames otherwise.
+  indexes the packets once per file (timestamps and keyframes, no decoding), then seeks to the
+  keyframe before each wanted frame and decodes from there (``benchmarks/decode_seek.py`` measures
+  it against decoding from frame 0). A file whose packets carry no timestamps is decoded in order.
 
 Frame ``i`` is the ``i``-th frame in presentation order for both; on a constant-frame-rate file
 they return the same frames, pixels within the codec's rounding (``tests/test_decoders.py``
@@ -192,8 +193,76 @@ def _decode_decord(vr, idx: np.ndarray) -> np.ndarray:
     return _as_numpy(batch).astype(np.uint8, copy=False)
 
 
+@dataclass(frozen=True)
+class _AvIndex:
+    """A video stream's frames in presentation order, from its packets (demuxed, not decoded)."""
+
+    pts: np.ndarray  # frame i's presentation timestamp, in the stream's time base
+    keyframes: np.ndarray  # the keyframes' timestamps, ascending
+
+
+@functools.lru_cache(maxsize=64)
+def _av_index(key: str, path: Path) -> _AvIndex | None:
+    """The frame index of ``path`` (cached per file identity ``key``), or None where packets cannot be
+    trusted to be frames (a packet without a timestamp, two with the same one): those are decoded in order.
+
+    Reading every packet's header is cheap next to decoding (about 50 ms for ten minutes of 320x240 H.264).
+    """
+    pts, keys = [], []
+    with _open_av(path) as container:
+        for packet in container.demux(video=0):
+            if packet.size == 0:  # the demuxer's closing flush packet
+                continue
+            if packet.pts is None:
+                return None
+            pts.append(packet.pts)
+            if packet.is_keyframe:
+                keys.append(packet.pts)
+    order = np.sort(np.asarray(pts, dtype=np.int64))
+    if not keys or len(np.unique(order)) != len(order):
+        return None
+    return _AvIndex(order, np.sort(np.asarray(keys, dtype=np.int64)))
+
+
 def _decode_av(path: Path, idx: np.ndarray, width: int, height: int) -> np.ndarray:
-    """PyAV fallback: decode sequentially up to the last index asked, keeping the wanted frames.
+    """PyAV: each wanted frame decoded from the keyframe before it (seeking there), or by continuing
+    when the decoder already stands between that keyframe and the frame.
+
+    Frame ``i`` is the one with the ``i``-th smallest packet timestamp, which is the ``i``-th frame
+    decoded in order (what :func:`_decode_av_in_order` counts). Indices past the real end get the last
+    frame (the same clamping as the decord path). A file whose packets do not index its frames, or whose
+    decoded timestamps do not meet the index, is decoded in order instead.
+    """
+    index = _av_index(_video_key(path), path)
+    if index is None or len(index.pts) == 0:
+        return _decode_av_in_order(path, idx, width, height)
+    resize = {} if width < 0 else {"width": width, "height": height}
+    clamped = np.minimum(idx, len(index.pts) - 1)
+    wanted = np.unique(clamped)
+    kept: dict[int, np.ndarray] = {}
+    with _open_av(path) as container:
+        stream = container.streams.video[0]
+        frames, at = None, None  # the decoding under way, and the timestamp it last gave
+        for i in wanted.tolist():
+            target = int(index.pts[i])
+            key = int(index.keyframes[max(0, int(np.searchsorted(index.keyframes, target, side="right")) - 1)])
+            if frames is None or at is None or at < key:
+                container.seek(key, stream=stream, backward=True, any_frame=False)
+                frames, at = container.decode(stream), None
+            for frame in frames:
+                at = frame.pts
+                if at is None or at >= target:
+                    break
+            if at != target:
+                return _decode_av_in_order(path, idx, width, height)
+            kept[i] = frame.to_ndarray(format="rgb24", **resize)
+    if not kept:  # no index asked: the shape of a frame is still owed
+        return _decode_av_in_order(path, idx, width, height)
+    return np.stack([kept[i] for i in clamped.tolist()])
+
+
+def _decode_av_in_order(path: Path, idx: np.ndarray, width: int, height: int) -> np.ndarray:
+    """PyAV without an index: decode in order up to the last index asked, keeping the wanted frames.
 
     Indices past the real end get the last frame (the same clamping as the decord path).
     """

@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from backend.runtime import registry
+from backend.runtime import logs, registry
 from backend.runtime.sweep import accounting
 from backend.runtime.sweep.engine import EngineCounters, Reuse
 from backend.runtime.sweep.executors import run_local, run_ray
@@ -30,6 +30,7 @@ from backend.runtime.sweep.verify import drift
 from store.configs import parse
 from store.store import Store
 
+log = logs.get("sweep")
 EXECUTORS = ("local", "ray")
 MAX_FAILURES_SHOWN = 20
 
@@ -86,6 +87,7 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
         random_fullsize=req.random_fullsize,
         args=req.args,
     )
+    log.info(f"{settings.sweep_id}: {plan.pending} cells to run ({plan.stored} stored), executor {req.executor}")
     bar = tqdm(
         total=plan.pending,
         unit="cell",
@@ -104,6 +106,7 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
     finally:
         bar.close()
     summary = summarise(plan, settings, reports, time.perf_counter() - started, req)
+    log.info(f"{settings.sweep_id}: {summary['cells']['done']} done, {summary['cells']['failed']} failed")
     # An approximate protocol is compared with its exact twin: its drift is the measurement, reported,
     # and its rows (labelled ``~prune``) stay; only an exact sweep's drift withdraws its rows.
     approximate = any(not parse(label).is_exact for label in plan.configs)

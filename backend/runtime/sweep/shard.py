@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from backend.runtime import registry
+from backend.runtime import logs, registry
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.hf import HFAdapter
 from backend.runtime.inference.records import ModelContext, RowSource, library_versions, response_row
@@ -33,6 +33,8 @@ from backend.videos.decode import default_video_root
 from store.configs import parse
 from store.errors import UserError
 from store.store import Store
+
+log = logs.get("sweep")
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ class ShardRunner:
             for done in self.engine.run(group):
                 if isinstance(done, Failed):
                     self.report.failures.append(done)
+                    log.warning(f"{done.item_id} {done.config} failed: {done.message}")
                 else:
                     self._add(done)
                 if on_cell is not None:
@@ -198,6 +201,7 @@ class ShardRunner:
             }
             self.report.files += [f for f in (w.add("responses", rows), w.add("runs", pd.DataFrame([run]))) if f]
         self.report.batches += 1
+        log.debug(f"{run_id}: {len(rows)} rows stored")
         self.report.cells += len(rows)
         self.report.outcomes += [o for o, keep in zip(outcomes, fresh) if keep]
 

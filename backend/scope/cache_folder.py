@@ -25,6 +25,11 @@ from store.store import Manifest, Store
 FOLDER = ".cache"
 KEEP = 8  # entries of one kind kept (newest first): enough for the scopes a dashboard flips between
 T = TypeVar("T")
+# Per prefix, this process's entries being written (and, under PRUNING, old entries being deleted): what
+# ``settle`` waits for. Threads, not processes, so the process must wait for them before it exits.
+_PUBLISHING: dict[str, list[threading.Thread]] = {}
+_PUBLISHING_LOCK = threading.Lock()
+PRUNING = "\0prune"  # not a prefix any entry can have
 
 
 def folder(store: Store) -> Path:
@@ -62,11 +67,15 @@ def remove(path: Path) -> None:
 def discard(paths: list[Path]) -> None:
     """Delete entries off the reader's path, in a thread of their own: freeing the last copy of a matrix
     entry's arrays (100 MB at 10M responses) took 0.27 s of the first Overview after a re-run (the read two
-    versions after the ingest that had replaced them; a load of 4 on this 2-core machine). Not a daemon
-    thread: a CLI process finishes the deletion before it exits. Readers are unaffected either way (a
-    pruned folder stays readable to one mapping it, or fails its read and is rebuilt)."""
+    versions after the ingest that had replaced them; a load of 4 on this 2-core machine). A daemon thread,
+    which ``settle()`` waits for: the CLI settles before its command returns, so nothing it started runs on
+    after it. Readers are unaffected either way (a pruned folder stays readable to one mapping it, or fails
+    its read and is rebuilt)."""
     if paths:
-        threading.Thread(target=_remove_all, args=(paths,), name="trajaudit-cache-prune").start()
+        thread = threading.Thread(target=_remove_all, args=(paths,), name="trajaudit-cache-prune", daemon=True)
+        with _PUBLISHING_LOCK:  # started under the lock: ``settle`` never sees it listed and not yet alive
+            _PUBLISHING[PRUNING] = [t for t in _PUBLISHING.get(PRUNING, []) if t.is_alive()] + [thread]
+            thread.start()
 
 
 def _remove_all(paths: list[Path]) -> None:
@@ -136,8 +145,6 @@ def newest_readable(directory: Path, prefix: str, version: int, read: Callable[[
     return None
 
 
-_PUBLISHING: dict[str, list[threading.Thread]] = {}  # per prefix, this process's entries being written
-_PUBLISHING_LOCK = threading.Lock()
 # Per prefix, the entry this process published last and what ``read`` would return for it. The next read in
 # this process patches from it (the dashboard after each write) without parsing its meta.json again, which
 # names every part a compacted file holds (230 KB after 4,000 writes: 1.4 ms a parse, 2026-12-02) or mapping
@@ -160,8 +167,9 @@ def publish_soon(
     store moved on during the read is asked here, at the end of the read (a write after it does not make
     the entry wrong, and a sweep writing every second would otherwise never see one published). The next read
     of ``prefix`` in this process waits for the entry first (``settle``), so it finds it instead of patching
-    or scanning again; it usually comes later than the write takes. Not a daemon thread: a CLI process
-    finishes the entry before it exits. ``write`` must only read what it is given, which nobody changes
+    or scanning again; it usually comes later than the write takes. A daemon thread, which ``settle()``
+    waits for: the CLI settles before its command returns, so a CLI process finishes the entry and then
+    exits at once. ``write`` must only read what it is given, which nobody changes
     afterwards (a patched state's arrays are made read-only first); what it returns, unless None, is what
     reading the entry back would return, kept for this process's next ``newest_readable`` (``_HELD``)."""
     if store.manifest().version != manifest.version:
@@ -181,18 +189,22 @@ def publish_soon(
         if then is not None:
             then()
 
-    thread = threading.Thread(target=run, name=f"trajaudit-cache-publish-{prefix}")
-    with _PUBLISHING_LOCK:
+    thread = threading.Thread(target=run, name=f"trajaudit-cache-publish-{prefix}", daemon=True)
+    with _PUBLISHING_LOCK:  # started under the lock: ``settle`` never sees it listed and not yet alive
         _PUBLISHING[prefix] = [t for t in _PUBLISHING.get(prefix, []) if t.is_alive()] + [thread]
-    thread.start()
+        thread.start()
 
 
 def settle(prefix: str | None = None) -> None:
-    """Wait until this process's entries of ``prefix`` (every prefix: None) being published are written."""
-    with _PUBLISHING_LOCK:
-        pending = [t for key, threads in _PUBLISHING.items() if prefix in (None, key) for t in threads]
-    for thread in pending:
-        thread.join()
+    """Wait until this process's entries of ``prefix`` being published are written (None: every prefix's,
+    and every deletion of old entries: what the CLI waits for before its command returns)."""
+    while True:  # a publication prunes, which starts a thread of its own
+        with _PUBLISHING_LOCK:
+            pending = [t for key, threads in _PUBLISHING.items() if prefix in (None, key) for t in threads]
+        if not any(t.is_alive() for t in pending):
+            return
+        for thread in pending:
+            thread.join()
 
 
 def publish_version(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:

@@ -1,4 +1,4 @@
-"""The store's cache folder (backend.scope.diskcache): cached answers equal freshly computed ones, and a
+"""The store's cache folder (backend.scope.cache_folder): cached answers equal freshly computed ones, and a
 write changes the key so a stale entry is never read."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.scope import diskcache
+from backend.scope import cache_folder
 from backend.scope import matrix as matrix_module
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
@@ -65,7 +65,7 @@ def test_cached_matrix_equals_the_loaded_one_and_a_write_changes_the_key(tmp_pat
     store = Store(tmp_path / "s")
     store.append({"responses": response_rows(DATA), "items": item_rows(6, task_type=["x", "y"] * 3)})
     first = load_matrix(store, ["a", "b"])
-    diskcache.settle()  # the entry is written off the reader's path
+    cache_folder.settle()  # the entry is written off the reader's path
     assert len(list((store.root / ".cache").glob("matrix-*"))) == 1
     again = load_matrix(store, ["a", "b"])  # read back from the entry
     for name in ("correct", "confidence", "score"):
@@ -80,7 +80,7 @@ def test_cached_matrix_equals_the_loaded_one_and_a_write_changes_the_key(tmp_pat
     store.append({"responses": response_rows(more)})  # a write: new files, so a new key
     after = load_matrix(store, ["a", "b"])
     assert after.grid == ["8f", "16f", "32f"] and np.array_equal(after.correct[:, :, :2], first.correct)
-    diskcache.settle()
+    cache_folder.settle()
     assert len(list((store.root / ".cache").glob("matrix-*"))) == 2
 
 
