@@ -276,7 +276,7 @@ def test_a_sweep_through_the_driver_equals_the_same_sweep_run_locally(site, clus
         for name, root in roots.items()
     }
     assert runs["ray"]["shards"] == 2 and runs["ray"]["verify"]["choice_drift"] == 0
-    assert runs["ray"]["cells"] == runs["local"]["cells"] and runs["ray"]["cells"]["done"] == 6 * 3 + 1
+    assert runs["ray"]["cells"] == runs["local"]["cells"] and runs["ray"]["cells"]["done"] == 6 * 3 + 7
     query = "SELECT item_id, config, answer, correct, option_probs, frame_indices FROM responses WHERE run = 'main'"
     cells = {
         name: {(r["item_id"], r["config"]): r for r in Store(root).query(query).to_dict("records")}
@@ -308,6 +308,7 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
         _wait("every job", lambda: _done(store, jobs) == N_RERUNS, timeout_s=900)
     _assert_once(store, jobs)
     stats = run.stats
+    print(f"{N_RERUNS} re-runs over {len(MODELS)} actors, one actor and one node killed: {stats}")  # seen with -s
     assert stats["actors_died"] >= 2 and stats["done"] == N_RERUNS, stats
     retried = [j for j in jobs if JobQueue(store).get(j).attempts > 1]
     assert len(retried) == stats["requeued"], (retried, stats)  # each given-back job counted its attempt
