@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,9 @@ class ModelActor:
         self._received.append(payload.describe())
         cfg = parse(payload.config)
         shown = payload.shown
+        if shown is not None and shown.frames is not None and not shown.frames.flags.writeable:
+            # shipped frames arrive read-only (Ray's zero-copy arrays); the processors hand them to torch
+            shown = replace(shown, frames=shown.frames.copy())
         if shown is None:
             if self.video_root is None and not cfg.is_text:
                 raise UserError(

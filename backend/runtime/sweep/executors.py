@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -84,8 +85,10 @@ class SweepActor:
                 f"node {socket.gethostname()} has no video root: give the sweep --video-root (the videos' folder "
                 f"on the nodes) or set {VIDEO_ROOT_ENV} on the node"
             )
+        t0 = time.perf_counter()
         loaded = load_model(settings, spec, Path(checkpoint))
         self.runner = ShardRunner(settings, loaded, video_root=root, sink=_never_written)
+        self.runner.report.load_seconds = time.perf_counter() - t0
 
     def run(self, group: VideoGroup) -> Iterator[Batch]:
         """The group's batches as they fill (a streaming generator: the driver writes each as it comes)."""
