@@ -310,8 +310,10 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
     stats = run.stats
     print(f"{N_RERUNS} re-runs over {len(MODELS)} actors, one actor and one node killed: {stats}")  # seen with -s
     assert stats["actors_died"] >= 2 and stats["done"] == N_RERUNS, stats
-    retried = [j for j in jobs if JobQueue(store).get(j).attempts > 1]
-    assert len(retried) == stats["requeued"], (retried, stats)  # each given-back job counted its attempt
+    retries = sum(JobQueue(store).get(j).attempts - 1 for j in jobs)
+    # each job given back counted its attempt (one job may be given back twice; a lease that lapsed on a
+    # loaded machine may add a retry)
+    assert stats["requeued"] >= 1 and retries >= stats["requeued"], (retries, stats)
     nodes.remove(leaving)
     nodes.append(c.add_node(num_cpus=3, resources={"gpu_node": 3}))  # later tests find two nodes again
     c.wait_for_nodes()
