@@ -1,4 +1,5 @@
-"""Workers: who serves re-runs (online workers, the local ones this store started), the queue per state, recent jobs.
+"""Workers: who serves re-runs (online workers, the local ones this store started, the dispatchers' remote actors
+on Ray nodes), the queue per state, recent jobs.
 
 A failure is one line: a job's ``error`` column (the worker writes one line; its traceback stays in
 its log), and a local worker that exited shows its ``reason`` with the path of its log.
@@ -26,6 +27,8 @@ RECENT_JOBS = 50
 JOB_COLUMNS = ["id", "state", "model", "benchmark", "item_id", "config", "seed", "force", "attempts", "waited_s", "ran_s",
                "worker_id", "created_at", "error"]  # fmt: skip
 WORKER_COLUMNS = ["worker_id", "model", "device", "current_job", "pid", "age_s", "started_at"]
+REMOTE_COLUMNS = ["model", "hostname", "node_ip", "device", "gpu", "jobs_done", "jobs_failed", "state", "worker_id",
+                  "dispatcher"]  # fmt: skip
 
 
 def started_by(who: dict | None) -> str:
@@ -44,6 +47,23 @@ def started_by(who: dict | None) -> str:
 def inspector_link(benchmark: str, item_id: str) -> str:
     """The Inspector's URL for a job's item, in this view's state (models, grid), without a walk."""
     return "inspector?" + urlencode(url_state.params(bench=benchmark, item=item_id, walk=None))
+
+
+def remote_actors(actors: list[dict]) -> None:
+    """The dispatchers' actors on Ray nodes (``trajaudit dispatch``): where each runs and what it did."""
+    st.markdown("**Remote actors** (`trajaudit dispatch`: computed on Ray nodes, written here by the dispatcher)")
+    st.dataframe(
+        pd.DataFrame(actors, columns=REMOTE_COLUMNS),
+        hide_index=True,
+        column_config={
+            "hostname": "node",
+            "node_ip": "node address",
+            "gpu": st.column_config.TextColumn("GPU", help="empty: the actor runs on a CPU"),
+            "jobs_done": st.column_config.NumberColumn("jobs done", format="%d"),
+            "jobs_failed": st.column_config.NumberColumn("failed", format="%d"),
+            "worker_id": "worker",
+        },
+    )
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -79,6 +99,9 @@ def live(root: str) -> None:
                 "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
             },
         )
+
+    if view["remote"]:
+        remote_actors(view["remote"])
 
     local = [w for w in view["local"] if w["state"] in ("starting", "online")]
     if local:

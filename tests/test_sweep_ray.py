@@ -1,8 +1,11 @@
-"""``--executor ray``: two actors on a local Ray instance give the answers a local sweep gives."""
+"""``--executor ray``: two actors on a local Ray instance give the answers a local sweep gives; they read the
+videos from a folder outside the store (standing in for the nodes' copy) and return their batches, which
+this process appends."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -37,6 +40,7 @@ def _answers(root) -> dict:
 @pytest.mark.slow
 def test_ray_actors_store_what_a_local_sweep_stores(tiny, tmp_path, local_ray):
     roots = {name: build_sweep_store(tmp_path / name, ["llava_next_video"], tiny) for name in ("local", "ray")}
+    node_videos = shutil.copytree(roots["ray"] / "videos", tmp_path / "node-videos")
     runs = {
         name: run_sweep(
             SweepRequest(
@@ -49,6 +53,7 @@ def test_ray_actors_store_what_a_local_sweep_stores(tiny, tmp_path, local_ray):
                 verify=3,
                 batch_size=4,
                 progress=False,
+                video_root=str(node_videos) if name == "ray" else None,
             )
         )
         for name, root in roots.items()
@@ -63,6 +68,6 @@ def test_ray_actors_store_what_a_local_sweep_stores(tiny, tmp_path, local_ray):
         assert probs.keys() == r_probs.keys()
         assert max(abs(probs[x] - r_probs[x]) for x in probs) <= 1e-6, key
     shards = {prov["shard"] for *_, prov in remote.values()}
-    assert shards == {0, 1}  # both actors answered and appended their own batches
+    assert shards == {0, 1}  # both actors answered; their batches were appended here
     runs_table = Store(roots["ray"]).query("SELECT run_id FROM runs")
     assert runs_table["run_id"].str.contains("-s0-b").any() and runs_table["run_id"].str.contains("-s1-b").any()

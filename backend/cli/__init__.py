@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobs": ("jobs", "list re-run jobs and workers; cancel a queued job"),
     "models": ("models", "register local checkpoints that workers may load"),
     "worker": ("worker", "run queued re-run jobs for one model"),
+    "dispatch": ("dispatch", "run queued re-run jobs on Ray actors; this machine stays the store's one writer"),
     "flows": ("flows", "the Flows page: correct/wrong flows between configurations (the Sankey), with items"),
     "explain": ("explain", "why these items? slices, answer behaviour and agreement for a flow, tag or item list"),
     "compare": ("compare", "the Compare page: models side by side on their matched grid, confused-item overlap"),

@@ -36,6 +36,13 @@ def register(sub) -> None:
     p.add_argument("--executor", choices=("local", "ray"), default="local")
     p.add_argument("--workers", type=int, default=None, help="Ray actors (default: one per GPU, else 1)")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join ('auto' for a running one)")
+    p.add_argument(
+        "--video-root",
+        default=None,
+        metavar="DIR",
+        help="with --executor ray: the videos' folder on the nodes (default: TRAJAUDIT_VIDEO_ROOT there); the "
+        "actors never see the store, and return their batches to this process, which appends them",
+    )
     p.add_argument("--resume", action="store_true", help="skip cells already stored (else refuse to start)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="cells per store write")
     p.add_argument("--no-reuse", default="", metavar="LIST", help=f"reuses to switch off: {','.join(REUSES)}")
@@ -83,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.verify < 0:
         raise UserError(f"--verify must be 0 or more, got {args.verify}")
+    if args.video_root is not None and args.executor != "ray":
+        raise UserError("--video-root names the videos' folder on the Ray nodes: it needs --executor ray")
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     configs = expand_grid(split_list(args.grid) or [], split_list(args.policies))
@@ -111,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,
+        video_root=args.video_root,
         device=args.device,
         random_fullsize=args.random_fullsize,
         progress=not args.no_progress and not args.json,

@@ -123,6 +123,41 @@ class WorkerRow(TypedDict):
     age_s: float
 
 
+class RemoteActor(TypedDict):
+    """A dispatcher's actor on a Ray node (``trajaudit dispatch``), listed while its heartbeat is current.
+
+    worker_id: its id in the queue (its jobs' worker_id)
+    model: the model it serves
+    dispatcher: the dispatcher that started it
+    node_ip: the node's address (null: not placed yet)
+    hostname: the node's host name (null: not placed yet)
+    pid: its process id on that node (null: not placed yet)
+    device: cuda or cpu (null: loading)
+    gpu: the GPU's name (null: it runs on a CPU)
+    gpu_ids: the GPUs Ray gave it
+    resources: the Ray resources it asked for
+    state: loading, ready or dead (a replacement is started for a dead one)
+    jobs_done: its jobs whose answer it returned and the dispatcher stored
+    jobs_failed: its jobs that failed
+    started_at: when the dispatcher started it (Unix seconds)
+    """
+
+    worker_id: str
+    model: str
+    dispatcher: str
+    node_ip: str | None
+    hostname: str | None
+    pid: int | None
+    device: str | None
+    gpu: str | None
+    gpu_ids: list[str]
+    resources: dict[str, float]
+    state: Literal["loading", "ready", "dead"]
+    jobs_done: int
+    jobs_failed: int
+    started_at: float
+
+
 class StartedBy(TypedDict):
     """Who started a local worker process (null fields in records of older versions).
 
@@ -170,12 +205,14 @@ class JobsOverview(TypedDict):
     jobs: the newest jobs (at most --limit)
     workers: workers online
     local: worker processes this store started
+    remote: remote actors of the dispatchers (trajaudit dispatch) with a current heartbeat
     """
 
     counts: dict[str, int]
     jobs: list[JobRow]
     workers: list[WorkerRow]
     local: list[LocalWorker]
+    remote: list[RemoteActor]
 
 
 class StoreProblem(TypedDict):

@@ -52,16 +52,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 import pandas as pd
 
 from backend.runtime import logged_frames, logs, registry
 from backend.runtime.inference.base import Adapter
-from backend.runtime.inference.cell import answer_cold
+from backend.runtime.inference.cell import ColdCell, answer_cold
 from backend.runtime.inference.records import Answered, ModelContext, RowSource, library_versions, response_row
 from backend.runtime.registry import ModelSpec
 from backend.videos import catalog
 from backend.videos.decode import default_video_root
-from store.configs import parse
+from store.configs import Config, parse
 from store.errors import UserError
 from store.queue import BUSY_TIMEOUT_MS, Job, JobQueue, QueueGone
 from store.schema import RESPONSE_KEY
@@ -365,49 +366,78 @@ class Worker:
     # -- one job ---------------------------------------------------------------------------
     def compute(self, job: Job) -> dict[str, pd.DataFrame]:
         """Decode, infer and build the ``responses`` and ``runs`` rows of one job (nothing written)."""
-        req = job.request
-        items = self.store.query(
-            "SELECT * FROM items WHERE benchmark = ? AND item_id = ?", [req.benchmark, req.item_id]
-        )
-        items = catalog.with_videos(self.store, req.benchmark, items)
-        if items.empty:
-            raise UserError(f"item {req.item_id!r} of benchmark {req.benchmark!r} is not in the store")
-        item = items.iloc[0]
-        cfg = parse(req.config)
-        given = None
-        if logged_frames.is_logged(cfg):
-            given = logged_frames.logged_indices(self.store, req.model, req.benchmark, req.item_id, cfg)
-        cell = answer_cold(self.adapter, item, cfg, self.video_root, req.seed, self.spec.default_pixels, given)
-        answered = Answered(
-            item, cfg, req.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings, cell.decoder
-        )
-        return self._rows(job, answered)
+        inputs = job_inputs(self.store, [job])[0]
+        if isinstance(inputs, Exception):
+            raise inputs
+        item, cfg, given = inputs
+        cell = answer_cold(self.adapter, item, cfg, self.video_root, job.request.seed, self.spec.default_pixels, given)
+        return job_rows(job, answered(item, cfg, job, cell), self.context, self.worker_id)
 
-    def _rows(self, job: Job, answered: Answered) -> dict[str, pd.DataFrame]:
-        """The job's ``responses`` row and its ``runs`` row, which records the request."""
-        now = datetime.now(UTC)
+
+Inputs = tuple[dict, Config, np.ndarray | None]  # a job's item, configuration and logged frame indices
+
+
+def job_inputs(store: Store, jobs: list[Job]) -> list[Inputs | Exception]:
+    """What answering each job reads from the store: its item (with its video's path from the catalog), its
+    configuration, and for a ``logged`` label the logged answer's frame indices; one items query per
+    benchmark for all the jobs (a dispatcher reads for many at once). A job that cannot be read gets its
+    exception in its place (its failure, not the others')."""
+    rows: dict[tuple[str, str], dict] = {}
+    for benchmark in sorted({j.benchmark for j in jobs}):
+        ids = sorted({j.item_id for j in jobs if j.benchmark == benchmark})
+        items = store.query("SELECT * FROM items WHERE benchmark = ? AND list_contains(?, item_id)", [benchmark, ids])
+        for item in catalog.with_videos(store, benchmark, items).to_dict("records"):
+            rows[benchmark, item["item_id"]] = item
+    out: list[Inputs | Exception] = []
+    for job in jobs:
         req = job.request
-        source = RowSource(
-            origin="rerun",
-            model=req.model,
-            benchmark=req.benchmark,
-            run=job.run,
-            run_id=job.run,
-            context=self.context,
-            extra={"job_id": job.id, "attempt": job.attempts, "worker_id": self.worker_id},
-        )
-        response = response_row(answered, source, now)
-        run = {
-            "run_id": job.run,
-            "origin": "rerun",
-            "source": f"job:{job.id}",
-            "format": "rerun",
-            "args": json.dumps(req.to_dict()),
-            "n_rows": 1,
-            "code_version": self.versions["trajaudit"],
-            "created_at": now,
-        }
-        return {"responses": pd.DataFrame([response]), "runs": pd.DataFrame([run])}
+        try:
+            item = rows.get((req.benchmark, req.item_id))
+            if item is None:
+                raise UserError(f"item {req.item_id!r} of benchmark {req.benchmark!r} is not in the store")
+            cfg = parse(req.config)
+            given = None
+            if logged_frames.is_logged(cfg):
+                given = logged_frames.logged_indices(store, req.model, req.benchmark, req.item_id, cfg)
+            out.append((item, cfg, given))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
+def answered(item: dict, cfg: Config, job: Job, cell: ColdCell) -> Answered:
+    """A job's cold cell as the answer its rows are built from."""
+    return Answered(
+        item, cfg, job.request.seed, cell.indices, cell.fps, cell.pixels, cell.result, cell.timings, cell.decoder
+    )
+
+
+def job_rows(job: Job, done: Answered, context: ModelContext, worker_id: str) -> dict[str, pd.DataFrame]:
+    """The job's ``responses`` row and its ``runs`` row, which records the request (the local worker's and
+    the dispatcher's: one row shape whoever computed the answer)."""
+    now = datetime.now(UTC)
+    req = job.request
+    source = RowSource(
+        origin="rerun",
+        model=req.model,
+        benchmark=req.benchmark,
+        run=job.run,
+        run_id=job.run,
+        context=context,
+        extra={"job_id": job.id, "attempt": job.attempts, "worker_id": worker_id},
+    )
+    response = response_row(done, source, now)
+    run = {
+        "run_id": job.run,
+        "origin": "rerun",
+        "source": f"job:{job.id}",
+        "format": "rerun",
+        "args": json.dumps(req.to_dict()),
+        "n_rows": 1,
+        "code_version": context.versions["trajaudit"],
+        "created_at": now,
+    }
+    return {"responses": pd.DataFrame([response]), "runs": pd.DataFrame([run])}
 
 
 def _summary(responses: pd.DataFrame) -> str:

@@ -34,7 +34,7 @@ from typing import cast
 
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker, StartedBy, WorkerRow
 from backend.extras import require_worker_extra
-from backend.runtime import registry, rerun
+from backend.runtime import dispatch_records, registry, rerun
 from store.errors import UserError
 from store.paths import inside, write_atomic
 from store.queue import Job, JobQueue
@@ -300,15 +300,18 @@ def overview(
     store_root: str | os.PathLike, state: str | None = None, model: str | None = None, limit: int = 100
 ) -> JobsOverview:
     """The queue at a glance: ``counts`` per state, newest ``jobs`` (with timings), online ``workers``
-    (with ``age_s`` since their last heartbeat) and the ``local`` worker processes this store started."""
+    (with ``age_s`` since their last heartbeat), the ``local`` worker processes this store started and the
+    dispatchers' ``remote`` actors."""
     queue = JobQueue(store_root)
     jobs = queue.list_jobs(state=state, model=model, limit=limit)
     now = time.time()
+    online = queue.workers(ONLINE_WITHIN_S)
     return {
         "counts": queue.counts(),
         "jobs": [job_row(j, now) for j in jobs],
         "workers": [
-            cast(WorkerRow, w.to_dict() | {"age_s": round(now - w.seen_at, 1)}) for w in queue.workers(ONLINE_WITHIN_S)
+            cast(WorkerRow, w.to_dict() | {"age_s": round(now - w.seen_at, 1)}) for w in online
         ],  # to_dict() is a WorkerRow less age_s (test_contracts compares their types)
         "local": [local_worker(store_root, started["model"]) for _, started in _started(store_root)],
+        "remote": dispatch_records.remote_actors(store_root, {w.worker_id for w in online}),
     }

@@ -85,6 +85,59 @@ def video_of(item: Mapping[str, Any]) -> str | None:
     return None if video is None or pd.isna(video) else str(video)
 
 
+@dataclass
+class Shown:
+    """The frames a cell shows the model (none for text-only) and how they were read: what a
+    dispatcher ships to an actor whose node holds no videos, or what :func:`answer_cold` reads itself."""
+
+    frames: np.ndarray | None
+    indices: np.ndarray
+    fps: float | None
+    total: int | None
+    decode_s: float | None = None  # None: nothing decoded (text-only)
+    decoder: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """The pixels' bytes (what shipping these frames costs)."""
+        return 0 if self.frames is None else int(self.frames.nbytes)
+
+
+def read_frames(
+    item: Mapping[str, Any],
+    cfg: Config,
+    video_root: str | os.PathLike,
+    seed: int | None,
+    given: np.ndarray | None = None,
+) -> Shown:
+    """Probe the item's video, pick the indices (``cfg``'s policy, or ``given``: a ``logged`` label
+    replays a logged answer's, which must lie inside the video) and decode exactly those frames."""
+    if cfg.is_text:
+        return Shown(None, np.empty(0, dtype=np.int64), None, None)
+    path = resolve_video(video_root, video_of(item))
+    info = probe(path)
+    if given is None:
+        indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, seed)
+    else:
+        check_inside(given, info.n_frames, f"item {item['item_id']}")
+        indices = given
+    t0 = time.perf_counter()
+    frames = decode_frames(path, indices)
+    return Shown(frames, indices, info.fps, info.n_frames, time.perf_counter() - t0, decoder(path))
+
+
+def answer_shown(
+    adapter: Adapter, item: Mapping[str, Any], cfg: Config, shown: Shown, default_pixels: int | None
+) -> ColdCell:
+    """Ask ``adapter`` about ``item`` with the frames ``shown`` (an approximate label prunes as it says)."""
+    timings = {} if shown.decode_s is None else {"decode": shown.decode_s}
+    pixels = cfg.pixels if cfg.pixels is not None else default_pixels
+    request = item_request(item, shown.frames, shown.indices, shown.fps, shown.total, pixels, prune_spec(cfg))
+    result = adapter.answer(request)
+    timings |= dict(result.timings or {})
+    return ColdCell(result, shown.indices, shown.fps, pixels, timings, shown.decoder)
+
+
 def answer_cold(
     adapter: Adapter,
     item: Mapping[str, Any],
@@ -97,22 +150,4 @@ def answer_cold(
     """Answer ``item`` at ``cfg`` from scratch (``seed`` serves a bare ``random`` policy; an approximate
     label prunes as its label says). ``given``: the frame indices to feed instead of the policy's
     (a ``logged`` label replays a logged answer's; they must lie inside the video)."""
-    timings: dict[str, float] = {}
-    frames, indices, fps, total, read_by = None, np.empty(0, dtype=np.int64), None, None, None  # text-only
-    if not cfg.is_text:
-        path = resolve_video(video_root, video_of(item))
-        info = probe(path)
-        fps, total = info.fps, info.n_frames
-        if given is None:
-            indices = frame_indices(cfg.policy, info.n_frames, info.fps, cfg.frames, seed)
-        else:
-            check_inside(given, info.n_frames, f"item {item['item_id']}")
-            indices = given
-        t0 = time.perf_counter()
-        frames = decode_frames(path, indices)
-        timings["decode"] = time.perf_counter() - t0
-        read_by = decoder(path)
-    pixels = cfg.pixels if cfg.pixels is not None else default_pixels
-    result = adapter.answer(item_request(item, frames, indices, fps, total, pixels, prune_spec(cfg)))
-    timings |= dict(result.timings or {})
-    return ColdCell(result, indices, fps, pixels, timings, read_by)
+    return answer_shown(adapter, item, cfg, read_frames(item, cfg, video_root, seed, given), default_pixels)

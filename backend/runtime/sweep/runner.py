@@ -51,6 +51,7 @@ class SweepRequest:
     executor: str = "local"
     workers: int | None = None
     ray_address: str | None = None
+    video_root: str | None = None  # --executor ray: the videos' folder on the nodes
     device: str = "auto"
     random_fullsize: str | None = None
     progress: bool = True
@@ -99,7 +100,14 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
     try:
         if req.executor == "ray":
             reports, chosen, cold = run_ray(
-                plan.groups, settings, bar.update, req.verify, req.verify_seed, req.workers, req.ray_address
+                plan.groups,
+                settings,
+                bar.update,
+                req.verify,
+                req.verify_seed,
+                req.workers,
+                req.ray_address,
+                req.video_root,
             )
         else:
             reports, chosen, cold = run_local(plan.groups, settings, bar.update, req.verify, req.verify_seed)

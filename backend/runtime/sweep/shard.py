@@ -1,9 +1,11 @@
 """One shard of a sweep: a loaded model, the engine, and the batches it appends to the store.
 
 A shard is what one process (this one, or one Ray actor) runs: it loads the model once, answers
-the video groups it is given, and appends ``responses`` rows (``origin="sweep"``, ``run="main"``)
-plus one ``runs`` row per batch in one atomic store write per batch, so a crash loses at most the
-batch in flight. Each batch re-checks the store under the writers' lock and drops cells another
+the video groups it is given, and hands its answers on in batches (:meth:`ShardRunner.stream`). The
+process that holds the store (this one; under Ray, the driver an actor returns its batches to)
+appends each batch's ``responses`` rows (``origin="sweep"``, ``run="main"``) plus one ``runs`` row in
+one atomic store write (:class:`StoreSink`), so a crash loses at most the batch in flight and the store
+keeps one writer. Each batch re-checks the store under the writers' lock and drops cells another
 writer stored meanwhile, so no cell is ever stored twice.
 
 Run ids: ``<sweep id>-s<shard>-b<batch>`` per batch (``runs.source`` = ``sweep:<sweep id>``), so
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,6 +35,7 @@ from backend.videos import catalog
 from backend.videos.decode import default_video_root
 from store.configs import parse
 from store.errors import UserError
+from store.registry import ModelSpec
 from store.store import Store
 
 log = logs.get("sweep")
@@ -39,7 +43,8 @@ log = logs.get("sweep")
 
 @dataclass(frozen=True)
 class ShardSettings:
-    """Everything a shard needs, picklable (sent to Ray actors)."""
+    """Everything a shard needs, picklable (sent to Ray actors with ``store_root`` blanked: an actor never
+    sees the store, it is given the model's checkpoint and its node's video root instead)."""
 
     store_root: str
     model: str
@@ -89,13 +94,19 @@ class ShardReport:
         return {p: sum(o.timings.get(p, 0.0) for o in self.outcomes) for p in PHASES}
 
 
-def load_model(settings: ShardSettings) -> tuple[HFAdapter, ModelContext, int | None]:
-    """(adapter, provenance context, default pixels) for the sweep's model."""
+Batch = tuple[list[dict[str, Any]], list[Outcome]]  # a batch's response rows and their outcomes
+Loaded = tuple[HFAdapter, ModelContext, int | None]
+
+
+def load_model(settings: ShardSettings, spec: ModelSpec | None = None, path: Path | None = None) -> Loaded:
+    """(adapter, provenance context, default pixels) for the sweep's model: ``spec`` and its checkpoint
+    ``path`` as given (a Ray actor's), else read from the store's registry."""
     from backend.runtime.inference.base import checkpoint_fingerprint
     from backend.runtime.worker import load_registered_adapter, resolve_device, resolve_dtype
 
-    spec = registry.get(settings.store_root, settings.model)
-    path = spec.resolved_path(settings.store_root)
+    if spec is None or path is None:
+        spec = registry.get(settings.store_root, settings.model)
+        path = spec.resolved_path(settings.store_root)
     device = resolve_device(spec.device if settings.device == "auto" else settings.device)
     dtype = resolve_dtype(spec.dtype, device)
     adapter: HFAdapter
@@ -115,65 +126,17 @@ def load_model(settings: ShardSettings) -> tuple[HFAdapter, ModelContext, int | 
     return adapter, context, spec.default_pixels
 
 
-class ShardRunner:
-    """Runs video groups for one shard and writes their rows in batches."""
+class StoreSink:
+    """Appends one shard's batches to the store: the store's one writer for that shard (this process)."""
 
-    def __init__(self, settings: ShardSettings, loaded: tuple[HFAdapter, ModelContext, int | None] | None = None):
-        t0 = time.perf_counter()
-        self.settings = settings
-        self.store = Store(settings.store_root)
-        self.adapter, self.context, default_pixels = loaded or load_model(settings)
-        self.video_root = default_video_root(self.store.root)
-        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels)
-        self.report = ShardReport(settings.shard, load_seconds=time.perf_counter() - t0)
-        self._rows: list[dict[str, Any]] = []
-        self._pending: list[Outcome] = []
+    def __init__(self, store: Store, settings: ShardSettings, report: ShardReport, code_version: str | None):
+        self.store, self.settings, self.report, self.code_version = store, settings, report, code_version
 
-    def run(self, groups: list[VideoGroup], on_cell: Callable[[int], None] | None = None) -> ShardReport:
-        """Answer every cell of ``groups``; full batches are written as they fill."""
-        t0, c0 = time.perf_counter(), time.process_time()
-        for group in groups:
-            for done in self.engine.run(group):
-                if isinstance(done, Failed):
-                    self.report.failures.append(done)
-                    log.warning(f"{done.item_id} {done.config} failed: {done.message}")
-                else:
-                    self._add(done)
-                if on_cell is not None:
-                    on_cell(1)
-        self.report.compute_seconds += time.perf_counter() - t0
-        self.report.cpu_seconds += time.process_time() - c0
-        self.report.counters = self.engine.counters
-        return self.report
-
-    def finish(self) -> ShardReport:
-        """Write the last, partial batch."""
-        t0, c0 = time.perf_counter(), time.process_time()
-        self.flush()
-        self.report.compute_seconds += time.perf_counter() - t0
-        self.report.cpu_seconds += time.process_time() - c0
-        return self.report
-
-    def _row(self, done: Answered) -> dict[str, Any]:
-        s = self.settings
-        extra = {"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
-        # run_id is set when the batch is written
-        source = RowSource("sweep", s.model, s.benchmark, RUN, "", self.context, extra)
-        return response_row(done, source, datetime.now(UTC))
-
-    def _add(self, done: Answered) -> None:
-        row = self._row(done)
-        self._rows.append(row)
-        self._pending.append(Outcome.from_row(row, dict(done.timings)))
-        if len(self._rows) >= self.settings.batch_size:
-            self.flush()
-
-    def flush(self) -> None:
-        """Publish the buffered rows as one batch, minus cells stored meanwhile (checked under the lock)."""
-        if not self._rows:
+    def __call__(self, batch: Batch) -> None:
+        """Publish the batch's rows, minus cells stored meanwhile (checked under the writers' lock)."""
+        if not batch[0]:
             return
-        s, rows, outcomes = self.settings, pd.DataFrame(self._rows), self._pending
-        self._rows, self._pending = [], []
+        s, rows, outcomes = self.settings, pd.DataFrame(batch[0]), batch[1]
         run_id = f"{s.sweep_id}-s{s.shard}-b{self.report.batches + 1:04d}"
         with self.store.writer() as w:
             with w.connect() as con:
@@ -196,7 +159,7 @@ class ShardRunner:
                 "format": "sweep",
                 "args": json.dumps({**s.args, "shard": s.shard, "batch": self.report.batches + 1}, default=str),
                 "n_rows": len(rows),
-                "code_version": self.context.versions.get("trajaudit"),
+                "code_version": self.code_version,
                 "created_at": datetime.now(UTC),
             }
             self.report.files += [f for f in (w.add("responses", rows), w.add("runs", pd.DataFrame([run]))) if f]
@@ -205,13 +168,96 @@ class ShardRunner:
         self.report.cells += len(rows)
         self.report.outcomes += [o for o, keep in zip(outcomes, fresh) if keep]
 
-    def answer_cold(self, cells: list[tuple[str, str]]) -> list[Outcome]:
-        """Each cell answered from scratch (the drift check's reference), nothing written."""
-        ids = sorted({item_id for item_id, _ in cells})
-        items = self.store.query(
-            "SELECT * FROM items WHERE benchmark = ? AND list_contains(?, item_id)", [self.settings.benchmark, ids]
+
+class ShardRunner:
+    """Runs video groups for one shard and hands their rows on in batches: to ``sink`` (default: written
+    to the settings' store by :class:`StoreSink`), or yielded by :meth:`stream` to whoever writes them."""
+
+    def __init__(
+        self,
+        settings: ShardSettings,
+        loaded: Loaded | None = None,
+        video_root: str | Path | None = None,
+        sink: Callable[[Batch], None] | None = None,
+    ):
+        t0 = time.perf_counter()
+        self.settings = settings
+        self.adapter, self.context, default_pixels = loaded or load_model(settings)
+        self.video_root = video_root if video_root is not None else default_video_root(settings.store_root)
+        self.engine = Engine(self.adapter, self.video_root, settings.reuse, default_pixels)
+        self.report = ShardReport(settings.shard, load_seconds=time.perf_counter() - t0)
+        self.sink = sink or StoreSink(
+            Store(settings.store_root), settings, self.report, self.context.versions.get("trajaudit")
         )
-        items = catalog.with_videos(self.store, self.settings.benchmark, items)
+        self._rows: list[dict[str, Any]] = []
+        self._pending: list[Outcome] = []
+
+    def run(self, groups: list[VideoGroup], on_cell: Callable[[int], None] | None = None) -> ShardReport:
+        """Answer every cell of ``groups``; full batches go to the sink as they fill."""
+        for batch in self.stream(groups, on_cell):
+            self.sink(batch)
+        return self.report
+
+    def stream(self, groups: list[VideoGroup], on_cell: Callable[[int], None] | None = None) -> Iterator[Batch]:
+        """Answer every cell of ``groups``, yielding each batch as it fills (the last, partial one stays
+        until :meth:`finish`)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        for group in groups:
+            for done in self.engine.run(group):
+                if isinstance(done, Failed):
+                    self.report.failures.append(done)
+                    log.warning(f"{done.item_id} {done.config} failed: {done.message}")
+                else:
+                    self._add(done)
+                if on_cell is not None:
+                    on_cell(1)
+                if len(self._rows) >= self.settings.batch_size:
+                    yield self.take()
+        self.report.compute_seconds += time.perf_counter() - t0
+        self.report.cpu_seconds += time.process_time() - c0
+        self.report.counters = self.engine.counters
+
+    def finish(self) -> ShardReport:
+        """Hand the last, partial batch to the sink."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.flush()
+        self.report.compute_seconds += time.perf_counter() - t0
+        self.report.cpu_seconds += time.process_time() - c0
+        return self.report
+
+    def _row(self, done: Answered) -> dict[str, Any]:
+        s = self.settings
+        extra = {"sweep_id": s.sweep_id, "shard": s.shard, "reuse": s.reuse.enabled()}
+        # run_id is set when the batch is written
+        source = RowSource("sweep", s.model, s.benchmark, RUN, "", self.context, extra)
+        return response_row(done, source, datetime.now(UTC))
+
+    def _add(self, done: Answered) -> None:
+        row = self._row(done)
+        self._rows.append(row)
+        self._pending.append(Outcome.from_row(row, dict(done.timings)))
+
+    def take(self) -> Batch:
+        """The buffered rows and their outcomes, emptying the buffer."""
+        batch = (self._rows, self._pending)
+        self._rows, self._pending = [], []
+        return batch
+
+    def flush(self) -> None:
+        """Hand the buffered rows to the sink as one batch."""
+        if self._rows:
+            self.sink(self.take())
+
+    def answer_cold(self, cells: list[tuple[str, str]], items: pd.DataFrame | None = None) -> list[Outcome]:
+        """Each cell answered from scratch (the drift check's reference), nothing written; ``items``: their
+        rows (with the catalog's videos), else read from the settings' store."""
+        if items is None:
+            store = Store(self.settings.store_root)
+            ids = sorted({item_id for item_id, _ in cells})
+            items = store.query(
+                "SELECT * FROM items WHERE benchmark = ? AND list_contains(?, item_id)", [self.settings.benchmark, ids]
+            )
+            items = catalog.with_videos(store, self.settings.benchmark, items)
         by_id = {row["item_id"]: row for row in items.to_dict("records")}
         out = []
         for item_id, label in cells:

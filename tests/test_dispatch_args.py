@@ -1,0 +1,79 @@
+"""The dispatcher's settings and records without a cluster: resources, checkpoints the nodes hold, bad
+flags (exit 2, one line), the Workers page's remote actors, and the line a machine without Ray gets."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from backend.runtime import dispatch_records, registry, worker_pool
+from backend.runtime.dispatch import actor_options, parse_resources, ray_module, remote_checkpoint
+from store.errors import UserError
+from store.queue import JobQueue
+from tests.rerun_fixtures import build_store
+from tests.test_cli_errors import one_line_error
+
+
+def test_actor_resources_default_to_one_gpu_else_one_cpu_and_take_custom_ones():
+    assert actor_options({}, cluster_gpus=4) == {"num_cpus": 0.0, "num_gpus": 1.0, "max_restarts": 0}
+    assert actor_options({}, cluster_gpus=0) == {"num_cpus": 1.0, "num_gpus": 0.0, "max_restarts": 0}
+    custom = actor_options(parse_resources('{"gpu_node": 1, "CPU": 2}'), cluster_gpus=0)
+    assert custom == {"num_cpus": 2.0, "num_gpus": 0.0, "max_restarts": 0, "resources": {"gpu_node": 1.0}}
+    for bad in ("nope", "[1]", '{"GPU": -1}', '{"GPU": true}', '{"x": "1"}'):
+        with pytest.raises(UserError, match="--actor-resources"):
+            parse_resources(bad)
+
+
+def test_a_checkpoint_inside_the_store_is_not_given_to_actors(tmp_path):
+    root = build_store(tmp_path / "s")  # model "m": its checkpoint folder is <store>/ckpt
+    with pytest.raises(UserError, match="inside the store folder, which the actors never see"):
+        remote_checkpoint(registry.get(root, "m"), root)
+    outside = tmp_path / "node-ckpt"
+    outside.mkdir()
+    (outside / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    registry.add(root, registry.ModelSpec("n", "qwen2_5_vl", str(outside)))
+    assert remote_checkpoint(registry.get(root, "n"), root) == str(outside.resolve())
+
+
+def test_bad_dispatch_flags_exit_2_with_one_line(tmp_path, capsys):
+    root = build_store(tmp_path / "s")
+    base = ["dispatch", "--store", str(root), "--ray-address", "127.0.0.1:1"]
+    assert "--actor-resources must be a JSON object" in one_line_error([*base, "--actor-resources", "gpu"], capsys)
+    assert "it needs --videos node" in one_line_error([*base, "--video-root", str(tmp_path)], capsys)
+    assert "must be positive" in one_line_error([*base, "--lease", "0"], capsys)
+
+
+def test_without_ray_the_dispatcher_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as on a machine without the ray extra
+    with pytest.raises(UserError, match=r"needs Ray: pip install 'trajaudit\[ray\]'"):
+        ray_module()
+
+
+def _record(worker_id: str, model: str) -> dict:
+    return {
+        "worker_id": worker_id, "model": model, "dispatcher": "d1", "node_ip": "10.0.0.7", "hostname": "gpu-7",
+        "pid": 4242, "device": "cuda", "gpu": "NVIDIA H200", "gpu_ids": ["0"], "resources": {"GPU": 1.0},
+        "state": "ready", "jobs_done": 12, "jobs_failed": 1, "started_at": 1.0,
+    }  # fmt: skip
+
+
+def test_the_workers_page_lists_remote_actors_whose_heartbeat_is_current(tmp_path):
+    root = build_store(tmp_path / "s")
+    dispatch_records.save(
+        dispatch_records.records_path(root, "d1"), [_record("ray-m-1", "m"), _record("ray-m-gone", "m")]
+    )
+    JobQueue(root).heartbeat("ray-m-1", "m", "cuda", None)  # the other one's dispatcher died: no heartbeat
+    view = worker_pool.overview(root)
+    assert [a["worker_id"] for a in view["remote"]] == ["ray-m-1"]
+    assert view["remote"][0] | {} == _record("ray-m-1", "m")
+    assert [w["worker_id"] for w in view["workers"]] == ["ray-m-1"]
+    assert worker_pool.local_worker(root, "m")["state"] == "online"  # the re-run panel starts no local worker
+
+
+def test_sweep_video_root_needs_the_ray_executor(tmp_path, capsys):
+    pytest.importorskip("torch", reason="trajaudit sweep needs the worker extra")
+    root = build_store(tmp_path / "s")
+    argv = ["sweep", "--store", str(root), "--model", "m", "--benchmark", "bench", "--grid", "4f"]
+    assert "it needs --executor ray" in one_line_error([*argv, "--video-root", str(Path(tmp_path))], capsys)
