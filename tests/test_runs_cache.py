@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from backend.scope import diskcache, runs
+from backend.scope import cache_folder, runs
 from store.schema import order_key_sql
 from store.store import Store
 
@@ -20,7 +20,7 @@ def _cold(store: Store) -> list[tuple]:
 
 
 def _kept(store: Store) -> list[tuple]:
-    diskcache.settle()
+    cache_folder.settle()
     return sorted(tuple(r) for r in runs._seen(store))
 
 
@@ -38,7 +38,7 @@ def test_kept_runs_equal_a_cold_grouping_after_each_write(tmp_path, monkeypatch)
     store = Store(tmp_path / "s")
     store.append({"responses": _rows("8f", "main")})
     assert _kept(store) == _cold(store)
-    entries = len(diskcache.versions(diskcache.folder(store), runs.ENTRY))
+    entries = len(cache_folder.versions(cache_folder.folder(store), runs.ENTRY))
     for frame in (
         _rows("8f", "cot"),  # a second run in a cell: patched, not regrouped
         _rows("16f", "main"),
@@ -48,7 +48,7 @@ def test_kept_runs_equal_a_cold_grouping_after_each_write(tmp_path, monkeypatch)
         store.append({"responses": frame})
         assert _kept(store) == _cold(store)
         assert grouped[-1] == len(frame)  # the write's rows alone
-    assert len(diskcache.versions(diskcache.folder(store), runs.ENTRY)) >= min(entries + 1, runs.KEPT)
+    assert len(cache_folder.versions(cache_folder.folder(store), runs.ENTRY)) >= min(entries + 1, runs.KEPT)
     assert runs.several_runs(store, ["m"], "b", ["8f", "16f"], None) == (
         runs.RunChoice("m", "8f", ("main", "cot", "seed-1"), "main"),
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from backend.scope import delta, diskcache
+from backend.scope import cache_folder, delta
 from backend.scope.matrix import main_only
 from backend.scope.scratch import scratch
 from store.schema import order_key_sql
@@ -72,8 +72,8 @@ def _seen(store: Store) -> Seen:
     ``metrics`` on a warm matrix cache was 1 s, 2026-12-03), so the groups are kept per store version and a
     write's new rows only are grouped and merged (a ``--replace``, rows gone, groups every file again)."""
     manifest = store.manifest()
-    diskcache.settle(ENTRY)  # this process's last entry, if it is still being written
-    found = diskcache.newest_readable(diskcache.folder(store), ENTRY, manifest.version, _read)
+    cache_folder.settle(ENTRY)  # this process's last entry, if it is still being written
+    found = cache_folder.newest_readable(cache_folder.folder(store), ENTRY, manifest.version, _read)
     meta: dict = found[1] if found else {"parts": {}, "seen": []}
     if found and meta["files"] == manifest.files["responses"]:
         return meta["seen"]
@@ -88,7 +88,7 @@ def _seen(store: Store) -> Seen:
         path.write_text(json.dumps(out))
         return out  # what ``_read`` returns for it: this process does not read it back
 
-    diskcache.publish_soon(store, manifest, ENTRY, write, KEPT)
+    cache_folder.publish_soon(store, manifest, ENTRY, write, KEPT)
     return seen
 
 
