@@ -130,12 +130,12 @@ def test_a_worker_that_cannot_start_is_reported_with_its_log(root):
 def test_overview_is_the_jobs_json_and_times_jobs(root, capsys):
     job = JobQueue(root).enqueue(RerunRequest("m", "bench", "q1", "8f"))
     view = overview(root)
-    assert view["counts"]["queued"] == 1 and view["workers"] == [] and view["local"] == []
+    assert view["counts"]["queued"] == 1 and view["workers"] == view["local"] == view["remote"] == []
     row = view["jobs"][0]
     assert row["id"] == job.id and row["waited_s"] >= 0 and row["ran_s"] is None
     assert main(["jobs", "--store", str(root), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert set(printed) == {"counts", "jobs", "workers", "local"} and printed["jobs"][0]["id"] == job.id
+    assert set(printed) == {"counts", "jobs", "workers", "local", "remote"} and printed["jobs"][0]["id"] == job.id
     claimed = JobQueue(root).claim("w1", "m", 30)
     time.sleep(0.05)
     ran = overview(root)["jobs"][0]
