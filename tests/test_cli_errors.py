@@ -49,14 +49,14 @@ def test_read_only_store(tmp_path, capsys, monkeypatch):
     root = tmp_path / "store"
     assert main(["ingest", str(write_table(tmp_path / "in")), "--store", str(root)]) == 0
     before = snapshot(root)
-    real_open = open
+    real_open = os.open
 
-    def denied(file, mode="r", *args, **kwargs):
+    def denied(file, flags, *args, **kwargs):  # filelock opens the lock file with os.open
         if str(file).endswith(".write.lock"):
             raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, mode, *args, **kwargs)
+        return real_open(file, flags, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", denied)
+    monkeypatch.setattr("os.open", denied)
     err = one_line_error(
         ["ingest", str(write_table(tmp_path / "in2", name="other")), "--store", str(root), "--run", "r2"], capsys
     )
