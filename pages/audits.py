@@ -12,7 +12,6 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from backend import views
-from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit
 from backend.present.text import count
 from backend.report.palette import model_colours
 from backend.runtime import client
@@ -20,9 +19,13 @@ from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
 from pages.common import charts_audits, data, readable, small_n, state, ui, walk
 from pages.common.boot import ensure_entrypoint
+from pages.common.data import CROSS_ITEM_COLUMNS, CROSS_LIMIT, protocol_labels
+from pages.common.data import crossmodel_audit as cross
+from pages.common.data import intervention_requests as requests
+from pages.common.data import interventions_audit as audit
+from pages.common.data import isocompute_audit as iso
 from store import configs
 from store.errors import UserError
-from store.store import Store
 
 TABS = {
     "intervention": "Sampling intervention",
@@ -30,44 +33,12 @@ TABS = {
     "noise": "Noise",
     "crossmodel": "Cross-model flows",
 }
-CROSS_ITEM_COLUMNS = ("benchmark", "item_id", "task_type", "question")
-CROSS_LIMIT = 500
 
 
 def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: str | None = "--model") -> str:
     """The CLI line printing a tab's numbers: generated from the tab's scope (the focus model alone,
     ``backend.views.single_scope``, or the two compared models), with the sidebar's item filters."""
     return ui.code(command_line(["audit", name], resolved, view.root, *extra, "--json", model_flag=model_flag))
-
-
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
-def protocol_labels(root: str, version: int, resolved: Resolved) -> list[str]:
-    return views.protocol_labels(Store(root), resolved)
-
-
-@st.cache_data(show_spinner="Comparing protocols…", max_entries=16, hash_funcs=data.HASH)
-def audit(root: str, version: int, resolved: Resolved) -> InterventionsAudit:
-    """``trajaudit audit interventions --json`` on the focus model's grid up to the chosen top budget."""
-    return views.interventions_view(Store(root), resolved)
-
-
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=data.HASH)
-def requests(v: View, label: str) -> list[client.RerunRequest]:
-    """Re-run requests for the terminal regressions of the audited grid (``views.intervention_requests``,
-    as ``--enqueue LABEL`` builds them)."""
-    return views.intervention_requests(v, label)
-
-
-@st.cache_data(show_spinner="Grouping allocations…", max_entries=16, hash_funcs=data.HASH)
-def iso(root: str, version: int, resolved: Resolved, tolerance: float, pixels: int | None) -> IsocomputeAudit:
-    """``trajaudit audit isocompute --json`` of the focus model."""
-    return views.isocompute_view(Store(root), resolved, tolerance, pixels)
-
-
-@st.cache_data(show_spinner="Matching the two models…", max_entries=16, hash_funcs=data.HASH)
-def cross(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, cb: str) -> CrossmodelAudit:
-    """``trajaudit audit crossmodel --json`` (with the question beside each listed item)."""
-    return views.crossmodel_view(Store(root), resolved, (a, b), ca, cb, CROSS_LIMIT, CROSS_ITEM_COLUMNS)
 
 
 # --- sampling intervention -------------------------------------------------------------------------

@@ -15,17 +15,13 @@ import streamlit as st
 
 from backend.scope import annotations
 from pages.common import ui
+from pages.common.data import annotation_listing as _listing
 from store.errors import UserError
 from store.store import Store
 
 AUTHOR_KEY = "annotation_author"
 EVERY_MODEL = "(every model)"
 _FLASH = "_annotation_flash"
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def _listing(root: str, version: int, benchmark: str, item_id: str) -> pd.DataFrame:
-    return annotations.annotations_for(Store(root), benchmark, item_id)
 
 
 def _flash(kind: str, text: str) -> None:

@@ -1,5 +1,8 @@
 """Cached backend calls: every page asks here, so a filter change recomputes only what changed.
 
+This module holds every ``st.cache_data`` / ``st.cache_resource`` of the dashboard (``docs/architecture.md``,
+process-wide state); a page module that had its own keeps its name for it by importing it from here.
+
 The sidebar's choices make a ``backend.scope.resolve.Resolved``; ``view`` opens its
 ``backend.scope.view.View`` (store, version, resolved scope, matrix) with ``open_view``, the
 function the CLI opens its view with, and caches it (``cache_resource``: shared, never copied:
@@ -21,16 +24,21 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.contracts.audits import NoiseAudit
+from backend.analysis.explain import Target
+from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
+from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.store import StoreContents
-from backend.contracts.views import CompareReport, FlowsReport, ItemsPage, OverviewReport
+from backend.contracts.views import BinaryView, CompareReport, FlowsReport, ItemsPage, OverviewReport, ScoreFlowsReport
 from backend.export import csv_text
-from backend.scope import inspector
+from backend.runtime import client
+from backend.scope import annotations, inspector
+from backend.scope.binary import binary_view
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved
+from backend.scope.selection import Selection, state_items
 from backend.scope.view import View, open_view, view_key
 from backend.videos.decode import thumbnails
 from store.store import Store
@@ -231,3 +239,87 @@ def thumbs(path: str, mtime_ns: int, indices: tuple[int, ...], cache_dir: str, h
 def item_texts(root: str, version: int, benchmark: str, item_id: str) -> ItemTexts | None:
     """``trajaudit inspect --json``'s ``texts`` for the Inspector's texts panel (None unless open-ended)."""
     return views.texts_view(item_detail(root, version, benchmark, item_id))
+
+
+# --- the Audits page, the annotation panel, the explain panel, the score sections, the sidebar, the walk ---------
+# (each imports its caches from here under the name it uses: ``from pages.common.data import interventions_audit as audit``)
+
+CROSS_ITEM_COLUMNS = ("benchmark", "item_id", "task_type", "question")  # the Audits page's cross-model item list
+CROSS_LIMIT = 500
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def protocol_labels(root: str, version: int, resolved: Resolved) -> list[str]:
+    return views.protocol_labels(Store(root), resolved)
+
+
+@st.cache_data(show_spinner="Comparing protocols…", max_entries=16, hash_funcs=HASH)
+def interventions_audit(root: str, version: int, resolved: Resolved) -> InterventionsAudit:
+    """``trajaudit audit interventions --json`` on the focus model's grid up to the chosen top budget."""
+    return views.interventions_view(Store(root), resolved)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def intervention_requests(v: View, label: str) -> list[client.RerunRequest]:
+    """Re-run requests for the terminal regressions of the audited grid (``views.intervention_requests``,
+    as ``--enqueue LABEL`` builds them)."""
+    return views.intervention_requests(v, label)
+
+
+@st.cache_data(show_spinner="Grouping allocations…", max_entries=16, hash_funcs=HASH)
+def isocompute_audit(
+    root: str, version: int, resolved: Resolved, tolerance: float, pixels: int | None
+) -> IsocomputeAudit:
+    """``trajaudit audit isocompute --json`` of the focus model."""
+    return views.isocompute_view(Store(root), resolved, tolerance, pixels)
+
+
+@st.cache_data(show_spinner="Matching the two models…", max_entries=16, hash_funcs=HASH)
+def crossmodel_audit(root: str, version: int, resolved: Resolved, a: str, b: str, ca: str, cb: str) -> CrossmodelAudit:
+    """``trajaudit audit crossmodel --json`` (with the question beside each listed item)."""
+    return views.crossmodel_view(Store(root), resolved, (a, b), ca, cb, CROSS_LIMIT, CROSS_ITEM_COLUMNS)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def annotation_listing(root: str, version: int, benchmark: str, item_id: str) -> pd.DataFrame:
+    """An item's annotations (``pages.common.annotations``' panel); a write bumps ``version``."""
+    return annotations.annotations_for(Store(root), benchmark, item_id)
+
+
+@st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=HASH)
+def explain_report(view: View, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
+    """``trajaudit explain --json`` of ``model``'s ``target`` on ``view`` (an ``explain_scope``)."""
+    return views.explain_view(view, model, target, top=25, exclude_unparsed=exclude_unparsed)
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=HASH)
+def score_binary(v: View) -> BinaryView:
+    """How the view's scored items enter accuracy (``metrics --json``'s ``binary``)."""
+    return binary_view(v.scores, v.scope.score_cutoff)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def score_flows(
+    v: View, model: str, pair: tuple[str, str] | None, kind: str | None, tolerance: float
+) -> ScoreFlowsReport:
+    """``trajaudit flows --scores --tolerance E --json`` for the view (every flow item when ``kind`` is given)."""
+    return views.score_flows_view(v, model, pair, kind, tolerance, limit=None)
+
+
+@st.cache_resource
+def demo_lock() -> threading.Lock:
+    """One demo build per server process, however many sessions open the empty store at once."""
+    return threading.Lock()
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def walk_items(view: View, model: str, sel: Selection) -> pd.DataFrame:
+    """The selection's items (item_id, task type, duration, question, confidence where it has one)."""
+    if sel.kind == "flow":
+        return flow_item_list(view, model, *sel.args)
+    m = view.matrix
+    if sel.kind == "state":
+        return state_items(m, model, *sel.args)
+    ids = views.selected_ids(view, model, sel)
+    frame = m.items.set_index(m.items["item_id"].astype(str))
+    return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)

@@ -15,27 +15,20 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from backend import views
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
-from backend.contracts.explain import ExplainReport
 from backend.present.text import count, interval
 from backend.report import figures
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from backend.scope.view import View
 from pages.common import data, readable, small_n, state, ui
+from pages.common.data import explain_report as report
 
 
 def explain_scope(view: View) -> View:
     """The view without the sidebar's trajectory tag and noise toggle: slices compare a selection with every
     matched item (under a tag every item would be in it), and ``trajaudit explain`` counts every flip."""
     return data.restate(view, tag=None, tag_model=None, beyond_noise=False)
-
-
-@st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=data.HASH)
-def report(view: View, model: str, target: Target, exclude_unparsed: bool) -> ExplainReport:
-    """``trajaudit explain --json`` of ``model``'s ``target`` on ``view`` (an ``explain_scope``)."""
-    return views.explain_view(view, model, target, top=25, exclude_unparsed=exclude_unparsed)
 
 
 def walk_link(ids: list[str] | None) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,18 +25,13 @@ from backend.scope.resolve import Scope, default_benchmark, default_grid
 from backend.scope.tags import TAGS
 from backend.scope.view import View
 from pages.common import data, scores, small_n, state, ui
+from pages.common.data import demo_lock as _demo_lock
 from store import configs
 from store.store import MANIFEST, Store
 
 DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: backend.demo.synthetic's)
 MAX_DEFAULT_MODELS = 4
 ANY_TAG = "any"
-
-
-@st.cache_resource
-def _demo_lock() -> threading.Lock:
-    """One demo build per server process, however many sessions open the empty store at once."""
-    return threading.Lock()
 
 
 def _demo_progress(bar: DeltaGenerator, root: Path) -> Callable[[float, str], None]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from backend import views
-from backend.scope.selection import Selection, state_items
+from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import data, state, ui
+from pages.common import state, ui
+from pages.common.data import walk_items as items
 
 PAGE_SIZE = 50  # rows per page of an item list
 
@@ -22,19 +22,6 @@ PAGE_SIZE = 50  # rows per page of an item list
 def current() -> Selection | None:
     """The selection the URL carries (None: the filtered items)."""
     return Selection.from_url(state.get("walk"))
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=data.HASH)
-def items(view: View, model: str, sel: Selection) -> pd.DataFrame:
-    """The selection's items (item_id, task type, duration, question, confidence where it has one)."""
-    if sel.kind == "flow":
-        return data.flow_item_list(view, model, *sel.args)
-    m = view.matrix
-    if sel.kind == "state":
-        return state_items(m, model, *sel.args)
-    ids = views.selected_ids(view, model, sel)
-    frame = m.items.set_index(m.items["item_id"].astype(str))
-    return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
 
 
 def ids(view: View, model: str, sel: Selection | None) -> list[str]:
