@@ -323,3 +323,10 @@ def walk_items(view: View, model: str, sel: Selection) -> pd.DataFrame:
     ids = views.selected_ids(view, model, sel)
     frame = m.items.set_index(m.items["item_id"].astype(str))
     return frame.loc[[i for i in ids if i in frame.index]].reset_index(drop=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2, ttl=600)
+def video_bytes(path: str, mtime_ns: int, size: int) -> bytes:
+    """A video's bytes for the Inspector's player, read once per file version (``mtime_ns`` and ``size`` key a
+    replaced file anew); a resource, not data: the bytes are handed to ``st.video`` as they are, never copied."""
+    return Path(path).read_bytes()

@@ -5,7 +5,7 @@ The video is drawn by ``st.video`` from the path the catalog resolved under the 
 fetches it from Streamlit's media endpoint by an id the server made (range requests, so seeking needs no
 full download); no URL names a file or a folder. The media manager holds a file's bytes in the server's
 memory while a session shows it, and ``st.video`` given a path reads the whole file on every run (0.22 s
-for 64 MB on this machine, loaded), so the bytes of the last few videos are kept (``_bytes``, the object the
+for 64 MB on this machine, loaded), so the bytes of the last few videos are kept (``data.video_bytes``, the object the
 manager holds too) and a video above ``MAX_BYTES`` is not played: the strips show its frames.
 
 Under it, a small component (``assets/player/index.html``, Streamlit's component messages by hand, no
@@ -24,6 +24,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from backend.present.series import DROPPED
+from pages.common import data
 
 FOLDER = Path(__file__).resolve().parents[2] / "assets" / "player"
 VIDEO_KEY = "player-video"
@@ -35,12 +36,6 @@ MAX_BYTES = 128 * 2**20  # held in the server's memory while shown (Streamlit's 
 def _component():
     """Declare the component once per process."""
     return components.declare_component("trajaudit_player", path=str(FOLDER))
-
-
-@st.cache_resource(show_spinner=False, max_entries=2, ttl=600)
-def _bytes(path: str, mtime_ns: int, size: int) -> bytes:
-    """The video's bytes, read once per file version (``mtime_ns`` and ``size`` key a replaced file anew)."""
-    return Path(path).read_bytes()
 
 
 def player(path: Path, duration_s: float, marks: list[dict], rows: list[str], colours: dict[str, str]) -> bool:
@@ -58,7 +53,10 @@ def player(path: Path, duration_s: float, marks: list[dict], rows: list[str], co
         return False
     box = st.container(width=WIDTH_PX)
     with box.container(key=VIDEO_KEY):
-        st.video(_bytes(str(path), stat.st_mtime_ns, size), format=mimetypes.guess_type(path.name)[0] or "video/mp4")
+        st.video(
+            data.video_bytes(str(path), stat.st_mtime_ns, size),
+            format=mimetypes.guess_type(path.name)[0] or "video/mp4",
+        )
     seen = [{"row": m["row"], "frame": m["frame"], "t": m["x"], "status": m["status"]} for m in marks
             if m["status"] != DROPPED]  # fmt: skip
     with box:
