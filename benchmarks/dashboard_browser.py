@@ -87,9 +87,14 @@ new MutationObserver((records) => {
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
+# The Sankeys drawn in the page (issue 33 on: a shadow root each), as a function for the scripts below.
+SANKEYS = """() => [...document.querySelectorAll('[data-testid^="stBidiComponent"]')]
+  .map(h => h.shadowRoot && h.shadowRoot.querySelector('.trajaudit-sankey')).filter(c => !!c)"""
 # The run after log entry `mark` is over: it went to running and back, nothing is left loading, and every
-# chart is drawn (Vega-Lite's SVG or canvas, Plotly's SVG, the Sankey component's SVG in its frame).
+# chart is drawn (Vega-Lite's SVG or canvas, Plotly's SVG, the Sankey's SVG: in its shadow root, or in its
+# frame in versions before issue 33).
 DONE = """([mark, title, heading, before]) => {
+  const sankeys = SANKEYS;
   const runs = window.__runs.slice(mark);
   const started = runs.findIndex(r => r.state === 'running');
   const h1 = document.querySelector('[data-testid="stMain"] h1');
@@ -101,8 +106,12 @@ DONE = """([mark, title, heading, before]) => {
   if (!drew && (started < 0 || !runs.slice(started + 1).some(r => r.state !== 'running'))) return false;
   const app = document.querySelector('[data-testid="stApp"]');
   const drawn = (sel, inner) => [...document.querySelectorAll(sel)].every(e => !!e.querySelector(inner));
-  const frames = [...document.querySelectorAll('iframe[title*="sankey"]')].every(f => {
-    try { return !!f.contentDocument.querySelector('#chart[data-ready="1"] svg'); } catch (e) { return true; } });
+  const iframes = [...document.querySelectorAll('iframe[title*="sankey"]')];
+  // The Flows page has its Sankey: a component not mounted yet must not pass for one drawn.
+  const flows = !location.pathname.endsWith('/flows') || iframes.length + sankeys().length > 0;
+  const frames = flows && iframes.every(f => {
+    try { return !!f.contentDocument.querySelector('#chart[data-ready="1"] svg'); } catch (e) { return true; } })
+    && sankeys().every(c => !!c.querySelector('svg') && c.dataset.ready === '1');
   return app.getAttribute('data-test-script-state') !== 'running'
     && !document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')
     && !document.querySelector('[data-testid="stSkeleton"]')
@@ -111,15 +120,18 @@ DONE = """([mark, title, heading, before]) => {
     && shown
     && drawn('[data-testid="stVegaLiteChart"]', 'svg, canvas')
     && drawn('[data-testid="stPlotlyChart"]', '.main-svg') && frames;
-}"""
+}""".replace("SANKEYS", SANKEYS)
 # What a step that never ended was waiting for.
-WHY = """(mark) => ({runs: window.__runs.slice(mark).map(r => r.state),
+WHY = """(mark) => { const sankeys = SANKEYS; return {runs: window.__runs.slice(mark).map(r => r.state),
   h1: (document.querySelector('[data-testid="stMain"] h1') || {}).innerText,
   charts: [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(e => !!e.querySelector('svg, canvas')),
   plotly: [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].map(e => !!e.querySelector('.main-svg')),
   sankey: [...document.querySelectorAll('iframe[title*="sankey"]')].map(f => { try {
-    return !!f.contentDocument.querySelector('#chart[data-ready="1"] svg'); } catch (e) { return 'cross-origin'; } }),
-  skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length, url: location.pathname})"""
+    return !!f.contentDocument.querySelector('#chart[data-ready="1"] svg'); } catch (e) { return 'cross-origin'; } })
+    .concat(sankeys().map(c => !!c.querySelector('svg'))),
+  skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length, url: location.pathname}; }""".replace(
+    "SANKEYS", SANKEYS
+)
 # The page's title and whether a heading matching the step's regular expression is already shown.
 BEFORE = """(heading) => { const h = document.querySelector('[data-testid="stMain"] h1');
   return {title: h ? h.innerText.trim() : null,
@@ -251,21 +263,23 @@ def choose(page, label: str, option: str) -> None:
 
 def aim_at_sankey_link(page) -> tuple[tuple[float, float], str]:
     """Hover the Flows Sankey's middle link (outside the timed step): the point to click, and the heading its
-    items get as a regular expression (the tooltip's first line is the flow's title)."""
-    frame = page.frame_locator('iframe[title*="sankey"]')
-    links = frame.locator(".sankey-link")
-    page.locator('iframe[title*="sankey"]').scroll_into_view_if_needed()  # a row click scrolled it away
-    box = page.locator('iframe[title*="sankey"]').bounding_box()
-    x, y = links.nth(links.count() // 2).evaluate(  # a quarter along the ribbon's top edge, 3 px inside it
+    items get as a regular expression (the tooltip's first line is the flow's title). The chart is in the page
+    (a shadow root, which locators reach into) or, before issue 33, in an iframe."""
+    framed = page.locator('iframe[title*="sankey"]').count() > 0
+    scope = page.frame_locator('iframe[title*="sankey"]') if framed else page.locator(".trajaudit-sankey")
+    links = scope.locator(".sankey-link")
+    link = links.nth(links.count() // 2)
+    link.scroll_into_view_if_needed()  # a row click scrolled it away
+    x, y = link.evaluate(  # a quarter along the ribbon's top edge, 3 px inside it
         "e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
         "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f + 3]; }"
     )
+    box = page.locator('iframe[title*="sankey"]').bounding_box() if framed else {"x": 0, "y": 0}
     point = (box["x"] + x, box["y"] + y)
     page.mouse.move(*point)
-    tip = frame.locator("#tip")
+    tip = scope.locator("#tip" if framed else ".tip")
     tip.wait_for(state="visible")
-    title = tip.inner_text().splitlines()[0]
-    return point, "^" + re.escape(title) + " · "
+    return point, "^" + re.escape(tip.inner_text().splitlines()[0]) + " · "
 
 
 PAGES = ("Flows", "Items", "Inspector", "Compare", "Overview")  # the switches, in order

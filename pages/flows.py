@@ -24,7 +24,7 @@ from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.part import part
 from pages.common.rerun_panel import selection_panel
-from pages.common.sankey import clickable_sankey, new_click
+from pages.common.sankey import clickable_sankey, clicked
 
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 ROW_PX = 35  # a table row's height (Streamlit's default), the header's too
@@ -165,12 +165,11 @@ def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> Non
     fig = sankey_figure(report)
     height = fig["layout"]["height"]
     key = f"sankey-{scope.focus}"
-    open_clicked(report, new_click(key))
     table = flow_table(report)
     sel = opened(table, report)
     chart, side = st.columns([3, 2], gap="medium")
     with chart:
-        clickable_sankey(fig, key, height, marked(report, sel))
+        clickable_sankey(fig, key, marked(report, sel), lambda: open_clicked(report, clicked(key)))
     items = None
     with side:
         if sel is None:

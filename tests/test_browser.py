@@ -57,10 +57,10 @@ def test_page_loads_without_exception(app_server, page, name):
     if name in ("overview", "compare"):  # Vega-Lite only: these pages load no Plotly (pages/common/charts.py)
         assert page.locator('[data-testid="stVegaLiteChart"]').count() == {"overview": 2, "compare": 3}[name]
         assert page.locator(".js-plotly-plot").count() == 0
-    if name == "flows":  # the clickable Sankey draws its SVG inside its component's iframe (pages/common/sankey.py)
-        frame = page.frame_locator('iframe[title*="sankey"]')
-        frame.locator('#chart[data-ready="1"] svg.sankey').wait_for()
-        assert frame.locator(".sankey-link").count() > 0 and frame.locator(".sankey-node").count() > 0
+    if name == "flows":  # the clickable Sankey draws its SVG in the page, in its shadow root (pages/common/sankey.py)
+        chart = page.locator(".trajaudit-sankey")
+        page.locator('.trajaudit-sankey[data-ready="1"] svg.sankey').wait_for()
+        assert chart.locator(".sankey-link").count() > 0 and chart.locator(".sankey-node").count() > 0
     screenshot(page, name)
 
 

@@ -37,24 +37,24 @@ def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = No
     return views.flows_view(open_view(store, resolved), MODEL, pair, kind, limit=None)
 
 
-def sankey_frame(page):
-    page.wait_for_selector('iframe[title*="sankey"]')
-    frame = page.frame_locator('iframe[title*="sankey"]')
-    frame.locator('#chart[data-ready="1"]').wait_for()
-    return frame
+def sankey_chart(page):
+    """The Flows Sankey once drawn (``assets/sankey/sankey.js``, in its shadow root: locators reach into it)."""
+    chart = page.locator(".trajaudit-sankey")
+    page.locator('.trajaudit-sankey[data-ready="1"] svg.sankey').wait_for()
+    return chart
 
 
-def click_link(page, frame, index: int) -> None:
+def click_link(page, chart, index: int) -> None:
     """Click the index-th drawn Sankey link at a point inside its ribbon (a quarter along its top edge, 3 px in)."""
-    link = frame.locator(".sankey-link").nth(index)
-    box = page.locator('iframe[title*="sankey"]').bounding_box()
-    pt = link.evaluate(
+    link = chart.locator(".sankey-link").nth(index)
+    link.scroll_into_view_if_needed()
+    x, y = link.evaluate(
         "e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
         "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f]; }"
     )
     before = page.locator('[data-testid="stMain"]').inner_text()
-    page.mouse.move(box["x"] + pt[0], box["y"] + pt[1] + 3)
-    page.mouse.click(box["x"] + pt[0], box["y"] + pt[1] + 3)
+    page.mouse.move(x, y + 3)
+    page.mouse.click(x, y + 3)
     page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
     wait_idle(page)
 
@@ -77,9 +77,9 @@ def in_view(page, locator) -> bool:
     )
 
 
-def selected(frame) -> str:
+def selected(chart) -> str:
     """The Sankey's outlined shape as the component names it ("link:3", "node:5"; "" for none)."""
-    return frame.locator("#chart").get_attribute("data-selected")
+    return chart.get_attribute("data-selected")
 
 
 def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
@@ -90,9 +90,9 @@ def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
     view = flow_view(app_server)
     drawn = [lk for lk in view["links"] if lk["count"] > 0]
     target = max(range(len(drawn)), key=lambda k: (drawn[k]["kind"] == "harmed", drawn[k]["count"]))
-    frame = sankey_frame(page)
-    assert selected(frame) == ""
-    click_link(page, frame, target)
+    chart = sankey_chart(page)
+    assert selected(chart) == ""
+    click_link(page, chart, target)
     title, count = heading_count(page)
     lk = drawn[target]
     assert title.startswith(f"{lk['from']} → {lk['to']}"), (title, lk)
@@ -109,30 +109,30 @@ def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
     assert (
         csv.evaluate("e => [e, ...e.querySelectorAll('*')].filter(c => c.scrollWidth > c.clientWidth + 1).length") == 0
     )
-    assert selected(frame) == f"link:{target}"
-    assert "selected" in frame.locator(".sankey-link").nth(target).get_attribute("class")
+    assert selected(chart) == f"link:{target}"
+    assert "selected" in chart.locator(".sankey-link").nth(target).get_attribute("class")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "clickthrough-flows-link-view.png"))  # the window as the user sees it
     screenshot(page, "clickthrough-flows-link")
     page.locator("body").press("r")  # Streamlit's rerun key: the whole page runs again
     wait_idle(page)
-    assert selected(sankey_frame(page)) == f"link:{target}"
+    assert selected(sankey_chart(page)) == f"link:{target}"
     copied = page.url
     goto(page, app_server, copied.split("/", 3)[3])  # a new session on the copied link
-    assert selected(sankey_frame(page)) == f"link:{target}"
+    assert selected(sankey_chart(page)) == f"link:{target}"
 
 
 def test_clicking_a_node_lists_the_items_in_that_state(app_server, page):
     goto(page, app_server, f"flows?{BASE}")
-    frame = sankey_frame(page)
+    chart = sankey_chart(page)
     before = page.locator('[data-testid="stMain"]').inner_text()
-    frame.locator(".sankey-node").nth(3).locator("rect").first.click(force=True)  # 8f ✗
+    chart.locator(".sankey-node").nth(3).locator("rect").first.click(force=True)  # 8f ✗
     page.wait_for_function("old => document.querySelector('[data-testid=\"stMain\"]').innerText !== old", arg=before)
     wait_idle(page)
     title, count = heading_count(page)
     node = flow_view(app_server)["nodes"][3]
     assert title == f"{node['state']} at {node['config']}" and count == node["count"]
-    assert selected(frame) == "node:3"
+    assert selected(chart) == "node:3"
     screenshot(page, "clickthrough-flows-node")
 
 

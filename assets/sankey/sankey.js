@@ -1,45 +1,10 @@
-<!doctype html>
-<html>
-<head>
-<meta charset="utf-8">
-<!-- The Flows page's Sankey, drawn as SVG by the script below (pages/common/sankey.py): no chart library to
-     load (Plotly's 4.6 MB script took over a second of a page switch), nothing fetched from a CDN. -->
-<style>
-html, body { margin: 0; padding: 0; overflow: hidden; }
-#chart { width: 100%; position: relative; }
-.sankey-link { cursor: pointer; }
-.sankey-link:hover { opacity: 0.75; }
-.sankey-node rect { cursor: pointer; }
-/* The opened link or node (pages/flows.py passes it back on every run): outlined, the rest faded. */
-#chart.has-selection .sankey-link { opacity: 0.3; }
-#chart.has-selection .sankey-link:hover { opacity: 0.6; }
-#chart.has-selection .sankey-link.selected, #chart.has-selection .sankey-link.touches { opacity: 1; }
-.sankey-link.selected { stroke: #111; stroke-width: 1.5px; }
-.sankey-node rect.selected { stroke: #111; stroke-width: 2px; }
-.sankey-node text { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
-#tip { position: absolute; pointer-events: none; display: none; background: #fff; border: 1px solid #888;
-       border-radius: 3px; padding: 4px 7px; white-space: nowrap; box-shadow: 0 1px 4px rgba(0,0,0,.15); }
-#save { position: absolute; top: 4px; right: 4px; font: 12px sans-serif; color: #666; background: #fff;
-        border: 1px solid #ddd; border-radius: 3px; padding: 2px 6px; cursor: pointer; }
-#save:hover { color: #000; border-color: #999; }
-</style>
-</head>
-<body>
-<div id="chart"></div>
-<script>
-// Draws a Plotly Sankey trace (arrangement "fixed": node x and y given) from the figure's JSON, so the
-// figure is still built once in Python (pages/flows.py); speaks Streamlit's component protocol by hand:
-// ready -> render(args) -> setComponentValue({what: "link"|"node", index, nonce}) on a click. The page passes
-// the opened link or node back as args.selected ({what, index} or null): drawn outlined, the rest faded, and
-// named in #chart's data-selected ("link:3", "node:5"; "" for none) for tests.
+// The Flows page's Sankey (pages/common/sankey.py): an st.components.v2 module that draws a Plotly Sankey trace
+// (arrangement "fixed": node x and y given) from the figure's JSON as SVG, in the page itself (no iframe: a frame
+// to load was half of each switch to the page; no chart library, nothing fetched). Each run calls the default
+// export with data = {figure, height, selected}; a click sets the trigger value "click" = {what: "link"|"node",
+// index}. The page passes the opened link or node back as `selected`: drawn outlined, the rest faded, and named
+// in the chart's data-selected ("link:3", "node:5"; "" for none) for tests.
 const NS = "http://www.w3.org/2000/svg";
-const chart = document.getElementById("chart");
-let last = null;
-let shapes = { links: [], nodes: [], source: [], target: [] };
-
-function send(type, data) {
-  window.parent.postMessage(Object.assign({ isStreamlitMessage: true, type: type }, data), "*");
-}
 function el(name, attrs, parent) {
   const e = document.createElementNS(NS, name);
   for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
@@ -107,8 +72,9 @@ function textLines(text, font, room) {
   }
   return lines;
 }
-function showTip(event, lines, colour) {
-  const tip = document.getElementById("tip");
+// Each chart's state: {chart, tip, shapes, last, setTriggerValue} (a page may hold several, each in its shadow root).
+function showTip(ctx, event, lines, colour) {
+  const tip = ctx.tip;
   tip.replaceChildren();
   lines.forEach((runs, k) => {
     if (k) tip.appendChild(document.createElement("br"));
@@ -120,14 +86,16 @@ function showTip(event, lines, colour) {
   });
   tip.style.borderColor = colour;
   tip.style.display = "block";
-  const x = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
-  const y = event.clientY + 14 + tip.offsetHeight > window.innerHeight ? event.clientY - tip.offsetHeight - 8 : event.clientY + 14;
+  const box = ctx.chart.getBoundingClientRect(), cx = event.clientX - box.left, cy = event.clientY - box.top;
+  const x = Math.min(cx + 12, box.width - tip.offsetWidth - 4);
+  const y = cy + 14 + tip.offsetHeight > box.height ? cy - tip.offsetHeight - 8 : cy + 14;
   tip.style.left = Math.max(x, 0) + "px";
   tip.style.top = Math.max(y, 0) + "px";
 }
-function hideTip() { document.getElementById("tip").style.display = "none"; }
+function hideTip(ctx) { ctx.tip.style.display = "none"; }
 // Outline the selected link or node, fade the others (a node keeps the links that touch it).
-function mark(sel) {
+function mark(ctx, sel) {
+  const shapes = ctx.shapes, chart = ctx.chart;
   const link = sel && sel.what === "link" ? sel.index : -1, node = sel && sel.what === "node" ? sel.index : -1;
   shapes.links.forEach((p, k) => {
     p.classList.toggle("selected", k === link);
@@ -138,15 +106,16 @@ function mark(sel) {
   chart.classList.toggle("has-selection", shown);
   chart.dataset.selected = shown ? `${sel.what}:${sel.index}` : "";
 }
-function clicked(what, index) {
-  mark({ what: what, index: index });  // at once, before the page's run answers with the same selection
-  send("streamlit:setComponentValue", { value: { what: what, index: index, nonce: Date.now() }, dataType: "json" });
+function clicked(ctx, what, index) {
+  mark(ctx, { what: what, index: index });  // at once, before the page's run answers with the same selection
+  ctx.setTriggerValue("click", { what: what, index: index });
 }
 
-function draw(fig, height) {
+function draw(ctx, fig, height) {
+  const chart = ctx.chart;
   const trace = fig.data[0], layout = fig.layout || {};
   const font = layout.font || {};
-  const width = Math.max(chart.clientWidth || window.innerWidth, 300);
+  const width = Math.max(chart.clientWidth, 300);
   const margin = Object.assign({ l: 60, r: 30, t: 90, b: 50 }, layout.margin || {});
   const node = trace.node, link = trace.link;
   const n = node.label.length, thick = node.thickness || 18, pad = node.pad || 18;
@@ -191,7 +160,7 @@ function draw(fig, height) {
   });
   const area = el("g", { transform: `translate(${margin.l},${margin.t + extra})` }, svg);
   const linkLayer = el("g", {}, area), nodeLayer = el("g", {}, area);
-  shapes = { links: [], nodes: [], source: link.source, target: link.target };
+  const shapes = ctx.shapes = { links: [], nodes: [], source: link.source, target: link.target };
   link.source.forEach((s, k) => {
     const t = link.target[k], w = link.value[k] * ky;
     const xa = boxes[s].x1, xb = boxes[t].x0, xm = (xa + xb) / 2;
@@ -200,9 +169,9 @@ function draw(fig, height) {
     const path = el("path", { d: d, class: "sankey-link", fill: link.color[k] }, linkLayer);
     shapes.links.push(path);
     const point = { customdata: (link.customdata || [])[k], value: link.value[k] };
-    path.addEventListener("mousemove", (e) => showTip(e, template(link.hovertemplate, point, trace.valueformat), link.color[k]));
-    path.addEventListener("mouseleave", hideTip);
-    path.addEventListener("click", () => clicked("link", k));
+    path.addEventListener("mousemove", (e) => showTip(ctx, e, template(link.hovertemplate, point, trace.valueformat), link.color[k]));
+    path.addEventListener("mouseleave", () => hideTip(ctx));
+    path.addEventListener("click", () => clicked(ctx, "link", k));
   });
   boxes.forEach((bx, k) => {
     const g = el("g", { class: "sankey-node" }, nodeLayer);
@@ -211,37 +180,45 @@ function draw(fig, height) {
     const label = el("text", { x: bx.x1 + 6, y: (bx.y0 + bx.y1) / 2, dy: "0.35em", "pointer-events": "none" }, g);
     label.textContent = decode(node.label[k]);
     const point = { customdata: (node.customdata || [])[k], value: value[k] };
-    rect.addEventListener("mousemove", (e) => showTip(e, template(node.hovertemplate, point, trace.valueformat), node.color[k]));
-    rect.addEventListener("mouseleave", hideTip);
-    rect.addEventListener("click", () => clicked("node", k));
+    rect.addEventListener("mousemove", (e) => showTip(ctx, e, template(node.hovertemplate, point, trace.valueformat), node.color[k]));
+    rect.addEventListener("mouseleave", () => hideTip(ctx));
+    rect.addEventListener("click", () => clicked(ctx, "node", k));
   });
   const save = document.createElement("button");
-  save.id = "save"; save.type = "button"; save.textContent = "⤓ SVG"; save.title = "Download the chart as SVG";
+  save.className = "save"; save.type = "button"; save.textContent = "⤓ SVG"; save.title = "Download the chart as SVG";
   save.addEventListener("click", () => {
     const blob = new Blob([new XMLSerializer().serializeToString(svg)], { type: "image/svg+xml" });
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob); a.download = "sankey.svg"; a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 1000);
   });
-  const tip = document.createElement("div");
-  tip.id = "tip"; tip.style.fontFamily = font.family || "sans-serif"; tip.style.fontSize = (font.size || 12) + "px";
+  const tip = ctx.tip = document.createElement("div");
+  tip.className = "tip"; tip.style.fontFamily = font.family || "sans-serif"; tip.style.fontSize = (font.size || 12) + "px";
   chart.replaceChildren(svg, save, tip);
   chart.dataset.ready = "1";
 }
 
-window.addEventListener("message", (msg) => {
-  if (!msg.data || msg.data.type !== "streamlit:render") return;
-  const args = msg.data.args;
-  if (!last || last.figure !== args.figure || last.height !== args.height) {  // a new selection alone: no redraw
-    last = { figure: args.figure, fig: JSON.parse(args.figure), height: args.height };
-    draw(last.fig, last.height);
-    send("streamlit:setFrameHeight", { height: args.height });
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let chart = parentElement.querySelector(".trajaudit-sankey");
+  if (!chart) {  // the first run: the chart's element and state, kept across runs
+    chart = document.createElement("div");
+    chart.className = "trajaudit-sankey";
+    parentElement.appendChild(chart);
+    const ctx = { chart: chart, shapes: { links: [], nodes: [], source: [], target: [] }, last: null };
+    chart.sankey = ctx;
+    new ResizeObserver(() => {  // a narrower column (window, sidebar): drawn again at its width
+      if (ctx.last && chart.clientWidth !== ctx.last.width) { draw(ctx, ctx.last.fig, ctx.last.height); ctx.last.width = chart.clientWidth; mark(ctx, ctx.last.selected); }
+    }).observe(chart);
   }
-  last.selected = args.selected || null;
-  mark(last.selected);
-});
-window.addEventListener("resize", () => { if (last) { draw(last.fig, last.height); mark(last.selected); } });
-send("streamlit:componentReady", { apiVersion: 1 });
-</script>
-</body>
-</html>
+  const ctx = chart.sankey;
+  ctx.setTriggerValue = setTriggerValue;
+  const last = ctx.last;
+  if (!last || last.figure !== data.figure || last.height !== data.height) {  // a new selection alone: no redraw
+    ctx.last = { figure: data.figure, fig: JSON.parse(data.figure), height: data.height };
+    draw(ctx, ctx.last.fig, ctx.last.height);
+    ctx.last.width = chart.clientWidth;
+  }
+  ctx.last.selected = data.selected || null;
+  mark(ctx, ctx.last.selected);
+}
