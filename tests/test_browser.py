@@ -54,7 +54,7 @@ def click_row(page, table_index: int, row: int, row_px: int = ROW_PX) -> None:
 def test_page_loads_without_exception(app_server, page, name):
     goto(page, app_server, f"{PATHS[name]}?{BASE}&chartn=1")  # the small demo: every chart drawn
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == name.capitalize()
-    if name in ("overview", "compare"):  # Vega-Lite only: these pages load no Plotly (pages/common/charts.py)
+    if name in ("overview", "compare"):  # Vega-Lite only: these pages load no Plotly (backend/present/charts.py)
         assert page.locator('[data-testid="stVegaLiteChart"]').count() == {"overview": 2, "compare": 3}[name]
         assert page.locator(".js-plotly-plot").count() == 0
     if name == "flows":  # the clickable Sankey draws its SVG in the page, in its shadow root (pages/common/sankey.py)

@@ -1,4 +1,4 @@
-"""The dashboard's Vega-Lite charts (pages/common/charts.py) draw the same numbers as their Plotly twins
+"""The dashboard's Vega-Lite charts (backend/present/charts.py) draw the same numbers as their Plotly twins
 in backend/report/figures.py, from the same report dict; data text stays data."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend import views
-from backend.present import series
+from backend.present import charts, series
 from backend.report import figures
 from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
@@ -21,7 +21,6 @@ from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import open_view
-from pages.common import charts
 from store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """The series a figure draws, laid out once for both chart libraries: the Overview's curve and flow bars
-(Vega-Lite on the page, ``pages.common.charts``; Plotly in the report, ``backend.report.figures``) and the
+(Vega-Lite on the page, ``backend.present.charts``; Plotly in the report, ``backend.report.figures``) and the
 Flows Sankey's trace (a Plotly trace dict the page's component draws and the report's figure wraps).
 
 Rows are plain JSON (rates in percent, ``None`` where missing). Text from data stays raw here; a caller that

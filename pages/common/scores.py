@@ -16,13 +16,14 @@ import pandas as pd
 import streamlit as st
 
 from backend.contracts.views import ScoreFlows, ScoreTransition
+from backend.present import charts
 from backend.present.text import count
 from backend.report import tables
 from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import charts, score_data, small_n, state, ui, walk
+from pages.common import score_data, small_n, state, ui, walk
 
 # The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
 CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))

@@ -114,7 +114,7 @@ def chart(fig: go.Figure, name: str) -> None:
 
 
 def vega(spec: dict, name: str) -> None:
-    """Draw a Vega-Lite spec (``pages.common.charts``) as the page's width; its toolbar downloads a PNG.
+    """Draw a Vega-Lite spec (``backend.present.charts``) as the page's width; its toolbar downloads a PNG.
 
     ``name`` is the chart's name (kept beside ``chart``'s, which names the Plotly export file)."""
     st.vega_lite_chart(spec, width="stretch", theme=None, key=f"vega-{name}")
