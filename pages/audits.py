@@ -55,7 +55,7 @@ def agreement_tables(out: dict) -> None:
         ui.note_metric(
             col,
             f"kappa · {row['protocol']}",
-            "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
+            ui.DASH if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
             count(row["n_items"], "item"),
         )
     readable.table(

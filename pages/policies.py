@@ -62,7 +62,7 @@ FRAME_COSTS = {
 
 
 def frame_delta(cost: float | None, top: str) -> str:
-    return "n/a" if cost is None else f"{100 * cost:.1f}% of {top}"
+    return ui.DASH if cost is None else f"{100 * cost:.1f}% of {top}"
 
 
 def cascade_numbers(point: dict, top: str) -> None:
