@@ -191,7 +191,7 @@ def explain_lifts(report: dict, top: int = 12) -> dict:
             {"mark": {"type": "rule", "color": INK}, "transform": [{"filter": "isValid(datum.lo)"}],
              "encoding": {"x": {"field": "lo", "type": "quantitative"}, "x2": {"field": "hi"}}},
             {"data": {"values": [{"x": 1, "text": f"base rate {base:.1f}% (lift 1)"}]}, "layer": [
-                {"mark": {"type": "rule", "color": NEUTRAL, "strokeDash": [5, 4]},
+                {"mark": {"type": "rule", "color": INK, "strokeDash": [5, 4], "opacity": 0.7},
                  "encoding": {"x": {"field": "x", "type": "quantitative"}}},
                 {"mark": {"type": "text", "align": "left", "baseline": "bottom", "dx": 4, "y": -2, "color": INK},
                  "encoding": {"x": {"field": "x", "type": "quantitative"}, "text": {"field": "text"}}},
