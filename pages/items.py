@@ -25,7 +25,9 @@ from pages.common.rerun_panel import selection_panel
 
 SIZES = (25, 50, 100)
 VIEWS = {"table": "Table", "heatmap": "Heatmap"}
-HEATMAP_ROWS = 1500
+# One item row per pixel of the heatmap: more rows draw nothing more (``views.heatmap`` keeps every stride-th
+# row of the class order, so the class shares hold), and each row is marks for the browser to draw.
+HEATMAP_ROWS = charts_items.HEATMAP_HEIGHT
 
 
 def picked(page: pd.DataFrame) -> list[str]:

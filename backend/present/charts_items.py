@@ -14,6 +14,7 @@ from backend.present.text import count
 from backend.report.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
 
 CONFIG_AXIS = "configuration (frames, @pixels per frame, /sampling policy)"
+HEATMAP_HEIGHT = 560  # px of the heatmap's cells: the most item rows it can show, one pixel each
 
 
 def heatmap(heat: dict) -> dict:
@@ -44,7 +45,7 @@ def heatmap(heat: dict) -> dict:
     names = json.dumps(dict(zip(keys, grid, strict=True)))
     return _chart(
         f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}",
-        560,
+        HEATMAP_HEIGHT,
         values,
         layer=[
             {
