@@ -13,8 +13,8 @@ from streamlit.errors import StreamlitAPIException
 
 from backend import views
 from backend.present import charts_audits
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import model_colours
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View

@@ -13,9 +13,9 @@ import streamlit as st
 from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
 from backend.present import series
+from backend.present.palette import SANKEY_COLOURS
 from backend.present.tables import flow_table, step_table
 from backend.present.text import KIND_TEXT, count
-from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk

@@ -14,8 +14,8 @@ import streamlit as st
 
 from backend import views
 from backend.present import charts, series
+from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
-from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
 from backend.scope.runs import notice
 from backend.scope.texts import trajectory_rows

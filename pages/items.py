@@ -12,8 +12,8 @@ import streamlit as st
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.present import charts_items
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import model_colours
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
 from backend.scope.selection import Selection

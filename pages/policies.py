@@ -11,8 +11,8 @@ import streamlit as st
 
 from backend import views
 from backend.present import charts_audits
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
 from pages.common import data, readable, small_n, state, ui

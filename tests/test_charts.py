@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend import views
 from backend.present import charts, charts_items, series
-from backend.report.palette import NEUTRAL, WRONG, model_colours
+from backend.present.palette import NEUTRAL, WRONG, model_colours
 from backend.scope.filters import ItemFilter
 from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope

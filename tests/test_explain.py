@@ -121,7 +121,7 @@ def test_planted_pair_ranks_first_among_pairs_and_q_is_one_bh_family():
 
 def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
     from backend.present import charts_items
-    from backend.report.palette import NEUTRAL
+    from backend.present.palette import NEUTRAL
 
     matrix, harmed = planted()
     out = run_report(matrix)
@@ -145,7 +145,7 @@ def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
 def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
     """The same items harmed at one rate everywhere: slices with lift over 1 by chance, none past BH, no colour."""
     from backend.present import charts_items
-    from backend.report.palette import NEUTRAL
+    from backend.present.palette import NEUTRAL
 
     matrix, _ = planted()
     rng = np.random.default_rng(7)

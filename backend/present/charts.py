@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 
 from backend.present import series
+from backend.present.palette import ACCENT, CORRECT, INK, WRONG
 from backend.present.text import number
-from backend.report.palette import ACCENT, CORRECT, INK, WRONG
 
 FONT = "Source Sans Pro, Arial, sans-serif"
 CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)

@@ -11,7 +11,7 @@ table Streamlit sends.
 from __future__ import annotations
 
 from backend.present.charts import CONFIG, SCHEMA
-from backend.report.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
+from backend.present.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
 
 FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
 

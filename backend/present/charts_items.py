@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from backend.present.charts import _chart, _ordered, _tip
+from backend.present.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import count
-from backend.report.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
 
 CONFIG_AXIS = "configuration (frames, @pixels per frame, /sampling policy)"
 HEATMAP_HEIGHT = 560  # px of the heatmap's cells: the most item rows it can show, one pixel each

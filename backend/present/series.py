@@ -90,7 +90,7 @@ def sankey_trace(
     """The Flows Sankey as a Plotly trace dict: correct / wrong state nodes per configuration (correct above,
     each column's split at its share), non-empty links coloured by kind, hover text from ``KIND_TEXT``.
 
-    ``colours``: a colour per state and per flow kind (``backend.report.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
+    ``colours``: a colour per state and per flow kind (``backend.present.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
     passed in so this layer stays below the report); ``text`` escapes data text for the target; ``config_labels``
     names the configuration in each node's label (where no column header does)."""
     nodes = view["nodes"]

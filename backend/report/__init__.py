@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from backend.report import tables
+from backend.report import html, tables
 from backend.report.data import report_data
 from backend.scope.resolve import Resolved
 from store.errors import UserError
@@ -27,8 +27,6 @@ def render(data: Mapping[str, Any], fmt: str) -> bytes:
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "html":
-        from backend.report import html  # here: the pages' chart builders import the palette beside this package
-
         text = html.render(data)
     elif fmt == "json":
         text = tables.as_json(data)

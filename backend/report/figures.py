@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from backend.present import charts, charts_audits, charts_items, series
-from backend.report.palette import INK, SANKEY_COLOURS
+from backend.present.palette import INK, SANKEY_COLOURS
 
 # System fonts only: the file opens offline, and nothing is fetched to draw text.
 FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'

@@ -33,10 +33,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from backend.present.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import MISSING, count, interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
-from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.scope.binary import describe
 
 STATIC = Path(__file__).resolve().parent / "static"

@@ -18,9 +18,9 @@ import streamlit as st
 from backend.contracts.views import ScoreFlows, ScoreTransition
 from backend.present import charts
 from backend.present.metrics import SCORE_METRICS
+from backend.present.palette import CORRECT, NEUTRAL, WRONG
 from backend.present.text import count
 from backend.report import tables
-from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
 from backend.scope.selection import Selection
 from backend.scope.view import View

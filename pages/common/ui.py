@@ -14,9 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from backend.present.metrics import METRICS
+from backend.present.palette import CORRECT, INK, WRONG
 from backend.present.tables import header, headline_table, headline_value
 from backend.present.text import MISSING, ci_text, count, pct
-from backend.report.palette import CORRECT, INK, WRONG
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
 from backend.scope.view import View
