@@ -126,7 +126,8 @@ def phase_timings(timings: dict[str, float], phases: tuple[str, ...]) -> dict:
         values,
         encoding={
             "y": _ordered("phase", order, None),
-            "x": {"field": "ms", "type": "quantitative", "title": "milliseconds", "scale": {"domain": [0, 1.25 * top]}},
+            "x": {"field": "ms", "type": "quantitative", "title": "milliseconds", "scale": {"domain": [0, 1.25 * top]},
+                  "axis": {"tickCount": 4, "labelOverlap": "greedy"}},  # half a column: few, unhidden labels
             "tooltip": _tip(("phase", "phase"), ("ms", "milliseconds", ".1f")),
         },
         layer=[
