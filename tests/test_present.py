@@ -260,6 +260,14 @@ def test_headers_are_plain_words_in_one_style():
     for field in ("n_items", "kappa_top", "cost_vs_top_shared", "mean_flip_rate", "pixel_budget"):
         words = tables.header(field)
         assert "_" not in words and words[0].isupper(), words
+    # the pages' own tables (Flows, Items) head their columns the same way, keeping a label a page gives
+    from pages.common.ui import plain_headers
+
+    assert plain_headers(["task_type", "item_id", "model"], {"model": "A model"}) == {
+        "task_type": "Task type",
+        "item_id": "Item",
+        "model": "A model",
+    }
 
 
 def test_missing_cells_read_as_a_dash_and_numbers_keep_their_format():
