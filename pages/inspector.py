@@ -13,14 +13,14 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.present import series
+from backend.present import charts, series
+from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
-from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
 from backend.scope.runs import notice
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
-from pages.common import charts, data, runlog, sidebar, state, ui, walk
+from pages.common import data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.player import player

@@ -39,7 +39,7 @@ def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = No
 
 
 def sankey_chart(page):
-    """The Flows Sankey once drawn (``assets/sankey/sankey.js``, in its shadow root: locators reach into it)."""
+    """The Flows Sankey once drawn (``backend/report/static/sankey/sankey.js``, in its shadow root: locators reach into it)."""
     chart = page.locator(".trajaudit-sankey")
     page.locator('.trajaudit-sankey[data-ready="1"] svg.sankey').wait_for()
     return chart

@@ -16,13 +16,15 @@ import pandas as pd
 import streamlit as st
 
 from backend.contracts.views import ScoreFlows, ScoreTransition
+from backend.present import charts
+from backend.present.metrics import SCORE_METRICS
+from backend.present.palette import CORRECT, NEUTRAL, WRONG
 from backend.present.text import count
 from backend.report import tables
-from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import charts, score_data, small_n, state, ui, walk
+from pages.common import score_data, small_n, state, ui, walk
 
 # The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
 CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))
@@ -58,7 +60,7 @@ def cutoff_control(sidebar, shown: bool) -> str:
 
 
 def points(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
+    return ui.DASH if x is None else f"{100 * x:.1f}"
 
 
 def _points_metric(col, label: str, value: float | None, ci: list | None, help: str) -> None:
@@ -131,24 +133,24 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
             best = focus["best_fixed"]
             _points_metric(
                 c1,
-                f"Best fixed score ({best['config']})",
+                f"{SCORE_METRICS['best_fixed'].label} ({best['config']})",
                 best["mean_score"],
                 focus["ci"].get("mean_score", {}).get(best["config"]),
-                "Highest mean score of one configuration for every item (ties: the cheapest).",
+                SCORE_METRICS["best_fixed"].definition,
             )
             _points_metric(
                 c2,
-                "Oracle mean",
+                SCORE_METRICS["oracle_mean"].label,
                 focus["oracle_mean"],
                 None,
-                "Mean over items of each item's best score over the grid.",
+                SCORE_METRICS["oracle_mean"].definition,
             )
             _points_metric(
                 c3,
-                "Oracle gap",
+                SCORE_METRICS["oracle_gap"].label,
                 focus["oracle_gap"],
                 focus["ci"].get("oracle_gap"),
-                "Oracle mean minus the best fixed mean score: what per-item budget choice could gain.",
+                SCORE_METRICS["oracle_gap"].definition,
             )
             if worst is not None:
                 k = focus["transitions"].index(worst)
