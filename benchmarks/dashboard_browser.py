@@ -17,8 +17,8 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
    Overview in a new browser session;
 2. a fresh server again (the usual case: nothing written since the last use): cold Overview in a new
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
-   to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click); on
-   Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
+   to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click), then its
+   "next ▶"; on Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
 3. on that warm server, one row ingested (``trajaudit ingest`` of a one-row CSV, run by the served
    checkout's own code so an older commit writes its own schema), then a new session's Overview: the
    first open after a write, which a re-run or a sweep's batch causes too (issue 24);
@@ -30,10 +30,15 @@ line), measured the same way (the browser loading Streamlit's frontend and one r
 much on this machine).
 
 Usage: ``python benchmarks/dashboard_browser.py [--items 25000,250000] [--workdir /work/bench-stores]
-[--only flows,items]`` (``--only``: those pages' steps alone, on a store it only reads). Each step also
-prints the number of Streamlit elements on the page it ended on (``stElementContainer``, sidebar included).
-Targets (2-core machine, 10M): cold Overview < 3 s, new session on a warm server < 1 s, every
-interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
+[--only flows,items] [--before DIR] [--runs N] [--trace DIR]``. ``--only``: those pages' steps alone, on a
+store it only reads. ``--before``: an older checkout (``git archive``) served in the same run, on its own copy
+of each store, alternating with this one round by round (``--runs``); the medians of each app are printed side
+by side with the floor's and issue 33's targets (a new session within 1.5x of the minimal app's; an interaction
+within 2x of the floor's click and under 0.3 s where the floor's click is). ``--trace``: each step under
+Chrome's tracing, the trace kept and the renderer main thread's time printed by kind (script, style, layout,
+paint). Each step also prints the number of Streamlit elements on the page it ended on
+(``stElementContainer``, sidebar included). Issue 10's targets (2-core machine, 10M): cold Overview < 3 s, new
+session on a warm server < 1 s, every interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
 """
 
 from __future__ import annotations
