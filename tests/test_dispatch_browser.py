@@ -85,12 +85,15 @@ class Dispatch:
             self.process = _cli(*args, stdout=out, stderr=subprocess.STDOUT)
 
     def online(self, store: Path, model: str) -> None:
-        """Wait until the dispatcher has the model online (its stand-by heartbeat in the queue)."""
+        """Wait until the dispatcher has the model online: its stand-by heartbeat in the queue, or its actor's
+        once it has claimed a job (a job queued before the dispatcher starts is claimed at once, and the stand-by
+        row is signed off for the actor's in the same pass)."""
         from store.queue import JobQueue
 
         def standby():
             assert self.process.poll() is None, self.log.read_text()[-3000:]
-            return [w for w in JobQueue(store).workers() if w.worker_id.startswith("dispatch-") and w.model == model]
+            mine = ("dispatch-", f"ray-{model}-")
+            return [w for w in JobQueue(store).workers() if w.worker_id.startswith(mine) and w.model == model]
 
         _wait(f"the dispatcher to serve {model}", standby, timeout_s=180)
 
