@@ -8,12 +8,15 @@ can be re-run under another configuration (``rerun_panel.selection_panel``, belo
 """
 
 import html
+from typing import cast
 
 import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
+from backend.contracts.explain import TargetKind
+from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series
 from backend.present.tables import flow_table, step_table
 from backend.present.text import KIND_TEXT, count
@@ -30,13 +33,13 @@ VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 ROW_PX = 35  # a table row's height (Streamlit's default), the header's too
 
 
-def sankey_figure(view: dict) -> dict:
+def sankey_figure(view: FlowsReport) -> dict:
     """The Sankey (``backend.present.series``' trace, the report's figure's): state nodes per config, non-empty
     aggregated links coloured by kind. A Plotly figure as a plain dict, in the dashboard's chart look
     (``ui.style``'s): the component draws it (``pages.common.sankey``), so it is never validated into a
     ``go.Figure`` (a cost on every run). The component shows hover values as text and decodes entities in
     labels and the title, where it reads ``<b>`` as markup: the title's model name is escaped."""
-    n_cfg = len(view["configs"])
+    n_cfg = len(view.configs)
     trace = series.sankey_trace(view, SANKEY_COLOURS, config_labels=True)  # no column headers: labels name them
     title = series.sankey_title(view, lambda t: html.escape(t, quote=False))
     layout = {
@@ -48,9 +51,9 @@ def sankey_figure(view: dict) -> dict:
     return {"data": [trace], "layout": layout}
 
 
-def drawn_links(view: dict) -> list[dict]:
+def drawn_links(view: FlowsReport) -> list[SankeyLink]:
     """The Sankey's links as drawn (non-empty ones, ``series.sankey_trace``'s): a click's index is into these."""
-    return [lk for lk in view["links"] if lk["count"] > 0]
+    return [lk for lk in view.links if lk.count > 0]
 
 
 def _open_flow(a: str, b: str, kind: str) -> None:
@@ -65,7 +68,7 @@ def _pick_row(table: pd.DataFrame) -> None:
         _open_flow(row["from"], row["to"], row["kind"])
 
 
-def open_clicked(view: dict, click: dict | None) -> None:
+def open_clicked(view: FlowsReport, click: dict | None) -> None:
     """A Sankey click: a link opens its flow, a node the items in its state (indices as drawn)."""
     if click is None:
         return
@@ -73,17 +76,17 @@ def open_clicked(view: dict, click: dict | None) -> None:
         links = drawn_links(view)
         if click["index"] < len(links):
             lk = links[click["index"]]
-            _open_flow(lk["from"], lk["to"], lk["kind"])
-    elif click["index"] < len(view["nodes"]):
-        node = view["nodes"][click["index"]]
-        state.put("node", [node["config"], node["state"]])
+            _open_flow(lk.from_, lk.to, lk.kind)
+    elif click["index"] < len(view.nodes):
+        node = view.nodes[click["index"]]
+        state.put("node", [node.config, node.state])
         state.put("kind", None)
 
 
-def opened(table: pd.DataFrame, view: dict) -> Selection | None:
+def opened(table: pd.DataFrame, view: FlowsReport) -> Selection | None:
     """The flow or node the URL opens, when it exists in this view."""
     node = state.get("node")
-    if node and len(node) == 2 and tuple(node) in {(n["config"], n["state"]) for n in view["nodes"]}:
+    if node and len(node) == 2 and tuple(node) in {(n.config, n.state) for n in view.nodes}:
         return Selection("state", tuple(node))
     a, b, kind = state.get("from"), state.get("to"), state.get("kind")
     if kind in FLOW_KINDS and (a, b) in set(zip(table["from"], table["to"], strict=True)):
@@ -91,14 +94,14 @@ def opened(table: pd.DataFrame, view: dict) -> Selection | None:
     return None
 
 
-def marked(view: dict, sel: Selection | None) -> dict | None:
+def marked(view: FlowsReport, sel: Selection | None) -> dict | None:
     """The Sankey's outlined shape for the opened selection: a flow's drawn link, a state's node (as drawn)."""
     if sel is None:
         return None
     if sel.kind == "flow":
-        keys = [(lk["from"], lk["to"], lk["kind"]) for lk in drawn_links(view)]
+        keys = [(lk.from_, lk.to, lk.kind) for lk in drawn_links(view)]
         return {"what": "link", "index": keys.index(sel.args)} if sel.args in keys else None
-    nodes = [(n["config"], n["state"]) for n in view["nodes"]]
+    nodes = [(n.config, n.state) for n in view.nodes]
     return {"what": "node", "index": nodes.index(sel.args)} if sel.args in nodes else None
 
 
@@ -158,7 +161,7 @@ def hint() -> None:
 
 
 @part("flows")
-def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> None:
+def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None) -> None:
     """The Sankey with the opened flow's items beside it, the step and flow tables, and what acts on the opened
     items: a click on a link, a node or a row reruns this part only."""
     scope = view.scope
@@ -178,7 +181,7 @@ def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> Non
             items = item_list(view, sel, height)
     if scope.beyond_noise:
         st.caption(
-            f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
+            f"Within-noise flips hidden: {report.n_hidden or 0:,} (flips of items that flip under repeats at either "
             "side), left out of the rescued and harmed links and of the item lists."
         )
     st.caption(
@@ -219,7 +222,7 @@ def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> Non
         tag = "-".join(sel.to_url())
         selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
     if sel is not None:
-        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
+        explain_panel.panel(view, Target(cast(TargetKind, sel.kind), sel.args), "-".join(sel.to_url()))
     scores.flows_section(view, configs)  # where the scope has scored (open-ended) items
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]

@@ -13,7 +13,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend import views
+from backend.contracts.views import Overlap
 from backend.present import series
+from backend.present.series import Curve
 from backend.report import figures
 from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
@@ -41,23 +43,23 @@ def _rows(spec: dict, **match) -> list[dict]:
 
 
 def test_curve_and_flows_draws_the_plotly_figures_numbers(overview):
-    colours = model_colours(list(overview["models"]))
-    top, bottom = charts.curve_and_flows(overview, colours)
+    colours = model_colours(list(overview.models))
+    top, bottom = charts.curve_and_flows(Curve.of(overview), colours)
     fig = figures.curve_and_flows(overview, colours)
     json.dumps([top, bottom], allow_nan=False)  # plain JSON: no NaN, nothing a browser could not parse
     lines = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
     bands = [t for t in fig.data if t.type == "scatter" and t.fill == "toself"]
-    assert set(lines) == set(overview["models"]) and len(bands) == len(overview["models"])
-    grid = overview["grid"]
-    for model, band in zip(overview["models"], bands, strict=True):
+    assert set(lines) == set(overview.models) and len(bands) == len(overview.models)
+    grid = overview.grid
+    for model, band in zip(overview.models, bands, strict=True):
         rows = _rows(top, model=model)
         assert [r["config"] for r in rows] == grid and [r["x"] for r in rows] == list(range(len(grid)))
         np.testing.assert_allclose([r["accuracy"] for r in rows], lines[model].y)
         hi_lo = np.concatenate([[r["hi"] for r in rows], [r["lo"] for r in rows][::-1]])
         np.testing.assert_allclose(hi_lo, band.y)  # the band: highs left to right, lows back
     bars = [t for t in fig.data if t.type == "bar"]
-    assert len(bars) == 2 * len(overview["models"])
-    for model, (up, down) in zip(overview["models"], zip(bars[::2], bars[1::2], strict=True), strict=True):
+    assert len(bars) == 2 * len(overview.models)
+    for model, (up, down) in zip(overview.models, zip(bars[::2], bars[1::2], strict=True), strict=True):
         for bar, kind in ((up, "rescued"), (down, "harmed")):
             rows = _rows(bottom, model=model, kind=kind)
             np.testing.assert_allclose([r["items"] for r in rows], bar.y)
@@ -109,7 +111,8 @@ def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
     store = Store(demo_store)
     models = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
     resolved = Scope(benchmark="synthetic-videomme", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
-    overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0)["overlap"]
+    overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0).overlap
+    assert isinstance(overlap, Overlap)  # three models
     spec, fig = charts.jaccard(overlap), figures.jaccard(overlap)
     drawn = {(c["a"], c["b"]): c["jaccard"] for c in spec["data"]["values"]}
     assert drawn == {

@@ -14,6 +14,7 @@ import pytest
 
 from backend import views
 from backend.cli.metrics import render
+from backend.contracts.views import OverviewReport
 from backend.present import tables
 from backend.present.metrics import CARDS, END, HEADLINES, METRICS, START, TASK_RATES, glossary, replace_block
 from backend.report import tables as report_tables
@@ -34,7 +35,7 @@ def basic_store(tmp_path_factory) -> Store:
 
 
 @pytest.fixture(scope="module")
-def overview(basic_store) -> dict:
+def overview(basic_store) -> OverviewReport:
     resolved = Scope(benchmark="bench", models=("m",)).resolve(basic_store)
     return views.overview(open_view(basic_store, resolved), bootstrap=50)
 
@@ -61,9 +62,9 @@ def surface_keys(table: tables.Table) -> set[str]:
 
 def test_every_table_the_pages_and_the_report_show_names_registered_metrics(overview, basic_store, tmp_path):
     shown = {
-        "headlines": tables.headline_table(overview["models"], overview["n_items"], overview["grid"]),
-        "transitions": tables.transitions_table(overview["models"]),
-        "task types": tables.task_table(overview["task_types"]["m"], "m"),
+        "headlines": tables.headline_table(overview.models, overview.n_items, overview.grid),
+        "transitions": tables.transitions_table(overview.models),
+        "task types": tables.task_table(overview.task_types["m"], "m"),
     }
     for name, table in shown.items():
         assert surface_keys(table) <= set(METRICS), (name, surface_keys(table) - set(METRICS))

@@ -9,7 +9,7 @@ characters and never parses a tag out of a model name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape as html_escape
 from typing import Any
 
@@ -18,6 +18,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from backend.contracts.base import unset
+from backend.contracts.report import ReportData
+from backend.contracts.views import ConfusionOverlap, McqaMetrics, Sankey
 from backend.present import series
 from backend.present.text import count
 from backend.report.palette import ACCENT, CORRECT, INK, NEUTRAL, SANKEY_COLOURS, SEQUENTIAL, WRONG, rgba
@@ -49,16 +52,17 @@ def style(fig: go.Figure, title: str, height: int | None, font: dict = FONT, tit
     return fig
 
 
-def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
+def curve_and_flows(overview: McqaMetrics, colours: dict[str, str]) -> go.Figure:
     """Accuracy per config with its 95% band on top; rescued up / harmed down per transition below, same x
     (``backend.present.series``' points, which the Overview's Vega-Lite twin draws)."""
-    grid = overview["grid"]
+    grid = overview.grid
     x = np.arange(len(grid))
     ticks = [escape(c) for c in grid]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.05)
-    points, bars = series.curve_points(overview, colours), series.flow_bars(overview)
-    width = series.bar_width(len(overview["models"]))
-    for k, model in enumerate(overview["models"]):
+    curve = series.Curve.of(overview)
+    points, bars = series.curve_points(curve, colours), series.flow_bars(curve)
+    width = series.bar_width(len(overview.models))
+    for k, model in enumerate(overview.models):
         name, colour = escape(model), colours[model]
         own = [p for p in points if p["model"] == model]
         if all(p["lo"] is not None for p in own):
@@ -132,12 +136,12 @@ def curve_and_flows(overview: dict, colours: dict[str, str]) -> go.Figure:
     return style(fig, series.CURVE_TITLE, height=560)
 
 
-def sankey(flows: dict) -> go.Figure:
+def sankey(flows: Sankey) -> go.Figure:
     """Correct / wrong state nodes per config, non-empty links coloured by kind (``backend.present.series``' trace,
     which the Flows page's component draws); the configurations head the columns."""
-    n_cfg = len(flows["configs"])
+    n_cfg = len(flows.configs)
     fig = go.Figure(data=[series.sankey_trace(flows, SANKEY_COLOURS, text=escape)])
-    for k, config in enumerate(flows["configs"]):  # long labels ("16f@151k ✓ 343") would collide between columns
+    for k, config in enumerate(flows.configs):  # long labels ("16f@151k ✓ 343") would collide between columns
         fig.add_annotation(
             x=series.column_x(k, n_cfg),
             y=1.0,
@@ -151,10 +155,10 @@ def sankey(flows: dict) -> go.Figure:
     return style(fig, series.sankey_title(flows, escape), height=440)
 
 
-def jaccard(overlap: dict) -> go.Figure:
+def jaccard(overlap: ConfusionOverlap) -> go.Figure:
     """Jaccard index of the models' confused-item sets (the Compare page's heatmap)."""
-    models = [escape(m) for m in overlap["models"]]
-    z = np.array([[np.nan if v is None else v for v in row] for row in overlap["jaccard"]], dtype=float)
+    models = [escape(m) for m in overlap.models]
+    z = np.array([[np.nan if v is None else v for v in row] for row in overlap.jaccard], dtype=float)
     fig = go.Figure(
         go.Heatmap(
             z=z,
@@ -173,13 +177,13 @@ def jaccard(overlap: dict) -> go.Figure:
     return style(fig, "Overlap of confused items (Jaccard index)", height=160 + 50 * len(models))
 
 
-def intersections(overlap: dict) -> go.Figure:
+def intersections(overlap: ConfusionOverlap) -> go.Figure:
     """Confused items by the exact set of models confused (largest 15 sets)."""
-    rows = overlap["intersections"][:15]
-    labels = [escape(" + ".join(r["models"])) for r in rows]
+    rows = overlap.intersections[:15]
+    labels = [escape(" + ".join(r.models)) for r in rows]
     fig = go.Figure(
         go.Bar(
-            x=[r["n"] for r in rows],
+            x=[r.n for r in rows],
             y=labels,
             orientation="h",
             marker_color=ACCENT,
@@ -191,7 +195,7 @@ def intersections(overlap: dict) -> go.Figure:
     return style(fig, "Confused items by the exact set of models confused", height=150 + 26 * max(len(rows), 1))
 
 
-def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> go.Figure:
+def frontier(refs: Sequence[Mapping[str, Any]], sweep: Mapping[str, Any] | None, colour: str, model: str) -> go.Figure:
     """Accuracy (%) vs mean frames per item: fixed budgets, the oracle, the cascade frontier and its matching point
     (no cascade when ``sweep`` is None). The Policies page adds its chosen point and the predictor to it."""
     fig = go.Figure()
@@ -285,23 +289,24 @@ def frontier(refs: list[dict], sweep: dict | None, colour: str, model: str) -> g
     return style(fig, f"{escape(model)}: accuracy vs frame cost of adaptive budgets", height=480)
 
 
-def figures(data: Mapping[str, Any]) -> dict[str, go.Figure]:
+def figures(data: ReportData) -> dict[str, go.Figure]:
     """Every figure of the report, by the id of the ``<div>`` it is drawn into (sections without data have none)."""
-    colours = data["colours"]
-    out = {"fig-curve": curve_and_flows(data["overview"], colours)}
-    if data["flows"] is not None:
-        out["fig-sankey"] = sankey(data["flows"])
-    if data["overlap"] is not None:
-        out |= {"fig-jaccard": jaccard(data["overlap"]), "fig-intersections": intersections(data["overlap"])}
-    if data["policy"]["available"]:
-        policy = data["policy"]
-        out["fig-frontier"] = frontier(policy["reference"], policy["sweep"], colours[policy["model"]], policy["model"])
-    if data.get("explain") is not None:
-        out["fig-explain"] = explain_lifts(data["explain"])
+    colours = data.colours
+    out = {"fig-curve": curve_and_flows(data.overview, colours)}
+    if data.flows is not None:
+        out["fig-sankey"] = sankey(data.flows)
+    if data.overlap is not None:
+        out |= {"fig-jaccard": jaccard(data.overlap), "fig-intersections": intersections(data.overlap)}
+    policy = data.policy
+    if policy.available and isinstance(policy.model, str):
+        refs, sweep = unset(policy.reference) or [], unset(policy.sweep)
+        out["fig-frontier"] = frontier(refs, sweep, colours[policy.model], policy.model)
+    if data.explain is not None:
+        out["fig-explain"] = explain_lifts(data.explain)
     return out
 
 
-def explain_colour(target: dict) -> str:
+def explain_colour(target: Mapping[str, Any]) -> str:
     """The colour of an enriched slice: the selection's own (harmed / wrong red, rescued / correct green, else the
     neutral accent); depleted slices are grey."""
     state = target["args"][-1] if target["kind"] in ("flow", "state") else None
@@ -310,7 +315,7 @@ def explain_colour(target: dict) -> str:
     return CORRECT if state in ("rescued", "stable-correct", "correct") else ACCENT
 
 
-def explain_lifts(report: dict, top: int = 12) -> go.Figure:
+def explain_lifts(report: Mapping[str, Any], top: int = 12) -> go.Figure:
     """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
     only the slices that survive Benjamini-Hochberg (``survives``) in colour, the rest grey, small slices pale; the
     report's verdict ("No slice survives ...") under the title.
