@@ -17,8 +17,8 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
    Overview in a new browser session;
 2. a fresh server again (the usual case: nothing written since the last use): cold Overview in a new
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
-   to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click); on
-   Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
+   to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click), then its
+   "next ▶"; on Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
 3. on that warm server, one row ingested (``trajaudit ingest`` of a one-row CSV, run by the served
    checkout's own code so an older commit writes its own schema), then a new session's Overview: the
    first open after a write, which a re-run or a sweep's batch causes too (issue 24);
@@ -30,23 +30,31 @@ line), measured the same way (the browser loading Streamlit's frontend and one r
 much on this machine).
 
 Usage: ``python benchmarks/dashboard_browser.py [--items 25000,250000] [--workdir /work/bench-stores]
-[--only flows,items]`` (``--only``: those pages' steps alone, on a store it only reads). Each step also
-prints the number of Streamlit elements on the page it ended on (``stElementContainer``, sidebar included).
-Targets (2-core machine, 10M): cold Overview < 3 s, new session on a warm server < 1 s, every
-interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
+[--only flows,items] [--before DIR] [--runs N] [--trace DIR]``. ``--only``: those pages' steps alone, on a
+store it only reads. ``--before``: an older checkout (``git archive``) served in the same run, on its own copy
+of each store, alternating with this one round by round (``--runs``); the medians of each app are printed side
+by side with the floor's and issue 33's targets (a new session within 1.5x of the minimal app's; an interaction
+within 2x of the floor's click and under 0.3 s where the floor's click is). ``--trace``: each step under
+Chrome's tracing, the trace kept and the renderer main thread's time printed by kind (script, style, layout,
+paint). Each step also prints the number of Streamlit elements on the page it ended on
+(``stElementContainer``, sidebar included). Issue 10's targets (2-core machine, 10M): cold Overview < 3 s, new
+session on a warm server < 1 s, every interaction < 0.5 s; peak memory < 4 GB. Last line: ``dashboard10m: cold <s> s, slowest interaction <s> s``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,19 +147,53 @@ BEFORE = """(heading) => { const h = document.querySelector('[data-testid="stMai
 # Streamlit elements on the page the step ended on (main area and sidebar): what the browser draws.
 ELEMENTS = """() => document.querySelectorAll('[data-testid="stElementContainer"]').length"""
 SETTLE_MS = 300  # a pause before each action, outside the measured time: no user clicks in the frame a page is drawn
+# ``--trace``: the renderer's main-thread events summed per kind (Chrome's trace event names, as DevTools' Performance
+# panel groups them); ``RunTask`` is every task the main thread ran, so "busy" is its whole time.
+TRACE_CATEGORIES = "devtools.timeline,disabled-by-default-devtools.timeline,v8.execute,blink,loading"
+TRACE_KINDS = {
+    "script": (
+        "FunctionCall",
+        "EvaluateScript",
+        "v8.compile",
+        "RunMicrotasks",
+        "V8.GC_SCAVENGER",
+        "MajorGC",
+        "MinorGC",
+    ),
+    "style": ("UpdateLayoutTree", "RecalculateStyles"),
+    "layout": ("Layout",),
+    "paint": ("PrePaint", "Paint", "Layerize", "UpdateLayer", "Commit"),
+    "parse": ("ParseHTML", "ParseAuthorStyleSheet"),
+}
+TRACE = {"dir": None}  # set by --trace: each step's Chrome trace goes there
+
+
+@dataclass
+class Step:
+    """One timed step: the wait, the server's and the browser's share of it, and what the page holds after it."""
+
+    wait: float
+    server: float
+    cpu: float
+    elements: int
+    sent_mb: float
 
 
 def timed(
-    page, label: str, action, figures: dict[str, float], title: str | None = None, heading: str | None = None
+    page, label: str, action, figures: dict[str, Step], title: str | None = None, heading: str | None = None
 ) -> float:
     """Run ``action`` and wait until the script run it started is over (on the page titled ``title``, showing a
     subheading matching the regular expression ``heading``, where given); print and keep the seconds, with
-    what the server sent over the websocket meanwhile (what the browser had to take in)."""
+    what the server sent over the websocket meanwhile (what the browser had to take in). With ``--trace``, the
+    step runs under Chrome's tracing and its main-thread breakdown is printed under it."""
     if page.url.startswith("http"):
         page.wait_for_timeout(SETTLE_MS)
     mark = page.evaluate("() => (window.__runs || []).length") if page.url.startswith("http") else 0
     before = page.evaluate(BEFORE, heading) if page.url.startswith("http") else {"title": None, "shown": False}
     received = RECEIVED["bytes"]
+    trace = trace_path(label)
+    if trace is not None:
+        page.context.browser.start_tracing(page=page, path=str(trace), categories=TRACE_CATEGORIES.split(","))
     busy = browser_cpu_seconds()
     t = time.perf_counter()
     action()
@@ -161,17 +203,58 @@ def timed(
         raise SystemExit(f"{label}: not over after {TIMEOUT_MS / 1000:.0f} s: {page.evaluate(WHY, mark)}") from None
     seconds = time.perf_counter() - t
     busy = browser_cpu_seconds() - busy
+    if trace is not None:
+        page.context.browser.stop_tracing()
     errors = page.locator('[data-testid="stException"]')
     if errors.count():
         raise SystemExit(f"{label}: the page raised: {errors.first.inner_text()[:500]}")
-    figures[label] = seconds
+    step = Step(seconds, server_seconds(), busy, page.evaluate(ELEMENTS), (RECEIVED["bytes"] - received) / 1e6)
+    figures[label] = step
     print(
-        f"  {label:<52} {seconds:7.2f} s  (server {server_seconds():5.2f} s;"
-        f" {(RECEIVED['bytes'] - received) / 1e6:5.2f} MB sent to the browser;"
-        f" browser CPU {busy:5.2f} s; {page.evaluate(ELEMENTS)} elements)",
+        f"  {label:<52} {seconds:7.2f} s  (server {step.server:5.2f} s; {step.sent_mb:5.2f} MB sent to the browser;"
+        f" browser CPU {busy:5.2f} s; {step.elements} elements)",
         flush=True,
     )
+    if trace is not None:
+        print(f"    trace {trace.name}: {main_thread(trace)}", flush=True)
     return seconds
+
+
+def trace_path(label: str) -> Path | None:
+    """Where ``--trace`` keeps this step's Chrome trace (one file per step and store), or None without it."""
+    if TRACE["dir"] is None:
+        return None
+    return TRACE["dir"] / (re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") + ".json")
+
+
+def main_thread(trace: Path) -> str:
+    """The renderer main thread's time in a trace, busy and per kind of work (``TRACE_KINDS``), in seconds (an
+    event nested in one of the same kind is not counted twice), and the scripts that took the most of it."""
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    main = {(e["pid"], e["tid"]) for e in events if e.get("name") == "thread_name"
+            and e.get("args", {}).get("name") == "CrRendererMain"}  # fmt: skip
+    kind_of = {name: kind for kind, names in TRACE_KINDS.items() for name in names}
+    totals = dict.fromkeys(["busy", *TRACE_KINDS], 0.0)
+    scripts: dict[str, float] = {}  # script time per source file
+    open_until: dict[str, float] = {}  # per kind: the end of the outermost event being counted
+    spans = sorted((e["ts"], e.get("dur", 0), e["name"], e.get("args", {}).get("data") or {}) for e in events
+                   if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in main)  # fmt: skip
+    for ts, dur, name, data in spans:
+        kind = "busy" if name == "RunTask" else kind_of.get(name)
+        if kind is None or ts < open_until.get(kind, -1):
+            continue
+        open_until[kind] = ts + dur
+        totals[kind] += dur / 1e6
+        if kind == "script":
+            source = str(data.get("url") or "?").rsplit("/", 1)[-1][:40]
+            scripts[source] = scripts.get(source, 0.0) + dur / 1e6
+    top = sorted(scripts.items(), key=lambda kv: -kv[1])[:4]
+    return (
+        ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in totals.items())
+        + "; scripts: "
+        + ", ".join(f"{source} {seconds:.2f}" for source, seconds in top)
+    )
 
 
 def browser_cpu_seconds() -> float:
@@ -256,6 +339,11 @@ def pick_task_type(page) -> None:
     page.locator('[role="option"]').filter(has_not_text="Select all").first.click()
 
 
+def next_item(page) -> None:
+    """The Inspector's "next ▶" (its first: the only one on the page)."""
+    page.get_by_role("button", name="next ▶").first.click()
+
+
 def choose(page, label: str, option: str) -> None:
     page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
     page.locator('[role="option"]').filter(has_text=option).first.click()
@@ -270,9 +358,13 @@ def aim_at_sankey_link(page) -> tuple[tuple[float, float], str]:
     links = scope.locator(".sankey-link")
     link = links.nth(links.count() // 2)
     link.scroll_into_view_if_needed()  # a row click scrolled it away
-    x, y = link.evaluate(  # a quarter along the ribbon's top edge, 3 px inside it
-        "e => { const p = e.getPointAtLength(e.getTotalLength() * 0.25); "
-        "const m = e.getScreenCTM(); return [p.x * m.a + m.e, p.y * m.d + m.f + 3]; }"
+    # The ribbon's top edge half way between its two nodes, 3 px inside it: a point along the outline (a quarter
+    # of its length) falls on the ribbon's end, under a node, when the ribbon is thick (a filter thins it less).
+    x, y = link.evaluate(
+        "e => { const b = e.getBBox(), mid = b.x + b.width / 2, length = e.getTotalLength(); let top = null; "
+        "for (let k = 0; k <= 400; k++) { const p = e.getPointAtLength(length * k / 400); "
+        "if (Math.abs(p.x - mid) < b.width / 20 && (!top || p.y < top.y)) top = p; } "
+        "const m = e.getScreenCTM(); return [top.x * m.a + m.e, top.y * m.d + m.f + 3]; }"
     )
     box = page.locator('iframe[title*="sankey"]').bounding_box() if framed else {"x": 0, "y": 0}
     point = (box["x"] + x, box["y"] + y)
@@ -287,6 +379,7 @@ PAGES = ("Flows", "Items", "Inspector", "Compare", "Overview")  # the switches, 
 SHOTS = {
     "Items: next page": "items-page-2",
     "Items: open a row in the Inspector": "inspector",
+    "Inspector: next item": "inspector-next",
     "Flows: open a flow's items": "flow-items",
     "Flows: a Sankey link's items": "sankey-link-items",
 }
@@ -309,6 +402,7 @@ def steps() -> list[tuple[str, str, Callable | None, str, str | None]]:
             None,
         ),
         ("Items: open a row in the Inspector", "items", lambda p: click_row(p, 0, 0, ROW_PX), "Inspector", None),
+        ("Inspector: next item", "inspector", next_item, "Inspector", None),
         ("switch to Flows (again)", "flows", lambda p: nav(p, "Flows")(), "Flows", None),
         # the second table: the first is the steps (net, churn, p); nothing is opened yet
         ("Flows: open a flow's items", "flows", lambda p: click_row(p, 1, 0, FLOW_ROW_PX), "Flows", r"· [\d,]+ items"),
@@ -316,7 +410,7 @@ def steps() -> list[tuple[str, str, Callable | None, str, str | None]]:
     ]
 
 
-def interactions(browser, url: str, figures: dict[str, float], shots: Path, only: set[str] | None = None) -> None:
+def interactions(browser, url: str, figures: dict[str, Step], shots: Path, only: set[str] | None = None) -> None:
     """The interactions (those of the pages in ``only``, else all), with a screenshot of the pages some end on
     (to look at what was timed)."""
     context, page = new_session(browser)
@@ -338,7 +432,7 @@ def interactions(browser, url: str, figures: dict[str, float], shots: Path, only
     context.close()
 
 
-def cold_overview(browser, store: Path, log: Path, label: str, figures: dict[str, float]):
+def cold_overview(browser, store: Path, log: Path, label: str, figures: dict[str, Step]):
     """A fresh server and a new browser session on it: the Overview's first draw. Returns the server."""
     server = serve(store, log)
     context, page = new_session(browser)
@@ -347,13 +441,17 @@ def cold_overview(browser, store: Path, log: Path, label: str, figures: dict[str
     return server
 
 
+COLD = "cold Overview, fresh server (cache folder kept)"
+FLOOR_SESSION = "floor: new session, warm server"
+FLOOR_CLICK = "floor: a button click (rerun)"
+APP_AFTER, APP_BEFORE = "after", "before"  # --app-dir's app and --before's
 FLOOR_APP = (  # a title, a button and the run's number (so the harness sees a run that drew in one frame)
     'import streamlit as st\nst.title("floor")\nst.button("rerun")\n'
     'st.session_state.n = st.session_state.get("n", 0) + 1\nst.subheader(f"run {st.session_state.n}")\n'
 )
 
 
-def floor(browser, workdir: Path) -> None:
+def floor(browser, workdir: Path) -> dict[str, Step]:
     """The same measurements on a minimal Streamlit app: what this machine and browser cost anyway."""
     app_dir = workdir / "floor-app"
     app_dir.mkdir(parents=True, exist_ok=True)
@@ -361,23 +459,18 @@ def floor(browser, workdir: Path) -> None:
     repo, browser_fixtures.REPO = browser_fixtures.REPO, app_dir
     server = serve(app_dir, workdir / "streamlit-floor.log")
     browser_fixtures.REPO = repo
-    figures: dict[str, float] = {}
+    figures: dict[str, Step] = {}
     try:
         context, page = new_session(browser)
         timed(page, "floor: new session on a fresh server (a minimal app)", lambda: page.goto(server.url), figures)
         context.close()
         context, page = new_session(browser)
-        timed(page, "floor: new session, warm server", lambda: page.goto(server.url), figures)
-        timed(
-            page,
-            "floor: a button click (rerun)",
-            lambda: page.get_by_role("button", name="rerun").click(),
-            figures,
-            heading="^run 2$",
-        )
+        timed(page, FLOOR_SESSION, lambda: page.goto(server.url), figures)
+        timed(page, FLOOR_CLICK, lambda: page.get_by_role("button", name="rerun").click(), figures, heading="^run 2$")
         context.close()
     finally:
         stop_server(server)
+    return figures
 
 
 def ingest_one_row(store: Path, n_items: int) -> None:
@@ -391,7 +484,7 @@ def ingest_one_row(store: Path, n_items: int) -> None:
         raise SystemExit(f"the one-row ingest failed: {done.stderr.strip()}")
 
 
-def after_write(browser, url: str, store: Path, n_items: int, figures: dict[str, float]) -> None:
+def after_write(browser, url: str, store: Path, n_items: int, figures: dict[str, Step]) -> None:
     """A new session's Overview on the warm server, the first open after a one-row ingest."""
     ingest_one_row(store, n_items)
     context, page = new_session(browser)
@@ -400,29 +493,93 @@ def after_write(browser, url: str, store: Path, n_items: int, figures: dict[str,
     context.close()
 
 
-def run_store(browser, store: Path, workdir: Path, n_items: int, only: set[str] | None = None) -> dict[str, float]:
+def run_store(browser, store: Path, workdir: Path, n_items: int, only: set[str] | None = None) -> dict[str, Step]:
     """Every step on ``store``; with ``only`` (page names), a fresh server's cold Overview (cache folder kept) and
     those pages' interactions alone: nothing is written to the store (no cache removal, no ingest)."""
-    figures: dict[str, float] = {}
-    log = workdir / f"streamlit-{store.name}.log"
+    figures: dict[str, Step] = {}
+    log = store.parent / f"streamlit-{store.name}.log"
     first_peak = 0.0
     if only is None:
         shutil.rmtree(store / ".cache", ignore_errors=True)
         server = cold_overview(browser, store, log, "cold Overview, fresh server, no cache folder", figures)
         first_peak = peak_rss_mb(server.process.pid)
         stop_server(server)
-    server = cold_overview(browser, store, log, "cold Overview, fresh server (cache folder kept)", figures)
+    server = cold_overview(browser, store, log, COLD, figures)
     try:
-        shots = workdir / f"screenshots-{store.name}"
+        shots = store.parent / f"screenshots-{store.name}"
         shots.mkdir(exist_ok=True)
         interactions(browser, f"{server.url}/{QUERY}", figures, shots, only)
         if only is None:
             after_write(browser, f"{server.url}/{QUERY}", store, n_items, figures)
-        figures["peak_mb"] = max(first_peak, peak_rss_mb(server.process.pid))
+        peak = max(first_peak, peak_rss_mb(server.process.pid))
     finally:
         stop_server(server)
-    print(f"  server peak memory (VmHWM): {figures['peak_mb']:.0f} MB")
+    print(f"  server peak memory (VmHWM): {peak:.0f} MB")
     return figures
+
+
+def store_for(app: str, workdir: Path, n_items: int) -> Path:
+    """The store an app reads: ``<workdir>/store-N`` (built by ``policies.build`` when missing), or for the
+    ``--before`` app a copy of it under ``<workdir>/before/`` (its data files, not its cache folder: the two
+    commits' caches differ, and each keeps its own warm)."""
+    store = build(workdir, n_items).root
+    if app == APP_AFTER:
+        return store
+    copy = workdir / "before" / store.name
+    if not copy.exists():
+        shutil.copytree(store, copy, ignore=shutil.ignore_patterns(".cache", ".write.lock"))
+    return copy
+
+
+def target(label: str, wait: float, floor_figures: dict[str, float]) -> str:
+    """The step against issue 33's targets: a new session within 1.5x of the minimal app's; an interaction within
+    2x of the floor's click and under 0.3 s where the floor allows (its click under 0.3 s)."""
+    if label.startswith("cold"):
+        return ""
+    if label.startswith("new session"):
+        ratio = wait / floor_figures[FLOOR_SESSION]
+        return f"{ratio:.1f}x session ({'met' if ratio <= 1.5 else 'NOT met'})"
+    click = floor_figures[FLOOR_CLICK]
+    ratio = wait / click
+    fast = wait < 0.3 or click >= 0.3
+    return f"{ratio:.1f}x click ({'met' if ratio <= 2 and fast else 'NOT met'})"
+
+
+def summary(results: dict[str, dict[int, list[dict[str, Step]]]], floors: list[dict[str, Step]]) -> None:
+    """Per store, the median of the runs of each app side by side (wait, browser CPU, server, elements), with
+    the floor's medians over the same runs and each app's wait against them."""
+    floor_figures = {k: statistics.median(f[k].wait for f in floors) for k in floors[0]}
+    print(
+        f"\n=== medians of {len(floors)} run(s); floor: "
+        + "; ".join(f"{k} {v:.2f} s" for k, v in floor_figures.items())
+    )
+    floor_cpu = {k: statistics.median(f[k].cpu for f in floors) for k in floors[0]}
+    print("floor browser CPU: " + "; ".join(f"{k} {v:.2f} s" for k, v in floor_cpu.items()))
+    apps = list(results)
+    for n_items in results[apps[0]]:
+        print(f"\n{n_items * len(MODELS) * 10:,} responses")
+        head = " | ".join(
+            f"{a}: wait s (min-max) | {a}: browser CPU s | {a}: server s | {a}: elements | {a}: target" for a in apps
+        )
+        print(f"| step | {head} |\n|---|" + "---|" * (5 * len(apps)))
+        for label in results[apps[0]][n_items][0]:
+            cells = []
+            for app in apps:
+                runs = [r[label] for r in results[app][n_items] if label in r]
+                if not runs:
+                    cells += [""] * 5
+                    continue
+                waits = [r.wait for r in runs]
+                wait = statistics.median(waits)
+                spread = f" ({min(waits):.2f}-{max(waits):.2f})" if len(runs) > 1 else ""
+                cells += [
+                    f"{wait:.2f}{spread}",
+                    f"{statistics.median(r.cpu for r in runs):.2f}",
+                    f"{statistics.median(r.server for r in runs):.2f}",
+                    "/".join(sorted({str(r.elements) for r in runs})),
+                    target(label, wait, floor_figures),
+                ]
+            print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -436,33 +593,54 @@ def main() -> None:
         "unpacked with `git archive`, for a before/after run)",
     )
     ap.add_argument(
+        "--before",
+        help="a second checkout (an older commit, unpacked with `git archive`) served in the same run, alternating "
+        "with --app-dir's, on a copy of each store under <workdir>/before/; the medians are printed side by side",
+    )
+    ap.add_argument("--runs", type=int, default=1, help="rounds (floor, then each app; the apps' order alternates)")
+    ap.add_argument(
         "--only",
         help="comma-separated pages (flows,items,inspector,compare,overview): time only their steps, after a "
         "fresh server's Overview; the store is only read (no cache removal, no ingest)",
     )
+    ap.add_argument("--trace", help="a folder: each step runs under Chrome's tracing, its trace kept there")
     args = ap.parse_args()
     only = None if args.only is None else {p.strip().lower() for p in args.only.split(",")}
     if only is not None and not only <= {p.lower() for p in PAGES}:
         raise SystemExit(f"--only: pages are {', '.join(p.lower() for p in PAGES)}; got {args.only}")
-    browser_fixtures.REPO = Path(args.app_dir).resolve()  # start_server runs `streamlit run app.py` there
-    print(f"serving {browser_fixtures.REPO / 'app.py'}")
+    if args.runs < 1:
+        raise SystemExit(f"--runs: at least 1; got {args.runs}")
+    apps = {APP_AFTER: Path(args.app_dir).resolve()} | (
+        {APP_BEFORE: Path(args.before).resolve()} if args.before else {}
+    )
+    for app, root in apps.items():
+        if not (root / "app.py").is_file():
+            raise SystemExit(f"--{'app-dir' if app == APP_AFTER else 'before'}: no app.py in {root}")
+        print(f"{app}: serving {root / 'app.py'}")
     workdir = Path(args.workdir)
-    results = {}
+    sizes = [int(n) for n in args.items.split(",")]
+    results: dict[str, dict[int, list[dict[str, Step]]]] = {app: {n: [] for n in sizes} for app in apps}
+    floors = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        print("\n=== floor", flush=True)
-        floor(browser, workdir)
-        for n_items in (int(n) for n in args.items.split(",")):
-            store = build(workdir, n_items).root
-            print(f"\n=== {n_items * len(MODELS) * 10:,} responses ({store})", flush=True)
-            results[n_items] = run_store(browser, store, workdir, n_items, only)
+        for k in range(args.runs):
+            print(f"\n=== round {k + 1}: floor", flush=True)
+            floors.append(floor(browser, workdir))
+            for app in list(apps)[:: -1 if k % 2 else 1]:
+                browser_fixtures.REPO = apps[app]  # start_server runs `streamlit run app.py` there
+                for n_items in sizes:
+                    store = store_for(app, workdir, n_items)
+                    if args.trace:
+                        TRACE["dir"] = Path(args.trace) / f"{app}-{store.name}-{k + 1}"
+                        TRACE["dir"].mkdir(parents=True, exist_ok=True)
+                    print(f"\n=== round {k + 1}, {app}: {n_items * len(MODELS) * 10:,} responses ({store})", flush=True)
+                    results[app][n_items].append(run_store(browser, store, workdir, n_items, only))
         browser.close()
-    last = results[max(results)]
-    slowest = max(v for k, v in last.items() if not k.startswith(("cold", "new session")) and k != "peak_mb")
-    tag = f"dashboard{max(results) * len(MODELS) * 10 // 1_000_000}m"
-    print(
-        f"{tag}: cold {last['cold Overview, fresh server (cache folder kept)']:.2f} s, slowest interaction {slowest:.2f} s"
-    )
+    summary(results, floors)
+    last = results[APP_AFTER][max(sizes)][-1]
+    slowest = max(v.wait for k, v in last.items() if not k.startswith(("cold", "new session")))
+    tag = f"dashboard{max(sizes) * len(MODELS) * 10 // 1_000_000}m"
+    print(f"{tag}: cold {last[COLD].wait:.2f} s, slowest interaction {slowest:.2f} s")
 
 
 if __name__ == "__main__":

@@ -14,12 +14,13 @@ from streamlit.errors import StreamlitAPIException
 from backend import views
 from backend.contracts.audits import InterventionsAudit, Recovery
 from backend.contracts.base import to_json
+from backend.present import charts_audits
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import model_colours
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import charts_audits, data, readable, small_n, state, ui, walk
+from pages.common import data, readable, small_n, state, ui, walk
 from pages.common.boot import ensure_entrypoint
 from pages.common.data import CROSS_ITEM_COLUMNS, CROSS_LIMIT, protocol_labels
 from pages.common.data import crossmodel_audit as cross
@@ -56,7 +57,7 @@ def agreement_tables(out: InterventionsAudit) -> None:
         ui.note_metric(
             col,
             f"kappa · {row.protocol}",
-            "n/a" if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
+            ui.DASH if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
             count(row.n_items, "item"),
         )
     readable.table(

@@ -4,10 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from backend.contracts.base import UnsetType
+from backend.present import charts
+from backend.present.palette import model_colours
 from backend.present.tables import headline_frame
 from backend.present.text import count
-from backend.report.palette import model_colours
-from pages.common import charts, data, readable, scores, small_n, ui, walk
+from pages.common import data, readable, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
 
 BARS = (

@@ -7,7 +7,6 @@ item in the Inspector, which then walks that flow's items (``pages.common.walk``
 can be re-run under another configuration (``rerun_panel.selection_panel``, below the chart).
 """
 
-import html
 from typing import cast
 
 import pandas as pd
@@ -18,9 +17,9 @@ from backend.analysis.metrics import FLOW_KINDS
 from backend.contracts.explain import TargetKind
 from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series
+from backend.present.palette import SANKEY_COLOURS
 from backend.present.tables import flow_table, step_table
 from backend.present.text import KIND_TEXT, count
-from backend.report.palette import SANKEY_COLOURS
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
@@ -31,24 +30,6 @@ from pages.common.sankey import clickable_sankey, clicked
 
 VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 ROW_PX = 35  # a table row's height (Streamlit's default), the header's too
-
-
-def sankey_figure(view: FlowsReport) -> dict:
-    """The Sankey (``backend.present.series``' trace, the report's figure's): state nodes per config, non-empty
-    aggregated links coloured by kind. A Plotly figure as a plain dict, in the dashboard's chart look
-    (``ui.style``'s): the component draws it (``pages.common.sankey``), so it is never validated into a
-    ``go.Figure`` (a cost on every run). The component shows hover values as text and decodes entities in
-    labels and the title, where it reads ``<b>`` as markup: the title's model name is escaped."""
-    n_cfg = len(view.configs)
-    trace = series.sankey_trace(view, SANKEY_COLOURS, config_labels=True)  # no column headers: labels name them
-    title = series.sankey_title(view, lambda t: html.escape(t, quote=False))
-    layout = {
-        "title": {"text": title, "font": {"size": 16}},
-        "font": ui.FONT,
-        "margin": {"l": 60, "r": 30, "t": 50, "b": 30},
-        "height": 420 if n_cfg <= 2 else 480,
-    }
-    return {"data": [trace], "layout": layout}
 
 
 def drawn_links(view: FlowsReport) -> list[SankeyLink]:
@@ -165,7 +146,7 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
     """The Sankey with the opened flow's items beside it, the step and flow tables, and what acts on the opened
     items: a click on a link, a node or a row reruns this part only."""
     scope = view.scope
-    fig = sankey_figure(report)
+    fig = series.sankey_figure(report, SANKEY_COLOURS, ui.FONT)
     height = fig["layout"]["height"]
     key = f"sankey-{scope.focus}"
     table = flow_table(report)

@@ -13,14 +13,14 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.present import series
+from backend.present import charts, series
+from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
-from backend.report.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
 from backend.scope.runs import notice
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import View
-from pages.common import charts, data, runlog, sidebar, state, ui, walk
+from pages.common import data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
 from pages.common.boot import ensure_entrypoint
 from pages.common.player import player
@@ -93,12 +93,13 @@ def pick_item(view: View) -> str:
 
 
 def item_header(item: dict) -> None:
-    """Question, options and metadata: ingested text, so escaped (an option's Markdown image must not load)."""
-    st.markdown(f"#### {ui.escape_md(item.get('question') or '(no question text)')}")
+    """Question, options and metadata in one Markdown element (one for the browser to draw on every previous/next,
+    not one per option and line): ingested text, so escaped (an option's Markdown image must not load)."""
     target = item.get("target")
+    lines = [f"#### {ui.escape_md(item.get('question') or '(no question text)')}", ""]
     for option in item["options"]:
         text = ui.escape_md(option)
-        st.markdown(f"- **{text} ✓**" if letter_of(option) == target else f"- {text}")
+        lines.append(f"- **{text} ✓**" if letter_of(option) == target else f"- {text}")
     facts = [
         item.get("task_type"),
         item.get("duration"),
@@ -106,7 +107,13 @@ def item_header(item: dict) -> None:
         f"video {item['video']}" if item.get("video") else None,
     ]
     shown = "not recorded" if target is None else f"**{ui.escape_md(target)}**"  # a store may hold correctness only
-    st.caption(" · ".join([f"target {shown}"] + [ui.escape_md(f) for f in facts if f]))
+    lines += ["", small(" · ".join([f"target {shown}"] + [ui.escape_md(f) for f in facts if f]))]
+    st.markdown("\n".join(lines))
+
+
+def small(markdown: str) -> str:
+    """``markdown`` (escaped already) as a caption reads, small and grey, inside a larger Markdown element."""
+    return f":small[:gray[{markdown}]]"
 
 
 def run_notice(choices: tuple) -> None:
@@ -180,10 +187,11 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
         )
         rate = configs.parse(row["config"]).fps is not None  # a frame rate fixes no count: "?" until logged
         n = len(row["indices"]) if row["indices"] is not None else "?" if rate else configs.parse(row["config"]).frames
-        st.markdown(f"**{ui.escape_md(label)}**{owners} · {n} frames · {ui.escape_md(source)}{change}")
-        if row["indices"] is None:
-            st.caption(ui.escape_md(row["note"]))
+        title = f"**{ui.escape_md(label)}**{owners} · {n} frames · {ui.escape_md(source)}{change}"
+        if row["indices"] is None:  # the title and why no frames, one element
+            st.markdown(f"{title}  \n{small(ui.escape_md(row['note']))}")
             continue
+        st.markdown(title)
         if path is None:
             st.text(" ".join(str(i) for i in row["indices"]))  # not st.code: its highlighter is a 1.5 MB script
             continue

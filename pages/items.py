@@ -6,16 +6,15 @@ redraws the table, not the sidebar and the page around it.
 
 import html
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.contracts.base import to_json
+from backend.present import charts_items
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import CORRECT, WRONG, model_colours
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
 from backend.scope.selection import Selection
@@ -27,7 +26,9 @@ from pages.common.rerun_panel import selection_panel
 
 SIZES = (25, 50, 100)
 VIEWS = {"table": "Table", "heatmap": "Heatmap"}
-HEATMAP_ROWS = 1500
+# One item row per pixel of the heatmap: more rows draw nothing more (``views.heatmap`` keeps every stride-th
+# row of the class order, so the class shares hold), and each row is marks for the browser to draw.
+HEATMAP_ROWS = charts_items.HEATMAP_HEIGHT
 
 
 def picked(page: pd.DataFrame) -> list[str]:
@@ -162,59 +163,10 @@ def table_view(view: View) -> None:
     ui.twin(view, ["items", "--model", scope.focus], *flags)
 
 
-def heatmap_figure(heat: dict) -> go.Figure:
-    z, rows = heat["z"], heat["rows"]
-    n = len(rows)
-    classes = rows["trajectory_class"].to_numpy()
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=heat["grid"],
-            y=np.arange(n),
-            zmin=0,
-            zmax=1,
-            showscale=False,
-            xgap=1,
-            colorscale=[[0, WRONG], [0.5, WRONG], [0.5, CORRECT], [1, CORRECT]],
-            customdata=np.stack(
-                [
-                    np.repeat(rows["item_id"].to_numpy()[:, None], z.shape[1], 1),
-                    np.repeat(classes[:, None], z.shape[1], 1),
-                ],
-                axis=-1,
-            ),
-            hovertemplate="item %{customdata[0]} (%{customdata[1]})<br>%{x}: %{z}<extra></extra>",
-        )
-    )
-    starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
-    ends = np.r_[starts[1:], n]
-    for s, e in zip(starts, ends, strict=True):
-        name = classes[s]
-        if s > 0:
-            fig.add_hline(y=s - 0.5, line={"color": "white", "width": 3})
-        fig.add_annotation(
-            x=1.01,
-            xref="paper",
-            y=(s + e - 1) / 2,
-            text=f"{name} ({heat['class_counts'][name]:,})",
-            showarrow=False,
-            xanchor="left",
-            font={"size": 12},
-        )
-    fig.update_yaxes(autorange="reversed", showticklabels=False, title_text="items, ordered by trajectory class")
-    fig.update_xaxes(title_text="configuration (frames, @pixels per frame, /sampling policy)", side="bottom")
-    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {count(heat['n_items'], 'item')})"
-    fig = ui.style(
-        fig, f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}", height=640
-    )
-    fig.update_layout(margin={"r": 200})
-    return fig
-
-
 def heatmap_view(view: View) -> None:
     scope = view.scope
     heat = data.heatmap(view, scope.focus, HEATMAP_ROWS)
-    ui.chart(heatmap_figure(heat), f"heatmap-{scope.focus}")
+    ui.vega(charts_items.heatmap(heat), f"heatmap-{scope.focus}")
     counts = pd.DataFrame(
         {
             "class": CLASSES,
@@ -222,7 +174,7 @@ def heatmap_view(view: View) -> None:
             "meaning": [CLASS_HELP[c] for c in CLASSES],
         }
     )
-    st.dataframe(counts, hide_index=True)
+    st.dataframe(counts, hide_index=True, column_config=ui.plain_headers(counts.columns, {}))
     ui.downloads(counts, f"trajectory-classes-{scope.focus}")
     ui.twin(view, ["flows", "--model", scope.focus])  # its trajectory_classes
 

@@ -9,16 +9,17 @@ import streamlit as st
 
 from backend.contracts.base import to_json
 from backend.contracts.views import OverviewReport
+from backend.present import charts
 from backend.present.metrics import CARDS, label
+from backend.present.palette import model_colours
 from backend.present.series import Curve
 from backend.present.tables import headline_frame
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
-from backend.report.palette import model_colours
 from backend.scope.resolve import Scope
 from backend.scope.view import View
-from pages.common import charts, data, explain_panel, scores, sidebar, state, ui
+from pages.common import data, explain_panel, scores, sidebar, state, ui
 from pages.common.boot import ensure_entrypoint
 
 MIN_GROUP = 30  # task types with fewer items are marked small

@@ -14,11 +14,12 @@ import streamlit as st
 
 from backend import views
 from backend.contracts.policies import CascadeSweepReport, PredictorReport
+from backend.present import charts_audits
+from backend.present.palette import model_colours
 from backend.present.text import count
-from backend.report.palette import model_colours
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
-from pages.common import charts_audits, data, readable, small_n, state, ui
+from pages.common import data, readable, small_n, state, ui
 from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
@@ -65,7 +66,7 @@ FRAME_COSTS = {
 
 
 def frame_delta(cost: float | None, top: str) -> str:
-    return "n/a" if cost is None else f"{100 * cost:.1f}% of {top}"
+    return ui.DASH if cost is None else f"{100 * cost:.1f}% of {top}"
 
 
 def cascade_numbers(point: Mapping[str, Any], top: str) -> None:

@@ -85,7 +85,7 @@ def test_overview_headlines_are_percentages_with_intervals_and_definitions(demo)
 
 def test_text_overwrite_is_na_without_text(demo):
     at = open_app(models=MODELS, grid="8f,16f,32f")
-    assert overview_cards(at)["text_overwrite_rate"][1].startswith("n/a")
+    assert overview_cards(at)["text_overwrite_rate"][1].startswith("—")
 
 
 def test_link_reopens_flow_view(demo):

@@ -158,9 +158,8 @@ def test_cross_model_flows_by_hand(store):
     a = fx.responses("base", ["16f"], [[1], [1], [0], [0], [1]]).assign(benchmark=items["benchmark"])
     b = fx.responses("tuned", ["16f"], [[0], [1], [1], [0], [0]]).assign(benchmark=items["benchmark"])
     fx.build(store, a, b, item_rows=items)
-    assert (
-        focus(store, "base").scope.benchmark == "vid"
-    )  # a command without --benchmark takes the largest (3 items to 2)
+    # a command without --benchmark takes the largest (3 items to 2)
+    assert focus(store, "base").scope.benchmark == "vid"
     pooled = Resolved(views.single_scope(Scope(None, ("base",))), "default")  # a scope built without a store
     out = to_json(views.crossmodel_view(store, pooled, ("base", "tuned"), "16f"))
     assert (out["rescued"], out["harmed"], out["n_items"]) == (1, 2, 5)

@@ -1,5 +1,5 @@
-"""The dashboard's Vega-Lite charts (pages/common/charts.py) draw the same numbers as their Plotly twins
-in backend/report/figures.py, from the same report dict; data text stays data."""
+"""The Vega-Lite charts (backend/present/charts*.py), which the pages and the report draw, show the report
+dicts' own numbers; data text stays data."""
 
 from __future__ import annotations
 
@@ -13,17 +13,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend import views
+from backend.contracts.base import to_json
 from backend.contracts.views import Overlap
-from backend.present import series
+from backend.present import charts, charts_items, series
+from backend.present.palette import NEUTRAL, WRONG, model_colours
 from backend.present.series import Curve
-from backend.report import figures
-from backend.report.palette import model_colours
 from backend.scope.filters import ItemFilter
 from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope
 from backend.scope.texts import trajectory_rows
 from backend.scope.view import open_view
-from pages.common import charts
 from store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,30 +41,23 @@ def _rows(spec: dict, **match) -> list[dict]:
     return [r for r in spec["data"]["values"] if all(r[k] == v for k, v in match.items())]
 
 
-def test_curve_and_flows_draws_the_plotly_figures_numbers(overview):
+def test_curve_and_flows_draws_the_overviews_numbers(overview):
     colours = model_colours(list(overview.models))
     top, bottom = charts.curve_and_flows(Curve.of(overview), colours)
-    fig = figures.curve_and_flows(overview, colours)
     json.dumps([top, bottom], allow_nan=False)  # plain JSON: no NaN, nothing a browser could not parse
-    lines = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
-    bands = [t for t in fig.data if t.type == "scatter" and t.fill == "toself"]
-    assert set(lines) == set(overview.models) and len(bands) == len(overview.models)
     grid = overview.grid
-    for model, band in zip(overview.models, bands, strict=True):
+    for model, rec in to_json(overview.models).items():
         rows = _rows(top, model=model)
         assert [r["config"] for r in rows] == grid and [r["x"] for r in rows] == list(range(len(grid)))
-        np.testing.assert_allclose([r["accuracy"] for r in rows], lines[model].y)
-        hi_lo = np.concatenate([[r["hi"] for r in rows], [r["lo"] for r in rows][::-1]])
-        np.testing.assert_allclose(hi_lo, band.y)  # the band: highs left to right, lows back
-    bars = [t for t in fig.data if t.type == "bar"]
-    assert len(bars) == 2 * len(overview.models)
-    for model, (up, down) in zip(overview.models, zip(bars[::2], bars[1::2], strict=True), strict=True):
-        for bar, kind in ((up, "rescued"), (down, "harmed")):
-            rows = _rows(bottom, model=model, kind=kind)
-            np.testing.assert_allclose([r["items"] for r in rows], bar.y)
-            np.testing.assert_allclose([(r["x0"] + r["x1"]) / 2 for r in rows], bar.x)
-            np.testing.assert_allclose([r["x1"] - r["x0"] for r in rows], bar.width)
-    assert top["title"] == series.CURVE_TITLE == fig.layout.title.text
+        np.testing.assert_allclose([r["accuracy"] for r in rows], [100 * rec["accuracy"][c] for c in grid])
+        for r in rows:
+            lo, hi = rec["ci"]["accuracy"][r["config"]]
+            assert (r["lo"], r["hi"]) == pytest.approx((100 * lo, 100 * hi))
+        for kind, sign in (("rescued", 1), ("harmed", -1)):
+            bars = _rows(bottom, model=model, kind=kind)
+            assert [b["items"] for b in bars] == [sign * t[kind] for t in rec["transitions"]]
+            assert [b["step"] for b in bars] == [f"{t['from']} → {t['to']}" for t in rec["transitions"]]
+    assert top["title"] == series.CURVE_TITLE
 
 
 def test_configuration_labels_are_a_json_literal_in_the_tick_expression():
@@ -107,24 +99,56 @@ def test_inspector_charts_draw_the_items_logged_responses(demo_store, monkeypatc
     assert by_cell == dict(zip(zip(with_value["model"], with_value["config"]), with_value["confidence"], strict=True))
 
 
-def test_compare_charts_draw_the_plotly_figures_numbers(demo_store):
+def test_compare_charts_draw_the_overlaps_numbers(demo_store):
     store = Store(demo_store)
     models = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
     resolved = Scope(benchmark="synthetic-videomme", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
     overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0).overlap
     assert isinstance(overlap, Overlap)  # three models
-    spec, fig = charts.jaccard(overlap), figures.jaccard(overlap)
+    spec = charts.jaccard(overlap)
     drawn = {(c["a"], c["b"]): c["jaccard"] for c in spec["data"]["values"]}
     assert drawn == {
-        (a, b): None if v != v else v
-        for a, row in zip(fig.data[0].y, fig.data[0].z, strict=True)
-        for b, v in zip(fig.data[0].x, row, strict=True)
+        (a, b): None if v is None or v != v else v
+        for a, row in zip(overlap.models, overlap.jaccard, strict=True)
+        for b, v in zip(overlap.models, row, strict=True)
     }
-    spec, fig = charts.intersections(overlap), figures.intersections(overlap)
-    assert [(r["set"], r["items"]) for r in spec["data"]["values"]] == list(
-        zip(fig.data[0].y, fig.data[0].x, strict=True)
-    )
-    json.dumps([charts.jaccard(overlap), spec], allow_nan=False)
+    bars = charts.intersections(overlap)
+    assert [(r["set"], r["items"]) for r in bars["data"]["values"]] == [
+        (" + ".join(r.models), r.n) for r in overlap.intersections[:15]
+    ]
+    json.dumps([spec, bars], allow_nan=False)
+
+
+def test_items_heatmap_folds_one_row_per_item_into_every_cell(demo_store):
+    """The heatmap's data: one row per item drawn, a 0/1 column per configuration equal to ``views.heatmap``'s
+    cell; each class named once with its full count."""
+    store = Store(demo_store)
+    resolved = Scope(
+        benchmark="synthetic-videomme", models=("synthetic-A-7B",), grid=(), item_filter=ItemFilter()
+    ).resolve(store)
+    heat = views.heatmap(open_view(store, resolved), "synthetic-A-7B", 1500)
+    spec = charts_items.heatmap(heat)
+    rows = spec["data"]["values"]
+    assert [r["item"] for r in rows] == heat["rows"]["item_id"].astype(str).tolist()
+    assert np.array_equal([[r[f"c{k}"] for k in range(len(heat["grid"]))] for r in rows], heat["z"])
+    labels = spec["layer"][2]["data"]["values"]
+    assert [b["label"] for b in labels] == [
+        f"{c} ({heat['class_counts'][c]:,})" for c in dict.fromkeys(heat["rows"]["trajectory_class"])
+    ]
+    json.dumps(spec, allow_nan=False)
+
+
+def test_rerun_charts_label_each_bar_and_colour_the_answer():
+    probs = charts_items.option_probs({"A": 0.1, "B": 0.7, "C": 0.2}, answer="B", target="C")
+    assert [(v["option"], v["p"]) for v in probs["data"]["values"]] == [("A", 0.1), ("B", 0.7), ("C ✓", 0.2)]
+    assert [v["colour"] for v in probs["data"]["values"]] == [NEUTRAL, WRONG, NEUTRAL]  # a wrong answer: red
+    times = charts_items.phase_timings({"generate": 0.002, "decode": 0.001, "extra": 0.003}, ("decode", "generate"))
+    assert [(v["phase"], v["ms"]) for v in times["data"]["values"]] == [
+        ("decode", 1.0),
+        ("generate", 2.0),
+        ("extra", 3.0),
+    ]
+    assert times["title"] == "Phase timings (6 ms in all)"
 
 
 def test_confidence_markers_have_a_size_with_one_kind_or_several():
@@ -153,3 +177,21 @@ def test_confidence_markers_have_a_size_with_one_kind_or_several():
     other = {**ladder[0], "config": "8f@50k", "kind": "other", "line": None}
     two = markers([*ladder, other], ["8f", "16f", "8f@50k"])
     assert two["size"]["scale"] == {"domain": ["ladder", "other"], "range": [110, 130]}
+
+
+def test_compare_bars_carry_their_values_as_labels():
+    rows = [
+        {"model": "a", "metric": "Oracle headroom", "value": 12.5, "lo": 10.0, "hi": 15.0},
+        {"model": "b", "metric": "Oracle headroom", "value": 8.0, "lo": None, "hi": None},
+        {"model": "a", "metric": "Text overwrite", "value": None, "lo": None, "hi": None},
+    ]
+    spec = charts.headline_bars(rows, ["a", "b"], {"a": "#111111", "b": "#222222"}, "metric")
+    labels = [layer for layer in spec["layer"] if isinstance(layer["mark"], dict) and layer["mark"]["type"] == "text"]
+    assert len(labels) == 1 and labels[0]["encoding"]["text"] == {
+        "field": "value",
+        "type": "quantitative",
+        "format": ".1f",
+    }
+    # placed above the interval where there is one, above the bar otherwise; no label for a missing value
+    assert {"filter": "isValid(datum.value)"} in labels[0]["transform"]
+    assert labels[0]["encoding"]["y"]["field"] == "top"

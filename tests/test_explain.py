@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
@@ -80,7 +79,7 @@ def test_planted_single_slice_ranks_first_with_scipys_fisher_p():
     matrix, harmed = planted()
     out = run_report(matrix)
     top = out["slices"][0]
-    assert top["label"] == "task_type = Counting"
+    assert top["label"] == "task type = Counting"  # plain names, not field names
     tt = matrix.items["task_type"].to_numpy() == "Counting"
     a, n_slice = int((tt & harmed).sum()), int(tt.sum())
     b, n_rest = int((~tt & harmed).sum()), int((~tt).sum())
@@ -121,8 +120,8 @@ def test_planted_pair_ranks_first_among_pairs_and_q_is_one_bh_family():
 
 
 def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
-    from backend.report import figures
-    from backend.report.palette import NEUTRAL, rgba
+    from backend.present import charts_items
+    from backend.present.palette import NEUTRAL
 
     matrix, harmed = planted()
     out = run_report(matrix)
@@ -136,17 +135,17 @@ def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
         "text": f"{surviving} slices survive Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)",
     }
     assert [r["survives"] for r in rows] == [r["q"] < 0.05 for r in rows]
-    bars = figures.explain_lifts(out, top=len(out["slices"]))
-    drawn = (out["slices"] + out["pairs"][: len(out["slices"]) // 3])[::-1]
-    grey = [rgba(NEUTRAL, 0.35 if r["small"] else 0.9) for r in drawn]
-    assert [c == g for c, g in zip(bars.data[0].marker.color, grey, strict=True)] == [not r["survives"] for r in drawn]
-    assert bars.layout.title.subtitle.text == html.escape(out["verdict"]["text"])
+    bars = charts_items.explain_lifts(out, top=len(out["slices"]))["data"]["values"]
+    drawn = out["slices"] + out["pairs"][: len(out["slices"]) // 3]  # best first, from the top
+    assert [b["colour"] == NEUTRAL for b in bars] == [not r["survives"] for r in drawn]
+    assert [b["opacity"] for b in bars] == [0.35 if r["small"] else 0.9 for r in drawn]
+    assert charts_items.explain_lifts(out)["title"]["subtitle"] == out["verdict"]["text"]
 
 
 def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
     """The same items harmed at one rate everywhere: slices with lift over 1 by chance, none past BH, no colour."""
-    from backend.report import figures
-    from backend.report.palette import NEUTRAL, rgba
+    from backend.present import charts_items
+    from backend.present.palette import NEUTRAL
 
     matrix, _ = planted()
     rng = np.random.default_rng(7)
@@ -155,8 +154,7 @@ def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
     assert out["verdict"]["n_surviving"] == 0 and not any(r["survives"] for r in out["slices"] + out["pairs"])
     assert out["verdict"]["text"] == f"No slice survives Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)"
     assert any((r["lift"] or 0) > 1 for r in out["slices"])  # what the chart once painted as enriched
-    colours = set(figures.explain_lifts(out).data[0].marker.color)
-    assert colours <= {rgba(NEUTRAL, 0.9), rgba(NEUTRAL, 0.35)}
+    assert {b["colour"] for b in charts_items.explain_lifts(out)["data"]["values"]} == {NEUTRAL}
 
 
 def test_small_slices_are_marked_and_never_ranked_above_supported_ones():

@@ -162,7 +162,7 @@ def test_an_empty_verdict_stays_empty_is_counted_and_left_out_of_accuracy_under_
     }
     assert report["models"]["m"]["continuous"]["n_items"] == 4
     rc, text, _ = _cli(capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--bootstrap", "0")
-    assert "2 with a response that gave no verdict left out of accuracy" in text
+    assert "2 without a verdict left out" in text
     rc, out, err = _cli(
         capsys, "metrics", "--store", store, "--models", "m", "--grid", "8f", "--json", "--score-cutoff", "0.5"
     )

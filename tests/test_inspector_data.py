@@ -118,5 +118,5 @@ def test_dashed_tables_read_a_dash_for_missing_values():
     table = pd.DataFrame({"answer": ["A", None], "confidence": [0.51234, float("nan")]})
     assert dashed(table, {"confidence": 3}).to_dict("records") == [
         {"answer": "A", "confidence": "0.512"},
-        {"answer": "–", "confidence": "–"},
+        {"answer": "—", "confidence": "—"},
     ]

@@ -13,10 +13,20 @@ from pathlib import Path
 import pytest
 
 from backend import views
-from backend.cli.metrics import render
+from backend.cli.metrics import render, score_lines
 from backend.contracts.views import OverviewReport
 from backend.present import tables
-from backend.present.metrics import CARDS, END, HEADLINES, METRICS, START, TASK_RATES, glossary, replace_block
+from backend.present.metrics import (
+    CARDS,
+    END,
+    HEADLINES,
+    METRICS,
+    SCORE_METRICS,
+    START,
+    TASK_RATES,
+    glossary,
+    replace_block,
+)
 from backend.report import tables as report_tables
 from backend.report.data import report_data
 from backend.scope.resolve import Scope
@@ -40,9 +50,11 @@ def overview(basic_store) -> OverviewReport:
     return views.overview(open_view(basic_store, resolved), bootstrap=50)
 
 
-@pytest.mark.parametrize("key", list(METRICS))
-def test_every_metric_has_a_plain_definition_a_formula_and_a_docs_anchor(key):
-    m = METRICS[key]
+@pytest.mark.parametrize(
+    ("registry", "key"), [("accuracy", k) for k in METRICS] + [("scores", k) for k in SCORE_METRICS]
+)
+def test_every_metric_has_a_plain_definition_a_formula_and_a_docs_anchor(registry, key):
+    m = (METRICS if registry == "accuracy" else SCORE_METRICS)[key]
     assert m.key == key and m.label and m.label[0].isupper()
     assert "\n" not in m.definition and m.definition.endswith(".") and len(m.definition) <= 140, m.definition
     assert "_" not in m.definition, "a plain definition names no code"
@@ -108,3 +120,30 @@ def test_the_compare_page_and_cli_show_registered_metrics():
     cli = (REPO / "backend" / "cli" / "compare.py").read_text()
     keys |= set(re.search(r'regex=r"\^\(([^)]*)\)\$"', cli)[1].split("|"))  # type: ignore[index]
     assert keys and keys <= set(METRICS), keys - set(METRICS)
+
+
+def test_every_score_number_the_report_the_cli_and_the_page_show_is_a_registered_score_metric(demo_store, tmp_path):
+    """On the demo's open-ended benchmark: the report's score tables' keys and headers, the CLI's score lines and
+    the Overview's score cards all name registered score metrics, under their registered labels."""
+    store = Store(demo_store)
+    resolved = Scope(benchmark="synthetic-mlvu", models=("synthetic-A-7B", "synthetic-B-13B")).resolve(store)
+    data = report_data(store, resolved, gallery_items=0, bootstrap=0, video_root=tmp_path)
+    shown = [t for t in report_tables.paper_tables(data) if t.name in ("scores", "score_transitions")]
+    assert len(shown) == 2, [t.name for t in report_tables.paper_tables(data)]
+    for table in shown:
+        keys = {re.sub(r"\[.*\]$", "", k) for k in table.keys if k is not None} - {"n_items"}
+        assert keys and keys <= set(SCORE_METRICS), keys - set(SCORE_METRICS)
+        for k in table.keys:
+            if k in SCORE_METRICS:
+                assert table.columns[table.keys.index(k)] == SCORE_METRICS[k].label, (table.name, k)
+    scored = data.overview.models["synthetic-A-7B"].continuous
+    assert scored, "the demo's open-ended benchmark is scored"
+    lines = score_lines(scored)
+    labels = {line[:31].strip() for line in lines if not line.startswith(("  ", "scores", "score transitions"))}
+    assert labels and labels <= {m.label for m in SCORE_METRICS.values()}, labels
+    heads = next(line for line in lines if line.startswith("score transitions"))
+    for key in ("improved", "regressed", "unchanged", "regression_rate", "sign_p"):
+        assert SCORE_METRICS[key].label in heads, key
+    page = (REPO / "pages" / "common" / "scores.py").read_text()
+    cards = set(re.findall(r'SCORE_METRICS\["(\w+)"\]', page)) | set(re.findall(r"SCORE_METRICS\['(\w+)'\]", page))
+    assert cards >= {"best_fixed", "oracle_mean", "oracle_gap"} and cards <= set(SCORE_METRICS)

@@ -20,19 +20,19 @@ NAN = float("nan")
 
 
 def test_rates_read_as_percentage_points_with_their_interval():
-    assert (pp(0.683), pp(0.0), pp(1), pp(None), pp(NAN)) == ("68.3", "0.0", "100.0", "n/a", "n/a")
-    assert (pct(0.5), pct(0.12345, 2), pct(None)) == ("50.0%", "12.35%", "n/a")
-    assert (signed_pp(0.015), signed_pp(-0.007), signed_pp(0.0), signed_pp(None)) == ("+1.5", "-0.7", "+0.0", "n/a")
+    assert (pp(0.683), pp(0.0), pp(1), pp(None), pp(NAN)) == ("68.3", "0.0", "100.0", "—", "—")
+    assert (pct(0.5), pct(0.12345, 2), pct(None)) == ("50.0%", "12.35%", "—")
+    assert (signed_pp(0.015), signed_pp(-0.007), signed_pp(0.0), signed_pp(None)) == ("+1.5", "-0.7", "+0.0", "—")
     assert interval(0.683, [0.617, 0.756]) == "68.3 [61.7, 75.6]"
     assert interval(0.5, None) == interval(0.5, [None, None]) == interval(0.5, [NAN, 0.6]) == "50.0"
-    assert interval(None, [0.1, 0.2]) == interval(NAN, None) == "n/a"
+    assert interval(None, [0.1, 0.2]) == interval(NAN, None) == "—"
     assert ci_text([0.617, 0.756]) == "95% CI 61.7–75.6" and ci_text(None) is None and ci_text([None, 0.2]) is None
     assert (p_value(0.031234), p_value(1e-5), p_value(1.0), p_value(NAN), p_value(None)) == (
         "0.0312",
         "1e-05",
         "1",
-        "n/a",
-        "n/a",
+        "—",
+        "—",
     )
     assert number("0.5", 100) == 50.0 and number(None) is None and number(NAN) is None and number("x") is None
 
@@ -73,7 +73,7 @@ OVERVIEW = msgspec.convert(  # the metrics as views.overview builds them, valida
 def test_headline_and_transition_tables_on_hand_values():
     t = tables.headline_table(OVERVIEW.models, OVERVIEW.n_items, OVERVIEW.grid)
     assert t.columns == ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
-    assert t.rows[0] == ["A<b>", "16f", "62.5 [55.0, 70.0]", "75.0", "12.5", "12.5", "n/a", "n/a", "25.0", "3"]
+    assert t.rows[0] == ["A<b>", "16f", "62.5 [55.0, 70.0]", "75.0", "12.5", "12.5", "—", "—", "25.0", "3"]
     assert t.rows[1][:3] == ["B", "16f", "60.0"]  # no interval: the value alone
     assert t.values[0][2:5] == [0.625, 0.75, 0.125] and "40 matched items, grid 8f, 16f" in t.caption
     assert t.frame().loc[1, "Oracle"] == "70.0"
@@ -98,7 +98,7 @@ def test_task_table_shows_an_interval_only_where_the_rate_has_one():
         }
     ]
     t = tables.task_table(rows, "A")
-    assert t.rows == [["OCR", "12", "50.0 [25.0, 75.0]", "75.0", "25.0", "n/a", "n/a"]]
+    assert t.rows == [["OCR", "12", "50.0 [25.0, 75.0]", "75.0", "25.0", "—", "—"]]
     assert t.columns[:2] == ["Task type", "n"] and "By task type, A" in t.caption
 
 
@@ -269,6 +269,14 @@ def test_headers_are_plain_words_in_one_style():
     for field in ("n_items", "kappa_top", "cost_vs_top_shared", "mean_flip_rate", "pixel_budget"):
         words = tables.header(field)
         assert "_" not in words and words[0].isupper(), words
+    # the pages' own tables (Flows, Items) head their columns the same way, keeping a label a page gives
+    from pages.common.ui import plain_headers
+
+    assert plain_headers(["task_type", "item_id", "model"], {"model": "A model"}) == {
+        "task_type": "Task type",
+        "item_id": "Item",
+        "model": "A model",
+    }
 
 
 def test_missing_cells_read_as_a_dash_and_numbers_keep_their_format():

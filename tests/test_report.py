@@ -30,7 +30,7 @@ pytest_plugins = ["tests.browser_fixtures"]  # the session's one browser (a seco
 MODELS = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
 BENCH = "synthetic-videomme"
 GENERATED = re.compile(rb'<time id="generated">[^<]*</time>')
-OUR_SCRIPTS = {"plot-config", "report-figures", "plotly-gz", None}  # None: the one executable script
+OUR_SCRIPTS = {"embed-options", "report-figures", "charts-gz", None}  # None: the one executable script
 EVIL_MODEL = 'evil<script>alert("model")</script><img src=x onerror=alert(1)>_&%$#{}~^\\|*'
 EVIL_QUESTION = 'Which? </script><script>alert("q")</script><img src=x onerror=alert(2)> | *bold* _x_ 100% & $5'
 EVIL_TASK = "task_&%$#{}<b>"
@@ -107,7 +107,7 @@ def test_demo_report_with_24_gallery_items_is_self_contained_and_under_5_mb(demo
     assert text.count("data:image/jpeg;base64,") >= 24 * 5  # every item has frames for every visual budget
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing to fetch: no CDN, no remote image or font
     assert "cdn.plot.ly" not in text and "@import" not in text and "url(" not in text.replace("url(#", "")
-    assert text.count('id="plotly-gz"') == 1  # plotly.js inlined once
+    assert text.count('id="charts-gz"') == 1  # Vega and the Sankey script inlined once
 
 
 def test_json_is_exactly_what_the_html_draws_and_matches_metrics(demo_store, demo_html, capsys, monkeypatch):
@@ -150,10 +150,8 @@ def test_hostile_text_is_escaped_in_html(hostile):
     assert "&lt;b&gt;mallory&lt;/b&gt;" in html
     assert "Frames not shown: video &#x27;missing.mp4&#x27; not found" in html  # no video: a note, no image
     figures = re.search(r'id="report-figures">(.*?)</script>', html, flags=re.S)[1]
-    names = [trace.get("name") or "" for trace in json.loads(figures)["fig-curve"]["data"]]
-    assert "<" not in figures and any(
-        n.startswith("evil&lt;script&gt;") for n in names
-    )  # Plotly shows entities as text
+    names = {point["model"] for point in json.loads(figures)["fig-curve"]["data"]["values"]}
+    assert "<" not in figures and any(n.startswith("evil<script>") for n in names)  # data text as data, never markup
 
 
 def test_latex_and_markdown_keep_hostile_names_literal(hostile):
@@ -259,8 +257,8 @@ def test_report_opens_offline_draws_every_chart_and_shows_the_metrics(
         # the report's policy forbids string evaluation ('unsafe-eval'), so no predicate runs in the page
         page.wait_for_selector("body[data-charts]", state="attached", timeout=60_000)
         assert page.get_attribute("body", "data-charts") == "drawn", page.inner_text("#js-status")
-        for fig in page.locator(".fig").all():
-            assert fig.locator(".main-svg").count() > 0, fig.get_attribute("id")
+        for fig in page.locator(".fig").all():  # Vega's SVG, or the Sankey script's
+            assert fig.locator("svg").count() > 0, fig.get_attribute("id")
         page.wait_for_timeout(500)
         assert asked == [path.as_uri()] and problems == [] and dialogs == []
         assert page.locator("img[src='x']").count() == 0

@@ -150,7 +150,7 @@ def test_stored_verdicts_say_which_cutoff_they_are(tmp_path):
     demo_like = load_matrix(scored_store(tmp_path / "t"), ["m"])  # verdicts written as score >= 0.5
     view = binary_view(demo_like, "stored")
     assert view.verdict_cut == (0.4, 0.5)  # an Interval: highest score called wrong, lowest called right
-    assert "score >= T for any T in (0.4, 0.5]" in describe(view)
+    assert "by their stored verdict (= score ≥ 0.5)" in describe(view)  # the top of (0.4, 0.5], one number
     assert "left out of accuracy" in describe(binary_view(demo_like, "none"))
 
 

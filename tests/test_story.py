@@ -161,7 +161,7 @@ def test_the_overview_opens_on_the_focus_models_story_step(demo_store: Path, mon
 
 
 def test_the_curve_shades_the_story_step_and_labels_each_step_with_net_and_churn(tmp_path):
-    from pages.common import charts
+    from backend.present import charts
 
     out = Curve.of(report(build_store(tmp_path, {"m": ladder(), "n": ladder()}), ("m", "n")))
     top, bottom = charts.curve_and_flows(out, {"m": "#1f77b4", "n": "#ff7f0e"}, labelled="n", step=("16f", "32f"))

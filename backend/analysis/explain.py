@@ -73,6 +73,13 @@ ATTRIBUTES: dict[str, str] = {
     "video_fps": "video frame rate (binned; from the linked file)",
     "annotation_tag": "annotation tag (an item may carry several)",
 }
+
+
+def plain(attribute: str) -> str:
+    """An attribute's plain name for a slice label ("task type", not ``task_type``): its description, unqualified."""
+    return ATTRIBUTES.get(attribute, attribute).split(" (")[0]
+
+
 CHAR_BINS = (-np.inf, 50, 100, 200, np.inf)  # question characters: up to 50, 51-100, 101-200, over 200
 SECOND_BINS = (-np.inf, 60, 180, 600, 1800, np.inf)  # video seconds: up to 1 min, 1-3, 3-10, 10-30, over 30 min
 SECOND_LABELS = ("<= 1 min", "1-3 min", "3-10 min", "10-30 min", "> 30 min")
@@ -553,7 +560,7 @@ def _slice_records(
             {
                 "attributes": list(row["attributes"]),
                 "values": list(row["values"]),
-                "label": " & ".join(f"{a} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
+                "label": " & ".join(f"{plain(a)} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
                 "n_slice": int(row["n_slice"]),
                 "n_selected": int(row["n_selected"]),
                 "rate": _num(row["rate"]),

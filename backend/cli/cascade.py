@@ -9,6 +9,7 @@ from backend import views
 from backend.analysis import cascade
 from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
+from backend.present.text import MISSING
 from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
 
@@ -89,5 +90,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _percent(fraction: float | None) -> str:
-    """A fraction as a percentage; the contract's null (a top rung of 0 frames) as "n/a"."""
-    return "n/a" if fraction is None else f"{100 * fraction:.1f}%"
+    """A fraction as a percentage; the contract's null (a top rung of 0 frames) as a dash."""
+    return MISSING if fraction is None else f"{100 * fraction:.1f}%"

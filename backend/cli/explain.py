@@ -15,7 +15,7 @@ from backend import views
 from backend.analysis import explain
 from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.explain import ExplainReport, ExplainSlice
-from backend.present.text import count
+from backend.present.text import MISSING, count
 from backend.scope.resolve import add_scope_args
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if moved:
         print("answers moved to: " + ", ".join(f"{k} {v}" for k, v in moved["to"].items() if v))
     for row in out["answers"]["prior"]:
-        p = "n/a" if row["p"] is None else f"{row['p']:.3g}"
+        p = MISSING if row["p"] is None else f"{row['p']:.3g}"
         print(
             f"  letters at {row['config']}: "
             + " ".join(f"{k}:{v}" for k, v in row["chosen"].items())

@@ -8,7 +8,7 @@ from backend import views
 from backend.cli.common import add_json, command, print_json, scope_view, split_list
 from backend.contracts.base import unset
 from backend.contracts.views import ContinuousMetrics, OverviewReport
-from backend.present.metrics import HEADLINES, METRICS
+from backend.present.metrics import HEADLINES, METRICS, SCORE_METRICS
 from backend.present.text import count, interval, p_value, pp, signed_pp
 from backend.present.text import story as story_text
 from backend.scope.binary import describe
@@ -106,11 +106,11 @@ def score_lines(c: ContinuousMetrics) -> list[str]:
     for label, value in c.mean_score.items():
         lines.append(f"  {label:>14}  {interval(value, (ci.mean_score or {}).get(label))}")
     best = c.best_fixed
-    lines.append(f"{'best fixed score':<31} {best.config}  {pp(best.mean_score)}")
-    lines.append(f"{'oracle mean score':<31} {pp(c.oracle_mean)}")
-    lines.append(f"{'oracle gap':<31} {interval(c.oracle_gap, unset(ci.oracle_gap))}")
-    lines.append("score transitions  improved regressed unchanged  regression rate (pp)   sign p")
-    rates = ci.regression_rate or None
+    lines.append(f"{SCORE_METRICS['best_fixed'].label:<31} {best.config}  {pp(best.mean_score)}")
+    lines.append(f"{SCORE_METRICS['oracle_mean'].label:<31} {pp(c.oracle_mean)}")
+    lines.append(f"{SCORE_METRICS['oracle_gap'].label:<31} {interval(c.oracle_gap, unset(ci.oracle_gap))}")
+    lines.append("score transitions  Improved Regressed Unchanged  Regression rate (pp)   Sign p")
+    rates = unset(ci.regression_rate)
     for k, t in enumerate(c.transitions):
         rate = interval(t.regression_rate, rates[k] if rates else None)
         lines.append(

@@ -1,4 +1,5 @@
-"""Every metric the Overview, the CLI's tables, the report and the Compare page show, defined once: its key
+"""Every metric the Overview, the CLI's tables, the report and the Compare page show (accuracy and, for
+open-ended items, scores), defined once: its key
 (the JSON field), label, one-line plain definition, how its value reads, the function that computes it and
 its entry in docs/metrics.md.
 
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.analysis import continuous
 from backend.analysis import metrics as formulas
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.present.text import p_value, pp, signed_pp
@@ -156,6 +158,34 @@ TRANSITION_METRICS = (
     ),
 )
 METRICS = {m.key: m for m in (*HEADLINE_METRICS, *TRANSITION_METRICS)}
+# The open-ended (scored) items' metrics, by their field in a model's ``continuous`` block (``metrics --json``):
+# a namespace of their own, since ``best_fixed`` there is a mean score, not an accuracy. Never averaged with
+# the accuracy metrics above (docs/metrics.md, "Continuous scores").
+SCORE_METRICS = {
+    m.key: m
+    for m in (
+        Metric("mean_score", "Mean score", "The average score of the scored items at one configuration.",
+               pp, continuous.continuous_metrics, "mean-score"),
+        Metric("best_fixed", "Best fixed score", "Mean score of the one configuration that scores highest, used for every item.",
+               pp, continuous.continuous_metrics, "best-fixed-score"),
+        Metric("oracle_mean", "Oracle mean", "Average over items of each item's best score at any configuration.",
+               pp, continuous.continuous_metrics, "oracle-mean"),
+        Metric("oracle_gap", "Oracle gap", "Oracle mean minus best fixed score: what choosing the budget item by item could add.",
+               pp, continuous.continuous_metrics, "oracle-gap"),
+        Metric("improved", "Improved", "Items whose score rises at the step by more than the tolerance.",
+               _count, continuous.score_kinds, "improved-regressed"),
+        Metric("regressed", "Regressed", "Items whose score falls at the step by more than the tolerance.",
+               _count, continuous.score_kinds, "improved-regressed"),
+        Metric("unchanged", "Unchanged", "Items whose score moves at the step by at most the tolerance.",
+               _count, continuous.score_kinds, "improved-regressed"),
+        Metric("improvement_rate", "Improvement rate", "Improved items as a share of the scored items.",
+               pp, continuous.score_kinds, "improvement-rate"),
+        Metric("regression_rate", "Regression rate", "Regressed items as a share of the scored items.",
+               pp, continuous.score_kinds, "regression-rate"),
+        Metric("sign_p", "Sign p", "How likely a split of improved against regressed this uneven is if the step changed nothing.",
+               p_value, mcnemar_exact, "sign-p"),
+    )
+}  # fmt: skip
 # The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
 # overwrite share of text-correct items and the count sit in the per-model table only).
 RATES = tuple(m.key for m in HEADLINE_METRICS if m.key != "terminal_regressions")
@@ -184,6 +214,10 @@ def glossary() -> str:
     """Markdown: every metric's label, JSON key and plain definition, linked to its entry below."""
     lines = ["| metric | `--json` key | in plain words |", "|---|---|---|"]
     lines += [f"| [{m.label}](#{m.anchor}) | `{m.key}` | {m.definition} |" for m in METRICS.values()]
+    lines += [
+        f"| [{m.label}](#{m.anchor}) (open-ended) | `continuous.{m.key}` | {m.definition} |"
+        for m in SCORE_METRICS.values()
+    ]
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """The series a figure draws, laid out once for both chart libraries: the Overview's curve and flow bars
-(Vega-Lite on the page, ``pages.common.charts``; Plotly in the report, ``backend.report.figures``) and the
+(Vega-Lite on the page, ``backend.present.charts``; Plotly in the report, ``backend.report.figures``) and the
 Flows Sankey's trace (a Plotly trace dict the page's component draws and the report's figure wraps).
 
 Rows are plain JSON (rates in percent, ``None`` where missing). Text from data stays raw here; a caller that
@@ -8,15 +8,15 @@ draws into markup passes its escape as ``text`` (Plotly parses a small HTML dial
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from backend.contracts.common import Interval, Transition
 from backend.contracts.views import McqaMetrics, Sankey
-from backend.present.text import KIND_TEXT, bounds, count, number
+from backend.present.text import KIND_TEXT, MISSING, bounds, count, number
 
-DASH = "–"  # a missing value in a table cell
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
 BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
 
@@ -119,7 +119,7 @@ def sankey_trace(
     """The Flows Sankey as a Plotly trace dict: correct / wrong state nodes per configuration (correct above,
     each column's split at its share), non-empty links coloured by kind, hover text from ``KIND_TEXT``.
 
-    ``colours``: a colour per state and per flow kind (``backend.report.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
+    ``colours``: a colour per state and per flow kind (``backend.present.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
     passed in so this layer stays below the report); ``text`` escapes data text for the target; ``config_labels``
     names the configuration in each node's label (where no column header does)."""
     nodes = view.nodes
@@ -163,6 +163,22 @@ def sankey_trace(
             ),
         },
     }
+
+
+def sankey_figure(view: Sankey, colours: Mapping[str, str], font: dict) -> dict:
+    """The Sankey as a Plotly-schema figure dict, which the Sankey script (``backend/report/static/sankey``) draws
+    on the Flows page and in the report: state nodes per config, non-empty aggregated links coloured by kind,
+    in ``font``. Never validated into a ``go.Figure`` (a cost on every run). The script shows hover values as
+    text and decodes entities in labels and the title, where it reads ``<b>`` as markup: the title's model name
+    is escaped."""
+    trace = sankey_trace(view, colours, config_labels=True)  # no column headers: labels name them
+    layout = {
+        "title": {"text": sankey_title(view, lambda t: html.escape(t, quote=False)), "font": {"size": 16}},
+        "font": font,
+        "margin": {"l": 60, "r": 30, "t": 50, "b": 30},
+        "height": 420 if len(view.configs) <= 2 else 480,
+    }
+    return {"data": [trace], "layout": layout}
 
 
 def column_x(k: int, n_cfg: int) -> float:
@@ -234,4 +250,4 @@ def dashed(frame: Any, digits: Mapping[str, int]) -> Any:
     out = frame.astype(object)
     for column, places in digits.items():
         out[column] = [None if v is None or v != v else f"{v:.{places}f}" for v in frame[column]]
-    return out.where(out.notna(), DASH)
+    return out.where(out.notna(), MISSING)

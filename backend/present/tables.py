@@ -20,9 +20,8 @@ from backend.contracts.common import Interval
 from backend.contracts.views import ModelMetrics, Sankey
 from backend.present.metrics import HEADLINES, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
-from backend.present.text import RATE_UNITS, interval, p_value, pp, signed_pp
+from backend.present.text import MISSING, RATE_UNITS, interval, p_value, pp, signed_pp
 
-DASH = "—"  # a missing value in a table cell: never "None", "nan" or 0
 # A report field as a table header: plain words in sentence case, the one style of every table. A field not
 # listed reads as its words (``header``); these are the ones whose words alone would not say what they count.
 HEADERS: dict[str, str] = {
@@ -64,7 +63,7 @@ def cell_text(value: object, fmt: str | None = None) -> str:
     printf pattern such as "%.3f"; None: whole numbers with thousands separators, others to 4 significant
     digits), anything else as it prints."""
     if value is None or value is pd.NA or (isinstance(value, Real) and value != value):
-        return DASH
+        return MISSING
     if isinstance(value, bool) or not isinstance(value, Real):
         return str(value)
     number = float(value)

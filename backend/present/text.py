@@ -1,6 +1,6 @@
 """How a number reads wherever it is shown: rates as percentage points with one decimal and the 95% interval
-in brackets (``68.3 [61.7, 75.6]``), ``n/a`` where a value is not available (never 0, which would read as a
-measurement), p-values to three significant digits; and the names the metrics and flows go by.
+in brackets (``68.3 [61.7, 75.6]``), a dash (``MISSING``) where a value is not available (never 0, which
+would read as a measurement, nor "None", "nan" or "n/a": one mark on every page, table, CLI line and report), p-values to three significant digits; and the names the metrics and flows go by.
 
 One definition, so the page, its CLI twin and the report show the same string for the same number; what each
 metric is called and means: ``backend.present.metrics``.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from backend.contracts.views import Story
 
-MISSING = "n/a"
+MISSING = "—"  # a value not available, wherever it is shown
 
 # A flow between two configurations, as a reader says it (Sankey links, item lists).
 KIND_TEXT = {
@@ -27,7 +27,7 @@ RATE_UNITS = "% of items; 95% paired-bootstrap interval in brackets"
 
 def number(x: object, scale: float = 1.0) -> float | None:
     """``x * scale`` as a float (a JSON number), or None where ``x`` is not there (None, NaN, pandas' NA, not a
-    number): a NaN rate is "not measurable", and shows as ``n/a``, never as a number."""
+    number): a NaN rate is "not measurable", and shows as a dash, never as a number."""
     try:
         value = float(x)  # type: ignore[arg-type]  # anything float() takes; the rest is missing
     except (TypeError, ValueError):
@@ -42,19 +42,19 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def pp(x: object) -> str:
-    """A fraction as percentage points, one decimal: ``0.683`` -> ``68.3``; ``n/a`` when missing."""
+    """A fraction as percentage points, one decimal: ``0.683`` -> ``68.3``; a dash when missing."""
     v = number(x)
     return MISSING if v is None else f"{100 * v:.1f}"
 
 
 def pct(x: object, digits: int = 1) -> str:
-    """A fraction as a percentage with its sign, for a number shown alone: ``68.3%``; ``n/a`` when missing."""
+    """A fraction as a percentage with its sign, for a number shown alone: ``68.3%``; a dash when missing."""
     v = number(x)
     return MISSING if v is None else f"{100 * v:.{digits}f}%"
 
 
 def signed_pp(x: object) -> str:
-    """A change in percentage points with its sign: ``+1.5``, ``-0.7`` (a net flow); ``n/a`` when missing."""
+    """A change in percentage points with its sign: ``+1.5``, ``-0.7`` (a net flow); a dash when missing."""
     v = number(x)
     return MISSING if v is None else f"{100 * v:+.1f}"
 
@@ -68,7 +68,7 @@ def bounds(ci: Sequence[object] | None) -> tuple[float, float] | None:
 
 
 def interval(x: object, ci: Sequence[object] | None) -> str:
-    """A rate with its 95% interval, ``68.3 [61.7, 75.6]``; the value alone without an interval, ``n/a`` when
+    """A rate with its 95% interval, ``68.3 [61.7, 75.6]``; the value alone without an interval, a dash when
     the value is missing."""
     ends = bounds(ci)
     return pp(x) if number(x) is None or ends is None else f"{pp(x)} [{pp(ends[0])}, {pp(ends[1])}]"
@@ -81,7 +81,7 @@ def ci_text(ci: Sequence[object] | None) -> str | None:
 
 
 def p_value(p: object) -> str:
-    """A p-value to three significant digits (``0.0312``, ``1e-05``); ``n/a`` where there is no test (a pair
+    """A p-value to three significant digits (``0.0312``, ``1e-05``); a dash where there is no test (a pair
     without flips has none)."""
     v = number(p)
     return MISSING if v is None else f"{v:.3g}"

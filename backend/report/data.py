@@ -25,8 +25,8 @@ from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweep
 from backend.contracts.report import PolicySection, ReportData, ReportMeta, ReportTaskTypes
 from backend.contracts.views import FlowsSummary, OverviewNumbers
+from backend.present.palette import model_colours
 from backend.report.gallery import gallery
-from backend.report.palette import model_colours
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View, open_view

@@ -1,12 +1,14 @@
 """One self-contained HTML file from the report's data: opens offline in a browser, prints section by section.
 
-* Plotly's JavaScript (``plotly.offline.get_plotlyjs()``, 4.8 MB) is inlined once, gzipped and
-  base64-encoded (about 1.9 MB), and unpacked in the browser with the standard
-  ``DecompressionStream``; the figures are JSON data blocks drawn by one small script. Every table
-  is plain HTML, so the numbers stay readable (and print) where scripts do not run.
+* The figures are the pages' Vega-Lite specs (``backend.report.figures``), drawn by Vega, Vega-Lite and
+  vega-embed (vendored under ``static/vega``, about 0.85 MB) and, for the Sankey, the Flows page's own script
+  (``static/sankey``). The scripts are inlined once, gzipped and base64-encoded (0.39 MB), and unpacked
+  in the browser with the standard ``DecompressionStream``; the figures are JSON data blocks drawn by one small
+  script. Every table is plain HTML, so the numbers stay readable (and print) where scripts do not run.
 * A Content-Security-Policy admits no network request of any kind (``default-src 'none'``), images
   only from ``data:`` URIs and only the one script whose SHA-256 it names, so even a tag that got
-  past the escaping could neither run nor phone home.
+  past the escaping could neither run nor phone home. Vega evaluates its expressions with
+  vega-interpreter, not ``new Function``, so the policy needs no ``'unsafe-eval'``.
 * The markup is Jinja2 templates (``backend/report/templates/``) with autoescape: every value written
   into them is escaped unless it is markup this module made (CSS, the boot script, the JSON blocks);
   JSON inside ``<script>`` blocks has its ``<``, ``>`` and ``&`` written as ``\\u003c`` escapes so no
@@ -25,23 +27,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import jinja2
-import plotly.io as pio
 from markupsafe import Markup
-from plotly.offline import get_plotlyjs
 
 from backend.contracts.base import to_json
 from backend.contracts.common import ScopeHeader
 from backend.contracts.report import ReportData
-from backend.present.text import count, interval, pp
+from backend.present.palette import CORRECT, INK, NEUTRAL, WRONG
+from backend.present.text import MISSING, count, interval, pp
 from backend.report import tables
 from backend.report.figures import FONT_FAMILY, figures
-from backend.report.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.scope.binary import describe
 
-PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
+STATIC = Path(__file__).resolve().parent / "static"
+# vega-embed's options: the menu saves SVG or PNG (no source view, no link to the online editor); expressions
+# run in the interpreter (the policy forbids 'unsafe-eval').
+EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False, "editor": False}, "renderer": "svg"}
 
 CSS = f"""
 :root {{ --ink: {INK}; --correct: {CORRECT}; --wrong: {WRONG}; --neutral: {NEUTRAL}; }}
@@ -73,12 +77,14 @@ table.traj td small {{ display: block; font-weight: 400; font-size: 10px; }}
 .strip .label {{ width: 150px; font-size: 11px; color: #5f6368; }}
 .strip img {{ height: 40px; border-radius: 2px; }}
 #js-status {{ color: var(--wrong); }}
+.trajaudit-sankey {{ position: relative; }}
+{(STATIC / "sankey" / "sankey.css").read_text()}
 @page {{ size: A4; margin: 12mm; }}
 @media print {{
   main {{ max-width: none; padding: 0; }}
   section {{ break-before: page; }} section:first-of-type {{ break-before: auto; }}
   .item, table, .fig {{ break-inside: avoid; }} h2, h3 {{ break-after: avoid; }}
-  .modebar-container {{ display: none !important; }}
+  .vega-embed details {{ display: none !important; }}
   .item {{ margin: 6px 0; padding: 6px 10px; }} .item ul.options {{ columns: 2; column-gap: 16px; }}
   .strip img {{ height: 30px; }} .strip {{ margin: 1px 0; }} table.traj {{ margin: 4px 0; }}  /* two gallery items a page */
 }}
@@ -87,19 +93,27 @@ table.traj td small {{ display: block; font-weight: 400; font-size: 10px; }}
 BOOT = """(async () => {
   const status = document.getElementById("js-status");
   try {
-    const packed = document.getElementById("plotly-gz").textContent.trim();
+    const packed = document.getElementById("charts-gz").textContent.trim();
     const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    // plotly.js runs as a script of its own, from a blob: URL this page made, so the policy needs no 'unsafe-eval'
+    // the scripts run as one of their own, from a blob: URL this page made, so the policy needs no 'unsafe-eval'
     const url = URL.createObjectURL(new Blob([await new Response(stream).text()], { type: "text/javascript" }));
     await new Promise((resolve, reject) => {
       const script = Object.assign(document.createElement("script"), { src: url, onload: resolve, onerror: reject });
       document.head.appendChild(script);
     });
     const figs = JSON.parse(document.getElementById("report-figures").textContent);
-    const config = JSON.parse(document.getElementById("plot-config").textContent);
+    const options = JSON.parse(document.getElementById("embed-options").textContent);
+    options.ast = true;
+    options.expr = vegaInterpreter.expressionInterpreter;
     for (const [id, fig] of Object.entries(figs)) {
-      await Plotly.newPlot(id, fig.data, fig.layout, config);
+      const el = document.getElementById(id);
+      if (id === "fig-sankey") {
+        trajauditSankey({ data: { figure: JSON.stringify(fig), height: fig.layout.height, selected: null },
+                          parentElement: el, setTriggerValue: () => {} });
+      } else {
+        await vegaEmbed(el, fig, options);
+      }
     }
     document.body.dataset.charts = "drawn";
   } catch (err) {
@@ -108,11 +122,48 @@ BOOT = """(async () => {
   }
 })();"""
 
+# The vendored ES modules, made plain scripts: (file, import line -> binding from a global, export line -> global).
+_MODULES = (
+    (
+        STATIC / "vega" / "vega-interpreter.js",
+        ("import { ascending, isString, DisallowedObjectProperties } from 'vega-util';",
+         "const { ascending, isString, DisallowedObjectProperties } = vega;"),
+        ("export { expression as expressionInterpreter };",
+         "window.vegaInterpreter = { expressionInterpreter: expression };"),
+    ),
+    (STATIC / "sankey" / "sankey.js", None, ("export default function (component) {", "window.trajauditSankey = function (component) {")),
+)  # fmt: skip
+
+
+def _plain_script(path: Path, imports: tuple[str, str] | None, export: tuple[str, str]) -> str:
+    """An ES module's text as a plain script in its own scope: its one import bound from a global, its export
+    assigned to one. Fails loudly if an update changed the lines it rewrites."""
+    text = path.read_text(encoding="utf-8")
+    for old, new in [p for p in (imports, export) if p is not None]:
+        if text.count(old) != 1:
+            raise RuntimeError(
+                f"{path.name}: expected the line {old!r} once (an updated file? see static/vega/README.md)"
+            )
+        text = text.replace(old, new)
+    return "(() => {\n" + text + "\n})();"
+
+
+def _without_source_map(text: str) -> str:
+    """A build without its ``//# sourceMappingURL`` line (the map is not shipped; nothing may ask for it)."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//# sourceMappingURL="))
+
 
 @lru_cache(maxsize=1)
-def plotly_packed() -> str:
-    """plotly.js from the installed plotly package, gzipped (no timestamp, so the bytes never change) and base64."""
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+def charts_packed() -> str:
+    """Vega, Vega-Lite, vega-embed, vega-interpreter and the Sankey script as one plain script, gzipped (no
+    timestamp, so the bytes never change) and base64."""
+    vendored = [
+        (STATIC / "vega" / name).read_text(encoding="utf-8")
+        for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+    ]
+    parts = [*vendored, *(_plain_script(*m) for m in _MODULES)]
+    script = ";\n".join(_without_source_map(p) for p in parts)
+    return base64.b64encode(gzip.compress(script.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
 def script_json(obj) -> str:
@@ -131,9 +182,9 @@ def _csp() -> str:
 
 def _text(value: Any) -> Markup:
     """How every ``{{ }}`` of the templates is written: markup (the macros', CSS, the JSON blocks) as it is,
-    anything else as text, ``html.escape``\'d (``n/a`` for None). Jinja's autoescape would escape it too;
+    anything else as text, ``html.escape``\'d (a dash for None). Jinja's autoescape would escape it too;
     this keeps the entities the report has always used (``&quot;``, ``&#x27;``), which its tests read."""
-    return value if isinstance(value, Markup) else Markup(escape("n/a" if value is None else str(value), quote=True))
+    return value if isinstance(value, Markup) else Markup(escape(MISSING if value is None else str(value), quote=True))
 
 
 @lru_cache(maxsize=1)
@@ -208,7 +259,7 @@ def render(data: ReportData) -> str:
     """The report as one HTML document (a pure function of ``data``)."""
     scope = data.scope
     title = f"trajaudit report: {', '.join(scope.models)} on {scope.benchmark or 'all benchmarks'}"
-    figs = {name: json.loads(pio.to_json(fig, validate=False)) for name, fig in figures(data).items()}
+    figs = figures(data)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -218,8 +269,8 @@ def render(data: ReportData) -> str:
             csp=_csp(),
             css=Markup(CSS),
             boot=Markup(BOOT),
-            plot_config=Markup(script_json(PLOT_CONFIG)),
+            embed_options=Markup(script_json(EMBED_OPTIONS)),
             figures=Markup(script_json(figs)),
-            plotly=Markup(plotly_packed()),
+            charts=Markup(charts_packed()),
         )
     )

@@ -3,7 +3,7 @@
 The HTML report, ``--format latex`` (booktabs) and ``--format markdown`` all render these same
 ``Table`` values, which the Overview page and ``trajaudit metrics`` share, so a number reads the same
 everywhere: percentage points with one decimal and the 95% interval in brackets, ``68.3 [61.7, 75.6]``;
-``n/a`` where a metric is not available (never 0). Text from data (model, config and task names) is
+a dash where a metric is not available (never 0). Text from data (model, config and task names) is
 escaped for each target.
 """
 
@@ -18,8 +18,9 @@ from backend.contracts.common import Interval
 from backend.contracts.report import ReportData
 from backend.contracts.views import ContinuousMetrics, ModelMetrics
 from backend.present import tables as frames
+from backend.present.metrics import SCORE_METRICS
 from backend.present.tables import Table
-from backend.present.text import count, interval, p_value, pp
+from backend.present.text import MISSING, count, interval, p_value, pp
 
 
 def headline_table(data: ReportData) -> Table:
@@ -69,7 +70,12 @@ def score_table(grid: Sequence[str], scored: Mapping[str, ContinuousMetrics]) ->
         f"Scores of the scored (open-ended) items ({SCORE_UNITS}). Oracle mean: mean over items of the best score "
         "over configurations; oracle gap: oracle mean minus the best fixed configuration's mean score."
     )
-    columns = ["Model", "Scored items", *grid, "Best fixed", "Oracle mean", "Oracle gap"]
+    columns = [
+        "Model",
+        "Scored items",
+        *grid,
+        *(SCORE_METRICS[k].label for k in ("best_fixed", "oracle_mean", "oracle_gap")),
+    ]
     keys = [None, "n_items", *(f"mean_score[{g}]" for g in grid), "best_fixed", "oracle_mean", "oracle_gap"]
     return Table("scores", caption, columns, rows, values, keys)
 
@@ -94,14 +100,14 @@ def score_transitions_table(scored: Mapping[str, ContinuousMetrics]) -> Table:
             )
             values.append([None, None, t.improved, t.regressed, t.unchanged, t.regression_rate, t.sign_p])
     tolerance = next(iter(scored.values())).tolerance if scored else 0.0
+    shown = ["improved", "regressed", "unchanged", "regression_rate", "sign_p"]
     caption = (
         f"Score transitions between consecutive configurations: items whose score rose (improved), fell (regressed) "
         f"or changed by at most {tolerance:g} (unchanged); regression rate in % of scored items with its 95% interval; "
         "exact sign-test p of improved vs regressed."
     )
-    columns = ["Model", "Transition", "Improved", "Regressed", "Unchanged", "Regression rate", "Sign p"]
-    keys = [None, None, "improved", "regressed", "unchanged", "regression_rate", "sign_p"]
-    return Table("score_transitions", caption, columns, rows, values, keys)
+    columns = ["Model", "Transition", *(SCORE_METRICS[k].label for k in shown)]
+    return Table("score_transitions", caption, columns, rows, values, [None, None, *shown])
 
 
 def paper_tables(data: ReportData) -> list[Table]:
@@ -196,7 +202,7 @@ def explain_table(report: dict) -> Table:
                 s["label"] + (" (small)" if s["small"] else ""),
                 f"{s['n_selected']} / {s['n_slice']}",
                 pp(s["rate"]),
-                "n/a" if s["lift"] is None else f"{s['lift']:.2f}",
+                MISSING if s["lift"] is None else f"{s['lift']:.2f}",
                 diff,
                 p_value(s["p"]),
                 p_value(s["q"]),

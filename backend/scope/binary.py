@@ -130,12 +130,11 @@ def describe(view: BinaryView) -> str:
     if cutoff == NONE:
         return head + f"left out of accuracy (score cut-off: none), which is over the {mcqa:,} multiple-choice items"
     if cutoff == STORED:
+        # The stored verdicts equal score >= T for every T in (lo, hi] (``verdict_cut``): the interval's top is one
+        # such cut-off, and one number reads at a glance where the interval did not.
         cut = view.verdict_cut
-        implied = f"; those verdicts equal score >= T for any T in ({cut[0]:.3g}, {cut[1]:.3g}]" if cut else ""
+        implied = f" (= score ≥ {cut[1]:.3g})" if cut else ""
         left = n - view.n_scored_in_accuracy
-        unjudged = f"; {left:,} with a response that gave no verdict left out of accuracy" if left else ""
-        return (
-            head + f"accuracy counts them by their stored verdict (correct){implied}{unjudged}; a score cut-off "
-            "changes it"
-        )
+        unjudged = f"; {left:,} without a verdict left out" if left else ""
+        return head + f"accuracy counts them by their stored verdict{implied}{unjudged}"
     return head + f"accuracy counts them as correct when score >= {cutoff:g} (score cut-off)"

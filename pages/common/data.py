@@ -141,6 +141,13 @@ def heatmap(v: View, model: str, max_rows: int) -> dict:
     return views.heatmap(v, model, max_rows)
 
 
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def filtered_ids(v: View) -> tuple[str, ...]:
+    """The view's matched items' ids in order, which the Inspector walks without a selection: one shared, immutable
+    object per view (not a pickled copy per call), since listing 250k ids cost 0.1 s of every previous/next."""
+    return tuple(v.matrix.items["item_id"].astype(str).tolist())
+
+
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def item_page(v: View, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
     """``trajaudit items --sort S --page P --json`` for the view."""

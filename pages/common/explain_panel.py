@@ -19,8 +19,8 @@ import streamlit as st
 
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
 from backend.contracts.explain import ExplainReport
+from backend.present import charts_items
 from backend.present.text import count, interval
-from backend.report import figures
 from backend.scope.selection import Selection
 from backend.scope.tags import TAGS
 from backend.scope.view import View
@@ -174,7 +174,7 @@ def panel(view: View, target: Target, key: str) -> None:
             + (" The bars are drawn grey: read them as leads, not findings." if not verdict["n_surviving"] else "")
         )
         if (out["slices"] or out["pairs"]) and not small_n.too_few(out["n_selected"], "selected item"):
-            ui.chart(ui.style(figures.explain_lifts(out)), f"explain-{model}-{key}")
+            ui.vega(charts_items.explain_lifts(out), f"explain-{model}-{key}")
         if tagged:
             st.caption(
                 "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend import views
 from backend.contracts.runs import PHASES
-from backend.report.palette import ACCENT, CORRECT, NEUTRAL, WRONG
+from backend.present import charts_items
 from backend.runtime import client
 from backend.runtime.client import (
     ensure_local_worker,
@@ -277,59 +276,18 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
     left, right = st.columns(2)
     with left:
         if out["option_probs"]:
-            ui.chart(
-                _probs_chart(out["option_probs"], out["answer"], item.get("target")), f"rerun-probs-{item['item_id']}"
+            ui.vega(
+                charts_items.option_probs(out["option_probs"], out["answer"], item.get("target")),
+                f"rerun-probs-{item['item_id']}",
             )
         else:
             st.caption("No option probabilities for this answer.")
     with right:
         if out["timings"]:
-            ui.chart(_timings_chart(out["timings"]), f"rerun-timings-{item['item_id']}")
+            ui.vega(charts_items.phase_timings(out["timings"], PHASES), f"rerun-timings-{item['item_id']}")
         else:
             st.caption("No phase timings stored for this answer (only a worker's re-runs record them).")
     _strip(view, item, out["frame_indices"], thumb_dir)
-
-
-def _probs_chart(probs: dict[str, float], answer: str | None, target: str | None) -> go.Figure:
-    letters = sorted(probs)
-    colours = [(CORRECT if letter == target else WRONG) if letter == answer else NEUTRAL for letter in letters]
-    fig = go.Figure(
-        go.Bar(
-            x=[f"{x} ✓" if x == target else x for x in letters],
-            y=[probs[x] for x in letters],
-            marker_color=colours,
-            text=[f"{probs[x]:.2f}" for x in letters],
-            textposition="outside",
-            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
-        )
-    )
-    fig.update_yaxes(title_text="probability", range=[0, 1.1])
-    fig.update_xaxes(title_text="option (✓ target)")
-    return _compact(ui.style(fig, "Option probabilities (the answer coloured)", height=280))
-
-
-def _timings_chart(timings: dict[str, float]) -> go.Figure:
-    phases = [p for p in PHASES if p in timings] + sorted(set(timings) - set(PHASES))
-    ms = [1000 * timings[p] for p in phases]
-    fig = go.Figure(
-        go.Bar(
-            x=ms,
-            y=phases,
-            orientation="h",
-            marker_color=ACCENT,
-            text=[f"{v:.0f} ms" for v in ms],
-            textposition="outside",
-            hovertemplate="%{y}: %{x:.1f} ms<extra></extra>",
-        )
-    )
-    fig.update_xaxes(title_text="milliseconds", range=[0, 1.25 * max(ms + [1.0])])
-    fig.update_yaxes(autorange="reversed", type="category")
-    return _compact(ui.style(fig, f"Phase timings ({1000 * sum(timings.values()):.0f} ms in all)", height=280))
-
-
-def _compact(fig: go.Figure) -> go.Figure:
-    """Single-series charts: no legend, so no room kept above the plot for one."""
-    return fig.update_layout(showlegend=False, margin={"t": 40})
 
 
 def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) -> None:

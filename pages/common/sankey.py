@@ -3,7 +3,7 @@
 ``st.plotly_chart(on_select=...)`` reports box/lasso/point selections of cartesian traces only: a
 click on a Sankey link fires Plotly's ``plotly_click`` but Streamlit's selection stays empty
 (checked on Streamlit 1.67), so the Flows page draws its Sankey here. The component is an
-``st.components.v2`` module (``assets/sankey/sankey.js`` and ``sankey.css``) that runs in the page
+``st.components.v2`` module (``backend/report/static/sankey/``: ``sankey.js`` and ``sankey.css``, which the offline report draws its Sankey with too) that runs in the page
 itself, in a shadow root: an ``st.components.v1`` iframe (its own document to fetch and start on every
 switch to the page) cost a switch to Flows about a fifth more of the browser's CPU
 (``benchmarks/README.md``), and loading Plotly's script there slowed it by over a second before
@@ -27,7 +27,7 @@ from pathlib import Path
 import streamlit as st
 from plotly.io.json import to_json_plotly
 
-FOLDER = Path(__file__).resolve().parents[2] / "assets" / "sankey"
+FOLDER = Path(__file__).resolve().parents[2] / "backend" / "report" / "static" / "sankey"
 
 
 @cache

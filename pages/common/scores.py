@@ -20,14 +20,15 @@ import streamlit as st
 from backend.contracts.base import to_json, unset
 from backend.contracts.common import Interval, Transition
 from backend.contracts.views import CompareReport, ContinuousMetrics, McqaMetrics, ScoreFlows, ScoreTransition
-from backend.present import series
+from backend.present import charts, series
+from backend.present.metrics import SCORE_METRICS
+from backend.present.palette import CORRECT, NEUTRAL, WRONG
 from backend.present.text import count
 from backend.report import tables
-from backend.report.palette import CORRECT, NEUTRAL, WRONG
 from backend.scope.binary import NONE, STORED
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import charts, score_data, small_n, state, ui, walk
+from pages.common import score_data, small_n, state, ui, walk
 
 # The sidebar's choices: the stored verdict, left out, or a cut-off in steps of 0.05 (the CLI takes any T).
 CUTOFFS = (STORED, NONE, *(f"{k / 20:g}" for k in range(21)))
@@ -63,7 +64,7 @@ def cutoff_control(sidebar, shown: bool) -> str:
 
 
 def points(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
+    return ui.DASH if x is None else f"{100 * x:.1f}"
 
 
 def _points_metric(col, label: str, value: float | None, ci: Sequence[float] | None, help: str) -> None:
@@ -129,24 +130,24 @@ def overview_section(v: View, metrics: McqaMetrics, colours: dict[str, str]) -> 
             best = focus.best_fixed
             _points_metric(
                 c1,
-                f"Best fixed score ({best.config})",
+                f"{SCORE_METRICS['best_fixed'].label} ({best.config})",
                 best.mean_score,
                 (focus.ci.mean_score or {}).get(best.config),
-                "Highest mean score of one configuration for every item (ties: the cheapest).",
+                SCORE_METRICS["best_fixed"].definition,
             )
             _points_metric(
                 c2,
-                "Oracle mean",
+                SCORE_METRICS["oracle_mean"].label,
                 focus.oracle_mean,
                 None,
-                "Mean over items of each item's best score over the grid.",
+                SCORE_METRICS["oracle_mean"].definition,
             )
             _points_metric(
                 c3,
-                "Oracle gap",
+                SCORE_METRICS["oracle_gap"].label,
                 focus.oracle_gap,
                 unset(focus.ci.oracle_gap),
-                "Oracle mean minus the best fixed mean score: what per-item budget choice could gain.",
+                SCORE_METRICS["oracle_gap"].definition,
             )
             if worst is not None:
                 k = focus.transitions.index(worst)

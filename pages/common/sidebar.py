@@ -207,16 +207,7 @@ def draw() -> View | None:
             f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
             "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)"
         )
-        state.bind(
-            st.segmented_control,
-            "fmt",
-            "Chart export format",
-            options=list(ui.EXPORT_FORMATS),
-            default="png",
-            help="For the Plotly charts' camera button (Items heatmap, re-runs, Why these items?). Vega-Lite charts "
-            "(Overview, Inspector, Compare, Policies, Audits) save a PNG from their menu; the Sankey saves an SVG "
-            "from its own button.",
-        )
+        st.caption("Charts save as SVG or PNG from their ⋯ menu; the Sankey saves an SVG from its own button.")
 
     item_filter = ItemFilter(
         task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)

@@ -11,7 +11,7 @@ import base64
 
 import numpy as np
 
-from backend.report.palette import ACCENT
+from backend.present.palette import ACCENT
 
 WIDTH, HEIGHT, PAD = 120, 30, 3
 

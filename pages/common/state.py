@@ -26,7 +26,6 @@ PARAMS: dict[str, type] = {
     "dur": list,  # duration categories
     "tag": str,  # trajectory tag of the focus model
     "q": str,  # free-text search
-    "fmt": str,  # chart export format
     "flowview": str,  # flows page: "grid" or "pair"
     "from": str,  # configuration pair (flows page)
     "to": str,

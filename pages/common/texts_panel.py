@@ -13,7 +13,7 @@ import html
 import streamlit as st
 
 from backend.contracts.inspector import DiffWord, ItemTexts, TextRow
-from backend.report.palette import CORRECT, NEUTRAL, WRONG
+from backend.present.palette import CORRECT, NEUTRAL, WRONG
 from pages.common import state, ui
 
 MARKS = {"best": ("★ best", CORRECT), "worst": ("▼ worst", WRONG)}

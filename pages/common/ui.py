@@ -11,19 +11,17 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from backend.contracts.views import ModelMetrics
 from backend.present.metrics import METRICS
-from backend.present.tables import headline_ci, headline_table, headline_value
-from backend.present.text import ci_text, count, pct
-from backend.report import figures
-from backend.report.palette import CORRECT, INK, WRONG
+from backend.present.palette import CORRECT, INK, WRONG
+from backend.present.tables import header, headline_ci, headline_table, headline_value
+from backend.present.text import MISSING, ci_text, count, pct
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
 from backend.scope.view import View
-from pages.common import data, score_data, state
+from pages.common import data, score_data
 from store.errors import UserError
 
 # The table download buttons: label, encoder, file suffix, MIME type, widget key prefix.
@@ -32,14 +30,11 @@ _DOWNLOADS: tuple[tuple[str, Callable[[pd.DataFrame], bytes], str, str, str], ..
     ("Parquet", data.parquet_bytes, "parquet", "application/octet-stream", "pq"),
 )
 FONT = {"family": "Source Sans Pro, Arial, sans-serif", "size": 13, "color": INK}
-EXPORT_FORMATS = ("png", "svg")
 _HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
 # Where GFM would autolink: a URL scheme's colon, "www." and an e-mail's "@" (a word joiner goes before them).
 _AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|[\w.+-](?=@[\w-]+\.)")
 _MD_INLINE = re.compile(r"([\\`*_{}\[\]()!|<>~$:&])")  # emphasis, code, links, tables, HTML, directives, math
-# Column names a table header shows in other words than its own with "_" read as a space.
-_HEADERS = {"item_id": "item"}
-DASH = "–"  # a missing value in a table cell (``st.dataframe(placeholder=DASH)``; Streamlit's default is "None")
+DASH = MISSING  # a missing value in a table cell (``st.dataframe(placeholder=DASH)``; Streamlit's default is "None")
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#+=.)-])")  # headings, lists ("-", "1."), setext underlines
 
 
@@ -68,7 +63,7 @@ def headline_cards(rec: ModelMetrics, keys: Sequence[str]) -> str:
     """HTML (for ``st.html``) of one model's headline rates, each with its 95% interval and, underneath, its
     one-line plain definition (``backend.present.metrics``): read without hovering, and one element for the
     browser to draw instead of a metric and a caption per number. Data text (the best configuration) is
-    escaped; values are ``n/a`` where not available."""
+    escaped; values are a dash where not available."""
     cards = []
     for key in keys:
         metric = METRICS[key]
@@ -94,30 +89,13 @@ _CARDS_CSS = (
 
 def headline_text(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str]) -> pd.DataFrame:
     """``backend.present.tables.headline_table`` as a page shows it: one column per model (rows: metrics), so
-    the widest table fits the page instead of hiding its right columns; cells read "68.3 [61.7, 75.6]", "n/a"."""
+    the widest table fits the page instead of hiding its right columns; cells read "68.3 [61.7, 75.6]", "—"."""
     return headline_table(models, n_items, grid).frame().set_index("Model").T.rename_axis("% of items (95% CI)")
 
 
-def style(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    """The charts' one look (``backend.report.figures.style``) in the dashboard's font; ``title`` None keeps the
-    figure's own (builders shared with the report title their figures)."""
-    return figures.style(fig, fig.layout.title.text if title is None else title, height, font=FONT, title_size=16)
-
-
-def chart(fig: go.Figure, name: str) -> None:
-    """Draw a Plotly figure whose toolbar exports it (PNG or SVG, per the sidebar's choice)."""
-    fmt = state.get("fmt") if state.get("fmt") in EXPORT_FORMATS else "png"
-    config = {
-        "displaylogo": False,
-        "toImageButtonOptions": {"format": fmt, "filename": name, "scale": 2 if fmt == "png" else 1},
-    }
-    st.plotly_chart(fig, config=config, theme=None)
-
-
 def vega(spec: dict, name: str) -> None:
-    """Draw a Vega-Lite spec (``pages.common.charts``) as the page's width; its toolbar downloads a PNG.
-
-    ``name`` is the chart's name (kept beside ``chart``'s, which names the Plotly export file)."""
+    """Draw a Vega-Lite spec (``backend.present.charts*``) as the page's width; its menu saves it as SVG or PNG.
+    ``name`` keys the element, so a chart keeps its place (and its zoom) across reruns."""
     st.vega_lite_chart(spec, width="stretch", theme=None, key=f"vega-{name}")
 
 
@@ -182,9 +160,10 @@ def row_table(
 
 
 def plain_headers(columns: Iterable[str], column_config: dict) -> dict:
-    """``column_config`` with every other column of ``columns`` headed in plain words ("task_type" -> "task
-    type", "item_id" -> "item"): one naming style on every table, whatever the frame's column names."""
-    return {c: _HEADERS.get(c, c.replace("_", " ")) for c in columns} | column_config
+    """``column_config`` with every other column of ``columns`` headed in plain words ("task_type" -> "Task
+    type", "item_id" -> "Item"; ``backend.present.tables.header``, as every other table of the pages, the CLI and
+    the report): one naming style, whatever the frame's column names."""
+    return {c: header(c) for c in columns} | column_config
 
 
 def swatch(colour: str, text: str) -> str:

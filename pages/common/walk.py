@@ -14,6 +14,7 @@ import streamlit as st
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import state, ui
+from pages.common.data import filtered_ids
 from pages.common.data import walk_items as items
 
 PAGE_SIZE = 50  # rows per page of an item list
@@ -27,7 +28,7 @@ def current() -> Selection | None:
 def ids(view: View, model: str, sel: Selection | None) -> list[str]:
     """The walk's item ids, in order (the filtered list when ``sel`` is None)."""
     if sel is None:
-        return view.matrix.items["item_id"].astype(str).tolist()
+        return list(filtered_ids(view))
     if sel.kind == "items":
         return list(dict.fromkeys(sel.args))
     return items(view, model, sel)["item_id"].astype(str).tolist()

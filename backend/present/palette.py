@@ -14,7 +14,6 @@ INK = "#2b2d31"  # text drawn on charts
 FRAME_ADDED = "#3b6fb6"  # frames a budget adds over the previous one (timeline markers)
 FRAME_KEPT = NEUTRAL
 ACCENT = "#6b7fd7"  # neutral emphasis (counts that are neither correct nor wrong)
-SEQUENTIAL = "Blues"  # Plotly scale for 0..1 similarity (Jaccard)
 
 # Qualitative colours that stay clear of CORRECT and WRONG (no greens, no reds/oranges).
 MODEL_COLOURS = (

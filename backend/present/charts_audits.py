@@ -2,7 +2,7 @@
 docs/architecture.md, "Charts").
 
 Each builder maps one report dict (``trajaudit audit ... --json``, ``cascade``/``predictor --json``) onto a plain
-spec in the dashboard's look (``pages.common.charts.CONFIG``): every number is the report's, nothing is computed
+spec in the dashboard's look (``backend.present.charts.CONFIG``): every number is the report's, nothing is computed
 here. A chart's points travel as one table of data values with a ``series`` column (layers filter it), so data
 text (model, protocol, configuration names) stays data, never markup; a test reads them back from the Arrow
 table Streamlit sends.
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backend.contracts.audits import CrossmodelAudit, IsoGroup, NoiseAudit, Recovery
-from backend.report.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
-from pages.common.charts import CONFIG, SCHEMA
+from backend.present.charts import CONFIG, SCHEMA
+from backend.present.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
 
 FLIP_SHADES = {"beyond": 0.95, "unmeasured": 0.55, "within": 0.2}  # opacity of a flip class in the noise chart
 

@@ -1,11 +1,10 @@
-"""Vega-Lite charts of the pages a session opens first (Overview, Inspector, Compare), drawn by ``ui.vega``.
+"""Vega-Lite charts of the Overview, Inspector and Compare, drawn by ``ui.vega`` on the pages and by the report
+(``backend.report.figures``): one chart library on every surface (docs/architecture.md, "Charts"; the other
+builders: ``charts_audits``, ``charts_items``).
 
-Why two chart libraries: a page with a Plotly chart makes the browser import Streamlit's 4.7 MB
-Plotly chunk before it can draw, and Python validates every Plotly figure, while the Vega-Lite chunk is
-smaller and a spec is a plain dict (the figures: ``benchmarks/README.md``, ``benchmarks/dashboard_browser.py``).
-The shareable report and the Policies, Audits and re-run charts keep Plotly (``backend.report.figures``
-and the pages' own); where a chart here has a Plotly twin, it draws the same numbers from the same
-report dict (``tests/test_charts.py`` compares them).
+Why Vega-Lite: a page with a Plotly chart makes the browser import Streamlit's 4.7 MB Plotly chunk before it
+can draw, and Python validates every Plotly figure, while the Vega-Lite chunk is smaller and a spec is a
+plain dict (the figures: ``benchmarks/README.md``, ``benchmarks/chart_libraries.py``).
 
 Specs are plain JSON: data text (model and configuration names) travels as data values, never as
 markup, and labels Vega computes from an expression get their text through ``json.dumps``.
@@ -17,8 +16,8 @@ import json
 
 from backend.contracts.views import ConfusionOverlap
 from backend.present import series
+from backend.present.palette import ACCENT, CORRECT, INK, WRONG
 from backend.present.text import number
-from backend.report.palette import ACCENT, CORRECT, INK, WRONG
 
 FONT = "Source Sans Pro, Arial, sans-serif"
 CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)
@@ -28,7 +27,9 @@ CONFIG = {  # the dashboard's chart look (pages.common.ui.style's, for Plotly)
              "gridColor": "#e8e8ec", "domainColor": "#c8c8cc", "tickColor": "#c8c8cc"},
     "legend": {"orient": "top", "direction": "horizontal", "labelFontSize": 13, "titleFontSize": 13,
                "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK},
-    "title": {"anchor": "start", "fontSize": 16, "fontWeight": "normal", "color": INK, "offset": 12},
+    # a title longer than the chart is cut with "…" at the chart's width, not clipped mid-letter by the frame
+    "title": {"anchor": "start", "fontSize": 16, "fontWeight": "normal", "color": INK, "offset": 12,
+              "limit": {"expr": "width"}},
 }  # fmt: skip
 # Fit the page's width; ``height`` is the plotting area's (Streamlit's default, "fit", shrinks it to make room
 # for titles and legends).
@@ -48,7 +49,7 @@ def _labels(values: list[str]) -> str:
     return f"{json.dumps(values)}[datum.value] || ''"
 
 
-def _chart(title: str | None, height: int, values: list[dict], **body: object) -> dict:
+def _chart(title: str | dict | None, height: int, values: list[dict], **body: object) -> dict:
     """A spec in the dashboard's look at the page's width: ``height`` of plotting area, ``values`` as its data
     (text travels as data), ``body`` the marks and encodings; no title where ``title`` is None."""
     return {
@@ -145,7 +146,7 @@ def curve_and_flows(
     labelled: str | None = None,
     step: tuple[str, str] | None = None,
 ) -> list[dict]:
-    """``backend.report.figures.curve_and_flows`` in Vega-Lite, from the same ``backend.present.series`` points:
+    """The curve and its flows (the Overview's and the report's), from ``backend.present.series``' points:
     accuracy per config with its 95% band on top; rescued up / harmed down per transition below, on the same
     configuration axis (two specs, drawn in turn). Each step's bars carry its net (above) and churn (below):
     every model's with one model, ``labelled``'s with several; ``step`` (from, to), the story's step, is shaded.
@@ -403,8 +404,8 @@ def frame_timeline(
 
 
 def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], x_title: str) -> dict:
-    """Grouped bars per metric, one per model, with their 95% intervals. ``rows``: ``model, metric, value, lo, hi``
-    in percent (``None`` where not available)."""
+    """Grouped bars per metric, one per model, with their 95% intervals, each labelled with its value. ``rows``:
+    ``model, metric, value, lo, hi`` in percent (``None`` where not available)."""
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
     return _chart(
         "Headroom, confusion and overwrite side by side (95% CI)",
@@ -435,12 +436,23 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
                 "transform": [{"filter": "isValid(datum.lo)"}],
                 "encoding": {"y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"}},
             },
+            {  # each bar's value, above its interval (or the bar, without one)
+                "mark": {"type": "text", "baseline": "bottom", "dy": -3, "fontSize": 11, "color": INK},
+                "transform": [
+                    {"filter": "isValid(datum.value)"},
+                    {"calculate": "isValid(datum.hi) ? datum.hi : datum.value", "as": "top"},
+                ],
+                "encoding": {
+                    "y": {"field": "top", "type": "quantitative"},
+                    "text": {"field": "value", "type": "quantitative", "format": ".1f"},
+                },
+            },
         ],
     )
 
 
 def jaccard(overlap: ConfusionOverlap) -> dict:
-    """``backend.report.figures.jaccard`` in Vega-Lite: the Jaccard index of the models' confused-item sets."""
+    """Compare's and the report's heatmap: the Jaccard index of the models' confused-item sets."""
     models = list(overlap.models)
     cells = [
         {"a": a, "b": b, "jaccard": number(v)}
@@ -482,7 +494,7 @@ def jaccard(overlap: ConfusionOverlap) -> dict:
 
 
 def intersections(overlap: ConfusionOverlap) -> dict:
-    """``backend.report.figures.intersections`` in Vega-Lite: confused items by the exact set of models confused
+    """Compare's and the report's bars: confused items by the exact set of models confused
     (largest 15 sets)."""
     order = [" + ".join(r.models) for r in overlap.intersections[:15]]
     rows = [{"set": name, "items": r.n} for name, r in zip(order, overlap.intersections, strict=False)]
