@@ -56,6 +56,11 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 def remote_actors(actors: list[RemoteActor]) -> None:
     """The dispatchers' actors on Ray nodes (``trajaudit dispatch``): where each runs and what it did."""
     st.markdown("**Remote actors** (`trajaudit dispatch`: computed on Ray nodes, written here by the dispatcher)")
+    for a in (a for a in actors if a.get("waiting")):  # an actor no node can hold: Ray keeps it pending silently
+        st.warning(
+            f"The actor {ui.code(a['worker_id'])} of {ui.code(a['model'])} is {ui.escape_md(a['waiting'])}",
+            icon=":material/hourglass_disabled:",
+        )
     st.dataframe(
         pd.DataFrame(actors, columns=REMOTE_COLUMNS),
         hide_index=True,

@@ -28,6 +28,7 @@ SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
 DEMO_ITEMS = 48  # 16 short videos: a demo store in a few seconds
 STARTUP_TIMEOUT_S = 90
 RENDER_TIMEOUT_MS = 90_000
+RERUN_PANEL = "Re-run this item"  # the heading of the Inspector's re-run panel
 
 
 def free_port() -> int:
@@ -174,6 +175,23 @@ def goto(page, server, path: str) -> None:
     wait_idle(page)
     errors = page.locator('[data-testid="stException"]')
     assert errors.count() == 0, errors.first.inner_text()
+
+
+def rerun_panel(page):
+    """The Inspector's re-run panel: the bordered block under its heading."""
+    heading = page.locator("h3", has_text=RERUN_PANEL)
+    return page.locator('[data-testid="stVerticalBlock"]').filter(has=heading).last
+
+
+def press_run(page, frames: int) -> None:
+    """In the Inspector's re-run panel: set Frames to ``frames`` (the other fields as they are), then press Run."""
+    box = rerun_panel(page).locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
+    box.scroll_into_view_if_needed()
+    box.fill(str(frames))
+    box.press("Enter")
+    wait_idle(page)
+    assert box.input_value() == str(frames)
+    page.get_by_role("button", name="Run", exact=True).click()
 
 
 def screenshot(page, name: str) -> Path:

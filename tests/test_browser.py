@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
-from tests.browser_fixtures import goto, screenshot, wait_idle
+from tests.browser_fixtures import goto, press_run, rerun_panel, screenshot, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the app_server, browser and page fixtures
 
@@ -167,16 +167,7 @@ RERUN_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch, loads th
 @pytest.mark.worker
 def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_server, page):
     goto(page, app_server, f"inspector?{BASE}&model=synthetic-A-7B")
-    panel = (
-        page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
-    )
-    frames = panel.locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
-    frames.scroll_into_view_if_needed()
-    frames.fill(str(RERUN_FRAMES))
-    frames.press("Enter")
-    wait_idle(page)
-    assert frames.input_value() == str(RERUN_FRAMES)
-    page.get_by_role("button", name="Run", exact=True).click()
+    press_run(page, RERUN_FRAMES)
     # The status fragment polls the queue (queued -> running); the page redraws once the job is done.
     page.wait_for_function(
         "() => /Job \\d+ · \\S+ · (queued|running|done)/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)"
@@ -198,9 +189,7 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
     assert confidence, charts
     assert "live re-run" in confidence[0] and f"{RERUN_FRAMES}f" in confidence[0]
     # Its frame strip: one thumbnail per frame the worker decoded, every image loaded.
-    panel = (
-        page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text="Re-run this item")).last
-    )
+    panel = rerun_panel(page)
     panel.locator("img").last.scroll_into_view_if_needed()
     page.wait_for_function(
         """() => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.includes('Re-run this item'));

@@ -4,8 +4,11 @@ The cluster (``ray.cluster_utils.Cluster``): a head with one CPU (the machine th
 two worker nodes, each with a custom resource ``gpu_node`` standing in for GPUs. The nodes' "own
 disks" are a folder outside the store holding the demo's tiny random-weights model (registered under
 three names: one actor each) and a copy of the videos. Every test checks that the answers reach the
-store through the dispatcher (or the sweep's driver), once each, and that no actor is given the
-store's path (its arguments, environment and command line).
+store through the dispatcher (or the sweep's driver), once each. That no actor is given the store's
+path (its arguments, environment and command line) is checked on the actors of the dispatchers that
+run in this process (frames shipped and read on the node; those left after 200 re-runs with kills) and,
+for a dispatcher started from the CLI, in ``tests/test_dispatch_browser.py``; the sweep's actors get the
+settings with the store's path blanked (``executors.run_ray``) and are not inspected.
 """
 
 from __future__ import annotations
@@ -141,7 +144,8 @@ class Running:
     def __init__(self, store: Path, **kw):
         from backend.runtime.dispatch import Dispatcher
 
-        self.dispatcher = Dispatcher(store, resources=GPU, lease_s=kw.pop("lease_s", 3.0), poll_s=0.1, **kw)
+        kw = {"resources": GPU, "lease_s": 3.0, "poll_s": 0.1} | kw
+        self.dispatcher = Dispatcher(store, **kw)
         self.stats: dict = {}
         self.thread = threading.Thread(target=lambda: self.stats.update(self.dispatcher.run()), daemon=True)
 
@@ -209,6 +213,31 @@ def test_a_model_that_cannot_load_fails_its_jobs_with_the_reason(site, cluster):
         assert job.state == "failed" and job.attempts == 1, job
         assert job.error.startswith("model 'broken' cannot be loaded from"), job.error
     assert stats["failed"] == 2 and stats["done"] == 0
+
+
+def test_an_actor_no_node_can_hold_is_said_to_wait_and_is_placed_when_such_a_node_joins(site, cluster):
+    store, _ = site
+    c, _ = cluster
+    (job,) = _queue(store, [RerunRequest("C", "bench", "v1-3", "4f", force=True)])
+    lines: list[str] = []
+    tpu = {"tpu_node": 1.0}  # no node of the cluster offers it
+    with Running(store, models=["C"], resources=tpu, place_wait_s=1.0, log=lines.append) as run:
+        said = _wait("the waiting line", lambda: [line for line in lines if "is not placed after" in line], 60)
+        assert "no live node offers CPU 1, tpu_node 1" in said[0] and f"it waits with job {job}" in said[0], said
+        assert "(the 3 node(s) offer at most CPU 3, gpu_node 3)" in said[0], said
+        (actor,) = _wait("the record", lambda: worker_pool.overview(store)["remote"], 30)  # jobs --json, Workers page
+        assert actor["state"] == "loading" and actor["waiting"] and "tpu_node 1" in actor["waiting"], actor
+        assert JobQueue(store).get(job).state == "running"  # the job waits with its actor, its lease renewed
+        joined = c.add_node(num_cpus=1, resources=tpu)
+        try:
+            _wait("the job answered on the new node", lambda: _done(store, [job]) == 1)
+            (actor,) = worker_pool.overview(store)["remote"]
+            assert actor["state"] == "ready" and actor["waiting"] is None, actor
+            assert run.dispatcher.slots["C"].info.node_id == joined.node_id
+        finally:
+            c.remove_node(joined)
+    assert any("a node that can hold it is in the cluster now" in line for line in lines), lines
+    _assert_once(store, [job])
 
 
 def _cli(*args: str, **kw) -> subprocess.Popen:
@@ -306,6 +335,10 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
         leaving = next(n for n in nodes if n.node_id in hosts)
         c.remove_node(leaving)  # a node leaves with its actors
         _wait("every job", lambda: _done(store, jobs) == N_RERUNS, timeout_s=900)
+        live = [s for s in list(d.slots.values()) if s.info is not None]
+        assert live  # the actors left (some started after the kills) were given no store either
+        for slot in live:
+            _no_store_in(slot.info.pid, ray.get(slot.handle.received.remote()), store)
     _assert_once(store, jobs)
     stats = run.stats
     print(f"{N_RERUNS} re-runs over {len(MODELS)} actors, one actor and one node killed: {stats}")  # seen with -s

@@ -13,7 +13,17 @@ from collections.abc import Iterator
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
-from tests.browser_fixtures import Server, build_small_demo, goto, require_chromium, screenshot, serving, wait_idle
+from tests.browser_fixtures import (
+    Server,
+    build_small_demo,
+    goto,
+    press_run,
+    require_chromium,
+    rerun_panel,
+    screenshot,
+    serving,
+    wait_idle,
+)
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
@@ -21,7 +31,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.worker]  # a re
 
 BASE = "bench=synthetic-videomme&models=synthetic-A-7B,synthetic-B-13B&model=synthetic-A-7B"
 FAIL_TIMEOUT_MS = 150_000  # a local CPU worker starts (imports torch), then fails to load the weights
-PANEL = "Re-run this item"
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +50,13 @@ def broken_server(tmp_path_factory) -> Iterator[Server]:
 
 def test_a_rerun_on_a_broken_checkpoint_shows_one_line_and_the_log(broken_server, page):
     goto(page, broken_server, f"inspector?{BASE}")
-    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text=PANEL)).last
-    frames = panel.locator('[data-testid="stNumberInput"]').filter(has_text="Frames").locator("input")
-    frames.scroll_into_view_if_needed()
-    frames.fill("24")  # a budget the demo grid lacks: the request is queued, not answered from the store
-    frames.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Run", exact=True).click()
+    press_run(page, 24)  # a budget the demo grid lacks: the request is queued, not answered from the store
     page.wait_for_function(
         "() => /Job \\d+ \\(24f\\) failed:/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
         timeout=FAIL_TIMEOUT_MS,
     )
     wait_idle(page)
-    panel = page.locator('[data-testid="stVerticalBlock"]').filter(has=page.locator("h3", has_text=PANEL)).last
+    panel = rerun_panel(page)
     alert = panel.locator('[data-testid="stAlert"]').filter(has_text="failed:")
     assert alert.count() == 1
     text = alert.locator('[data-testid="stMarkdownContainer"]').inner_text().strip()  # the message, not its icon

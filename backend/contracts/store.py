@@ -137,6 +137,7 @@ class RemoteActor(TypedDict):
     gpu_ids: the GPUs Ray gave it
     resources: the Ray resources it asked for
     state: loading, ready or dead (a replacement is started for a dead one)
+    waiting: why it is not placed on a node yet, once that has lasted a while (null: placed, or not yet said)
     jobs_done: its jobs whose answer it returned and the dispatcher stored
     jobs_failed: its jobs that failed
     started_at: when the dispatcher started it (Unix seconds)
@@ -153,6 +154,7 @@ class RemoteActor(TypedDict):
     gpu_ids: list[str]
     resources: dict[str, float]
     state: Literal["loading", "ready", "dead"]
+    waiting: str | None
     jobs_done: int
     jobs_failed: int
     started_at: float

@@ -18,6 +18,9 @@ Failures keep the queue's promises:
   expired at once, so the next claim queues it again, or fails it once ``max_attempts`` claims died);
   a new actor is started for the model;
 * a model that cannot load fails its queued jobs with the reason (and later ones as they arrive);
+* an actor that no node of the cluster can hold (it asks for resources no live node offers) is said to
+  wait, in the log and in its record (``waiting``: ``trajaudit jobs --json``, the Workers page), once
+  it has gone unplaced for ``place_wait_s``; it keeps its job and is placed when such a node joins;
 * a dispatcher killed mid-job loses nothing: its leases run out and the jobs are claimed again;
 * no answer is written twice: a job whose ``rerun-<id>`` row is stored is completed from it, and each
   write re-checks the stored rows under the store's writers' lock.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import sqlite3
@@ -68,6 +72,8 @@ from store.store import Store
 VIDEOS = ("ship", "node")
 DEFAULT_WRITE_BATCH = 32  # jobs per store write at most
 MAX_ACTOR_DEATHS = 5  # per model: past this many dead actors the dispatcher stops starting new ones
+DEFAULT_PLACE_WAIT_S = 10.0  # an actor not loaded after this long is checked against the cluster's nodes
+NODE_BOOKKEEPING = ("node:", "memory", "object_store_memory", "accelerator_type:")  # not what an actor asks for
 
 
 def ray_module() -> Any:
@@ -77,6 +83,22 @@ def ray_module() -> Any:
     except ImportError:
         raise UserError("trajaudit dispatch needs Ray: pip install 'trajaudit[ray]'") from None
     return ray
+
+
+def connect(ray: Any, address: str | None) -> None:
+    """Join the Ray cluster at ``address`` (``None``: start a local instance) unless this process already has
+    one. A cluster that cannot be reached is one line: Ray retries for a while, logs why (a wrong address, or
+    ``InvalidAuthToken`` from a head with token authentication) and raises with a traceback."""
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=True)
+    except ConnectionError as exc:
+        raise UserError(
+            f"cannot reach the Ray cluster at {address} ({exc}): check the address (`ray status` on the head prints "
+            "it); if Ray's log above says InvalidAuthToken, the head runs with token authentication: export "
+            "RAY_AUTH_MODE=token here, with the head's token in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+        ) from None
 
 
 def parse_resources(text: str | None) -> dict[str, float]:
@@ -105,6 +127,31 @@ def actor_options(resources: dict[str, float], cluster_gpus: float) -> dict[str,
     )
 
 
+def unplaceable(wanted: dict[str, float], nodes: list[dict[str, Any]]) -> str | None:
+    """Why no live node can ever hold an actor asking for ``wanted`` (None: one can, now or once freed).
+
+    ``nodes`` is ``ray.nodes()``: each node's total resources, so a node whose resources other actors hold
+    counts as one that can (Ray places the actor when they are freed); only a request no node offers waits
+    for good. Ray keeps such an actor pending: at most its autoscaler prints a line to the driver's output,
+    and nothing reaches the queue or the dashboard."""
+    asked = {k: v for k, v in wanted.items() if v > 0}
+    live = [n.get("Resources", {}) for n in nodes if n.get("Alive")]
+    if any(all(node.get(k, 0.0) >= v for k, v in asked.items()) for node in live):
+        return None
+    if not live:
+        return "the cluster has no live node"
+    offered: dict[str, float] = {}
+    for node in live:
+        for k, v in node.items():
+            if not k.startswith(NODE_BOOKKEEPING):
+                offered[k] = max(offered.get(k, 0.0), v)
+    return f"no live node offers {_spell(asked)} (the {len(live)} node(s) offer at most {_spell(offered)})"
+
+
+def _spell(resources: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(resources.items())) or "nothing"
+
+
 def remote_checkpoint(spec: ModelSpec, store_root: Path) -> str:
     """The checkpoint path an actor is given: the registered one, which must not lie in the store folder
     (the actors never see the store; a node holds its own copy of the checkpoint)."""
@@ -112,9 +159,19 @@ def remote_checkpoint(spec: ModelSpec, store_root: Path) -> str:
     if path.is_relative_to(Path(store_root).resolve()):
         raise UserError(
             f"model {spec.name!r}: its checkpoint {spec.path!r} is inside the store folder, which the actors never "
-            "see; copy it to the nodes and register that path (trajaudit models add NAME --path /ckpt/... --replace)"
+            f"see; copy it to the nodes and register that path: {reregister(spec, store_root)}"
         )
     return str(path)
+
+
+def reregister(spec: ModelSpec, store_root: str | os.PathLike) -> str:
+    """The ``trajaudit models add`` line that registers ``spec`` again at its checkpoint's path on the nodes
+    (every setting kept: ``--replace`` writes the entry whole)."""
+    args = ["trajaudit", "models", "add", spec.name, "--family", spec.family, "--path", "/PATH/ON/THE/NODES"]
+    args += ["--max-frames", str(spec.max_frames), "--dtype", spec.dtype, "--device", spec.device]
+    args += ["--default-pixels", str(spec.default_pixels)] if spec.default_pixels else []
+    args += ["--note", spec.note] if spec.note else []
+    return shlex.join([*args, "--replace", "--store", str(store_root)])
 
 
 @dataclass
@@ -133,6 +190,8 @@ class Slot:
     ref: Any = None  # the pending load() or answer() call
     jobs_done: int = 0
     jobs_failed: int = 0
+    waiting: str | None = None  # why it is not placed yet, once said (see Dispatcher._placement)
+    checked_at: float = field(default_factory=time.time)  # when its placement was last checked
 
     def record(self, dispatcher: str) -> RemoteActor:
         i = self.info
@@ -148,6 +207,7 @@ class Slot:
             gpu_ids=i.gpu_ids if i else [],
             resources=self.resources,
             state=self.state,  # type: ignore[typeddict-item]  # one of the Literal's values
+            waiting=self.waiting,
             jobs_done=self.jobs_done,
             jobs_failed=self.jobs_failed,
             started_at=self.started_at,
@@ -196,6 +256,7 @@ class Dispatcher:
         lease_s: float = DEFAULT_LEASE_S,
         poll_s: float = DEFAULT_POLL_S,
         write_batch: int = DEFAULT_WRITE_BATCH,
+        place_wait_s: float = DEFAULT_PLACE_WAIT_S,
         log=None,
         ray: Any = None,
     ):
@@ -215,11 +276,11 @@ class Dispatcher:
         self.videos, self.video_root, self.device = videos, video_root, device
         self.local_videos = default_video_root(self.root)
         self.lease_s, self.poll_s, self.write_batch = float(lease_s), float(poll_s), write_batch
+        self.place_wait_s = float(place_wait_s)
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.records = dispatch_records.records_path(self.root, self.id)
         self.ray = ray or ray_module()
-        if not self.ray.is_initialized():
-            self.ray.init(address=address, include_dashboard=False, log_to_driver=True)
+        connect(self.ray, address)
         self.options = actor_options(resources or {}, self.ray.cluster_resources().get("GPU", 0))
         self.slots: dict[str, Slot] = {}
         self.broken: dict[str, str] = {}  # model -> why it cannot load
@@ -432,7 +493,7 @@ class Dispatcher:
                     self._died(slot, failure_line(exc))
                 continue
             if loading:
-                slot.info, slot.state = value, "ready"
+                slot.info, slot.state, slot.waiting = value, "ready", None
                 self.deaths[slot.model] = 0
                 self.log(f"actor {slot.worker_id} ready on {value.hostname} ({value.node_ip}), {value.context.device}")
                 self._heartbeat(slot)
@@ -447,6 +508,37 @@ class Dispatcher:
             self._write(answers[start : start + self.write_batch])
         self.stats.write_seconds += time.perf_counter() - t
         if answers:
+            self._save_records()
+
+    def _placement(self) -> None:
+        """Say so when an actor still loading after ``place_wait_s`` asks for resources no live node offers
+        (Ray keeps it pending): a log line and its record's ``waiting``. Checked again every
+        ``place_wait_s`` while it loads; a node that can hold it joining clears the note."""
+        now = time.time()
+        due = [s for s in self.slots.values() if s.state == "loading" and now - s.checked_at >= self.place_wait_s]
+        if not due:
+            return
+        nodes = self.ray.nodes()
+        changed = False
+        for slot in due:
+            slot.checked_at = now
+            why = unplaceable(slot.resources, nodes)
+            if why is not None and slot.waiting is None:
+                job = f" with job {slot.job.id}" if slot.job is not None else ""
+                slot.waiting = (
+                    f"not placed after {now - slot.started_at:.0f} s: {why}; it waits{job} until such a node joins "
+                    "(ray start --resources on a node, or restart the dispatcher with --actor-resources the nodes offer)"
+                )
+                self.log(f"actor {slot.worker_id} of model {slot.model!r} is {slot.waiting}")
+            elif why is None and slot.waiting is not None:
+                slot.waiting = None
+                self.log(
+                    f"actor {slot.worker_id} of model {slot.model!r}: a node that can hold it is in the cluster now"
+                )
+            else:
+                continue
+            changed = True
+        if changed:
             self._save_records()
 
     # -- leases, heartbeats, records -------------------------------------------------------
@@ -514,6 +606,7 @@ class Dispatcher:
                 self._claim()
                 self.stats.claim_seconds += time.perf_counter() - t
                 self._collect()
+                self._placement()
                 if once and self._idle():
                     break
         finally:

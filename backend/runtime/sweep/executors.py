@@ -126,7 +126,7 @@ def run_ray(
 ) -> tuple[list[ShardReport], list[Outcome], list[Outcome]]:
     """Shards on Ray actors whose batches this process appends; uses the running Ray instance, or starts /
     joins one at ``address``. ``video_root``: the videos' folder on the nodes (else their $TRAJAUDIT_VIDEO_ROOT)."""
-    from backend.runtime.dispatch import ray_module, remote_checkpoint
+    from backend.runtime.dispatch import connect, ray_module, remote_checkpoint
 
     ray = ray_module()
     store = Store(settings.store_root)
@@ -134,8 +134,7 @@ def run_ray(
     checkpoint = remote_checkpoint(spec, store.root)
     if video_root is not None and Path(video_root).resolve().is_relative_to(store.root.resolve()):
         raise UserError(f"--video-root {video_root} is inside the store folder, which the actors never see")
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=True)
+    connect(ray, address)
     gpus = int(ray.cluster_resources().get("GPU", 0))
     workers = workers or max(1, gpus)
     actor_class = ray.remote(num_cpus=1, num_gpus=1 if gpus else 0)(SweepActor)
