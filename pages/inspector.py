@@ -137,6 +137,19 @@ def timeline(plan: pd.DataFrame, info) -> dict:
     return charts.frame_timeline(marks, rows, title, info.duration_s if fps else None, shown)
 
 
+def show_new_reruns(item_id: str, rerun: set[str]) -> None:
+    """Add a re-run's configuration to the chosen strips when it appears while the item is open: the strips'
+    choice is kept once drawn, so a re-run answered after that would otherwise need the page reopened before
+    its frames show as a strip row. A configuration the user then removes stays removed."""
+    seen_key = f"_strip_reruns_{item_id}"
+    seen = st.session_state.get(seen_key)
+    st.session_state[seen_key] = set(rerun)
+    chosen = state.get("strips")
+    if seen is None or chosen is None:  # the item's first draw: its default (or the URL's choice) applies
+        return
+    state.put("strips", [*chosen, *configs.order(sorted(rerun - seen - set(chosen)))])
+
+
 def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
     """The clip with the frames of the grid's configurations and the re-runs marked on it (or, without a playable
     video, those frames on one axis), then thumbnail strips of the configurations chosen: logged rows first,
@@ -151,6 +164,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
     rerun = set(responses.loc[responses["live_rerun"], "config"])
     marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
     default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
+    show_new_reruns(item["item_id"], rerun)
     chosen = state.bind(st.multiselect, "strips", "Strips of thumbnails", options=visual, default=default)
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:

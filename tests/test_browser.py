@@ -181,6 +181,8 @@ def test_inspector_rerun_runs_on_a_local_worker_and_draws_the_new_point(app_serv
     wait_idle(page)
     text = main_text(page)
     assert f"{RERUN_FRAMES}f" in text and "random weights: pipeline demo" in text
+    # its frames join the strips as a row, in the page the answer redrew (no reopening)
+    assert f"{RERUN_FRAMES}f · re-run" in text
     # The confidence chart (Vega-Lite, drawn as SVG) names the live re-run series and its configuration.
     charts = page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')].map(c => c.textContent)"
