@@ -1,8 +1,8 @@
-"""One report per view: the dict a page draws is the dict its CLI twin prints with ``--json``.
+"""One report per view: the object a page draws is the one its CLI twin prints with ``--json``.
 
 Each function takes a ``backend.scope.view.View`` (store, resolved scope, matched matrix: the
-pages cache it, the CLI opens it once from its flags, both with ``open_view``) and returns plain
-data, with the scope itself under ``"scope"`` so a reader always knows which grid, items and
+pages cache it, the CLI opens it once from its flags, both with ``open_view``) and returns its report
+(a ``backend.contracts`` object, validated once here), with the scope itself under ``"scope"`` so a reader always knows which grid, items and
 exclusions a number belongs to. The one-model commands (policies, audits) read the focus model
 alone: ``single_scope`` is the scope both the page and the CLI build for them.
 """
@@ -10,7 +10,7 @@ alone: ``single_scope`` is the scope both the page and the CLI build for them.
 from __future__ import annotations
 
 import shlex
-from typing import TypedDict, cast
+from typing import cast
 
 import pandas as pd
 
@@ -37,6 +37,7 @@ from backend.contracts.audits import (
     ProtocolAgreement,
     Recovery,
 )
+from backend.contracts.base import UNSET, asdict, from_rows, validated
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
@@ -45,14 +46,14 @@ from backend.contracts.views import (
     BinaryView,
     CompareReport,
     ContinuousMetrics,
-    DisagreementRow,
+    FlowItem,
     FlowsReport,
-    FlowsSummary,
     ItemSort,
     ItemsPage,
+    ItemsPageRow,
     Overlap,
-    OverviewNumbers,
     OverviewReport,
+    ScoreFlowItem,
     ScoreFlowsReport,
 )
 from backend.scope.answer_cells import load_answer_cells
@@ -111,23 +112,25 @@ def overview(
     if bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     require_accuracy_items(resolved, matrix)
-    out: OverviewNumbers = {
-        **mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs),
-        "excluded_reasons": matrix.excluded_reasons,
-        "story": {},
-    }
+    metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed, pairs=pairs)
     sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed, tolerance)
     if sections is not None:
-        out["binary"] = sections[0]
         for model, cont in sections[1].items():
-            out["models"][model]["continuous"] = cont
-    task_types = {m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models}
+            metrics.models[model].continuous = cont
     if resolved.scope.beyond_noise:
         profile = noise_profile(store, matrix)
         for model in matrix.models:
-            out["models"][model]["transitions"] = [*noise.transitions_without_noise(matrix, profile, model)]
-    out["story"] = story.stories(out)  # from the transitions shown (beyond noise where asked)
-    return {**out, "task_types": task_types, "scope": resolved.header(matrix)}
+            metrics.models[model].transitions = noise.transitions_without_noise(matrix, profile, model)
+    return validated(
+        OverviewReport(
+            **asdict(metrics),
+            excluded_reasons=matrix.excluded_reasons,
+            story=story.stories(metrics),  # from the transitions shown (beyond noise where asked)
+            binary=UNSET if sections is None else sections[0],
+            task_types={m: task_type_breakdown(matrix, m).to_dict("records") for m in matrix.models},
+            scope=resolved.header(matrix),
+        )
+    )
 
 
 def flows_view(
@@ -144,12 +147,16 @@ def flows_view(
     profile = noise_profile(store, matrix) if resolved.scope.beyond_noise else None
     if profile is not None:
         sankey = noise.sankey_without_noise(sankey, matrix, profile)
-    out: FlowsSummary = {**sankey, "trajectory_classes": flows.heatmap(matrix, model, max_rows=1)["class_counts"]}
+    out = FlowsReport(
+        **asdict(sankey),
+        trajectory_classes=flows.heatmap(matrix, model, max_rows=1)["class_counts"],
+        scope=resolved.header(matrix),
+    )
     if kind is not None and pair is not None:
         items = flow_item_table(view, model, pair, kind, profile)
-        shown = (items if limit is None else items.head(limit)).to_dict("records")
-        return {**out, "n_flow_items": len(items), "items": shown, "scope": resolved.header(matrix)}
-    return {**out, "scope": resolved.header(matrix)}
+        out.n_flow_items = len(items)
+        out.items = from_rows((items if limit is None else items.head(limit)).to_dict("records"), FlowItem)
+    return validated(out)
 
 
 def flow_item_table(
@@ -180,13 +187,16 @@ def score_flows_view(
         raise UserError(f"a score flow's items need --from/--to and --kind in {', '.join(SCORE_KINDS)}")
     if limit is not None and limit < 0:
         raise UserError("--limit must be >= 0")
-    out = score_flows(scores, model, pair, tolerance)
-    binary = binary_view(scores, resolved.scope.score_cutoff)
+    out = ScoreFlowsReport(
+        **asdict(score_flows(scores, model, pair, tolerance)),
+        binary=binary_view(scores, resolved.scope.score_cutoff),
+        scope=resolved.header(scores),
+    )
     if kind is not None and pair is not None:
         items = score_flow_items(scores, model, pair[0], pair[1], kind, tolerance)
-        shown = (items if limit is None else items.head(limit)).to_dict("records")
-        return {**out, "binary": binary, "n_flow_items": len(items), "items": shown, "scope": resolved.header(scores)}
-    return {**out, "binary": binary, "scope": resolved.header(scores)}
+        out.n_flow_items = len(items)
+        out.items = from_rows((items if limit is None else items.head(limit)).to_dict("records"), ScoreFlowItem)
+    return validated(out)
 
 
 def items_page(
@@ -195,16 +205,18 @@ def items_page(
     """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
     resolved, matrix = view.resolved, view.matrix
     rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
-    return {
-        "model": model,
-        "sort": cast(ItemSort, sort),  # item_page raised UserError for any sort but these
-        "descending": descending,
-        "page": min(max(1, int(page)), n_pages),
-        "page_size": page_size,
-        "n_pages": n_pages,
-        "rows": rows.to_dict("records"),
-        "scope": resolved.header(matrix),
-    }
+    return validated(
+        ItemsPage(
+            model=model,
+            sort=cast(ItemSort, sort),  # item_page raised UserError for any sort but these
+            descending=descending,
+            page=min(max(1, int(page)), n_pages),
+            page_size=page_size,
+            n_pages=n_pages,
+            rows=from_rows(rows.to_dict("records"), ItemsPageRow),
+            scope=resolved.header(matrix),
+        )
+    )
 
 
 def heatmap(view: View, model: str, max_rows: int) -> dict:
@@ -222,32 +234,23 @@ def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: 
     require_accuracy_items(resolved, matrix)
     metrics = mcqa_metrics(matrix, bootstrap=bootstrap, seed=seed)
     sections = score_sections(scores, resolved.scope.score_cutoff, bootstrap, seed)
-    parts: _CompareSections = {}
+    out = CompareReport(
+        grid=metrics.grid,
+        n_items=metrics.n_items,
+        n_excluded=metrics.n_excluded,
+        metrics=metrics.models,
+        scope=resolved.header(matrix),
+    )
     if sections is not None:
-        parts["binary"] = sections[0]
+        out.binary = sections[0]
         for model, cont in sections[1].items():
-            metrics["models"][model]["continuous"] = cont
+            metrics.models[model].continuous = cont
     if len(matrix.models) > 1:
         ov = compare.confusion_overlap(matrix)
-        share = ov["confused_by_all"] / ov["confused_by_any"] if ov["confused_by_any"] else None
-        parts["overlap"] = {**ov, "shared_share": share}
-        parts["disagreement"] = compare.disagreement(matrix, top=top or None).to_dict("records")
-    return {
-        "grid": metrics["grid"],
-        "n_items": metrics["n_items"],
-        "n_excluded": metrics["n_excluded"],
-        "metrics": metrics["models"],
-        **parts,
-        "scope": resolved.header(matrix),
-    }
-
-
-class _CompareSections(TypedDict, total=False):
-    """``CompareReport``'s optional sections, in their JSON order (between ``metrics`` and ``scope``)."""
-
-    binary: BinaryView
-    overlap: Overlap
-    disagreement: list[DisagreementRow]
+        share = ov.confused_by_all / ov.confused_by_any if ov.confused_by_any else None
+        out.overlap = Overlap(**asdict(ov), shared_share=share)
+        out.disagreement = compare.disagreement(matrix, top=top or None).to_dict("records")
+    return validated(out)
 
 
 Ladder = cascade.Ladder  # what the policy views take: the pages name it here, not in the analysis
@@ -316,8 +319,8 @@ def selected_ids(view: View, model: str, sel: Selection) -> list[str]:
     if sel.kind != "flow":
         return selection.item_ids(view.matrix, model, sel)
     a, b, kind = sel.args
-    listed = flows_view(view, model, (a, b), kind, limit=None)["items"]
-    return selection.item_ids(view.matrix, model, sel, pd.DataFrame(listed, columns=["item_id"]))
+    listed = flows_view(view, model, (a, b), kind, limit=None).items or []
+    return selection.item_ids(view.matrix, model, sel, pd.DataFrame([i.item_id for i in listed], columns=["item_id"]))
 
 
 def selection_comparison(
@@ -472,8 +475,8 @@ def interventions_view(
             if top in pairs
             else None
         )
-        rows.append({**row, "recovery": recovered})
-    return interventions.audit(model, grid, rows)
+        rows.append(ProtocolAgreement(**asdict(row), recovery=recovered))
+    return validated(interventions.audit(model, grid, rows))
 
 
 def registered_pixels(store: Store, resolved: Resolved) -> int | None:
@@ -499,7 +502,7 @@ def isocompute_view(
         budgets = {g: b for g in group if (b := isocompute.pixel_budget(g, default_pixels)) is not None}
         matrix = load_matrix(store, [model], s.benchmark, group, s.item_filter)
         groups.append(isocompute.compare_group(matrix, model, budgets, bootstrap, seed))
-    return isocompute.isocompute(model, labels, tolerance, default_pixels, groups)
+    return validated(isocompute.isocompute(model, labels, tolerance, default_pixels, groups))
 
 
 def crossmodel_view(
@@ -517,7 +520,7 @@ def crossmodel_view(
     s, (model_a, model_b) = resolved.scope, models
     grid = crossflows.pair_grid(model_a, model_b, config, config_b)
     matrix = load_matrix(store, [model_a, model_b], s.benchmark, grid, s.item_filter)
-    return crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns)
+    return validated(crossflows.cross_flows(matrix, model_a, model_b, grid, limit, item_columns))
 
 
 def intervention_requests(view: View, label: str) -> list[RerunRequest]:
@@ -531,7 +534,7 @@ def noise_audit(view: View) -> NoiseAudit:
     model = view.scope.focus
     if view.matrix.n_items == 0:
         raise UserError(f"no item of {model!r} has a response at every config of {','.join(view.matrix.grid)}")
-    return noise.summary(view.matrix, noise_profile(view.store, view.matrix), model)
+    return validated(noise.summary(view.matrix, noise_profile(view.store, view.matrix), model))
 
 
 def noise_items(view: View) -> pd.DataFrame:

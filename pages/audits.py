@@ -12,6 +12,8 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from backend import views
+from backend.contracts.audits import InterventionsAudit, Recovery
+from backend.contracts.base import to_json
 from backend.present import charts_audits
 from backend.present.palette import model_colours
 from backend.present.text import count
@@ -45,18 +47,18 @@ def command(view: View, name: str, resolved: Resolved, *extra: str, model_flag: 
 # --- sampling intervention -------------------------------------------------------------------------
 
 
-def agreement_tables(out: dict) -> None:
-    kappas = pd.DataFrame([{"protocol": row["protocol"], **c} for row in out["protocols"] for c in row["per_config"]])
+def agreement_tables(out: InterventionsAudit) -> None:
+    kappas = pd.DataFrame([{"protocol": row.protocol, **to_json(c)} for row in out.protocols for c in row.per_config])
     st.markdown(
         "**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)"
     )
-    for col, row in zip(st.columns(max(len(out["protocols"]), 4)), out["protocols"], strict=False):
-        kappa = row["kappa_pooled"]
+    for col, row in zip(st.columns(max(len(out.protocols), 4)), out.protocols, strict=False):
+        kappa = row.kappa_pooled
         ui.note_metric(
             col,
-            f"kappa · {row['protocol']}",
+            f"kappa · {row.protocol}",
             ui.DASH if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
-            count(row["n_items"], "item"),
+            count(row.n_items, "item"),
         )
     readable.table(
         kappas,
@@ -71,26 +73,28 @@ def agreement_tables(out: dict) -> None:
     tags = pd.DataFrame(
         [
             {
-                "protocol": row["protocol"],
+                "protocol": row.protocol,
                 "tag": tag,
-                "on the base": c["base"],
-                "under the protocol": c["protocol"],
-                "both": c["both"],
-                "gained": c["gained"],
-                "lost": c["lost"],
+                "on the base": c.base,
+                "under the protocol": c.protocol,
+                "both": c.both,
+                "gained": c.gained,
+                "lost": c.lost,
             }
-            for row in out["protocols"]
-            for tag, c in row["tag_changes"].items()
+            for row in out.protocols
+            for tag, c in row.tag_changes.items()
         ]
     )
     st.markdown(
-        f"**Which trajectory tags change** (items per tag on the {out['base_protocol']} grid vs the protocol's grid)"
+        f"**Which trajectory tags change** (items per tag on the {out.base_protocol} grid vs the protocol's grid)"
     )
     readable.table(tags)
     ui.downloads(tags, "protocol-tag-changes")
 
 
-def intervention_runner(view: View, resolved: Resolved, top: str, available: list[str], recovered: list[dict]) -> None:
+def intervention_runner(
+    view: View, resolved: Resolved, top: str, available: list[str], recovered: list[Recovery]
+) -> None:
     scope = view.scope
     st.markdown(
         "**Run the intervention**: re-run this view's terminal regressions at the top budget under another policy"
@@ -106,7 +110,7 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
         st.caption(f"No other sampling policy applies to {top}.")
         return
     reqs = requests(data.view(view.root, view.version, resolved), label)
-    answered = next((r["n_terminal"] for r in recovered if r["policy"] == label), None)
+    answered = next((r.n_terminal for r in recovered if r.policy == label), None)
     missing = scope.focus not in client.registered(view.root)
     why = (
         f"{scope.focus} is not a registered model, so nothing can re-run it (register it with trajaudit models add)"
@@ -137,11 +141,11 @@ def intervention_runner(view: View, resolved: Resolved, top: str, available: lis
             st.error(str(exc), icon=":material/warning:")
             return
         st.success(
-            f"Queued {done['queued']:,} re-runs; {done['from_store']:,} were answered from the store; "
-            f"{len(done['errors']):,} refused."
+            f"Queued {done.queued:,} re-runs; {done.from_store:,} were answered from the store; "
+            f"{len(done.errors):,} refused."
         )
-        if done["errors"]:
-            st.dataframe(pd.DataFrame(done["errors"]), hide_index=True)
+        if done.errors:
+            st.dataframe(pd.DataFrame(to_json(done.errors)), hide_index=True)
         try:
             st.page_link(
                 "pages/workers.py",
@@ -178,28 +182,28 @@ def intervention_tab(view: View) -> None:
     resolved = data.single(view, tuple(grid))
     out = audit(view.root, view.version, resolved)
     st.caption(
-        f"**{ui.escape_md(scope.focus)}** on {' → '.join(out['grid'])} (base protocol *{out['base_protocol']}*). "
+        f"**{ui.escape_md(scope.focus)}** on {' → '.join(out.grid)} (base protocol *{out.base_protocol}*). "
         f"{command(view, 'interventions', resolved)}"
     )
-    if not out["protocols"]:
+    if not out.protocols:
         st.info(
             f"The store holds no other sampling policy or pipeline at the budgets of {', '.join(grid)}.",
             icon=":material/repeat:",
         )
-    rows = [row["recovery"] for row in out["protocols"] if row["recovery"] is not None]
+    rows = [row.recovery for row in out.protocols if row.recovery is not None]
     if rows:
-        charted = [r for r in rows if r["n_terminal"] >= small_n.minimum()]
+        charted = [r for r in rows if r.n_terminal >= small_n.minimum()]
         if charted:
-            ui.vega(charts_audits.recovery(charted, out["top"]), f"recovery-{scope.focus}")
+            ui.vega(charts_audits.recovery(charted, out.top), f"recovery-{scope.focus}")
         else:
-            small_n.too_few(max(r["n_terminal"] for r in rows))
+            small_n.too_few(max(r.n_terminal for r in rows))
         if charted and len(charted) < len(rows):
-            left = ", ".join(f"{r['protocol']} ({r['n_terminal']:,})" for r in rows if r not in charted)
+            left = ", ".join(f"{r.protocol} ({r.n_terminal:,})" for r in rows if r not in charted)
             st.caption(f"Not drawn, too few terminal regressions for a chart: {ui.escape_md(left)}.")
         table = (
-            pd.DataFrame(rows)
+            pd.DataFrame(to_json(rows))
             .drop(columns=["recovery_ci"])
-            .assign(recovery_wilson=[ui.ci_text(r["recovery_wilson"]) for r in rows])
+            .assign(recovery_wilson=[ui.ci_text(r.recovery_wilson) for r in rows])
         )
         readable.table(
             table,
@@ -218,14 +222,14 @@ def intervention_tab(view: View) -> None:
             "as the whole base grid; Terminal regressions counts those among them (the run below covers every one of "
             "the grid)."
         )
-    elif out["protocols"]:
+    elif out.protocols:
         st.info(
-            f"No other protocol ran the top budget {out['top']}: the recovery rate needs one (pick another top budget).",
+            f"No other protocol ran the top budget {out.top}: the recovery rate needs one (pick another top budget).",
             icon=":material/repeat:",
         )
-    if out["protocols"]:
+    if out.protocols:
         agreement_tables(out)
-    intervention_runner(view, resolved, out["top"], available, rows)
+    intervention_runner(view, resolved, out.top, available, rows)
 
 
 # --- iso-compute -----------------------------------------------------------------------------------
@@ -263,30 +267,30 @@ def isocompute_tab(view: View, colour: str) -> None:
         f"**{ui.escape_md(scope.focus)}**: configurations of (nearly) equal pixel budget, frames × pixels per frame. "
         f"{command(view, 'isocompute', resolved, '--tolerance', f'{tolerance:g}', *pix_arg)}"
     )
-    if not out["groups"]:
-        st.info(out["note"], icon=":material/balance:")
+    if not out.groups:
+        st.info(out.note, icon=":material/balance:")
         return
-    for k, group in enumerate(out["groups"]):  # a handful of groups
+    for k, group in enumerate(out.groups):  # a handful of groups
         with st.container(border=True):
-            ci = group["complementarity_ci"]
+            ci = group.complementarity_ci
             m1, m2, m3, m4 = st.columns(4)
-            ui.note_metric(m1, "Best single", ui.pct(group["best_single"]["accuracy"]), group["best_single"]["config"])
-            m2.metric("Oracle over the allocations", ui.pct(group["oracle_accuracy"]))
+            ui.note_metric(m1, "Best single", ui.pct(group.best_single.accuracy), group.best_single.config)
+            m2.metric("Oracle over the allocations", ui.pct(group.oracle_accuracy))
             ui.rate_metric(
                 m3,
                 "Complementarity",
-                group["complementarity"],
+                group.complementarity,
                 ci,
                 help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
             )
-            ui.note_metric(m4, "Items", f"{group['n_items']:,}", f"{group['n_excluded']:,} excluded (incomplete)")
-            if not small_n.too_few(group["n_items"]):
+            ui.note_metric(m4, "Items", f"{group.n_items:,}", f"{group.n_excluded:,} excluded (incomplete)")
+            if not small_n.too_few(group.n_items):
                 for col, (part, spec) in zip(
                     st.columns([2, 3]), enumerate(charts_audits.allocations(group, colour)), strict=True
                 ):
                     with col:
                         ui.vega(spec, f"isocompute-{scope.focus}-{k}-{part}")
-            table = pd.DataFrame(group["configs"])
+            table = pd.DataFrame(to_json(group.configs))
             readable.table(
                 table,
                 {
@@ -309,7 +313,7 @@ def noise_tab(view: View) -> None:
         "pixels): runs, seeds and sampling policies. A flip is *within noise* when the item already flips under "
         f"repeats at either side. {command(view, 'noise', resolved)}"
     )
-    if summary["n_items_with_repeats"] == 0:
+    if summary.n_items_with_repeats == 0:
         st.info(
             f"No repeats in this store for {ui.escape_md(scope.focus)} on this grid: every item has one answer per budget, "
             "so repeat noise cannot be measured and no flip can be called within or beyond it. Repeats are a second run, "
@@ -319,17 +323,17 @@ def noise_tab(view: View) -> None:
         return
     c1, c2, c3 = st.columns(3)
     ui.note_metric(
-        c1, "Items with repeats", f"{summary['n_items_with_repeats']:,}", f"of {count(summary['n_items'], 'item')}"
+        c1, "Items with repeats", f"{summary.n_items_with_repeats:,}", f"of {count(summary.n_items, 'item')}"
     )
-    c2.metric("Items that flip under repeats", f"{summary['n_items_noisy']:,}")
+    c2.metric("Items that flip under repeats", f"{summary.n_items_noisy:,}")
     c3.metric(
         "Mean item flip rate",
-        ui.pct(summary["mean_item_flip_rate"]),
+        ui.pct(summary.mean_item_flip_rate),
         help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.",
     )
-    if not small_n.too_few(summary["n_items_with_repeats"]):
+    if not small_n.too_few(summary.n_items_with_repeats):
         ui.vega(charts_audits.noise(summary), f"noise-{scope.focus}")
-    per_config = pd.DataFrame(summary["per_config"])
+    per_config = pd.DataFrame(to_json(summary.per_config))
     readable.table(
         per_config,
         {
@@ -356,12 +360,12 @@ def crossmodel_tab(view: View) -> None:
     others = [m for m in scope.models if m != scope.focus] + [m for m in models if m != scope.focus]
     left, right = st.columns(2)
     a = state.bind(left.selectbox, "xa", "From model", options=models, default=scope.focus)
-    a_cfgs = configs.order(info["configs"][a][scope.benchmark])
+    a_cfgs = configs.order(info["configs"][a][scope.benchmark or ""])
     ca = state.bind(
         left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1]
     )
     b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
-    b_cfgs = configs.order(info["configs"][b][scope.benchmark])
+    b_cfgs = configs.order(info["configs"][b][scope.benchmark or ""])
     cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
     resolved = data.single(view)  # the benchmark and item filters; the two models are the tab's
     try:
@@ -370,21 +374,21 @@ def crossmodel_tab(view: View) -> None:
         st.info(str(exc), icon=":material/shuffle:")
         return
     st.caption(
-        f"Items both models answered at both configurations ({out['n_items']:,}; {out['n_excluded']:,} excluded). "
+        f"Items both models answered at both configurations ({out.n_items:,}; {out.n_excluded:,} excluded). "
         f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}"
     )
     c1, c2, c3, c4, c5 = st.columns(5)
-    c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out["accuracy_from"]))
-    c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out["accuracy_to"]))
-    c3.metric("Rescued", f"{out['rescued']:,}")
-    c4.metric("Harmed", f"{out['harmed']:,}")
-    ui.note_metric(c5, "Net", f"{100 * out['net']:+.1f} pp", f"McNemar p = {out['mcnemar_p']:.3g}")
-    if not small_n.too_few(out["n_items"]):
+    c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out.accuracy_from))
+    c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out.accuracy_to))
+    c3.metric("Rescued", f"{out.rescued:,}")
+    c4.metric("Harmed", f"{out.harmed:,}")
+    ui.note_metric(c5, "Net", f"{100 * out.net:+.1f} pp", f"McNemar p = {out.mcnemar_p:.3g}")
+    if not small_n.too_few(out.n_items):
         ui.vega(charts_audits.crossmodel(out), f"crossmodel-{a}-{b}")
-    harmed = pd.DataFrame(out["harmed_items"], columns=list(CROSS_ITEM_COLUMNS))
-    shown = "" if len(harmed) == out["harmed"] else f", the first {len(harmed):,}"
+    harmed = pd.DataFrame(to_json(out.harmed_items), columns=list(CROSS_ITEM_COLUMNS))
+    shown = "" if len(harmed) == out.harmed else f", the first {len(harmed):,}"
     st.markdown(
-        f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out['harmed']:,}{shown}; select one to open it)"
+        f"**Harmed items**: right for {ui.escape_md(a)} @ {ca}, wrong for {ui.escape_md(b)} @ {cb} ({out.harmed:,}{shown}; select one to open it)"
     )
     if not harmed.empty:
         shown, config = readable.prepare(harmed, {"question": st.column_config.TextColumn(width="large")})

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from backend.contracts.base import UnsetType
 from backend.present import charts
 from backend.present.palette import model_colours
 from backend.present.tables import headline_frame
@@ -55,44 +56,46 @@ with ui.guard():
     ui.matched(view)
     colours = model_colours(data.store_info(view.root, view.version)["models"])
     report = data.compare_view(view, TOP)
-    table = headline_frame({"models": report["metrics"]})
+    table = headline_frame(report.metrics)
     st.dataframe(
-        ui.headline_text(report["metrics"], report["n_items"], report["grid"]),
+        ui.headline_text(report.metrics, report.n_items, report.grid),
         column_config={"_index": st.column_config.TextColumn("Metric (95% CI)")},
     )
     ui.downloads(table, "compare-headlines")
-    if not small_n.too_few(report["n_items"]):
-        ui.vega(titled(bars(table, colours), report["n_items"]), "compare-headlines")
+    if not small_n.too_few(report.n_items):
+        ui.vega(titled(bars(table, colours), report.n_items), "compare-headlines")
     scores.compare_section(report, colours)
 
     st.subheader("Are the confused items the same items?")
-    ov = report["overlap"]
+    ov = report.overlap
+    if isinstance(ov, UnsetType):  # only with one model, which stopped above
+        st.stop()
     c1, c2, c3 = st.columns(3)
     c1.metric(
         "Confused by every model",
-        f"{ov['confused_by_all']:,}",
+        f"{ov.confused_by_all:,}",
         help="Visually confused items shared by all selected models.",
     )
-    c2.metric("Confused by any model", f"{ov['confused_by_any']:,}")
-    c3.metric("Shared share", ui.pct(ov["shared_share"]), help="Confused by every model / confused by any.")
+    c2.metric("Confused by any model", f"{ov.confused_by_any:,}")
+    c3.metric("Shared share", ui.pct(ov.shared_share), help="Confused by every model / confused by any.")
     left, _ = st.columns([3, 2])
-    few = small_n.too_few(ov["confused_by_any"], "confused item")
+    few = small_n.too_few(ov.confused_by_any, "confused item")
     with left:
         if not few:
             ui.vega(charts.jaccard(ov), "confusion-jaccard")
         ui.downloads(
-            pd.DataFrame(ov["jaccard"], index=ov["models"], columns=ov["models"]).reset_index(names="model"),
+            pd.DataFrame(ov.jaccard, index=ov.models, columns=ov.models).reset_index(names="model"),
             "confusion-jaccard",
         )
     if not few:
         ui.vega(charts.intersections(ov), "confusion-intersections")
     ui.downloads(
-        pd.DataFrame([{"models": " + ".join(r["models"]), "items": r["n"]} for r in ov["intersections"]]),
+        pd.DataFrame([{"models": " + ".join(r.models), "items": r.n} for r in ov.intersections]),
         "confusion-intersections",
     )
 
     st.subheader(f"Items the models disagree on most (top {TOP})")
-    dis = pd.DataFrame(report["disagreement"])
+    dis = pd.DataFrame(report.disagreement or [])
     acc_cols = [c for c in dis.columns if c.startswith("accuracy:")]
     st.caption(
         "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."

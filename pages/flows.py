@@ -7,11 +7,15 @@ item in the Inspector, which then walks that flow's items (``pages.common.walk``
 can be re-run under another configuration (``rerun_panel.selection_panel``, below the chart).
 """
 
+from typing import cast
+
 import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
+from backend.contracts.explain import TargetKind
+from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series
 from backend.present.palette import SANKEY_COLOURS
 from backend.present.tables import flow_table, step_table
@@ -28,9 +32,9 @@ VIEWS = {"grid": "Across the grid", "pair": "Between two configs"}
 ROW_PX = 35  # a table row's height (Streamlit's default), the header's too
 
 
-def drawn_links(view: dict) -> list[dict]:
+def drawn_links(view: FlowsReport) -> list[SankeyLink]:
     """The Sankey's links as drawn (non-empty ones, ``series.sankey_trace``'s): a click's index is into these."""
-    return [lk for lk in view["links"] if lk["count"] > 0]
+    return [lk for lk in view.links if lk.count > 0]
 
 
 def _open_flow(a: str, b: str, kind: str) -> None:
@@ -45,7 +49,7 @@ def _pick_row(table: pd.DataFrame) -> None:
         _open_flow(row["from"], row["to"], row["kind"])
 
 
-def open_clicked(view: dict, click: dict | None) -> None:
+def open_clicked(view: FlowsReport, click: dict | None) -> None:
     """A Sankey click: a link opens its flow, a node the items in its state (indices as drawn)."""
     if click is None:
         return
@@ -53,17 +57,17 @@ def open_clicked(view: dict, click: dict | None) -> None:
         links = drawn_links(view)
         if click["index"] < len(links):
             lk = links[click["index"]]
-            _open_flow(lk["from"], lk["to"], lk["kind"])
-    elif click["index"] < len(view["nodes"]):
-        node = view["nodes"][click["index"]]
-        state.put("node", [node["config"], node["state"]])
+            _open_flow(lk.from_, lk.to, lk.kind)
+    elif click["index"] < len(view.nodes):
+        node = view.nodes[click["index"]]
+        state.put("node", [node.config, node.state])
         state.put("kind", None)
 
 
-def opened(table: pd.DataFrame, view: dict) -> Selection | None:
+def opened(table: pd.DataFrame, view: FlowsReport) -> Selection | None:
     """The flow or node the URL opens, when it exists in this view."""
     node = state.get("node")
-    if node and len(node) == 2 and tuple(node) in {(n["config"], n["state"]) for n in view["nodes"]}:
+    if node and len(node) == 2 and tuple(node) in {(n.config, n.state) for n in view.nodes}:
         return Selection("state", tuple(node))
     a, b, kind = state.get("from"), state.get("to"), state.get("kind")
     if kind in FLOW_KINDS and (a, b) in set(zip(table["from"], table["to"], strict=True)):
@@ -71,14 +75,14 @@ def opened(table: pd.DataFrame, view: dict) -> Selection | None:
     return None
 
 
-def marked(view: dict, sel: Selection | None) -> dict | None:
+def marked(view: FlowsReport, sel: Selection | None) -> dict | None:
     """The Sankey's outlined shape for the opened selection: a flow's drawn link, a state's node (as drawn)."""
     if sel is None:
         return None
     if sel.kind == "flow":
-        keys = [(lk["from"], lk["to"], lk["kind"]) for lk in drawn_links(view)]
+        keys = [(lk.from_, lk.to, lk.kind) for lk in drawn_links(view)]
         return {"what": "link", "index": keys.index(sel.args)} if sel.args in keys else None
-    nodes = [(n["config"], n["state"]) for n in view["nodes"]]
+    nodes = [(n.config, n.state) for n in view.nodes]
     return {"what": "node", "index": nodes.index(sel.args)} if sel.args in nodes else None
 
 
@@ -138,7 +142,7 @@ def hint() -> None:
 
 
 @part("flows")
-def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> None:
+def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None) -> None:
     """The Sankey with the opened flow's items beside it, the step and flow tables, and what acts on the opened
     items: a click on a link, a node or a row reruns this part only."""
     scope = view.scope
@@ -158,7 +162,7 @@ def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> Non
             items = item_list(view, sel, height)
     if scope.beyond_noise:
         st.caption(
-            f"Within-noise flips hidden: {report['n_hidden']:,} (flips of items that flip under repeats at either "
+            f"Within-noise flips hidden: {report.n_hidden or 0:,} (flips of items that flip under repeats at either "
             "side), left out of the rescued and harmed links and of the item lists."
         )
     st.caption(
@@ -199,7 +203,7 @@ def flows_part(view: View, report: dict, configs: tuple[str, str] | None) -> Non
         tag = "-".join(sel.to_url())
         selection_panel(view, sel, items["item_id"].astype(str).tolist(), key=f"batch-{tag}")
     if sel is not None:
-        explain_panel.panel(view, Target(sel.kind, sel.args), "-".join(sel.to_url()))
+        explain_panel.panel(view, Target(cast(TargetKind, sel.kind), sel.args), "-".join(sel.to_url()))
     scores.flows_section(view, configs)  # where the scope has scored (open-ended) items
     flow = (
         ["--from", sel.args[0], "--to", sel.args[1], "--kind", sel.args[2]]

@@ -53,7 +53,7 @@ def pick_item(view: View) -> str:
         ids = walk.ids(data.restate(view, beyond_noise=bool(state.get("noise"))), focus, sel)
     except UserError as exc:  # a walk that no longer fits the view (another grid or model)
         st.warning(
-            f"The walk {ui.code(sel.describe())} does not fit this view ({ui.escape_md(exc)}); walking the filtered items."
+            f"The walk {ui.code(sel.describe() if sel else '')} does not fit this view ({ui.escape_md(exc)}); walking the filtered items."
         )
         sel, ids = None, walk.ids(view, focus, None)
         state.put("walk", None)
@@ -70,7 +70,7 @@ def pick_item(view: View) -> str:
             disabled=not inside,
             width="stretch",
             on_click=state.put,
-            args=("item", ids[target] if inside else item),
+            args=("item", ids[target] if inside and target is not None else item),
         )
     where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
     text, stop = st.columns([6, 2], vertical_alignment="center")
@@ -172,7 +172,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",
             icon=":material/movie:",
         )
-    length = data.catalog_length(view.root, view.version, scope.benchmark, item["item_id"])
+    length = data.catalog_length(view.root, view.version, scope.benchmark or "", item["item_id"])
     every = frame_plan(responses, configs.order(list(dict.fromkeys(marked + chosen))), info, length)
     if every["indices"].notna().any():
         played = False
@@ -229,7 +229,7 @@ def raw_outputs(responses: pd.DataFrame, item_id: str) -> None:
 def item_body(view: View, item_id: str) -> None:
     """The item: question, answers and trajectories, texts, raw outputs, frames, re-run and annotations."""
     scope = view.scope
-    detail = data.item_detail(view.root, view.version, scope.benchmark, item_id)
+    detail = data.item_detail(view.root, view.version, scope.benchmark or "", item_id)
     item = detail["item"]
     responses, choices = shown_runs(detail["responses"], scope.run)
     item_header(item)
@@ -248,7 +248,7 @@ def item_body(view: View, item_id: str) -> None:
             ui.vega(charts.confidence_chart(points, colours), f"confidence-{item_id}")
         else:
             st.caption("No confidence or score stored for this item (its sources record answers only).")
-        texts = data.item_texts(view.root, view.version, scope.benchmark, item_id)
+        texts = data.item_texts(view.root, view.version, scope.benchmark or "", item_id)
         if texts is not None:
             texts_panel(texts, list(scope.models), colours)
         notes = responses["protocol_note"].dropna().unique().tolist()
@@ -257,7 +257,7 @@ def item_body(view: View, item_id: str) -> None:
         raw_outputs(responses, item_id)
         frame_strips(view, item, responses)
     rerun_panel(view, item, thumb_cache())
-    annotation_panel(view.root, scope.benchmark, item_id, list(scope.models))
+    annotation_panel(view.root, scope.benchmark or "", item_id, list(scope.models))
     ui.show_twin(views.inspect_twin(view, item_id))
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from backend.analysis.explain import Target
 from backend.analysis.flows import CLASS_HELP, CLASSES
+from backend.contracts.base import to_json
 from backend.present import charts_items
 from backend.present.palette import model_colours
 from backend.present.text import count
@@ -73,7 +74,7 @@ def table_view(view: View) -> None:
     size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
     page_no = max(1, int(state.get("page") or 1))
     report = data.item_page(view, scope.focus, sort, bool(desc), page_no, size)
-    page, n_pages = pd.DataFrame(report["rows"]), report["n_pages"]
+    page, n_pages = pd.DataFrame(to_json(report.rows)), report.n_pages
     has_conf = any(v is not None for row in page["confidence"] for v in row)
     m = view.matrix
     cells = m.correct[:, page["position"].to_numpy(), :]  # [M, rows, C]: only this page's rows
@@ -158,8 +159,8 @@ def table_view(view: View) -> None:
     ui.downloads(export, f"items-{scope.benchmark}-{scope.focus}", parquet=True)
     if pick:
         selection_actions(view, picked(page))
-    order = ["--sort", sort, *(["--desc"] if desc else []), "--page", str(report["page"]), "--page-size", str(size)]
-    ui.twin(view, ["items", "--model", scope.focus], *order)
+    flags = ["--sort", sort, *(["--desc"] if desc else []), "--page", str(report.page), "--page-size", str(size)]
+    ui.twin(view, ["items", "--model", scope.focus], *flags)
 
 
 def heatmap_view(view: View) -> None:

@@ -7,9 +7,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from backend.contracts.base import to_json
+from backend.contracts.views import OverviewReport
 from backend.present import charts
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
+from backend.present.series import Curve
 from backend.present.tables import headline_frame
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
@@ -26,25 +29,25 @@ SORTS = {key: label(key) for key in ("visual_confusion_rate", "text_overwrite_ra
 CURVE_HEIGHT = 520  # the curve and its bars fit the first screen (1440 x 900) beside the cards
 
 
-def story(view: View, metrics: dict, colours: dict[str, str]) -> None:
+def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     """The first screen: the focus model's story step in one sentence (``backend.analysis.story``), the curve over
     its flows (the step shaded, its bars labelled with net and churn) beside the headline numbers, each with
     its plain definition (``backend.present.metrics``)."""
     scope, focus = view.scope, view.scope.focus
-    step = metrics["story"][focus]
+    step = metrics.story[focus]
     st.subheader(f"{ui.escape_md(focus)} · {ui.escape_md(story_text(step))}", anchor=False)
     if step is not None:
         small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, <i>The story step</i>).")
     tag_notice(scope, metrics)
     left, right = st.columns([5, 3], gap="medium")
     with left:
-        pair = None if step is None else (step["from"], step["to"])
+        pair = None if step is None else (step.from_, step.to)
         for k, spec in enumerate(
-            charts.curve_and_flows(metrics, colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
+            charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
         ):
             ui.vega(spec, f"scaling-curve-and-flows-{k}")
     with right:
-        st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics['models'][focus], CARDS)}")
+        st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}")
         if "text" not in scope.grid:
             small("Text overwrite is n/a: add <code>text</code> to the grid to measure it.")
     if scope.beyond_noise:
@@ -60,25 +63,25 @@ def small(html: str) -> None:
     st.html(f'<small style="color:#6b6b76">{html}</small>')
 
 
-def headlines(metrics: dict) -> None:
+def headlines(metrics: OverviewReport) -> None:
     """Every selected model's headline numbers in one table (metrics as rows), with its CSV."""
     st.subheader("Headline numbers per model", anchor=False)
     st.dataframe(
-        ui.headline_text(metrics["models"], metrics["n_items"], metrics["grid"]),
+        ui.headline_text(metrics.models, metrics.n_items, metrics.grid),
         column_config={"_index": st.column_config.TextColumn(pinned=True)},
     )
-    ui.downloads(headline_frame(metrics), "headlines")
+    ui.downloads(headline_frame(metrics.models), "headlines")
 
 
-def transitions_table(metrics: dict) -> pd.DataFrame:
-    rows = [dict(model=m, **t) for m, rec in metrics["models"].items() for t in rec["transitions"]]
+def transitions_table(metrics: OverviewReport) -> pd.DataFrame:
+    rows = [{"model": m, **to_json(t)} for m, rec in metrics.models.items() for t in rec.transitions]
     hidden = ["hidden_rescued", "hidden_harmed"] if rows and "hidden_rescued" in rows[0] else []  # noise toggle on
     return pd.DataFrame(
         rows, columns=["model", "from", "to", "rescued", "harmed", "net", "churn", "mcnemar_p", *hidden]
     )
 
 
-def task_table(scope: Scope, report: dict) -> None:
+def task_table(scope: Scope, report: OverviewReport) -> None:
     """Per task type, with Wilson 95% intervals; groups under the minimum size are marked and sorted last."""
     st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
     left, right = st.columns([4, 1], vertical_alignment="bottom")
@@ -101,7 +104,7 @@ def task_table(scope: Scope, report: dict) -> None:
         step=5,
         help="Task types with fewer items are marked small and sorted after the others: their rates swing widely.",
     )
-    table = pd.DataFrame(report["task_types"][scope.focus])
+    table = pd.DataFrame(report.task_types[scope.focus])
     table.insert(2, "size", np.where(table["n"] < min_n, f"small (< {min_n})", ""))
     if sort:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
@@ -130,12 +133,12 @@ def task_table(scope: Scope, report: dict) -> None:
     ui.downloads(table, f"task-types-{scope.focus}")
 
 
-def tag_notice(scope: Scope, metrics: dict) -> None:
+def tag_notice(scope: Scope, metrics: OverviewReport) -> None:
     """Under a trajectory-tag filter every number is conditioned on the tag (confused items: 100% confusion)."""
     if scope.tag:
         st.warning(
             f"Conditioned on the trajectory tag **{ui.escape_md(scope.tag)}** of {ui.escape_md(scope.focus)}: every "
-            f"number below is over its {count(metrics['n_items'], 'item')} only, so rates the tag defines (e.g. visual "
+            f"number below is over its {count(metrics.n_items, 'item')} only, so rates the tag defines (e.g. visual "
             "confusion for `confused`) are 100% by construction. Clear the tag for the benchmark's numbers.",
             icon=":material/filter_alt:",
         )

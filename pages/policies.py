@@ -6,10 +6,14 @@ scope ``backend.views.single_scope``), so every number is also printed by ``traj
 ``trajaudit predictor`` with the command line shown under each section (generated from that scope).
 """
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.contracts.policies import CascadeSweepReport, PredictorReport
 from backend.present import charts_audits
 from backend.present.palette import model_colours
 from backend.present.text import count
@@ -33,7 +37,7 @@ def command(name: str, view: View, resolved: Resolved, ladder: list[str], *extra
 
 def pick_ladder(view: View, resolved: Resolved) -> list[str]:
     s = resolved.scope
-    have = data.store_info(view.root, view.version)["configs"].get(s.focus, {}).get(s.benchmark, [])
+    have = data.store_info(view.root, view.version)["configs"].get(s.focus, {}).get(s.benchmark or "", [])
     visual = configs.visual(configs.order(have))
     try:
         default = views.policy_ladder(resolved)  # as `trajaudit cascade` without --ladder
@@ -65,7 +69,7 @@ def frame_delta(cost: float | None, top: str) -> str:
     return ui.DASH if cost is None else f"{100 * cost:.1f}% of {top}"
 
 
-def cascade_numbers(point: dict, top: str) -> None:
+def cascade_numbers(point: Mapping[str, Any], top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
     ui.rate_metric(c1, "Accuracy", point["accuracy"], point.get("accuracy_ci"))
@@ -82,7 +86,7 @@ def cascade_numbers(point: dict, top: str) -> None:
     )
 
 
-def matching_numbers(sweep: dict) -> None:
+def matching_numbers(sweep: Mapping[str, Any]) -> None:
     top = sweep["ladder"][-1]
     match = sweep["matching"]
     if match is None:
@@ -120,7 +124,7 @@ def predictor_controls() -> tuple[int, int]:
     return int(folds), int(seed)
 
 
-def predictor_numbers(report: dict) -> None:
+def predictor_numbers(report: PredictorReport) -> None:
     rows = pd.DataFrame(report["frontier"])
     arg = rows[rows["label"] == "argmax"].iloc[0]
     c1, c2, c3, c4 = st.columns(4)
@@ -184,7 +188,7 @@ with ui.guard():
         point = data.cascade_view(*key, float(threshold))
     except UserError as exc:
         st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon=":material/stairs:")
-    if point is not None:
+    if point is not None and sweep is not None:  # both or neither: the sweep is asked first
         cascade_numbers(point, top)
         matching_numbers(sweep)
         st.caption(
@@ -228,7 +232,7 @@ with ui.guard():
         )
         ui.downloads(table, f"policy-frontier-{scope.focus}")
         if sweep is not None:
-            front = pd.DataFrame(sweep["frontier"])
+            front = pd.DataFrame(cast(CascadeSweepReport, sweep)["frontier"])  # the sweep: asked without a threshold
             readable.table(
                 front,
                 {

@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.contracts.store import RemoteActor, StartedBy
 from backend.runtime import client
 from pages.common import state as url_state
 from pages.common import ui
@@ -31,15 +32,18 @@ REMOTE_COLUMNS = ["model", "hostname", "node_ip", "device", "gpu", "jobs_done", 
                   "dispatcher"]  # fmt: skip
 
 
-def started_by(who: dict | None) -> str:
+def started_by(who: StartedBy | None) -> str:
     """Who started a local worker and when it stops by itself (pid files of older versions say less)."""
-    if not who or who.get("parent_pid") is None:
+    if not who:
         return "Started by a dashboard of an older version: stop it here when done."
-    when = datetime.fromtimestamp(who["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
-    idle = f" or after {who['idle_timeout_s'] / 60:g} min without a job" if who.get("idle_timeout_s") else ""
-    alive = "" if client.process_identity(who["parent_pid"]) else " (that process is gone: the worker is stopping)"
+    parent, started, idle_s = who.get("parent_pid"), who.get("started_at"), who.get("idle_timeout_s")
+    if parent is None or started is None:
+        return "Started by a dashboard of an older version: stop it here when done."
+    when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M:%S")
+    idle = f" or after {idle_s / 60:g} min without a job" if idle_s else ""
+    alive = "" if client.process_identity(parent) else " (that process is gone: the worker is stopping)"
     return ui.escape_md(
-        f"Started by the dashboard process {who['parent_pid']}{alive} of user {who['user']} at {when}; "
+        f"Started by the dashboard process {parent}{alive} of user {who.get('user')} at {when}; "
         f"it stops when that process stops{idle}."
     )
 
@@ -49,7 +53,7 @@ def inspector_link(benchmark: str, item_id: str) -> str:
     return "inspector?" + urlencode(url_state.params(bench=benchmark, item=item_id, walk=None))
 
 
-def remote_actors(actors: list[dict]) -> None:
+def remote_actors(actors: list[RemoteActor]) -> None:
     """The dispatchers' actors on Ray nodes (``trajaudit dispatch``): where each runs and what it did."""
     st.markdown("**Remote actors** (`trajaudit dispatch`: computed on Ray nodes, written here by the dispatcher)")
     for a in (a for a in actors if a.get("waiting")):  # an actor no node can hold: Ray keeps it pending silently

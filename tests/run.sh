@@ -3,7 +3,7 @@
 # - a virtual environment in .venv with the project and its test extras (pinned in pyproject.toml);
 # - Debian's Chromium for the browser tests (Playwright cannot download its own browser here);
 # - lint and format checks;
-# - the type check: mypy over backend/ and store/ ([tool.mypy] in pyproject.toml; cached in .mypy_cache);
+# - the type check: mypy over backend/, store/ and pages/ ([tool.mypy] in pyproject.toml; cached in .mypy_cache);
 # - the platform check: the core and the worker extra resolve to wheels for macOS arm64 and Linux
 #   aarch64 (.ci/resolve_platforms.py: metadata only, nothing downloaded in full; needs the index);
 # - pytest over tests/, offline (no model or data downloads), on every usable CPU (pytest-xdist: the
@@ -61,7 +61,7 @@ export PYTHONUNBUFFERED=1
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check --quiet .
 # Types once, in the full venv (it has torch and transformers, whose annotations the runtime is checked against).
-timed "type check (mypy backend store)" "$VENV/bin/mypy"
+timed "type check (mypy backend store pages)" "$VENV/bin/mypy"
 if [ "${TRAJAUDIT_SKIP_RESOLVE:-0}" != 1 ]; then
   timed "platform check (macOS arm64, Linux aarch64)" "$VENV/bin/python" .ci/resolve_platforms.py
 fi

@@ -13,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 from backend import views
 from backend.analysis import interventions, isocompute, noise
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.runtime import rerun
 from backend.scope.loader import load_matrix
 from backend.scope.resolve import Resolved, Scope
@@ -65,7 +66,7 @@ def test_one_cohen_kappa_serves_audits_and_explain_and_is_nan_without_items():
 
 
 def test_recovery_rate_by_hand(protocol_store):
-    rec = views.protocol_recovery(protocol_store, "m", GRID, "64f/random-s1", bootstrap=200)
+    rec = to_json(views.protocol_recovery(protocol_store, "m", GRID, "64f/random-s1", bootstrap=200))
     # Terminal regressions under uniform 64f: q0, q1, q2; random-s1 gets q0 and q2 right.
     assert (rec["n_terminal"], rec["n_recovered"]) == (3, 2) and rec["recovery_rate"] == pytest.approx(2 / 3)
     assert rec["harm_rate"] == pytest.approx(1 / 2)  # right at 64f: q4 (lost), q5 (kept)
@@ -77,7 +78,7 @@ def test_recovery_rate_by_hand(protocol_store):
 
 
 def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store):
-    out = views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), bootstrap=0)
+    out = to_json(views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), bootstrap=0))
     assert out["top"] == "64f" and [p["protocol"] for p in out["protocols"]] == ["dense-start", "random-s1"]
     dense, rand = out["protocols"]
     assert dense["recovery"] is None and dense["grid"] == ["16f", "32f/dense-start", "64f"]
@@ -91,7 +92,7 @@ def test_audit_lists_each_protocol_with_agreement_and_tag_changes(protocol_store
     assert terminal == {"base": 3, "protocol": 2, "both": 1, "gained": 1, "lost": 2}  # base q0,q1,q2 -> q1,q4
     assert rand["recovery"]["n_recovered"] == 2
     with pytest.raises(UserError, match="no config under protocol.*fps-1"):
-        views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), protocols=["fps-1"])
+        to_json(views.interventions_view(protocol_store, focus(protocol_store, "m", GRID), protocols=["fps-1"]))
 
 
 def test_intervention_requests_are_the_terminal_regressions(protocol_store):
@@ -101,7 +102,7 @@ def test_intervention_requests_are_the_terminal_regressions(protocol_store):
     with pytest.raises(UserError, match="not another protocol"):
         interventions.intervention_requests(matrix, "m", "32f/random-s2")
     with pytest.raises(UserError, match="no re-run could be queued: unknown model 'm'"):
-        rerun.submit_many(protocol_store.root, reqs)  # nothing registered: refused before queueing
+        to_json(rerun.submit_many(protocol_store.root, reqs))  # nothing registered: refused before queueing
 
 
 def test_isocompute_grouping():
@@ -115,7 +116,7 @@ def test_isocompute_grouping():
 def test_isocompute_winners_and_complementarity_by_hand(store):
     y = [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]]
     fx.build(store, fx.responses("m", ["32f@302k", "128f@75k"], y))
-    out = views.isocompute_view(store, focus(store, "m"), bootstrap=100)
+    out = to_json(views.isocompute_view(store, focus(store, "m"), bootstrap=100))
     (g,) = out["groups"]
     acc = {c["config"]: (c["accuracy"], c["unique_wins"]) for c in g["configs"]}
     assert acc == {"128f@75k": (0.4, 1), "32f@302k": (0.6, 2)}
@@ -142,11 +143,11 @@ def test_noise_split_by_hand(noise_store):
     kinds = noise.flip_classes(matrix, prof, "m", "16f", "32f")
     assert kinds.tolist() == ["within", "beyond", "unmeasured", "stable", "within"]
     assert noise.within_noise(matrix, prof, "m", "16f", "32f").tolist() == [True, False, False, False, True]
-    t = noise.split_transition(matrix, prof, "m", "16f", "32f")
+    t = to_json(noise.split_transition(matrix, prof, "m", "16f", "32f"))
     assert (t["rescued"], t["harmed"]) == (3, 1)
     assert (t["rescued_within"], t["rescued_beyond"], t["rescued_unmeasured"]) == (2, 0, 1)
     assert (t["harmed_within"], t["harmed_beyond"], t["harmed_unmeasured"]) == (0, 1, 0)
-    s = noise.summary(matrix, prof, "m")
+    s = to_json(noise.summary(matrix, prof, "m"))
     assert s["n_items_with_repeats"] == 4 and s["n_items_noisy"] == 3
     assert [c["n_items_measured"] for c in s["per_config"]] == [3, 2]
 
@@ -160,14 +161,14 @@ def test_cross_model_flows_by_hand(store):
     # a command without --benchmark takes the largest (3 items to 2)
     assert focus(store, "base").scope.benchmark == "vid"
     pooled = Resolved(views.single_scope(Scope(None, ("base",))), "default")  # a scope built without a store
-    out = views.crossmodel_view(store, pooled, ("base", "tuned"), "16f")
+    out = to_json(views.crossmodel_view(store, pooled, ("base", "tuned"), "16f"))
     assert (out["rescued"], out["harmed"], out["n_items"]) == (1, 2, 5)
     assert out["harmed_items"] == [{"benchmark": "img", "item_id": "q0"}, {"benchmark": "vid", "item_id": "q4"}]
     by_bench = {r["benchmark"]: (r["n"], r["rescued"], r["harmed"]) for r in out["by_benchmark"]}
     assert by_bench == {"img": (2, 0, 1), "vid": (3, 1, 1)}
     assert out["accuracy_from"] == pytest.approx(0.6) and out["accuracy_to"] == pytest.approx(0.4)
     with pytest.raises(UserError, match="two different models"):
-        views.crossmodel_view(store, focus(store, "base"), ("base", "base"), "16f")
+        to_json(views.crossmodel_view(store, focus(store, "base"), ("base", "base"), "16f"))
 
 
 def test_audit_cli_commands(protocol_store, capsys):
@@ -211,7 +212,7 @@ def test_submit_many_queues_what_it_can_and_reports_the_rest(tmp_path):
 
     root = build_store(tmp_path / "s")
     reqs = [RerunRequest("m", "bench", q, "16f/random-s2") for q in ("q1", "q2")]
-    out = rerun.submit_many(root, reqs)
+    out = to_json(rerun.submit_many(root, reqs))
     assert (out["requested"], out["queued"], out["from_store"]) == (2, 1, 0)
     assert [e["item_id"] for e in out["errors"]] == ["q2"]  # its video path escapes the video root
     (job,) = JobQueue(root).list_jobs()

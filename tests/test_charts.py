@@ -13,8 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend import views
+from backend.contracts.base import to_json
+from backend.contracts.views import Overlap
 from backend.present import charts, charts_items, series
 from backend.present.palette import NEUTRAL, WRONG, model_colours
+from backend.present.series import Curve
 from backend.scope.filters import ItemFilter
 from backend.scope.inspector import item_detail
 from backend.scope.resolve import Scope
@@ -39,11 +42,11 @@ def _rows(spec: dict, **match) -> list[dict]:
 
 
 def test_curve_and_flows_draws_the_overviews_numbers(overview):
-    colours = model_colours(list(overview["models"]))
-    top, bottom = charts.curve_and_flows(overview, colours)
+    colours = model_colours(list(overview.models))
+    top, bottom = charts.curve_and_flows(Curve.of(overview), colours)
     json.dumps([top, bottom], allow_nan=False)  # plain JSON: no NaN, nothing a browser could not parse
-    grid = overview["grid"]
-    for model, rec in overview["models"].items():
+    grid = overview.grid
+    for model, rec in to_json(overview.models).items():
         rows = _rows(top, model=model)
         assert [r["config"] for r in rows] == grid and [r["x"] for r in rows] == list(range(len(grid)))
         np.testing.assert_allclose([r["accuracy"] for r in rows], [100 * rec["accuracy"][c] for c in grid])
@@ -100,17 +103,18 @@ def test_compare_charts_draw_the_overlaps_numbers(demo_store):
     store = Store(demo_store)
     models = ("synthetic-A-7B", "synthetic-B-13B", "synthetic-C-72B")
     resolved = Scope(benchmark="synthetic-videomme", models=models, grid=(), item_filter=ItemFilter()).resolve(store)
-    overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0)["overlap"]
+    overlap = views.compare_view(open_view(store, resolved), top=10, bootstrap=0).overlap
+    assert isinstance(overlap, Overlap)  # three models
     spec = charts.jaccard(overlap)
     drawn = {(c["a"], c["b"]): c["jaccard"] for c in spec["data"]["values"]}
     assert drawn == {
         (a, b): None if v is None or v != v else v
-        for a, row in zip(overlap["models"], overlap["jaccard"], strict=True)
-        for b, v in zip(overlap["models"], row, strict=True)
+        for a, row in zip(overlap.models, overlap.jaccard, strict=True)
+        for b, v in zip(overlap.models, row, strict=True)
     }
     bars = charts.intersections(overlap)
     assert [(r["set"], r["items"]) for r in bars["data"]["values"]] == [
-        (" + ".join(r["models"]), r["n"]) for r in overlap["intersections"][:15]
+        (" + ".join(r.models), r.n) for r in overlap.intersections[:15]
     ]
     json.dumps([spec, bars], allow_nan=False)
 

@@ -28,6 +28,7 @@ RERUN_TIMEOUT_MS = 300_000  # a CPU worker loads the tiny model, then answers ea
 def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = None) -> dict:
     """The Flows page's numbers, from the backend its table is drawn from (``trajaudit flows --json``)."""
     from backend import views
+    from backend.contracts.base import to_json
     from backend.scope.filters import ItemFilter
     from backend.scope.resolve import Scope
     from backend.scope.view import open_view
@@ -35,7 +36,7 @@ def flow_view(server, kind: str | None = None, pair: tuple[str, str] | None = No
 
     store = Store(server.store)
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
-    return views.flows_view(open_view(store, resolved), MODEL, pair, kind, limit=None)
+    return to_json(views.flows_view(open_view(store, resolved), MODEL, pair, kind, limit=None))  # as printed
 
 
 def sankey_chart(page):

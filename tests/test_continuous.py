@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.analysis.continuous import continuous_metrics
+from backend.contracts.base import to_json
 from backend.scope.loader import load_matrix
 from tests.matrix_fixtures import build_store
 
@@ -19,7 +20,7 @@ def test_continuous_metrics_by_hand(tmp_path):
     scores = {"m": {"8f": [0.2, 0.5, 1.0], "16f": [0.6, 0.5, 0.0], "32f": [0.4, 0.9, 0.5]}}
     correct = {"m": {c: [0, 0, 0] for c in scores["m"]}}
     mx = load_matrix(build_store(tmp_path / "s", correct, score=scores), ["m"])
-    out = continuous_metrics(mx, "m", bootstrap=200, seed=1)
+    out = to_json(continuous_metrics(mx, "m", bootstrap=200, seed=1))
     assert out["n_items"] == 3 and out["n_unscored"] == 0
     assert out["mean_score"] == pytest.approx({"8f": 1.7 / 3, "16f": 1.1 / 3, "32f": 1.8 / 3}, abs=1e-6)
     assert out["best_fixed"]["config"] == "32f"
@@ -36,4 +37,4 @@ def test_continuous_metrics_by_hand(tmp_path):
 
 def test_no_scores_means_not_available(tmp_path):
     mx = load_matrix(build_store(tmp_path / "s", {"m": {"8f": [1, 0]}}), ["m"])
-    assert continuous_metrics(mx, "m") is None
+    assert to_json(continuous_metrics(mx, "m")) is None

@@ -13,6 +13,7 @@ from backend.analysis.compare import confusion_overlap, disagreement
 from backend.analysis.flows import CLASSES, heatmap, sankey, trajectory_classes
 from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.present.tables import flow_table, headline_frame, step_table
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
@@ -48,7 +49,7 @@ def _link(view, frm, kind):
 
 def test_sankey_nodes_and_links_by_hand(hand):
     _, matrix = hand
-    view = sankey(matrix, "A")
+    view = to_json(sankey(matrix, "A"))
     assert [(n["config"], n["state"], n["count"]) for n in view["nodes"]] == [
         ("text", "correct", 2),
         ("text", "wrong", 2),
@@ -70,7 +71,8 @@ def test_sankey_nodes_and_links_by_hand(hand):
 
 def test_sankey_between_two_chosen_configs_and_errors(hand):
     _, matrix = hand
-    view = sankey(matrix, "A", ["text", "16f"])
+    model = sankey(matrix, "A", ["text", "16f"])
+    view = to_json(model)
     assert view["configs"] == ["text", "16f"]
     # text -> 16f: i0 harmed, i1 rescued, i2 stays correct, i3 stays wrong.
     assert {r["kind"]: r["count"] for r in view["links"]} == {
@@ -79,11 +81,11 @@ def test_sankey_between_two_chosen_configs_and_errors(hand):
         "stable-correct": 1,
         "stable-wrong": 1,
     }
-    assert len(flow_table(view)) == 4
+    assert len(flow_table(model)) == 4
     with pytest.raises(UserError, match="at least two"):
-        sankey(matrix, "A", ["8f"])
+        to_json(sankey(matrix, "A", ["8f"]))
     with pytest.raises(UserError, match="not in the grid"):
-        sankey(matrix, "A", ["text", "64f"])
+        to_json(sankey(matrix, "A", ["text", "64f"]))
 
 
 def test_flow_table_filters_a_kind_and_steps_hold_net_churn_and_p_once(hand):
@@ -135,7 +137,7 @@ def test_trajectory_classes_and_heatmap_order(hand):
 
 def test_confusion_overlap_by_hand(hand):
     _, matrix = hand
-    ov = confusion_overlap(matrix)
+    ov = to_json(confusion_overlap(matrix))
     # A confused on i0 (8f -> 16f) and i2 (text -> 8f); B on i1 (8f -> 16f).
     assert ov["confused"] == {"A": 2, "B": 1}
     assert ov["confused_by_all"] == 0 and ov["confused_by_any"] == 3
@@ -158,7 +160,7 @@ def test_disagreement_ranking_by_hand(hand):
 def test_headline_table_keeps_na_for_overwrite_without_text(hand):
     store, _ = hand
     no_text = load_matrix(store, ["A"], grid=["8f", "16f"])
-    table = headline_frame(mcqa_metrics(no_text, bootstrap=50))
+    table = headline_frame(mcqa_metrics(no_text, bootstrap=50).models)
     assert table.loc[0, "best_fixed"] == 0.5 and table.loc[0, "best_fixed_config"] == "8f"
     assert np.isnan(table.loc[0, "text_overwrite_rate"]) and np.isnan(table.loc[0, "text_overwrite_rate_lo"])
     assert table.loc[0, "oracle_headroom_lo"] <= table.loc[0, "oracle_headroom"] <= table.loc[0, "oracle_headroom_hi"]
@@ -293,7 +295,7 @@ def test_cli_twins_match_the_backend(hand, capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    assert out["links"] == json.loads(json.dumps(sankey(matrix, "A", ["text", "16f"])["links"]))
+    assert out["links"] == json.loads(json.dumps(to_json(sankey(matrix, "A", ["text", "16f"]))["links"]))
     assert [r["item_id"] for r in out["items"]] == ["i0"] and out["n_flow_items"] == 1
     assert out["trajectory_classes"]["oscillating"] == 1
     assert (

@@ -39,7 +39,7 @@ DIAGRAM: dict[str, set[str]] = {
     },
     "backend.serverconfig": {"store", "backend.videos"},
     "backend.demo": {"store", "backend.extras", "backend.runtime"},
-    "backend.present": {"backend.analysis"},
+    "backend.present": {"backend.contracts", "backend.analysis"},
     "backend.report": {
         "store", "backend.contracts", "backend.videos", "backend.scope", "backend.analysis", "backend.views",
         "backend.present",

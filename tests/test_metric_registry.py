@@ -14,6 +14,7 @@ import pytest
 
 from backend import views
 from backend.cli.metrics import render, score_lines
+from backend.contracts.views import OverviewReport
 from backend.present import tables
 from backend.present.metrics import (
     CARDS,
@@ -44,7 +45,7 @@ def basic_store(tmp_path_factory) -> Store:
 
 
 @pytest.fixture(scope="module")
-def overview(basic_store) -> dict:
+def overview(basic_store) -> OverviewReport:
     resolved = Scope(benchmark="bench", models=("m",)).resolve(basic_store)
     return views.overview(open_view(basic_store, resolved), bootstrap=50)
 
@@ -73,9 +74,9 @@ def surface_keys(table: tables.Table) -> set[str]:
 
 def test_every_table_the_pages_and_the_report_show_names_registered_metrics(overview, basic_store, tmp_path):
     shown = {
-        "headlines": tables.headline_table(overview["models"], overview["n_items"], overview["grid"]),
-        "transitions": tables.transitions_table(overview["models"]),
-        "task types": tables.task_table(overview["task_types"]["m"], "m"),
+        "headlines": tables.headline_table(overview.models, overview.n_items, overview.grid),
+        "transitions": tables.transitions_table(overview.models),
+        "task types": tables.task_table(overview.task_types["m"], "m"),
     }
     for name, table in shown.items():
         assert surface_keys(table) <= set(METRICS), (name, surface_keys(table) - set(METRICS))
@@ -135,7 +136,9 @@ def test_every_score_number_the_report_the_cli_and_the_page_show_is_a_registered
         for k in table.keys:
             if k in SCORE_METRICS:
                 assert table.columns[table.keys.index(k)] == SCORE_METRICS[k].label, (table.name, k)
-    lines = score_lines(data["overview"]["models"]["synthetic-A-7B"]["continuous"])
+    scored = data.overview.models["synthetic-A-7B"].continuous
+    assert scored, "the demo's open-ended benchmark is scored"
+    lines = score_lines(scored)
     labels = {line[:31].strip() for line in lines if not line.startswith(("  ", "scores", "score transitions"))}
     assert labels and labels <= {m.label for m in SCORE_METRICS.values()}, labels
     heads = next(line for line in lines if line.startswith("score transitions"))

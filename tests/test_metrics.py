@@ -26,6 +26,7 @@ from backend.analysis.stats import (
     distinct_rows,
     percentile_interval,
 )
+from backend.contracts.base import to_json
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
@@ -47,7 +48,7 @@ def basic(tmp_path):
 
 
 def test_basic_metrics_by_hand(basic):
-    out = mcqa_metrics(load_matrix(basic, ["m"]), bootstrap=0)
+    out = to_json(mcqa_metrics(load_matrix(basic, ["m"]), bootstrap=0))
     assert out["grid"] == ["text", "8f", "16f", "32f"] and out["n_items"] == 5 and out["n_excluded"] == 0
     m = out["models"]["m"]
     assert m["accuracy"] == {"text": 0.4, "8f": 0.4, "16f": 0.4, "32f": 0.6}
@@ -74,10 +75,10 @@ def test_basic_metrics_by_hand(basic):
 
 def test_pairs_and_any_transition(basic):
     mx = load_matrix(basic, ["m"])
-    out = mcqa_metrics(mx, bootstrap=0, pairs=[("text", "32f")])
+    out = to_json(mcqa_metrics(mx, bootstrap=0, pairs=[("text", "32f")]))
     # text->32f: rescued i1, i3; harmed i2; mean churn still over the consecutive pairs.
-    assert out["models"]["m"]["transitions"] == [transition(mx, "m", "text", "32f")]
-    assert transition(mx, "m", "text", "32f") == {
+    assert out["models"]["m"]["transitions"] == [to_json(transition(mx, "m", "text", "32f"))]
+    assert to_json(transition(mx, "m", "text", "32f")) == {
         "from": "text",
         "to": "32f",
         "rescued": 2,
@@ -88,7 +89,7 @@ def test_pairs_and_any_transition(basic):
     }
     assert out["models"]["m"]["mean_churn"] == pytest.approx(1 / 3)
     with pytest.raises(UserError, match="64f"):
-        mcqa_metrics(mx, bootstrap=0, pairs=[("text", "64f")])
+        to_json(mcqa_metrics(mx, bootstrap=0, pairs=[("text", "64f")]))
 
 
 def test_mcnemar_against_binomial_values():
@@ -103,7 +104,7 @@ def test_mcnemar_against_binomial_values():
 def test_best_fixed_tie_goes_to_lowest_cost(tmp_path):
     # 8f and 16f tie at 2/3; 8f is cheaper even though the grid lists 16f first.
     store = build_store(tmp_path / "s", {"m": {"text": [0, 0, 0], "16f": [1, 1, 0], "8f": [1, 0, 1]}})
-    out = mcqa_metrics(load_matrix(store, ["m"], grid=["text", "16f", "8f"]), bootstrap=0)
+    out = to_json(mcqa_metrics(load_matrix(store, ["m"], grid=["text", "16f", "8f"]), bootstrap=0))
     assert out["models"]["m"]["best_fixed"] == {"config": "8f", "accuracy": pytest.approx(2 / 3)}
 
 
@@ -130,7 +131,7 @@ SPATIAL = {"m": {"8f@400k": [1, 0, 1], "16f@100k": [1, 0, 1], "8f@200k": [0, 1, 
 def test_confusion_and_terminal_follow_cost_not_grid_position(tmp_path):
     store = build_store(tmp_path / "s", SPATIAL)
     mx = load_matrix(store, ["m"], grid=SPATIAL_GRID)
-    m = mcqa_metrics(mx, bootstrap=0)["models"]["m"]
+    m = to_json(mcqa_metrics(mx, bootstrap=0))["models"]["m"]
     assert m["visual_confusion_rate"] == pytest.approx(1 / 3)  # q only
     assert m["terminal_regressions"] == 1  # q: the top is 8f@400k, the unique costliest
     # All four tie at 2/3; 32f@25k is cheaper than every other one, though last in the grid.
@@ -144,7 +145,7 @@ def test_confusion_and_terminal_follow_cost_not_grid_position(tmp_path):
 
 def test_overwrite_not_available_without_text_in_ci_too(tmp_path):
     store = build_store(tmp_path / "s", {"m": {"8f": [1, 0, 1, 0], "16f": [0, 0, 1, 1]}})
-    m = mcqa_metrics(load_matrix(store, ["m"]), bootstrap=50)["models"]["m"]
+    m = to_json(mcqa_metrics(load_matrix(store, ["m"]), bootstrap=50))["models"]["m"]
     assert m["text_overwrite_rate"] is None and m["text_overwrite_of_text_correct"] is None
     assert m["ci"]["text_overwrite_rate"] is None and m["ci"]["text_overwrite_of_text_correct"] is None
     assert m["ci"]["visual_confusion_rate"] is not None
@@ -160,7 +161,7 @@ def test_matched_grid_excludes_and_counts(tmp_path):
     assert mx.grid == ["8f", "16f"]  # the configs both have
     assert mx.items["item_id"].tolist() == ["i0", "i2"]  # i1 lacks (b, 16f)
     assert mx.n_excluded == 1 and mx.excluded_reasons == {"b lacks 16f": 1}
-    out = mcqa_metrics(mx, bootstrap=0)
+    out = to_json(mcqa_metrics(mx, bootstrap=0))
     assert out["n_items"] == 2 and out["n_excluded"] == 1
     assert out["models"]["a"]["accuracy"] == {"8f": 1.0, "16f": 0.5}
     with pytest.raises(UserError, match=r"'a'.*'32f'"):
@@ -233,9 +234,9 @@ def _random_store(tmp_path, n_items=200, seed=1):
 
 def test_bootstrap_is_seeded_and_contains_the_point(tmp_path):
     mx = load_matrix(_random_store(tmp_path), ["a", "b"])
-    one = mcqa_metrics(mx, bootstrap=300, seed=7)
-    assert one == mcqa_metrics(mx, bootstrap=300, seed=7)
-    assert one["models"]["a"]["ci"] != mcqa_metrics(mx, bootstrap=300, seed=8)["models"]["a"]["ci"]
+    one = to_json(mcqa_metrics(mx, bootstrap=300, seed=7))
+    assert one == to_json(mcqa_metrics(mx, bootstrap=300, seed=7))
+    assert one["models"]["a"]["ci"] != to_json(mcqa_metrics(mx, bootstrap=300, seed=8))["models"]["a"]["ci"]
     for model in ("a", "b"):
         m = one["models"][model]
         assert set(m["ci"]) == {"accuracy"} | HEADLINES_WITH_CI
@@ -256,7 +257,7 @@ def test_pattern_bootstrap_matches_the_item_bootstrap_on_20_seeds(tmp_path):
     ind, where = _indicators(mx.correct.astype(bool), mx)
     pattern, item = [], []
     for seed in seeds:
-        ci = mcqa_metrics(mx, bootstrap=n_boot, seed=seed)["models"]
+        ci = to_json(mcqa_metrics(mx, bootstrap=n_boot, seed=seed))["models"]
         names = sorted(set(ci["a"]["ci"]) - {"accuracy"}) + [f"accuracy[{c}]" for c in mx.grid]
         flat = {m: ci[m]["ci"] | {f"accuracy[{c}]": v for c, v in ci[m]["ci"]["accuracy"].items()} for m in mx.models}
         pattern.append([flat[m][k] for m in mx.models for k in names])
@@ -312,7 +313,7 @@ def test_flow_items_and_cross_model_transition(tmp_path):
     with pytest.raises(UserError, match="flow"):
         flow_items(mx, "a", "8f", "16f", "lost")
     # a@16f [0,1,1,0] -> b@8f [1,1,0,0]: rescued i0, harmed i2.
-    t = transition_between(mx, ("a", "16f"), ("b", "8f"))
+    t = to_json(transition_between(mx, ("a", "16f"), ("b", "8f")))
     assert (t["from_model"], t["from"], t["to_model"], t["to"]) == ("a", "16f", "b", "8f")
     assert (t["rescued"], t["harmed"]) == (1, 1)
 
@@ -340,7 +341,7 @@ def test_item_filter_narrows_the_scope(basic):
     assert load_matrix(basic, ["m"], item_filter=ItemFilter(search="CATS")).items["item_id"].tolist() == ["i2"]
     empty = load_matrix(basic, ["m"], item_filter=ItemFilter(task_types=("Z",)))
     with pytest.raises(UserError, match="no item"):
-        mcqa_metrics(empty, bootstrap=0)
+        to_json(mcqa_metrics(empty, bootstrap=0))
 
 
 def test_available_lists_what_the_store_holds(basic):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from backend.analysis.metrics import mcqa_metrics
 from backend.analysis.stats import row_codes
+from backend.contracts.base import to_json
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import Matrix
@@ -39,7 +40,7 @@ def matrices(draw, max_models=2, max_items=12):
 @settings(max_examples=150, deadline=None)
 @given(matrices())
 def test_metric_inequalities(mx):
-    out = mcqa_metrics(mx, bootstrap=0)
+    out = to_json(mcqa_metrics(mx, bootstrap=0))
     for m in out["models"].values():
         assert m["oracle_accuracy"] >= m["best_fixed"]["accuracy"] - 1e-12
         assert m["best_fixed"]["accuracy"] == max(m["accuracy"].values())
@@ -88,7 +89,7 @@ def test_tags_match_the_definitions(mx):
 @settings(max_examples=150, deadline=None)
 @given(matrices())
 def test_rates_are_shares_of_tagged_items(mx):
-    out = mcqa_metrics(mx, bootstrap=0)
+    out = to_json(mcqa_metrics(mx, bootstrap=0))
     tags = item_tags(mx)
     for model, m in out["models"].items():
         mine = tags[tags["model"] == model]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import math
 
+import msgspec
 import pytest
 
 from backend.cli import main
+from backend.contracts import parsed
+from backend.contracts.views import McqaMetrics, Sankey
 from backend.present import series, tables
 from backend.present.metrics import HEADLINES
 from backend.present.text import ci_text, interval, number, p_value, pct, pp, signed_pp
@@ -56,21 +59,25 @@ def _model(best: float, oracle: float, ci: bool) -> dict:
     }
 
 
-OVERVIEW = {
-    "grid": ["8f", "16f"],
-    "n_items": 40,
-    "models": {"A<b>": _model(0.625, 0.75, True), "B": _model(0.6, 0.7, False)},
-}
+OVERVIEW = msgspec.convert(  # the metrics as views.overview builds them, validated as it does
+    {
+        "grid": ["8f", "16f"],
+        "n_items": 40,
+        "n_excluded": 0,
+        "models": {"A<b>": _model(0.625, 0.75, True), "B": _model(0.6, 0.7, False)},
+    },
+    McqaMetrics,
+)
 
 
 def test_headline_and_transition_tables_on_hand_values():
-    t = tables.headline_table(OVERVIEW["models"], OVERVIEW["n_items"], OVERVIEW["grid"])
+    t = tables.headline_table(OVERVIEW.models, OVERVIEW.n_items, OVERVIEW.grid)
     assert t.columns == ["Model", "Best config", *(label for _, label in HEADLINES), "Terminal regressions"]
     assert t.rows[0] == ["A<b>", "16f", "62.5 [55.0, 70.0]", "75.0", "12.5", "12.5", "—", "—", "25.0", "3"]
     assert t.rows[1][:3] == ["B", "16f", "60.0"]  # no interval: the value alone
     assert t.values[0][2:5] == [0.625, 0.75, 0.125] and "40 matched items, grid 8f, 16f" in t.caption
     assert t.frame().loc[1, "Oracle"] == "70.0"
-    trans = tables.transitions_table(OVERVIEW["models"])
+    trans = tables.transitions_table(OVERVIEW.models)
     assert trans.rows[0] == ["A<b>", "8f → 16f", "4", "2", "+5.0", "15.0", "0.688"]
 
 
@@ -96,7 +103,7 @@ def test_task_table_shows_an_interval_only_where_the_rate_has_one():
 
 
 def test_curve_and_flow_series_on_hand_values():
-    points = series.curve_points(OVERVIEW, {"A<b>": "#111111", "B": "#222222"})
+    points = series.curve_points(series.Curve.of(OVERVIEW), {"A<b>": "#111111", "B": "#222222"})
     assert [(p["model"], p["x"], p["config"], p["accuracy"]) for p in points] == [
         ("A<b>", 0, "8f", 50.0),
         ("A<b>", 1, "16f", 62.5),
@@ -104,7 +111,7 @@ def test_curve_and_flow_series_on_hand_values():
         ("B", 1, "16f", 60.0),
     ]
     assert (points[1]["lo"], points[1]["hi"]) == pytest.approx((55.0, 70.0)) and points[3]["lo"] is None
-    bars = series.flow_bars(OVERVIEW)
+    bars = series.flow_bars(series.Curve.of(OVERVIEW))
     width = 0.72 / 2  # two models share 90% of 80% of a step
     first = bars[0]  # model A, rescued: left of the slot's centre (0.5) by half a bar
     assert first["kind"] == "rescued" and first["items"] == 4 and bars[1]["items"] == -2
@@ -163,6 +170,8 @@ def test_sankey_trace_escapes_only_through_the_given_function():
             },
         ],
     }
+    pair = {"net": 0.1, "churn": 0.1}  # the pair's numbers, which the trace does not draw
+    view = msgspec.convert(view | {"n_excluded": 0, "links": [lk | pair for lk in view["links"]]}, Sankey)
     colours = {
         "correct": "c",
         "wrong": "w",
@@ -189,22 +198,22 @@ def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, c
     tables show for the numbers of ``metrics --json``."""
     store = ["--store", str(demo_store)]
     assert main(["metrics", *store, *SCOPE, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = parsed("metrics", json.loads(capsys.readouterr().out))
     assert main(["metrics", *store, *SCOPE]) == 0
     text = " ".join(capsys.readouterr().out.split())  # the CLI aligns columns; compare word by word
     assert (
         main(["report", *store, *SCOPE, "--gallery", "0", "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
     )
     markdown = (tmp_path / "r.md").read_text()
-    headline = tables.headline_table(out["models"], out["n_items"], out["grid"])
+    headline = tables.headline_table(out.models, out.n_items, out.grid)
     for row in headline.rows:
         assert f"| {row[1]} | " + " | ".join(row[2:]) + " |" in markdown  # the report's row, cell for cell
         for cell in row[2:-1]:
             assert cell in text
-    for row in tables.transitions_table(out["models"]).rows:
+    for row in tables.transitions_table(out.models).rows:
         assert " ".join(row[2:7]) in text and "| " + " | ".join(row[2:]) + " |" in markdown
-    focus = out["scope"]["models"][0]  # the focus model: the first named
-    for row in tables.task_table(out["task_types"][focus], focus).rows:
+    focus = out.scope.models[0]  # the focus model: the first named
+    for row in tables.task_table(out.task_types[focus], focus).rows:
         assert " | ".join(row[1:]) + " |" in markdown
 
 

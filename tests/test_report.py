@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
+from backend.contracts import parsed
 from backend.present.metrics import HEADLINES
 from backend.report import build, tables
 from backend.report.data import report_data
@@ -126,7 +127,7 @@ def test_json_is_exactly_what_the_html_draws_and_matches_metrics(demo_store, dem
     )
     from backend.report.figures import figures as build_figures
 
-    assert set(figures) == set(build_figures(data))
+    assert set(figures) == set(build_figures(parsed("report --format json", data)))
     assert data["gallery"][0]["frames"][0]["jpeg_base64"][0] in html
     capsys.readouterr()
     assert (
@@ -217,9 +218,9 @@ def test_latex_escape_makes_tex_specials_literal():
 def test_gallery_skips_frames_with_a_note_where_videos_are_absent(demo_store, tmp_path):
     store = Store(demo_store)
     data = report_data(store, demo_scope(store), gallery_items=3, bootstrap=0, video_root=tmp_path)
-    for item in data["gallery"]:
-        assert "not found" in item["video_problem"]
-        assert all(s["jpeg_base64"] == [] and s["shown"] for s in item["frames"])  # indices still listed
+    for item in data.gallery:
+        assert item.video_problem and "not found" in item.video_problem
+        assert all(s.jpeg_base64 == [] and s.shown for s in item.frames)  # indices still listed
 
 
 def only(url: str, asked: list[str]):

@@ -13,10 +13,12 @@ import re
 import shlex
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 import pytest
 
 from backend.cli import main
+from backend.contracts.views import BinaryView
 from backend.scope.resolve import Scope, default_benchmark
 from store.store import Store
 
@@ -389,7 +391,8 @@ def test_score_sections_draw_what_their_cli_twin_prints(demo_store, page, cut, m
     if page == "pages/overview.py":  # the scope line says how the scored items enter accuracy
         from backend.scope.binary import describe
 
-        assert any(describe(printed["binary"]) in c.value.replace("\\", "") for c in at.caption)
+        binary = msgspec.convert(printed["binary"], BinaryView)
+        assert any(describe(binary) in c.value.replace("\\", "") for c in at.caption)
 
 
 @pytest.mark.usefixtures("app_env")

@@ -16,6 +16,7 @@ import pytest
 from backend.analysis.continuous import continuous_metrics, score_flow_items, score_flows
 from backend.analysis.stats import bootstrap_weights
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.scope.binary import binary_view, describe
 from backend.scope.filters import ItemFilter
 from backend.scope.loader import load_matrix
@@ -67,7 +68,7 @@ def hand_intervals(s: np.ndarray, n_resamples: int, seed: int) -> dict[str, np.n
 
 def test_score_summaries_equal_the_hand_computation(tmp_path):
     mx = load_matrix(scored_store(tmp_path / "s"), ["m", "n"], grid=GRID)
-    out = continuous_metrics(mx, "m", bootstrap=B, seed=SEED)
+    out = to_json(continuous_metrics(mx, "m", bootstrap=B, seed=SEED))
     assert out["n_items"] == 4 and out["n_unscored"] == 0 and out["tolerance"] == 0.0
     assert out["mean_score"] == pytest.approx({"8f": 0.525, "16f": 0.4, "32f": 0.575}, abs=1e-6)
     assert out["best_fixed"] == {"config": "32f", "mean_score": pytest.approx(0.575, abs=1e-6)}
@@ -87,14 +88,14 @@ def test_score_summaries_equal_the_hand_computation(tmp_path):
     for k in range(2):
         assert out["ci"]["regression_rate"][k] == pytest.approx(hand["regression_rate"][:, k].tolist(), abs=1e-6)
     assert out["ci"]["oracle_gap"][0] < out["ci"]["oracle_gap"][1]  # four items: a real spread, not a point
-    other = continuous_metrics(mx, "n", bootstrap=0)
+    other = to_json(continuous_metrics(mx, "n", bootstrap=0))
     assert other["oracle_gap"] == pytest.approx(0.0, abs=1e-6) and other["ci"] == {}
     assert [t["regressed"] for t in other["transitions"]] == [0, 0]
 
 
 def test_a_tolerance_moves_small_changes_to_unchanged(tmp_path):
     mx = load_matrix(scored_store(tmp_path / "s"), ["m"], grid=GRID)
-    flows = score_flows(mx, "m", tolerance=0.1)
+    flows = to_json(score_flows(mx, "m", tolerance=0.1))
     first, second = flows["transitions"]
     assert (first["improved"], first["regressed"], first["unchanged"]) == (1, 1, 2)  # i3's +0.1 is within 0.1
     assert (second["improved"], second["regressed"], second["unchanged"]) == (2, 1, 1)
@@ -145,10 +146,10 @@ def test_the_score_cutoff_makes_the_binary_view(tmp_path, capsys, cutoff, accura
 def test_stored_verdicts_say_which_cutoff_they_are(tmp_path):
     mx = load_matrix(mixed_store(tmp_path / "s"), ["m"])
     view = binary_view(mx, "stored")
-    assert view["verdict_cut"] is None  # the judge called 0.3 right and 0.4 wrong at 16f... and 0.1 wrong: no T fits
+    assert view.verdict_cut is None  # the judge called 0.3 right and 0.4 wrong at 16f... and 0.1 wrong: no T fits
     demo_like = load_matrix(scored_store(tmp_path / "t"), ["m"])  # verdicts written as score >= 0.5
     view = binary_view(demo_like, "stored")
-    assert view["verdict_cut"] == (0.4, 0.5)  # an Interval: highest score called wrong, lowest called right
+    assert view.verdict_cut == (0.4, 0.5)  # an Interval: highest score called wrong, lowest called right
     assert "by their stored verdict (= score ≥ 0.5)" in describe(view)  # the top of (0.4, 0.5], one number
     assert "left out of accuracy" in describe(binary_view(demo_like, "none"))
 

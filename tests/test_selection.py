@@ -15,6 +15,7 @@ from backend import views
 from backend.analysis import selection as analysis_selection
 from backend.analysis.stats import wilson_interval
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.runtime import registry, selection
 from backend.scope.filters import ItemFilter
 from backend.scope.ladders import ladders
@@ -61,11 +62,11 @@ def test_selection_parses_describes_and_refuses_bad_specs():
 
 def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
     matrix = view.matrix
-    out = views.flows_view(view, MODEL)
+    out = to_json(views.flows_view(view, MODEL))
     for link in (lk for lk in out["links"] if lk["count"] > 0):
         sel = Selection("flow", (link["from"], link["to"], link["kind"]))
         ids = views.selected_ids(view, MODEL, sel)
-        listed = views.flows_view(view, MODEL, (link["from"], link["to"]), link["kind"], limit=None)["items"]
+        listed = to_json(views.flows_view(view, MODEL, (link["from"], link["to"]), link["kind"], limit=None))["items"]
         assert ids == [r["item_id"] for r in listed] and len(ids) == link["count"]
     for node in out["nodes"]:
         assert (
@@ -101,7 +102,7 @@ def test_compare_counts_rescued_and_harmed_by_hand(view):
 
 def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
     store, matrix = view.store, view.matrix
-    link = next(lk for lk in views.flows_view(view, MODEL)["links"] if lk["kind"] == "harmed" and lk["count"])
+    link = next(lk for lk in to_json(views.flows_view(view, MODEL))["links"] if lk["kind"] == "harmed" and lk["count"])
     flow, other = (
         f"{link['from']}:{link['to']}:harmed",
         next(c for c in matrix.grid if c not in (link["from"], link["to"])),

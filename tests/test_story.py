@@ -13,6 +13,10 @@ import pytest
 from backend import views
 from backend.analysis.story import MIN_CHURN, flattest_step
 from backend.cli import main
+from backend.contracts.base import to_json
+from backend.contracts.common import Transition
+from backend.contracts.views import OverviewReport
+from backend.present.series import Curve
 from backend.present.text import story as story_text
 from backend.present.text import story_why
 from backend.scope.resolve import Scope
@@ -37,41 +41,54 @@ def ladder() -> dict[str, list[int]]:
     return {c: v.tolist() for c, v in y.items()}
 
 
-def step(frm: str, to: str, rescued: int, harmed: int, n: int = N) -> dict:
-    return {"from": frm, "to": to, "rescued": rescued, "harmed": harmed, "net": (rescued - harmed) / n,
-            "churn": (rescued + harmed) / n, "mcnemar_p": 1.0}  # fmt: skip
+def step(frm: str, to: str, rescued: int, harmed: int, n: int = N) -> Transition:
+    return Transition(from_=frm, to=to, rescued=rescued, harmed=harmed, net=(rescued - harmed) / n,
+                      churn=(rescued + harmed) / n, mcnemar_p=1.0)  # fmt: skip
 
 
-def overview(store: Store, models: tuple[str, ...], **scope) -> dict:
+def pick(steps: list[Transition], n: int) -> dict | None:
+    """``flattest_step`` as its JSON (what ``metrics --json`` prints under ``story``)."""
+    return to_json(flattest_step(steps, n))
+
+
+def report(store: Store, models: tuple[str, ...], **scope) -> OverviewReport:
     resolved = Scope(benchmark="bench", models=models, **scope).resolve(store)
     return views.overview(open_view(store, resolved), bootstrap=0)
 
 
+def overview(store: Store, models: tuple[str, ...], **scope) -> dict:
+    """The Overview's report as its JSON."""
+    return to_json(report(store, models, **scope))
+
+
 def test_the_cancelling_step_is_picked_from_the_data(tmp_path):
-    out = overview(build_store(tmp_path, {"m": ladder()}), ("m",))
+    model = report(build_store(tmp_path, {"m": ladder()}), ("m",))
+    out = to_json(model)
     story = out["story"]["m"]
     assert (story["from"], story["to"], story["rescued"], story["harmed"]) == ("16f", "32f", 5, 6)
     assert story["net"] == pytest.approx(-0.01) and story["churn"] == pytest.approx(0.11)
     assert story["imbalance"] == pytest.approx(1 / 11) and story["eligible"] and story["n_items"] == N
     assert story["mcnemar_p"] == out["models"]["m"]["transitions"][2]["mcnemar_p"]  # the step's own p
-    assert story_why(story).endswith("of its 11 flips, 10 cancel out and 1 shows in the curve")
-    assert story_text(story) == ("16f → 32f: net −1.0 pt = 5 rescued − 6 harmed (p = 1); 11.0% of items changed state")
+    assert story_why(model.story["m"]).endswith("of its 11 flips, 10 cancel out and 1 shows in the curve")
+    assert story_text(model.story["m"]) == (
+        "16f → 32f: net −1.0 pt = 5 rescued − 6 harmed (p = 1); 11.0% of items changed state"
+    )
 
 
 def test_ties_go_to_the_larger_churn_then_the_costlier_step():
     # equal imbalance (0), unequal churn: the larger churn
-    picked = flattest_step([step("8f", "16f", 10, 10), step("16f", "32f", 3, 3)], N)
+    picked = pick([step("8f", "16f", 10, 10), step("16f", "32f", 3, 3)], N)
     assert picked is not None and (picked["from"], picked["rescued"]) == ("8f", 10)
     # equal imbalance and churn: the costlier (later) step
-    picked = flattest_step([step("8f", "16f", 4, 4), step("16f", "32f", 4, 4)], N)
+    picked = pick([step("8f", "16f", 4, 4), step("16f", "32f", 4, 4)], N)
     assert picked is not None and picked["from"] == "16f"
 
 
 def test_a_single_step_is_the_story_and_a_step_without_flips_is_none():
-    only = flattest_step([step("8f", "16f", 7, 2)], N)
+    only = pick([step("8f", "16f", 7, 2)], N)
     assert only is not None and (only["from"], only["to"], only["imbalance"]) == ("8f", "16f", pytest.approx(5 / 9))
-    assert flattest_step([step("8f", "16f", 0, 0)], N) is None
-    assert flattest_step([], N) is None  # one configuration: no step
+    assert pick([step("8f", "16f", 0, 0)], N) is None
+    assert pick([], N) is None  # one configuration: no step
     assert story_text(None).startswith("No item changes state")
 
 
@@ -82,11 +99,13 @@ def test_no_flips_anywhere_gives_no_story(tmp_path):
 
 def test_steps_under_the_churn_floor_give_way_unless_none_reaches_it():
     tiny, big = step("8f", "16f", 1, 1, 1000), step("16f", "32f", 120, 80, 1000)  # 0.2% and 20% churn
-    picked = flattest_step([tiny, big], 1000)  # the tiny step cancels exactly, but is under the floor
+    picked = pick([tiny, big], 1000)  # the tiny step cancels exactly, but is under the floor
     assert picked is not None and picked["from"] == "16f" and picked["eligible"]
-    quiet = flattest_step([step("8f", "16f", 1, 1, 1000), step("16f", "32f", 3, 1, 1000)], 1000)
+    quiet = pick([step("8f", "16f", 1, 1, 1000), step("16f", "32f", 3, 1, 1000)], 1000)
     assert quiet is not None and quiet["from"] == "8f" and not quiet["eligible"]
-    assert story_text(quiet).endswith(f"(no step changes {100 * MIN_CHURN:.0f}% of the items)")
+    assert story_text(flattest_step([step("8f", "16f", 1, 1, 1000), step("16f", "32f", 3, 1, 1000)], 1000)).endswith(
+        f"(no step changes {100 * MIN_CHURN:.0f}% of the items)"
+    )
 
 
 def test_missing_configurations_leave_items_out_and_the_story_counts_the_matched_ones(tmp_path):
@@ -126,8 +145,10 @@ def test_the_overview_opens_on_the_focus_models_story_step(demo_store: Path, mon
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     store = Store(demo_store)
-    expected = views.overview(
-        open_view(store, Scope(benchmark="synthetic-videomme", models=models).resolve(store)), bootstrap=0
+    expected = to_json(
+        views.overview(
+            open_view(store, Scope(benchmark="synthetic-videomme", models=models).resolve(store)), bootstrap=0
+        )
     )["story"][focus]
     assert expected is not None
     first, second = list(at.main.children.values())[:2]
@@ -142,7 +163,7 @@ def test_the_overview_opens_on_the_focus_models_story_step(demo_store: Path, mon
 def test_the_curve_shades_the_story_step_and_labels_each_step_with_net_and_churn(tmp_path):
     from backend.present import charts
 
-    out = overview(build_store(tmp_path, {"m": ladder(), "n": ladder()}), ("m", "n"))
+    out = Curve.of(report(build_store(tmp_path, {"m": ladder(), "n": ladder()}), ("m", "n")))
     top, bottom = charts.curve_and_flows(out, {"m": "#1f77b4", "n": "#ff7f0e"}, labelled="n", step=("16f", "32f"))
     for spec in (top, bottom):
         band = spec["layer"][0]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import code_counts, row_codes
-from backend.contracts.views import ConfusionOverlap
+from backend.contracts.views import ConfusionOverlap, Intersection
 from backend.scope.matrix import Matrix
 from backend.scope.tags import confused
 from store.errors import UserError
@@ -40,18 +40,19 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     uniq, counts = code_counts(row_codes(conf.T), len(matrix.models))
     uniq, counts = uniq[uniq > 0], counts[uniq > 0]  # items confused by at least one model
     order = np.lexsort((uniq, -counts))
-    return {
-        "models": list(matrix.models),
-        "grid": list(matrix.grid),
-        "n_items": matrix.n_items,
-        "confused": {m: int(k) for m, k in zip(matrix.models, per_model, strict=True)},
-        "confused_by_all": int(conf.all(axis=0).sum()),
-        "confused_by_any": int(conf.any(axis=0).sum()),
-        "jaccard": [[None if np.isnan(v) else float(v) for v in row] for row in jaccard],
-        "intersections": [
-            {"models": [m for k, m in enumerate(matrix.models) if uniq[j] >> k & 1], "n": int(counts[j])} for j in order
+    return ConfusionOverlap(
+        models=list(matrix.models),
+        grid=list(matrix.grid),
+        n_items=matrix.n_items,
+        confused={m: int(k) for m, k in zip(matrix.models, per_model, strict=True)},
+        confused_by_all=int(conf.all(axis=0).sum()),
+        confused_by_any=int(conf.any(axis=0).sum()),
+        jaccard=[[None if np.isnan(v) else float(v) for v in row] for row in jaccard],
+        intersections=[
+            Intersection(models=[m for k, m in enumerate(matrix.models) if uniq[j] >> k & 1], n=int(counts[j]))
+            for j in order
         ],
-    }
+    )
 
 
 def disagreement(matrix: Matrix, top: int | None = 50) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import pandas as pd
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import best_fixed_index
 from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
-from backend.contracts.views import ContinuousMetrics, ScoreFlows, ScoreTransition
+from backend.contracts.views import ContinuousBest, ContinuousCI, ContinuousMetrics, ScoreFlows, ScoreTransition
 from backend.scope.matrix import Matrix
 from store.errors import UserError
 
@@ -59,17 +59,17 @@ def _transition(matrix: Matrix, s: np.ndarray, a: int, b: int, tolerance: float)
     kinds = score_kinds(delta, tolerance)
     n_up, n_down = int(kinds["improved"].sum()), int(kinds["regressed"].sum())
     n = max(len(s), 1)
-    return {
-        "from": matrix.grid[a],
-        "to": matrix.grid[b],
-        "improved": n_up,
-        "regressed": n_down,
-        "unchanged": int(kinds["unchanged"].sum()),
-        "improvement_rate": n_up / n,
-        "regression_rate": n_down / n,
-        "mean_delta": float(delta.mean()) if len(s) else 0.0,
-        "sign_p": float(mcnemar_exact(n_up, n_down)),
-    }
+    return ScoreTransition(
+        from_=matrix.grid[a],
+        to=matrix.grid[b],
+        improved=n_up,
+        regressed=n_down,
+        unchanged=int(kinds["unchanged"].sum()),
+        improvement_rate=n_up / n,
+        regression_rate=n_down / n,
+        mean_delta=float(delta.mean()) if len(s) else 0.0,
+        sign_p=float(mcnemar_exact(n_up, n_down)),
+    )
 
 
 def continuous_metrics(
@@ -97,31 +97,29 @@ def continuous_metrics(
     means = x.mean(axis=0)
     n_cfg, n_pairs = len(grid), len(pairs)
     best = best_fixed_index(means[:n_cfg], matrix.lower)
-    out: ContinuousMetrics = {
-        "n_items": int(scored.sum()),
-        "n_unscored": int((~scored).sum()),
-        "tolerance": tolerance,
-        "mean_score": {label: float(means[c]) for c, label in enumerate(grid)},
-        "best_fixed": {"config": grid[best], "mean_score": float(means[best])},
-        "oracle_mean": float(means[n_cfg]),
-        "oracle_gap": float(means[n_cfg] - means[:n_cfg].max()),
-        "transitions": [_transition(matrix, s, a, b, tolerance) for a, b in pairs],
-        "ci": {},
-    }
+    ci = ContinuousCI()
     if bootstrap:
         boot = bootstrap_means(x, bootstrap, seed).astype(np.float64)
         # Columns: mean score per config, the oracle gap, regression then improvement rate per transition.
         stacked = np.column_stack([boot[:, :n_cfg], boot[:, n_cfg] - boot[:, :n_cfg].max(axis=1), boot[:, n_cfg + 1 :]])
         iv = [as_interval(lo_hi) for lo_hi in percentile_interval(stacked).T]
-        out["ci"] = {
-            "mean_score": dict(zip(grid, iv[:n_cfg], strict=True)),
-            "oracle_gap": iv[n_cfg],
-            "regression_rate": iv[
-                n_cfg + 1 : n_cfg + 1 + n_pairs
-            ],  # one per transition, in the order of ``transitions``
-            "improvement_rate": iv[n_cfg + 1 + n_pairs :],
-        }
-    return out
+        ci = ContinuousCI(
+            mean_score=dict(zip(grid, iv[:n_cfg], strict=True)),
+            oracle_gap=iv[n_cfg],
+            regression_rate=iv[n_cfg + 1 : n_cfg + 1 + n_pairs],  # one per transition, in the order of ``transitions``
+            improvement_rate=iv[n_cfg + 1 + n_pairs :],
+        )
+    return ContinuousMetrics(
+        n_items=int(scored.sum()),
+        n_unscored=int((~scored).sum()),
+        tolerance=tolerance,
+        mean_score={label: float(means[c]) for c, label in enumerate(grid)},
+        best_fixed=ContinuousBest(config=grid[best], mean_score=float(means[best])),
+        oracle_mean=float(means[n_cfg]),
+        oracle_gap=float(means[n_cfg] - means[:n_cfg].max()),
+        transitions=[_transition(matrix, s, a, b, tolerance) for a, b in pairs],
+        ci=ci,
+    )
 
 
 def score_flows(matrix: Matrix, model: str, pair: tuple[str, str] | None = None, tolerance: float = 0.0) -> ScoreFlows:
@@ -129,14 +127,14 @@ def score_flows(matrix: Matrix, model: str, pair: tuple[str, str] | None = None,
     on the items ``model`` has a score for at every configuration."""
     tolerance = check_tolerance(tolerance)
     s, scored = scored_scores(matrix, model)
-    return {
-        "model": model,
-        "configs": list(matrix.grid) if pair is None else [matrix.grid[i] for i in _pairs(matrix, pair)[0]],
-        "tolerance": tolerance,
-        "n_items": int(scored.sum()),
-        "n_unscored": int((~scored).sum()),
-        "transitions": [_transition(matrix, s, a, b, tolerance) for a, b in _pairs(matrix, pair)],
-    }
+    return ScoreFlows(
+        model=model,
+        configs=list(matrix.grid) if pair is None else [matrix.grid[i] for i in _pairs(matrix, pair)[0]],
+        tolerance=tolerance,
+        n_items=int(scored.sum()),
+        n_unscored=int((~scored).sum()),
+        transitions=[_transition(matrix, s, a, b, tolerance) for a, b in _pairs(matrix, pair)],
+    )
 
 
 def score_flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str, tolerance: float = 0.0) -> pd.DataFrame:

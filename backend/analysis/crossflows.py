@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.mcnemar import mcnemar_exact
-from backend.analysis.metrics import transition_between
-from backend.contracts.audits import BenchmarkFlows, CrossmodelAudit, TaskTypeFlows
+from backend.analysis.metrics import transition_between, transition_numbers
+from backend.contracts.audits import BenchmarkFlows, CrossmodelAudit, ItemRef, TaskTypeFlows
+from backend.contracts.base import from_rows
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
@@ -33,7 +34,8 @@ def _breakdown(flows: pd.DataFrame, by: str) -> list[BenchmarkFlows] | list[Task
     table["net"] = (table["rescued"] - table["harmed"]) / table["n"]
     table["churn"] = (table["rescued"] + table["harmed"]) / table["n"]
     table["mcnemar_p"] = np.atleast_1d(mcnemar_exact(table["rescued"].to_numpy(), table["harmed"].to_numpy()))
-    return table.reset_index(names=by).to_dict(orient="records")
+    rows = table.reset_index(names=by).to_dict(orient="records")
+    return from_rows(rows, BenchmarkFlows) if by == "benchmark" else from_rows(rows, TaskTypeFlows)
 
 
 def flow_flags(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> pd.DataFrame:
@@ -70,14 +72,16 @@ def cross_flows(
     ids = {
         kind: matrix.items.loc[flags[kind].to_numpy(), list(item_columns)].head(limit) for kind in ("rescued", "harmed")
     }
-    return {
-        **record,
-        "n_items": matrix.n_items,
-        "n_excluded": matrix.n_excluded,
-        "accuracy_from": float(matrix.correct[matrix.model_index(model_a), :, matrix.config_index(grid[0])].mean()),
-        "accuracy_to": float(matrix.correct[matrix.model_index(model_b), :, matrix.config_index(grid[-1])].mean()),
-        "by_benchmark": _breakdown(flags, "benchmark"),
-        "by_task_type": _breakdown(flags, "task_type"),
-        "harmed_items": ids["harmed"].to_dict(orient="records"),
-        "rescued_items": ids["rescued"].to_dict(orient="records"),
-    }
+    return CrossmodelAudit(
+        **transition_numbers(record),
+        from_model=record.from_model,
+        to_model=record.to_model,
+        n_items=matrix.n_items,
+        n_excluded=matrix.n_excluded,
+        accuracy_from=float(matrix.correct[matrix.model_index(model_a), :, matrix.config_index(grid[0])].mean()),
+        accuracy_to=float(matrix.correct[matrix.model_index(model_b), :, matrix.config_index(grid[-1])].mean()),
+        by_benchmark=_breakdown(flags, "benchmark"),
+        by_task_type=_breakdown(flags, "task_type"),
+        harmed_items=from_rows(ids["harmed"].to_dict(orient="records"), ItemRef),
+        rescued_items=from_rows(ids["rescued"].to_dict(orient="records"), ItemRef),
+    )

@@ -69,7 +69,7 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
     y = matrix.correct[m][:, idx].astype(np.int8)  # [I, K]
     n_correct = y.sum(axis=0)
     nodes: list[SankeyNode] = [
-        {"id": 2 * k + s, "config": label, "state": state, "count": int(count), "share": count / n}
+        SankeyNode(id=2 * k + s, config=label, state=state, count=int(count), share=float(count / n))
         for k, label in enumerate(labels)
         for s, (state, count) in enumerate(zip(STATES, (n_correct[k], n - n_correct[k]), strict=True))
     ]
@@ -81,23 +81,23 @@ def sankey(matrix: Matrix, model: str, configs: list[str] | None = None) -> Sank
         for c, kind in enumerate(_KIND_BY_CODE):
             src_state, dst_state = c >> 1, c & 1  # 1 = correct
             links.append(
-                {
-                    "source": 2 * p + (1 - src_state),
-                    "target": 2 * (p + 1) + (1 - dst_state),
-                    "kind": kind,
-                    "count": int(counts[p, c]),
-                    "share": counts[p, c] / n,
+                SankeyLink(
+                    source=2 * p + (1 - src_state),
+                    target=2 * (p + 1) + (1 - dst_state),
+                    kind=kind,
+                    count=int(counts[p, c]),
+                    share=float(counts[p, c] / n),
                     **transition_numbers(pair),
-                }
+                )
             )
-    return {
-        "model": model,
-        "configs": labels,
-        "n_items": n,
-        "n_excluded": matrix.n_excluded,
-        "nodes": nodes,
-        "links": sorted(links, key=lambda r: (r["source"] // 2, FLOW_KINDS.index(r["kind"]))),
-    }
+    return Sankey(
+        model=model,
+        configs=labels,
+        n_items=n,
+        n_excluded=matrix.n_excluded,
+        nodes=nodes,
+        links=sorted(links, key=lambda r: (r.source // 2, FLOW_KINDS.index(r.kind))),
+    )
 
 
 def trajectory_classes(y: np.ndarray) -> np.ndarray:

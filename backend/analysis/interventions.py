@@ -139,28 +139,28 @@ def recovery(matrix: Matrix, grid: list[str], policy_label: str, bootstrap: int 
     terminal = terminal_regression(base, lower, grid.index(top))
     base_top = base[:, grid.index(top)]
     n_terminal, n_right = int(terminal.sum()), int(base_top.sum())
-    out: Recovery = {
-        "policy": policy_label,
-        "protocol": protocol(policy_label),
-        "n_items": matrix.n_items,
-        "n_excluded": matrix.n_excluded,
-        "n_terminal": n_terminal,
-        "n_recovered": int((terminal & alt).sum()),
-        "recovery_rate": (terminal & alt).sum() / n_terminal if n_terminal else None,
-        "harm_rate": (base_top & ~alt).sum() / n_right if n_right else None,
-        "kappa_top": cohen_kappa(base_top, alt) if matrix.n_items else None,
-        "recovery_ci": None,
+    out = Recovery(
+        policy=policy_label,
+        protocol=protocol(policy_label),
+        n_items=matrix.n_items,
+        n_excluded=matrix.n_excluded,
+        n_terminal=n_terminal,
+        n_recovered=int((terminal & alt).sum()),
+        recovery_rate=(terminal & alt).sum() / n_terminal if n_terminal else None,
+        harm_rate=(base_top & ~alt).sum() / n_right if n_right else None,
+        kappa_top=cohen_kappa(base_top, alt) if matrix.n_items else None,
+        recovery_ci=None,
         # Wilson 95% over the n_terminal items: valid at the small n an intervention often has
         # (a percentile bootstrap of 2 items collapses to [0, 0]).
-        "recovery_wilson": as_interval(np.asarray(wilson_interval(int((terminal & alt).sum()), n_terminal)))
+        recovery_wilson=as_interval(np.asarray(wilson_interval(int((terminal & alt).sum()), n_terminal)))
         if n_terminal
         else None,
-    }
+    )
     if bootstrap and n_terminal:
         boot = bootstrap_means(np.column_stack([terminal, terminal & alt]), bootstrap, seed).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = np.where(boot[:, 0] > 0, boot[:, 1] / boot[:, 0], np.nan)
-        out["recovery_ci"] = as_interval(percentile_interval(rate))
+        out.recovery_ci = as_interval(percentile_interval(rate))
     return out
 
 
@@ -177,13 +177,13 @@ def _tag_changes(base: np.ndarray, alt: np.ndarray, grid: list[str], alt_grid: l
     mb = tag_masks(base, grid, configs.lower_matrix(grid))
     ma = tag_masks(alt, alt_grid, configs.lower_matrix(alt_grid))
     return {
-        t: {
-            "base": int(mb[t].sum()),
-            "protocol": int(ma[t].sum()),
-            "both": int((mb[t] & ma[t]).sum()),
-            "gained": int((ma[t] & ~mb[t]).sum()),
-            "lost": int((mb[t] & ~ma[t]).sum()),
-        }
+        t: TagChange(
+            base=int(mb[t].sum()),
+            protocol=int(ma[t].sum()),
+            both=int((mb[t] & ma[t]).sum()),
+            gained=int((ma[t] & ~mb[t]).sum()),
+            lost=int((mb[t] & ~ma[t]).sum()),
+        )
         for t in TAGS
     }
 
@@ -205,25 +205,25 @@ def agreement(matrix: Matrix, grid: list[str], proto: str, pairs: dict[str, str]
     alt = y[:, [matrix.grid.index(g) for g in alt_grid]]
     replaced = [j for j, g in enumerate(grid) if g in pairs]
     per_config: list[ProtocolConfig] = [
-        {
-            "config": grid[j],
-            "counterpart": alt_grid[j],
-            "kappa": cohen_kappa(base[:, j], alt[:, j]),
-            "agreement": float((base[:, j] == alt[:, j]).mean()) if len(y) else None,
-            "rescued": int((~base[:, j] & alt[:, j]).sum()),
-            "harmed": int((base[:, j] & ~alt[:, j]).sum()),
-        }
+        ProtocolConfig(
+            config=grid[j],
+            counterpart=alt_grid[j],
+            kappa=cohen_kappa(base[:, j], alt[:, j]),
+            agreement=float((base[:, j] == alt[:, j]).mean()) if len(y) else None,
+            rescued=int((~base[:, j] & alt[:, j]).sum()),
+            harmed=int((base[:, j] & ~alt[:, j]).sum()),
+        )
         for j in replaced
     ]
-    return {
-        "protocol": proto,
-        "n_items": matrix.n_items,
-        "n_excluded": matrix.n_excluded,
-        "grid": alt_grid,
-        "per_config": per_config,
-        "kappa_pooled": cohen_kappa(base[:, replaced].ravel(), alt[:, replaced].ravel()),
-        "tag_changes": _tag_changes(base, alt, grid, alt_grid) if len(y) else {},
-    }
+    return Agreement(
+        protocol=proto,
+        n_items=matrix.n_items,
+        n_excluded=matrix.n_excluded,
+        grid=alt_grid,
+        per_config=per_config,
+        kappa_pooled=cohen_kappa(base[:, replaced].ravel(), alt[:, replaced].ravel()),
+        tag_changes=_tag_changes(base, alt, grid, alt_grid) if len(y) else {},
+    )
 
 
 def audited_protocols(
@@ -246,7 +246,7 @@ def audited_protocols(
 def audit(model: str, grid: list[str], rows: list[ProtocolAgreement]) -> InterventionsAudit:
     """The ``audit interventions --json`` contract: the audited grid and, per protocol, its agreement and recovery."""
     grid, top = grid_top(grid)
-    return {"model": model, "grid": grid, "top": top, "base_protocol": protocol(top), "protocols": rows}
+    return InterventionsAudit(model=model, grid=grid, top=top, base_protocol=protocol(top), protocols=rows)
 
 
 def intervention_requests(matrix: Matrix, model: str, policy_label: str) -> list[RerunRequest]:

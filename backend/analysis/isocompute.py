@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
-from backend.contracts.audits import IsocomputeAudit, IsoGroup
+from backend.contracts.audits import BestSingle, IsocomputeAudit, IsoConfig, IsoGroup
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
@@ -88,28 +88,28 @@ def compare_group(
     oracle = float(y.any(axis=1).mean())
     only = y & (y.sum(axis=1, keepdims=True) == 1)
     counts = item_patterns(matrix, model).value_counts()
-    out: IsoGroup = {
-        "configs": [
-            {
-                "config": g,
-                "frames": configs.parse(g).frames,
-                "pixel_budget": budgets[g],
-                "accuracy": float(acc[j]),
-                "unique_wins": int(only[:, j].sum()),
-            }
+    out = IsoGroup(
+        configs=[
+            IsoConfig(
+                config=g,
+                frames=configs.parse(g).frames,
+                pixel_budget=budgets[g],
+                accuracy=float(acc[j]),
+                unique_wins=int(only[:, j].sum()),
+            )
             for j, g in enumerate(matrix.grid)
         ],
-        "n_items": n,
-        "n_excluded": matrix.n_excluded,
-        "best_single": {"config": matrix.grid[int(acc.argmax())], "accuracy": float(acc.max())},
-        "oracle_accuracy": oracle,
-        "complementarity": oracle - float(acc.max()),
-        "patterns": {str(k): int(v) for k, v in counts.items()},
-        "complementarity_ci": None,
-    }
+        n_items=n,
+        n_excluded=matrix.n_excluded,
+        best_single=BestSingle(config=matrix.grid[int(acc.argmax())], accuracy=float(acc.max())),
+        oracle_accuracy=oracle,
+        complementarity=oracle - float(acc.max()),
+        patterns={str(k): int(v) for k, v in counts.items()},
+        complementarity_ci=None,
+    )
     if bootstrap:
         boot = bootstrap_means(np.column_stack([y, y.any(axis=1)]), bootstrap, seed).astype(np.float64)
-        out["complementarity_ci"] = as_interval(percentile_interval(boot[:, -1] - boot[:, :-1].max(axis=1)))
+        out.complementarity_ci = as_interval(percentile_interval(boot[:, -1] - boot[:, :-1].max(axis=1)))
     return out
 
 
@@ -118,10 +118,10 @@ def isocompute(
 ) -> IsocomputeAudit:
     """The ``audit isocompute --json`` contract: ``compare_group`` of each of ``iso_groups(labels)``, in order,
     or a note saying why no two configurations could be compared."""
-    out: IsocomputeAudit = {"model": model, "tolerance": tolerance, "default_pixels": default_pixels, "groups": groups}
+    out = IsocomputeAudit(model=model, tolerance=tolerance, default_pixels=default_pixels, groups=groups)
     if not groups:
         placed = [lab for lab in labels if pixel_budget(lab, default_pixels) is not None]
-        out["note"] = (
+        out.note = (
             f"no two configurations of {model!r} with different frame counts lie within {100 * tolerance:g}% "
             f"of the same pixel budget (placed: {', '.join(placed) or 'none'}; labels without '@<n>k' need "
             "--default-pixels)"

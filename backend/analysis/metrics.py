@@ -10,7 +10,7 @@ recomputed per resample, so their intervals respect the pairing too.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,8 +24,8 @@ from backend.analysis.stats import (
     wilson_interval,
 )
 from backend.contracts.audits import CrossTransition
-from backend.contracts.common import Interval, Transition
-from backend.contracts.views import McqaMetrics, MetricsCI, ModelMetrics
+from backend.contracts.common import Interval, QuietTransition, Transition
+from backend.contracts.views import BestFixed, McqaMetrics, MetricsCI, ModelMetrics
 from backend.scope.matrix import Matrix
 from backend.scope.selection import FLOW_KINDS
 from backend.scope.tags import confused, terminal_regression, text_overwrite, top_index
@@ -53,31 +53,19 @@ def flow_counts(ya: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = Non
     return (~ya & yb) @ weights, (ya & ~yb) @ weights
 
 
-def _flow_record(frm: str, to: str, rescued: int | np.ndarray, harmed: int | np.ndarray, n: int) -> Transition:
+def flow_record(frm: str, to: str, rescued: int | np.ndarray, harmed: int | np.ndarray, n: int) -> Transition:
     """One transition's record; ``rescued`` and ``harmed`` are counts (ints or 0-d arrays)."""
-    return {
-        "from": frm,
-        "to": to,
-        "rescued": int(rescued),
-        "harmed": int(harmed),
-        "net": net(int(rescued), int(harmed), n),
-        "churn": churn(int(rescued), int(harmed), n),
-        "mcnemar_p": mcnemar_exact(int(rescued), int(harmed)),
-    }
+    r, h = int(rescued), int(harmed)
+    return Transition(
+        from_=frm, to=to, rescued=r, harmed=h, net=net(r, h, n), churn=churn(r, h, n), mcnemar_p=mcnemar_exact(r, h)
+    )
 
 
-def transition_numbers(record: Transition) -> Transition:
-    """The ``Transition`` fields of ``record`` alone (a wider one, such as a quiet transition, carries more):
-    the pair's numbers that every Sankey link between its two configurations repeats."""
-    return {
-        "from": record["from"],
-        "to": record["to"],
-        "rescued": record["rescued"],
-        "harmed": record["harmed"],
-        "net": record["net"],
-        "churn": record["churn"],
-        "mcnemar_p": record["mcnemar_p"],
-    }
+def transition_numbers(record: Transition) -> dict[str, Any]:
+    """The ``Transition`` fields of ``record`` alone, by their Python names (a wider one, such as a quiet
+    transition, carries more): the pair's numbers that a wider record built from it (``Story``, a Sankey
+    link, a quiet transition: ``cls(**transition_numbers(t), ...)``) repeats."""
+    return {name: getattr(record, name) for name in Transition.__struct_fields__}
 
 
 def _require_items(matrix: Matrix) -> None:
@@ -211,10 +199,10 @@ def _model_ci(m: int, grid: list[str], intervals: dict[str, np.ndarray], acc_int
     """Model ``m``'s intervals shaped like its metrics: ``accuracy`` per config, one per headline
     number (``best_fixed`` is its accuracy's); empty without bootstrap."""
     if acc_intervals is None:
-        return {}
+        return MetricsCI()
     accuracy = {label: _interval(acc_intervals[:, m, c]) for c, label in enumerate(grid)}
-    # cast: the keys of ``intervals`` are ``_summaries``'s, MetricsCI's headline fields
-    return cast(MetricsCI, {"accuracy": accuracy} | {name: _interval(iv[:, m]) for name, iv in intervals.items()})
+    # the keys of ``intervals`` are ``_summaries``'s, MetricsCI's headline fields
+    return MetricsCI(accuracy=accuracy, **{name: _interval(iv[:, m]) for name, iv in intervals.items()})
 
 
 def mcqa_metrics(
@@ -261,23 +249,25 @@ def mcqa_metrics(
     for m, model in enumerate(matrix.models):
         acc = counts[m, where["accuracy"]]
         best = best_fixed_index(acc, matrix.lower)
-        models[model] = {
-            "accuracy": {label: float(acc[c] / n_items) for c, label in enumerate(grid)},
-            "best_fixed": {"config": grid[best], "accuracy": float(acc[best] / n_items)},
-            "oracle_accuracy": float(point["oracle_accuracy"][m]),
-            "oracle_headroom": float(point["oracle_headroom"][m]),
-            "visual_confusion_rate": float(point["visual_confusion_rate"][m]),
-            "text_overwrite_rate": _value(point["text_overwrite_rate"][m]),
-            "text_overwrite_of_text_correct": _value(point["text_overwrite_of_text_correct"][m]),
-            "terminal_regressions": int(terminal[m]),
-            "mean_churn": _value(point["mean_churn"][m]),
-            "transitions": [
-                _flow_record(grid[a], grid[b], flows[m][0][p], flows[m][1][p], n_items)
+        models[model] = ModelMetrics(
+            accuracy={label: float(acc[c] / n_items) for c, label in enumerate(grid)},
+            best_fixed=BestFixed(config=grid[best], accuracy=float(acc[best] / n_items)),
+            oracle_accuracy=float(point["oracle_accuracy"][m]),
+            oracle_headroom=float(point["oracle_headroom"][m]),
+            visual_confusion_rate=float(point["visual_confusion_rate"][m]),
+            text_overwrite_rate=_value(point["text_overwrite_rate"][m]),
+            text_overwrite_of_text_correct=_value(point["text_overwrite_of_text_correct"][m]),
+            terminal_regressions=int(terminal[m]),
+            mean_churn=_value(point["mean_churn"][m]),
+            transitions=[
+                QuietTransition(
+                    **transition_numbers(flow_record(grid[a], grid[b], flows[m][0][p], flows[m][1][p], n_items))
+                )
                 for p, (a, b) in enumerate(pair_idx)
             ],
-            "ci": _model_ci(m, grid, intervals, acc_intervals),
-        }
-    return {"grid": list(grid), "n_items": n_items, "n_excluded": matrix.n_excluded, "models": models}
+            ci=_model_ci(m, grid, intervals, acc_intervals),
+        )
+    return McqaMetrics(grid=list(grid), n_items=n_items, n_excluded=matrix.n_excluded, models=models)
 
 
 def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[str, str]) -> CrossTransition:
@@ -291,18 +281,13 @@ def transition_between(matrix: Matrix, source: tuple[str, str], target: tuple[st
     ya = matrix.correct[matrix.model_index(ma), :, ia].astype(bool)
     yb = matrix.correct[matrix.model_index(mb), :, ib].astype(bool)
     rescued, harmed = flow_counts(ya, yb)
-    return {
-        **_flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items),
-        "from_model": ma,
-        "to_model": mb,
-    }
+    record = flow_record(matrix.grid[ia], matrix.grid[ib], rescued, harmed, matrix.n_items)
+    return CrossTransition(**transition_numbers(record), from_model=ma, to_model=mb)
 
 
 def transition(matrix: Matrix, model: str, a: str, b: str) -> Transition:
     """Flows of one model from config ``a`` to config ``b`` (any pair, not only consecutive)."""
-    record = transition_between(matrix, (model, a), (model, b))
-    del record["from_model"], record["to_model"]
-    return record
+    return Transition(**transition_numbers(transition_between(matrix, (model, a), (model, b))))
 
 
 def flow_mask(matrix: Matrix, model: str, a: str, b: str, kind: str) -> np.ndarray:

@@ -30,9 +30,10 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.mcnemar import mcnemar_exact
-from backend.analysis.metrics import _flow_record, transition, transition_numbers
+from backend.analysis.metrics import flow_record, transition, transition_numbers
 from backend.contracts.audits import NoiseAudit, NoiseConfig
-from backend.contracts.common import NoiseTransition, QuietTransition
+from backend.contracts.base import UNSET, replace
+from backend.contracts.common import QuietTransition
 from backend.contracts.views import Sankey, SankeyLink
 from backend.scope.matrix import Matrix
 from backend.scope.repeats import Repeats
@@ -79,7 +80,7 @@ def within_noise(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: s
     return flip_classes(matrix, profile, model, a, b) == "within"
 
 
-def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> NoiseTransition:
+def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str) -> QuietTransition:
     """The transition record of ``backend.analysis.metrics`` plus rescued/harmed split by flip class.
 
     ``mcnemar_p_beyond`` tests rescued vs harmed among the beyond-noise flips only.
@@ -89,16 +90,16 @@ def split_transition(matrix: Matrix, profile: NoiseProfile, model: str, a: str, 
     rescued = matrix.correct[profile.models.index(model), :, matrix.config_index(b)].astype(bool) & (kind != "stable")
     within, beyond, unmeasured = (kind == cls for cls in FLIP_CLASSES)
     rescued_beyond, harmed_beyond = int((beyond & rescued).sum()), int((beyond & ~rescued).sum())
-    return {
-        **record,
-        "rescued_within": int((within & rescued).sum()),
-        "harmed_within": int((within & ~rescued).sum()),
-        "rescued_beyond": rescued_beyond,
-        "harmed_beyond": harmed_beyond,
-        "rescued_unmeasured": int((unmeasured & rescued).sum()),
-        "harmed_unmeasured": int((unmeasured & ~rescued).sum()),
-        "mcnemar_p_beyond": mcnemar_exact(rescued_beyond, harmed_beyond),
-    }
+    return QuietTransition(
+        **transition_numbers(record),
+        rescued_within=int((within & rescued).sum()),
+        harmed_within=int((within & ~rescued).sum()),
+        rescued_beyond=rescued_beyond,
+        harmed_beyond=harmed_beyond,
+        rescued_unmeasured=int((unmeasured & rescued).sum()),
+        harmed_unmeasured=int((unmeasured & ~rescued).sum()),
+        mcnemar_p_beyond=mcnemar_exact(rescued_beyond, harmed_beyond),
+    )
 
 
 def summary(
@@ -109,28 +110,28 @@ def summary(
     rate = profile.flip_rate[m]
     measured = ~np.isnan(rate)
     per_config: list[NoiseConfig] = [
-        {
-            "config": g,
-            "max_repeats": int(profile.n_repeats[m, :, c].max(initial=0)),
-            "n_items_measured": int(measured[:, c].sum()),
-            "mean_flip_rate": float(np.nanmean(rate[:, c])) if measured[:, c].any() else None,
-            "share_noisy": float((rate[:, c] > 0).sum() / measured[:, c].sum()) if measured[:, c].any() else None,
-        }
+        NoiseConfig(
+            config=g,
+            max_repeats=int(profile.n_repeats[m, :, c].max(initial=0)),
+            n_items_measured=int(measured[:, c].sum()),
+            mean_flip_rate=float(np.nanmean(rate[:, c])) if measured[:, c].any() else None,
+            share_noisy=float((rate[:, c] > 0).sum() / measured[:, c].sum()) if measured[:, c].any() else None,
+        )
         for c, g in enumerate(profile.grid)
     ]
     any_measured = measured.any(axis=1)
     item_rate = np.nansum(rate, axis=1)[any_measured] / measured.sum(axis=1)[any_measured]  # mean over measured configs
     pairs = pairs or list(zip(profile.grid[:-1], profile.grid[1:], strict=True))
-    return {
-        "model": model,
-        "grid": profile.grid,
-        "n_items": matrix.n_items,
-        "n_items_with_repeats": int(any_measured.sum()),
-        "n_items_noisy": int((rate > 0).any(axis=1).sum()),
-        "mean_item_flip_rate": float(item_rate.mean()) if len(item_rate) else None,
-        "per_config": per_config,
-        "transitions": [split_transition(matrix, profile, model, a, b) for a, b in pairs],
-    }
+    return NoiseAudit(
+        model=model,
+        grid=profile.grid,
+        n_items=matrix.n_items,
+        n_items_with_repeats=int(any_measured.sum()),
+        n_items_noisy=int((rate > 0).any(axis=1).sum()),
+        mean_item_flip_rate=float(item_rate.mean()) if len(item_rate) else None,
+        per_config=per_config,
+        transitions=[split_transition(matrix, profile, model, a, b) for a, b in pairs],
+    )
 
 
 def item_noise(matrix: Matrix, profile: NoiseProfile, model: str, measured_only: bool = False) -> pd.DataFrame:
@@ -158,9 +159,9 @@ def transition_without_noise(matrix: Matrix, profile: NoiseProfile, model: str, 
     ``*_within``, ``*_beyond`` and ``*_unmeasured`` splits of ``split_transition`` are kept.
     """
     split = split_transition(matrix, profile, model, a, b)
-    rescued, harmed = split["rescued"] - split["rescued_within"], split["harmed"] - split["harmed_within"]
-    record = _flow_record(split["from"], split["to"], rescued, harmed, matrix.n_items)
-    return {**split, **record, "hidden_rescued": split["rescued_within"], "hidden_harmed": split["harmed_within"]}
+    hidden_r, hidden_h = split.rescued_within or 0, split.harmed_within or 0  # set by split_transition
+    record = flow_record(split.from_, split.to, split.rescued - hidden_r, split.harmed - hidden_h, matrix.n_items)
+    return replace(split, **transition_numbers(record), hidden_rescued=hidden_r, hidden_harmed=hidden_h)
 
 
 def transitions_without_noise(
@@ -177,30 +178,17 @@ def sankey_without_noise(view: Sankey, matrix: Matrix, profile: NoiseProfile) ->
     Stable links and the nodes (items per state at each config) are unchanged; each link's pair
     numbers are those of ``transition_without_noise`` and ``n_hidden`` totals the dropped flips.
     """
-    pairs = list(dict.fromkeys((link["from"], link["to"]) for link in view["links"]))
-    quiet = {(t["from"], t["to"]): t for t in transitions_without_noise(matrix, profile, view["model"], pairs)}
-    n = view["n_items"]
+    pairs = list(dict.fromkeys((link.from_, link.to) for link in view.links))
+    quiet = {(t.from_, t.to): t for t in transitions_without_noise(matrix, profile, view.model, pairs)}
+    n = view.n_items
     links: list[SankeyLink] = []
-    for link in view["links"]:  # four links per config pair
-        pair = quiet[(link["from"], link["to"])]
-        kind = link["kind"]
-        count = pair["rescued"] if kind == "rescued" else pair["harmed"] if kind == "harmed" else link["count"]
-        hidden = link["count"] - count
-        links.append(
-            {
-                **link,
-                "count": count,
-                "share": count / n,
-                "hidden_within": hidden,
-                **transition_numbers(pair),
-            }
-        )
-    return {
-        **view,
-        "links": links,
-        "within_noise_hidden": True,
-        "n_hidden": int(sum(lk["hidden_within"] for lk in links)),
-    }
+    for link in view.links:  # four links per config pair
+        pair = quiet[(link.from_, link.to)]
+        count = pair.rescued if link.kind == "rescued" else pair.harmed if link.kind == "harmed" else link.count
+        numbers = transition_numbers(pair)
+        links.append(replace(link, count=count, share=count / n, hidden_within=link.count - count, **numbers))
+    n_hidden = int(sum(lk.hidden_within for lk in links if lk.hidden_within is not UNSET))
+    return replace(view, links=links, within_noise_hidden=True, n_hidden=n_hidden)
 
 
 def drop_within_noise(

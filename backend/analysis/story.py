@@ -27,8 +27,8 @@ MIN_CHURN = 0.02  # a step must change the state of at least 2% of the items to 
 def imbalance(t: Transition) -> float | None:
     """``|rescued - harmed| / (rescued + harmed)``: the share of a step's flips that the curve shows; None
     without flips."""
-    flips = t["rescued"] + t["harmed"]
-    return abs(t["rescued"] - t["harmed"]) / flips if flips else None
+    flips = t.rescued + t.harmed
+    return abs(t.rescued - t.harmed) / flips if flips else None
 
 
 def flattest_step(transitions: Sequence[Transition], n_items: int, min_churn: float = MIN_CHURN) -> Story | None:
@@ -37,17 +37,13 @@ def flattest_step(transitions: Sequence[Transition], n_items: int, min_churn: fl
     flipped = [(k, t, share) for k, t in enumerate(transitions) if (share := imbalance(t)) is not None]
     if not flipped:
         return None
-    eligible = [f for f in flipped if f[1]["churn"] >= min_churn]
-    _, step, share = min(eligible or flipped, key=lambda f: (f[2], -f[1]["churn"], -f[0]))
-    return {
-        **transition_numbers(step),
-        "n_items": n_items,
-        "imbalance": share,
-        "min_churn": min_churn,
-        "eligible": bool(eligible),
-    }
+    eligible = [f for f in flipped if f[1].churn >= min_churn]
+    _, step, share = min(eligible or flipped, key=lambda f: (f[2], -f[1].churn, -f[0]))
+    return Story(
+        **transition_numbers(step), n_items=n_items, imbalance=share, min_churn=min_churn, eligible=bool(eligible)
+    )
 
 
 def stories(metrics: McqaMetrics) -> dict[str, Story | None]:
     """Every model's story step over its reported transitions (consecutive unless other pairs were asked for)."""
-    return {model: flattest_step(rec["transitions"], metrics["n_items"]) for model, rec in metrics["models"].items()}
+    return {model: flattest_step(rec.transitions, metrics.n_items) for model, rec in metrics.models.items()}

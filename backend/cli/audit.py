@@ -95,30 +95,26 @@ def run_interventions(args: argparse.Namespace) -> int:
     resolved = note_benchmark(_single(args, store, _grid(args, store)))
     out = views.interventions_view(store, resolved, split_list(args.protocols), args.bootstrap, args.seed)
     if args.enqueue:
-        view = open_view(store, _single(args, store, out["grid"]))
+        view = open_view(store, _single(args, store, out.grid))
         requests = views.intervention_requests(view, args.enqueue)
-        out["enqueued"] = rerun.submit_many(store.root, requests)
+        out.enqueued = rerun.submit_many(store.root, requests)
     if args.json:
         print_json(out)
         return 0
-    print(f"{out['model']} on {','.join(out['grid'])} (top {out['top']}, protocol {out['base_protocol']})")
-    if not out["protocols"]:
+    print(f"{out.model} on {','.join(out.grid)} (top {out.top}, protocol {out.base_protocol})")
+    if not out.protocols:
         print("  no other protocol at these budgets in the store")
-    for row in out["protocols"]:
-        rec = row["recovery"]
+    for row in out.protocols:
+        rec = row.recovery
         rec_txt = (
             "no counterpart at the top"
-            if rec is None or rec["recovery_rate"] is None
-            else (
-                f"recovers {rec['n_recovered']}/{rec['n_terminal']} terminal regressions ({100 * rec['recovery_rate']:.1f}%)"
-            )
+            if rec is None or rec.recovery_rate is None
+            else (f"recovers {rec.n_recovered}/{rec.n_terminal} terminal regressions ({100 * rec.recovery_rate:.1f}%)")
         )
-        print(
-            f"  {row['protocol']:14s} kappa {row['kappa_pooled']:.3f} over {count(row['n_items'], 'item')}; {rec_txt}"
-        )
-    if "enqueued" in out:
-        e = out["enqueued"]
-        print(f"enqueued {e['queued']} re-runs ({e['from_store']} already stored, {len(e['errors'])} refused)")
+        print(f"  {row.protocol:14s} kappa {row.kappa_pooled:.3f} over {count(row.n_items, 'item')}; {rec_txt}")
+    if out.enqueued:
+        e = out.enqueued
+        print(f"enqueued {e.queued} re-runs ({e.from_store} already stored, {len(e.errors)} refused)")
     return 0
 
 
@@ -132,13 +128,13 @@ def run_isocompute(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    if not out["groups"]:
-        print(out["note"])
-    for g in out["groups"]:
-        cfgs = ", ".join(f"{c['config']} {100 * c['accuracy']:.1f}%" for c in g["configs"])
+    if not out.groups:
+        print(out.note)
+    for g in out.groups:
+        cfgs = ", ".join(f"{c.config} {100 * c.accuracy:.1f}%" for c in g.configs)
         print(
-            f"{cfgs}: oracle {100 * g['oracle_accuracy']:.1f}%, complementarity {100 * g['complementarity']:.1f} pts "
-            f"on {count(g['n_items'], 'item')}"
+            f"{cfgs}: oracle {100 * g.oracle_accuracy:.1f}%, complementarity {100 * g.complementarity:.1f} pts "
+            f"on {count(g.n_items, 'item')}"
         )
     return 0
 
@@ -150,13 +146,13 @@ def run_noise(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']}: {out['n_items_with_repeats']} of {count(out['n_items'], 'item')} have repeats, "
-        f"{out['n_items_noisy']} flip under repeats"
+        f"{out.model}: {out.n_items_with_repeats} of {count(out.n_items, 'item')} have repeats, "
+        f"{out.n_items_noisy} flip under repeats"
     )
-    for t in out["transitions"]:
+    for t in out.transitions:
         print(
-            f"  {t['from']} -> {t['to']}: rescued {t['rescued']} (beyond noise {t['rescued_beyond']}), "
-            f"harmed {t['harmed']} (beyond noise {t['harmed_beyond']})"
+            f"  {t.from_} -> {t.to}: rescued {t.rescued} (beyond noise {t.rescued_beyond}), "
+            f"harmed {t.harmed} (beyond noise {t.harmed_beyond})"
         )
     return 0
 
@@ -174,9 +170,9 @@ def run_crossmodel(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['from_model']}@{out['from']} -> {out['to_model']}@{out['to']} on {count(out['n_items'], 'item')}: "
-        f"rescued {out['rescued']}, harmed {out['harmed']}, net {100 * out['net']:+.1f} pts, p={out['mcnemar_p']:.3g}"
+        f"{out.from_model}@{out.from_} -> {out.to_model}@{out.to} on {count(out.n_items, 'item')}: "
+        f"rescued {out.rescued}, harmed {out.harmed}, net {100 * out.net:+.1f} pts, p={out.mcnemar_p:.3g}"
     )
-    for row in out["by_benchmark"]:
-        print(f"  {row['benchmark']:20s} n={row['n']:6d} rescued {row['rescued']:5d} harmed {row['harmed']:5d}")
+    for row in out.by_benchmark:
+        print(f"  {row.benchmark:20s} n={row.n:6d} rescued {row.rescued:5d} harmed {row.harmed:5d}")
     return 0

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backend.cli import COMMANDS, NOTES
+from backend.contracts.base import Contract, to_json
 from backend.scope.filters import split_list as split_list  # every command's comma lists, as the scope flags'
 from backend.scope.resolve import Resolved
 from backend.scope.runs import notice as runs_notice
@@ -66,7 +67,9 @@ def _default(o: Any) -> Any:
 
 
 def _clean(o: Any) -> Any:
-    """NaN and +-Infinity are not JSON: print null instead."""
+    """NaN and +-Infinity are not JSON: print null instead. A report (``backend.contracts``) as its JSON value."""
+    if isinstance(o, Contract):
+        return _clean(to_json(o))
     if isinstance(o, float) and not math.isfinite(o):
         return None
     if isinstance(o, dict):

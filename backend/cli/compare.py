@@ -31,22 +31,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"grid: {', '.join(out['grid'])}   items: {out['n_items']}   excluded: {out['n_excluded']}")
-    table = headline_frame({"models": out["metrics"]}).set_index("model")
+    print(f"grid: {', '.join(out.grid)}   items: {out.n_items}   excluded: {out.n_excluded}")
+    table = headline_frame(out.metrics).set_index("model")
     print(
         (table.filter(regex=r"^(best_fixed|oracle_headroom|visual_confusion_rate|text_overwrite_rate)$") * 100)
         .round(1)
         .to_string()
     )
-    gaps = {m: rec["continuous"] for m, rec in out["metrics"].items() if "continuous" in rec}
+    gaps = {m: rec.continuous for m, rec in out.metrics.items() if rec.continuous}
     for model, c in gaps.items():
         print(
-            f"{model}: oracle gap {100 * c['oracle_gap']:.1f} (x100, {c['n_items']} scored items), "
-            f"best fixed {c['best_fixed']['config']} {100 * c['best_fixed']['mean_score']:.1f}"
+            f"{model}: oracle gap {100 * c.oracle_gap:.1f} (x100, {c.n_items} scored items), "
+            f"best fixed {c.best_fixed.config} {100 * c.best_fixed.mean_score:.1f}"
         )
-    if "overlap" in out:
-        ov = out["overlap"]
-        print(f"confused by every model: {ov['confused_by_all']}   by any: {ov['confused_by_any']}")
-        for row in out["disagreement"][:10]:
+    if out.overlap:
+        ov = out.overlap
+        print(f"confused by every model: {ov.confused_by_all}   by any: {ov.confused_by_any}")
+        for row in (out.disagreement or [])[:10]:
             print(f"  {row['disagreement']:.2f}  {row['benchmark']}/{row['item_id']}  {row.get('task_type') or ''}")
     return 0

@@ -66,32 +66,30 @@ def run(args: argparse.Namespace) -> int:
         print_score_flows(cast(ScoreFlowsReport, out))  # compute gives the score flows exactly under --scores
         return 0
     out = cast(FlowsReport, out)  # and the flows otherwise
-    print(
-        f"{out['model']}: {count(out['n_items'], 'item')} ({out['n_excluded']} excluded), configs {' -> '.join(out['configs'])}"
-    )
+    print(f"{out.model}: {count(out.n_items, 'item')} ({out.n_excluded} excluded), configs {' -> '.join(out.configs)}")
     for step in step_table(out).to_dict("records"):
         print(
             f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pts, churn {pct(step['churn'])}, "
             f"McNemar p {p_value(step['mcnemar_p'])}"
         )
     print(flow_table(out, args.kind).to_string(index=False))
-    if out.get("within_noise_hidden"):
-        print(f"{out['n_hidden']} within-noise flips left out")
-    print("trajectory classes: " + ", ".join(f"{c} {out['trajectory_classes'][c]}" for c in CLASSES))
-    for row in out.get("items", []):
-        print(f"  {row['benchmark']}/{row['item_id']}  {row.get('task_type') or ''}")
+    if out.within_noise_hidden:
+        print(f"{out.n_hidden} within-noise flips left out")
+    print("trajectory classes: " + ", ".join(f"{c} {out.trajectory_classes[c]}" for c in CLASSES))
+    for row in out.items or []:
+        print(f"  {row.benchmark}/{row.item_id}  {row.task_type or ''}")
     return 0
 
 
 def print_score_flows(out: ScoreFlowsReport) -> None:
     print(
-        f"{out['model']}: {out['n_items']} scored items ({out['n_unscored']} without a score everywhere), "
-        f"unchanged = a change of at most {out['tolerance']:g}"
+        f"{out.model}: {out.n_items} scored items ({out.n_unscored} without a score everywhere), "
+        f"unchanged = a change of at most {out.tolerance:g}"
     )
-    for t in out["transitions"]:
+    for t in out.transitions:
         print(
-            f"  {t['from']} -> {t['to']}: improved {t['improved']}, regressed {t['regressed']}, "
-            f"unchanged {t['unchanged']} (sign p {p_value(t['sign_p'])})"
+            f"  {t.from_} -> {t.to}: improved {t.improved}, regressed {t.regressed}, "
+            f"unchanged {t.unchanged} (sign p {p_value(t.sign_p)})"
         )
-    for row in out.get("items", []):
-        print(f"  {row['benchmark']}/{row['item_id']}  {row['score_from']:.3f} -> {row['score_to']:.3f}")
+    for row in out.items or []:
+        print(f"  {row.benchmark}/{row.item_id}  {row.score_from:.3f} -> {row.score_to:.3f}")

@@ -1,341 +1,221 @@
 """The audits (the Audits page): ``trajaudit audit noise|interventions|isocompute|crossmodel --json``."""
 
-from typing import NotRequired, TypedDict
-
-from backend.contracts.common import Interval, NoiseTransition, Transition
-
-
-class NoiseConfig(TypedDict):
-    """Repeat noise at one configuration's budget.
-
-    config: the configuration
-    max_repeats: most responses any item has at its budget
-    n_items_measured: items with at least two repeats there
-    mean_flip_rate: mean chance that two repeats disagree (null: none measured)
-    share_noisy: share of measured items that flip under repeats (null: none measured)
-    """
-
-    config: str
-    max_repeats: int
-    n_items_measured: int
-    mean_flip_rate: float | None
-    share_noisy: float | None
-
-
-class NoiseAudit(TypedDict):
-    """``trajaudit audit noise --json``: per configuration and per item noise, transitions split by it.
-
-    model: the model
-    grid: the configurations
-    n_items: matched items
-    n_items_with_repeats: items with at least two repeats at some budget
-    n_items_noisy: items that flip under repeats somewhere
-    mean_item_flip_rate: mean over measured items of their mean flip rate (null: none measured)
-    per_config: noise per configuration
-    transitions: consecutive transitions, flips split within / beyond / unmeasured noise
-    """
-
-    model: str
-    grid: list[str]
-    n_items: int
-    n_items_with_repeats: int
-    n_items_noisy: int
-    mean_item_flip_rate: float | None
-    per_config: list[NoiseConfig]
-    transitions: list[NoiseTransition]
-
-
-class ProtocolConfig(TypedDict):
-    """One configuration of the base grid against its counterpart under another protocol.
-
-    config: the base configuration
-    counterpart: the same budget under the protocol
-    kappa: Cohen's kappa of correctness (null when undefined)
-    agreement: share of items with the same correctness (null without items)
-    rescued: items wrong at config and right at counterpart
-    harmed: items right at config and wrong at counterpart
-    """
-
-    config: str
-    counterpart: str
-    kappa: float | None
-    agreement: float | None
-    rescued: int
-    harmed: int
-
-
-class TagChange(TypedDict):
-    """Items carrying one trajectory tag under each protocol.
-
-    base: under the base protocol
-    protocol: under the other protocol
-    both: under both
-    gained: under the other protocol only
-    lost: under the base protocol only
-    """
-
-    base: int
-    protocol: int
-    both: int
-    gained: int
-    lost: int
-
-
-class Recovery(TypedDict):
-    """The base grid's terminal regressions when the top budget is run under another protocol.
-
-    policy: the top budget's label under that protocol
-    protocol: the protocol
-    n_items: matched items
-    n_excluded: items left out for lacking a response somewhere
-    n_terminal: terminal regressions under the base protocol
-    n_recovered: of those, items right under the other protocol
-    recovery_rate: n_recovered / n_terminal (null without terminal regressions)
-    harm_rate: among items right at the base top, the share the other protocol gets wrong (null: none right)
-    kappa_top: Cohen's kappa at the top budget (null when undefined)
-    recovery_ci: 95% bootstrap interval of recovery_rate (null without bootstrap or regressions)
-    recovery_wilson: Wilson 95% interval of recovery_rate (null without regressions)
-    """
-
-    policy: str
-    protocol: str
-    n_items: int
-    n_excluded: int
-    n_terminal: int
-    n_recovered: int
-    recovery_rate: float | None
-    harm_rate: float | None
-    kappa_top: float | None
-    recovery_ci: Interval | None
-    recovery_wilson: Interval | None
+from typing import Annotated
+
+from backend.contracts.base import UNSET, Contract, UnsetType, doc
+from backend.contracts.common import Interval, QuietTransition, Transition
 
-
-class Agreement(TypedDict):
-    """One protocol the store holds at the grid's budgets, against the base protocol.
 
-    protocol: the protocol (a sampling policy or pipeline tag)
-    n_items: matched items
-    n_excluded: items left out for lacking a response somewhere
-    grid: the grid with each configuration replaced by its counterpart where there is one
-    per_config: each replaced configuration
-    kappa_pooled: Cohen's kappa over every replaced configuration (null when undefined)
-    tag_changes: per trajectory tag, items carrying it under each protocol (empty without items)
-    """
+class NoiseConfig(Contract, kw_only=True):
+    """Repeat noise at one configuration's budget."""
 
-    protocol: str
-    n_items: int
-    n_excluded: int
-    grid: list[str]
-    per_config: list[ProtocolConfig]
-    kappa_pooled: float | None
-    tag_changes: dict[str, TagChange]
-
-
-class ProtocolAgreement(Agreement):
-    """A protocol's agreement with the base protocol, and what it recovers at the top budget.
-
-    recovery: terminal regressions recovered at the top budget (null without a counterpart there)
-    """
-
-    recovery: Recovery | None
-
-
-class EnqueueError(TypedDict):
-    """A re-run request that could not be queued.
-
-    item_id: the item
-    error: why
-    """
-
-    item_id: str
-    error: str
-
-
-class Enqueued(TypedDict):
-    """Re-runs queued for the terminal regressions (``--enqueue LABEL``).
-
-    requested: requests made
-    queued: jobs queued
-    from_store: requests answered by a stored response
-    job_ids: the jobs
-    errors: requests refused
-    """
-
-    requested: int
-    queued: int
-    from_store: int
-    job_ids: list[int]
-    errors: list[EnqueueError]
+    config: Annotated[str, doc("the configuration")]
+    max_repeats: Annotated[int, doc("most responses any item has at its budget")]
+    n_items_measured: Annotated[int, doc("items with at least two repeats there")]
+    mean_flip_rate: Annotated[float | None, doc("mean chance that two repeats disagree (null: none measured)")]
+    share_noisy: Annotated[float | None, doc("share of measured items that flip under repeats (null: none measured)")]
 
 
-class InterventionsAudit(TypedDict):
-    """``trajaudit audit interventions --json``: agreement and recovery per protocol the store holds.
+class NoiseAudit(Contract, kw_only=True):
+    """``trajaudit audit noise --json``: per configuration and per item noise, transitions split by it."""
 
-    model: the model
-    grid: the base grid
-    top: its costliest configuration
-    base_protocol: the base grid's protocol
-    protocols: one entry per other protocol
-    enqueued: the re-runs queued (--enqueue only)
-    """
-
-    model: str
-    grid: list[str]
-    top: str
-    base_protocol: str
-    protocols: list[ProtocolAgreement]
-    enqueued: NotRequired[Enqueued]
-
-
-class IsoConfig(TypedDict):
-    """One allocation of an iso-compute group.
-
-    config: the configuration
-    frames: its frames
-    pixel_budget: frames x pixels per frame
-    accuracy: its accuracy on the group's items
-    unique_wins: items only it gets right
-    """
+    model: Annotated[str, doc("the model")]
+    grid: Annotated[list[str], doc("the configurations")]
+    n_items: Annotated[int, doc("matched items")]
+    n_items_with_repeats: Annotated[int, doc("items with at least two repeats at some budget")]
+    n_items_noisy: Annotated[int, doc("items that flip under repeats somewhere")]
+    mean_item_flip_rate: Annotated[
+        float | None, doc("mean over measured items of their mean flip rate (null: none measured)")
+    ]
+    per_config: Annotated[list[NoiseConfig], doc("noise per configuration")]
+    transitions: Annotated[
+        list[QuietTransition], doc("consecutive transitions, flips split within / beyond / unmeasured noise")
+    ]
 
-    config: str
-    frames: int
-    pixel_budget: float
-    accuracy: float
-    unique_wins: int
 
+class ProtocolConfig(Contract, kw_only=True):
+    """One configuration of the base grid against its counterpart under another protocol."""
 
-class BestSingle(TypedDict):
-    """The group's most accurate allocation.
+    config: Annotated[str, doc("the base configuration")]
+    counterpart: Annotated[str, doc("the same budget under the protocol")]
+    kappa: Annotated[float | None, doc("Cohen's kappa of correctness (null when undefined)")]
+    agreement: Annotated[float | None, doc("share of items with the same correctness (null without items)")]
+    rescued: Annotated[int, doc("items wrong at config and right at counterpart")]
+    harmed: Annotated[int, doc("items right at config and wrong at counterpart")]
 
-    config: its label
-    accuracy: its accuracy
-    """
 
-    config: str
-    accuracy: float
+class TagChange(Contract, kw_only=True):
+    """Items carrying one trajectory tag under each protocol."""
 
+    base: Annotated[int, doc("under the base protocol")]
+    protocol: Annotated[int, doc("under the other protocol")]
+    both: Annotated[int, doc("under both")]
+    gained: Annotated[int, doc("under the other protocol only")]
+    lost: Annotated[int, doc("under the base protocol only")]
 
-class IsoGroup(TypedDict):
-    """Allocations of (nearly) equal pixel budget on their matched items.
 
-    configs: the allocations
-    n_items: matched items
-    n_excluded: items left out for lacking a response somewhere
-    best_single: the most accurate allocation
-    oracle_accuracy: share of items some allocation gets right
-    complementarity: oracle_accuracy minus the best single accuracy
-    patterns: items per set of allocations right ("all", "none" or "a+b")
-    complementarity_ci: 95% bootstrap interval of complementarity (null with --bootstrap 0)
-    """
+class Recovery(Contract, kw_only=True):
+    """The base grid's terminal regressions when the top budget is run under another protocol."""
 
-    configs: list[IsoConfig]
-    n_items: int
-    n_excluded: int
-    best_single: BestSingle
-    oracle_accuracy: float
-    complementarity: float
-    patterns: dict[str, int]
-    complementarity_ci: Interval | None
+    policy: Annotated[str, doc("the top budget's label under that protocol")]
+    protocol: Annotated[str, doc("the protocol")]
+    n_items: Annotated[int, doc("matched items")]
+    n_excluded: Annotated[int, doc("items left out for lacking a response somewhere")]
+    n_terminal: Annotated[int, doc("terminal regressions under the base protocol")]
+    n_recovered: Annotated[int, doc("of those, items right under the other protocol")]
+    recovery_rate: Annotated[float | None, doc("n_recovered / n_terminal (null without terminal regressions)")]
+    harm_rate: Annotated[
+        float | None,
+        doc("among items right at the base top, the share the other protocol gets wrong (null: none right)"),
+    ]
+    kappa_top: Annotated[float | None, doc("Cohen's kappa at the top budget (null when undefined)")]
+    recovery_ci: Annotated[
+        Interval | None, doc("95% bootstrap interval of recovery_rate (null without bootstrap or regressions)")
+    ]
+    recovery_wilson: Annotated[Interval | None, doc("Wilson 95% interval of recovery_rate (null without regressions)")]
 
 
-class IsocomputeAudit(TypedDict):
-    """``trajaudit audit isocompute --json``: every iso-compute group of the model's configurations.
+class Agreement(Contract, kw_only=True):
+    """One protocol the store holds at the grid's budgets, against the base protocol."""
 
-    model: the model
-    tolerance: relative budget tolerance of a group
-    default_pixels: pixels per frame of labels without "@<n>k" (null: such labels are not placed)
-    groups: the groups found
-    note: why there is none (only when none is found)
-    """
+    protocol: Annotated[str, doc("the protocol (a sampling policy or pipeline tag)")]
+    n_items: Annotated[int, doc("matched items")]
+    n_excluded: Annotated[int, doc("items left out for lacking a response somewhere")]
+    grid: Annotated[list[str], doc("the grid with each configuration replaced by its counterpart where there is one")]
+    per_config: Annotated[list[ProtocolConfig], doc("each replaced configuration")]
+    kappa_pooled: Annotated[float | None, doc("Cohen's kappa over every replaced configuration (null when undefined)")]
+    tag_changes: Annotated[
+        dict[str, TagChange], doc("per trajectory tag, items carrying it under each protocol (empty without items)")
+    ]
 
-    model: str
-    tolerance: float
-    default_pixels: int | None
-    groups: list[IsoGroup]
-    note: NotRequired[str]
 
+class ProtocolAgreement(Agreement, kw_only=True):
+    """A protocol's agreement with the base protocol, and what it recovers at the top budget."""
 
-class CrossTransition(Transition):
-    """A transition from (model a, config a) to (model b, config b) on the same items.
+    recovery: Annotated[
+        Recovery | None, doc("terminal regressions recovered at the top budget (null without a counterpart there)")
+    ]
 
-    from_model: model a
-    to_model: model b
-    """
 
-    from_model: str
-    to_model: str
+class EnqueueError(Contract, kw_only=True):
+    """A re-run request that could not be queued."""
 
+    item_id: Annotated[str, doc("the item")]
+    error: Annotated[str, doc("why")]
 
-class FlowCounts(TypedDict):
-    """Flows within one group of items.
 
-    n: items in the group
-    rescued: rescued items
-    harmed: harmed items
-    net: (rescued - harmed) / n
-    churn: (rescued + harmed) / n
-    mcnemar_p: McNemar p-value of rescued vs harmed
-    """
+class Enqueued(Contract, kw_only=True):
+    """Re-runs queued for the terminal regressions (``--enqueue LABEL``)."""
 
-    n: int
-    rescued: int
-    harmed: int
-    net: float
-    churn: float
-    mcnemar_p: float
+    requested: Annotated[int, doc("requests made")]
+    queued: Annotated[int, doc("jobs queued")]
+    from_store: Annotated[int, doc("requests answered by a stored response")]
+    job_ids: Annotated[list[int], doc("the jobs")]
+    errors: Annotated[list[EnqueueError], doc("requests refused")]
 
 
-class BenchmarkFlows(FlowCounts):
-    """Flows within one benchmark.
+class InterventionsAudit(Contract, kw_only=True):
+    """``trajaudit audit interventions --json``: agreement and recovery per protocol the store holds."""
 
-    benchmark: the benchmark
-    """
+    model: Annotated[str, doc("the model")]
+    grid: Annotated[list[str], doc("the base grid")]
+    top: Annotated[str, doc("its costliest configuration")]
+    base_protocol: Annotated[str, doc("the base grid's protocol")]
+    protocols: Annotated[list[ProtocolAgreement], doc("one entry per other protocol")]
+    enqueued: Annotated[Enqueued | UnsetType, doc("the re-runs queued (--enqueue only)")] = UNSET
 
-    benchmark: str
 
+class IsoConfig(Contract, kw_only=True):
+    """One allocation of an iso-compute group."""
 
-class TaskTypeFlows(FlowCounts):
-    """Flows within one task type.
+    config: Annotated[str, doc("the configuration")]
+    frames: Annotated[int, doc("its frames")]
+    pixel_budget: Annotated[float, doc("frames x pixels per frame")]
+    accuracy: Annotated[float, doc("its accuracy on the group's items")]
+    unique_wins: Annotated[int, doc("items only it gets right")]
 
-    task_type: the task type ("(none)" for items without one)
-    """
 
-    task_type: str
+class BestSingle(Contract, kw_only=True):
+    """The group's most accurate allocation."""
 
+    config: Annotated[str, doc("its label")]
+    accuracy: Annotated[float, doc("its accuracy")]
 
-class ItemRef(TypedDict):
-    """An item of a flow (the Audits page adds task type and question).
 
-    benchmark: the benchmark
-    item_id: the item's id
-    task_type: the task type (Audits page)
-    question: the question text (Audits page)
-    """
+class IsoGroup(Contract, kw_only=True):
+    """Allocations of (nearly) equal pixel budget on their matched items."""
 
-    benchmark: str
-    item_id: str
-    task_type: NotRequired[str | None]
-    question: NotRequired[str | None]
+    configs: Annotated[list[IsoConfig], doc("the allocations")]
+    n_items: Annotated[int, doc("matched items")]
+    n_excluded: Annotated[int, doc("items left out for lacking a response somewhere")]
+    best_single: Annotated[BestSingle, doc("the most accurate allocation")]
+    oracle_accuracy: Annotated[float, doc("share of items some allocation gets right")]
+    complementarity: Annotated[float, doc("oracle_accuracy minus the best single accuracy")]
+    patterns: Annotated[dict[str, int], doc('items per set of allocations right ("all", "none" or "a+b")')]
+    complementarity_ci: Annotated[
+        Interval | None, doc("95% bootstrap interval of complementarity (null with --bootstrap 0)")
+    ]
 
 
-class CrossmodelAudit(CrossTransition):
-    """``trajaudit audit crossmodel --json``: flows between two models (or checkpoints) on the same items.
+class IsocomputeAudit(Contract, kw_only=True):
+    """``trajaudit audit isocompute --json``: every iso-compute group of the model's configurations."""
 
-    n_items: matched items
-    n_excluded: items left out for lacking a response somewhere
-    accuracy_from: model a's accuracy at config a
-    accuracy_to: model b's accuracy at config b
-    by_benchmark: flows per benchmark
-    by_task_type: flows per task type
-    harmed_items: harmed items, at most --limit
-    rescued_items: rescued items, at most --limit
-    """
+    model: Annotated[str, doc("the model")]
+    tolerance: Annotated[float, doc("relative budget tolerance of a group")]
+    default_pixels: Annotated[
+        int | None, doc('pixels per frame of labels without "@<n>k" (null: such labels are not placed)')
+    ]
+    groups: Annotated[list[IsoGroup], doc("the groups found")]
+    note: Annotated[str | UnsetType, doc("why there is none (only when none is found)")] = UNSET
 
-    n_items: int
-    n_excluded: int
-    accuracy_from: float
-    accuracy_to: float
-    by_benchmark: list[BenchmarkFlows]
-    by_task_type: list[TaskTypeFlows]
-    harmed_items: list[ItemRef]
-    rescued_items: list[ItemRef]
+
+class CrossTransition(Transition, kw_only=True):
+    """A transition from (model a, config a) to (model b, config b) on the same items."""
+
+    from_model: Annotated[str, doc("model a")]
+    to_model: Annotated[str, doc("model b")]
+
+
+class FlowCounts(Contract, kw_only=True):
+    """Flows within one group of items."""
+
+    n: Annotated[int, doc("items in the group")]
+    rescued: Annotated[int, doc("rescued items")]
+    harmed: Annotated[int, doc("harmed items")]
+    net: Annotated[float, doc("(rescued - harmed) / n")]
+    churn: Annotated[float, doc("(rescued + harmed) / n")]
+    mcnemar_p: Annotated[float, doc("McNemar p-value of rescued vs harmed")]
+
+
+class BenchmarkFlows(FlowCounts, kw_only=True):
+    """Flows within one benchmark."""
+
+    benchmark: Annotated[str, doc("the benchmark")]
+
+
+class TaskTypeFlows(FlowCounts, kw_only=True):
+    """Flows within one task type."""
+
+    task_type: Annotated[str, doc('the task type ("(none)" for items without one)')]
+
+
+class ItemRef(Contract, kw_only=True):
+    """An item of a flow (the Audits page adds task type and question)."""
+
+    benchmark: Annotated[str, doc("the benchmark")]
+    item_id: Annotated[str, doc("the item's id")]
+    task_type: Annotated[str | None | UnsetType, doc("the task type (Audits page)")] = UNSET
+    question: Annotated[str | None | UnsetType, doc("the question text (Audits page)")] = UNSET
+
+
+class CrossmodelAudit(CrossTransition, kw_only=True):
+    """``trajaudit audit crossmodel --json``: flows between two models (or checkpoints) on the same items."""
+
+    n_items: Annotated[int, doc("matched items")]
+    n_excluded: Annotated[int, doc("items left out for lacking a response somewhere")]
+    accuracy_from: Annotated[float, doc("model a's accuracy at config a")]
+    accuracy_to: Annotated[float, doc("model b's accuracy at config b")]
+    by_benchmark: Annotated[list[BenchmarkFlows], doc("flows per benchmark")]
+    by_task_type: Annotated[list[TaskTypeFlows], doc("flows per task type")]
+    harmed_items: Annotated[list[ItemRef], doc("harmed items, at most --limit")]
+    rescued_items: Annotated[list[ItemRef], doc("rescued items, at most --limit")]

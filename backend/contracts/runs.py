@@ -1,6 +1,8 @@
 """Running models and reading results in: ``trajaudit rerun``, ``sweep`` and ``ingest`` with ``--json``."""
 
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
+
+from msgspec import Meta
 
 from backend.contracts.common import Interval
 from backend.contracts.store import JobState
@@ -8,8 +10,6 @@ from backend.contracts.store import JobState
 # The phases a run's ``timings`` name, in the order a request passes through them (decoding the video, the
 # processor, the vision encoder, the prefill, generation): the sweep's accounting and the re-run panel's chart.
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
-# Families of keys: one key per configuration (see backend.contracts.schema.is_family).
-CorrectAtColumns = TypedDict("CorrectAtColumns", {"correct at <config>": int | None})
 
 
 class RerunOutcome(TypedDict):
@@ -124,18 +124,16 @@ class Share(TypedDict):
     ci95: Interval | None
 
 
-class ComparedItem(CorrectAtColumns):
-    """One selected item at the baseline and at the re-run's configuration.
-
-    item_id: the item
-    correct at <config>: 1 right, 0 wrong, null unanswered: one key for the baseline, one for the new config (``correct at <config> (re-run)`` when the baseline is the same config)
-    answer: its answer at the new configuration (null: none yet)
-    run: the run of that answer (null: none yet)
-    """
-
-    item_id: str
-    answer: str | None
-    run: str | None
+ComparedItem = Annotated[
+    dict[str, str | int | None],
+    Meta(
+        description="One selected item at the baseline and at the re-run's configuration (a table row): item_id, "
+        "correct at <config> (1 right, 0 wrong, null unanswered: one key for the baseline, one for the new config, "
+        "``correct at <config> (re-run)`` when the baseline is the same config), answer (its answer at the new "
+        "configuration, null: none yet), run (the run of that answer, null: none yet)"
+    ),
+]
+"""A table row (its correctness columns are named by the configurations)."""
 
 
 class LoggedAgreement(Share):

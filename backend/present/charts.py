@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from backend.contracts.views import ConfusionOverlap
 from backend.present import series
 from backend.present.palette import ACCENT, CORRECT, INK, WRONG
 from backend.present.text import number
@@ -138,7 +139,7 @@ def _flow_labels(labelled: str | None, terms: dict) -> list[dict]:
 
 
 def curve_and_flows(
-    overview: dict,
+    overview: series.Curve,
     colours: dict[str, str],
     height: int = 620,
     terms: dict = ACCURACY_TERMS,
@@ -151,9 +152,9 @@ def curve_and_flows(
     every model's with one model, ``labelled``'s with several; ``step`` (from, to), the story's step, is shaded.
 
     ``terms`` names the value and the two kinds of change (``ACCURACY_TERMS``); the score section passes
-    the score's, with ``overview`` shaped alike (``pages.common.scores.curve_input``)."""
-    grid = list(overview["grid"])
-    models = list(overview["models"])
+    the score's (``pages.common.scores.curve_input``)."""
+    grid = list(overview.grid)
+    models = list(overview.models)
     curve = series.curve_points(overview, colours)
     flows = [{**bar, "kind": terms["up" if bar["kind"] == "rescued" else "down"]} for bar in series.flow_bars(overview)]
     labelled = None if len(models) == 1 else labelled if labelled in models else models[0]
@@ -450,12 +451,12 @@ def headline_bars(rows: list[dict], models: list[str], colours: dict[str, str], 
     )
 
 
-def jaccard(overlap: dict) -> dict:
+def jaccard(overlap: ConfusionOverlap) -> dict:
     """Compare's and the report's heatmap: the Jaccard index of the models' confused-item sets."""
-    models = list(overlap["models"])
+    models = list(overlap.models)
     cells = [
         {"a": a, "b": b, "jaccard": number(v)}
-        for a, row in zip(models, overlap["jaccard"], strict=True)
+        for a, row in zip(models, overlap.jaccard, strict=True)
         for b, v in zip(models, row, strict=True)
     ]
     axis = {"labelLimit": 240, "labelAngle": 0}
@@ -492,11 +493,11 @@ def jaccard(overlap: dict) -> dict:
     )
 
 
-def intersections(overlap: dict) -> dict:
+def intersections(overlap: ConfusionOverlap) -> dict:
     """Compare's and the report's bars: confused items by the exact set of models confused
     (largest 15 sets)."""
-    rows = [{"set": " + ".join(r["models"]), "items": r["n"]} for r in overlap["intersections"][:15]]
-    order = [r["set"] for r in rows]
+    order = [" + ".join(r.models) for r in overlap.intersections[:15]]
+    rows = [{"set": name, "items": r.n} for name, r in zip(order, overlap.intersections, strict=False)]
     return _chart(
         "Confused items by the exact set of models confused",
         24 * max(len(rows), 1),

@@ -10,6 +10,10 @@ table Streamlit sends.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from backend.contracts.audits import CrossmodelAudit, IsoGroup, NoiseAudit, Recovery
 from backend.present.charts import CONFIG, SCHEMA
 from backend.present.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
 
@@ -44,27 +48,25 @@ def _colour(domain: list[str], colours: list[str], legend: dict | None = None) -
     }
 
 
-def recovery(rows: list[dict], top: str) -> dict:
+def recovery(rows: list[Recovery], top: str) -> dict:
     """Per protocol: the recovered share of its terminal regressions at ``top`` (Wilson 95% CI, "k of n" over the
     bar) beside the harmed share of the items right at ``top``; each protocol on its own items, said on the axis."""
     recovered, harmed = "recovered terminal regressions", f"harmed (right at {top}, wrong under the protocol)"
     values = []
     for r in rows:
-        name = f"{r['protocol']} ({r['n_items']:,} items)"
-        lo, hi = r["recovery_wilson"] or (None, None)
+        name = f"{r.protocol} ({r.n_items:,} items)"
+        lo, hi = r.recovery_wilson or (None, None)
         values.append(
             {
                 "series": recovered,
                 "protocol": name,
-                "value": None if r["recovery_rate"] is None else 100 * r["recovery_rate"],
+                "value": None if r.recovery_rate is None else 100 * r.recovery_rate,
                 "lo": None if lo is None else 100 * lo,
                 "hi": None if hi is None else 100 * hi,
-                "label": f"{r['n_recovered']} of {r['n_terminal']}",
+                "label": f"{r.n_recovered} of {r.n_terminal}",
             }
         )
-        values.append(
-            {"series": harmed, "protocol": name, "value": None if r["harm_rate"] is None else 100 * r["harm_rate"]}
-        )
+        values.append({"series": harmed, "protocol": name, "value": None if r.harm_rate is None else 100 * r.harm_rate})
     protocols = list(dict.fromkeys(v["protocol"] for v in values))
     x = {"field": "protocol", "type": "nominal", "sort": protocols, "title": f"protocol at the top budget {top}",
          "axis": {"labelAngle": 0}}  # fmt: skip
@@ -109,10 +111,10 @@ def recovery(rows: list[dict], top: str) -> dict:
 
 
 def frontier(
-    refs: list[dict],
-    sweep: dict | None,
-    point: dict | None,
-    report: dict | None,
+    refs: Sequence[Mapping[str, Any]],
+    sweep: Mapping[str, Any] | None,
+    point: Mapping[str, Any] | None,
+    report: Mapping[str, Any] | None,
     colour: str,
     model: str,
     denominator: str,
@@ -223,24 +225,24 @@ def frontier(
     )
 
 
-def noise(summary: dict) -> dict:
+def noise(summary: NoiseAudit) -> dict:
     """Rescued (up) and harmed (down) per step, each split into beyond noise, no repeats and within noise."""
     classes = [("beyond", "beyond noise"), ("unmeasured", "no repeats"), ("within", "within noise")]
     kinds = [("rescued", 1, CORRECT), ("harmed", -1, WRONG)]
     names = [f"{kind}, {words}" for kind, _, _ in kinds for _, words in classes]
     shades = [rgba(c, FLIP_SHADES[cls]) for _, _, c in kinds for cls, _ in classes]
-    steps = [f"{t['from']} → {t['to']}" for t in summary["transitions"]]
+    steps = [f"{t.from_} → {t.to}" for t in summary.transitions]
     values = [
-        {"series": f"{kind}, {words}", "step": step, "items": sign * t[f"{kind}_{cls}"], "count": t[f"{kind}_{cls}"],
+        {"series": f"{kind}, {words}", "step": step, "items": sign * getattr(t, f"{kind}_{cls}"), "count": getattr(t, f"{kind}_{cls}"),
          "order": k}
-        for t, step in zip(summary["transitions"], steps, strict=True)
+        for t, step in zip(summary.transitions, steps, strict=True)
         for k, (kind, sign, _) in enumerate(kinds)
         for cls, words in classes
     ]  # fmt: skip
     return _spec(
-        f"{summary['model']}: flips beyond the item's repeat noise, within it, or unmeasured",
-        f"items flipping at each step, on the {summary['n_items']:,} items of the grid "
-        f"({summary['n_items_with_repeats']:,} with repeats)",
+        f"{summary.model}: flips beyond the item's repeat noise, within it, or unmeasured",
+        f"items flipping at each step, on the {summary.n_items:,} items of the grid "
+        f"({summary.n_items_with_repeats:,} with repeats)",
         340,
         values,
         mark={"type": "bar", "stroke": INK, "strokeWidth": 0.3},
@@ -255,20 +257,26 @@ def noise(summary: dict) -> dict:
     )  # fmt: skip
 
 
-def crossmodel(out: dict) -> dict:
+def crossmodel(out: CrossmodelAudit) -> dict:
     """Rescued (right) and harmed (left) items per task type between two models' configurations."""
-    rows = sorted(out["by_task_type"], key=lambda r: (r["rescued"], r["harmed"]))
+    rows = sorted(out.by_task_type, key=lambda r: (r.rescued, r.harmed))
     rescued, harmed = "rescued (wrong → right)", "harmed (right → wrong)"
     values = [
-        {"series": name, "task_type": r["task_type"], "items": sign * r[kind], "count": r[kind], "n": r["n"]}
+        {
+            "series": name,
+            "task_type": r.task_type,
+            "items": sign * getattr(r, kind),
+            "count": getattr(r, kind),
+            "n": r.n,
+        }
         for r in rows
         for name, kind, sign in ((rescued, "rescued", 1), (harmed, "harmed", -1))
     ]
-    order = [r["task_type"] for r in rows][::-1]
-    reach = max([1, *(r["rescued"] for r in rows), *(r["harmed"] for r in rows)])  # the axis symmetric about 0
+    order = [r.task_type for r in rows][::-1]
+    reach = max([1, *(r.rescued for r in rows), *(r.harmed for r in rows)])  # the axis symmetric about 0
     return _spec(
-        f"{out['from_model']} @ {out['from']} → {out['to_model']} @ {out['to']}: rescued and harmed items by task type",
-        f"on the {out['n_items']:,} items both models answered at both configurations",
+        f"{out.from_model} @ {out.from_} → {out.to_model} @ {out.to}: rescued and harmed items by task type",
+        f"on the {out.n_items:,} items both models answered at both configurations",
         max(120, 26 * len(rows)),
         values,
         mark="bar",
@@ -284,17 +292,15 @@ def crossmodel(out: dict) -> dict:
     )  # fmt: skip
 
 
-def allocations(group: dict, colour: str) -> list[dict]:
+def allocations(group: IsoGroup, colour: str) -> list[dict]:
     """Two specs side by side: accuracy per allocation beside the oracle over them; which allocations answer each
     item (both on the group's items, said under the first title)."""
-    cfgs = group["configs"]
-    acc = [
-        {"series": "accuracy", "bar": c["config"], "value": 100 * c["accuracy"], "shade": "allocation"} for c in cfgs
-    ]
-    acc.append({"series": "accuracy", "bar": "oracle", "value": 100 * group["oracle_accuracy"], "shade": "oracle"})
+    cfgs = group.configs
+    acc = [{"series": "accuracy", "bar": c.config, "value": 100 * c.accuracy, "shade": "allocation"} for c in cfgs]
+    acc.append({"series": "accuracy", "bar": "oracle", "value": 100 * group.oracle_accuracy, "shade": "oracle"})
     pats = [
         {"series": "patterns", "bar": p, "value": n, "shade": {"all": "all", "none": "none"}.get(p, "some")}
-        for p, n in sorted(group["patterns"].items(), key=lambda kv: -kv[1])
+        for p, n in sorted(group.patterns.items(), key=lambda kv: -kv[1])
     ]
     shade = {"field": "shade", "type": "nominal", "legend": None,
              "scale": {"domain": ["allocation", "oracle", "all", "none", "some"], "range": [colour, CORRECT, CORRECT, WRONG, colour]}}  # fmt: skip
@@ -315,11 +321,11 @@ def allocations(group: dict, colour: str) -> list[dict]:
             ],
         )  # fmt: skip
 
-    budget = cfgs[0]["pixel_budget"]
+    budget = cfgs[0].pixel_budget
     return [
         bars(
             f"Allocations of ~{budget / 1e6:.2f} M pixels: accuracy (%)",
-            f"on the {group['n_items']:,} items every allocation answered",
+            f"on the {group.n_items:,} items every allocation answered",
             acc,
             "allocation (frames@pixels per frame)",
             {"field": "value", "type": "quantitative", "title": "accuracy (%)", "scale": {"domain": [0, 105]}},

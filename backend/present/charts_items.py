@@ -8,6 +8,8 @@ every number the report dict's own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from backend.present.charts import _chart, _ordered, _tip
 from backend.present.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
@@ -138,7 +140,7 @@ def phase_timings(timings: dict[str, float], phases: tuple[str, ...]) -> dict:
     )  # fmt: skip
 
 
-def explain_colour(target: dict) -> str:
+def explain_colour(target: Mapping[str, Any]) -> str:
     """The colour of an enriched slice: the selection's own (harmed / wrong red, rescued / correct green, else the
     neutral accent)."""
     state = target["args"][-1] if target["kind"] in ("flow", "state") else None
@@ -147,7 +149,7 @@ def explain_colour(target: dict) -> str:
     return CORRECT if state in ("rescued", "stable-correct", "correct") else ACCENT
 
 
-def explain_lifts(report: dict, top: int = 12) -> dict:
+def explain_lifts(report: Mapping[str, Any], top: int = 12) -> dict:
     """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
     only the slices that survive Benjamini-Hochberg (``survives``) in colour, the rest grey, small slices pale;
     the report's verdict ("No slice survives ...") under the title. Best first from the top (the report's own

@@ -9,9 +9,12 @@ draws into markup passes its escape as ``text`` (Plotly parses a small HTML dial
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from backend.contracts.common import Interval, Transition
+from backend.contracts.views import McqaMetrics, Sankey
 from backend.present.text import KIND_TEXT, MISSING, bounds, count, number
 
 CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
@@ -23,21 +26,47 @@ def bar_width(n_models: int) -> float:
     return BAR_SPAN / max(n_models, 1)
 
 
-def curve_points(overview: Mapping[str, Any], colours: Mapping[str, str]) -> list[dict]:
+@dataclass(frozen=True)
+class CurveModel:
+    """One model's curve and its flow bars: a value per configuration with its 95% interval, and each step's
+    flips (the Overview's accuracy and transitions, or the score section's mean score and its improved and
+    regressed items as ``rescued`` and ``harmed``)."""
+
+    values: Mapping[str, float]
+    intervals: Mapping[str, Interval | None]
+    transitions: Sequence[Transition]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """What the curve-and-flows figure draws: the grid, and per model its ``CurveModel``."""
+
+    grid: Sequence[str]
+    models: Mapping[str, CurveModel]
+
+    @classmethod
+    def of(cls, metrics: McqaMetrics) -> Curve:
+        """The Overview's curve: accuracy per configuration and the transitions shown."""
+        return cls(
+            metrics.grid,
+            {m: CurveModel(r.accuracy, r.ci.accuracy or {}, r.transitions) for m, r in metrics.models.items()},
+        )
+
+
+def curve_points(overview: Curve, colours: Mapping[str, str]) -> list[dict]:
     """Accuracy per model and configuration with its 95% interval: ``model, colour, x, config, accuracy, lo, hi``
     (percent; ``lo``/``hi`` None without an interval), models in order, configurations cheapest first."""
     points = []
-    for model, rec in overview["models"].items():
-        cis = rec["ci"].get("accuracy", {})
-        for x, config in enumerate(overview["grid"]):
-            ends = bounds(cis.get(config))
+    for model, rec in overview.models.items():
+        for x, config in enumerate(overview.grid):
+            ends = bounds(rec.intervals.get(config))
             points.append(
                 {
                     "model": model,
                     "colour": colours[model],
                     "x": x,
                     "config": config,
-                    "accuracy": number(rec["accuracy"][config], 100),
+                    "accuracy": number(rec.values[config], 100),
                     "lo": None if ends is None else 100 * ends[0],
                     "hi": None if ends is None else 100 * ends[1],
                 }
@@ -45,16 +74,16 @@ def curve_points(overview: Mapping[str, Any], colours: Mapping[str, str]) -> lis
     return points
 
 
-def flow_bars(overview: Mapping[str, Any]) -> list[dict]:
+def flow_bars(overview: Curve) -> list[dict]:
     """Rescued (up) and harmed (down) bars per model and transition, side by side in the transition's slot
     between its two configurations: ``model, kind, x0, x1, items`` (signed), the transition (``from``, ``to``,
     ``step``) and its ``rescued, harmed, net, churn`` (percent) and McNemar ``p``."""
-    models = list(overview["models"])
+    models = list(overview.models)
     width = bar_width(len(models))
     bars = []
-    for k, (model, rec) in enumerate(overview["models"].items()):
+    for k, (model, rec) in enumerate(overview.models.items()):
         centre = (k - (len(models) - 1) / 2) * width
-        for t, tr in enumerate(rec["transitions"]):
+        for t, tr in enumerate(rec.transitions):
             x = t + 0.5 + centre
             for kind, sign in (("rescued", 1), ("harmed", -1)):
                 bars.append(
@@ -63,15 +92,15 @@ def flow_bars(overview: Mapping[str, Any]) -> list[dict]:
                         "kind": kind,
                         "x0": x - width / 2,
                         "x1": x + width / 2,
-                        "items": sign * tr[kind],
-                        "from": tr["from"],
-                        "to": tr["to"],
-                        "step": f"{tr['from']} → {tr['to']}",
-                        "rescued": tr["rescued"],
-                        "harmed": tr["harmed"],
-                        "net": number(tr["net"], 100),
-                        "churn": number(tr["churn"], 100),
-                        "p": number(tr["mcnemar_p"]),
+                        "items": sign * getattr(tr, kind),
+                        "from": tr.from_,
+                        "to": tr.to,
+                        "step": f"{tr.from_} → {tr.to}",
+                        "rescued": tr.rescued,
+                        "harmed": tr.harmed,
+                        "net": number(tr.net, 100),
+                        "churn": number(tr.churn, 100),
+                        "p": number(tr.mcnemar_p),
                     }
                 )
     return bars
@@ -82,7 +111,7 @@ def _same(value: str) -> str:
 
 
 def sankey_trace(
-    view: Mapping[str, Any],
+    view: Sankey,
     colours: Mapping[str, str],
     text: Callable[[str], str] = _same,
     config_labels: bool = False,
@@ -93,49 +122,39 @@ def sankey_trace(
     ``colours``: a colour per state and per flow kind (``backend.present.palette``'s ``STATE_COLOURS | FLOW_COLOURS``,
     passed in so this layer stays below the report); ``text`` escapes data text for the target; ``config_labels``
     names the configuration in each node's label (where no column header does)."""
-    nodes = view["nodes"]
-    n_cfg = len(view["configs"])
-    share_correct = {n["config"]: n["share"] for n in nodes if n["state"] == "correct"}
+    nodes = view.nodes
+    n_cfg = len(view.configs)
+    share_correct = {n.config: n.share for n in nodes if n.state == "correct"}
     ys = [
-        0.02 + 0.45 * share_correct[n["config"]]
-        if n["state"] == "correct"
-        else 0.98 - 0.45 * (1 - share_correct[n["config"]])
+        0.02 + 0.45 * share_correct[n.config] if n.state == "correct" else 0.98 - 0.45 * (1 - share_correct[n.config])
         for n in nodes
     ]
-    links = [lk for lk in view["links"] if lk["count"] > 0]
-    labels = [f"{'✓' if n['state'] == 'correct' else '✗'} {n['count']}" for n in nodes]
+    links = [lk for lk in view.links if lk.count > 0]
+    labels = [f"{'✓' if n.state == 'correct' else '✗'} {n.count}" for n in nodes]
     if config_labels:
-        labels = [f"{text(n['config'])} {label}" for n, label in zip(nodes, labels, strict=True)]
+        labels = [f"{text(n.config)} {label}" for n, label in zip(nodes, labels, strict=True)]
     return {
         "type": "sankey",
         "arrangement": "fixed",
         "valueformat": "d",
         "node": {
             "label": labels,
-            "color": [colours[n["state"]] for n in nodes],
-            "x": [column_x(n["id"] // 2, n_cfg) for n in nodes],
+            "color": [colours[n.state] for n in nodes],
+            "x": [column_x(n.id // 2, n_cfg) for n in nodes],
             "y": ys,
             "pad": 18,
             "thickness": 18,
             "line": {"width": 0},
-            "customdata": [[text(n["config"]), n["state"], 100 * n["share"]] for n in nodes],
+            "customdata": [[text(n.config), n.state, 100 * n.share] for n in nodes],
             "hovertemplate": "%{customdata[0]}: %{value} items %{customdata[1]} (%{customdata[2]:.1f}%)<extra></extra>",
         },
         "link": {
-            "source": [lk["source"] for lk in links],
-            "target": [lk["target"] for lk in links],
-            "value": [lk["count"] for lk in links],
-            "color": [colours[lk["kind"]] for lk in links],
+            "source": [lk.source for lk in links],
+            "target": [lk.target for lk in links],
+            "value": [lk.count for lk in links],
+            "color": [colours[lk.kind] for lk in links],
             "customdata": [
-                [
-                    text(lk["from"]),
-                    text(lk["to"]),
-                    KIND_TEXT[lk["kind"]],
-                    100 * lk["share"],
-                    lk["rescued"],
-                    lk["harmed"],
-                    lk["mcnemar_p"],
-                ]
+                [text(lk.from_), text(lk.to), KIND_TEXT[lk.kind], 100 * lk.share, lk.rescued, lk.harmed, lk.mcnemar_p]
                 for lk in links
             ],
             "hovertemplate": (
@@ -146,7 +165,7 @@ def sankey_trace(
     }
 
 
-def sankey_figure(view: Mapping[str, Any], colours: Mapping[str, str], font: dict) -> dict:
+def sankey_figure(view: Sankey, colours: Mapping[str, str], font: dict) -> dict:
     """The Sankey as a Plotly-schema figure dict, which the Sankey script (``backend/report/static/sankey``) draws
     on the Flows page and in the report: state nodes per config, non-empty aggregated links coloured by kind,
     in ``font``. Never validated into a ``go.Figure`` (a cost on every run). The script shows hover values as
@@ -157,7 +176,7 @@ def sankey_figure(view: Mapping[str, Any], colours: Mapping[str, str], font: dic
         "title": {"text": sankey_title(view, lambda t: html.escape(t, quote=False)), "font": {"size": 16}},
         "font": font,
         "margin": {"l": 60, "r": 30, "t": 50, "b": 30},
-        "height": 420 if len(view["configs"]) <= 2 else 480,
+        "height": 420 if len(view.configs) <= 2 else 480,
     }
     return {"data": [trace], "layout": layout}
 
@@ -167,9 +186,9 @@ def column_x(k: int, n_cfg: int) -> float:
     return 0.001 + 0.998 * k / max(n_cfg - 1, 1)
 
 
-def sankey_title(view: Mapping[str, Any], text: Callable[[str], str] = _same) -> str:
+def sankey_title(view: Sankey, text: Callable[[str], str] = _same) -> str:
     """The Sankey's title: whose items, how many (``text`` escapes the model name for the target)."""
-    return f"{text(view['model'])}: correct (✓) and wrong (✗) items per configuration, {count(view['n_items'], 'item')}"
+    return f"{text(view.model)}: correct (✓) and wrong (✗) items per configuration, {count(view.n_items, 'item')}"
 
 
 # -- Inspector: the frame strips on one timeline ---------------------------------------------------------

@@ -1,8 +1,8 @@
 """The tables a view is read as: text cells beside the numbers they show, built once for the pages, the CLI
 and the report (HTML, LaTeX, Markdown), so a cell reads the same everywhere (``backend.present.text``).
 
-Inputs are the views' dicts (``backend.views.overview``'s ``models`` and task-type rows, NaN or None where a
-metric is not available); text from data (model, config and task names) is left as it is: each target
+Inputs are the views' reports (``backend.views.overview``'s ``models``, typed by ``backend.contracts``, and
+its task-type rows, NaN or None where a metric is not available); text from data (model, config and task names) is left as it is: each target
 escapes it for itself.
 """
 
@@ -15,6 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from backend.contracts.base import to_json, unset
+from backend.contracts.common import Interval
+from backend.contracts.views import ModelMetrics, Sankey
 from backend.present.metrics import HEADLINES, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
 from backend.present.text import MISSING, RATE_UNITS, interval, p_value, pp, signed_pp
@@ -101,19 +104,25 @@ class Table:
         return pd.DataFrame(self.rows, columns=self.columns, dtype=object)
 
 
-def headline_value(rec: Mapping[str, Any], name: str) -> float | None:
+def headline_value(rec: ModelMetrics, name: str) -> float | None:
     """A headline's value in a model's metrics (the best fixed accuracy sits under its configuration)."""
-    return rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
+    value: float | None = rec.best_fixed.accuracy if name == "best_fixed" else getattr(rec, name)
+    return value
 
 
-def headline_table(models: Mapping[str, Mapping[str, Any]], n_items: int, grid: Sequence[str]) -> Table:
+def headline_ci(rec: ModelMetrics, name: str) -> Interval | None:
+    """A headline's 95% interval (None: not available, or no bootstrap)."""
+    return unset(getattr(rec.ci, name))
+
+
+def headline_table(models: Mapping[str, ModelMetrics], n_items: int, grid: Sequence[str]) -> Table:
     """Per model: the Overview's headline numbers with intervals, the best fixed configuration, terminal regressions."""
     rows, values = [], []
     for model, rec in models.items():
         nums = [headline_value(rec, name) for name, _ in HEADLINES]
-        cells = [interval(v, rec["ci"].get(name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
-        rows.append([model, rec["best_fixed"]["config"], *cells, str(rec["terminal_regressions"])])
-        values.append([None, None, *nums, rec["terminal_regressions"]])
+        cells = [interval(v, headline_ci(rec, name)) for v, (name, _) in zip(nums, HEADLINES, strict=True)]
+        rows.append([model, rec.best_fixed.config, *cells, str(rec.terminal_regressions)])
+        values.append([None, None, *nums, rec.terminal_regressions])
     caption = (
         f"Headline metrics on {n_items:,} matched items, grid {', '.join(grid)} ({RATE_UNITS}). "
         "Terminal regressions: items correct at a cheaper configuration and wrong at the top one."
@@ -123,23 +132,23 @@ def headline_table(models: Mapping[str, Mapping[str, Any]], n_items: int, grid: 
     return Table("headlines", caption, columns, rows, values, keys)
 
 
-def transitions_table(models: Mapping[str, Mapping[str, Any]]) -> Table:
+def transitions_table(models: Mapping[str, ModelMetrics]) -> Table:
     """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
     rows, values = [], []
     for model, rec in models.items():
-        for t in rec["transitions"]:
+        for t in rec.transitions:
             rows.append(
                 [
                     model,
-                    f"{t['from']} → {t['to']}",
-                    str(t["rescued"]),
-                    str(t["harmed"]),
-                    signed_pp(t["net"]),
-                    pp(t["churn"]),
-                    p_value(t["mcnemar_p"]),
+                    f"{t.from_} → {t.to}",
+                    str(t.rescued),
+                    str(t.harmed),
+                    signed_pp(t.net),
+                    pp(t.churn),
+                    p_value(t.mcnemar_p),
                 ]
             )
-            values.append([None, None, t["rescued"], t["harmed"], t["net"], t["churn"], t["mcnemar_p"]])
+            values.append([None, None, t.rescued, t.harmed, t.net, t.churn, t.mcnemar_p])
     caption = (
         "Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
         "net and churn in percentage points, exact McNemar p."
@@ -167,36 +176,40 @@ def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
     return Table("task_types", caption, columns, cells, values, [None, "n", *names])
 
 
-def headline_frame(metrics: dict) -> pd.DataFrame:
+def headline_frame(models: Mapping[str, ModelMetrics]) -> pd.DataFrame:
     """One row per model of ``backend.analysis.metrics.mcqa_metrics`` output: each headline with its 95% interval.
 
     Columns ``<name>``, ``<name>_lo``, ``<name>_hi`` (fractions; NaN where not available, e.g. text
     overwrite without ``text`` in the grid), plus ``best_fixed_config`` and ``terminal_regressions``.
     """
     rows = []
-    for model, rec in metrics["models"].items():
-        row: dict = {"model": model, "best_fixed_config": rec["best_fixed"]["config"]}
+    for model, rec in models.items():
+        row: dict = {"model": model, "best_fixed_config": rec.best_fixed.config}
         for name in METRIC_ORDER:
-            value = rec["best_fixed"]["accuracy"] if name == "best_fixed" else rec[name]
-            lo, hi = rec["ci"].get(name) or (None, None)
-            row |= {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
-        row["terminal_regressions"] = rec["terminal_regressions"]
+            lo, hi = headline_ci(rec, name) or (None, None)
+            row |= {name: headline_value(rec, name), f"{name}_lo": lo, f"{name}_hi": hi}
+        row["terminal_regressions"] = rec.terminal_regressions
         rows.append(row)
     return pd.DataFrame(rows).astype(
         {n: float for n in METRIC_ORDER} | {f"{n}_{s}": float for n in METRIC_ORDER for s in ("lo", "hi")}
     )
 
 
-def flow_table(view: Mapping[str, Any], kind: str | None = None) -> pd.DataFrame:
+def _links(view: Sankey) -> pd.DataFrame:
+    """The Sankey's links as a frame, columns by their JSON names (``from``)."""
+    return pd.DataFrame(to_json(view.links))
+
+
+def flow_table(view: Sankey, kind: str | None = None) -> pd.DataFrame:
     """The Sankey's links as a table: one row per pair and kind, the non-empty flows, or every pair's ``kind``
     flow (empty ones too: the asked-for flow reads 0, not absent). A step's net, churn and McNemar p are the
     pair's, the same on all its rows: ``step_table`` shows them once."""
-    table = pd.DataFrame(view["links"])
+    table = _links(view)
     rows = table["count"] > 0 if kind is None else table["kind"] == kind
     return table.loc[rows, ["from", "to", "kind", "count", "share"]].reset_index(drop=True)
 
 
-def step_table(view: Mapping[str, Any]) -> pd.DataFrame:
+def step_table(view: Sankey) -> pd.DataFrame:
     """One row per step (pair of configurations) of the Sankey: its net change, churn and McNemar p."""
-    table = pd.DataFrame(view["links"]).drop_duplicates(["from", "to"])
+    table = _links(view).drop_duplicates(["from", "to"])
     return table[["from", "to", "net", "churn", "mcnemar_p"]].reset_index(drop=True)

@@ -9,8 +9,9 @@ metric is called and means: ``backend.present.metrics``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from backend.contracts.views import Story
 
 MISSING = "—"  # a value not available, wherever it is shown
 
@@ -86,24 +87,24 @@ def p_value(p: object) -> str:
     return MISSING if v is None else f"{v:.3g}"
 
 
-def story(step: Mapping[str, Any] | None) -> str:
+def story(step: Story | None) -> str:
     """The step a curve is flattest against its churn (``backend.analysis.story``) as one sentence:
     ``64f → 128f: net −1.0 pt = 20 rescued − 23 harmed (p = 0.757); 14.3% of items changed state``."""
     if step is None:
         return "No item changes state at any step of the grid: the curve hides no flip."
-    net = signed_pp(step["net"]).replace("-", "−")
-    churn = pct(step["churn"])
+    net = signed_pp(step.net).replace("-", "−")
+    churn = pct(step.churn)
     text = (
-        f"{step['from']} → {step['to']}: net {net} pt = {step['rescued']:,} rescued − {step['harmed']:,} harmed "
-        f"(p = {p_value(step['mcnemar_p'])}); {churn} of items changed state"
+        f"{step.from_} → {step.to}: net {net} pt = {step.rescued:,} rescued − {step.harmed:,} harmed "
+        f"(p = {p_value(step.mcnemar_p)}); {churn} of items changed state"
     )
-    return text if step["eligible"] else f"{text} (no step changes {pct(step['min_churn'], 0)} of the items)"
+    return text if step.eligible else f"{text} (no step changes {pct(step.min_churn, 0)} of the items)"
 
 
-def story_why(step: Mapping[str, Any]) -> str:
+def story_why(step: Story) -> str:
     """Why the story step is the one shown, in counts: ``of its 43 flips, 40 cancel out and 3 show in the curve``
     (the pairs of a rescued and a harmed item cancel; the rest is the net change)."""
-    flips, shown = step["rescued"] + step["harmed"], abs(step["rescued"] - step["harmed"])
+    flips, shown = step.rescued + step.harmed, abs(step.rescued - step.harmed)
     return (
         f"The step where the curve is flattest against its churn: of its {count(flips, 'flip')}, "
         f"{flips - shown:,} cancel out and {shown:,} {'shows' if shown == 1 else 'show'} in the curve"

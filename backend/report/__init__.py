@@ -7,10 +7,9 @@ report" button alike, so both produce the same bytes for the same store version,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from backend.contracts.report import ReportData
 from backend.report import html, tables
 from backend.report.data import report_data
 from backend.scope.resolve import Resolved
@@ -22,7 +21,7 @@ MIME = {"html": "text/html", "json": "application/json", "latex": "application/x
 SUFFIX = {"html": "html", "json": "json", "latex": "tex", "markdown": "md"}
 
 
-def render(data: Mapping[str, Any], fmt: str) -> bytes:
+def render(data: ReportData, fmt: str) -> bytes:
     """The report's data in one of ``FORMATS``, as UTF-8 bytes."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: expected one of {', '.join(FORMATS)}")

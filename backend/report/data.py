@@ -1,6 +1,6 @@
-"""Everything a shareable report shows, as one JSON-ready dict (``trajaudit report --format json``).
+"""Everything a shareable report shows, as one report object (``ReportData``; ``trajaudit report --format json``).
 
-The HTML, LaTeX and Markdown renderers draw only from this dict, so ``--format json`` is exactly
+The HTML, LaTeX and Markdown renderers draw only from this object, so ``--format json`` is exactly
 the data the file draws. The numbers come from the same functions the pages and their CLI twins
 use (``backend.views``). Nothing here depends on
 the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (reproducible builds).
@@ -13,15 +13,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+import msgspec
 import numpy as np
 
 from backend import views
 from backend.analysis import predictor
+from backend.contracts.base import Contract, to_json, unset
 from backend.contracts.explain import ExplainReport
 from backend.contracts.policies import CascadeSweep
-from backend.contracts.report import PolicySection, ReportData
+from backend.contracts.report import PolicySection, ReportData, ReportMeta, ReportTaskTypes
 from backend.contracts.views import FlowsSummary, OverviewNumbers
 from backend.present.palette import model_colours
 from backend.report.gallery import gallery
@@ -32,6 +34,7 @@ from backend.videos.decode import default_video_root
 from store.errors import UserError
 from store.store import Store
 
+C = TypeVar("C", bound=Contract)
 LIBRARIES = ("trajaudit", "numpy", "pandas", "duckdb", "plotly", "scipy", "pillow")
 
 
@@ -74,19 +77,24 @@ def _without(report: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in keys}
 
 
+def _part(report: Contract, cls: type[C]) -> C:
+    """The fields of ``cls`` out of a wider ``report`` (the report states its scope once, at the top)."""
+    return cls(**{name: getattr(report, name) for name in cls.__struct_fields__})
+
+
 def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) -> PolicySection:
     """The focus model's cascade frontier with fixed budgets and the oracle, or why it is not available."""
     try:
         ladder = views.load_ladder(store, resolved)
         sweep = views.cascade_view(ladder, resolved, bootstrap=bootstrap, seed=seed)
     except UserError as exc:
-        return {"available": False, "why": str(exc)}
-    return {
-        "available": True,
-        "model": resolved.scope.focus,
-        "reference": predictor.reference_rows(ladder),
-        "sweep": cast(CascadeSweep, _without(sweep, "scope")),  # cascade_view without a threshold sweeps
-    }
+        return PolicySection(available=False, why=str(exc))
+    return PolicySection(
+        available=True,
+        model=resolved.scope.focus,
+        reference=predictor.reference_rows(ladder),
+        sweep=cast(CascadeSweep, _without(sweep, "scope")),  # cascade_view without a threshold sweeps
+    )
 
 
 def explain_section(view: View) -> ExplainReport | None:
@@ -124,30 +132,31 @@ def report_data(
             f"no matched item for this scope ({matrix.n_excluded} excluded): widen the filters or drop a model"
         )
     overview = views.overview(view, bootstrap=bootstrap, seed=seed)
-    task_types = overview["task_types"][scope.focus]  # the Overview's table: the focus model's, Wilson intervals
+    task_types = overview.task_types[scope.focus]  # the Overview's table: the focus model's, Wilson intervals
     flows = views.flows_view(view, scope.focus) if len(matrix.grid) > 1 else None  # a flow joins two configurations
     overlap = None
     if len(matrix.models) > 1:
-        overlap = views.compare_view(view, top=1, bootstrap=0)["overlap"]
+        overlap = unset(views.compare_view(view, top=1, bootstrap=0).overlap)
     extra = ["--seed", str(seed), "--bootstrap", str(bootstrap)]
     root = Path(video_root) if video_root is not None else default_video_root(store.root)
-    out: ReportData = {
-        "meta": {
-            "store": str(store.root),
-            "store_version": store.version(),
-            "command": command_line(["report"], resolved, store, *extra, "--gallery", str(gallery_items)),
-            "metrics_command": command_line(["metrics"], resolved, store, *extra, "--json"),
-            "versions": versions(),
-            "generated_at": generated_at(),
-        },
-        "scope": resolved.header(matrix),
-        "colours": {m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
-        "overview": cast(OverviewNumbers, _without(overview, "scope", "task_types")),  # the scope is stated once
-        "task_types": {"model": scope.focus, "rows": task_types},
-        "flows": None if flows is None else cast(FlowsSummary, _without(flows, "scope")),
-        "overlap": overlap,
-        "policy": policy_section(store, resolved, bootstrap, seed),
-        "explain": explain_section(view),
-        "gallery": gallery(store, matrix, gallery_items, seed, root),
-    }
-    return cast(ReportData, _clean(out))  # the same keys; NaN as null, NumPy scalars as Python
+    out = ReportData(
+        meta=ReportMeta(
+            store=str(store.root),
+            store_version=store.version(),
+            command=command_line(["report"], resolved, store, *extra, "--gallery", str(gallery_items)),
+            metrics_command=command_line(["metrics"], resolved, store, *extra, "--json"),
+            versions=versions(),
+            generated_at=generated_at(),
+        ),
+        scope=resolved.header(matrix),
+        colours={m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
+        overview=_part(overview, OverviewNumbers),  # the scope is stated once
+        task_types=ReportTaskTypes(model=scope.focus, rows=task_types),
+        flows=None if flows is None else _part(flows, FlowsSummary),
+        overlap=overlap,
+        policy=policy_section(store, resolved, bootstrap, seed),
+        explain=explain_section(view),
+        gallery=gallery(store, matrix, gallery_items, seed, root),
+    )
+    # validated once, as its JSON: NaN as null, NumPy scalars as Python (the parts typed as dicts hold them)
+    return msgspec.convert(_clean(to_json(out)), ReportData)

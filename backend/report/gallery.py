@@ -129,18 +129,16 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
             i: jpeg_base64(f) for i, f in zip(wanted, decode_frames(path, wanted, size=THUMB_HEIGHT), strict=True)
         }
     strips: list[FrameStrip] = [
-        {
-            "config": row["config"],
-            "models": list(row["models"]),
-            "source": row["source"],
-            "n_frames": None if row["indices"] is None else len(row["indices"]),
-            "shown": idx,
-            "timestamps": None
-            if row["timestamps"] is None
-            else [row["timestamps"][row["indices"].index(i)] for i in idx],
-            "jpeg_base64": [images[i] for i in idx] if images else [],
-            "note": row["note"],
-        }
+        FrameStrip(
+            config=row["config"],
+            models=list(row["models"]),
+            source=row["source"],
+            n_frames=None if row["indices"] is None else len(row["indices"]),
+            shown=idx,
+            timestamps=None if row["timestamps"] is None else [row["timestamps"][row["indices"].index(i)] for i in idx],
+            jpeg_base64=[images[i] for i in idx] if images else [],
+            note=row["note"],
+        )
         for row, idx in zip(plan.to_dict("records"), shown, strict=True)
     ]
     return problem, strips
@@ -173,32 +171,32 @@ def entry(
     if matrix.answer is None:
         raise ValueError("a gallery entry needs a matrix loaded with include_answers=True")
     trajectories: dict[str, GalleryTrajectory] = {
-        model: {
-            "correct": matrix.correct[m, position].astype(int).tolist(),
-            "answer": [_text(a) for a in matrix.answer[m, position]],
-            "confidence": [None if np.isnan(v) else round(float(v), 3) for v in matrix.confidence[m, position]],
-        }
+        model: GalleryTrajectory(
+            correct=matrix.correct[m, position].astype(int).tolist(),
+            answer=[_text(a) for a in matrix.answer[m, position]],
+            confidence=[None if np.isnan(v) else round(float(v), 3) for v in matrix.confidence[m, position]],
+        )
         for m, model in enumerate(matrix.models)
     }
     problem, strips = frame_strips(responses, matrix.grid, video_root, video)
     mine = notes[(notes["benchmark"] == item["benchmark"]) & (notes["item_id"] == item["item_id"])]
-    return {
-        "benchmark": item["benchmark"],
-        "item_id": item["item_id"],
-        "task_type": _text(item.get("task_type")),
-        "duration": _text(item.get("duration")),
-        "question": _text(item.get("question")),
-        "options": option_list(item.get("options")),
-        "target": _text(item.get("target")),
-        "reasons": reasons,
-        "trajectories": trajectories,
-        "video_problem": problem,
-        "frames": strips,
-        "annotations": [
+    return GalleryItem(
+        benchmark=item["benchmark"],
+        item_id=item["item_id"],
+        task_type=_text(item.get("task_type")),
+        duration=_text(item.get("duration")),
+        question=_text(item.get("question")),
+        options=option_list(item.get("options")),
+        target=_text(item.get("target")),
+        reasons=reasons,
+        trajectories=trajectories,
+        video_problem=problem,
+        frames=strips,
+        annotations=[
             GalleryNote(author=_text(r["author"]), tag=_text(r["tag"]), model=_text(r["model"]), note=_text(r["note"]))
             for r in mine.sort_values("annotation_id").to_dict("records")
         ],
-    }
+    )
 
 
 def _text(value) -> str | None:

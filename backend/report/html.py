@@ -33,6 +33,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from backend.contracts.base import to_json
+from backend.contracts.common import ScopeHeader
+from backend.contracts.report import ReportData
 from backend.present.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import MISSING, count, interval, pp
 from backend.report import tables
@@ -235,27 +238,27 @@ def table_rows(t: tables.Table, first_col: Mapping[str, str] | None = None) -> l
     return rows
 
 
-def _filters_text(scope: Mapping[str, Any]) -> str:
-    flt = {k: v for k, v in scope["item_filter"].items() if v}
+def _filters_text(scope: ScopeHeader) -> str:
+    flt = {k: v for k, v in to_json(scope.item_filter).items() if v}
     return "; ".join(f"{k}: {v if isinstance(v, str) else ', '.join(v)}" for k, v in flt.items()) or "none"
 
 
-def _runs_text(scope: Mapping[str, Any]) -> str:
+def _runs_text(scope: ScopeHeader) -> str:
     """Which run a cell holding several shows (``backend.scope.runs``), as the pages' scope line says it."""
-    held = scope.get("runs") or []
-    if scope.get("run"):
-        chosen = f"run {scope['run']} in every cell (--run)"
+    held = scope.runs
+    if scope.run:
+        chosen = f"run {scope.run} in every cell (--run)"
     elif held:
         chosen = "the main run, else the first ingested, in each cell"
     else:
         return "one run per cell"
-    return chosen + "".join(f"; {r['model']} {r['config']}: {', '.join(r['runs'])}, showing {r['shown']}" for r in held)
+    return chosen + "".join(f"; {r.model} {r.config}: {', '.join(r.runs)}, showing {r.shown}" for r in held)
 
 
-def render(data: Mapping[str, Any]) -> str:
+def render(data: ReportData) -> str:
     """The report as one HTML document (a pure function of ``data``)."""
-    scope = data["scope"]
-    title = f"trajaudit report: {', '.join(scope['models'])} on {scope['benchmark'] or 'all benchmarks'}"
+    scope = data.scope
+    title = f"trajaudit report: {', '.join(scope.models)} on {scope.benchmark or 'all benchmarks'}"
     figs = figures(data)
     return (
         _environment()

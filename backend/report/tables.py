@@ -1,4 +1,4 @@
-"""The report's tables (``backend.present.tables``, from the report's dict) and their paper-ready forms.
+"""The report's tables (``backend.present.tables``, from the report's data) and their paper-ready forms.
 
 The HTML report, ``--format latex`` (booktabs) and ``--format markdown`` all render these same
 ``Table`` values, which the Overview page and ``trajaudit metrics`` share, so a number reads the same
@@ -11,60 +11,61 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from backend.contracts.base import to_json, unset
+from backend.contracts.common import Interval
+from backend.contracts.report import ReportData
+from backend.contracts.views import ContinuousMetrics, ModelMetrics
 from backend.present import tables as frames
 from backend.present.metrics import SCORE_METRICS
 from backend.present.tables import Table
 from backend.present.text import MISSING, count, interval, p_value, pp
 
 
-def headline_table(data: Mapping[str, Any]) -> Table:
+def headline_table(data: ReportData) -> Table:
     """The Overview's headline table for the report's scope."""
-    return frames.headline_table(data["overview"]["models"], data["scope"]["n_items"], data["scope"]["grid"])
+    return frames.headline_table(data.overview.models, data.overview.n_items, data.scope.grid)
 
 
-def transitions_table(data: Mapping[str, Any]) -> Table:
+def transitions_table(data: ReportData) -> Table:
     """The Overview's transitions (rescued, harmed, net, churn, McNemar p) for the report's models."""
-    return frames.transitions_table(data["overview"]["models"])
+    return frames.transitions_table(data.overview.models)
 
 
-def task_table(data: Mapping[str, Any]) -> Table:
+def task_table(data: ReportData) -> Table:
     """The Overview's table per task type of the focus model (Wilson intervals)."""
-    return frames.task_table(data["task_types"]["rows"], data["task_types"]["model"])
+    return frames.task_table(data.task_types.rows, data.task_types.model)
 
 
 SCORE_UNITS = "score points: mean score x 100; 95% paired-bootstrap interval in brackets"
 
 
-def scored_models(data: Mapping[str, Any]) -> dict[str, dict]:
+def scored_models(models: Mapping[str, ModelMetrics]) -> dict[str, ContinuousMetrics]:
     """Per model with scores, its ``continuous`` summaries (the report's, the Overview's and Compare's)."""
-    return {m: rec["continuous"] for m, rec in data["overview"]["models"].items() if "continuous" in rec}
+    return {m: rec.continuous for m, rec in models.items() if rec.continuous}
 
 
-def score_table(data: Mapping[str, Any]) -> Table:
+def score_table(grid: Sequence[str], scored: Mapping[str, ContinuousMetrics]) -> Table:
     """Per scored model: mean score per configuration, best fixed, oracle mean and oracle gap, in score points.
 
     Scored items only: these numbers are never averaged with multiple-choice accuracy."""
-    scored = scored_models(data)
-    grid = data["overview"]["grid"]
     rows, values = [], []
     for model, c in scored.items():
-        ci = c["ci"]
-        means = [c["mean_score"][g] for g in grid]
-        best = c["best_fixed"]
+        ci = c.ci
+        means = [c.mean_score[g] for g in grid]
+        best = c.best_fixed
         rows.append(
             [
                 model,
-                str(c["n_items"]),
-                *(interval(v, ci.get("mean_score", {}).get(g)) for v, g in zip(means, grid, strict=True)),
-                f"{best['config']} {pp(best['mean_score'])}",
-                pp(c["oracle_mean"]),
-                interval(c["oracle_gap"], ci.get("oracle_gap")),
+                str(c.n_items),
+                *(interval(v, (ci.mean_score or {}).get(g)) for v, g in zip(means, grid, strict=True)),
+                f"{best.config} {pp(best.mean_score)}",
+                pp(c.oracle_mean),
+                interval(c.oracle_gap, unset(ci.oracle_gap)),
             ]
         )
-        values.append([None, c["n_items"], *means, best["mean_score"], c["oracle_mean"], c["oracle_gap"]])
+        values.append([None, c.n_items, *means, best.mean_score, c.oracle_mean, c.oracle_gap])
     caption = (
         f"Scores of the scored (open-ended) items ({SCORE_UNITS}). Oracle mean: mean over items of the best score "
         "over configurations; oracle gap: oracle mean minus the best fixed configuration's mean score."
@@ -79,27 +80,26 @@ def score_table(data: Mapping[str, Any]) -> Table:
     return Table("scores", caption, columns, rows, values, keys)
 
 
-def score_transitions_table(data: Mapping[str, Any]) -> Table:
+def score_transitions_table(scored: Mapping[str, ContinuousMetrics]) -> Table:
     """Per scored model and consecutive pair: items improved, regressed, unchanged, regression rate, sign-test p."""
     rows, values = [], []
-    for model, c in scored_models(data).items():
-        cis = c["ci"].get("regression_rate") or [None] * len(c["transitions"])
-        for t, ci in zip(c["transitions"], cis, strict=True):
+    for model, c in scored.items():
+        rates = unset(c.ci.regression_rate)
+        cis: list[Interval | None] = list(rates) if rates else [None] * len(c.transitions)
+        for t, ci in zip(c.transitions, cis, strict=True):
             rows.append(
                 [
                     model,
-                    f"{t['from']} → {t['to']}",
-                    str(t["improved"]),
-                    str(t["regressed"]),
-                    str(t["unchanged"]),
-                    interval(t["regression_rate"], ci),
-                    p_value(t["sign_p"]),
+                    f"{t.from_} → {t.to}",
+                    str(t.improved),
+                    str(t.regressed),
+                    str(t.unchanged),
+                    interval(t.regression_rate, ci),
+                    p_value(t.sign_p),
                 ]
             )
-            values.append(
-                [None, None, t["improved"], t["regressed"], t["unchanged"], t["regression_rate"], t["sign_p"]]
-            )
-    tolerance = next(iter(scored_models(data).values()))["tolerance"] if scored_models(data) else 0.0
+            values.append([None, None, t.improved, t.regressed, t.unchanged, t.regression_rate, t.sign_p])
+    tolerance = next(iter(scored.values())).tolerance if scored else 0.0
     shown = ["improved", "regressed", "unchanged", "regression_rate", "sign_p"]
     caption = (
         f"Score transitions between consecutive configurations: items whose score rose (improved), fell (regressed) "
@@ -110,11 +110,16 @@ def score_transitions_table(data: Mapping[str, Any]) -> Table:
     return Table("score_transitions", caption, columns, rows, values, [None, None, *shown])
 
 
-def paper_tables(data: Mapping[str, Any]) -> list[Table]:
+def paper_tables(data: ReportData) -> list[Table]:
     """The tables ``--format latex|markdown`` prints: headline, per-transition, per task type, and where the
     scope has scored items, the score tables."""
-    scores = [score_table(data), score_transitions_table(data)] if scored_models(data) else []
-    return [headline_table(data), transitions_table(data), task_table(data), *scores]
+    return [headline_table(data), transitions_table(data), task_table(data), *score_tables(data)]
+
+
+def score_tables(data: ReportData) -> list[Table]:
+    """Where the scope has scored items, the score tables (per model, then per transition); else none."""
+    scored = scored_models(data.overview.models)
+    return [score_table(data.overview.grid, scored), score_transitions_table(scored)] if scored else []
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -182,9 +187,9 @@ def markdown(tables: list[Table]) -> str:
     return "\n".join(out)
 
 
-def as_json(data: Mapping[str, Any]) -> str:
+def as_json(data: ReportData) -> str:
     """The report's data as strict JSON (what the HTML draws), keys in a stable order."""
-    return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(to_json(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def explain_table(report: dict) -> Table:

@@ -225,17 +225,17 @@ def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> 
         try:
             outcomes.append(submit(store_root, req))
         except UserError as exc:
-            errors.append({"item_id": req.item_id, "error": str(exc)})
+            errors.append(EnqueueError(item_id=req.item_id, error=str(exc)))
     if requests and not outcomes:
-        raise UserError(f"no re-run could be queued: {errors[0]['error']}")
+        raise UserError(f"no re-run could be queued: {errors[0].error}")
     frame = pd.DataFrame(outcomes, columns=["from_store", "job_id", "state"])
-    return {
-        "requested": len(requests),
-        "queued": int((~frame["from_store"].astype(bool)).sum()) if len(frame) else 0,
-        "from_store": int(frame["from_store"].astype(bool).sum()) if len(frame) else 0,
-        "job_ids": [int(j) for j in frame["job_id"].dropna()],
-        "errors": errors,
-    }
+    return Enqueued(
+        requested=len(requests),
+        queued=int((~frame["from_store"].astype(bool)).sum()) if len(frame) else 0,
+        from_store=int(frame["from_store"].astype(bool).sum()) if len(frame) else 0,
+        job_ids=[int(j) for j in frame["job_id"].dropna()],
+        errors=errors,
+    )
 
 
 def wait(

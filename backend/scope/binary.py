@@ -104,13 +104,13 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
     scored = np.isfinite(scores.score)
     items = scored.any(axis=(0, 2))
     n_scored = int(items.sum())
-    out: BinaryView = {
-        "score_cutoff": header_value(cutoff),
-        "n_scored_items": n_scored,
-        "n_mcqa_items": int(scores.n_items - n_scored),
-        "n_scored_in_accuracy": 0 if cutoff == NONE else int((items & ~unjudged_items(scores)).sum()),
-        "verdict_cut": None,
-    }
+    out = BinaryView(
+        score_cutoff=header_value(cutoff),
+        n_scored_items=n_scored,
+        n_mcqa_items=int(scores.n_items - n_scored),
+        n_scored_in_accuracy=0 if cutoff == NONE else int((items & ~unjudged_items(scores)).sum()),
+        verdict_cut=None,
+    )
     if scores.unjudged is not None:
         scored &= ~scores.unjudged  # no verdict: no evidence of a cut-off either way
     if cutoff == STORED and scored.any():
@@ -118,23 +118,23 @@ def binary_view(scores: Matrix, cutoff: str) -> BinaryView:
         lo = float(s[~y].max()) if (~y).any() else 0.0
         hi = float(s[y].min()) if y.any() else 1.0
         if lo < hi:
-            out["verdict_cut"] = (round(lo, 6), round(hi, 6))  # the matrix keeps float32: 6 decimals
+            out.verdict_cut = (round(lo, 6), round(hi, 6))  # the matrix keeps float32: 6 decimals
     return out
 
 
 def describe(view: BinaryView) -> str:
     """How the scored items enter accuracy, in one sentence: the CLI's ``metrics`` and the pages' scope line."""
-    n, mcqa = view["n_scored_items"], view["n_mcqa_items"]
+    n, mcqa = view.n_scored_items, view.n_mcqa_items
     head = f"{n:,} of {n + mcqa:,} {'item is' if n + mcqa == 1 else 'items are'} scored (open-ended): "
-    cutoff = view["score_cutoff"]
+    cutoff = view.score_cutoff
     if cutoff == NONE:
         return head + f"left out of accuracy (score cut-off: none), which is over the {mcqa:,} multiple-choice items"
     if cutoff == STORED:
         # The stored verdicts equal score >= T for every T in (lo, hi] (``verdict_cut``): the interval's top is one
         # such cut-off, and one number reads at a glance where the interval did not.
-        cut = view["verdict_cut"]
+        cut = view.verdict_cut
         implied = f" (= score ≥ {cut[1]:.3g})" if cut else ""
-        left = n - view["n_scored_in_accuracy"]
+        left = n - view.n_scored_in_accuracy
         unjudged = f"; {left:,} without a verdict left out" if left else ""
         return head + f"accuracy counts them by their stored verdict{implied}{unjudged}"
     return head + f"accuracy counts them as correct when score >= {cutoff:g} (score cut-off)"

@@ -50,14 +50,14 @@ class ItemFilter:
 
     def spec(self) -> ItemFilterSpec:
         """The filters as the reports' JSON states them (``scope.item_filter``)."""
-        return {
-            "task_types": list(self.task_types),
-            "durations": list(self.durations),
-            "domains": list(self.domains),
-            "search": self.search,
-            "item_ids": list(self.item_ids),
-            "tags": list(self.tags),
-        }
+        return ItemFilterSpec(
+            task_types=list(self.task_types),
+            durations=list(self.durations),
+            domains=list(self.domains),
+            search=self.search,
+            item_ids=list(self.item_ids),
+            tags=list(self.tags),
+        )
 
     def to_argv(self) -> list[str]:
         """The command-line flags that select these items (the CLI twins pages print)."""

@@ -5,10 +5,13 @@ table, its sorting and paging to ``backend.scope.items``.)
 
 from __future__ import annotations
 
+from backend.contracts.store import StoreContents
 from store import configs
 
 
-def shared_configs(available: dict, models: list[str], benchmark: str | None, reruns: bool = False) -> list[str]:
+def shared_configs(
+    available: StoreContents, models: list[str], benchmark: str | None, reruns: bool = False
+) -> list[str]:
     """Configurations every model in ``models`` has on ``benchmark`` (all benchmarks when None).
 
     Main runs only, unless ``reruns``: then configurations only live re-runs reached count too.
@@ -21,7 +24,7 @@ def shared_configs(available: dict, models: list[str], benchmark: str | None, re
     return configs.order(list(set.intersection(*per_model))) if per_model else []
 
 
-def default_models(available: dict, benchmark: str, limit: int = 4) -> list[str]:
+def default_models(available: StoreContents, benchmark: str, limit: int = 4) -> list[str]:
     """Models a fresh view compares: greedily, those that keep at least two shared configurations.
 
     Models with more configurations go first; a model that would leave the group fewer than two

@@ -16,7 +16,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from backend.contracts.common import ScopeHeader
+from backend.contracts.base import UNSET
+from backend.contracts.common import RunsInCell, ScopeHeader
 from backend.contracts.store import StoreContents
 from backend.scope import binary
 from backend.scope.filters import ItemFilter, split_list
@@ -205,26 +206,25 @@ class Resolved:
     def header(self, matrix: Matrix | None = None) -> ScopeHeader:
         """The scope as every report's JSON states it (``scope`` key)."""
         s = self.scope
-        out: ScopeHeader = {
-            "benchmark": s.benchmark,
-            "benchmark_source": self.benchmark_source,
-            "models": list(s.models),
-            "grid": list(s.grid),
-            "grid_source": self.grid_source,
-            "grid_excluded": {label: e["n_items"] for label, e in self.grid_excluded.items()},
-            "grid_excluded_why": {label: e["why"] for label, e in self.grid_excluded.items()},
-            "item_filter": s.item_filter.spec(),
-            "tag": s.tag,
-            "tag_model": s.focus if s.tag else None,
-            "beyond_noise": s.beyond_noise,
-            "include_reruns": s.include_reruns,
-            "score_cutoff": binary.header_value(s.score_cutoff),
-            "run": s.run,
-            "runs": [{"model": c.model, "config": c.config, "runs": list(c.runs), "shown": c.shown} for c in self.runs],
-        }
-        if matrix is not None:
-            out["n_items"], out["n_excluded"] = matrix.n_items, matrix.n_excluded
-        return out
+        return ScopeHeader(
+            benchmark=s.benchmark,
+            benchmark_source=self.benchmark_source,
+            models=list(s.models),
+            grid=list(s.grid),
+            grid_source=self.grid_source,
+            grid_excluded={label: e["n_items"] for label, e in self.grid_excluded.items()},
+            grid_excluded_why={label: e["why"] for label, e in self.grid_excluded.items()},
+            item_filter=s.item_filter.spec(),
+            tag=s.tag,
+            tag_model=s.focus if s.tag else None,
+            beyond_noise=s.beyond_noise,
+            include_reruns=s.include_reruns,
+            score_cutoff=binary.header_value(s.score_cutoff),
+            run=s.run,
+            runs=[RunsInCell(model=c.model, config=c.config, runs=list(c.runs), shown=c.shown) for c in self.runs],
+            n_items=UNSET if matrix is None else matrix.n_items,
+            n_excluded=UNSET if matrix is None else matrix.n_excluded,
+        )
 
 
 def default_benchmark(info: StoreContents, models: Sequence[str] = ()) -> str | None:

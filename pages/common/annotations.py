@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend.scope import annotations
+from backend.scope import annotations as scope_annotations
 from pages.common import ui
 from pages.common.data import annotation_listing as _listing
 from store.errors import UserError
@@ -31,7 +31,7 @@ def _flash(kind: str, text: str) -> None:
 
 def _delete(root: str, annotation_id: str) -> None:
     try:
-        gone = annotations.delete_annotation(Store(root), annotation_id, st.session_state.get(AUTHOR_KEY))
+        gone = scope_annotations.delete_annotation(Store(root), annotation_id, st.session_state.get(AUTHOR_KEY))
         _flash("success", f"Deleted the *{ui.escape_md(gone['tag'])}* annotation.")
     except UserError as exc:
         _flash("error", ui.escape_md(exc))
@@ -42,7 +42,7 @@ def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
     st.session_state[AUTHOR_KEY] = values["author"]
     model = None if values["model"] == EVERY_MODEL else values["model"]
     try:
-        row = annotations.add_annotation(
+        row = scope_annotations.add_annotation(
             Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model
         )
         _flash("success", f"Added *{ui.escape_md(row['tag'])}* to {ui.escape_md(item_id)}.")
@@ -85,15 +85,15 @@ def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, mo
     for _, ann in listing.iterrows():  # one item's annotations: a handful
         _row(root, ann)
     form = f"ann-{benchmark}-{item_id}"
-    st.session_state.setdefault(AUTHOR_KEY, annotations.default_author())
+    st.session_state.setdefault(AUTHOR_KEY, scope_annotations.default_author())
     with st.form(form, border=True):
         st.markdown("**Add an annotation** (evidence pathway and a free note)")
         c1, c2, c3 = st.columns([2, 1, 1])
         c1.selectbox(
             "Tag",
-            list(annotations.VOCABULARY),
+            list(scope_annotations.VOCABULARY),
             key=f"{form}-tag",
-            format_func=lambda t: f"{t}: {annotations.VOCABULARY[t]}",
+            format_func=lambda t: f"{t}: {scope_annotations.VOCABULARY[t]}",
         )
         c2.selectbox("About", [EVERY_MODEL, *models], key=f"{form}-model")
         if f"{form}-author" not in st.session_state:

@@ -18,7 +18,9 @@ import contextlib
 import dataclasses
 import io
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -33,7 +35,8 @@ from backend.contracts.store import StoreContents
 from backend.contracts.views import BinaryView, CompareReport, FlowsReport, ItemsPage, OverviewReport, ScoreFlowsReport
 from backend.export import csv_text
 from backend.runtime import client
-from backend.scope import annotations, inspector
+from backend.scope import annotations as scope_annotations
+from backend.scope import inspector
 from backend.scope.binary import binary_view
 from backend.scope.items import flat_table, trajectory_table
 from backend.scope.matrix import available
@@ -47,7 +50,10 @@ BOOTSTRAP = 1000
 THUMB_HEIGHT = 72
 
 
-HASH = {View: View.key, Resolved: Resolved.key}  # cheap keys (Resolved.key says why)
+HASH: dict[str | type[Any], Callable[[Any], Any]] = {
+    View: View.key,
+    Resolved: Resolved.key,
+}  # cheap keys (Resolved.key says why)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -89,7 +95,7 @@ def _view(key: str, root: str, version: int, _resolved: Resolved) -> View:
     return open_view(store, _resolved, version=version, base=base)
 
 
-def restate(v: View, **changes: object) -> View:
+def restate(v: View, **changes: Any) -> View:
     """The same view with some scope fields changed (the noise toggle, the explain panel's untagged view)."""
     resolved = dataclasses.replace(v.resolved, scope=dataclasses.replace(v.scope, **changes))
     return view(v.root, v.version, resolved)
@@ -226,7 +232,7 @@ def _video(
 def video(video_root: str, v: View, item: dict) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
     """The item's video (the catalog's link first, then ``items.video``), probed; cached for a few minutes
     (files may appear or change) and per store version (a new link shows at once)."""
-    return _video(video_root, item.get("video"), v.root, v.version, v.scope.benchmark, str(item["item_id"]))
+    return _video(video_root, item.get("video"), v.root, v.version, v.scope.benchmark or "", str(item["item_id"]))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -290,7 +296,7 @@ def crossmodel_audit(root: str, version: int, resolved: Resolved, a: str, b: str
 @st.cache_data(show_spinner=False, max_entries=128)
 def annotation_listing(root: str, version: int, benchmark: str, item_id: str) -> pd.DataFrame:
     """An item's annotations (``pages.common.annotations``' panel); a write bumps ``version``."""
-    return annotations.annotations_for(Store(root), benchmark, item_id)
+    return scope_annotations.annotations_for(Store(root), benchmark, item_id)
 
 
 @st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=HASH)

@@ -10,12 +10,15 @@ expander is open: slice finding costs a few hundred milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
+from backend.contracts.explain import ExplainReport
 from backend.present import charts_items
 from backend.present.text import count, interval
 from backend.scope.selection import Selection
@@ -39,7 +42,7 @@ def walk_link(ids: list[str] | None) -> str | None:
     return "inspector?" + urlencode(params)
 
 
-def slice_table(rows: list[dict]) -> pd.DataFrame:
+def slice_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The slices as the panel lists them (numbers as numbers; the link opens the slice's selected items)."""
     return pd.DataFrame(
         {
@@ -58,7 +61,7 @@ def slice_table(rows: list[dict]) -> pd.DataFrame:
     )
 
 
-def _links(rows: list[dict], top: int = 8) -> None:
+def _links(rows: Sequence[Mapping[str, Any]], top: int = 8) -> None:
     """The best slices' links as plain Markdown links (the table's link column is drawn on a canvas)."""
     links = [(r, walk_link(r["item_ids"])) for r in rows[:top]]
     shown = [f"[{ui.escape_md(r['label'])} ({r['n_selected']:,})]({url})" for r, url in links if url]
@@ -66,7 +69,7 @@ def _links(rows: list[dict], top: int = 8) -> None:
         st.markdown("Walk a slice's selected items in the Inspector: " + " · ".join(shown))
 
 
-def _table(rows: list[dict], key: str) -> None:
+def _table(rows: Sequence[Mapping[str, Any]], key: str) -> None:
     if not rows:
         st.caption("None found.")
         return
@@ -95,7 +98,7 @@ def _table(rows: list[dict], key: str) -> None:
     )
 
 
-def _answers(out: dict) -> None:
+def _answers(out: ExplainReport) -> None:
     answers, parser = out["answers"], out["parser"]
     prior = pd.DataFrame(
         [
@@ -123,7 +126,7 @@ def _answers(out: dict) -> None:
     )
 
 
-def _agreement(out: dict) -> None:
+def _agreement(out: ExplainReport) -> None:
     agree = out["agreement"]
     if not agree:
         return

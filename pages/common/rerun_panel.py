@@ -171,10 +171,12 @@ def _form(view: View, item: dict, specs: list[client.ModelSpec]) -> dict | None:
     force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
     if not run_col.button("Run", type="primary", width="stretch", key="rerun_run", disabled=request is None):
         return None
+    if request is None:  # the button is disabled then
+        return None
     model, label = request
     try:
         out = client.submit(
-            view.root, client.RerunRequest(model, view.scope.benchmark, str(item["item_id"]), label, force=force)
+            view.root, client.RerunRequest(model, view.scope.benchmark or "", str(item["item_id"]), label, force=force)
         )
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
@@ -294,7 +296,7 @@ def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) ->
         return
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     st.markdown(f"**Frames this run saw** · {len(indices)} frames (also a strip row under *Frames seen*)")
-    if path is None:
+    if path is None or info is None:  # a found video is probed: both or neither
         st.caption(f"Video unavailable ({ui.escape_md(problem)}): frame indices only.")
         st.text(" ".join(map(str, indices)))  # not st.code: its highlighter is a 1.5 MB script
         return
@@ -337,7 +339,9 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
         if run and request is not None:
             model, config = request
             try:
-                batch = client.submit_batch(view.root, client.batch_requests(model, view.scope.benchmark, ids, config))
+                batch = client.submit_batch(
+                    view.root, client.batch_requests(model, view.scope.benchmark or "", ids, config)
+                )
             except UserError as exc:
                 st.error(ui.escape_md(exc), icon=":material/warning:")
             else:

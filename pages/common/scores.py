@@ -12,11 +12,15 @@ line says so (``pages.common.ui.scope_caption``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pandas as pd
 import streamlit as st
 
-from backend.contracts.views import ScoreFlows, ScoreTransition
-from backend.present import charts
+from backend.contracts.base import to_json, unset
+from backend.contracts.common import Interval, Transition
+from backend.contracts.views import CompareReport, ContinuousMetrics, McqaMetrics, ScoreFlows, ScoreTransition
+from backend.present import charts, series
 from backend.present.metrics import SCORE_METRICS
 from backend.present.palette import CORRECT, NEUTRAL, WRONG
 from backend.present.text import count
@@ -63,38 +67,30 @@ def points(x: float | None) -> str:
     return ui.DASH if x is None else f"{100 * x:.1f}"
 
 
-def _points_metric(col, label: str, value: float | None, ci: list | None, help: str) -> None:
+def _points_metric(col, label: str, value: float | None, ci: Sequence[float] | None, help: str) -> None:
     delta = None if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}"
     ui.note_metric(col, label, points(value), delta, help=help)
 
 
-def scored(models: dict) -> dict[str, dict]:
-    """Per model with scores, its ``continuous`` summaries."""
-    return {m: rec["continuous"] for m, rec in models.items() if "continuous" in rec}
-
-
-def curve_input(grid: list[str], models: dict[str, dict]) -> dict:
-    """The score summaries shaped as ``charts.curve_and_flows`` reads an Overview (value, its CI, up/down counts)."""
+def curve_input(grid: list[str], models: Mapping[str, ContinuousMetrics]) -> series.Curve:
+    """The score summaries as ``charts.curve_and_flows`` draws an Overview (value, its CI, up/down counts)."""
     out = {}
     for model, c in models.items():
-        n = max(c["n_items"], 1)
-        out[model] = {
-            "accuracy": c["mean_score"],
-            "ci": {"accuracy": c["ci"].get("mean_score", {})},
-            "transitions": [
-                {
-                    "from": t["from"],
-                    "to": t["to"],
-                    "rescued": t["improved"],
-                    "harmed": t["regressed"],
-                    "net": t["mean_delta"],
-                    "churn": (t["improved"] + t["regressed"]) / n,
-                    "mcnemar_p": t["sign_p"],
-                }
-                for t in c["transitions"]
-            ],
-        }
-    return {"grid": grid, "models": out}
+        n = max(c.n_items, 1)
+        steps = [
+            Transition(
+                from_=t.from_,
+                to=t.to,
+                rescued=t.improved,
+                harmed=t.regressed,
+                net=t.mean_delta,
+                churn=(t.improved + t.regressed) / n,
+                mcnemar_p=t.sign_p,
+            )
+            for t in c.transitions
+        ]
+        out[model] = series.CurveModel(c.mean_score, c.ci.mean_score or {}, steps)
+    return series.Curve(grid, out)
 
 
 def table_frame(table: tables.Table) -> pd.DataFrame:
@@ -112,13 +108,13 @@ def show_by_model(table: tables.Table, name: str) -> None:
     ui.downloads(frame, name)
 
 
-def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
+def overview_section(v: View, metrics: McqaMetrics, colours: dict[str, str]) -> None:
     """The Overview's score section (``metrics --json``'s ``continuous`` per model)."""
-    models = scored(metrics["models"])
+    models = tables.scored_models(metrics.models)
     if not models:
         return
     st.subheader("Scores: open-ended items")
-    n = max(c["n_items"] for c in models.values())
+    n = max(c.n_items for c in models.values())
     st.caption(
         f"Score points (mean score × 100) over the {count(n, 'item')} scored at every configuration, with 95% paired-"
         "bootstrap intervals. Accuracy above and these scores are separate numbers, never averaged together."
@@ -127,43 +123,43 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
     if focus is not None:
         with st.container(border=True):
             st.html(f"<b>{ui.swatch(colours[v.scope.focus], v.scope.focus)}</b>")
-            worst = max(focus["transitions"], key=lambda t: t["regression_rate"], default=None)
-            cis = focus["ci"].get("regression_rate") or [None] * len(focus["transitions"])
+            worst = max(focus.transitions, key=lambda t: t.regression_rate, default=None)
+            rates = unset(focus.ci.regression_rate)
+            cis: list[Interval | None] = list(rates) if rates else [None] * len(focus.transitions)
             c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.4])
-            best = focus["best_fixed"]
+            best = focus.best_fixed
             _points_metric(
                 c1,
-                f"{SCORE_METRICS['best_fixed'].label} ({best['config']})",
-                best["mean_score"],
-                focus["ci"].get("mean_score", {}).get(best["config"]),
+                f"{SCORE_METRICS['best_fixed'].label} ({best.config})",
+                best.mean_score,
+                (focus.ci.mean_score or {}).get(best.config),
                 SCORE_METRICS["best_fixed"].definition,
             )
             _points_metric(
                 c2,
                 SCORE_METRICS["oracle_mean"].label,
-                focus["oracle_mean"],
+                focus.oracle_mean,
                 None,
                 SCORE_METRICS["oracle_mean"].definition,
             )
             _points_metric(
                 c3,
                 SCORE_METRICS["oracle_gap"].label,
-                focus["oracle_gap"],
-                focus["ci"].get("oracle_gap"),
+                focus.oracle_gap,
+                unset(focus.ci.oracle_gap),
                 SCORE_METRICS["oracle_gap"].definition,
             )
             if worst is not None:
-                k = focus["transitions"].index(worst)
+                k = focus.transitions.index(worst)
                 ui.note_metric(
                     c4,
-                    f"Most regressions ({worst['from']} → {worst['to']})",
-                    ui.pct(worst["regression_rate"]),
+                    f"Most regressions ({worst.from_} → {worst.to})",
+                    ui.pct(worst.regression_rate),
                     ui.ci_text(cis[k]),
                     help="Share of scored items whose score falls at this step (beyond the tolerance of 0).",
                 )
-    data = {"overview": {"grid": metrics["grid"], "models": metrics["models"]}}
-    show_by_model(tables.score_table(data), "scores")
-    for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics["grid"], models), colours, terms=SCORE_TERMS)):
+    show_by_model(tables.score_table(metrics.grid, models), "scores")
+    for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics.grid, models), colours, terms=SCORE_TERMS)):
         ui.vega(spec, f"score-curve-{k}")
     box = st.expander(
         "Score transitions (improved, regressed, unchanged, regression rate, sign p)",
@@ -171,31 +167,31 @@ def overview_section(v: View, metrics: dict, colours: dict[str, str]) -> None:
         on_change="rerun",
     )
     if box.open:
-        trans = tables.score_transitions_table(data)
+        trans = tables.score_transitions_table(models)
         box.caption(trans.caption)
         box.dataframe(table_frame(trans), hide_index=True)
 
 
-def compare_section(report: dict, colours: dict[str, str]) -> None:
+def compare_section(report: CompareReport, colours: dict[str, str]) -> None:
     """Compare's score section: every scored model's oracle gap (and mean scores) side by side."""
-    models = scored(report["metrics"])
+    models = tables.scored_models(report.metrics)
     if not models:
         return
     st.subheader("Oracle gaps of the open-ended items")
-    table = tables.score_table({"overview": {"grid": report["grid"], "models": report["metrics"]}})
+    table = tables.score_table(report.grid, models)
     st.caption(table.caption)
     show_by_model(table, "compare-scores")
     rows = [
         {
             "model": m,
             "metric": "oracle gap",
-            "value": charts.number(c["oracle_gap"], 100),
-            "lo": charts.number((c["ci"].get("oracle_gap") or [None, None])[0], 100),
-            "hi": charts.number((c["ci"].get("oracle_gap") or [None, None])[1], 100),
+            "value": charts.number(c.oracle_gap, 100),
+            "lo": charts.number((unset(c.ci.oracle_gap) or (None, None))[0], 100),
+            "hi": charts.number((unset(c.ci.oracle_gap) or (None, None))[1], 100),
         }
         for m, c in models.items()
     ]
-    scored_n = sorted({c["n_items"] for c in models.values()})
+    scored_n = sorted({c.n_items for c in models.values()})
     if small_n.too_few(scored_n[0], "scored item"):
         return
     spec = charts.headline_bars(rows, list(models), colours, "oracle gap: oracle mean minus best fixed mean score")
@@ -208,7 +204,7 @@ def compare_section(report: dict, colours: dict[str, str]) -> None:
 
 def band_counts(t: ScoreTransition) -> dict[str, int]:
     """A transition's items per band."""
-    return {"improved": t["improved"], "regressed": t["regressed"], "unchanged": t["unchanged"]}
+    return {"improved": t.improved, "regressed": t.regressed, "unchanged": t.unchanged}
 
 
 def band_chart(view: ScoreFlows) -> dict:
@@ -216,23 +212,23 @@ def band_chart(view: ScoreFlows) -> dict:
     a click on a band selects it (``flows_section`` opens its items)."""
     rows = [
         {
-            "step": f"{t['from']} → {t['to']}",
-            "from": t["from"],
-            "to": t["to"],
+            "step": f"{t.from_} → {t.to}",
+            "from": t.from_,
+            "to": t.to,
             "kind": kind,
             "items": band_counts(t)[kind],
-            "share": charts.number(band_counts(t)[kind] / max(view["n_items"], 1), 100),
+            "share": charts.number(band_counts(t)[kind] / max(view.n_items, 1), 100),
             "order": k,
         }
-        for t in view["transitions"]
+        for t in view.transitions
         for k, kind in enumerate(("improved", "unchanged", "regressed"))
     ]
-    steps = [f"{t['from']} → {t['to']}" for t in view["transitions"]]
+    steps = [f"{t.from_} → {t.to}" for t in view.transitions]
     kinds = list(BAND_COLOURS)
     return {
         **charts.SCHEMA,
         "config": charts.CONFIG,
-        "title": f"{view['model']}: score changes per transition, {view['n_items']:,} scored items (click a band for its items)",
+        "title": f"{view.model}: score changes per transition, {view.n_items:,} scored items (click a band for its items)",
         "height": max(60, 34 * len(steps)),
         "data": {"values": rows},
         "params": [{"name": "band", "select": {"type": "point", "fields": ["from", "to", "kind"]}}],
@@ -280,7 +276,7 @@ def _band_from_row(table: pd.DataFrame) -> None:
 def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
     """The band the URL opens (``sband``: from, to, kind), when this view has it."""
     band = state.get("sband")
-    steps = {(t["from"], t["to"]) for t in view["transitions"]}
+    steps = {(t.from_, t.to) for t in view.transitions}
     if band and len(band) == 3 and (band[0], band[1]) in steps and band[2] in KIND_TEXT:
         return band[0], band[1], band[2]
     return None
@@ -290,8 +286,8 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
     """The opened band's items, largest change first: a row opens the Inspector, walking these items."""
     a, b, kind = band
     view = score_data.score_flows(v, v.scope.focus, (a, b), kind, tolerance)
-    items = pd.DataFrame(view.get("items", []))
-    st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {count(view['n_flow_items'], 'item')}**")
+    items = pd.DataFrame(to_json(view.items or []))
+    st.markdown(f"**{ui.escape_md(f'{a} → {b}')}: {KIND_TEXT[kind]} · {count(unset(view.n_flow_items) or 0, 'item')}**")
     if items.empty:
         st.info("No scored item takes this band.")
         return
@@ -340,11 +336,11 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         )
     )
     view = score_data.score_flows(v, v.scope.focus, pair, None, tolerance)
-    if view["n_items"] == 0:
+    if view.n_items == 0:
         st.info(f"{v.scope.focus} has no item scored at every configuration of the grid.")
         return
     st.caption(
-        f"{count(view['n_items'], 'item')} scored at every configuration ({view['n_unscored']:,} others without a score "
+        f"{count(view.n_items, 'item')} scored at every configuration ({view.n_unscored:,} others without a score "
         f"everywhere). Improved: the score rose by more than {tolerance:g}; regressed: it fell by more than "
         f"{tolerance:g}; unchanged: it moved by at most {tolerance:g}. Click a band, or pick a row below, to list "
         "its items."
@@ -361,14 +357,14 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
     table = pd.DataFrame(
         [
             {
-                "from": t["from"],
-                "to": t["to"],
+                "from": t.from_,
+                "to": t.to,
                 "band": kind,
                 "items": band_counts(t)[kind],
-                "share": band_counts(t)[kind] / view["n_items"],
-                "sign_p": t["sign_p"],
+                "share": band_counts(t)[kind] / view.n_items,
+                "sign_p": t.sign_p,
             }
-            for t in view["transitions"]
+            for t in view.transitions
             for kind in KIND_TEXT
         ]
     )

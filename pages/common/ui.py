@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from backend.contracts.views import ModelMetrics
 from backend.present.metrics import METRICS
 from backend.present.palette import CORRECT, INK, WRONG
-from backend.present.tables import header, headline_table, headline_value
+from backend.present.tables import header, headline_ci, headline_table, headline_value
 from backend.present.text import MISSING, ci_text, count, pct
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
@@ -53,12 +54,12 @@ def note_metric(col, label: str, value: str, note: str | None, help: str | None 
     col.metric(label, value, delta=note, delta_color="off", delta_arrow="off", help=help)
 
 
-def rate_metric(col, label: str, value: float | None, ci: list | None, help: str | None = None) -> None:
+def rate_metric(col, label: str, value: float | None, ci: Sequence[float] | None, help: str | None = None) -> None:
     """A rate as a metric with its 95% interval underneath."""
     note_metric(col, label, pct(value), ci_text(ci), help)
 
 
-def headline_cards(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
+def headline_cards(rec: ModelMetrics, keys: Sequence[str]) -> str:
     """HTML (for ``st.html``) of one model's headline rates, each with its 95% interval and, underneath, its
     one-line plain definition (``backend.present.metrics``): read without hovering, and one element for the
     browser to draw instead of a metric and a caption per number. Data text (the best configuration) is
@@ -66,8 +67,8 @@ def headline_cards(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
     cards = []
     for key in keys:
         metric = METRICS[key]
-        label = f"{metric.label} ({rec['best_fixed']['config']})" if key == "best_fixed" else metric.label
-        interval = ci_text(rec["ci"].get(key)) or ""
+        label = f"{metric.label} ({rec.best_fixed.config})" if key == "best_fixed" else metric.label
+        interval = ci_text(headline_ci(rec, key)) or ""
         cards.append(
             f'<div class="ta-card" data-key="{key}"><div class="ta-label">{html.escape(label)}</div>'
             f'<div class="ta-value">{pct(headline_value(rec, key))} <span class="ta-ci">{interval}</span></div>'
@@ -86,7 +87,7 @@ _CARDS_CSS = (
 )
 
 
-def headline_text(models: dict, n_items: int, grid: list[str]) -> pd.DataFrame:
+def headline_text(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str]) -> pd.DataFrame:
     """``backend.present.tables.headline_table`` as a page shows it: one column per model (rows: metrics), so
     the widest table fits the page instead of hiding its right columns; cells read "68.3 [61.7, 75.6]", "—"."""
     return headline_table(models, n_items, grid).frame().set_index("Model").T.rename_axis("% of items (95% CI)")
@@ -98,6 +99,11 @@ def vega(spec: dict, name: str) -> None:
     st.vega_lite_chart(spec, width="stretch", theme=None, key=f"vega-{name}")
 
 
+def _encoded(encode: Callable[[pd.DataFrame], bytes], get: Callable[[], pd.DataFrame]) -> bytes:
+    """A download's content, built when the button is clicked."""
+    return encode(get())
+
+
 def downloads(
     frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, *, parquet: bool = False, key: str = ""
 ) -> None:
@@ -105,13 +111,13 @@ def downloads(
 
     The buttons sit in a row at their labels' width: fixed column shares squashed the label to "C.." in a
     narrow column (the Compare page's Jaccard half)."""
-    get = frame if callable(frame) else (lambda: frame)
+    get: Callable[[], pd.DataFrame] = frame if callable(frame) else (lambda: frame)
     kinds = _DOWNLOADS if parquet else _DOWNLOADS[:1]
     row = st.container(horizontal=True)
     for label, encode, suffix, mime, tag in kinds:
         row.download_button(
             label,
-            data=lambda encode=encode: encode(get()),
+            data=functools.partial(_encoded, encode, get),
             file_name=f"{name}.{suffix}",
             mime=mime,
             icon=":material/download:",
