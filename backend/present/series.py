@@ -17,7 +17,7 @@ from backend.contracts.common import Interval, Transition
 from backend.contracts.views import McqaMetrics, Sankey
 from backend.present.text import KIND_TEXT, MISSING, bounds, count, number
 
-CURVE_TITLE = "Stable curve, unstable items: accuracy (95% CI) and the flows between budgets"
+CURVE_TITLE = "Stable curve, unstable items: accuracy per budget (95% CI)"
 BAR_SPAN = 0.8 * 0.9  # the share of a transition's slot the models' bars take together
 
 
