@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+import msgspec
 import pyarrow as pa
 import pytest
 
@@ -18,6 +19,7 @@ pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is neede
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
+from backend.contracts.views import ModelMetrics
 from backend.present.tables import headline_table, task_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,7 +126,8 @@ def test_overview_headline_table_shows_the_cli_twins_cells(demo_store, capsys):
             "--bootstrap", "1000", "--seed", "0", "--json"]  # fmt: skip  # the page's bootstrap (data.BOOTSTRAP), seed 0
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    twin = headline_table(out["models"], out["n_items"], out["grid"])
+    models = msgspec.convert(out["models"], dict[str, ModelMetrics])  # the typed metrics the page reads
+    twin = headline_table(models, out["n_items"], out["grid"])
     assert list(shown.columns) == [row[0] for row in twin.rows]
     for row in twin.rows:
         assert shown[row[0]].tolist() == row[1:]

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.contracts.views import BinaryView
 from backend.scope.resolve import Scope, default_benchmark
 from store.store import Store
@@ -319,7 +320,8 @@ def test_each_audit_tab_draws_what_its_cli_twin_prints(demo_store, tab, monkeypa
         pix="100000",
         **task,
     )
-    for drawn, argv in _audit_tab(at, at.session_state["view"]):
+    for report, argv in _audit_tab(at, at.session_state["view"]):
+        drawn = to_json(report)  # the typed report the tab draws, as its JSON
         printed = _printed(capsys, argv, "pages/audits.py")
         if "harmed_items" in drawn:
             drawn = drawn | {k: [r["item_id"] for r in drawn[k]] for k in ("harmed_items", "rescued_items")}
