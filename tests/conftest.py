@@ -12,7 +12,8 @@ And the fast tier's rule (docs/testing.md): a test that uses the tiny models (th
 
 And the parallel run's rules (pytest-xdist, ``-n auto --dist loadgroup`` in pyproject.toml): the
 browser tests share one xdist group and the tiny-model tests another, so each session-scoped server,
-browser and model set is built on one worker only, not once per worker; ``-n auto`` means one worker
+browser and model set is built on one worker only, not once per worker (the ``cluster`` tests, which start
+Ray clusters, join the browser group: run beside a browser test, their load made its pages time out); ``-n auto`` means one worker
 per CPU this process may use (not psutil's physical cores, which is 1 on a 2-vCPU machine).
 """
 
@@ -79,7 +80,9 @@ def pytest_collection_modifyitems(config, items):
         if "tiny" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
             _join_group(item, "tiny")
-        elif item.get_closest_marker("browser"):
+        elif item.get_closest_marker("browser") or item.get_closest_marker("cluster"):
+            # a Ray cluster's raylets and actors load both CPUs: beside a browser test on the other worker,
+            # a page then waited past its timeout; one worker runs them one after the other instead
             _join_group(item, "browser")
     if NO_WORKER_EXTRA:
         skip = pytest.mark.skip(reason=f"needs the worker extra ({', '.join(NO_WORKER_EXTRA)} not installed)")

@@ -40,6 +40,7 @@ from ray.cluster_utils import Cluster  # noqa: E402  (after the skip: Ray may be
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.cluster,
     pytest.mark.worker,
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),

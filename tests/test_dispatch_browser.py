@@ -42,7 +42,12 @@ from tests.test_inspector_browser import _marks
 
 pytest_plugins = ["tests.browser_fixtures"]  # the browser and page fixtures
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.worker]  # the actor loads the demo's model
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.worker,
+]  # the actor loads the demo's model
 
 BENCH = "synthetic-videomme"
 MODELS = ("synthetic-A-7B", "synthetic-B-13B")

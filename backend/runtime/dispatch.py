@@ -311,7 +311,8 @@ class Dispatcher:
 
     # -- actors ------------------------------------------------------------------------------
     def _start(self, model: str, worker_id: str) -> Slot:
-        self.queue.sign_off(self._standby(model))
+        """Start the model's actor. Its row goes into the queue's workers table before the stand-by row leaves, so
+        the model is never seen offline in between (a re-run panel would start a needless local worker)."""
         video_root = self.video_root if self.videos == "node" else None
         cls = self.ray.remote(**self.options)(ModelActor)
         handle = cls.options(name=f"trajaudit-{worker_id}", namespace="trajaudit").remote(
@@ -322,6 +323,7 @@ class Dispatcher:
         slot.ref = handle.load.remote()
         self.stats.actors_started += 1
         self._heartbeat(slot)
+        self.queue.sign_off(self._standby(model))
         self.log(f"started actor {worker_id} for model {model!r} ({slot.resources})")
         return slot
 
