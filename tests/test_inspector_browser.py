@@ -115,6 +115,7 @@ def _marks(page, title: str) -> list[dict]:
     ]
 
 
+@pytest.mark.worker  # the demo registers its model only where the worker extra built it
 def test_a_queued_reruns_point_joins_its_models_line_and_its_frames_get_a_strip_row(server, page):
     ids = _walk(server.store)
     item, config = ids[3], "20f"  # a budget the grid lacks: the worker decodes it
