@@ -336,10 +336,17 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
         leaving = next(n for n in nodes if n.node_id in hosts)
         c.remove_node(leaving)  # a node leaves with its actors
         _wait("every job", lambda: _done(store, jobs) == N_RERUNS, timeout_s=900)
-        live = [s for s in list(d.slots.values()) if s.info is not None]
-        assert live  # the actors left (some started after the kills) were given no store either
-        for slot in live:
-            _no_store_in(slot.info.pid, ray.get(slot.handle.received.remote()), store)
+        # the actors left (some started after the kills) were given no store either; an actor on the node that
+        # left may still hold a slot the dispatcher has not yet found dead: it cannot answer, so it is passed over
+        checked = 0
+        for slot in [s for s in list(d.slots.values()) if s.info is not None]:
+            try:
+                received = ray.get(slot.handle.received.remote())
+            except ray.exceptions.ActorDiedError:
+                continue
+            _no_store_in(slot.info.pid, received, store)
+            checked += 1
+        assert checked
     _assert_once(store, jobs)
     stats = run.stats
     print(f"{N_RERUNS} re-runs over {len(MODELS)} actors, one actor and one node killed: {stats}")  # seen with -s
