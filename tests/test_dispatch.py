@@ -21,10 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from backend.runtime import registry, rerun, worker_pool
@@ -32,8 +30,7 @@ from backend.runtime.sweep.runner import SweepRequest, run_sweep
 from store.queue import JobQueue
 from store.rerun_request import RerunRequest
 from store.store import Store
-from tests.rerun_fixtures import write_video
-from tests.test_sweep import OPTIONS, QUESTIONS
+from tests.test_sweep import write_clip_items
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'trajaudit[ray]'")
 from ray.cluster_utils import Cluster  # noqa: E402  (after the skip: Ray may be missing)
@@ -55,19 +52,8 @@ def build_site(base: Path) -> tuple[Path, Path]:
     """(store, node disk): items on two clips plus a text-only one; the demo's tiny model on the node disk,
     registered as A, B and C; a model ``broken`` whose checkpoint has no weights; the videos on both."""
     store, node = base / "store", base / "node"
-    write_video(store / "videos" / "a.mp4")
-    write_video(store / "videos" / "b.mp4", n_frames=40)
+    write_clip_items(store)
     shutil.copytree(store / "videos", node / "videos")
-    rows = [
-        {"item_id": f"v{v}-{q + 1}", "question": QUESTIONS[q], "video": f"{name}.mp4", "target": "ABCD"[q]}
-        for v, name in ((1, "a"), (2, "b"))
-        for q in range(3)
-    ]
-    rows.append({"item_id": "t-1", "question": "Which colour is a ripe banana?", "video": None, "target": "A"})
-    items = pd.DataFrame(rows).assign(
-        benchmark="bench", split="short", options=json.dumps(OPTIONS), answer_type="mcqa", written_at=datetime.now(UTC)
-    )
-    Store(store).append({"items": items})
     from backend.runtime.inference.tiny import DEMO_INIT_SCALE, build_tiny
 
     ckpt = build_tiny("qwen2_5_vl", node / "ckpt", init_scale=DEMO_INIT_SCALE)  # the demo's model

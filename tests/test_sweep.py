@@ -34,6 +34,14 @@ OPTIONS = ["A. Red.", "B. Green.", "C. Blue.", "D. Black."]
 def build_sweep_store(root: Path, families, models) -> Path:
     """Items v1-1..v2-3 on two clips (3 questions each) and t-1 without a video; each family's tiny model
     (from the ``tiny`` fixture, ``models``) registered under the family's name."""
+    write_clip_items(root)
+    for family in families:
+        registry.add(root, registry.ModelSpec(family, family, str(models.dir(family)), dtype="float32", device="cpu"))
+    return root
+
+
+def write_clip_items(root: Path) -> None:
+    """Items v1-1..v2-3 on two clips (3 questions each) and t-1 without a video, with the clips, in a new store."""
     write_video(root / "videos" / "a.mp4")
     write_video(root / "videos" / "b.mp4", n_frames=40)
     rows = [
@@ -46,9 +54,6 @@ def build_sweep_store(root: Path, families, models) -> Path:
         benchmark="bench", split="short", options=json.dumps(OPTIONS), answer_type="mcqa", written_at=datetime.now(UTC)
     )
     Store(root).append({"items": items})
-    for family in families:
-        registry.add(root, registry.ModelSpec(family, family, str(models.dir(family)), dtype="float32", device="cpu"))
-    return root
 
 
 @pytest.fixture(scope="module")
