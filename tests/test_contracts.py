@@ -24,11 +24,12 @@ from typing import Union, get_args, get_origin, get_type_hints
 import msgspec
 import pytest
 
-from backend import contracts, views
-from backend.contracts import REPORTS, audits, common, inspector, json_schema, parsed, policies, report, runs, store
+from backend import views
+from backend.contracts import audits, common, inspector, policies, report, runs, store
 from backend.contracts import explain as explain_contracts
 from backend.contracts import views as view_contracts
 from backend.contracts.base import Contract
+from backend.contracts.catalog import REPORTS, json_schema, parsed
 from backend.extras import missing_worker_extra
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
@@ -153,7 +154,7 @@ def test_views_and_analyses_return_their_contracts():
         isocompute.compare_group: ac.IsoGroup,
         crossflows.cross_flows: ac.CrossmodelAudit,
         views.crossmodel_view: ac.CrossmodelAudit,
-        scope_inspector.inspect_record: contracts.InspectReport,
+        scope_inspector.inspect_record: inspector.InspectReport,
         matrix.available: sc.StoreContents,
         resolve.Resolved.header: common.ScopeHeader,
         worker_pool.overview: sc.JobsOverview,

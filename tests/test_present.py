@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from backend.cli import main
-from backend.contracts import parsed
+from backend.contracts.catalog import parsed
 from backend.contracts.views import McqaMetrics, Sankey
 from backend.present import series, tables
 from backend.present.metrics import HEADLINES

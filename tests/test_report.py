@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.contracts import parsed
+from backend.contracts.catalog import parsed
 from backend.present.metrics import HEADLINES
 from backend.report import build, tables
 from backend.report.data import report_data

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from backend.cli import main
-from backend.contracts import parsed
+from backend.contracts.catalog import parsed
 from backend.runtime import rerun
 from backend.runtime.logged_frames import logged_label
 from backend.runtime.worker import Worker

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.cli import main
-from backend.contracts import parsed
+from backend.contracts.catalog import parsed
 from store import retired
 from store.store import MANIFEST, Store
 from tests.ingest_fixtures import table_frame, write_table

@@ -1,5 +1,7 @@
 """The audits (the Audits page): ``trajaudit audit noise|interventions|isocompute|crossmodel --json``."""
 
+from __future__ import annotations
+
 from typing import Annotated
 
 from backend.contracts.base import UNSET, Contract, UnsetType, doc

@@ -1,5 +1,7 @@
 """Pieces several reports share: the scope header, intervals, a transition, an item's metadata."""
 
+from __future__ import annotations
+
 from typing import Annotated
 
 from backend.contracts.base import UNSET, Contract, UnsetType, doc, field

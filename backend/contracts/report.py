@@ -1,5 +1,7 @@
 """The shareable report's data: ``trajaudit report --format json`` (what the HTML and the tables draw)."""
 
+from __future__ import annotations
+
 from typing import Annotated, Literal
 
 from backend.contracts.base import UNSET, Contract, UnsetType, doc

@@ -1,5 +1,7 @@
 """The views' reports (``backend/views.py``): what a page draws and its CLI twin prints with ``--json``."""
 
+from __future__ import annotations
+
 from typing import Annotated, Literal
 
 from msgspec import Meta
