@@ -280,17 +280,18 @@ def cascade_view(
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise UserError(f"--threshold must be in [0, 1] (got {threshold:g})")
     if threshold is None:
-        sweep: CascadeSweepReport = {**cascade.sweep(ladder, points, bootstrap, seed), "scope": resolved.header()}
-        return sweep
-    point: CascadeThresholdReport = {**cascade.evaluate(ladder, threshold, bootstrap, seed), "scope": resolved.header()}
-    return point
+        return validated(
+            CascadeSweepReport(**asdict(cascade.sweep(ladder, points, bootstrap, seed)), scope=resolved.header())
+        )
+    point = cascade.evaluate(ladder, threshold, bootstrap, seed)
+    return validated(CascadeThresholdReport(**asdict(point), scope=resolved.header()))
 
 
 def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
     """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
     from backend.analysis import predictor  # with the video index behind it: not paid by every other view
 
-    return {**predictor.report(ladder, folds, seed), "scope": resolved.header()}
+    return validated(PredictorReport(**asdict(predictor.report(ladder, folds, seed)), scope=resolved.header()))
 
 
 def explain_view(

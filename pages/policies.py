@@ -6,14 +6,12 @@ scope ``backend.views.single_scope``), so every number is also printed by ``traj
 ``trajaudit predictor`` with the command line shown under each section (generated from that scope).
 """
 
-from collections.abc import Mapping
-from typing import Any, cast
-
 import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.contracts.policies import CascadeSweepReport, PredictorReport
+from backend.contracts.base import to_json, unset
+from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.present import charts_audits
 from backend.present.palette import model_colours
 from backend.present.text import count
@@ -55,63 +53,66 @@ def pick_ladder(view: View, resolved: Resolved) -> list[str]:
     return configs.order(chosen)
 
 
-# The cascade's two frame costs: key suffix in its point -> (metric label, what the cost counts).
-FRAME_COSTS = {
-    "shared": (
+# The cascade's two frame costs, shared then unshared: (metric label, what the cost counts).
+FRAME_COSTS = (
+    (
         "Mean frames, shared",
         "Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.",
     ),
-    "unshared": ("Mean frames, not shared", "Every budget visited is paid in full."),
-}
+    ("Mean frames, not shared", "Every budget visited is paid in full."),
+)
 
 
 def frame_delta(cost: float | None, top: str) -> str:
     return ui.DASH if cost is None else f"{100 * cost:.1f}% of {top}"
 
 
-def cascade_numbers(point: Mapping[str, Any], top: str) -> None:
+def cascade_numbers(point: CascadeThresholdReport, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
-    ui.rate_metric(c1, "Accuracy", point["accuracy"], point.get("accuracy_ci"))
-    for col, (sharing, (label, help_text)) in zip((c2, c3), FRAME_COSTS.items(), strict=True):
-        cost = frame_delta(point[f"cost_vs_top_{sharing}"], top)
-        ui.note_metric(col, label, f"{point[f'mean_frames_{sharing}']:.1f}", cost, help=help_text)
-    missing = point["n_without_confidence"]
+    ui.rate_metric(c1, "Accuracy", point.accuracy, unset(point.accuracy_ci))
+    costs = (
+        (point.mean_frames_shared, point.cost_vs_top_shared),
+        (point.mean_frames_unshared, point.cost_vs_top_unshared),
+    )
+    for col, (label, help_text), (mean, cost) in zip((c2, c3), FRAME_COSTS, costs, strict=True):
+        ui.note_metric(col, label, f"{mean:.1f}", frame_delta(cost, top), help=help_text)
+    missing = point.n_without_confidence
     ui.note_metric(
         c4,
         "Items",
-        f"{point['n_items']:,}",
+        f"{point.n_items:,}",
         f"{missing:,} without confidences" if missing else "all with confidences",
         help="Items with a confidence at every rung of the ladder.",
     )
 
 
-def matching_numbers(sweep: Mapping[str, Any]) -> None:
-    top = sweep["ladder"][-1]
-    match = sweep["matching"]
+def matching_numbers(sweep: CascadeSweepReport) -> None:
+    top = sweep.ladder[-1]
+    match = sweep.matching
     if match is None:
         st.info(
-            f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep['top_accuracy'])}) on these items.",
+            f"No threshold reaches the accuracy of fixed {top} ({ui.pct(sweep.top_accuracy)}) on these items.",
             icon=":material/track_changes:",
         )
         return
     with st.container(border=True):
-        st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep['top_accuracy'])} on these items)")
+        st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep.top_accuracy)} on these items)")
         c1, c2, c3, c4 = st.columns(4)
-        c1.metric("Threshold", f"{match['threshold']:.3f}")
-        ui.rate_metric(c2, "Accuracy", match["accuracy"], match.get("accuracy_ci"))
+        c1.metric("Threshold", f"{match.threshold:.3f}")
+        ui.rate_metric(c2, "Accuracy", match.accuracy, unset(match.accuracy_ci))
         ui.rate_metric(
             c3,
             "Frame saving vs top",
-            match["saving"],
-            match.get("saving_ci"),
+            match.saving,
+            unset(match.saving_ci),
             help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.",
         )
         ui.note_metric(
             c4,
             "Mean frames, shared",
-            f"{match['mean_frames_shared']:.1f}",
-            f"vs {sweep['fixed'][-1]['frames']} at {top}",
+            f"{match.mean_frames_shared:.1f}",
+            f"vs {sweep.fixed[-1].frames} at {top}",
         )
 
 
@@ -125,23 +126,20 @@ def predictor_controls() -> tuple[int, int]:
 
 
 def predictor_numbers(report: PredictorReport) -> None:
-    rows = pd.DataFrame(report["frontier"])
-    arg = rows[rows["label"] == "argmax"].iloc[0]
+    arg = next(r for r in report.frontier if r.label == "argmax")
     c1, c2, c3, c4 = st.columns(4)
-    ui.note_metric(c1, "Argmax accuracy", ui.pct(arg["accuracy"]), f"{arg['mean_frames']:.1f} frames per item")
+    ui.note_metric(c1, "Argmax accuracy", ui.pct(arg.accuracy), f"{arg.mean_frames:.1f} frames per item")
     c2.metric(
         "Target hit rate",
-        ui.pct(report["target_hit_rate"]),
+        ui.pct(report.target_hit_rate),
         help="Share of items whose predicted budget is exactly the cheapest sufficient one.",
     )
     c3.metric(
         "Never correct",
-        ui.pct(report["never_correct_share"]),
+        ui.pct(report.never_correct_share),
         help="Items no budget answers: their target is the top budget.",
     )
-    ui.note_metric(
-        c4, "Video groups", f"{report['n_groups']:,}", f"{count(report['n_items'], 'item')}, {report['folds']} folds"
-    )
+    ui.note_metric(c4, "Video groups", f"{report.n_groups:,}", f"{count(report.n_items, 'item')}, {report.folds} folds")
 
 
 ensure_entrypoint()
@@ -182,10 +180,12 @@ with ui.guard():
         step=0.01,
         format="%.2f",
     )
-    sweep = point = None
+    sweep: CascadeSweepReport | None = None
+    point: CascadeThresholdReport | None = None
     try:
-        sweep = data.cascade_view(*key, None)
-        point = data.cascade_view(*key, float(threshold))
+        swept, at = data.cascade_view(*key, None), data.cascade_view(*key, float(threshold))
+        sweep = swept if isinstance(swept, CascadeSweepReport) else None  # asked without a threshold: the sweep
+        point = at if isinstance(at, CascadeThresholdReport) else None
     except UserError as exc:
         st.info(f"No cascade on this ladder: {ui.escape_md(exc)}.", icon=":material/stairs:")
     if point is not None and sweep is not None:  # both or neither: the sweep is asked first
@@ -211,7 +211,7 @@ with ui.guard():
     if report is not None:
         predictor_numbers(report)
     denominator = views.policy_denominator(loaded)
-    if not small_n.too_few(refs[0]["n_items"]):
+    if not small_n.too_few(refs[0].n_items):
         ui.vega(
             charts_audits.frontier(refs, sweep, point, report, colour, scope.focus, denominator),
             f"policies-frontier-{scope.focus}",
@@ -221,7 +221,7 @@ with ui.guard():
         f"{ui.code(command('predictor', view, resolved, ladder, '--folds', str(folds), '--seed', str(seed)))}"
     )
     with st.expander("Frontier tables"):
-        table = pd.DataFrame(report["frontier"] if report is not None else refs)
+        table = pd.DataFrame(to_json(report.frontier if report is not None else refs))
         readable.table(
             table,
             {
@@ -232,7 +232,7 @@ with ui.guard():
         )
         ui.downloads(table, f"policy-frontier-{scope.focus}")
         if sweep is not None:
-            front = pd.DataFrame(cast(CascadeSweepReport, sweep)["frontier"])  # the sweep: asked without a threshold
+            front = pd.DataFrame(to_json(sweep.frontier))
             readable.table(
                 front,
                 {
@@ -242,5 +242,5 @@ with ui.guard():
             )
             ui.downloads(front, f"cascade-frontier-{scope.focus}")
     if report is not None:
-        shares = ", ".join(f"{b} {ui.pct(s)}" for b, s in report["target_share"].items())
+        shares = ", ".join(f"{b} {ui.pct(s)}" for b, s in report.target_share.items())
         st.caption(f"Cheapest sufficient budget per item (the predictor's target): {shares}.")

@@ -30,27 +30,27 @@ def _ladder(hand_store):
 
 def test_one_threshold_by_hand(hand_store):
     out = cascade.evaluate(_ladder(hand_store), 0.8, bootstrap=0)
-    assert out["n_items"] == 4 and out["ladder"] == LADDER
-    assert out["accuracy"] == 3 / 4  # right, right, wrong (64f), right
-    assert out["mean_frames_shared"] == (16 + 32 + 64 + 128) / 4
-    assert out["mean_frames_unshared"] == (16 + (16 + 32) + (16 + 32 + 64) + (16 + 32 + 64 + 128)) / 4
-    assert out["cost_vs_top_shared"] == 60 / 128
+    assert out.n_items == 4 and out.ladder == LADDER
+    assert out.accuracy == 3 / 4  # right, right, wrong (64f), right
+    assert out.mean_frames_shared == (16 + 32 + 64 + 128) / 4
+    assert out.mean_frames_unshared == (16 + (16 + 32) + (16 + 32 + 64) + (16 + 32 + 64 + 128)) / 4
+    assert out.cost_vs_top_shared == 60 / 128
     stops = cascade.item_stops(_ladder(hand_store), 0.8)
     assert stops.stop.tolist() == LADDER and stops.frames_unshared.tolist() == [16, 48, 112, 240]
 
 
 def test_sweep_finds_the_cheapest_threshold_matching_the_top(hand_store):
     out = cascade.sweep(_ladder(hand_store), bootstrap=200)
-    assert out["top_accuracy"] == 3 / 4
-    assert [p["threshold"] for p in out["frontier"]] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 0.9, 0.95]
-    by_t = {p["threshold"]: p for p in out["frontier"]}
-    assert by_t[0.1]["accuracy"] == 2 / 4 and by_t[0.1]["mean_frames_shared"] == 16  # all stop at 16f
-    assert by_t[0.3]["accuracy"] == 3 / 4 and by_t[0.3]["mean_frames_shared"] == (16 + 16 + 16 + 64) / 4
-    m = out["matching"]
-    assert m["threshold"] == 0.3 and m["saving"] == 1 - 28 / 128
-    lo, hi = m["accuracy_ci"]
-    assert 0 <= lo <= m["accuracy"] <= hi <= 1
-    assert [f["accuracy"] for f in out["fixed"]] == [0.5, 0.5, 0.5, 0.75]
+    assert out.top_accuracy == 3 / 4
+    assert [p.threshold for p in out.frontier] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 0.9, 0.95]
+    by_t = {p.threshold: p for p in out.frontier}
+    assert by_t[0.1].accuracy == 2 / 4 and by_t[0.1].mean_frames_shared == 16  # all stop at 16f
+    assert by_t[0.3].accuracy == 3 / 4 and by_t[0.3].mean_frames_shared == (16 + 16 + 16 + 64) / 4
+    m = out.matching
+    assert m.threshold == 0.3 and m.saving == 1 - 28 / 128
+    lo, hi = m.accuracy_ci
+    assert 0 <= lo <= m.accuracy <= hi <= 1
+    assert [f.accuracy for f in out.fixed] == [0.5, 0.5, 0.5, 0.75]
 
 
 def test_frontier_cost_is_monotone_in_threshold_and_equals_brute_force():
@@ -73,7 +73,7 @@ def test_items_without_confidence_are_left_out_and_counted(store):
     conf[1, 2] = np.nan
     fx.build(store, fx.responses("m", LADDER, CORRECT, conf))
     out = cascade.evaluate(views.model_ladder(store, "m", LADDER), 0.8, bootstrap=0)
-    assert out["n_items"] == 3 and out["n_without_confidence"] == 1
+    assert out.n_items == 3 and out.n_without_confidence == 1
 
 
 def test_missing_confidences_are_reported_not_invented(store):
@@ -148,17 +148,17 @@ def test_every_policy_shares_the_cascade_denominator(store, capsys):
     assert len(ladder.items) == 5
     swept = cascade.sweep(ladder, bootstrap=0)
     refs = views.fixed_budgets(ladder)
-    fixed_top = next(r for r in refs if r["policy"] == "fixed" and r["label"] == "128f")
-    assert swept["n_items"] == 4 and {r["n_items"] for r in refs} == {4}
-    assert fixed_top["accuracy"] == swept["top_accuracy"] == 3 / 4
-    assert swept["matching"]["accuracy"] == fixed_top["accuracy"]
+    fixed_top = next(r for r in refs if r.policy == "fixed" and r.label == "128f")
+    assert swept.n_items == 4 and {r.n_items for r in refs} == {4}
+    assert fixed_top.accuracy == swept.top_accuracy == 3 / 4
+    assert swept.matching.accuracy == fixed_top.accuracy
     from backend.analysis import predictor
 
     report = predictor.report(ladder, n_folds=2)
-    assert {r["n_items"] for r in report["frontier"]} == {4} and report["n_without_confidence"] == 1
+    assert {r.n_items for r in report.frontier} == {4} and report.n_without_confidence == 1
     said = "on 4 items, those with a confidence at every budget of 16f, 32f, 64f, 128f (1 of the 5"
-    assert swept["denominator"] == report["denominator"] == views.policy_denominator(ladder)
-    assert swept["denominator"].startswith(said)
+    assert swept.denominator == report.denominator == views.policy_denominator(ladder)
+    assert swept.denominator.startswith(said)
     flags = ["--store", str(store.root), "--model", "m", "--ladder", ",".join(LADDER)]
     for argv in (["cascade", *flags, "--sweep", "--bootstrap", "0"], ["predictor", *flags, "--folds", "2"]):
         assert main(argv) == 0
@@ -171,4 +171,4 @@ def test_without_any_confidence_the_denominator_is_every_answered_item(store):
     fx.build(store, fx.responses("m", LADDER, CORRECT))
     ladder = views.model_ladder(store, "m", LADDER)
     assert views.policy_denominator(ladder) == "on 4 items, the items answered at every budget of 16f, 32f, 64f, 128f"
-    assert {r["n_items"] for r in views.fixed_budgets(ladder)} == {4}
+    assert {r.n_items for r in views.fixed_budgets(ladder)} == {4}

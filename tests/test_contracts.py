@@ -34,7 +34,13 @@ from backend.extras import missing_worker_extra
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
-MODULES = (common, view_contracts, audits, report)  # the modules whose objects are Structs (the rest: TypedDicts)
+MODULES = (
+    common,
+    view_contracts,
+    audits,
+    report,
+    policies,
+)  # the modules whose objects are Structs (the rest: TypedDicts)
 MODEL, OTHER = "synthetic-A-7B", "synthetic-B-13B"
 WORKER_REPORTS = {"models demo", "sweep"}  # need the worker extra: not run in the torch-free tier
 

@@ -80,19 +80,19 @@ def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_stor
     by_video = pd.DataFrame({"g": cv.groups, "fold": cv.fold}).groupby("g").fold.nunique()
     assert (by_video == 1).all() and len(by_video) == 12
     out = predictor.report(ladder, n_folds=4)
-    rows = {(r["policy"], r["label"]): r for r in out["frontier"]}
+    rows = {(r.policy, r.label): r for r in out.frontier}
     y = ladder.correct
     for j, lab in enumerate(LADDER):
-        assert rows[("fixed", lab)]["accuracy"] == pytest.approx(y[:, j].mean())
+        assert rows[("fixed", lab)].accuracy == pytest.approx(y[:, j].mean())
     oracle = rows[("oracle", "cheapest correct")]
-    assert oracle["accuracy"] == pytest.approx(y.any(axis=1).mean())
+    assert oracle.accuracy == pytest.approx(y.any(axis=1).mean())
     target = predictor.sufficient_budget(y)
-    assert oracle["mean_frames"] == pytest.approx(ladder.frames[target].mean())
-    assert rows[("predictor", "q=1")]["mean_frames"] == 32  # the top rung for everyone
-    assert any(r["policy"] == "cascade" for r in out["frontier"]) and out["cascade_note"] is None
+    assert oracle.mean_frames == pytest.approx(ladder.frames[target].mean())
+    assert rows[("predictor", "q=1")].mean_frames == 32  # the top rung for everyone
+    assert any(r.policy == "cascade" for r in out.frontier) and out.cascade_note is None
     # The question words carry the target, so the predictor should find it on unseen videos.
-    assert out["target_hit_rate"] > 0.7
-    assert sum(out["target_share"].values()) == pytest.approx(1)
+    assert out.target_hit_rate > 0.7
+    assert sum(out.target_share.values()) == pytest.approx(1)
 
 
 def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
@@ -103,8 +103,8 @@ def test_without_confidences_the_cascade_rows_are_left_out_with_a_reason(store):
         item_rows=fx.items(12, question=["q"] * 12, video=[f"v{i}" for i in range(12)]),
     )
     out = predictor.report(views.model_ladder(store, "m", LADDER), n_folds=3)
-    assert not any(r["policy"] == "cascade" for r in out["frontier"])
-    assert "no confidences stored" in out["cascade_note"]
+    assert not any(r.policy == "cascade" for r in out.frontier)
+    assert "no confidences stored" in out.cascade_note
 
 
 def test_cli_json(pred_store, capsys):

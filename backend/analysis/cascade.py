@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
+from backend.contracts.base import asdict
 from backend.contracts.policies import CascadeAtThreshold, CascadeMatch, CascadePoint, CascadeSweep, FixedBudget
 from backend.scope.matrix import Matrix
 from store import configs
@@ -193,15 +194,15 @@ def _point(ladder: Ladder, threshold: float, totals: dict[str, np.ndarray], idx:
     n, top = len(ladder.items), ladder.top_frames
     shared = totals["frames_shared"][idx] / n
     unshared = totals["frames_unshared"][idx] / n
-    return {
-        "threshold": as_reported(threshold),
-        "n_items": n,
-        "accuracy": totals["n_correct"][idx] / n,
-        "mean_frames_shared": float(shared),
-        "mean_frames_unshared": float(unshared),
-        "cost_vs_top_shared": float(shared / top) if top else None,
-        "cost_vs_top_unshared": float(unshared / top) if top else None,
-    }
+    return CascadePoint(
+        threshold=as_reported(threshold),
+        n_items=n,
+        accuracy=float(totals["n_correct"][idx] / n),
+        mean_frames_shared=float(shared),
+        mean_frames_unshared=float(unshared),
+        cost_vs_top_shared=float(shared / top) if top else None,
+        cost_vs_top_unshared=float(unshared / top) if top else None,
+    )
 
 
 def _per_item(ladder: Ladder, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -215,16 +216,16 @@ def evaluate(ladder: Ladder, threshold: float, bootstrap: int = 1000, seed: int 
         raise UserError(f"--threshold must be a number (got {threshold})")
     lad = with_confidences(ladder)
     totals = curve(lad.correct, lad.confidence, lad.frames, np.array([threshold]))
-    out: CascadeAtThreshold = {
-        "ladder": lad.labels,
-        **_point(lad, threshold, totals, 0),
-        "n_excluded": lad.n_excluded,
-        "n_without_confidence": len(ladder.items) - len(lad.items),
-        "denominator": denominator(ladder),
-    }
+    out = CascadeAtThreshold(
+        **asdict(_point(lad, threshold, totals, 0)),
+        ladder=lad.labels,
+        n_excluded=lad.n_excluded,
+        n_without_confidence=len(ladder.items) - len(lad.items),
+        denominator=denominator(ladder),
+    )
     if bootstrap:
         y, _ = _per_item(lad, threshold)
-        out["accuracy_ci"] = as_interval(percentile_interval(bootstrap_means(y, bootstrap, seed))[:, 0])
+        out.accuracy_ci = as_interval(percentile_interval(bootstrap_means(y, bootstrap, seed))[:, 0])
     return out
 
 
@@ -233,7 +234,7 @@ def fixed_points(ladder: Ladder) -> list[FixedBudget]:
     acc = ladder.correct.mean(axis=0) if len(ladder.items) else np.full(len(ladder.labels), np.nan)
     top = ladder.top_frames
     return [
-        {"config": lab, "accuracy": float(a), "frames": int(f), "cost_vs_top": (f / top) if top else None}
+        FixedBudget(config=lab, accuracy=float(a), frames=int(f), cost_vs_top=float(f / top) if top else None)
         for lab, a, f in zip(ladder.labels, acc, ladder.frames, strict=True)
     ]
 
@@ -254,33 +255,33 @@ def sweep(ladder: Ladder, max_points: int = DEFAULT_POINTS, bootstrap: int = 100
     totals = curve(lad.correct, lad.confidence, lad.frames, thresholds)
     top_correct = int(lad.correct[:, -1].sum())
     frontier = [_point(lad, t, totals, i) for i, t in enumerate(thresholds)]
-    out: CascadeSweep = {
-        "ladder": lad.labels,
-        "n_items": n,
-        "n_excluded": lad.n_excluded,
-        "n_without_confidence": len(ladder.items) - n,
-        "denominator": denominator(ladder),
-        "top_accuracy": top_correct / n,
-        "fixed": fixed_points(lad),
-        "frontier": frontier,
-        "matching": None,
-    }
+    out = CascadeSweep(
+        ladder=lad.labels,
+        n_items=n,
+        n_excluded=lad.n_excluded,
+        n_without_confidence=len(ladder.items) - n,
+        denominator=denominator(ladder),
+        top_accuracy=top_correct / n,
+        fixed=fixed_points(lad),
+        frontier=frontier,
+        matching=None,
+    )
     ok = np.flatnonzero(totals["n_correct"] >= top_correct)
     if len(ok) == 0:
         return out
     best = ok[np.lexsort((thresholds[ok], -totals["n_correct"][ok], totals["frames_shared"][ok]))[0]]
     point = frontier[int(best)]
-    shared = point["cost_vs_top_shared"]
-    match: CascadeMatch = {**point, "saving": None if shared is None else 1.0 - shared}
+    shared = point.cost_vs_top_shared
+    match = CascadeMatch(**asdict(point), saving=None if shared is None else 1.0 - shared)
     if bootstrap:
         y, f = _per_item(lad, float(thresholds[best]))
         per_item = np.column_stack([y, y - lad.correct[:, -1], f / max(lad.top_frames, 1)])
         lo_hi = percentile_interval(bootstrap_means(per_item, bootstrap, seed))
-        match["accuracy_ci"] = as_interval(lo_hi[:, 0])
-        match["delta_vs_top_ci"] = as_interval(lo_hi[:, 1])
+        match.accuracy_ci = as_interval(lo_hi[:, 0])
+        match.delta_vs_top_ci = as_interval(lo_hi[:, 1])
         low, high = sorted((1.0 - lo_hi[:, 2]).tolist())
-        match["saving_ci"] = (low, high)
-    out["matching"] = match
+        match.saving_ci = (low, high)
+    out.matching = match
     return out
 
 

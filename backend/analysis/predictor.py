@@ -159,14 +159,14 @@ def rungs_at_levels(proba: np.ndarray, levels: np.ndarray) -> np.ndarray:
 def _point(policy: Policy, label: str, correct: np.ndarray, frames: np.ndarray, top: int) -> PredictorRow:
     """One frontier row from per-item correctness and frames at the rung each item was given."""
     acc, cost = float(correct.mean()), float(frames.mean())
-    return {
-        "policy": policy,
-        "label": label,
-        "n_items": int(correct.shape[0]),
-        "accuracy": acc,
-        "mean_frames": cost,
-        "cost_vs_top": cost / top if top else None,
-    }
+    return PredictorRow(
+        policy=policy,
+        label=label,
+        n_items=int(correct.shape[0]),
+        accuracy=acc,
+        mean_frames=cost,
+        cost_vs_top=cost / top if top else None,
+    )
 
 
 def reference_rows(ladder: Ladder) -> list[PredictorRow]:
@@ -202,15 +202,15 @@ def frontier_table(
     except UserError as exc:
         return rows, str(exc)
     rows += [
-        {
-            "policy": "cascade",
-            "label": f"t={p['threshold']:g}",
-            "n_items": p["n_items"],
-            "accuracy": p["accuracy"],
-            "mean_frames": p["mean_frames_shared"],
-            "cost_vs_top": p["cost_vs_top_shared"],
-        }
-        for p in swept["frontier"]
+        PredictorRow(
+            policy="cascade",
+            label=f"t={p.threshold:g}",
+            n_items=p.n_items,
+            accuracy=p.accuracy,
+            mean_frames=p.mean_frames_shared,
+            cost_vs_top=p.cost_vs_top_shared,
+        )
+        for p in swept.frontier
     ]
     return rows, None
 
@@ -223,25 +223,25 @@ def report(ladder: Ladder, n_folds: int = 5, seed: int = 0) -> Predictor:
     cv = cross_validate(ladder, n_folds, seed)
     rows, cascade_note = frontier_table(ladder, cv)
     arg = cv.proba.argmax(axis=1)
-    return {
-        "model": ladder.model,
-        "ladder": ladder.labels,
-        "n_items": len(ladder.items),
-        "n_excluded": ladder.n_excluded,
-        "n_without_confidence": len(answered.items) - len(ladder.items),
-        "denominator": cascade.denominator(answered),
-        "folds": n_folds,
-        "seed": seed,
-        "n_groups": int(len(np.unique(cv.groups))),
-        "n_videos": sum(g.startswith("video:") for g in np.unique(cv.groups)),  # the rest: video-less items
-        "target_share": {
+    return Predictor(
+        model=ladder.model,
+        ladder=ladder.labels,
+        n_items=len(ladder.items),
+        n_excluded=ladder.n_excluded,
+        n_without_confidence=len(answered.items) - len(ladder.items),
+        denominator=cascade.denominator(answered),
+        folds=n_folds,
+        seed=seed,
+        n_groups=int(len(np.unique(cv.groups))),
+        n_videos=int(sum(g.startswith("video:") for g in np.unique(cv.groups))),  # the rest: video-less items
+        target_share={
             lab: float(s)
             for lab, s in zip(
                 ladder.labels, np.bincount(cv.target, minlength=len(ladder.labels)) / len(cv.target), strict=True
             )
         },
-        "never_correct_share": float((~ladder.correct.astype(bool).any(axis=1)).mean()),
-        "target_hit_rate": float((arg == cv.target).mean()),
-        "frontier": rows,
-        "cascade_note": cascade_note,
-    }
+        never_correct_share=float((~ladder.correct.astype(bool).any(axis=1)).mean()),
+        target_hit_rate=float((arg == cv.target).mean()),
+        frontier=rows,
+        cascade_note=cascade_note,
+    )

@@ -63,29 +63,27 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"ladder {','.join(out['ladder'])}: every policy {out['denominator']}")
+    print(f"ladder {','.join(out.ladder)}: every policy {out.denominator}")
     if not args.sweep:
         at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
         print(
-            f"threshold {at['threshold']:g}: accuracy {100 * at['accuracy']:.1f}%, "
-            f"frames {at['mean_frames_shared']:.1f} shared / {at['mean_frames_unshared']:.1f} unshared, "
-            f"cost vs top {_percent(at['cost_vs_top_shared'])}"
+            f"threshold {at.threshold:g}: accuracy {100 * at.accuracy:.1f}%, "
+            f"frames {at.mean_frames_shared:.1f} shared / {at.mean_frames_unshared:.1f} unshared, "
+            f"cost vs top {_percent(at.cost_vs_top_shared)}"
         )
         return 0
     swept = cast(CascadeSweepReport, out)  # cascade_view's report without a threshold
-    print(f"top budget accuracy {100 * swept['top_accuracy']:.1f}%")
-    for pt in swept["frontier"]:
+    print(f"top budget accuracy {100 * swept.top_accuracy:.1f}%")
+    for pt in swept.frontier:
         print(
-            f"  t={pt['threshold']:<8g} acc {100 * pt['accuracy']:5.1f}%  shared {pt['mean_frames_shared']:7.1f}  "
-            f"unshared {pt['mean_frames_unshared']:7.1f}"
+            f"  t={pt.threshold:<8g} acc {100 * pt.accuracy:5.1f}%  shared {pt.mean_frames_shared:7.1f}  "
+            f"unshared {pt.mean_frames_unshared:7.1f}"
         )
-    m = swept["matching"]
+    m = swept.matching
     if m is None:
         print("no threshold matches the top budget's accuracy")
     else:
-        print(
-            f"matching: t={m['threshold']:g}, accuracy {100 * m['accuracy']:.1f}%, saving {_percent(m['saving'])} of frames"
-        )
+        print(f"matching: t={m.threshold:g}, accuracy {100 * m.accuracy:.1f}%, saving {_percent(m.saving)} of frames")
     return 0
 
 

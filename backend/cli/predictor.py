@@ -31,14 +31,14 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']} on {','.join(out['ladder'])}: every policy {out['denominator']}; {out['n_groups']} video "
-        f"groups, {out['folds']}-fold grouped CV; target hit rate {100 * out['target_hit_rate']:.1f}%"
+        f"{out.model} on {','.join(out.ladder)}: every policy {out.denominator}; {out.n_groups} video "
+        f"groups, {out.folds}-fold grouped CV; target hit rate {100 * out.target_hit_rate:.1f}%"
     )
-    for row in out["frontier"]:
+    for row in out.frontier:
         print(
-            f"  {row['policy']:9s} {row['label']:18s} acc {100 * row['accuracy']:5.1f}%  frames {row['mean_frames']:7.1f}"
-            f"  (n={row['n_items']})"
+            f"  {row.policy:9s} {row.label:18s} acc {100 * row.accuracy:5.1f}%  frames {row.mean_frames:7.1f}"
+            f"  (n={row.n_items})"
         )
-    if out["cascade_note"]:
-        print(f"cascade: {out['cascade_note']}")
+    if out.cascade_note:
+        print(f"cascade: {out.cascade_note}")
     return 0

@@ -10,10 +10,11 @@ table Streamlit sends.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from backend.contracts.audits import CrossmodelAudit, IsoGroup, NoiseAudit, Recovery
+from backend.contracts.base import unset
+from backend.contracts.policies import CascadePoint, CascadeSweep, Predictor, PredictorRow
 from backend.present.charts import CONFIG, SCHEMA
 from backend.present.palette import CORRECT, FLOW_COLOURS, INK, NEUTRAL, WRONG, rgba
 
@@ -111,10 +112,10 @@ def recovery(rows: list[Recovery], top: str) -> dict:
 
 
 def frontier(
-    refs: Sequence[Mapping[str, Any]],
-    sweep: Mapping[str, Any] | None,
-    point: Mapping[str, Any] | None,
-    report: Mapping[str, Any] | None,
+    refs: Sequence[PredictorRow],
+    sweep: CascadeSweep | None,
+    point: CascadePoint | None,
+    report: Predictor | None,
     colour: str,
     model: str,
     denominator: str,
@@ -123,12 +124,12 @@ def frontier(
     point matching the top budget (with its 95% interval), the chosen threshold, the predictor's levels and argmax;
     ``denominator`` (every point's items) under the title."""
     values: list[dict] = [
-        {"series": "fixed budgets", "x": r["mean_frames"], "y": 100 * r["accuracy"], "label": r["label"]}
+        {"series": "fixed budgets", "x": r.mean_frames, "y": 100 * r.accuracy, "label": r.label}
         for r in refs
-        if r["policy"] == "fixed"
+        if r.policy == "fixed"
     ]
-    oracle = next(r for r in refs if r["policy"] == "oracle")
-    values.append({"series": "oracle (cheapest correct)", "x": oracle["mean_frames"], "y": 100 * oracle["accuracy"]})
+    oracle = next(r for r in refs if r.policy == "oracle")
+    values.append({"series": "oracle (cheapest correct)", "x": oracle.mean_frames, "y": 100 * oracle.accuracy})
     series = ["fixed budgets", "oracle (cheapest correct)"]
     colours = [NEUTRAL, CORRECT]
     shapes = ["circle", "triangle-up"]
@@ -136,48 +137,48 @@ def frontier(
     matches = None
     if sweep is not None:
         values += [
-            {"series": "cascade (frames shared)", "x": p["mean_frames_shared"], "y": 100 * p["accuracy"], "label": f"t={p['threshold']:g}"}
-            for p in sorted(sweep["frontier"], key=lambda p: (p["mean_frames_shared"], p["threshold"]))
+            {"series": "cascade (frames shared)", "x": p.mean_frames_shared, "y": 100 * p.accuracy, "label": f"t={p.threshold:g}"}
+            for p in sorted(sweep.frontier, key=lambda p: (p.mean_frames_shared, p.threshold))
         ]  # fmt: skip
         series.append("cascade (frames shared)")
         colours.append(colour)
         shapes.append("circle")
         sizes.append(20)
-        match = sweep["matching"]
+        match = sweep.matching
         if match is not None:
-            matches = f"matches {sweep['ladder'][-1]}"
-            lo, hi = match.get("accuracy_ci") or (match["accuracy"], match["accuracy"])
+            matches = f"matches {sweep.ladder[-1]}"
+            lo, hi = unset(match.accuracy_ci) or (match.accuracy, match.accuracy)
             values.append(
-                {"series": matches, "x": match["mean_frames_shared"], "y": 100 * match["accuracy"], "lo": 100 * lo,
-                 "hi": 100 * hi, "label": f"t={match['threshold']:.3g}: saves {100 * (match['saving'] or 0):.0f}% of frames"}
+                {"series": matches, "x": match.mean_frames_shared, "y": 100 * match.accuracy, "lo": 100 * lo,
+                 "hi": 100 * hi, "label": f"t={match.threshold:.3g}: saves {100 * (match.saving or 0):.0f}% of frames"}
             )  # fmt: skip
             series.append(matches)
             colours.append(colour)
             shapes.append("diamond")
             sizes.append(280)
     if point is not None:
-        name = f"threshold {point['threshold']:g}"
-        values.append({"series": name, "x": point["mean_frames_shared"], "y": 100 * point["accuracy"]})
+        name = f"threshold {point.threshold:g}"
+        values.append({"series": name, "x": point.mean_frames_shared, "y": 100 * point.accuracy})
         series.append(name)
         colours.append(INK)
         shapes.append("circle")
         sizes.append(160)
     if report is not None:
-        rows = [r for r in report["frontier"] if r["policy"] == "predictor"]
-        levels = sorted((r for r in rows if r["label"] != "argmax"), key=lambda r: r["mean_frames"])
+        rows = [r for r in report.frontier if r.policy == "predictor"]
+        levels = sorted((r for r in rows if r.label != "argmax"), key=lambda r: r.mean_frames)
         values += [
-            {"series": "budget predictor (levels q)", "x": r["mean_frames"], "y": 100 * r["accuracy"], "label": r["label"]}
+            {"series": "budget predictor (levels q)", "x": r.mean_frames, "y": 100 * r.accuracy, "label": r.label}
             for r in levels
         ]  # fmt: skip
-        arg = next(r for r in rows if r["label"] == "argmax")
-        values.append({"series": "budget predictor (argmax)", "x": arg["mean_frames"], "y": 100 * arg["accuracy"]})
+        arg = next(r for r in rows if r.label == "argmax")
+        values.append({"series": "budget predictor (argmax)", "x": arg.mean_frames, "y": 100 * arg.accuracy})
         series += ["budget predictor (levels q)", "budget predictor (argmax)"]
         colours += [INK, INK]
         shapes += ["square", "square"]
         sizes += [20, 120]
     area = dict(zip(series, sizes, strict=True))
     values = [{**v, "size": area[v["series"]]} for v in values]  # a marker's area as data: Vega scales no nominal size
-    top_frames = max(r["mean_frames"] for r in refs if r["policy"] == "fixed")
+    top_frames = max(r.mean_frames for r in refs if r.policy == "fixed")
     x = {"field": "x", "type": "quantitative", "title": "mean frames per item (frames shared across budgets)",
          "scale": {"domain": [0, top_frames * 1.08]}}  # fmt: skip
     y = {"field": "y", "type": "quantitative", "title": "accuracy (%)", "scale": {"zero": False}}

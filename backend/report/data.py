@@ -9,11 +9,10 @@ the clock except ``meta.generated_at``, which honours ``SOURCE_DATE_EPOCH`` (rep
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -72,11 +71,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _without(report: Mapping[str, Any], *keys: str) -> dict[str, Any]:
-    """``report`` less ``keys`` (the report states its scope once, at the top)."""
-    return {k: v for k, v in report.items() if k not in keys}
-
-
 def _part(report: Contract, cls: type[C]) -> C:
     """The fields of ``cls`` out of a wider ``report`` (the report states its scope once, at the top)."""
     return cls(**{name: getattr(report, name) for name in cls.__struct_fields__})
@@ -93,7 +87,7 @@ def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) 
         available=True,
         model=resolved.scope.focus,
         reference=predictor.reference_rows(ladder),
-        sweep=cast(CascadeSweep, _without(sweep, "scope")),  # cascade_view without a threshold sweeps
+        sweep=_part(sweep, CascadeSweep),  # cascade_view without a threshold sweeps
     )
 
 

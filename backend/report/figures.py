@@ -35,7 +35,7 @@ def figures(data: ReportData) -> dict[str, dict]:
     sweep = unset(policy.sweep)
     if policy.available and isinstance(policy.model, str) and sweep is not None:
         out["fig-frontier"] = charts_audits.frontier(
-            unset(policy.reference) or [], sweep, None, None, colours[policy.model], policy.model, sweep["denominator"]
+            unset(policy.reference) or [], sweep, None, None, colours[policy.model], policy.model, sweep.denominator
         )
     if data.explain is not None:
         out["fig-explain"] = charts_items.explain_lifts(data.explain)

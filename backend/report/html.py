@@ -33,7 +33,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from backend.contracts.base import to_json
+from backend.contracts.base import to_json, unset
 from backend.contracts.common import ScopeHeader
 from backend.contracts.report import ReportData
 from backend.present.palette import CORRECT, INK, NEUTRAL, WRONG
@@ -209,6 +209,7 @@ def _environment() -> jinja2.Environment:
         filters_text=_filters_text,
         runs_text=_runs_text,
         zip=zip,
+        unset=unset,
     )
     return env
 
