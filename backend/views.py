@@ -312,7 +312,7 @@ def explain_view(
     attributes = explain.attribute_table(matrix.items, tags, probed(store, matrix.items))
     cells = load_answer_cells(store, matrix, model, resolved.scope.include_reruns, resolved.scope)
     out = explain.report(matrix, model, target, attributes, cells, min_size, top, exclude_unparsed, pairs)
-    return {**out, "scope": resolved.header(matrix)}
+    return validated(ExplainReport(**asdict(out), scope=resolved.header(matrix)))
 
 
 def selected_ids(view: View, model: str, sel: Selection) -> list[str]:

@@ -12,6 +12,7 @@ from scipy.stats import fisher_exact
 
 from backend.analysis import explain
 from backend.cli import main
+from backend.contracts.base import to_json
 from backend.scope.answer_cells import AnswerCells, load_answer_cells
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import ITEM_COLUMNS, Matrix
@@ -78,45 +79,45 @@ def test_newcombe_interval_matches_newcombes_worked_example():
 def test_planted_single_slice_ranks_first_with_scipys_fisher_p():
     matrix, harmed = planted()
     out = run_report(matrix)
-    top = out["slices"][0]
-    assert top["label"] == "task type = Counting"  # plain names, not field names
+    top = out.slices[0]
+    assert top.label == "task type = Counting"  # plain names, not field names
     tt = matrix.items["task_type"].to_numpy() == "Counting"
     a, n_slice = int((tt & harmed).sum()), int(tt.sum())
     b, n_rest = int((~tt & harmed).sum()), int((~tt).sum())
-    assert (top["n_slice"], top["n_selected"]) == (n_slice, a)
-    assert top["p"] == fisher_exact([[a, n_slice - a], [b, n_rest - b]])[1]
-    assert top["rate"] == pytest.approx(a / n_slice) and top["base_rate"] == pytest.approx(harmed.mean())
-    assert top["lift"] == pytest.approx((a / n_slice) / harmed.mean())
-    assert top["diff"] == pytest.approx(a / n_slice - b / n_rest)
+    assert (top.n_slice, top.n_selected) == (n_slice, a)
+    assert top.p == fisher_exact([[a, n_slice - a], [b, n_rest - b]])[1]
+    assert top.rate == pytest.approx(a / n_slice) and top.base_rate == pytest.approx(harmed.mean())
+    assert top.lift == pytest.approx((a / n_slice) / harmed.mean())
+    assert top.diff == pytest.approx(a / n_slice - b / n_rest)
     lo, hi = explain.newcombe_interval(a, n_slice, b, n_rest)
-    assert top["diff_ci"] == pytest.approx([float(lo), float(hi)])
-    assert top["item_ids"] == matrix.items["item_id"][tt & harmed].tolist()
+    assert top.diff_ci == pytest.approx([float(lo), float(hi)])
+    assert top.item_ids == matrix.items["item_id"][tt & harmed].tolist()
 
 
 def test_planted_pair_ranks_first_among_pairs_and_q_is_one_bh_family():
     matrix, harmed = planted()
     out = run_report(matrix)
-    assert out["pairs"], "sliceline proposed no pair"
-    assert set(zip(out["pairs"][0]["attributes"], out["pairs"][0]["values"], strict=True)) == {
+    assert out.pairs, "sliceline proposed no pair"
+    assert set(zip(out.pairs[0].attributes, out.pairs[0].values, strict=True)) == {
         ("duration", "long"),
         ("domain", "Sports"),
     }
     # q: BH by hand over every reported p, padded with p = 1 up to n_tests
-    rows = out["slices"] + out["pairs"]
-    p = np.array([r["p"] for r in rows] + [1.0] * (out["n_tests"] - len(rows)))
+    rows = out.slices + out.pairs
+    p = np.array([r.p for r in rows] + [1.0] * (out.n_tests - len(rows)))
     order = np.argsort(p, kind="mergesort")
     ratio = p[order] * len(p) / np.arange(1, len(p) + 1)
     q_hand = np.empty(len(p))
     q_hand[order] = np.minimum(1, [ratio[k:].min() for k in range(len(p))])
-    assert [r["q"] for r in rows] == pytest.approx(q_hand[: len(rows)].tolist())
+    assert [r.q for r in rows] == pytest.approx(q_hand[: len(rows)].tolist())
     # the family: every single value plus every value pair with at least min_size items
     items = matrix.items
     n_single = sum(items[c].nunique() for c in ("task_type", "duration", "domain", "target"))
     cols = ["task_type", "duration", "domain", "target"]
     n_pairs = sum(
-        int((items.groupby([a, b]).size() >= out["min_size"]).sum()) for i, a in enumerate(cols) for b in cols[i + 1 :]
+        int((items.groupby([a, b]).size() >= out.min_size).sum()) for i, a in enumerate(cols) for b in cols[i + 1 :]
     )
-    assert out["n_tests"] == n_single + n_pairs
+    assert out.n_tests == n_single + n_pairs
 
 
 def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
@@ -125,21 +126,21 @@ def test_the_verdict_counts_the_slices_under_q_005_and_only_they_are_coloured():
 
     matrix, harmed = planted()
     out = run_report(matrix)
-    rows = out["slices"] + out["pairs"]  # top=None: every slice tested that has a row (the rest enter at p = 1)
-    surviving = sum(r["q"] < 0.05 for r in rows)
+    rows = out.slices + out.pairs  # top=None: every slice tested that has a row (the rest enter at p = 1)
+    surviving = sum(r.q < 0.05 for r in rows)
     assert surviving >= 2  # the planted slice and pair
-    assert out["verdict"] == {
+    assert to_json(out.verdict) == {
         "q_level": 0.05,
         "n_surviving": surviving,
-        "n_tests": out["n_tests"],
-        "text": f"{surviving} slices survive Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)",
+        "n_tests": out.n_tests,
+        "text": f"{surviving} slices survive Benjamini-Hochberg at q < 0.05 ({out.n_tests} tested)",
     }
-    assert [r["survives"] for r in rows] == [r["q"] < 0.05 for r in rows]
-    bars = charts_items.explain_lifts(out, top=len(out["slices"]))["data"]["values"]
-    drawn = out["slices"] + out["pairs"][: len(out["slices"]) // 3]  # best first, from the top
-    assert [b["colour"] == NEUTRAL for b in bars] == [not r["survives"] for r in drawn]
-    assert [b["opacity"] for b in bars] == [0.35 if r["small"] else 0.9 for r in drawn]
-    assert charts_items.explain_lifts(out)["title"]["subtitle"] == out["verdict"]["text"]
+    assert [r.survives for r in rows] == [r.q < 0.05 for r in rows]
+    bars = charts_items.explain_lifts(out, top=len(out.slices))["data"]["values"]
+    drawn = out.slices + out.pairs[: len(out.slices) // 3]  # best first, from the top
+    assert [b["colour"] == NEUTRAL for b in bars] == [not r.survives for r in drawn]
+    assert [b["opacity"] for b in bars] == [0.35 if r.small else 0.9 for r in drawn]
+    assert charts_items.explain_lifts(out)["title"]["subtitle"] == out.verdict.text
 
 
 def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
@@ -151,9 +152,9 @@ def test_with_nothing_planted_no_slice_survives_and_every_bar_is_grey():
     rng = np.random.default_rng(7)
     matrix.correct[0, :, 2] = (rng.random(matrix.n_items) >= 0.1).astype(np.int8)
     out = run_report(matrix)
-    assert out["verdict"]["n_surviving"] == 0 and not any(r["survives"] for r in out["slices"] + out["pairs"])
-    assert out["verdict"]["text"] == f"No slice survives Benjamini-Hochberg at q < 0.05 ({out['n_tests']} tested)"
-    assert any((r["lift"] or 0) > 1 for r in out["slices"])  # what the chart once painted as enriched
+    assert out.verdict.n_surviving == 0 and not any(r.survives for r in out.slices + out.pairs)
+    assert out.verdict.text == f"No slice survives Benjamini-Hochberg at q < 0.05 ({out.n_tests} tested)"
+    assert any((r.lift or 0) > 1 for r in out.slices)  # what the chart once painted as enriched
     assert {b["colour"] for b in charts_items.explain_lifts(out)["data"]["values"]} == {NEUTRAL}
 
 
@@ -163,10 +164,10 @@ def test_small_slices_are_marked_and_never_ranked_above_supported_ones():
     first = np.flatnonzero(harmed)[:5]
     items.loc[first, "sub_category"] = "tiny"  # 5 items, all harmed: the highest rate of all
     out = run_report(matrix)
-    small = [k for k, s in enumerate(out["slices"]) if s["small"]]
-    assert small and min(small) > max(k for k, s in enumerate(out["slices"]) if not s["small"])
-    tiny = next(s for s in out["slices"] if s["values"] == ["tiny"])
-    assert tiny["small"] and tiny["rate"] == 1.0
+    small = [k for k, s in enumerate(out.slices) if s.small]
+    assert small and min(small) > max(k for k, s in enumerate(out.slices) if not s.small)
+    tiny = next(s for s in out.slices if s.values == ["tiny"])
+    assert tiny.small and tiny.rate == 1.0
 
 
 def test_exclude_unparsed_drops_items_with_unreadable_raw_outputs():
@@ -177,7 +178,7 @@ def test_exclude_unparsed_drops_items_with_unreadable_raw_outputs():
     attributes = explain.attribute_table(matrix.items)
     target = explain.Target("flow", ("8f", "32f", "harmed"))
     kept = explain.report(matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind))
-    assert kept["parser"] == {
+    assert to_json(kept.parser) == {
         "configs": ["8f", "32f"],
         "empty": 3,
         "degenerate": 2,
@@ -188,7 +189,7 @@ def test_exclude_unparsed_drops_items_with_unreadable_raw_outputs():
     dropped = explain.report(
         matrix, "m", target, attributes, AnswerCells(cells_for(matrix).letter, kind), exclude_unparsed=True
     )
-    assert dropped["n_selected"] == kept["n_selected"] - 5
+    assert dropped.n_selected == kept.n_selected - 5
 
 
 def test_letter_prior_and_answer_moves_by_hand():
@@ -212,12 +213,12 @@ def test_agreement_against_hand_counts_and_sklearns_kappa():
     b = np.array([1, 1, 0, 1, 0, 0, 0, 0, 1, 0], bool)
     out = explain.agreement({"x": a, "y": b})
     pair = out["pairs"][0]
-    assert (pair["n_a"], pair["n_b"], pair["overlap"]) == (4, 4, 3)
-    assert pair["expected"] == pytest.approx(4 * 4 / 10) and pair["jaccard"] == pytest.approx(3 / 5)
-    assert pair["kappa"] == pytest.approx(cohen_kappa_score(a, b))
+    assert (pair.n_a, pair.n_b, pair.overlap) == (4, 4, 3)
+    assert pair.expected == pytest.approx(4 * 4 / 10) and pair.jaccard == pytest.approx(3 / 5)
+    assert pair.kappa == pytest.approx(cohen_kappa_score(a, b))
     from scipy.stats import hypergeom
 
-    assert pair["p"] == pytest.approx(hypergeom.sf(2, 10, 4, 4))
+    assert pair.p == pytest.approx(hypergeom.sf(2, 10, 4, 4))
     assert out["every"].tolist() == (a & b).tolist()
 
 
@@ -317,14 +318,12 @@ def test_a_sampled_pair_search_reports_exact_numbers(monkeypatch):
     matrix, harmed = planted()
     monkeypatch.setattr(explain, "PAIR_SAMPLE", 600)
     out = run_report(matrix)
-    assert "a seeded sample of 600 of the 1,200 items" in out["pair_search"]
-    pair = out["pairs"][0]
+    assert "a seeded sample of 600 of the 1,200 items" in out.pair_search
+    pair = out.pairs[0]
     items = matrix.items
-    mask = np.logical_and.reduce(
-        [items[a].to_numpy() == v for a, v in zip(pair["attributes"], pair["values"], strict=True)]
-    )
-    assert (pair["n_slice"], pair["n_selected"]) == (int(mask.sum()), int((mask & harmed).sum()))
-    assert set(pair["values"]) == {"long", "Sports"}
+    mask = np.logical_and.reduce([items[a].to_numpy() == v for a, v in zip(pair.attributes, pair.values, strict=True)])
+    assert (pair.n_slice, pair.n_selected) == (int(mask.sum()), int((mask & harmed).sum()))
+    assert set(pair.values) == {"long", "Sports"}
 
 
 @pytest.mark.slow

@@ -47,7 +47,19 @@ import pandas as pd
 from backend.analysis.interventions import cohen_kappa
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
-from backend.contracts.explain import AnswerBehaviour, ExplainSlice, Explanation, TargetKind, Verdict
+from backend.contracts.explain import (
+    Agreement,
+    AgreementPair,
+    AnswerBehaviour,
+    AnswerMoves,
+    ExplainSlice,
+    ExplainTarget,
+    Explanation,
+    LetterPrior,
+    ParserEffects,
+    TargetKind,
+    Verdict,
+)
 from backend.scope.answer_cells import AnswerCells
 from backend.scope.matrix import Matrix
 from backend.scope.tags import tag_masks
@@ -474,17 +486,17 @@ def agreement(masks: dict[str, np.ndarray]) -> dict:
             ma, mb = masks[a], masks[b]
             na, nb, both, either = int(ma.sum()), int(mb.sum()), int((ma & mb).sum()), int((ma | mb).sum())
             pairs.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "n_a": na,
-                    "n_b": nb,
-                    "overlap": both,
-                    "expected": na * nb / n if n else float("nan"),
-                    "p": float(hypergeom.sf(both - 1, n, na, nb)) if n else float("nan"),
-                    "jaccard": both / either if either else None,
-                    "kappa": cohen_kappa(ma, mb),
-                }
+                AgreementPair(
+                    a=a,
+                    b=b,
+                    n_a=na,
+                    n_b=nb,
+                    overlap=both,
+                    expected=na * nb / n if n else float("nan"),
+                    p=float(hypergeom.sf(both - 1, n, na, nb)) if n else float("nan"),
+                    jaccard=both / either if either else None,
+                    kappa=cohen_kappa(ma, mb),
+                )
             )
     every = np.logical_and.reduce([masks[m] for m in models])
     return {"models": models, "pairs": pairs, "every": every}
@@ -545,7 +557,7 @@ def verdict(q: np.ndarray, n_tests: int, level: float = Q_LEVEL) -> Verdict:
         text = f"No slice survives Benjamini-Hochberg at q < {level:g} ({n_tests:,} tested)"
     else:
         text = f"{n:,} {'slice survives' if n == 1 else 'slices survive'} Benjamini-Hochberg at q < {level:g} ({n_tests:,} tested)"
-    return {"q_level": level, "n_surviving": n, "n_tests": n_tests, "text": text}
+    return Verdict(q_level=level, n_surviving=n, n_tests=n_tests, text=text)
 
 
 def _slice_records(
@@ -557,24 +569,24 @@ def _slice_records(
     for row in shown.to_dict("records"):  # one per reported slice (tens), never per item
         members = masks[row["index"]] & selected
         out.append(
-            {
-                "attributes": list(row["attributes"]),
-                "values": list(row["values"]),
-                "label": " & ".join(f"{plain(a)} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
-                "n_slice": int(row["n_slice"]),
-                "n_selected": int(row["n_selected"]),
-                "rate": _num(row["rate"]),
-                "base_rate": _num(row["base_rate"]),
-                "lift": _num(row["lift"]),
-                "diff": _num(row["diff"]),
-                "lift_ci": None if np.isnan(row["lift_lo"]) else (float(row["lift_lo"]), float(row["lift_hi"])),
-                "diff_ci": None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
-                "p": float(row["p"]),
-                "q": float(row["q"]),
-                "survives": bool(row["q"] < Q_LEVEL),
-                "small": bool(row["small"]),
-                "item_ids": ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
-            }
+            ExplainSlice(
+                attributes=list(row["attributes"]),
+                values=list(row["values"]),
+                label=" & ".join(f"{plain(a)} = {v}" for a, v in zip(row["attributes"], row["values"], strict=True)),
+                n_slice=int(row["n_slice"]),
+                n_selected=int(row["n_selected"]),
+                rate=_num(row["rate"]),
+                base_rate=_num(row["base_rate"]),
+                lift=_num(row["lift"]),
+                diff=_num(row["diff"]),
+                lift_ci=None if np.isnan(row["lift_lo"]) else (float(row["lift_lo"]), float(row["lift_hi"])),
+                diff_ci=None if np.isnan(row["diff_lo"]) else (float(row["diff_lo"]), float(row["diff_hi"])),
+                p=float(row["p"]),
+                q=float(row["q"]),
+                survives=bool(row["q"] < Q_LEVEL),
+                small=bool(row["small"]),
+                item_ids=ids[members].tolist() if row["n_selected"] <= LINK_MAX else None,
+            )
         )
     return out
 
@@ -600,35 +612,35 @@ def answer_behaviour(matrix: Matrix, cells: AnswerCells, target: Target, selecte
     remap[used + 1] = np.arange(len(used))
     answer, tcode = remap[letter_cells.astype(np.int64) + 1], remap[target_code + 1]
     prior = letter_prior(answer[mcqa], tcode[mcqa], len(letters))
-    out: AnswerBehaviour = {
-        "letters": letters,
-        "targets": dict(zip(letters, prior["targets"].tolist(), strict=True)),
-        "prior": [
-            {
-                "config": label,
-                "chosen": dict(zip(letters, prior["chosen"][c].tolist(), strict=True)),
-                "no_answer": int(prior["no_answer"][c]),
-                "chi2": _num(prior["chi2"][c]),
-                "dof": None if np.isnan(prior["dof"][c]) else int(prior["dof"][c]),
-                "p": _num(prior["p"][c]),
-            }
+    out = AnswerBehaviour(
+        letters=letters,
+        targets=dict(zip(letters, prior["targets"].tolist(), strict=True)),
+        prior=[
+            LetterPrior(
+                config=label,
+                chosen=dict(zip(letters, prior["chosen"][c].tolist(), strict=True)),
+                no_answer=int(prior["no_answer"][c]),
+                chi2=_num(prior["chi2"][c]),
+                dof=None if np.isnan(prior["dof"][c]) else int(prior["dof"][c]),
+                p=_num(prior["p"][c]),
+            )
             for c, label in enumerate(matrix.grid)
         ],
-        "moved": None,
-    }
+        moved=None,
+    )
     if target.kind == "flow":
         ia, ib = matrix.config_index(target.args[0]), matrix.config_index(target.args[1])
         chosen = selected & mcqa
         moved = moved_to(answer[chosen, ia], answer[chosen, ib], tcode[chosen], len(letters))
         names = ["no answer", *letters]
-        out["moved"] = {
-            "from": dict(zip(names, moved["from"].tolist(), strict=True)),
-            "to": dict(zip(names, moved["to"].tolist(), strict=True)),
-            "to_target": moved["to_target"],
-            "to_other_letter": moved["to_other_letter"],
-            "to_no_answer": moved["to_no_answer"],
-            "same_letter": moved["same_letter"],
-        }
+        out.moved = AnswerMoves(
+            from_=dict(zip(names, moved["from"].tolist(), strict=True)),
+            to=dict(zip(names, moved["to"].tolist(), strict=True)),
+            to_target=moved["to_target"],
+            to_other_letter=moved["to_other_letter"],
+            to_no_answer=moved["to_no_answer"],
+            same_letter=moved["same_letter"],
+        )
     return out
 
 
@@ -700,38 +712,38 @@ def report(
         selected = selected & ~parser["mask"]
     singles, pair_table, n_tests, masks = explain_slices(attributes, selected, min_size, pairs)
     ids = matrix.items["item_id"].astype(str).to_numpy(object)
-    out: Explanation = {
-        "model": model,
-        "target": {"kind": target.kind, "args": list(target.args), "describe": target.describe()},
-        "n_scope": matrix.n_items,
-        "n_selected": int(selected.sum()),
-        "base_rate": float(selected.mean()) if matrix.n_items else None,
-        "min_size": min_size,
-        "n_tests": n_tests,
-        "verdict": verdict(np.concatenate([singles["q"].to_numpy(), pair_table["q"].to_numpy()]), n_tests),
-        "pair_search": pair_search(matrix.n_items) if pairs else None,
-        "attributes": [a.name for a in attributes],
-        "slices": _slice_records(singles, masks[0], selected, ids, top),
-        "pairs": _slice_records(pair_table, masks[1], selected, ids, top),
-        "parser": {
-            "configs": parser["configs"],
-            "empty": parser["empty"],
-            "degenerate": parser["degenerate"],
-            "unparsed": parser["unparsed"],
-            "affected": parser["affected"],
-            "excluded": exclude_unparsed,
-        },
-        "answers": answer_behaviour(matrix, cells, target, selected),
-        "agreement": None,
-        "untested": untested(attributes, cells, matrix.items),
-    }
+    out = Explanation(
+        model=model,
+        target=ExplainTarget(kind=target.kind, args=list(target.args), describe=target.describe()),
+        n_scope=matrix.n_items,
+        n_selected=int(selected.sum()),
+        base_rate=float(selected.mean()) if matrix.n_items else None,
+        min_size=min_size,
+        n_tests=n_tests,
+        verdict=verdict(np.concatenate([singles["q"].to_numpy(), pair_table["q"].to_numpy()]), n_tests),
+        pair_search=pair_search(matrix.n_items) if pairs else None,
+        attributes=[a.name for a in attributes],
+        slices=_slice_records(singles, masks[0], selected, ids, top),
+        pairs=_slice_records(pair_table, masks[1], selected, ids, top),
+        parser=ParserEffects(
+            configs=parser["configs"],
+            empty=parser["empty"],
+            degenerate=parser["degenerate"],
+            unparsed=parser["unparsed"],
+            affected=parser["affected"],
+            excluded=exclude_unparsed,
+        ),
+        answers=answer_behaviour(matrix, cells, target, selected),
+        agreement=None,
+        untested=untested(attributes, cells, matrix.items),
+    )
     if target.kind in ("flow", "state", "tag") and len(matrix.models) > 1:
         agree = agreement({m: target_mask(matrix, m, target) for m in matrix.models})
         every = agree.pop("every")
-        out["agreement"] = {
-            "models": agree["models"],
-            "pairs": agree["pairs"],
-            "n_every": int(every.sum()),
-            "every": ids[every][:LINK_MAX].tolist(),
-        }
+        out.agreement = Agreement(
+            models=agree["models"],
+            pairs=agree["pairs"],
+            n_every=int(every.sum()),
+            every=ids[every][:LINK_MAX].tolist(),
+        )
     return out

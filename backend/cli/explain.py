@@ -106,11 +106,11 @@ def compute(args: argparse.Namespace) -> ExplainReport:
 
 
 def _row(s: ExplainSlice) -> str:
-    ci = "" if s["diff_ci"] is None else f" [{100 * s['diff_ci'][0]:+.1f}, {100 * s['diff_ci'][1]:+.1f}]"
-    small = ("  survives" if s["survives"] else "") + ("  (small)" if s["small"] else "")
+    ci = "" if s.diff_ci is None else f" [{100 * s.diff_ci[0]:+.1f}, {100 * s.diff_ci[1]:+.1f}]"
+    small = ("  survives" if s.survives else "") + ("  (small)" if s.small else "")
     return (
-        f"  {s['label']}: {s['n_selected']}/{s['n_slice']} = {100 * (s['rate'] or 0):.1f}%, lift {s['lift'] or 0:.2f}, "
-        f"diff {100 * (s['diff'] or 0):+.1f} pts{ci}, p {s['p']:.3g}, q {s['q']:.3g}{small}"
+        f"  {s.label}: {s.n_selected}/{s.n_slice} = {100 * (s.rate or 0):.1f}%, lift {s.lift or 0:.2f}, "
+        f"diff {100 * (s.diff or 0):+.1f} pts{ci}, p {s.p:.3g}, q {s.q:.3g}{small}"
     )
 
 
@@ -120,40 +120,40 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['model']}: {out['target']['describe']}: {out['n_selected']} of {count(out['n_scope'], 'item')} "
-        f"(base rate {100 * (out['base_rate'] or 0):.1f}%), {out['n_tests']} slices tested"
+        f"{out.model}: {out.target.describe}: {out.n_selected} of {count(out.n_scope, 'item')} "
+        f"(base rate {100 * (out.base_rate or 0):.1f}%), {out.n_tests} slices tested"
     )
-    print(f"{out['verdict']['text']}.")
+    print(f"{out.verdict.text}.")
     print("slices (one attribute):")
-    for s in out["slices"]:
+    for s in out.slices:
         print(_row(s))
-    if out["pairs"]:
+    if out.pairs:
         print("slices (two attributes):")
-        for s in out["pairs"]:
+        for s in out.pairs:
             print(_row(s))
-    par = out["parser"]
+    par = out.parser
     print(
-        f"raw outputs at {', '.join(par['configs'])}: {par['empty']} empty, {par['degenerate']} degenerate, "
-        f"{par['unparsed']} unparsed ({count(par['affected'], 'item')}{', left out' if par['excluded'] else ''})"
+        f"raw outputs at {', '.join(par.configs)}: {par.empty} empty, {par.degenerate} degenerate, "
+        f"{par.unparsed} unparsed ({count(par.affected, 'item')}{', left out' if par.excluded else ''})"
     )
-    moved = out["answers"]["moved"]
+    moved = out.answers.moved
     if moved:
-        print("answers moved to: " + ", ".join(f"{k} {v}" for k, v in moved["to"].items() if v))
-    for row in out["answers"]["prior"]:
-        p = MISSING if row["p"] is None else f"{row['p']:.3g}"
+        print("answers moved to: " + ", ".join(f"{k} {v}" for k, v in moved.to.items() if v))
+    for row in out.answers.prior:
+        p = MISSING if row.p is None else f"{row.p:.3g}"
         print(
-            f"  letters at {row['config']}: "
-            + " ".join(f"{k}:{v}" for k, v in row["chosen"].items())
-            + f", none:{row['no_answer']}; chi-square p vs targets {p}"
+            f"  letters at {row.config}: "
+            + " ".join(f"{k}:{v}" for k, v in row.chosen.items())
+            + f", none:{row.no_answer}; chi-square p vs targets {p}"
         )
-    agree = out["agreement"]
+    agree = out.agreement
     if agree:
-        for pr in agree["pairs"]:
+        for pr in agree.pairs:
             print(
-                f"  {pr['a']} vs {pr['b']}: overlap {pr['overlap']} (expected {pr['expected']:.1f}, p {pr['p']:.3g}), "
-                f"Jaccard {pr['jaccard'] or 0:.2f}, kappa {pr['kappa'] or 0:.2f}"
+                f"  {pr.a} vs {pr.b}: overlap {pr.overlap} (expected {pr.expected:.1f}, p {pr.p:.3g}), "
+                f"Jaccard {pr.jaccard or 0:.2f}, kappa {pr.kappa or 0:.2f}"
             )
-        print(f"  selected in every model: {agree['n_every']}")
-    for note in out["untested"]:
+        print(f"  selected in every model: {agree.n_every}")
+    for note in out.untested:
         print(f"not tested: {note}")
     return 0

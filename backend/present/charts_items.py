@@ -8,9 +8,8 @@ every number the report dict's own.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
+from backend.contracts.explain import ExplainReport, ExplainTarget
 from backend.present.charts import _chart, _ordered, _tip
 from backend.present.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import count
@@ -140,43 +139,43 @@ def phase_timings(timings: dict[str, float], phases: tuple[str, ...]) -> dict:
     )  # fmt: skip
 
 
-def explain_colour(target: Mapping[str, Any]) -> str:
+def explain_colour(target: ExplainTarget) -> str:
     """The colour of an enriched slice: the selection's own (harmed / wrong red, rescued / correct green, else the
     neutral accent)."""
-    state = target["args"][-1] if target["kind"] in ("flow", "state") else None
+    state = target.args[-1] if target.kind in ("flow", "state") else None
     if state in ("harmed", "stable-wrong", "wrong"):
         return WRONG
     return CORRECT if state in ("rescued", "stable-correct", "correct") else ACCENT
 
 
-def explain_lifts(report: Mapping[str, Any], top: int = 12) -> dict:
+def explain_lifts(report: ExplainReport, top: int = 12) -> dict:
     """The "Why these items?" chart: the top slices' lift with its 95% interval, lift 1 (the base rate) marked;
     only the slices that survive Benjamini-Hochberg (``survives``) in colour, the rest grey, small slices pale;
     the report's verdict ("No slice survives ...") under the title. Best first from the top (the report's own
     order); one and two-attribute slices together, each labelled."""
-    rows = report["slices"][:top] + report["pairs"][: max(0, top // 3)]
-    enriched = explain_colour(report["target"])
+    rows = report.slices[:top] + report.pairs[: max(0, top // 3)]
+    enriched = explain_colour(report.target)
+    order = [r.label + (" (small)" if r.small else "") for r in rows]
     values = [
         {
-            "slice": r["label"] + (" (small)" if r["small"] else ""),
-            "lift": r["lift"],
-            "lo": r["lift_ci"][0] if r["lift_ci"] else None,
-            "hi": r["lift_ci"][1] if r["lift_ci"] else None,
-            "colour": enriched if r["survives"] else NEUTRAL,
-            "opacity": 0.35 if r["small"] else 0.9,
-            "selected": f"{r['n_selected']:,} of {r['n_slice']:,} ({100 * (r['rate'] or 0):.1f}%)",
-            "q": r["q"],
+            "slice": label,
+            "lift": r.lift,
+            "lo": r.lift_ci[0] if r.lift_ci else None,
+            "hi": r.lift_ci[1] if r.lift_ci else None,
+            "colour": enriched if r.survives else NEUTRAL,
+            "opacity": 0.35 if r.small else 0.9,
+            "selected": f"{r.n_selected:,} of {r.n_slice:,} ({100 * (r.rate or 0):.1f}%)",
+            "q": r.q,
         }
-        for r in rows
+        for r, label in zip(rows, order, strict=True)
     ]
-    order = [v["slice"] for v in values]
-    what = report["target"]["describe"]
-    base = 100 * (report["base_rate"] or 0)
+    what = report.target.describe
+    base = 100 * (report.base_rate or 0)
     return _chart(
         {
-            "text": f"Why these items? {what}: {report['n_selected']:,} of {count(report['n_scope'], 'item')}, "
+            "text": f"Why these items? {what}: {report.n_selected:,} of {count(report.n_scope, 'item')}, "
             "top slices by BH q",
-            "subtitle": report["verdict"]["text"],
+            "subtitle": report.verdict.text,
             "subtitleColor": INK,
             "limit": {"expr": "width"},
         },

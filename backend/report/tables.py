@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from backend.contracts.base import to_json, unset
 from backend.contracts.common import Interval
+from backend.contracts.explain import ExplainReport
 from backend.contracts.report import ReportData
 from backend.contracts.views import ContinuousMetrics, ModelMetrics
 from backend.present import tables as frames
@@ -192,28 +193,28 @@ def as_json(data: ReportData) -> str:
     return json.dumps(to_json(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def explain_table(report: dict) -> Table:
+def explain_table(report: ExplainReport) -> Table:
     """ "Why these items?": the ranked slices (one attribute, then two) with rate, lift, difference and p, q."""
     rows, values = [], []
-    for s in report["slices"] + report["pairs"]:
-        diff = interval(s["diff"], s["diff_ci"])
+    for s in report.slices + report.pairs:
+        diff = interval(s.diff, s.diff_ci)
         rows.append(
             [
-                s["label"] + (" (small)" if s["small"] else ""),
-                f"{s['n_selected']} / {s['n_slice']}",
-                pp(s["rate"]),
-                MISSING if s["lift"] is None else f"{s['lift']:.2f}",
+                s.label + (" (small)" if s.small else ""),
+                f"{s.n_selected} / {s.n_slice}",
+                pp(s.rate),
+                MISSING if s.lift is None else f"{s.lift:.2f}",
                 diff,
-                p_value(s["p"]),
-                p_value(s["q"]),
+                p_value(s.p),
+                p_value(s.q),
             ]
         )
-        values.append([None, s["n_selected"], s["rate"], s["lift"], s["diff"], s["p"], s["q"]])
+        values.append([None, s.n_selected, s.rate, s.lift, s.diff, s.p, s.q])
     caption = (
-        f"Why these items? {report['target']['describe']} of {report['model']}: {report['n_selected']:,} of "
-        f"{count(report['n_scope'], 'item')} (base rate {pp(report['base_rate'])}%). Rate: % of the slice's items selected; "
+        f"Why these items? {report.target.describe} of {report.model}: {report.n_selected:,} of "
+        f"{count(report.n_scope, 'item')} (base rate {pp(report.base_rate)}%). Rate: % of the slice's items selected; "
         "difference: percentage points against the rest of the scope (Newcombe 95% interval); Fisher's exact p; "
-        f"Benjamini-Hochberg q over {report['n_tests']} slices; small: under {count(report['min_size'], 'item')}."
+        f"Benjamini-Hochberg q over {report.n_tests} slices; small: under {count(report.min_size, 'item')}."
     )
     columns = ["Slice", "Selected / in slice", "Rate", "Lift", "Difference", "p", "q"]
     return Table("explain", caption, columns, rows, values, [None, "n_selected", "rate", "lift", "diff", "p", "q"])

@@ -10,15 +10,15 @@ expander is open: slice finding costs a few hundred milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from backend.analysis.explain import ATTRIBUTES, LINK_MAX, Target
-from backend.contracts.explain import ExplainReport
+from backend.contracts.base import to_json
+from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.present import charts_items
 from backend.present.text import count, interval
 from backend.scope.selection import Selection
@@ -42,34 +42,34 @@ def walk_link(ids: list[str] | None) -> str | None:
     return "inspector?" + urlencode(params)
 
 
-def slice_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def slice_table(rows: Sequence[ExplainSlice]) -> pd.DataFrame:
     """The slices as the panel lists them (numbers as numbers; the link opens the slice's selected items)."""
     return pd.DataFrame(
         {
-            "slice": [r["label"] for r in rows],
-            "selected": [r["n_selected"] for r in rows],
-            "in slice": [r["n_slice"] for r in rows],
-            "rate": [r["rate"] for r in rows],
-            "lift": [r["lift"] for r in rows],
-            "difference (pp, 95% CI)": [interval(r["diff"], r["diff_ci"]) for r in rows],  # as the report writes it
-            "p": [r["p"] for r in rows],
-            "q": [r["q"] for r in rows],
-            "survives": [r["survives"] for r in rows],
-            "small": [r["small"] for r in rows],
-            "items": [walk_link(r["item_ids"]) for r in rows],
+            "slice": [r.label for r in rows],
+            "selected": [r.n_selected for r in rows],
+            "in slice": [r.n_slice for r in rows],
+            "rate": [r.rate for r in rows],
+            "lift": [r.lift for r in rows],
+            "difference (pp, 95% CI)": [interval(r.diff, r.diff_ci) for r in rows],  # as the report writes it
+            "p": [r.p for r in rows],
+            "q": [r.q for r in rows],
+            "survives": [r.survives for r in rows],
+            "small": [r.small for r in rows],
+            "items": [walk_link(r.item_ids) for r in rows],
         }
     )
 
 
-def _links(rows: Sequence[Mapping[str, Any]], top: int = 8) -> None:
+def _links(rows: Sequence[ExplainSlice], top: int = 8) -> None:
     """The best slices' links as plain Markdown links (the table's link column is drawn on a canvas)."""
-    links = [(r, walk_link(r["item_ids"])) for r in rows[:top]]
-    shown = [f"[{ui.escape_md(r['label'])} ({r['n_selected']:,})]({url})" for r, url in links if url]
+    links = [(r, walk_link(r.item_ids)) for r in rows[:top]]
+    shown = [f"[{ui.escape_md(r.label)} ({r.n_selected:,})]({url})" for r, url in links if url]
     if shown:
         st.markdown("Walk a slice's selected items in the Inspector: " + " · ".join(shown))
 
 
-def _table(rows: Sequence[Mapping[str, Any]], key: str) -> None:
+def _table(rows: Sequence[ExplainSlice], key: str) -> None:
     if not rows:
         st.caption("None found.")
         return
@@ -99,40 +99,37 @@ def _table(rows: Sequence[Mapping[str, Any]], key: str) -> None:
 
 
 def _answers(out: ExplainReport) -> None:
-    answers, parser = out["answers"], out["parser"]
+    answers, parser = out.answers, out.parser
     prior = pd.DataFrame(
-        [
-            {"config": r["config"], **r["chosen"], "no answer": r["no_answer"], "chi-square p": r["p"]}
-            for r in answers["prior"]
-        ]
+        [{"config": r.config, **r.chosen, "no answer": r.no_answer, "chi-square p": r.p} for r in answers.prior]
     )
-    targets = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in answers["targets"].items())
+    targets = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in answers.targets.items())
     st.markdown(
         "**Letter prior**: chosen letters per configuration against the targets' (chi-square test of homogeneity); "
         f"targets: {targets}"
     )
     readable.table(prior, {"chi-square p": st.column_config.NumberColumn(format="%.3g")})
-    moved = answers["moved"]
+    moved = answers.moved
     if moved:
-        to = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in moved["to"].items() if v)
+        to = ", ".join(f"{ui.escape_md(k)} {v:,}" for k, v in moved.to.items() if v)
         st.markdown(
-            f"**Where the answers went** (at {ui.escape_md(out['target']['args'][1])}): {to}; the same letter as "
-            f"before {moved['same_letter']:,}, no answer {moved['to_no_answer']:,}."
+            f"**Where the answers went** (at {ui.escape_md(out.target.args[1])}): {to}; the same letter as "
+            f"before {moved.same_letter:,}, no answer {moved.to_no_answer:,}."
         )
     st.caption(
-        f"Raw outputs at {ui.escape_md(', '.join(parser['configs']))}: {parser['empty']:,} empty, "
-        f"{parser['degenerate']:,} degenerate (one character repeated), {parser['unparsed']:,} unparsed: "
-        f"{parser['affected']:,} selected items" + (", left out above." if parser["excluded"] else ".")
+        f"Raw outputs at {ui.escape_md(', '.join(parser.configs))}: {parser.empty:,} empty, "
+        f"{parser.degenerate:,} degenerate (one character repeated), {parser.unparsed:,} unparsed: "
+        f"{parser.affected:,} selected items" + (", left out above." if parser.excluded else ".")
     )
 
 
 def _agreement(out: ExplainReport) -> None:
-    agree = out["agreement"]
+    agree = out.agreement
     if not agree:
         return
-    st.markdown(f"**Across models**: the same {ui.escape_md(out['target']['describe'])} in each model of the scope")
+    st.markdown(f"**Across models**: the same {ui.escape_md(out.target.describe)} in each model of the scope")
     readable.table(
-        pd.DataFrame(agree["pairs"]),
+        pd.DataFrame(to_json(agree.pairs)),
         {
             "expected": st.column_config.NumberColumn(format="%.1f"),
             "p": st.column_config.NumberColumn("Hypergeometric p", format="%.3g"),
@@ -140,8 +137,8 @@ def _agreement(out: ExplainReport) -> None:
             "kappa": st.column_config.NumberColumn(format="%.2f"),
         },
     )
-    link = walk_link(agree["every"])
-    text = f"{count(agree['n_every'], 'item')} are selected in every model"
+    link = walk_link(agree.every)
+    text = f"{count(agree.n_every, 'item')} are selected in every model"
     st.markdown(f"{text}: [walk them in the Inspector]({link})" if link else f"{text}.")
 
 
@@ -163,17 +160,17 @@ def panel(view: View, target: Target, key: str) -> None:
             help="empty, degenerate (one character repeated) or unparsed at the configurations checked",
         )
         out = report(view, model, target, exclude)
-        if out["n_selected"] == 0:
+        if out.n_selected == 0:
             st.info("No item selected: nothing to explain.")
             return
-        for note in out["untested"]:
+        for note in out.untested:
             st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
-        verdict = out["verdict"]
+        verdict = out.verdict
         st.markdown(
-            f"**{ui.escape_md(verdict['text'])}.**"
-            + (" The bars are drawn grey: read them as leads, not findings." if not verdict["n_surviving"] else "")
+            f"**{ui.escape_md(verdict.text)}.**"
+            + (" The bars are drawn grey: read them as leads, not findings." if not verdict.n_surviving else "")
         )
-        if (out["slices"] or out["pairs"]) and not small_n.too_few(out["n_selected"], "selected item"):
+        if (out.slices or out.pairs) and not small_n.too_few(out.n_selected, "selected item"):
             ui.vega(charts_items.explain_lifts(out), f"explain-{model}-{key}")
         if tagged:
             st.caption(
@@ -181,16 +178,16 @@ def panel(view: View, target: Target, key: str) -> None:
                 "with every matched item, and every flip counts."
             )
         st.caption(
-            f"{out['n_selected']:,} of {count(out['n_scope'], 'item')} selected (base rate {ui.pct(out['base_rate'])}); "
-            f"{out['n_tests']:,} slices tested over "
-            f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out['attributes']) or 'no attribute')}; "
-            f"small: under {count(out['min_size'], 'item')}. Pairs of attributes: "
-            f"{ui.escape_md(out['pair_search'] or 'not searched')}."
+            f"{out.n_selected:,} of {count(out.n_scope, 'item')} selected (base rate {ui.pct(out.base_rate)}); "
+            f"{out.n_tests:,} slices tested over "
+            f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out.attributes) or 'no attribute')}; "
+            f"small: under {count(out.min_size, 'item')}. Pairs of attributes: "
+            f"{ui.escape_md(out.pair_search or 'not searched')}."
         )
         st.markdown("**One attribute**")
-        _table(out["slices"], f"explain-slices-{key}")
+        _table(out.slices, f"explain-slices-{key}")
         st.markdown("**Two attributes**")
-        _table(out["pairs"], f"explain-pairs-{key}")
+        _table(out.pairs, f"explain-pairs-{key}")
         _answers(out)
         _agreement(out)
         extra = target.to_argv() or ["--items", "ITEMS.txt"]
