@@ -10,7 +10,7 @@ alone: ``single_scope`` is the scope both the page and the CLI build for them.
 from __future__ import annotations
 
 import shlex
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
@@ -72,6 +72,9 @@ from store import configs, registry
 from store.errors import UserError
 from store.rerun_request import RerunRequest
 from store.store import Store
+
+if TYPE_CHECKING:  # the Inspector's loader (video probing) is imported where an item is opened
+    from backend.scope.inspector import ItemDetail
 
 
 def require_accuracy_items(resolved: Resolved, matrix: Matrix) -> None:
@@ -417,10 +420,10 @@ def protocol_agreement(
     return interventions.agreement(matrix, grid, proto, pairs)
 
 
-def texts_view(detail: dict) -> ItemTexts | None:
+def texts_view(detail: ItemDetail) -> ItemTexts | None:
     """The Inspector's texts panel (``trajaudit inspect --json``'s ``texts``) from ``item_detail``'s record:
     the reference and each configuration's answer with its word-level diff; None unless open-ended."""
-    return item_texts(detail["item"], detail["responses"])
+    return item_texts(detail.item, detail.responses)
 
 
 def single_scope(scope: Scope, grid: tuple[str, ...] = ()) -> Scope:

@@ -13,6 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.contracts.base import unset
+from backend.contracts.inspector import InspectedItem
 from backend.present import charts, series
 from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
@@ -92,20 +94,16 @@ def pick_item(view: View) -> str:
     return item
 
 
-def item_header(item: dict) -> None:
+def item_header(item: InspectedItem) -> None:
     """Question, options and metadata in one Markdown element (one for the browser to draw on every previous/next,
     not one per option and line): ingested text, so escaped (an option's Markdown image must not load)."""
-    target = item.get("target")
-    lines = [f"#### {ui.escape_md(item.get('question') or '(no question text)')}", ""]
-    for option in item["options"]:
+    target = unset(item.target)
+    lines = [f"#### {ui.escape_md(unset(item.question) or '(no question text)')}", ""]
+    for option in item.options:
         text = ui.escape_md(option)
         lines.append(f"- **{text} ✓**" if letter_of(option) == target else f"- {text}")
-    facts = [
-        item.get("task_type"),
-        item.get("duration"),
-        item.get("domain"),
-        f"video {item['video']}" if item.get("video") else None,
-    ]
+    video = unset(item.video)
+    facts = [unset(item.task_type), unset(item.duration), unset(item.domain), f"video {video}" if video else None]
     shown = "not recorded" if target is None else f"**{ui.escape_md(target)}**"  # a store may hold correctness only
     lines += ["", small(" · ".join([f"target {shown}"] + [ui.escape_md(f) for f in facts if f]))]
     st.markdown("\n".join(lines))
@@ -150,7 +148,7 @@ def show_new_reruns(item_id: str, rerun: set[str]) -> None:
     state.put("strips", [*chosen, *configs.order(sorted(rerun - seen - set(chosen)))])
 
 
-def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
+def frame_strips(view: View, item: InspectedItem, responses: pd.DataFrame) -> None:
     """The clip with the frames of the grid's configurations and the re-runs marked on it (or, without a playable
     video, those frames on one axis), then thumbnail strips of the configurations chosen: logged rows first,
     each live re-run's frames under its configuration. The default strips stop at ``STRIP_FRAMES``: the dense
@@ -164,7 +162,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
     rerun = set(responses.loc[responses["live_rerun"], "config"])
     marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
     default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
-    show_new_reruns(item["item_id"], rerun)
+    show_new_reruns(item.item_id, rerun)
     chosen = state.bind(st.multiselect, "strips", "Strips of thumbnails", options=visual, default=default)
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:
@@ -172,7 +170,7 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             f"Video unavailable: {ui.escape_md(problem)}. The strips show the frame indices only.",
             icon=":material/movie:",
         )
-    length = data.catalog_length(view.root, view.version, scope.benchmark or "", item["item_id"])
+    length = data.catalog_length(view.root, view.version, scope.benchmark or "", item.item_id)
     every = frame_plan(responses, configs.order(list(dict.fromkeys(marked + chosen))), info, length)
     if every["indices"].notna().any():
         played = False
@@ -180,8 +178,8 @@ def frame_strips(view: View, item: dict, responses: pd.DataFrame) -> None:
             marks, rows = series.frame_marks(every, info.fps)
             played = player(path, info.duration_s, marks, rows, STATUS_COLOURS)
         if not played:
-            ui.vega(timeline(every, info), f"frames-{item['item_id']}")
-        ui.downloads(every, f"frame-plan-{item['item_id']}")
+            ui.vega(timeline(every, info), f"frames-{item.item_id}")
+        ui.downloads(every, f"frame-plan-{item.item_id}")
     plan = frame_plan(responses, chosen, info, length)
     for _, row in plan.iterrows():
         source = {
@@ -230,8 +228,8 @@ def item_body(view: View, item_id: str) -> None:
     """The item: question, answers and trajectories, texts, raw outputs, frames, re-run and annotations."""
     scope = view.scope
     detail = data.item_detail(view.root, view.version, scope.benchmark or "", item_id)
-    item = detail["item"]
-    responses, choices = shown_runs(detail["responses"], scope.run)
+    item = detail.item
+    responses, choices = shown_runs(detail.responses, scope.run)
     item_header(item)
     run_notice(choices)
     colours = model_colours(data.store_info(view.root, view.version)["models"])

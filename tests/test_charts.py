@@ -82,7 +82,7 @@ def test_inspector_charts_draw_the_items_logged_responses(demo_store, monkeypatc
     at.run()
     at.switch_page("pages/inspector.py").run()
     assert not at.exception and not at.error
-    responses = item_detail(Store(demo_store), "synthetic-videomme", "001-1")["responses"]
+    responses = item_detail(Store(demo_store), "synthetic-videomme", "001-1").responses
     logged, _ = trajectory_rows(responses)
     logged = logged[logged["correct"].notna()]  # every model that answered the item: the selected ones first
     grid = _drawn(at, "Answer per model and configuration")

@@ -185,7 +185,6 @@ def dataclass_contracts() -> dict[type, type]:
     """The dataclasses whose JSON form (``to_dict()`` or ``asdict``) a command prints -> their contracts
     (``store/`` imports nothing from backend, so the contract cannot be the dataclass's own annotation)."""
     from backend.scope.filters import ItemFilter
-    from backend.videos.decode import VideoInfo
     from store.health import Problem, RepairReport, Report
     from store.ingest import IngestSummary
     from store.ingest.publish import FileResult
@@ -198,7 +197,6 @@ def dataclass_contracts() -> dict[type, type]:
         Problem: store.StoreProblem,
         Job: store.JobRecord,
         WorkerInfo: store.WorkerRow,
-        VideoInfo: inspector.VideoProbe,
         ItemFilter: common.ItemFilterSpec,
         ModelSpec: store.ModelEntry,
         IngestSummary: runs.IngestReport,

@@ -263,8 +263,8 @@ def test_frame_plan_logged_reconstructed_and_unknown():
 def test_item_detail_orders_responses_and_refuses_unknown(hand):
     store, _ = hand
     detail = item_detail(store, "bench", "i1")
-    assert detail["responses"]["config"].tolist() == ["text", "8f", "16f"] * 2
-    assert detail["responses"]["model"].tolist() == ["A"] * 3 + ["B"] * 3
+    assert detail.responses["config"].tolist() == ["text", "8f", "16f"] * 2
+    assert detail.responses["model"].tolist() == ["A"] * 3 + ["B"] * 3
     with pytest.raises(UserError, match="not found"):
         item_detail(store, "bench", "nope")
 

@@ -136,13 +136,14 @@ def test_a_queued_reruns_point_joins_its_models_line_and_its_frames_get_a_strip_
 
 
 def test_the_player_seeks_to_a_marked_frame(server, page):
+    from backend.contracts.base import unset
     from backend.scope.inspector import item_detail, locate_video
     from store.store import Store
 
     ids = _walk(server.store)
     goto(page, server, f"inspector?{BASE}&item={ids[0]}")
-    item = item_detail(Store(server.store), BENCH, ids[0])["item"]
-    _, info, problem = locate_video(server.store / "videos", item["video"], Store(server.store), BENCH, ids[0])
+    item = item_detail(Store(server.store), BENCH, ids[0]).item
+    _, info, problem = locate_video(server.store / "videos", unset(item.video), Store(server.store), BENCH, ids[0])
     assert problem is None, problem
     player = page.frame_locator('iframe[title*="player"]')
     player.locator('#chart[data-ready="1"] svg').wait_for()

@@ -178,7 +178,7 @@ def test_item_detail_marks_reruns_and_trajectory_rows_keeps_them_apart(root):
     )
     _add_rerun(root, "16f", "C", 0.4)  # the same config as the logged answer (a forced re-run)
     _add_rerun(root, "12f", "B", 0.5)  # a budget nothing logged
-    responses = item_detail(Store(root), "bench", "q1")["responses"]
+    responses = item_detail(Store(root), "bench", "q1").responses
     assert sorted(responses["live_rerun"].tolist()) == [False, True, True]
     live = responses[responses["live_rerun"]]
     assert set(live["config"]) == {"12f", "16f"} and set(live["rerun_note"]) == {"random weights: pipeline demo"}
@@ -216,7 +216,7 @@ def _panel_script(view, item_id: str, thumbs: str) -> None:
     from backend.scope.inspector import item_detail
     from pages.common.rerun_panel import rerun_panel
 
-    rerun_panel(view, item_detail(view.store, view.scope.benchmark, item_id)["item"], thumbs)
+    rerun_panel(view, item_detail(view.store, view.scope.benchmark, item_id).item, thumbs)
 
 
 def _panel(store: Path, item_id: str = "001-1") -> AppTest:

@@ -10,18 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from backend.contracts.inspector import DiffWord, InspectedItem
 from backend.scope.textdiff import word_diff
 from backend.scope.texts import item_texts, ranks, references
 from store.token_f1 import token_f1
 
 
-def states(words: list[dict]) -> list[tuple[str, str]]:
-    return [(w["text"], w["state"]) for w in words]
+def states(words: list[DiffWord]) -> list[tuple[str, str]]:
+    return [(w.text, w.state) for w in words]
 
 
 def test_matched_words_are_token_f1s_overlap_articles_and_punctuation_are_ignored():
     d = word_diff("The cat sat on the mat!", "A cat on a mat")
-    assert states(d["answer_words"]) == [
+    assert states(d.answer_words) == [
         ("The", "ignored"),
         ("cat", "matched"),
         ("sat", "unmatched"),
@@ -29,7 +30,7 @@ def test_matched_words_are_token_f1s_overlap_articles_and_punctuation_are_ignore
         ("the", "ignored"),
         ("mat!", "matched"),
     ]
-    assert states(d["reference_words"]) == [
+    assert states(d.reference_words) == [
         ("A", "ignored"),
         ("cat", "matched"),
         ("on", "matched"),
@@ -37,29 +38,29 @@ def test_matched_words_are_token_f1s_overlap_articles_and_punctuation_are_ignore
         ("mat", "matched"),
     ]
     # pred tokens: cat sat on mat (4); ref: cat on mat (3); overlap 3: F1 = 2*3 / (4+3)
-    assert (d["matched"], d["answer_tokens"], d["reference_tokens"]) == (3, 4, 3)
-    assert d["token_f1"] == pytest.approx(6 / 7)
+    assert (d.matched, d.answer_tokens, d.reference_tokens) == (3, 4, 3)
+    assert d.token_f1 == pytest.approx(6 / 7)
 
 
 def test_a_reference_word_matches_once_claimed_left_to_right():
     d = word_diff("dog Dog dog", "dog cat")
-    assert states(d["answer_words"]) == [("dog", "matched"), ("Dog", "unmatched"), ("dog", "unmatched")]
-    assert states(d["reference_words"]) == [("dog", "matched"), ("cat", "unmatched")]
-    assert d["token_f1"] == pytest.approx(2 * 1 / (3 + 2))
+    assert states(d.answer_words) == [("dog", "matched"), ("Dog", "unmatched"), ("dog", "unmatched")]
+    assert states(d.reference_words) == [("dog", "matched"), ("cat", "unmatched")]
+    assert d.token_f1 == pytest.approx(2 * 1 / (3 + 2))
 
 
 def test_the_best_of_several_references_is_shown_the_first_of_equals():
     d = word_diff("red ball rolls", ["blue box", "red ball", "ball red"])
-    assert d["reference_index"] == 1 and d["token_f1"] == pytest.approx(0.8)
-    assert states(d["reference_words"]) == [("red", "matched"), ("ball", "matched")]
+    assert d.reference_index == 1 and d.token_f1 == pytest.approx(0.8)
+    assert states(d.reference_words) == [("red", "matched"), ("ball", "matched")]
 
 
 def test_empty_sides():
-    assert word_diff(None, "a b")["token_f1"] == 0.0 and word_diff(None, "a b")["answer_words"] == []
+    assert word_diff(None, "a b").token_f1 == 0.0 and word_diff(None, "a b").answer_words == []
     both = word_diff("", [])
-    assert both["token_f1"] == 1.0 and both["reference_words"] == []
+    assert both.token_f1 == 1.0 and both.reference_words == []
     only_article = word_diff("The.", "the")  # nothing counted on either side: both empty, as Token-F1 says
-    assert states(only_article["answer_words"]) == [("The.", "ignored")] and only_article["token_f1"] == 1.0
+    assert states(only_article.answer_words) == [("The.", "ignored")] and only_article.token_f1 == 1.0
 
 
 WORDS = st.lists(st.sampled_from(["the", "A", "cat", "Cat.", "on", "mat", "don't", "dont", "!", "an", "x-y", "xy"]))
@@ -69,11 +70,11 @@ WORDS = st.lists(st.sampled_from(["the", "A", "cat", "Cat.", "on", "mat", "don't
 def test_the_marks_agree_with_token_f1(pred, refs):
     prediction, references_ = " ".join(pred), [" ".join(r) for r in refs]
     d = word_diff(prediction, references_)
-    assert d["token_f1"] == token_f1(prediction, references_)
-    assert [w["text"] for w in d["answer_words"]] == prediction.split()
-    if d["answer_tokens"] and d["reference_tokens"]:
-        assert d["token_f1"] == pytest.approx(2 * d["matched"] / (d["answer_tokens"] + d["reference_tokens"]))
-    assert d["matched"] == sum(w["state"] == "matched" for w in d["reference_words"])
+    assert d.token_f1 == token_f1(prediction, references_)
+    assert [w.text for w in d.answer_words] == prediction.split()
+    if d.answer_tokens and d.reference_tokens:
+        assert d.token_f1 == pytest.approx(2 * d.matched / (d.answer_tokens + d.reference_tokens))
+    assert d.matched == sum(w.state == "matched" for w in d.reference_words)
 
 
 def _rows(scores: dict[tuple[str, str], float | None], live: bool = False) -> pd.DataFrame:
@@ -108,17 +109,22 @@ def test_best_and_worst_per_model_every_tied_row_and_none_when_all_equal():
     assert ranks(logged).tolist() == ["worst", "best", "worst", None, None, None]
 
 
+def an_item(**fields) -> InspectedItem:
+    """An item's metadata as ``item_detail`` reads it (options: none unless given)."""
+    return InspectedItem(**({"benchmark": "bench", "item_id": "i0", "options": []} | fields))
+
+
 def test_item_texts_rows_and_references():
-    item = {"answer_type": "open", "target": "answer at 16f", "references": json.dumps(["answer at 16f", "other"])}
+    item = an_item(answer_type="open", target="answer at 16f", references=json.dumps(["answer at 16f", "other"]))
     responses = pd.concat([_rows({("m", "8f"): 0.4, ("m", "16f"): 1.0}), _rows({("m", "8f"): 1.0}, live=True)])
     out = item_texts(item, responses.assign(written_at=pd.Timestamp("2026-12-01")))
-    assert out is not None and out["references"] == ["answer at 16f", "other"]
-    got = [(r["config"], r["run"], r["rank"], r["score"], r["diff"]["matched"]) for r in out["rows"]]
+    assert out is not None and out.references == ["answer at 16f", "other"]
+    got = [(r.config, r.run, r.rank, r.score, r.diff.matched) for r in out.rows]
     # "answer at 8f" vs "answer at 16f": answer, at match (2 of 3 tokens each); the re-run is never ranked
     assert got == [("8f", "main", "worst", 0.4, 2), ("16f", "main", "best", 1.0, 3), ("8f", "rerun-1", None, 1.0, 2)]
-    assert item_texts({"answer_type": "mcqa", "options": ["A. x"]}, responses) is None
-    assert references({"target": "only the target"}) == ["only the target"]
-    assert references({"references": "not json", "target": "t"}) == ["not json"]
+    assert item_texts(an_item(answer_type="mcqa", options=["A. x"]), responses) is None
+    assert references(an_item(target="only the target")) == ["only the target"]
+    assert references(an_item(references="not json", target="t")) == ["not json"]
 
 
 def test_the_view_on_the_demo_stores_open_ended_item(demo_store):
@@ -133,18 +139,18 @@ def test_the_view_on_the_demo_stores_open_ended_item(demo_store):
     detail = item_detail(store, bench, item_id)
     texts = views.texts_view(detail)
     assert texts is not None
-    logged = detail["responses"][~detail["responses"]["live_rerun"]].drop_duplicates(["model", "config"])
-    assert len(texts["rows"]) == len(logged)
+    logged = detail.responses[~detail.responses.live_rerun].drop_duplicates(["model", "config"])
+    assert len(texts.rows) == len(logged)
     # The demo writes predictions whose Token-F1 is the stored score: the diff recomputes it from the texts.
-    for row in texts["rows"]:
-        assert row["diff"]["token_f1"] == pytest.approx(row["score"], abs=1e-9)
-    for model in {r["model"] for r in texts["rows"]}:
-        mine = [r for r in texts["rows"] if r["model"] == model]
-        best = max(r["score"] for r in mine)
-        assert {r["config"] for r in mine if r["rank"] == "best"} == {r["config"] for r in mine if r["score"] == best}
-    assert inspect_record(store, bench, item_id, demo_store / "videos")["texts"] == texts
+    for row in texts.rows:
+        assert row.diff.token_f1 == pytest.approx(row.score, abs=1e-9)
+    for model in {r.model for r in texts.rows}:
+        mine = [r for r in texts.rows if r.model == model]
+        best = max(r.score for r in mine)
+        assert {r.config for r in mine if r.rank == "best"} == {r.config for r in mine if r.score == best}
+    assert inspect_record(store, bench, item_id, demo_store / "videos").texts == texts
     mcqa = store.query("SELECT benchmark, item_id FROM items WHERE answer_type = 'mcqa' LIMIT 1").iloc[0]
-    assert inspect_record(store, mcqa.benchmark, mcqa.item_id, demo_store / "videos")["texts"] is None
+    assert inspect_record(store, mcqa.benchmark, mcqa.item_id, demo_store / "videos").texts is None
 
 
 def test_the_panel_shows_answers_as_text_never_markup():
@@ -152,7 +158,7 @@ def test_the_panel_shows_answers_as_text_never_markup():
 
     hostile = "<script>alert(1)</script> **bold** [x](http://attacker.invalid) red <img src=x>"
     rows = _rows({("m<i>", "8f"): 0.5}).assign(raw_output=hostile, written_at=pd.Timestamp("2026-12-01"))
-    texts = item_texts({"answer_type": "open", "target": "red <b>ball</b>"}, rows)
+    texts = item_texts(an_item(answer_type="open", target="red <b>ball</b>"), rows)
     assert texts is not None
     page = texts_table(texts, ["m<i>"], {"m<i>": "#1b9e77"})
     assert "<script>" not in page and "<img" not in page and "<b>ball" not in page and "<i>" not in page

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, command, print_json, split_list
+from backend.contracts.base import unset
 from backend.contracts.inspector import HistoryReport
 from backend.scope.inspector import inspect_record, item_history
 from backend.videos.decode import default_video_root
@@ -37,26 +38,26 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    item = out["item"]
-    print(f"{item['benchmark']}/{item['item_id']}  target {item.get('target')}  {item.get('task_type') or ''}")
-    print(item.get("question") or "")
-    for option in item["options"]:
+    item = out.item
+    print(f"{item.benchmark}/{item.item_id}  target {unset(item.target)}  {unset(item.task_type) or ''}")
+    print(unset(item.question) or "")
+    for option in item.options:
         print(f"  {option}")
-    for r in out["responses"]:
-        print(f"  {r['model']:<24} {r['config']:<16} {r['run']:<8} {r['answer'] or '-':<3} correct={r['correct']}")
-    print(f"video: {out['video']['path'] or out['video']['problem']}")
-    for f in out["frames"]:
-        shown = "?" if f["indices"] is None else len(f["indices"])
-        how = f"{f['source']} ({f['sampler']})" if f["sampler"] else f["source"]
-        print(f"  {f['config']:<16} {how:<28} {shown} frames  {f['note']}")
-    texts = out["texts"]
+    for r in out.responses:
+        print(f"  {r.model:<24} {r.config:<16} {r.run:<8} {r.answer or '-':<3} correct={r.correct}")
+    print(f"video: {out.video.path or out.video.problem}")
+    for f in out.frames:
+        shown = "?" if f.indices is None else len(f.indices)
+        how = f"{f.source} ({f.sampler})" if f.sampler else f.source
+        print(f"  {f.config:<16} {how:<28} {shown} frames  {f.note}")
+    texts = out.texts
     if texts is not None:
-        print("reference: " + " | ".join(texts["references"]))
-        for t in texts["rows"]:
-            score = "-" if t["score"] is None else f"{t['score']:.2f}"
-            matched = f"{t['diff']['matched']}/{t['diff']['reference_tokens']}"
+        print("reference: " + " | ".join(texts.references))
+        for t in texts.rows:
+            score = "-" if t.score is None else f"{t.score:.2f}"
+            matched = f"{t.diff.matched}/{t.diff.reference_tokens}"
             print(
-                f"  {t['model']:<24} {t['config']:<16} {score:>5} {matched:>6} {t['rank'] or '':<5} {' '.join((t['text'] or '').split())}"
+                f"  {t.model:<24} {t.config:<16} {score:>5} {matched:>6} {t.rank or '':<5} {' '.join((t.text or '').split())}"
             )
     return 0
 
@@ -65,11 +66,11 @@ def _print_history(report: HistoryReport, as_json: bool) -> int:
     if as_json:
         print_json(report)
         return 0
-    rows = report["history"]
-    print(f"{report['benchmark']}/{report['item_id']}: {len(rows)} replaced value set(s)")
+    rows = report.history
+    print(f"{report.benchmark}/{report.item_id}: {len(rows)} replaced value set(s)")
     for r in rows:
         print(
-            f"  {r['model']:<24} {r['config']:<16} {r['run']:<8} answer {r['answer'] or '-':<3} correct={r['correct']} "
-            f"confidence={r['confidence']} score={r['score']}  replaced at write {r['replaced_seq']} by {r['replaced_by']}"
+            f"  {r.model:<24} {r.config:<16} {r.run:<8} answer {r.answer or '-':<3} correct={r.correct} "
+            f"confidence={r.confidence} score={r.score}  replaced at write {r.replaced_seq} by {r.replaced_by}"
         )
     return 0

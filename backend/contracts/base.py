@@ -59,10 +59,10 @@ def doc(text: str) -> Meta:
 
 
 def _builtin(value: Any) -> Any:
-    """NumPy scalars (a subclass of float or not) as the Python numbers they hold."""
-    item = getattr(value, "item", None)
-    if callable(item):
-        return item()
+    """NumPy scalars (a subclass of float or not) and arrays as the Python numbers and lists they hold."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
@@ -73,9 +73,10 @@ def to_json(value: Any) -> Any:
 
 def from_rows(records: list[dict[str, Any]], cls: type[T]) -> list[T]:
     """A table's rows (``DataFrame.to_dict("records")``) as ``cls`` objects, each checked field by field; a
-    missing cell (NaN, which pandas puts in text columns too) is None, as the JSON prints it."""
+    missing cell (NaN, which pandas puts in text columns too) is None, as the JSON prints it, and a NumPy value
+    (an array of frame indices, a scalar) the Python value it holds."""
     clean = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in records]
-    rows: list[T] = msgspec.convert(clean, GenericAlias(list, (cls,)))  # list[cls]: cls is a variable
+    rows: list[T] = msgspec.convert(to_json(clean), GenericAlias(list, (cls,)))  # list[cls]: cls is a variable
     return rows
 
 

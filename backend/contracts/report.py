@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from backend.contracts.base import UNSET, Contract, UnsetType, doc
 from backend.contracts.common import ScopeHeader
 from backend.contracts.explain import ExplainReport
+from backend.contracts.inspector import FramesSeen
 from backend.contracts.policies import CascadeSweep, PredictorRow
 from backend.contracts.views import FlowsSummary, Overlap, OverviewNumbers, TaskTypeRow
 
@@ -52,15 +53,9 @@ class GalleryTrajectory(Contract, kw_only=True):
     confidence: Annotated[list[float | None], doc("the answers' probabilities, 3 decimals (null: not available)")]
 
 
-class FrameStrip(Contract, kw_only=True):
+class FrameStrip(FramesSeen, kw_only=True):
     """The thumbnails of the frames one visual configuration saw."""
 
-    config: Annotated[str, doc("the configuration")]
-    models: Annotated[list[str], doc("whose frames these are")]
-    source: Annotated[
-        Literal["logged", "reconstructed", "unknown"],
-        doc('"logged" (given by the response\'s source), "reconstructed" (by the named harness sampler) or "unknown"'),
-    ]
     n_frames: Annotated[int | None, doc("frames the configuration saw (null: unknown)")]
     shown: Annotated[list[int], doc("the frame indices shown (at most 8, evenly spread)")]
     timestamps: Annotated[list[float] | None, doc("their times in seconds (null without the video)")]

@@ -10,14 +10,22 @@ either they are unknown, and the plan says so instead of guessing (``response_fr
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from backend.contracts.inspector import HistoryReport, InspectReport, ReplacedResponse, VideoProbe
+from backend.contracts.base import from_rows, unset, validated
+from backend.contracts.inspector import (
+    FramePlanRow,
+    HistoryReport,
+    InspectedItem,
+    InspectReport,
+    ReplacedResponse,
+    ResponseRow,
+    VideoStatus,
+)
 from backend.scope.ladders import ladders
 from backend.scope.runs import MAIN, RunChoice
 from backend.scope.texts import item_texts
@@ -36,8 +44,16 @@ RESPONSE_COLUMNS = (
 )  # fmt: skip
 
 
-def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | None = None) -> dict:
-    """``{"item": {...}, "responses": DataFrame}`` for one item, responses in grid order per model.
+class ItemDetail(NamedTuple):
+    """One item as the Inspector reads it: its metadata (``inspect --json``'s ``item``) and every stored response
+    as a table (the page filters runs and draws charts from it; ``inspect_record`` turns it into rows)."""
+
+    item: InspectedItem
+    responses: pd.DataFrame
+
+
+def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | None = None) -> ItemDetail:
+    """The item and its responses, in grid order per model.
 
     ``responses`` adds ``run_source`` and ``run_format`` from the runs table (where the row came
     from), ``live_rerun`` (the row is a worker's re-run, ``origin = "rerun"``: shown apart from the
@@ -76,7 +92,7 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
         )
     record = item.iloc[0].to_dict() if not item.empty else {"benchmark": benchmark, "item_id": item_id}
     record["options"] = _json_list(record.get("options"))
-    return {"item": record, "responses": responses}
+    return ItemDetail(from_rows([record], InspectedItem)[0], responses)
 
 
 def _json_list(value) -> list:
@@ -269,7 +285,7 @@ def item_history(store: Store, benchmark: str, item_id: str, models: list[str] |
         ).df()
     rows["written_at"] = rows["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")
-    return {"benchmark": benchmark, "item_id": item_id, "history": cast(list[ReplacedResponse], records)}
+    return HistoryReport(benchmark=benchmark, item_id=item_id, history=from_rows(records, ReplacedResponse))
 
 
 def inspect_record(
@@ -278,24 +294,25 @@ def inspect_record(
     """The ``inspect --json`` contract: item, responses, video status, frame plan and (open-ended) the texts."""
 
     detail = item_detail(store, benchmark, item_id, models)
-    path, info, problem = locate_video(video_root, detail["item"].get("video"), store, benchmark, item_id)
+    path, info, problem = locate_video(video_root, unset(detail.item.video), store, benchmark, item_id)
     length = video_length(store, benchmark, item_id, info)
-    responses = response_frames(detail["responses"], *(length or (None, None)))
+    responses = response_frames(detail.responses, *(length or (None, None)))
     plan = frame_plan(responses, responses["config"].unique().tolist() if len(responses) else [], info, length)
-    return {
-        "item": detail["item"],
-        # One item's rows (tens): timestamps as ISO text, missing ones as null.
-        "responses": responses.assign(
-            written_at=responses["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
-        ).to_dict("records"),
-        "video": {
-            "path": None if path is None else str(path),
-            "problem": problem,
-            "info": None if info is None else cast(VideoProbe, asdict(info)),  # test_contracts compares the types
-        },
-        "frames": plan.to_dict("records"),
-        "texts": item_texts(detail["item"], detail["responses"]),
-    }
+    written_at = responses["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
+    return validated(
+        InspectReport(
+            item=detail.item,
+            # One item's rows (tens): timestamps as ISO text, missing ones as null.
+            responses=from_rows(responses.assign(written_at=written_at).to_dict("records"), ResponseRow),
+            video=VideoStatus(
+                path=None if path is None else str(path),
+                problem=problem,
+                info=info,
+            ),
+            frames=from_rows(plan.to_dict("records"), FramePlanRow),
+            texts=item_texts(detail.item, detail.responses),
+        )
+    )
 
 
 # -- the Inspector's charts: answers per model and configuration, each model's trajectory ----------------

@@ -39,7 +39,7 @@ def _mark(words: list[tuple[str, str | None]], other: list[str]) -> list[DiffWor
         if token is not None:
             state = "matched" if left[token] > 0 else "unmatched"
             left[token] -= state == "matched"
-        marked.append({"text": word, "state": state})
+        marked.append(DiffWord(text=word, state=state))
     return marked
 
 
@@ -54,12 +54,12 @@ def word_diff(prediction: str | None, references: str | list[str] | None) -> Wor
     scores = [token_f1(prediction, r) for r in refs]
     best = max(range(len(refs)), key=scores.__getitem__)  # the first of equals, as max() in token_f1
     answer = _mark(pred, ref_tokens[best])
-    return {
-        "reference_index": best,
-        "answer_words": answer,
-        "reference_words": _mark(ref_words[best], pred_tokens),
-        "matched": sum(w["state"] == "matched" for w in answer),
-        "answer_tokens": len(pred_tokens),
-        "reference_tokens": len(ref_tokens[best]),
-        "token_f1": scores[best],
-    }
+    return WordDiff(
+        reference_index=best,
+        answer_words=answer,
+        reference_words=_mark(ref_words[best], pred_tokens),
+        matched=sum(w.state == "matched" for w in answer),
+        answer_tokens=len(pred_tokens),
+        reference_tokens=len(ref_tokens[best]),
+        token_f1=scores[best],
+    )

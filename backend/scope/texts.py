@@ -12,7 +12,8 @@ import json
 
 import pandas as pd
 
-from backend.contracts.inspector import ItemTexts, TextRow
+from backend.contracts.base import unset
+from backend.contracts.inspector import InspectedItem, ItemTexts, TextRow
 from backend.scope.textdiff import word_diff
 
 
@@ -32,18 +33,18 @@ def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     return logged.reset_index(drop=True), reruns.reset_index(drop=True)
 
 
-def is_open_ended(item: dict, responses: pd.DataFrame) -> bool:
+def is_open_ended(item: InspectedItem, responses: pd.DataFrame) -> bool:
     """Open-ended by the item's ``answer_type``; where a store records none, an item without options whose
     responses carry scores."""
-    kind = item.get("answer_type")
+    kind = unset(item.answer_type)
     if isinstance(kind, str):
         return kind == "open"
-    return not item.get("options") and "score" in responses and bool(responses["score"].notna().any())
+    return not item.options and "score" in responses and bool(responses["score"].notna().any())
 
 
-def references(item: dict) -> list[str]:
+def references(item: InspectedItem) -> list[str]:
     """The item's references: its stored JSON list, else its target (an open-ended target is the reference)."""
-    raw = item.get("references")
+    raw = unset(item.references)
     if isinstance(raw, str) and raw.strip():
         try:
             parsed = json.loads(raw)
@@ -53,7 +54,7 @@ def references(item: dict) -> list[str]:
         refs = [str(r) for r in listed if r is not None]
         if refs:
             return refs
-    target = item.get("target")
+    target = unset(item.target)
     return [target] if isinstance(target, str) and target else []
 
 
@@ -70,7 +71,7 @@ def ranks(logged: pd.DataFrame) -> pd.Series:
     return rank
 
 
-def item_texts(item: dict, responses: pd.DataFrame) -> ItemTexts | None:
+def item_texts(item: InspectedItem, responses: pd.DataFrame) -> ItemTexts | None:
     """``inspect --json``'s ``texts`` from ``item_detail``'s record: None unless the item is open-ended.
 
     Rows: each model's logged trajectory (one run per configuration, the matrix's; ``trajectory_rows``)
@@ -84,16 +85,16 @@ def item_texts(item: dict, responses: pd.DataFrame) -> ItemTexts | None:
     rows = pd.concat([logged, reruns.assign(rank=None)], ignore_index=True)
     text = rows["raw_output"].where(rows["raw_output"].notna(), rows["answer"])
     out: list[TextRow] = [
-        {
-            "model": str(model),
-            "config": str(config),
-            "run": str(run),
-            "live_rerun": bool(live),
-            "text": None if pd.isna(answer) else str(answer),
-            "score": None if pd.isna(score) else float(score),
-            "rank": rank,
-            "diff": word_diff(None if pd.isna(answer) else str(answer), refs),
-        }
+        TextRow(
+            model=str(model),
+            config=str(config),
+            run=str(run),
+            live_rerun=bool(live),
+            text=None if pd.isna(answer) else str(answer),
+            score=None if pd.isna(score) else float(score),
+            rank=rank,
+            diff=word_diff(None if pd.isna(answer) else str(answer), refs),
+        )
         for model, config, run, live, answer, score, rank in zip(
             rows["model"],
             rows["config"],
@@ -105,4 +106,4 @@ def item_texts(item: dict, responses: pd.DataFrame) -> ItemTexts | None:
             strict=True,
         )
     ]
-    return {"references": refs, "rows": out}
+    return ItemTexts(references=refs, rows=out)

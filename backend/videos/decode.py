@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from backend.contracts.inspector import VideoProbe
 from backend.extras import importable
 from store.errors import UserError
 from store.paths import exclusive_temp
@@ -48,13 +49,8 @@ VIDEO_ROOT_ENV = "TRAJAUDIT_VIDEO_ROOT"
 DECORD, PYAV = "decord", "pyav"
 
 
-@dataclass(frozen=True)
-class VideoInfo:
-    n_frames: int
-    fps: float
-    duration_s: float
-    width: int
-    height: int
+VideoInfo = VideoProbe
+"""What a video file says about itself: the Inspector's ``video.info`` as it is (one definition, the contract's)."""
 
 
 def default_video_root(store_root: str | os.PathLike) -> Path:
@@ -154,7 +150,9 @@ def probe(path: str | os.PathLike) -> VideoInfo:
             stream = container.streams.video[0]
             fps, width, height = float(stream.average_rate or 0), stream.width, stream.height
             n = stream.frames or sum(1 for _ in container.decode(stream))
-    return VideoInfo(int(n), fps, n / fps if fps > 0 else 0.0, int(width), int(height))
+    return VideoInfo(
+        n_frames=int(n), fps=fps, duration_s=n / fps if fps > 0 else 0.0, width=int(width), height=int(height)
+    )
 
 
 def _resized_dims(width: int, height: int, size: int) -> tuple[int, int]:

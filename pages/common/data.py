@@ -28,8 +28,9 @@ import streamlit as st
 from backend import views
 from backend.analysis.explain import Target
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
+from backend.contracts.base import unset
 from backend.contracts.explain import ExplainReport
-from backend.contracts.inspector import ItemTexts
+from backend.contracts.inspector import InspectedItem, ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
 from backend.contracts.store import StoreContents
 from backend.contracts.views import BinaryView, CompareReport, FlowsReport, ItemsPage, OverviewReport, ScoreFlowsReport
@@ -218,7 +219,7 @@ def compare_view(v: View, top: int) -> CompareReport:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def item_detail(root: str, version: int, benchmark: str, item_id: str) -> dict:
+def item_detail(root: str, version: int, benchmark: str, item_id: str) -> inspector.ItemDetail:
     return inspector.item_detail(Store(root), benchmark, item_id)
 
 
@@ -229,10 +230,10 @@ def _video(
     return inspector.locate_video(video_root, rel, Store(root), benchmark, item_id)
 
 
-def video(video_root: str, v: View, item: dict) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
+def video(video_root: str, v: View, item: InspectedItem) -> tuple[Path | None, inspector.VideoInfo | None, str | None]:
     """The item's video (the catalog's link first, then ``items.video``), probed; cached for a few minutes
     (files may appear or change) and per store version (a new link shows at once)."""
-    return _video(video_root, item.get("video"), v.root, v.version, v.scope.benchmark or "", str(item["item_id"]))
+    return _video(video_root, unset(item.video), v.root, v.version, v.scope.benchmark or "", item.item_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

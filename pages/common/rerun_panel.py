@@ -17,6 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.contracts.base import unset
+from backend.contracts.inspector import InspectedItem
 from backend.contracts.runs import PHASES
 from backend.present import charts_items
 from backend.runtime import client
@@ -42,7 +44,7 @@ _STATE_ICONS = {"queued": ":material/hourglass_top:", "running": ":material/prog
                 "failed": ":material/error:", "cancelled": ":material/block:"}  # fmt: skip
 
 
-def rerun_panel(view: View, item: dict, thumb_dir: str) -> None:
+def rerun_panel(view: View, item: InspectedItem, thumb_dir: str) -> None:
     """The panel, below the frame strips of ``item`` (thumbnails cached under ``thumb_dir``)."""
     with st.container(border=True):
         st.subheader("Re-run this item")
@@ -55,7 +57,7 @@ def rerun_panel(view: View, item: dict, thumb_dir: str) -> None:
                 icon=":material/extension:",
             )
             return
-        key = (view.root, view.scope.benchmark, str(item["item_id"]))
+        key = (view.root, view.scope.benchmark, item.item_id)
         submitted = _form(view, item, specs)
         if submitted is not None:
             st.session_state.setdefault(_LAST, {})[key] = submitted
@@ -164,9 +166,9 @@ def _start_worker(root: str, model: str, spec: client.ModelSpec | None, jobs: st
             )
 
 
-def _form(view: View, item: dict, specs: list[client.ModelSpec]) -> dict | None:
+def _form(view: View, item: InspectedItem, specs: list[client.ModelSpec]) -> dict | None:
     """The request widgets and the Run button; what to remember about a submitted request, else None."""
-    request = _request(view, specs, f"item {ui.code(item['item_id'])}")
+    request = _request(view, specs, f"item {ui.code(item.item_id)}")
     run_col, force_col, _ = st.columns([1, 1.4, 5.6], vertical_alignment="center")
     force = force_col.checkbox("Force", key="rerun_force", help="Run it even when an identical answer is stored.")
     if not run_col.button("Run", type="primary", width="stretch", key="rerun_run", disabled=request is None):
@@ -176,7 +178,7 @@ def _form(view: View, item: dict, specs: list[client.ModelSpec]) -> dict | None:
     model, label = request
     try:
         out = client.submit(
-            view.root, client.RerunRequest(model, view.scope.benchmark or "", str(item["item_id"]), label, force=force)
+            view.root, client.RerunRequest(model, view.scope.benchmark or "", item.item_id, label, force=force)
         )
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
@@ -234,7 +236,7 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         st.rerun()
 
 
-def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
+def _result(view: View, item: InspectedItem, out: dict, thumb_dir: str) -> None:
     """A finished request: its verdict, option probabilities, phase timings and frame strip."""
     label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
     if out["state"] == "failed":  # the job's error is one line (the worker keeps the traceback in its log)
@@ -271,26 +273,26 @@ def _result(view: View, item: dict, out: dict, thumb_dir: str) -> None:
     conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
     st.markdown(
         f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
-        f"(target {ui.escape_md(item.get('target') or '–')}){conf}"
+        f"(target {ui.escape_md(unset(item.target) or '–')}){conf}"
     )
     left, right = st.columns(2)
     with left:
         if out["option_probs"]:
             ui.vega(
-                charts_items.option_probs(out["option_probs"], out["answer"], item.get("target")),
-                f"rerun-probs-{item['item_id']}",
+                charts_items.option_probs(out["option_probs"], out["answer"], unset(item.target)),
+                f"rerun-probs-{item.item_id}",
             )
         else:
             st.caption("No option probabilities for this answer.")
     with right:
         if out["timings"]:
-            ui.vega(charts_items.phase_timings(out["timings"], PHASES), f"rerun-timings-{item['item_id']}")
+            ui.vega(charts_items.phase_timings(out["timings"], PHASES), f"rerun-timings-{item.item_id}")
         else:
             st.caption("No phase timings stored for this answer (only a worker's re-runs record them).")
     _strip(view, item, out["frame_indices"], thumb_dir)
 
 
-def _strip(view: View, item: dict, indices: list[int] | None, thumb_dir: str) -> None:
+def _strip(view: View, item: InspectedItem, indices: list[int] | None, thumb_dir: str) -> None:
     if not indices:
         st.caption("Text only: no frames." if indices == [] else "No frame indices stored for this answer.")
         return

@@ -33,37 +33,33 @@ def words_html(words: list[DiffWord]) -> str:
     """The words, escaped, matched ones highlighted (``hit``), unmatched ones plain, ignored ones greyed."""
     cls = {"matched": "hit", "unmatched": None, "ignored": "miss"}
     return " ".join(
-        html.escape(w["text"])
-        if cls[w["state"]] is None
-        else f'<span class="{cls[w["state"]]}">{html.escape(w["text"])}</span>'
+        html.escape(w.text) if cls[w.state] is None else f'<span class="{cls[w.state]}">{html.escape(w.text)}</span>'
         for w in words
     )
 
 
 def row_html(row: TextRow, colour: str) -> str:
     """One configuration's row: model, configuration, score, the marked answer and what it missed."""
-    diff = row["diff"]
-    missed = [w["text"] for w in diff["reference_words"] if w["state"] == "unmatched"]
-    answer = (
-        words_html(diff["answer_words"]) if row["text"] is not None else '<span class="miss">(no text stored)</span>'
-    )
+    diff = row.diff
+    missed = [w.text for w in diff.reference_words if w.state == "unmatched"]
+    answer = words_html(diff.answer_words) if row.text is not None else '<span class="miss">(no text stored)</span>'
     gone = f'<br><span class="gone">missing: {html.escape(" ".join(missed))}</span>' if missed else ""
-    label, tint = MARKS.get(row["rank"] or "", ("", ""))
+    label, tint = MARKS.get(row.rank or "", ("", ""))
     mark = f'<span class="mark" style="color:{tint}">{label}</span>' if label else ""
-    config = html.escape(row["config"]) + (" · live re-run" if row["live_rerun"] else "")
-    score = "–" if row["score"] is None else f"{row['score']:.2f}"
+    config = html.escape(row.config) + (" · live re-run" if row.live_rerun else "")
+    score = "–" if row.score is None else f"{row.score:.2f}"
     return (
-        f"<tr><td>{ui.swatch(colour, row['model'])}</td><td>{config}</td><td class='num'>{score}</td>"
-        f"<td class='num'>{diff['matched']}/{diff['reference_tokens']}</td><td>{answer}{gone}</td><td>{mark}</td></tr>"
+        f"<tr><td>{ui.swatch(colour, row.model)}</td><td>{config}</td><td class='num'>{score}</td>"
+        f"<td class='num'>{diff.matched}/{diff.reference_tokens}</td><td>{answer}{gone}</td><td>{mark}</td></tr>"
     )
 
 
 def texts_table(texts: ItemTexts, models: list[str], colours: dict[str, str]) -> str:
     """The panel's HTML: the reference(s), then one row per shown model's configuration."""
-    refs = "".join(f"<li>{html.escape(r)}</li>" for r in texts["references"]) or "<li>(no reference stored)</li>"
-    rows = "".join(row_html(r, colours.get(r["model"], NEUTRAL)) for r in texts["rows"] if r["model"] in models)
+    refs = "".join(f"<li>{html.escape(r)}</li>" for r in texts.references) or "<li>(no reference stored)</li>"
+    rows = "".join(row_html(r, colours.get(r.model, NEUTRAL)) for r in texts.rows if r.model in models)
     return (
-        f"{STYLE}<div class='ta-texts'><b>Reference{'s' if len(texts['references']) > 1 else ''}</b><ul>{refs}</ul>"
+        f"{STYLE}<div class='ta-texts'><b>Reference{'s' if len(texts.references) > 1 else ''}</b><ul>{refs}</ul>"
         "<table class='ta-texts'><thead><tr><th>model</th><th>configuration</th><th>score</th>"
         "<th title='answer words found in the reference / reference words'>matched</th>"
         "<th>answer (matched words highlighted)</th><th></th></tr></thead>"
@@ -74,7 +70,7 @@ def texts_table(texts: ItemTexts, models: list[str], colours: dict[str, str]) ->
 def texts_panel(texts: ItemTexts, scope_models: list[str], colours: dict[str, str]) -> None:
     """The subheader, a model picker (one model or several) and the table."""
     st.subheader("Texts side by side")
-    present = list(dict.fromkeys(r["model"] for r in texts["rows"]))
+    present = list(dict.fromkeys(r.model for r in texts.rows))
     options = [m for m in scope_models if m in present] + [m for m in present if m not in scope_models]
     chosen = (
         state.bind(st.multiselect, "texts", "Models", options=options, default=options) if len(options) > 1 else options
