@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.contracts.base import to_json
 from backend.contracts.store import RemoteActor, StartedBy
 from backend.runtime import client
 from pages.common import state as url_state
@@ -36,14 +37,14 @@ def started_by(who: StartedBy | None) -> str:
     """Who started a local worker and when it stops by itself (pid files of older versions say less)."""
     if not who:
         return "Started by a dashboard of an older version: stop it here when done."
-    parent, started, idle_s = who.get("parent_pid"), who.get("started_at"), who.get("idle_timeout_s")
+    parent, started, idle_s = who.parent_pid, who.started_at, who.idle_timeout_s
     if parent is None or started is None:
         return "Started by a dashboard of an older version: stop it here when done."
     when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M:%S")
     idle = f" or after {idle_s / 60:g} min without a job" if idle_s else ""
     alive = "" if client.process_identity(parent) else " (that process is gone: the worker is stopping)"
     return ui.escape_md(
-        f"Started by the dashboard process {parent}{alive} of user {who.get('user')} at {when}; "
+        f"Started by the dashboard process {parent}{alive} of user {who.user} at {when}; "
         f"it stops when that process stops{idle}."
     )
 
@@ -56,13 +57,13 @@ def inspector_link(benchmark: str, item_id: str) -> str:
 def remote_actors(actors: list[RemoteActor]) -> None:
     """The dispatchers' actors on Ray nodes (``trajaudit dispatch``): where each runs and what it did."""
     st.markdown("**Remote actors** (`trajaudit dispatch`: computed on Ray nodes, written here by the dispatcher)")
-    for a in (a for a in actors if a.get("waiting")):  # an actor no node can hold: Ray keeps it pending silently
+    for a in (a for a in actors if a.waiting):  # an actor no node can hold: Ray keeps it pending silently
         st.warning(
-            f"The actor {ui.code(a['worker_id'])} of {ui.code(a['model'])} is {ui.escape_md(a['waiting'])}",
+            f"The actor {ui.code(a.worker_id)} of {ui.code(a.model)} is {ui.escape_md(a.waiting)}",
             icon=":material/hourglass_disabled:",
         )
     st.dataframe(
-        pd.DataFrame(actors, columns=REMOTE_COLUMNS),
+        pd.DataFrame(to_json(actors), columns=REMOTE_COLUMNS),
         hide_index=True,
         column_config={
             "hostname": "node",
@@ -87,10 +88,10 @@ def live(root: str) -> None:
         )
         return
     for col, state in zip(st.columns(len(client.JOB_STATES)), client.JOB_STATES, strict=True):
-        col.metric(state, f"{view['counts'][state]:,}")
+        col.metric(state, f"{view.counts[state]:,}")
 
     st.subheader("Online workers")
-    workers = pd.DataFrame(view["workers"], columns=WORKER_COLUMNS)
+    workers = pd.DataFrame(to_json(view.workers), columns=WORKER_COLUMNS)
     if workers.empty:
         st.info(
             "No worker is online. The re-run panel starts a local one for a registered model; on a GPU machine "
@@ -109,30 +110,26 @@ def live(root: str) -> None:
             },
         )
 
-    if view["remote"]:
-        remote_actors(view["remote"])
+    if view.remote:
+        remote_actors(view.remote)
 
-    local = [w for w in view["local"] if w["state"] in ("starting", "online")]
+    local = [w for w in view.local if w.state in ("starting", "online")]
     if local:
         st.markdown("**Local workers started by the dashboard**")
         for w in local:
             left, right = st.columns([6, 1], vertical_alignment="center")
-            left.markdown(
-                f"{ui.code(w['model'])} · pid {w['pid']} · {w['device']} · **{w['state']}** · log {ui.code(w['log'])}"
-            )
-            left.caption(started_by(w["started_by"]))
-            if right.button("Stop", key=f"stop-{w['model']}"):
-                client.stop_local_workers(root, w["model"])
+            left.markdown(f"{ui.code(w.model)} · pid {w.pid} · {w.device} · **{w.state}** · log {ui.code(w.log)}")
+            left.caption(started_by(w.started_by))
+            if right.button("Stop", key=f"stop-{w.model}"):
+                client.stop_local_workers(root, w.model)
                 st.rerun()
 
-    for w in (w for w in view["local"] if w["state"] == "exited"):  # one line each; the traceback is in the log
-        why = ui.escape_md(w["reason"] or "its log is empty")
-        st.caption(
-            f":material/report: The local worker of {ui.code(w['model'])} exited: {why} · log {ui.code(w['log'])}"
-        )
+    for w in (w for w in view.local if w.state == "exited"):  # one line each; the traceback is in the log
+        why = ui.escape_md(w.reason or "its log is empty")
+        st.caption(f":material/report: The local worker of {ui.code(w.model)} exited: {why} · log {ui.code(w.log)}")
 
     st.subheader(f"Recent jobs (newest {RECENT_JOBS})")
-    jobs = pd.DataFrame(view["jobs"], columns=JOB_COLUMNS)
+    jobs = pd.DataFrame(to_json(view.jobs), columns=JOB_COLUMNS)
     if jobs.empty:
         st.caption("No job yet: re-run an item from the Inspector, or `trajaudit rerun`.")
         return

@@ -37,14 +37,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from msgspec import field
 
 from store import log, retired
+from store.contract import Contract, doc
 from store.errors import StoreError
 from store.paths import inside, outside_reason, write_atomic
 from store.schema import TABLES, folder, schema_problem
@@ -54,30 +56,25 @@ DAMAGED = "damaged"
 CACHE = ".cache"  # backend.scope.cache_folder.FOLDER (store/ may not import backend/)
 
 
-@dataclass
-class Problem:
-    """One thing wrong with the store: the file, its table, what is wrong, the rows it held."""
+class Problem(Contract):
+    """One thing wrong with the store (``check --json``'s ``problems``, ``repair --json``'s ``dropped``)."""
 
-    file: str
-    table: str | None
-    problem: str
-    rows: int | None = None
+    file: Annotated[str, doc("the file, relative to the store")]
+    table: Annotated[str | None, doc("its table (null: not a table's file)")]
+    problem: Annotated[str, doc("what is wrong")]
+    rows: Annotated[int | None, doc("the rows it held, where recorded")] = None
 
 
-@dataclass
-class Report:
-    """``check``'s answer; ``to_dict()`` is the ``--json`` output."""
+class Report(Contract):
+    """``trajaudit check --json``: what is wrong with the store, if anything."""
 
-    store: str
-    sound: bool
-    version: int | None
-    files: int
-    rows: dict[str, int]
-    problems: list[Problem] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    store: Annotated[str, doc("the store folder")]
+    sound: Annotated[bool, doc("true when nothing is wrong")]
+    version: Annotated[int | None, doc("the manifest's version (null: unreadable)")]
+    files: Annotated[int, doc("files the manifest lists")]
+    rows: Annotated[dict[str, int], doc("per table, rows recorded")]
+    problems: Annotated[list[Problem], doc("what is wrong")] = field(default_factory=list)
+    orphans: Annotated[list[str], doc("files an interrupted write left (harmless)")] = field(default_factory=list)
 
 
 def _file_problem(
@@ -220,28 +217,32 @@ def check(store: Store, deep: bool = False) -> Report:
     return Report(str(root), not problems, m.version, files, rows, problems, _orphans(root, m, records))
 
 
-@dataclass
-class RepairReport:
-    """What ``repair`` did; ``to_dict()`` is the ``--json`` output."""
+class RepairReport(Contract):
+    """``trajaudit repair --json``: what a repair did."""
 
-    store: str
-    changed: bool
-    rebuilt_manifest: bool
-    version: int | None
-    dropped: list[Problem] = field(default_factory=list)
-    responses_lost: int = 0
-    responses_lost_unknown: int = 0  # dropped response files whose row count was never recorded
-    moved_to_damaged: list[str] = field(default_factory=list)
-    removed_orphans: list[str] = field(default_factory=list)  # temporary files and links out of the store
-    taken: list[str] = field(default_factory=list)  # files a rebuilt manifest lists
-    restored_from: str | None = None  # the write-log entry a lost manifest was restored from
-    rolled_forward: int = 0  # committed writes the manifest did not show yet, published
-    kept_rows: dict[str, int] = field(default_factory=dict)  # rows each table holds after the repair
-    set_aside: list[Problem] = field(default_factory=list)  # never-committed files moved to damaged/, with rows
-    retired_recorded: list[str] = field(default_factory=list)  # retired files found unrecorded, now in retired/
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    store: Annotated[str, doc("the store folder")]
+    changed: Annotated[bool, doc("true when something was repaired")]
+    rebuilt_manifest: Annotated[bool, doc("true when the manifest was rebuilt from the files on disk")]
+    version: Annotated[int | None, doc("the manifest's version afterwards")]
+    dropped: Annotated[list[Problem], doc("files dropped from the manifest, and why")] = field(default_factory=list)
+    responses_lost: Annotated[int, doc("responses in the dropped files")] = 0
+    responses_lost_unknown: Annotated[int, doc("dropped response files whose row count was never recorded")] = 0
+    moved_to_damaged: Annotated[list[str], doc("where the dropped files were moved")] = field(default_factory=list)
+    removed_orphans: Annotated[
+        list[str], doc("temporary files an interrupted write left, and links out of the store, removed")
+    ] = field(default_factory=list)
+    taken: Annotated[list[str], doc("files a rebuilt manifest lists")] = field(default_factory=list)
+    restored_from: Annotated[
+        str | None, doc("the write-log entry a lost or corrupt manifest was restored from (null: not restored)")
+    ] = None
+    rolled_forward: Annotated[int, doc("committed writes the manifest did not show yet, published")] = 0
+    kept_rows: Annotated[dict[str, int], doc("rows each table holds afterwards")] = field(default_factory=dict)
+    set_aside: Annotated[
+        list[Problem], doc("files of writes that never committed, moved to damaged/, with their rows")
+    ] = field(default_factory=list)
+    retired_recorded: Annotated[
+        list[str], doc("retired files found unrecorded, now recorded for deletion after the grace period")
+    ] = field(default_factory=list)
 
 
 def repair(store: Store, take_all: bool = False) -> RepairReport:

@@ -25,17 +25,15 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from typing import get_args
 from urllib.parse import quote
 
 from store.errors import StoreError, UserError
+from store.jobs import Job, JobState, WorkerInfo
 from store.rerun_request import RerunRequest
 
 QUEUE_FILE = "jobs.sqlite"
-JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 STATES: tuple[JobState, ...] = get_args(JobState)
 
 MAX_QUEUED = 1000
@@ -74,69 +72,6 @@ CREATE TABLE IF NOT EXISTS workers (
 """
 
 
-@dataclass(frozen=True)
-class _Row:
-    """A row of the queue's tables whose ``TIMES`` are Unix seconds here (arithmetic on them is cheap) and
-    ISO-8601 UTC strings in ``to_dict()``, the JSON form its contract describes."""
-
-    TIMES: ClassVar[tuple[str, ...]] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in self.TIMES:
-            out[key] = _iso(out[key])
-        return out
-
-
-@dataclass(frozen=True)
-class Job(_Row):
-    """One row of the ``jobs`` table; ``to_dict()`` is the ``JobRecord`` contract (``tests/test_contracts.py``
-    compares the two field by field)."""
-
-    TIMES: ClassVar[tuple[str, ...]] = ("created_at", "started_at", "finished_at", "lease_expires_at")
-
-    id: int
-    model: str
-    benchmark: str
-    item_id: str
-    config: str
-    seed: int | None
-    force: bool
-    state: JobState
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    worker_id: str | None
-    lease_expires_at: float | None
-    attempts: int
-    error: str | None
-    result_ref: str | None
-
-    @property
-    def run(self) -> str:
-        """The ``run`` (and ``run_id``) this job's result is stored under: one per job, never "main"."""
-        return f"rerun-{self.id}"
-
-    @property
-    def request(self) -> RerunRequest:
-        """What the job asks (the request it was queued for)."""
-        return RerunRequest(self.model, self.benchmark, self.item_id, self.config, self.seed, self.force)
-
-
-@dataclass(frozen=True)
-class WorkerInfo(_Row):
-    """One row of the ``workers`` table; ``to_dict()`` is ``backend.contracts.store.WorkerRow`` less ``age_s``."""
-
-    TIMES: ClassVar[tuple[str, ...]] = ("started_at", "seen_at")
-    worker_id: str
-    model: str
-    device: str | None
-    current_job: int | None
-    pid: int | None
-    started_at: float
-    seen_at: float
-
-
 class QueueGone(StoreError):
     """The queue's store folder or ``jobs.sqlite`` is gone (deleted or moved while in use)."""
 
@@ -149,10 +84,6 @@ class QueueReadOnly(StoreError):
 def _is_read_only(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ``attempt to write a readonly database`` (any of its extended codes)."""
     return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY
-
-
-def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
 
 
 class JobQueue:

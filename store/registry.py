@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Annotated
 
+from store.contract import Contract, doc
 from store.errors import UserError
 from store.paths import outside_reason
 
@@ -20,18 +21,19 @@ REGISTRY_FILE = "models.toml"
 DEFAULT_MAX_FRAMES = 64
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One registered model."""
+class ModelSpec(Contract):
+    """A registered model (``models list --json`` prints each, ``models add|remove|demo`` the one)."""
 
-    name: str
-    family: str
-    path: str  # absolute, or relative to the store folder
-    dtype: str = "auto"
-    device: str = "auto"
-    max_frames: int = DEFAULT_MAX_FRAMES  # context ceiling: the largest frame budget accepted
-    default_pixels: int | None = None  # pixels per frame for labels without a spatial part; None = the processor's
-    note: str = ""
+    name: Annotated[str, doc("the name workers and re-runs use")]
+    family: Annotated[str, doc("the adapter family (qwen2_5_vl, ...)")]
+    path: Annotated[str, doc("the local checkpoint folder (absolute, or relative to the store)")]
+    dtype: Annotated[str, doc("auto or a torch dtype name")] = "auto"
+    device: Annotated[str, doc("auto, cuda or cpu")] = "auto"
+    max_frames: Annotated[int, doc("the largest frame budget accepted (the context ceiling)")] = DEFAULT_MAX_FRAMES
+    default_pixels: Annotated[
+        int | None, doc("pixels per frame for labels without @<n>k (null: the processor's default)")
+    ] = None
+    note: Annotated[str, doc("free text")] = ""
 
     def resolved_path(self, store_root: str | os.PathLike) -> Path:
         """The checkpoint folder. An absolute path is the registering user's explicit choice (real
@@ -47,9 +49,6 @@ class ModelSpec:
             )
         return (Path(store_root) / self.path).resolve()
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def registry_path(store_root: str | os.PathLike) -> Path:
     return Path(store_root) / REGISTRY_FILE
@@ -64,7 +63,7 @@ def load(store_root: str | os.PathLike) -> dict[str, ModelSpec]:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}") from exc
-    known = {f.name for f in fields(ModelSpec)} - {"name"}
+    known = set(ModelSpec.__struct_fields__) - {"name"}
     out = {}
     for name, entry in raw.get("models", {}).items():
         unknown = set(entry) - known

@@ -62,7 +62,7 @@ def test_one_cohen_kappa_serves_audits_and_explain_and_is_nan_without_items():
         warnings.simplefilter("error")  # no "mean of empty slice" on the way
         assert np.isnan(interventions.cohen_kappa(np.array([], bool), np.array([], bool)))
         empty = explain.agreement({"x": np.array([], bool), "y": np.array([], bool)})
-    assert np.isnan(empty["pairs"][0]["kappa"]) and empty["pairs"][0]["jaccard"] is None
+    assert np.isnan(empty["pairs"][0].kappa) and empty["pairs"][0].jaccard is None
 
 
 def test_recovery_rate_by_hand(protocol_store):

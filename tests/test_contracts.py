@@ -11,15 +11,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import functools
 import io
 import json
-import operator
 import sys
 import time
-import types
 from pathlib import Path
-from typing import Union, get_args, get_origin, get_type_hints
+from typing import get_type_hints
 
 import msgspec
 import pytest
@@ -28,19 +25,20 @@ from backend import views
 from backend.contracts import audits, common, inspector, policies, report, runs, store
 from backend.contracts import explain as explain_contracts
 from backend.contracts import views as view_contracts
-from backend.contracts.base import Contract
+from backend.contracts.base import Contract, to_json
 from backend.contracts.catalog import REPORTS, json_schema, parsed
 from backend.extras import missing_worker_extra
+from store import health as store_health
+from store import ingest as store_ingest
+from store import jobs as store_jobs
+from store import registry as store_registry
+from store.ingest import publish as store_publish
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "contracts.schema.json"
 TITLE = "trajaudit --json reports (backend.contracts)"
-MODULES = (
-    common,
-    view_contracts,
-    audits,
-    report,
-    policies,
-)  # the modules whose objects are Structs (the rest: TypedDicts)
+# The modules whose objects are Structs: backend's contracts and the store's own records.
+MODULES = (common, view_contracts, audits, report, policies, explain_contracts, inspector, store)
+MODULES += (store_health, store_jobs, store_registry, store_ingest, store_publish)
 MODEL, OTHER = "synthetic-A-7B", "synthetic-B-13B"
 WORKER_REPORTS = {"models demo", "sweep"}  # need the worker extra: not run in the torch-free tier
 
@@ -181,84 +179,31 @@ def test_views_and_analyses_return_their_contracts():
     assert not wrong, wrong
 
 
-def dataclass_contracts() -> dict[type, type]:
-    """The dataclasses whose JSON form (``to_dict()`` or ``asdict``) a command prints -> their contracts
-    (``store/`` imports nothing from backend, so the contract cannot be the dataclass's own annotation)."""
-    from backend.scope.filters import ItemFilter
+def test_the_stores_records_are_their_contracts():
+    """A record the store hands out is the contract a command prints (one definition, no mirror to keep equal):
+    the contracts name the store's classes, and the queue's printed job has the fields of its row, its times as
+    ISO-8601 text (one list of fields, ``store.queue.JobFields``, two time types)."""
     from store.health import Problem, RepairReport, Report
     from store.ingest import IngestSummary
-    from store.ingest.publish import FileResult
-    from store.queue import Job, WorkerInfo
+    from store.jobs import Job, JobRecord, WorkerInfo
     from store.registry import ModelSpec
 
-    return {
-        Report: store.CheckReport,
-        RepairReport: store.RepairReport,
-        Problem: store.StoreProblem,
-        Job: store.JobRecord,
-        WorkerInfo: store.WorkerRow,
-        ItemFilter: common.ItemFilterSpec,
-        ModelSpec: store.ModelEntry,
-        IngestSummary: runs.IngestReport,
-        FileResult: runs.IngestedFile,
-    }
-
-
-def json_type(tp: object, contracts: dict[type, type]) -> object:
-    """The type ``tp`` takes in JSON: a nested dataclass becomes its contract, a tuple ``tuple[X, ...]`` a
-    ``list[X]``; unions and containers are rewritten member by member."""
-    if isinstance(tp, type) and tp in contracts:
-        return contracts[tp]
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return list[json_type(args[0], contracts)]
-    if origin in (types.UnionType, Union):
-        return functools.reduce(operator.or_, (json_type(a, contracts) for a in args))
-    if origin in (list, dict):
-        return origin[tuple(json_type(a, contracts) for a in args)]
-    return tp
-
-
-def iso_time(tp: object) -> object:
-    """A time field's JSON type: Unix seconds (``float``) become an ISO-8601 string (``str``)."""
-    return {float: str, float | None: str | None}[tp]
-
-
-def test_dataclass_outputs_keep_their_contracts_types():
-    """``check``, ``repair``, ``jobs``, ``ingest``, ``models`` print dataclasses: their fields, in order, and
-    each field's type are the contract's, once rewritten as JSON holds them (``json_type``; a class's
-    ``TIMES`` are Unix seconds in the dataclass and ISO-8601 strings in ``to_dict()``)."""
-    from store.queue import Job, WorkerInfo
-
-    contracts = dataclass_contracts()
-    extra = {WorkerInfo: {"age_s": float}}  # added by backend.runtime.worker_pool.overview
-    wrong = {}
-    for dc, contract in contracts.items():
-        hints = get_type_hints(dc)
-        times = getattr(dc, "TIMES", ())
-        got = {
-            f.name: iso_time(hints[f.name]) if f.name in times else json_type(hints[f.name], contracts)
-            for f in dataclasses.fields(dc)
-        } | extra.get(dc, {})
-        want = get_type_hints(contract)
-        if list(got.items()) != list(want.items()):
-            wrong[dc.__name__] = {k: (got.get(k), want.get(k)) for k in got | want if got.get(k) != want.get(k)}
-    assert not wrong, wrong
-    assert Job.TIMES == ("created_at", "started_at", "finished_at", "lease_expires_at")
-    assert WorkerInfo.TIMES == ("started_at", "seen_at")
-    assert get_args(store.JobState) == get_args(get_type_hints(Job)["state"])  # one list of states, typed twice
-
-
-def test_json_type_rewrites_what_json_changes():
-    """The comparison above rewrites only what JSON changes (hand-written cases)."""
-    from store.health import Problem
-
-    contracts = dataclass_contracts()
-    assert json_type(tuple[str, ...], contracts) == list[str]
-    assert json_type(list[Problem] | None, contracts) == list[store.StoreProblem] | None
-    assert json_type(dict[str, Problem], contracts) == dict[str, store.StoreProblem]
-    assert json_type(tuple[int, int], contracts) == tuple[int, int] and json_type(int | None, contracts) == int | None
-    assert iso_time(float | None) == str | None
+    assert (store.CheckReport, store.RepairReport, store.StoreProblem, store.ModelEntry) == (
+        Report,
+        RepairReport,
+        Problem,
+        ModelSpec,
+    )
+    assert store.JobRecord is JobRecord and REPORTS["ingest"] is IngestSummary
+    job = Job(id=3, model="m", benchmark="b", item_id="i", config="8f", seed=None, force=False, state="queued",
+              created_at=0.0, started_at=None, finished_at=None, worker_id=None, lease_expires_at=None, attempts=0,
+              error=None, result_ref=None)  # fmt: skip
+    printed = to_json(job.record())
+    assert printed["created_at"] == "1970-01-01T00:00:00+00:00" and printed["started_at"] is None
+    assert list(printed) == list(Job.__struct_fields__) == list(JobRecord.__struct_fields__)
+    worker = WorkerInfo(worker_id="w", model="m", device=None, current_job=None, pid=None, started_at=0.0, seen_at=1.0)
+    assert list(store.WorkerRow.__struct_fields__) == [*WorkerInfo.__struct_fields__, "age_s"]
+    assert to_json(worker.record())["seen_at"] == "1970-01-01T00:00:01+00:00"
 
 
 @pytest.mark.worker
@@ -270,7 +215,7 @@ def test_sweep_failures_keep_their_contracts_fields():
 
 def test_a_value_that_breaks_its_contract_is_refused_with_its_path():
     good = {"store": "s", "sound": True, "version": 3, "files": 2, "rows": {"items": 4}, "problems": [], "orphans": []}
-    assert parsed("check", good) == good
+    assert to_json(parsed("check", good)) == good
     with pytest.raises(msgspec.ValidationError, match=r"Expected `bool`, got `int` - at `\$.sound`"):
         parsed("check", good | {"sound": 1})
     report = {"accuracy": {"8f": [0.1, 0.3]}, "best_fixed": [0.2]}

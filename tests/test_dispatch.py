@@ -166,9 +166,9 @@ def test_actors_answer_without_the_store_frames_shipped_or_read_on_the_node(site
     with Running(store, models=["A"]) as run:
         _wait("the shipped jobs", lambda: _done(store, shipped) == len(shipped))
         (actor,) = run.dispatcher.slots.values()
-        remote = worker_pool.overview(store)["remote"]  # what the Workers page lists
-        assert [(a["model"], a["state"], a["jobs_done"]) for a in remote] == [("A", "ready", len(shipped))]
-        assert remote[0]["node_ip"] and remote[0]["hostname"] and remote[0]["resources"]["gpu_node"] == 1.0
+        remote = worker_pool.overview(store).remote  # what the Workers page lists
+        assert [(a.model, a.state, a.jobs_done) for a in remote] == [("A", "ready", len(shipped))]
+        assert remote[0].node_ip and remote[0].hostname and remote[0].resources["gpu_node"] == 1.0
         _no_store_in(actor.info.pid, ray.get(actor.handle.received.remote()), store)
     assert run.stats["shipped_jobs"] == len(shipped) - 1  # the text-only job ships nothing
     assert run.stats["bytes_per_shipped_job"] > 0 and run.stats["done"] == len(shipped)
@@ -212,14 +212,14 @@ def test_an_actor_no_node_can_hold_is_said_to_wait_and_is_placed_when_such_a_nod
         said = _wait("the waiting line", lambda: [line for line in lines if "is not placed after" in line], 60)
         assert "no live node offers CPU 1, tpu_node 1" in said[0] and f"it waits with job {job}" in said[0], said
         assert "(the 3 node(s) offer at most CPU 3, gpu_node 3)" in said[0], said
-        (actor,) = _wait("the record", lambda: worker_pool.overview(store)["remote"], 30)  # jobs --json, Workers page
-        assert actor["state"] == "loading" and actor["waiting"] and "tpu_node 1" in actor["waiting"], actor
+        (actor,) = _wait("the record", lambda: worker_pool.overview(store).remote, 30)  # jobs --json, Workers page
+        assert actor.state == "loading" and actor.waiting and "tpu_node 1" in actor.waiting, actor
         assert JobQueue(store).get(job).state == "running"  # the job waits with its actor, its lease renewed
         joined = c.add_node(num_cpus=1, resources=tpu)
         try:
             _wait("the job answered on the new node", lambda: _done(store, [job]) == 1)
-            (actor,) = worker_pool.overview(store)["remote"]
-            assert actor["state"] == "ready" and actor["waiting"] is None, actor
+            (actor,) = worker_pool.overview(store).remote
+            assert actor.state == "ready" and actor.waiting is None, actor
             assert run.dispatcher.slots["C"].info.node_id == joined.node_id
         finally:
             c.remove_node(joined)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.contracts.base import to_json
 from backend.runtime import dispatch_records, registry, worker_pool
 from backend.runtime.dispatch import actor_options, parse_resources, ray_module, remote_checkpoint, unplaceable
 from store.errors import UserError
@@ -110,11 +111,11 @@ def test_the_workers_page_lists_remote_actors_whose_heartbeat_is_current(tmp_pat
         dispatch_records.records_path(root, "d1"), [_record("ray-m-1", "m"), _record("ray-m-gone", "m")]
     )
     JobQueue(root).heartbeat("ray-m-1", "m", "cuda", None)  # the other one's dispatcher died: no heartbeat
-    view = worker_pool.overview(root)
+    view = to_json(worker_pool.overview(root))  # as `jobs --json` prints it
     assert [a["worker_id"] for a in view["remote"]] == ["ray-m-1"]
     assert view["remote"][0] | {} == _record("ray-m-1", "m")
     assert [w["worker_id"] for w in view["workers"]] == ["ray-m-1"]
-    assert worker_pool.local_worker(root, "m")["state"] == "online"  # the re-run panel starts no local worker
+    assert worker_pool.local_worker(root, "m").state == "online"  # the re-run panel starts no local worker
 
 
 def test_sweep_video_root_needs_the_ray_executor(tmp_path, capsys):

@@ -140,20 +140,20 @@ def test_a_rerun_pressed_in_the_inspector_is_answered_through_the_dispatcher(sit
         assert f"{FRAMES}f · re-run" in text  # its frames join the strips as a row, without reopening the page
         assert not (site / "logs" / f"worker-{MODELS[0]}.pid").exists()  # the panel started no local worker
 
-        (actor,) = worker_pool.overview(site)["remote"]  # what `trajaudit jobs --json` and the Workers page list
-        assert (actor["worker_id"], actor["state"], actor["jobs_done"]) == (job.worker_id, "ready", 1)
-        assert actor["resources"]["gpu_node"] == 1.0 and actor["waiting"] is None
-        handle = ray.get_actor(f"trajaudit-{actor['worker_id']}", namespace="trajaudit")
+        (actor,) = worker_pool.overview(site).remote  # what `trajaudit jobs --json` and the Workers page list
+        assert (actor.worker_id, actor.state, actor.jobs_done) == (job.worker_id, "ready", 1)
+        assert actor.resources["gpu_node"] == 1.0 and actor.waiting is None
+        handle = ray.get_actor(f"trajaudit-{actor.worker_id}", namespace="trajaudit")
         received = ray.get(handle.received.remote())
         assert any(f"config '{FRAMES}f'" in r for r in received), received  # it answered this job
-        _no_store_in(actor["pid"], received, site)
+        _no_store_in(actor.pid, received, site)
 
         goto(page, dashboard, f"workers?{BASE}")
         assert "Remote actors" in page.locator('[data-testid="stMain"]').inner_text()
-        remote = page.locator('[data-testid="stDataFrame"]').filter(has_text=actor["node_ip"])  # its cells' text
+        remote = page.locator('[data-testid="stDataFrame"]').filter(has_text=actor.node_ip)  # its cells' text
         remote.first.wait_for()
         assert remote.count() == 1  # only the remote actors' table has a node address
-        assert actor["worker_id"] in remote.text_content() and actor["hostname"] in remote.text_content()
+        assert actor.worker_id in remote.text_content() and actor.hostname in remote.text_content()
         screenshot(page, "workers-remote-actors")
     finally:
         dispatch.stop()

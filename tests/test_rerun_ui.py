@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -86,7 +87,7 @@ def test_ensure_local_worker_refuses_unknown_models_and_missing_checkpoints(root
     with pytest.raises(UserError, match="not on this machine"):
         ensure_local_worker(root, "gone")
     assert not list(root.glob("logs/*.pid"))  # nothing was started
-    assert local_worker(root, "m")["state"] == "none"
+    assert local_worker(root, "m").state == "none"
 
 
 @pytest.mark.slow
@@ -95,8 +96,8 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
     registry.register_demo_model(root, "tiny", max_frames=32)
     first = ensure_local_worker(root, "tiny")
     second = ensure_local_worker(root, "tiny")
-    assert first["started"] and first["state"] == "starting" and first["device"] == "cpu"
-    assert not second["started"] and second["pid"] == first["pid"]  # still loading: nothing new started
+    assert first.started and first.state == "starting" and first.device == "cpu"
+    assert not second.started and second.pid == first.pid  # still loading: nothing new started
     assert len(list((root / "logs").glob("worker-*.pid"))) == 1
 
     out = rerun.submit(root, RerunRequest("tiny", "bench", "q1", "12f"))
@@ -108,10 +109,10 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
     print("phase timings (s):", json.dumps({k: round(v, 4) for k, v in done["timings"].items()}))
 
     third = ensure_local_worker(root, "tiny")
-    assert third["state"] == "online" and not third["started"] and third["pid"] == first["pid"]
-    assert [w["model"] for w in overview(root)["local"]] == ["tiny"]
-    assert stop_local_workers(root) == [first["pid"]]
-    assert local_worker(root, "tiny")["state"] == "none"
+    assert third.state == "online" and not third.started and third.pid == first.pid
+    assert [w.model for w in overview(root).local] == ["tiny"]
+    assert stop_local_workers(root) == [first.pid]
+    assert local_worker(root, "tiny").state == "none"
     _until(lambda: not JobQueue(root).workers(), 10, "the worker to sign off")
 
 
@@ -120,26 +121,26 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
 def test_a_worker_that_cannot_start_is_reported_with_its_log(root):
     first = ensure_local_worker(root, "m")  # "m" has a config.json but no weights: the worker exits
     exited = _until(
-        lambda: (s := local_worker(root, "m"))["state"] == "exited" and s, WORKER_ONLINE_S, "the worker to exit"
+        lambda: (s := local_worker(root, "m")).state == "exited" and s, WORKER_ONLINE_S, "the worker to exit"
     )
-    assert exited["pid"] == first["pid"] and exited["log_tail"] and "starting" in Path(exited["log"]).read_text()
+    assert exited.pid == first.pid and exited.log_tail and "starting" in Path(exited.log).read_text()
     again = ensure_local_worker(root, "m")  # a dead worker is replaced on the next request
-    assert again["started"] and again["pid"] != first["pid"]
+    assert again.started and again.pid != first.pid
 
 
 def test_overview_is_the_jobs_json_and_times_jobs(root, capsys):
     job = JobQueue(root).enqueue(RerunRequest("m", "bench", "q1", "8f"))
     view = overview(root)
-    assert view["counts"]["queued"] == 1 and view["workers"] == view["local"] == view["remote"] == []
-    row = view["jobs"][0]
-    assert row["id"] == job.id and row["waited_s"] >= 0 and row["ran_s"] is None
+    assert view.counts["queued"] == 1 and view.workers == view.local == view.remote == []
+    row = view.jobs[0]
+    assert row.id == job.id and row.waited_s >= 0 and row.ran_s is None
     assert main(["jobs", "--store", str(root), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {"counts", "jobs", "workers", "local", "remote"} and printed["jobs"][0]["id"] == job.id
     claimed = JobQueue(root).claim("w1", "m", 30)
     time.sleep(0.05)
-    ran = overview(root)["jobs"][0]
-    assert claimed.id == job.id and ran["state"] == "running" and ran["ran_s"] > 0 and ran["worker_id"] == "w1"
+    ran = overview(root).jobs[0]
+    assert claimed.id == job.id and ran.state == "running" and ran.ran_s > 0 and ran.worker_id == "w1"
 
 
 # -- re-run rows in the inspector ----------------------------------------------------------------
@@ -261,7 +262,7 @@ def test_panel_answers_from_store_queues_and_refuses_bad_requests(demo, monkeypa
         panel,
         "ensure_local_worker",
         lambda root, model, device: (
-            started.append((model, device)) or {"started": True, "state": "starting", "device": device, "pid": 1}
+            started.append((model, device)) or SimpleNamespace(started=True, state="starting", device=device, pid=1)
         ),
     )
     _register_fake(demo)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -11,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from backend.cli import main
@@ -116,7 +116,7 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
 
 
 def test_text_only_failures_and_pixels(root):
-    registry.add(root, dataclasses.replace(registry.get(root, "m"), default_pixels=1000), replace=True)
+    registry.add(root, msgspec.structs.replace(registry.get(root, "m"), default_pixels=1000), replace=True)
     text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
     sized = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f@2k"))["job_id"]
     adapter = FakeAdapter()

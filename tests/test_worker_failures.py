@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -301,7 +302,7 @@ def test_batch_panel_names_the_failed_jobs_reason_and_the_log_in_one_line(root, 
     from backend.scope.view import open_view
     from pages.common.ui import escape_md
 
-    monkeypatch.setattr(panel, "ensure_local_worker", lambda *a, **k: {"started": False})  # no process here
+    monkeypatch.setattr(panel, "ensure_local_worker", lambda *a, **k: SimpleNamespace(started=False))  # no process here
     scope = open_view(Store(root), Scope("bench", ("m",), ("16f",)).resolve(Store(root)))
     at = AppTest.from_function(_batch_panel_script, args=(scope, ["q1", "q3"]), default_timeout=120)
     at.run()

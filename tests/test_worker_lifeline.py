@@ -24,7 +24,7 @@ EXIT_WITHIN_S = 5.0
 # Stands in for the dashboard: starts the worker through the backend function, then idles.
 FAKE_DASHBOARD = (
     "import sys, time; from backend.runtime.worker_pool import ensure_local_worker; "
-    "print(ensure_local_worker(sys.argv[1], 'tiny')['pid'], flush=True); time.sleep(600)"
+    "print(ensure_local_worker(sys.argv[1], 'tiny').pid, flush=True); time.sleep(600)"
 )
 
 
@@ -67,9 +67,10 @@ def test_dashboard_started_worker_stops_when_the_dashboard_is_killed(tmp_path):
     )
     try:
         worker_pid = int(dashboard.stdout.readline())
-        _wait(lambda: local_worker(root, "tiny")["state"] == "online", ONLINE_TIMEOUT_S, "the worker came online")
-        who = local_worker(root, "tiny")["started_by"]
-        assert who["parent_pid"] == dashboard.pid and who["idle_timeout_s"] == LOCAL_IDLE_TIMEOUT_S and who["user"]
+        _wait(lambda: local_worker(root, "tiny").state == "online", ONLINE_TIMEOUT_S, "the worker came online")
+        who = local_worker(root, "tiny").started_by
+        assert who is not None and who.parent_pid == dashboard.pid and who.idle_timeout_s == LOCAL_IDLE_TIMEOUT_S
+        assert who.user
         dashboard.kill()  # a crash: no clean-up code of the dashboard runs
         dashboard.wait()
         _wait(lambda: lifeline.identity(worker_pid) is None, EXIT_WITHIN_S, "the worker exited")

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     report = check(Store(args.store), deep=args.deep)
     if args.json:
-        print_json(report.to_dict())
+        print_json(report)
     else:
         state = "sound" if report.sound else f"NOT sound: {len(report.problems)} problem(s); run `trajaudit repair`"
         print(f"{report.store}: {state} (version {report.version}, {report.files} files, rows {report.rows})")
@@ -62,7 +62,7 @@ def run_check(args: argparse.Namespace) -> int:
 def run_repair(args: argparse.Namespace) -> int:
     out = repair(Store(args.store), take_all=args.take_all)
     if args.json:
-        print_json(out.to_dict())
+        print_json(out)
         return 0
     if not out.changed:
         print(f"{out.store}: nothing to repair")

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         merge=args.merge,
     )
     if args.json:
-        print_json(summary.to_dict())
+        print_json(summary)
     else:
         print(format_summary(summary))
     return 0

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cancel is not None:
         job = rerun.cancel(root, args.cancel)
         if args.json:
-            print_json(job.to_dict())
+            print_json(job.record())
         else:
             print(f"cancelled job {job.id}")
         return 0
@@ -33,14 +33,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    print("  ".join(f"{state} {n}" for state, n in out["counts"].items()))
-    for j in out["jobs"]:
-        extra = j["error"] or j["result_ref"] or ""
-        where = f"{j['benchmark']}/{j['item_id']}"
-        print(f"{j['id']}\t{j['state']}\t{j['model']}\t{where}\t{j['config']}\tattempts {j['attempts']}\t{extra}")
-    for w in out["workers"]:
-        doing = f"job {w['current_job']}" if w["current_job"] else "idle"
-        print(f"worker {w['worker_id']}\t{w['model']}\t{w['device']}\t{doing}")
-    if not out["workers"]:
+    print("  ".join(f"{state} {n}" for state, n in out.counts.items()))
+    for j in out.jobs:
+        extra = j.error or j.result_ref or ""
+        where = f"{j.benchmark}/{j.item_id}"
+        print(f"{j.id}\t{j.state}\t{j.model}\t{where}\t{j.config}\tattempts {j.attempts}\t{extra}")
+    for w in out.workers:
+        doing = f"job {w.current_job}" if w.current_job else "idle"
+        print(f"worker {w.worker_id}\t{w.model}\t{w.device}\t{doing}")
+    if not out.workers:
         print("no worker online (start one: trajaudit worker --model NAME)")
     return 0

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _show(spec: registry.ModelSpec, verb: str, as_json: bool) -> int:
     if as_json:
-        print_json(spec.to_dict())
+        print_json(spec)
     else:
         print(f"{verb} {spec.name} ({spec.family}, {spec.path})")
     return 0
@@ -71,7 +71,7 @@ def run_add(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     models = registry.list_models(resolve_root(args.store))
     if args.json:
-        print_json([m.to_dict() for m in models])
+        print_json(models)
     elif not models:
         print("no models registered (trajaudit models add NAME --family F --path P)")
     else:

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warn_no_worker(root, model: str) -> None:
-    if not any(w["model"] == model for w in overview(root, limit=0)["workers"]):
+    if not any(w.model == model for w in overview(root, limit=0).workers):
         print(f"no worker online for {model}: start one with `trajaudit worker --model {model}`", file=sys.stderr)
 
 

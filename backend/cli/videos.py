@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, add_store, command_group, print_json
+from backend.contracts.base import to_json
 from backend.present.text import count
 from backend.videos import layouts
 from backend.videos.check import STATES, check
@@ -62,23 +63,23 @@ def run_link(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out['benchmark']} ({out['layout']}): {count(out['items'], 'item')} -> {out['files']} files under {out['video_root']}: "
-        f"{out['linked']} linked, {out['missing']} missing, {out['unreadable']} unreadable; "
-        f"{out['matched_items']} of the {out['stored_items']} stored items covered"
+        f"{out.benchmark} ({out.layout}): {count(out.items, 'item')} -> {out.files} files under {out.video_root}: "
+        f"{out.linked} linked, {out.missing} missing, {out.unreadable} unreadable; "
+        f"{out.matched_items} of the {out.stored_items} stored items covered"
         + (
-            f"; {out['skipped_links']} links skipped (a symlink loop or a link that cannot be resolved)"
-            if out["skipped_links"]
+            f"; {out.skipped_links} links skipped (a symlink loop or a link that cannot be resolved)"
+            if out.skipped_links
             else ""
         )
     )
-    examples = out["examples"]
+    examples = out.examples
     for state, rows in (
-        ("missing", examples["missing"]),
-        ("unreadable", examples["unreadable"]),
-        ("skipped", out["skipped_examples"]),
+        ("missing", examples.missing),
+        ("unreadable", examples.unreadable),
+        ("skipped", out.skipped_examples),
     ):
         for r in rows:
-            print(f"  {state}: {r['item_id']} -> {r['path']}")
+            print(f"  {state}: {r.item_id} -> {r.path}")
     return 0
 
 
@@ -87,12 +88,12 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    if not out["benchmarks"]:
+    if not out.benchmarks:
         print("no items and no linked videos in the store")
-    for b in out["benchmarks"]:
+    for b in to_json(out.benchmarks):  # its counts and examples keyed by state (catalog.STATES)
         print(f"{b['benchmark']}: {count(b['items'], 'item')}: " + ", ".join(f"{b[s]} {s}" for s in STATES))
         for state, rows in b["examples"].items():
             for r in rows:
                 print(f"  {state}: {r['item_id']}" + (f" -> {r['path']}" if r["path"] else ""))
-    print(f"video root: {out['video_root']}")
+    print(f"video root: {out.video_root}")
     return 0

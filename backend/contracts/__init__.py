@@ -1,12 +1,15 @@
 """Typed contracts: the shape of every report the CLI prints with ``--json`` and a page draws.
 
-Every report is a ``msgspec.Struct`` (``base.Contract``): the object ``backend/`` builds and validates
+A report is a ``msgspec.Struct`` (``base.Contract``): the object ``backend/`` builds and validates
 once, the page, the CLI and the report read by attribute, and the JSON Schema, all one definition
 (``base.py`` says why msgspec). One module per family: the views (``views.py``: metrics, flows, items
 --page, compare; ``common.py``), the audits (``audits.py``), the Inspector (``inspector.py``), explain
-(``explain.py``), the adaptive policies (``policies.py``), re-runs, sweeps and ingest (``runs.py``), the
-store, queue and registry (``store.py``, re-exporting ``store.types``' own Structs) and the shareable report
-(``report.py``).
+(``explain.py``), the adaptive policies (``policies.py``), re-runs and sweeps (``runs.py``), the store,
+queue, registry and videos (``store.py``, naming the store's own records: ``store.health.Report``,
+``store.jobs.JobRecord``, ``store.registry.ModelSpec``, defined once in ``store/`` on ``store.contract``'s
+base; ``ingest --json`` prints ``store.ingest.IngestSummary``) and the shareable report (``report.py``).
+Still ``TypedDict`` descriptions of plain dicts (msgspec reads both kinds): ``runs.py``'s re-run and sweep
+reports and ``store.py``'s ``StoreContents``/``InfoReport``.
 
 - A Struct field's description is its ``Annotated[..., doc("...")]``; ``X | UnsetType = UNSET`` is a key
   present only in some modes; ``X | None`` is JSON ``null`` where the number is not available (never 0).

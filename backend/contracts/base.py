@@ -1,6 +1,7 @@
 """The base of every report: a ``msgspec.Struct`` that is at once the runtime object, its validator and its schema.
 
-Why msgspec and not pydantic v2 (``benchmarks/contracts.py``): importing the library and defining 150
+``Contract`` and ``doc`` are ``store.contract``'s (the store's own records are contracts too, and the store
+cannot import ``backend/``). Why msgspec and not pydantic v2 (``benchmarks/contracts.py``): importing the library and defining 150
 report classes took 31 ms with msgspec against 195 ms with pydantic (``defer_build``), and every command
 that computes pays that import; validation, conversion and the JSON Schema come with both.
 
@@ -23,14 +24,17 @@ from types import GenericAlias
 from typing import Any, TypeVar
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType, field
+from msgspec import UNSET, UnsetType, field
 from msgspec.structs import asdict, replace
+
+from store.contract import Contract, doc
 
 __all__ = [
     "UNSET",
     "Contract",
     "UnsetType",
     "asdict",
+    "built",
     "doc",
     "field",
     "from_rows",
@@ -44,18 +48,9 @@ T = TypeVar("T", bound="Contract")
 V = TypeVar("V")
 
 
-class Contract(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A report or a part of one: built by ``backend/``, validated once (``validated``), drawn and printed as is."""
-
-
 def unset(value: V | UnsetType) -> V | None:
     """An optional field's value, None where it is unset (what a reader that treats both alike wants)."""
     return None if isinstance(value, UnsetType) else value
-
-
-def doc(text: str) -> Meta:
-    """A field's description in the JSON Schema."""
-    return Meta(description=text)
 
 
 def _builtin(value: Any) -> Any:
@@ -78,6 +73,12 @@ def from_rows(records: list[dict[str, Any]], cls: type[T]) -> list[T]:
     clean = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in records]
     rows: list[T] = msgspec.convert(to_json(clean), GenericAlias(list, (cls,)))  # list[cls]: cls is a variable
     return rows
+
+
+def built(value: Any, cls: type[T]) -> T:
+    """``value`` (a report assembled as plain data, its keys following a table's columns or a list of states)
+    as ``cls``, checked field by field once: ``msgspec.ValidationError`` names the path of a field that breaks it."""
+    return msgspec.convert(to_json(value), cls)
 
 
 def validated(report: T) -> T:

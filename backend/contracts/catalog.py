@@ -17,7 +17,7 @@ from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import HistoryReport, InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.report import ReportData
-from backend.contracts.runs import IngestReport, RerunOutcome, SelectionRerunReport, SweepReport
+from backend.contracts.runs import RerunOutcome, SelectionRerunReport, SweepReport
 from backend.contracts.store import (
     Annotation,
     CheckReport,
@@ -37,6 +37,7 @@ from backend.contracts.views import (
     OverviewReport,
     ScoreFlowsReport,
 )
+from store.ingest import IngestSummary
 
 REPORTS: dict[str, Any] = {
     "metrics": OverviewReport,
@@ -63,7 +64,7 @@ REPORTS: dict[str, Any] = {
     "rerun": RerunOutcome,
     "rerun --flow": SelectionRerunReport,
     "sweep": SweepReport,
-    "ingest": IngestReport,
+    "ingest": IngestSummary,
     "models list": list[ModelEntry],
     "models demo": ModelEntry,
     "annotate add": Annotation,

@@ -1,4 +1,5 @@
-"""Running models and reading results in: ``trajaudit rerun``, ``sweep`` and ``ingest`` with ``--json``."""
+"""Running models: ``trajaudit rerun`` and ``sweep`` with ``--json``. What ``ingest --json`` prints is the store's
+own record, ``store.ingest.IngestSummary`` (not imported here: the ingest package imports its readers)."""
 
 from typing import Annotated, Any, TypedDict
 
@@ -407,73 +408,3 @@ class SweepReport(TypedDict):
     verify: SweepVerify | None
     withdrawn: bool
     approximate: bool
-
-
-class IngestedFile(TypedDict):
-    """What one input file added (``store.ingest.publish.FileResult``).
-
-    path: the file
-    format: the format it was read as
-    rows: responses it holds
-    new: responses written
-    already_stored: responses the store held already
-    replaced: stored responses it replaced (--replace)
-    duplicates: responses repeated within the input
-    flagged: per quality flag (no-answer, harness-mismatch, unparseable, protocol-note, adaptive-frames, no-verdict), its responses
-    run_id: the ingest run that wrote its rows (null: it wrote nothing)
-    config_hint: where its configuration was inferred from, and any relabel of non-uniform logged frames (null: neither)
-    configs: the configurations its rows got
-    frames: its visual responses per frames source (logged, reconstructed, unknown)
-    """
-
-    path: str
-    format: str
-    rows: int
-    new: int
-    already_stored: int
-    replaced: int
-    duplicates: int
-    flagged: dict[str, int]
-    run_id: str | None
-    config_hint: str | None
-    configs: list[str]
-    frames: dict[str, int]
-
-
-class IngestReport(TypedDict):
-    """``trajaudit ingest --json`` (``store.ingest.IngestSummary``): what one ingest read and wrote.
-
-    files: per input file, what it added
-    rows: responses read
-    new: responses written
-    already_stored: responses the store held already
-    replaced: stored responses replaced (--replace)
-    duplicates: responses repeated within the input
-    flagged: per quality flag, its responses
-    scores: responses read per score source (file, judge, token_f1; store.ingest.scores); unscored ones uncounted
-    models: the models read
-    benchmarks: the benchmarks read
-    configs: the configurations read
-    items_written: item rows written or updated
-    store_version: the store's version after the write
-    dry_run: true for --dry-run: read and checked, nothing written (new, items_written 0)
-    skipped: files under a folder given that are no result file
-    notes: what ingest changed that the counts do not show, each after its file (ids stripped of spaces)
-    """
-
-    files: list[IngestedFile]
-    rows: int
-    new: int
-    already_stored: int
-    replaced: int
-    duplicates: int
-    flagged: dict[str, int]
-    scores: dict[str, int]
-    models: list[str]
-    benchmarks: list[str]
-    configs: list[str]
-    items_written: int
-    store_version: int
-    dry_run: bool
-    skipped: list[str]
-    notes: list[str]

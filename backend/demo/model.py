@@ -18,6 +18,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from msgspec.structs import asdict
+
 from backend.demo.synthetic import MAIN_GRID, MODELS, SUBSET_CONFIGS, build_demo
 from backend.extras import missing_worker_extra
 from backend.runtime import registry
@@ -57,4 +59,4 @@ def build_demo_store(
     report(DATA_SHARE, f"building the random-weights demo model {DEMO_MODEL}")
     spec = register_demo_model_isolated(summary["store"])  # the resolved root (--store may be omitted)
     report(1.0, "done")
-    return summary | {"demo_model": spec.to_dict()}
+    return summary | {"demo_model": asdict(spec)}

@@ -45,7 +45,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -184,7 +184,7 @@ class Slot:
     resources: dict[str, float]
     started_at: float = field(default_factory=time.time)
     info: ActorInfo | None = None
-    state: str = "loading"  # loading, ready, dead
+    state: Literal["loading", "ready", "dead"] = "loading"
     job: Job | None = None  # the job it is loading for or answering
     inputs: Inputs | Exception | None = None  # what the job reads from the store (or why it cannot)
     ref: Any = None  # the pending load() or answer() call
@@ -206,7 +206,7 @@ class Slot:
             gpu=None if i is None else i.gpu,
             gpu_ids=i.gpu_ids if i else [],
             resources=self.resources,
-            state=self.state,  # type: ignore[typeddict-item]  # one of the Literal's values
+            state=self.state,
             waiting=self.waiting,
             jobs_done=self.jobs_done,
             jobs_failed=self.jobs_failed,

@@ -14,8 +14,10 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import cast
 
+import msgspec
+
+from backend.contracts.base import to_json
 from backend.contracts.store import RemoteActor
 from store.paths import inside, write_atomic
 
@@ -32,7 +34,7 @@ def records_path(store_root: str | os.PathLike, dispatcher_id: str) -> Path:
 def save(path: Path, actors: Iterable[RemoteActor]) -> None:
     """Publish the actors' records whole (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(list(actors), indent=1))
+    write_atomic(path, json.dumps(to_json(list(actors)), indent=1))
 
 
 def remote_actors(store_root: str | os.PathLike, online: set[str]) -> list[RemoteActor]:
@@ -44,5 +46,5 @@ def remote_actors(store_root: str | os.PathLike, online: set[str]) -> list[Remot
             actors = json.loads(path.read_text())
         except (OSError, ValueError):  # removed or replaced between the glob and the read
             continue
-        out += [cast(RemoteActor, a) for a in actors if a.get("worker_id") in online]
-    return sorted(out, key=lambda a: (a["model"], a["node_ip"] or "", a["worker_id"]))
+        out += [msgspec.convert(a, RemoteActor) for a in actors if a.get("worker_id") in online]
+    return sorted(out, key=lambda a: (a.model, a.node_ip or "", a.worker_id))

@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from msgspec.structs import asdict
+
 from backend.extras import require_worker_extra
 from backend.runtime.inference import base as inference
 from store.errors import UserError
@@ -63,7 +65,7 @@ def dumps(models: dict[str, ModelSpec]) -> str:
     """The registry as TOML: one ``[models."<name>"]`` table per model; None values are left out."""
     parts = ["# trajaudit model registry (trajaudit models add/list/remove)\n"]
     for name in sorted(models):
-        entry = {k: v for k, v in models[name].to_dict().items() if k != "name" and v is not None}
+        entry = {k: v for k, v in asdict(models[name]).items() if k != "name" and v is not None}
         body = "".join(f"{k} = {_toml_value(v)}\n" for k, v in entry.items())
         parts.append(f"\n[models.{_toml_str(name)}]\n{body}")
     return "".join(parts)

@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
 
-from backend.contracts.store import JobRow, JobsOverview, LocalWorker, StartedBy, WorkerRow
+from backend.contracts.base import asdict
+from backend.contracts.store import JobRow, JobsOverview, LocalWorker, LocalWorkerStart, StartedBy, WorkerRow
 from backend.extras import require_worker_extra
 from backend.runtime import dispatch_records, registry, rerun
 from store.errors import UserError
@@ -161,14 +161,14 @@ def local_worker(store_root: str | os.PathLike, model: str) -> LocalWorker:
     )
     if online:
         w = online[0]
-        out.update({"state": "online", "pid": w.pid, "worker_id": w.worker_id, "device": w.device})
+        out.state, out.pid, out.worker_id, out.device = "online", w.pid, w.worker_id, w.device
     elif started is not None:
-        out.update({"pid": started["pid"], "device": started["device"]})
+        out.pid, out.device = started["pid"], started["device"]
         if _alive(started["pid"], model):
-            out["state"] = "starting"
+            out.state = "starting"
         else:
-            tail = _log_tail(log)
-            out.update({"state": "exited", "log_tail": tail, "reason": _exit_reason(tail)})
+            out.log_tail = _log_tail(log)
+            out.state, out.reason = "exited", _exit_reason(out.log_tail)
     return out
 
 
@@ -182,13 +182,13 @@ def _user() -> str:
 
 def ensure_local_worker(
     store_root: str | os.PathLike, model: str, device: str = "cpu", parent_pid: int | None = None
-) -> dict:
+) -> LocalWorkerStart:
     """Start ``trajaudit worker --model MODEL --device DEVICE`` here unless one is online or starting.
 
     The worker stops when process ``parent_pid`` (default: this one, the dashboard) is gone, or
     after ``LOCAL_IDLE_TIMEOUT_S`` without a job.
 
-    Returns :func:`local_worker`'s dict plus ``started`` (True when this call started it; its
+    Returns :func:`local_worker`'s record plus ``started`` (True when this call started it; its
     ``state`` is then ``starting``). ``UserError`` for an unregistered model or a checkpoint that
     is not on this machine (start a worker where it is instead), or without the worker extra.
     """
@@ -204,8 +204,8 @@ def ensure_local_worker(
     log, pid_file, lock = _files(root, model)
     with _locked(lock):
         status = local_worker(root, model)
-        if status["state"] in ("online", "starting"):
-            return status | {"started": False}
+        if status.state in ("online", "starting"):
+            return LocalWorkerStart(**asdict(status), started=False)
         parent = os.getpid() if parent_pid is None else parent_pid
         cmd = [
             *CLI,
@@ -230,17 +230,10 @@ def ensure_local_worker(
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
-        who = {"parent_pid": parent, "user": _user(), "started_at": time.time(), "idle_timeout_s": LOCAL_IDLE_TIMEOUT_S}
-        write_atomic(pid_file, json.dumps({"pid": proc.pid, "model": model, "device": device} | who))
-    return status | {
-        "state": "starting",
-        "pid": proc.pid,
-        "device": device,
-        "log_tail": [],
-        "reason": None,
-        "started_by": who,
-        "started": True,
-    }
+        who = StartedBy(parent_pid=parent, user=_user(), started_at=time.time(), idle_timeout_s=LOCAL_IDLE_TIMEOUT_S)
+        write_atomic(pid_file, json.dumps({"pid": proc.pid, "model": model, "device": device} | asdict(who)))
+    fields = asdict(status) | {"state": "starting", "pid": proc.pid, "device": device, "log_tail": [], "reason": None}
+    return LocalWorkerStart(**(fields | {"started_by": who}), started=True)
 
 
 def stop_local_workers(store_root: str | os.PathLike, model: str | None = None, timeout_s: float = 20.0) -> list[int]:
@@ -273,8 +266,7 @@ def job_row(job: Job, now: float) -> JobRow:
     end = job.finished_at if job.finished_at is not None else now
     waited = (job.started_at if job.started_at is not None else end) - job.created_at
     ran = None if job.started_at is None else end - job.started_at
-    timings = {"waited_s": round(waited, 3), "ran_s": None if ran is None else round(ran, 3)}
-    return cast(JobRow, job.to_dict() | timings)  # to_dict() is a JobRecord (test_contracts compares their types)
+    return JobRow(**asdict(job.record()), waited_s=round(waited, 3), ran_s=None if ran is None else round(ran, 3))
 
 
 def worker_log(store_root: str | os.PathLike, model: str) -> str | None:
@@ -306,12 +298,10 @@ def overview(
     jobs = queue.list_jobs(state=state, model=model, limit=limit)
     now = time.time()
     online = queue.workers(ONLINE_WITHIN_S)
-    return {
-        "counts": queue.counts(),
-        "jobs": [job_row(j, now) for j in jobs],
-        "workers": [
-            cast(WorkerRow, w.to_dict() | {"age_s": round(now - w.seen_at, 1)}) for w in online
-        ],  # to_dict() is a WorkerRow less age_s (test_contracts compares their types)
-        "local": [local_worker(store_root, started["model"]) for _, started in _started(store_root)],
-        "remote": dispatch_records.remote_actors(store_root, {w.worker_id for w in online}),
-    }
+    return JobsOverview(
+        counts=queue.counts(),
+        jobs=[job_row(j, now) for j in jobs],
+        workers=[WorkerRow(**asdict(w.record()), age_s=round(now - w.seen_at, 1)) for w in online],
+        local=[local_worker(store_root, started["model"]) for _, started in _started(store_root)],
+        remote=dispatch_records.remote_actors(store_root, {w.worker_id for w in online}),
+    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from backend.contracts.base import built
+from backend.contracts.store import VideoCheckReport
 from backend.videos.decode import default_video_root
 from store.store import Store
 
@@ -35,7 +37,7 @@ def _states(store: Store, benchmark: str | None) -> pd.DataFrame:
     return rows
 
 
-def check(store: Store, benchmark: str | None = None) -> dict:
+def check(store: Store, benchmark: str | None = None) -> VideoCheckReport:
     """The video root and one report per benchmark (module docstring), benchmarks in name order."""
     rows = _states(store, benchmark)
     out = []
@@ -56,4 +58,4 @@ def check(store: Store, benchmark: str | None = None) -> dict:
                 "examples": {s: e.to_dict("records") for s, e in examples.items()},
             }
         )
-    return {"video_root": str(default_video_root(store.root)), "benchmarks": out}
+    return built({"video_root": str(default_video_root(store.root)), "benchmarks": out}, VideoCheckReport)

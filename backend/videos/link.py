@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from backend.contracts.store import VideoExample, VideoLinkReport
+from backend.contracts.base import built
+from backend.contracts.store import VideoLinkReport
 from backend.videos import catalog, layouts
 from backend.videos.decode import VIDEO_ROOT_ENV, default_video_root
 from backend.videos.probe import probe_files
@@ -109,8 +110,8 @@ def _refuse_mismatch(stored: pd.Series, linked: pd.Series, benchmark: str) -> in
     return matched
 
 
-def _examples(rows: pd.DataFrame, status: str) -> list[VideoExample]:
-    """The first ``EXAMPLES`` items of ``status`` (item id and path)."""
+def _examples(rows: pd.DataFrame, status: str) -> list[dict]:
+    """The first ``EXAMPLES`` items of ``status`` (item id and path: ``VideoExample`` rows)."""
     return rows.loc[rows["status"] == status, ["item_id", "path"]].head(EXAMPLES).to_dict("records")
 
 
@@ -152,7 +153,7 @@ def link(
     rows["linked_at"] = pd.Timestamp.now(tz="UTC")
     version = catalog.replace(store, benchmark, rows)
     counts = rows["status"].value_counts()
-    return {
+    report = {
         "benchmark": benchmark,
         "layout": name,
         "dataset": str(folder),
@@ -169,3 +170,4 @@ def link(
         "examples": {"missing": _examples(rows, "missing"), "unreadable": _examples(rows, "unreadable")},
         "store_version": version,
     }
+    return built(report, VideoLinkReport)

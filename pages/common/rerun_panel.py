@@ -159,9 +159,9 @@ def _start_worker(root: str, model: str, spec: client.ModelSpec | None, jobs: st
             f"{jobs} queued, but no worker can be started here: {ui.escape_md(exc)}", icon=":material/satellite_alt:"
         )
     else:
-        if worker["started"]:
+        if worker.started:
             st.toast(
-                f"Starting a local {_device_text(worker['device'])} worker for {ui.escape_md(model)}…",
+                f"Starting a local {_device_text(worker.device)} worker for {ui.escape_md(model)}…",
                 icon=":material/rocket_launch:",
             )
 
@@ -201,28 +201,26 @@ def _live_status(root: str, job_id: int, model: str) -> None:
     if status["state"] in client.FINAL_STATES:
         st.rerun()
     elapsed = (
-        f"waiting {job['waited_s']:.1f} s"
-        if job["ran_s"] is None
-        else f"running {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s)"
+        f"waiting {job.waited_s:.1f} s"
+        if job.ran_s is None
+        else f"running {job.ran_s:.1f} s (waited {job.waited_s:.1f} s)"
     )
-    who = f" on worker {ui.code(job['worker_id'])}" if job["worker_id"] else ""
+    who = f" on worker {ui.code(job.worker_id)}" if job.worker_id else ""
     st.markdown(
-        f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job['config'])} · **{status['state']}** · {elapsed}{who}"
+        f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job.config)} · **{status['state']}** · {elapsed}{who}"
     )
     if status["state"] != "queued":
         return
     worker = local_worker(root, model)
-    if worker["state"] == "starting":
+    if worker.state == "starting":
+        st.caption(f"Starting a local {_device_text(worker.device)} worker (pid {worker.pid}): loading the model…")
+    elif worker.state == "online":
         st.caption(
-            f"Starting a local {_device_text(worker['device'])} worker (pid {worker['pid']}): loading the model…"
+            f"Worker {ui.code(worker.worker_id)} ({worker.device}) is online; the job runs after those ahead of it."
         )
-    elif worker["state"] == "online":
-        st.caption(
-            f"Worker {ui.code(worker['worker_id'])} ({worker['device']}) is online; the job runs after those ahead of it."
-        )
-    elif worker["state"] == "exited":  # one line: the traceback stays in the log
-        why = ui.escape_md(worker["reason"] or "its log is empty")
-        st.error(f"The local worker exited: {why} · log: {ui.code(worker['log'])}", icon=":material/report:")
+    elif worker.state == "exited":  # one line: the traceback stays in the log
+        why = ui.escape_md(worker.reason or "its log is empty")
+        st.error(f"The local worker exited: {why} · log: {ui.code(worker.log)}", icon=":material/report:")
     else:
         st.caption(
             f"No worker of {ui.escape_md(model)} is online. Start one where the model is: "
@@ -257,7 +255,7 @@ def _result(view: View, item: InspectedItem, out: dict, thumb_dir: str) -> None:
     else:
         job = out["job"]
         st.success(
-            f"Job {out['job_id']} done in {job['ran_s']:.1f} s (waited {job['waited_s']:.1f} s) on worker {ui.code(job['worker_id'])}: "
+            f"Job {out['job_id']} done in {job.ran_s:.1f} s (waited {job.waited_s:.1f} s) on worker {ui.code(job.worker_id)}: "
             "the new point is on its model's line above (★, dashed: an overlay), its frames a strip row.",
             icon=":material/check_circle:",
         )

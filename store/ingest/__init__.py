@@ -12,12 +12,14 @@ import csv
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated
 
+from msgspec import field
 from tqdm import tqdm
 
 from store import configs, samplers
+from store.contract import Contract, doc
 from store.errors import UserError
 from store.ingest import frames, gate, lmms_eval, mapping, scalegrid, scores, table, videomme, vlmevalkit, walk
 from store.ingest import records as record_paths
@@ -36,29 +38,35 @@ FORMATS = tuple(READERS)
 _HEAD_BYTES = 1 << 16
 
 
-@dataclass
-class IngestSummary:
-    """What one ingest did; ``to_dict()`` is the ``--json`` output."""
+class IngestSummary(Contract, kw_only=True):
+    """``trajaudit ingest --json``: what one ingest read and wrote."""
 
-    files: list[FileResult]
-    rows: int
-    new: int
-    already_stored: int
-    replaced: int
-    duplicates: int
-    flagged: dict[str, int]
-    scores: dict[str, int]  # responses per score source (store.ingest.scores.SOURCES); unscored rows uncounted
-    models: list[str]
-    benchmarks: list[str]
-    configs: list[str]
-    items_written: int
-    store_version: int
-    dry_run: bool = False  # --dry-run: read and checked, nothing written
-    skipped: list[str] = field(default_factory=list)  # files under a folder that are no result file
-    notes: list[str] = field(default_factory=list)  # what ingest changed that the counts do not show, per file
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    files: Annotated[list[FileResult], doc("per input file, what it added")]
+    rows: Annotated[int, doc("responses read")]
+    new: Annotated[int, doc("responses written")]
+    already_stored: Annotated[int, doc("responses the store held already")]
+    replaced: Annotated[int, doc("stored responses replaced (--replace)")]
+    duplicates: Annotated[int, doc("responses repeated within the input")]
+    flagged: Annotated[dict[str, int], doc("per quality flag, its responses")]
+    scores: Annotated[
+        dict[str, int],
+        doc("responses read per score source (file, judge, token_f1; store.ingest.scores); unscored ones uncounted"),
+    ]
+    models: Annotated[list[str], doc("the models read")]
+    benchmarks: Annotated[list[str], doc("the benchmarks read")]
+    configs: Annotated[list[str], doc("the configurations read")]
+    items_written: Annotated[int, doc("item rows written or updated")]
+    store_version: Annotated[int, doc("the store's version after the write")]
+    dry_run: Annotated[bool, doc("true for --dry-run: read and checked, nothing written (new, items_written 0)")] = (
+        False
+    )
+    skipped: Annotated[list[str], doc("files under a folder given that are no result file")] = field(
+        default_factory=list
+    )
+    notes: Annotated[
+        list[str],
+        doc("what ingest changed that the counts do not show, each after its file (ids stripped of spaces)"),
+    ] = field(default_factory=list)
 
 
 def detect(path: Path) -> str:

@@ -22,15 +22,18 @@ Rules:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
+from typing import Annotated
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from msgspec import field
 
 from store import configs, samplers
+from store.contract import Contract, doc
 from store.errors import UserError
 from store.ingest.common import ITEM_COLUMNS, RESPONSE_COLUMNS, Batch, count_flags
 from store.schema import ITEM_KEY, ITEMS, RESPONSE_KEY, RESPONSES
@@ -48,22 +51,32 @@ def _on(alias: str) -> str:
     return " AND ".join(f"s.{k} = {alias}.{k}" for k in RESPONSE_KEY)
 
 
-@dataclass
-class FileResult:
-    path: str
-    format: str
-    rows: int
-    new: int = 0
-    already_stored: int = 0
-    replaced: int = 0
-    duplicates: int = 0
-    flagged: dict[str, int] = field(default_factory=dict)
-    run_id: str | None = None  # set when the file wrote anything
-    config_hint: str | None = None  # "config 16f from the file name" where the config was inferred so
-    configs: list[str] = field(default_factory=list)  # the configurations its rows got
-    frames: dict[str, int] = field(
-        default_factory=dict
-    )  # visual rows per frames source (logged, reconstructed, unknown)
+class FileResult(Contract):
+    """What one input file added (an ingest's ``files``)."""
+
+    path: Annotated[str, doc("the file")]
+    format: Annotated[str, doc("the format it was read as")]
+    rows: Annotated[int, doc("responses it holds")]
+    new: Annotated[int, doc("responses written")] = 0
+    already_stored: Annotated[int, doc("responses the store held already")] = 0
+    replaced: Annotated[int, doc("stored responses it replaced (--replace)")] = 0
+    duplicates: Annotated[int, doc("responses repeated within the input")] = 0
+    flagged: Annotated[
+        dict[str, int],
+        doc(
+            "per quality flag (no-answer, harness-mismatch, unparseable, protocol-note, adaptive-frames, "
+            "no-verdict), its responses"
+        ),
+    ] = field(default_factory=dict)
+    run_id: Annotated[str | None, doc("the ingest run that wrote its rows (null: it wrote nothing)")] = None
+    config_hint: Annotated[
+        str | None,
+        doc("where its configuration was inferred from, and any relabel of non-uniform logged frames (null: neither)"),
+    ] = None
+    configs: Annotated[list[str], doc("the configurations its rows got")] = field(default_factory=list)
+    frames: Annotated[
+        dict[str, int], doc("its visual responses per frames source (logged, reconstructed, unknown)")
+    ] = field(default_factory=dict)
 
 
 @dataclass
