@@ -356,17 +356,11 @@ def batch_report(root: str, batch: RerunBatch, baseline: str, label: str) -> Sel
     """The batch, its progress and its comparison so far: ``trajaudit rerun --flow ... --json`` and the re-run panel."""
     from backend.runtime.selection import progress as batch_progress  # the job queue and video decoding: re-runs only
 
+    store = Store(root)
     cmp = selection_comparison(
-        Store(root),
-        batch["model"],
-        batch["benchmark"],
-        batch["item_ids"],
-        batch["config"],
-        baseline,
-        batch["seed"],
-        label,
+        store, batch.model, batch.benchmark, batch.item_ids, batch.config, baseline, batch.seed, label
     )
-    return {"batch": batch, "progress": batch_progress(root, batch), "comparison": cmp}
+    return validated(SelectionRerunReport(batch=batch, progress=batch_progress(root, batch), comparison=cmp))
 
 
 # -- loaders for the analyses that read more than the scope's matrix ---------------------------------------------

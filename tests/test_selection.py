@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from math import comb
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from backend.analysis import selection as analysis_selection
 from backend.analysis.stats import wilson_interval
 from backend.cli import main
 from backend.contracts.base import to_json
+from backend.contracts.runs import RerunBatch
 from backend.runtime import registry, selection
 from backend.scope.filters import ItemFilter
 from backend.scope.ladders import ladders
@@ -80,7 +82,7 @@ def test_item_ids_are_the_flows_pages_lists_and_node_counts(view):
 def test_compare_counts_rescued_and_harmed_by_hand(view):
     store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:20]
-    out = views.selection_comparison(store, MODEL, BENCH, ids, "16f", "8f", label="first 20")
+    out = to_json(views.selection_comparison(store, MODEL, BENCH, ids, "16f", "8f", label="first 20"))
     m = matrix.model_index(MODEL)
     y8 = matrix.correct[m, :20, matrix.config_index("8f")].astype(bool)
     y16 = matrix.correct[m, :20, matrix.config_index("16f")].astype(bool)
@@ -96,7 +98,7 @@ def test_compare_counts_rescued_and_harmed_by_hand(view):
     assert out["sentence"].startswith(
         f"Of the 20 items (first 20), {int(y16.sum())} of the 20 answered are correct under 16f"
     )
-    missing = views.selection_comparison(store, MODEL, BENCH, ids, "8f/random-s9", "8f")
+    missing = to_json(views.selection_comparison(store, MODEL, BENCH, ids, "8f/random-s9", "8f"))
     assert missing["n_compared"] == 0 and missing["n_missing"] == 20 and missing["accuracy_new"]["value"] is None
 
 
@@ -117,7 +119,7 @@ def test_rerun_flow_twin_answers_stored_configs_from_the_store(view, capsys):
     expected = views.selection_comparison(
         store, MODEL, BENCH, ids, other, link["to"], label=Selection.flow(flow).describe()
     )
-    assert out["comparison"] == json.loads(json.dumps(expected))
+    assert out["comparison"] == json.loads(json.dumps(to_json(expected)))
     assert out["comparison"]["correct_baseline"] == 0  # harmed at TO: wrong there by definition
     assert JobQueue(store.root).counts()["queued"] == 0
 
@@ -130,11 +132,11 @@ def test_rerun_items_file_queues_jobs_and_cancel_cancels_them(view, tmp_path, ca
     assert read_ids(str(path)) == ids
     argv = rerun_argv(store, "--items", str(path), "--config", "8f/random-s7", "--json")
     assert main(argv) == 0
-    batch = json.loads(capsys.readouterr().out)["batch"]
-    assert batch["item_ids"] == ids and all(batch["job_ids"]) and batch["from_store"] == 0
-    assert selection.progress(str(store.root), batch)["counts"]["queued"] == 3
+    batch = msgspec.convert(json.loads(capsys.readouterr().out)["batch"], RerunBatch)  # as a page keeps it
+    assert batch.item_ids == ids and all(batch.job_ids) and batch.from_store == 0
+    assert selection.progress(str(store.root), batch).counts["queued"] == 3
     assert selection.cancel(str(store.root), batch) == 3
-    assert selection.progress(str(store.root), batch) | {"counts": None} == {
+    assert to_json(selection.progress(str(store.root), batch)) | {"counts": None} == {
         "n": 3,
         "counts": None,
         "finished": True,
@@ -183,7 +185,7 @@ def test_compare_at_the_baseline_config_keeps_both_columns(view):
     """Re-running at the baseline's own configuration (a noise check) shows the logged and the new answer apart."""
     store, matrix = view.store, view.matrix
     ids = matrix.items["item_id"].tolist()[:5]
-    out = views.selection_comparison(store, MODEL, BENCH, ids, "8f", "8f")
+    out = to_json(views.selection_comparison(store, MODEL, BENCH, ids, "8f", "8f"))
     row = out["items"][0]
     assert {"correct at 8f", "correct at 8f (re-run)"} <= set(row)
     assert [r["correct at 8f"] for r in out["items"]] == [r["correct at 8f (re-run)"] for r in out["items"]]
@@ -205,7 +207,7 @@ def test_compare_on_hand_counted_answers():
     base = _answers([0, 0, 0, 0, 0, 1, 1, 0])
     new = _answers([1, 1, 1, 1, 1, 0, 1, None])
     ids = base.index.tolist()  # the eight selected items (q7 has no row under the new config)
-    out = analysis_selection.compare(base, new, ids, model="m", benchmark="b", config="16f", baseline="8f")
+    out = to_json(analysis_selection.compare(base, new, ids, model="m", benchmark="b", config="16f", baseline="8f"))
     assert (out["n_items"], out["n_compared"], out["n_missing"]) == (8, 7, 1)
     assert (out["rescued"], out["harmed"], out["correct_new"], out["correct_baseline"]) == (5, 1, 6, 2)
     assert out["mcnemar_p"] == pytest.approx(0.21875)
@@ -219,7 +221,9 @@ def test_compare_on_hand_counted_answers():
         "run": None,
     }
     assert out["agreement"] is None
-    logged = analysis_selection.compare(
-        base, new, ids, model="m", benchmark="b", config="8f/logged", baseline="8f", logged=("8f", base)
+    logged = to_json(
+        analysis_selection.compare(
+            base, new, ids, model="m", benchmark="b", config="8f/logged", baseline="8f", logged=("8f", base)
+        )
     )["agreement"]
     assert (logged["k"], logged["n"], logged["differing"]) == (7, 7, [])  # same letter "A" wherever both answered

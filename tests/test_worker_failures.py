@@ -63,7 +63,7 @@ def _err_lines(capsys) -> list[str]:
 @pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
     batch = selection.submit(str(root), selection.batch_requests("m", "bench", ["q1", "q3"], "text"))
-    mine = batch["job_ids"]
+    mine = batch.job_ids
     other = JobQueue(root).enqueue(RerunRequest("other", "bench", "q1", "8f")).id
     broken = _unloadable(RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for lm_head.weight"))
     with pytest.raises(
@@ -79,7 +79,7 @@ def test_a_model_that_cannot_load_fails_its_queued_jobs_with_one_line(root):
         assert job.error.startswith("model 'm' cannot be loaded") and "\n" not in job.error
     assert queue.get(other).state == "queued"  # another model's job is not touched
     done = selection.progress(str(root), batch)  # what the batch panel draws: the reason, once
-    assert done["finished"] and done["counts"]["failed"] == 2 and done["failure"] == queue.get(mine[0]).error
+    assert done.finished and done.counts["failed"] == 2 and done.failure == queue.get(mine[0]).error
 
 
 @pytest.mark.worker  # loads a model: needs the inference extra
@@ -254,7 +254,7 @@ def test_a_selection_rerun_that_does_not_fit_queues_nothing_and_says_so(big_stor
     with pytest.raises(UserError, match=r"\(900 queued, 100 of 1000 slots free\): 101 new jobs asked, 0 queued"):
         selection.submit(str(big_store), selection.batch_requests(MODEL, BENCH, ids[:101], "text", force=True))
     fits = selection.submit(str(big_store), selection.batch_requests(MODEL, BENCH, ids[:100], "text", force=True))
-    assert len(set(fits["job_ids"])) == 100 and queue.counts()["queued"] == MAX_QUEUED  # exactly full
+    assert len(set(fits.job_ids)) == 100 and queue.counts()["queued"] == MAX_QUEUED  # exactly full
 
 
 # -- the Workers page: an exited worker and a failed job, one line each ---------------------------------

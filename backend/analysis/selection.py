@@ -16,6 +16,7 @@ import pandas as pd
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import flow_counts, flow_items
 from backend.analysis.stats import wilson_interval
+from backend.contracts.base import asdict, to_json
 from backend.contracts.runs import BatchComparison, LoggedAgreement, Share
 from backend.scope.matrix import Matrix
 from backend.scope.selection import Selection, state_items
@@ -74,8 +75,10 @@ def compare(
     rows = pd.DataFrame(
         {
             "item_id": ids,
-            f"correct at {baseline}": base["correct"].to_numpy(),
-            now: new["correct"].to_numpy(),
+            f"correct at {baseline}": base["correct"]
+            .astype("Int64")
+            .to_numpy(dtype=object, na_value=None),  # 1, 0 or null
+            now: new["correct"].astype("Int64").to_numpy(dtype=object, na_value=None),
             "answer": new["answer"].to_numpy(),
             "run": new["run"].to_numpy(),
         }
@@ -88,26 +91,26 @@ def compare(
         if n
         else f"None of the {items} ({label}) has an answer at both {baseline} and {config} yet."
     )
-    return {
-        "model": model,
-        "benchmark": benchmark,
-        "selection": label,
-        "config": config,
-        "baseline": baseline,
-        "n_items": len(ids),
-        "n_compared": n,
-        "n_missing": len(ids) - n,
-        "correct_new": k_new,
-        "correct_baseline": k_base,
-        "accuracy_new": share(k_new, n),
-        "accuracy_baseline": share(k_base, n),
-        "rescued": rescued,
-        "harmed": harmed,
-        "mcnemar_p": p,
-        "sentence": sentence,
-        "items": rows.astype(object).where(rows.notna(), None).to_dict("records"),
-        "agreement": None if logged is None else _agreement(ids, new, *logged),
-    }
+    return BatchComparison(
+        model=model,
+        benchmark=benchmark,
+        selection=label,
+        config=config,
+        baseline=baseline,
+        n_items=len(ids),
+        n_compared=n,
+        n_missing=len(ids) - n,
+        correct_new=k_new,
+        correct_baseline=k_base,
+        accuracy_new=share(k_new, n),
+        accuracy_baseline=share(k_base, n),
+        rescued=rescued,
+        harmed=harmed,
+        mcnemar_p=p,
+        sentence=sentence,
+        items=to_json(rows.astype(object).where(rows.notna(), None).to_dict("records")),
+        agreement=None if logged is None else _agreement(ids, new, *logged),
+    )
 
 
 def _agreement(ids: list[str], new: pd.DataFrame, logged_config: str, logged: pd.DataFrame) -> LoggedAgreement:
@@ -117,10 +120,11 @@ def _agreement(ids: list[str], new: pd.DataFrame, logged_config: str, logged: pd
     both = logged["run"].notna().to_numpy() & new["run"].notna().to_numpy()
     same = logged["answer"].fillna("\0").to_numpy() == new["answer"].fillna("\0").to_numpy()
     differing = [i for i, keep in zip(ids, both & ~same, strict=True) if keep]
-    return {**share(int((both & same).sum()), int(both.sum())), "logged_config": logged_config, "differing": differing}
+    counted = share(int((both & same).sum()), int(both.sum()))
+    return LoggedAgreement(**asdict(counted), logged_config=logged_config, differing=differing)
 
 
 def share(k: int, n: int) -> Share:
     """``k`` of ``n`` with its Wilson 95% interval (nulls when nothing was compared)."""
     low, high = wilson_interval(np.array([k]), np.array([n]))
-    return {"k": k, "n": n, "value": k / n if n else None, "ci95": None if not n else (float(low[0]), float(high[0]))}
+    return Share(k=k, n=n, value=k / n if n else None, ci95=None if not n else (float(low[0]), float(high[0])))

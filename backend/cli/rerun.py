@@ -116,22 +116,22 @@ def run_selection(args: argparse.Namespace, root) -> int:
     sel = _selection(args)
     view = scope_view(args, args.model)
     out = rerun_selection(view, args.model, sel, args.config, args.baseline, args.seed, args.force)
-    batch = out["batch"]
-    if args.wait and not out["progress"]["finished"]:
+    batch = out.batch
+    if args.wait and not out.progress.finished:
         _warn_no_worker(root, args.model)
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
-        while not out["progress"]["finished"] and (deadline is None or time.monotonic() < deadline):
+        while not out.progress.finished and (deadline is None or time.monotonic() < deadline):
             time.sleep(POLL_S)
-            out = views.batch_report(root, batch, out["comparison"]["baseline"], sel.describe())
+            out = views.batch_report(root, batch, out.comparison.baseline, sel.describe())
     if args.json:
         print_json(out)
     else:
-        counts = ", ".join(f"{k} {v}" for k, v in out["progress"]["counts"].items() if v)
+        counts = ", ".join(f"{k} {v}" for k, v in out.progress.counts.items() if v)
         print(
-            f"{args.model} {batch['benchmark']} {sel.describe()}: {count(len(batch['item_ids']), 'item')} at {batch['config']} ({counts})"
+            f"{args.model} {batch.benchmark} {sel.describe()}: {count(len(batch.item_ids), 'item')} at {batch.config} ({counts})"
         )
-        print(out["comparison"]["sentence"])
-    return 0 if out["progress"]["finished"] or not args.wait else 1
+        print(out.comparison.sentence)
+    return 0 if out.progress.finished or not args.wait else 1
 
 
 def rerun_selection(

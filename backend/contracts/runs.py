@@ -1,10 +1,13 @@
 """Running models: ``trajaudit rerun`` and ``sweep`` with ``--json``. What ``ingest --json`` prints is the store's
 own record, ``store.ingest.IngestSummary`` (not imported here: the ingest package imports its readers)."""
 
+from __future__ import annotations
+
 from typing import Annotated, Any, TypedDict
 
 from msgspec import Meta
 
+from backend.contracts.base import Contract, doc
 from backend.contracts.common import Interval
 from backend.contracts.store import JobState
 
@@ -74,55 +77,34 @@ class RerunOutcome(TypedDict):
     written_at: str | None
 
 
-class RerunBatch(TypedDict):
-    """A selection's batch re-run (``backend.runtime.selection.submit``): every item asked the same way.
+class RerunBatch(Contract, kw_only=True):
+    """A selection's batch re-run (``backend.runtime.selection.submit``): every item asked the same way."""
 
-    model: the model
-    benchmark: the benchmark
-    config: the configuration label, canonical
-    seed: the sampling seed (null: the policy draws none)
-    item_ids: the selected items, in the selection's order
-    job_ids: per item, its job (null: answered from the store)
-    from_store: items answered from the store
-    """
-
-    model: str
-    benchmark: str
-    config: str
-    seed: int | None
-    item_ids: list[str]
-    job_ids: list[int | None]
-    from_store: int
+    model: Annotated[str, doc("the model")]
+    benchmark: Annotated[str, doc("the benchmark")]
+    config: Annotated[str, doc("the configuration label, canonical")]
+    seed: Annotated[int | None, doc("the sampling seed (null: the policy draws none)")]
+    item_ids: Annotated[list[str], doc("the selected items, in the selection's order")]
+    job_ids: Annotated[list[int | None], doc("per item, its job (null: answered from the store)")]
+    from_store: Annotated[int, doc("items answered from the store")]
 
 
-class BatchProgress(TypedDict):
-    """How far a batch's jobs are (an item answered from the store counts as done).
+class BatchProgress(Contract, kw_only=True):
+    """How far a batch's jobs are (an item answered from the store counts as done)."""
 
-    n: items of the batch
-    counts: per job state (queued, running, done, failed, cancelled), its items
-    finished: true when no job is queued or running
-    failure: the most frequent error of its failed jobs, in one line (null: none failed)
-    """
-
-    n: int
-    counts: dict[str, int]
-    finished: bool
-    failure: str | None
+    n: Annotated[int, doc("items of the batch")]
+    counts: Annotated[dict[str, int], doc("per job state (queued, running, done, failed, cancelled), its items")]
+    finished: Annotated[bool, doc("true when no job is queued or running")]
+    failure: Annotated[str | None, doc("the most frequent error of its failed jobs, in one line (null: none failed)")]
 
 
-class Share(TypedDict):
-    """A count of right answers out of those compared, with its Wilson 95% interval.
+class Share(Contract, kw_only=True):
+    """A count of right answers out of those compared, with its Wilson 95% interval."""
 
-    k: items right
-    n: items compared
-    value: k / n (null: none compared)
-    ci95: the Wilson 95% interval of k / n (null: none compared)
-    """
-
-    k: int
-    n: int
-    value: float | None
-    ci95: Interval | None
+    k: Annotated[int, doc("items right")]
+    n: Annotated[int, doc("items compared")]
+    value: Annotated[float | None, doc("k / n (null: none compared)")]
+    ci95: Annotated[Interval | None, doc("the Wilson 95% interval of k / n (null: none compared)")]
 
 
 ComparedItem = Annotated[
@@ -137,72 +119,46 @@ ComparedItem = Annotated[
 """A table row (its correctness columns are named by the configurations)."""
 
 
-class LoggedAgreement(Share):
+class LoggedAgreement(Share, kw_only=True):
     """A ``logged`` re-run's answers against the logged answers whose frames it replayed: a protocol check
-    on the worker (``k`` items answered the same out of ``n`` answered both ways).
+    on the worker (``k`` items answered the same out of ``n`` answered both ways)."""
 
-    logged_config: the logged configuration whose frames were replayed
-    differing: the items whose re-run answer differs from the logged one
-    """
-
-    logged_config: str
-    differing: list[str]
+    logged_config: Annotated[str, doc("the logged configuration whose frames were replayed")]
+    differing: Annotated[list[str], doc("the items whose re-run answer differs from the logged one")]
 
 
-class BatchComparison(TypedDict):
-    """The selection under the new configuration against the baseline (``backend.analysis.selection.compare``).
+class BatchComparison(Contract, kw_only=True):
+    """The selection under the new configuration against the baseline (``backend.analysis.selection.compare``)."""
 
-    model: the model
-    benchmark: the benchmark
-    selection: the selection, in words ("8f → 64f harmed", "wrong at 8f", "5 picked items")
-    config: the new configuration
-    baseline: the configuration compared against
-    n_items: selected items
-    n_compared: items answered at both configurations
-    n_missing: items not (yet) answered at both
-    correct_new: compared items right under config
-    correct_baseline: compared items right at the baseline
-    accuracy_new: correct_new out of n_compared
-    accuracy_baseline: correct_baseline out of n_compared
-    rescued: wrong at the baseline, right under config
-    harmed: right at the baseline, wrong under config
-    mcnemar_p: exact two-sided McNemar p of rescued against harmed
-    sentence: the comparison in one sentence
-    items: per selected item, its correctness at both and its new answer
-    agreement: with the logged answers, for a re-run with the logged frames (``--frames logged``; null otherwise)
-    """
-
-    model: str
-    benchmark: str
-    selection: str
-    config: str
-    baseline: str
-    n_items: int
-    n_compared: int
-    n_missing: int
-    correct_new: int
-    correct_baseline: int
-    accuracy_new: Share
-    accuracy_baseline: Share
-    rescued: int
-    harmed: int
-    mcnemar_p: float
-    sentence: str
-    items: list[ComparedItem]
-    agreement: LoggedAgreement | None
+    model: Annotated[str, doc("the model")]
+    benchmark: Annotated[str, doc("the benchmark")]
+    selection: Annotated[str, doc('the selection, in words ("8f → 64f harmed", "wrong at 8f", "5 picked items")')]
+    config: Annotated[str, doc("the new configuration")]
+    baseline: Annotated[str, doc("the configuration compared against")]
+    n_items: Annotated[int, doc("selected items")]
+    n_compared: Annotated[int, doc("items answered at both configurations")]
+    n_missing: Annotated[int, doc("items not (yet) answered at both")]
+    correct_new: Annotated[int, doc("compared items right under config")]
+    correct_baseline: Annotated[int, doc("compared items right at the baseline")]
+    accuracy_new: Annotated[Share, doc("correct_new out of n_compared")]
+    accuracy_baseline: Annotated[Share, doc("correct_baseline out of n_compared")]
+    rescued: Annotated[int, doc("wrong at the baseline, right under config")]
+    harmed: Annotated[int, doc("right at the baseline, wrong under config")]
+    mcnemar_p: Annotated[float, doc("exact two-sided McNemar p of rescued against harmed")]
+    sentence: Annotated[str, doc("the comparison in one sentence")]
+    items: Annotated[list[ComparedItem], doc("per selected item, its correctness at both and its new answer")]
+    agreement: Annotated[
+        LoggedAgreement | None,
+        doc("with the logged answers, for a re-run with the logged frames (``--frames logged``; null otherwise)"),
+    ]
 
 
-class SelectionRerunReport(TypedDict):
-    """``trajaudit rerun --flow|--state|--items ... --json`` and the page's batch re-run: the batch and its comparison.
+class SelectionRerunReport(Contract, kw_only=True):
+    """``trajaudit rerun --flow|--state|--items ... --json`` and the page's batch re-run: the batch and its comparison."""
 
-    batch: the batch submitted
-    progress: its jobs' states (with --wait: when it ended or timed out)
-    comparison: the selection against --baseline, as far as answered
-    """
-
-    batch: RerunBatch
-    progress: BatchProgress
-    comparison: BatchComparison
+    batch: Annotated[RerunBatch, doc("the batch submitted")]
+    progress: Annotated[BatchProgress, doc("its jobs' states (with --wait: when it ended or timed out)")]
+    comparison: Annotated[BatchComparison, doc("the selection against --baseline, as far as answered")]
 
 
 class SweepCells(TypedDict):

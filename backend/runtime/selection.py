@@ -40,37 +40,37 @@ def submit(root: str, requests: list[RerunRequest]) -> RerunBatch:
     validated = [rerun.validate(root, req) for req in requests]
     outs = rerun.place_many(root, validated)  # all or nothing against the queue's bound
     first = validated[0]
-    return {
-        "model": first.model,
-        "benchmark": first.benchmark,
-        "config": first.config,
-        "seed": first.seed,
-        "item_ids": [o["item_id"] for o in outs],
-        "job_ids": [o["job_id"] for o in outs],
-        "from_store": sum(o["from_store"] for o in outs),
-    }
+    return RerunBatch(
+        model=first.model,
+        benchmark=first.benchmark,
+        config=first.config,
+        seed=first.seed,
+        item_ids=[o["item_id"] for o in outs],
+        job_ids=[o["job_id"] for o in outs],
+        from_store=sum(o["from_store"] for o in outs),
+    )
 
 
 def progress(root: str, batch: RerunBatch) -> BatchProgress:
     """Job states of a batch: counts per state, whether every job has ended, and ``failure``: the
     most frequent error of its failed jobs (one line, e.g. a model that cannot load), else None."""
     queue = JobQueue(root)
-    jobs = {j: queue.get(j) for j in batch["job_ids"] if j is not None}
-    states = ["done" if j is None else getattr(jobs[j], "state", "failed") for j in batch["job_ids"]]
+    jobs = {j: queue.get(j) for j in batch.job_ids if j is not None}
+    states = ["done" if j is None else getattr(jobs[j], "state", "failed") for j in batch.job_ids]
     counts = {s: states.count(s) for s in ("queued", "running", "done", "failed", "cancelled")}
     errors = Counter(job.error for job in jobs.values() if job is not None and job.state == "failed" and job.error)
-    return {
-        "n": len(states),
-        "counts": counts,
-        "finished": counts["queued"] + counts["running"] == 0,
-        "failure": errors.most_common(1)[0][0] if errors else None,
-    }
+    return BatchProgress(
+        n=len(states),
+        counts=counts,
+        finished=counts["queued"] + counts["running"] == 0,
+        failure=errors.most_common(1)[0][0] if errors else None,
+    )
 
 
 def cancel(root: str, batch: RerunBatch) -> int:
     """Cancel the batch's queued jobs (running ones finish); how many were cancelled."""
     queue = JobQueue(root)
-    pending = [j for j in batch["job_ids"] if j is not None and getattr(queue.get(j), "state", None) == "queued"]
+    pending = [j for j in batch.job_ids if j is not None and getattr(queue.get(j), "state", None) == "queued"]
     for job_id in pending:
         queue.cancel(job_id)
     return len(pending)

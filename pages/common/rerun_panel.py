@@ -350,12 +350,12 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
                     "baseline": baseline,
                     "label": label,
                 }
-                if batch["from_store"] < len(ids):
+                if batch.from_store < len(ids):
                     _start_worker(
                         view.root,
                         model,
                         client.registered(view.root).get(model),
-                        f"{len(ids) - batch['from_store']} jobs",
+                        f"{len(ids) - batch.from_store} jobs",
                     )
         last = st.session_state.get(_BATCH, {}).get(remembered)
         if last is None:
@@ -365,7 +365,7 @@ def selection_panel(view: View, sel: Selection | None, ids: list[str], key: str)
         except UserError:  # the queue was reset (a rebuilt store)
             del st.session_state[_BATCH][remembered]
             return
-        if progress["finished"]:
+        if progress.finished:
             _comparison(view, sel, last)
         else:
             _batch_progress(view.root, remembered)
@@ -380,13 +380,13 @@ def _batch_progress(root: str, remembered: tuple) -> None:
     """A progress bar over the batch's jobs and a cancel button; the page reruns once every job ended."""
     last = st.session_state[_BATCH][remembered]
     progress = client.batch_progress(root, last["batch"])
-    if progress["finished"]:
+    if progress.finished:
         st.rerun()
-    counts = progress["counts"]
+    counts = progress.counts
     ended = counts["done"] + counts["failed"] + counts["cancelled"]
     st.progress(
-        ended / progress["n"],
-        text=f"{ended} of {progress['n']} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v),
+        ended / progress.n,
+        text=f"{ended} of {progress.n} answered · " + ", ".join(f"{k} {v}" for k, v in counts.items() if v),
     )
     if st.button("Cancel the queued jobs", key=f"batch-cancel-{remembered[2]}"):
         n = client.cancel_batch(root, last["batch"])
@@ -398,55 +398,53 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
     """The finished batch against its baseline: the sentence, and the items side by side."""
     batch = last["batch"]
     report = views.batch_report(view.root, batch, last["baseline"], last["label"])
-    cmp = report["comparison"]
-    counts, failure = report["progress"]["counts"], report["progress"]["failure"]
+    cmp = report.comparison
+    counts, failure = report.progress.counts, report.progress.failure
     failed = (
         f" {counts['failed']} failed, {counts['cancelled']} cancelled."
         if counts["failed"] or counts["cancelled"]
         else ""
     )
     if failure is not None:  # one line; the worker's log holds the traceback
-        log = worker_log(view.root, batch["model"])
+        log = worker_log(view.root, batch.model)
         where = f" · worker log: {ui.code(log)}" if log else ""
         st.error(f"Failed jobs: {ui.escape_md(failure)}{where}", icon=":material/error:")
-    st.success(ui.escape_md(cmp["sentence"]) + failed, icon=":material/compare_arrows:")
-    spec = client.registered(view.root).get(batch["model"])
+    st.success(ui.escape_md(cmp.sentence) + failed, icon=":material/compare_arrows:")
+    spec = client.registered(view.root).get(batch.model)
     if spec is not None and spec.note:
         st.warning(
-            f"{ui.escape_md(batch['model'])}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",
+            f"{ui.escape_md(batch.model)}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",
             icon=":material/casino:",
         )
     shares = [
-        (f"correct under {cmp['config']}", cmp["accuracy_new"]),
-        (f"correct at {cmp['baseline']}", cmp["accuracy_baseline"]),
+        (f"correct under {cmp.config}", cmp.accuracy_new),
+        (f"correct at {cmp.baseline}", cmp.accuracy_baseline),
     ]
     cols = st.columns(4)
     for col, (name, share) in zip(cols, shares, strict=False):
-        ci = (
-            "" if share["ci95"] is None else f"Wilson 95% [{100 * share['ci95'][0]:.0f}, {100 * share['ci95'][1]:.0f}]%"
-        )
-        col.metric(name, f"{share['k']} of {share['n']}", help=ci or None)
+        ci = "" if share.ci95 is None else f"Wilson 95% [{100 * share.ci95[0]:.0f}, {100 * share.ci95[1]:.0f}]%"
+        col.metric(name, f"{share.k} of {share.n}", help=ci or None)
         col.caption(ci)
-    agreement = cmp["agreement"]
+    agreement = cmp.agreement
     if agreement is not None:
-        differing = ", ".join(map(ui.escape_md, agreement["differing"][:10])) or "none"
+        differing = ", ".join(map(ui.escape_md, agreement.differing[:10])) or "none"
         st.info(
-            f"Same frames as the logged answers at {ui.code(agreement['logged_config'])}: {agreement['k']} of "
-            f"{agreement['n']} answers agree (differing: {differing}).",
+            f"Same frames as the logged answers at {ui.code(agreement.logged_config)}: {agreement.k} of "
+            f"{agreement.n} answers agree (differing: {differing}).",
             icon=":material/fact_check:",
         )
-    cols[2].metric("rescued / harmed", f"{cmp['rescued']} / {cmp['harmed']}")
-    cols[3].metric("McNemar p", f"{cmp['mcnemar_p']:.3g}")
-    st.dataframe(pd.DataFrame(cmp["items"]), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
+    cols[2].metric("rescued / harmed", f"{cmp.rescued} / {cmp.harmed}")
+    cols[3].metric("McNemar p", f"{cmp.mcnemar_p:.3g}")
+    st.dataframe(pd.DataFrame(cmp.items), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
     ui.twin(
         view,
-        ["rerun", "--model", batch["model"]],
+        ["rerun", "--model", batch.model],
         *which,
         "--config",
-        batch["config"],
+        batch.config,
         "--baseline",
-        cmp["baseline"],
+        cmp.baseline,
         "--wait",
     )
