@@ -182,18 +182,16 @@ def test_views_and_analyses_return_their_contracts():
 def test_the_stores_records_are_their_contracts():
     """A record the store hands out is the contract a command prints (one definition, no mirror to keep equal):
     the contracts name the store's classes, and the queue's printed job has the fields of its row, its times as
-    ISO-8601 text (one list of fields, ``store.queue.JobFields``, two time types)."""
-    from store.health import Problem, RepairReport, Report
+    ISO-8601 text (one list of fields, ``store.jobs.JobFields``, two time types)."""
+    from store.health import RepairReport, Report
     from store.ingest import IngestSummary
     from store.jobs import Job, JobRecord, WorkerInfo
     from store.registry import ModelSpec
 
-    assert (store.CheckReport, store.RepairReport, store.StoreProblem, store.ModelEntry) == (
-        Report,
-        RepairReport,
-        Problem,
-        ModelSpec,
-    )
+    assert (REPORTS["check"], REPORTS["repair"], REPORTS["models demo"]) == (Report, RepairReport, ModelSpec)
+    assert msgspec.json.schema(Report)["$defs"]["Report"]["properties"]["problems"]["items"] == {
+        "$ref": "#/$defs/Problem"
+    }
     assert store.JobRecord is JobRecord and REPORTS["ingest"] is IngestSummary
     job = Job(id=3, model="m", benchmark="b", item_id="i", config="8f", seed=None, force=False, state="queued",
               created_at=0.0, started_at=None, finished_at=None, worker_id=None, lease_expires_at=None, attempts=0,

@@ -20,12 +20,9 @@ from backend.contracts.report import ReportData
 from backend.contracts.runs import RerunOutcome, SelectionRerunReport, SweepReport
 from backend.contracts.store import (
     Annotation,
-    CheckReport,
     InfoReport,
     JobRecord,
     JobsOverview,
-    ModelEntry,
-    RepairReport,
     VideoCheckReport,
     VideoLinkReport,
 )
@@ -37,7 +34,9 @@ from backend.contracts.views import (
     OverviewReport,
     ScoreFlowsReport,
 )
+from store.health import RepairReport, Report
 from store.ingest import IngestSummary
+from store.registry import ModelSpec
 
 REPORTS: dict[str, Any] = {
     "metrics": OverviewReport,
@@ -59,14 +58,14 @@ REPORTS: dict[str, Any] = {
     "info": InfoReport,
     "jobs": JobsOverview,
     "jobs --cancel": JobRecord,
-    "check": CheckReport,
+    "check": Report,
     "repair": RepairReport,
     "rerun": RerunOutcome,
     "rerun --flow": SelectionRerunReport,
     "sweep": SweepReport,
     "ingest": IngestSummary,
-    "models list": list[ModelEntry],
-    "models demo": ModelEntry,
+    "models list": list[ModelSpec],
+    "models demo": ModelSpec,
     "annotate add": Annotation,
     "annotate list": list[Annotation],
     "annotate delete": Annotation,

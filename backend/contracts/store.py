@@ -2,8 +2,10 @@
 ``models`` and ``annotate`` with ``--json``.
 
 A record the store hands out is its own contract, defined once in ``store/`` (which cannot import
-``backend/``) and named here: ``check``'s ``store.health.Report``, ``repair``'s ``RepairReport``, a queue job's
-``store.queue.JobRecord``, a registered model's ``store.registry.ModelSpec``. ``StoreContents`` and ``InfoReport``
+``backend/``): ``check``'s ``store.health.Report``, ``repair``'s ``store.health.RepairReport``, a registered
+model's ``store.registry.ModelSpec`` (``catalog.REPORTS`` names them: importing them here would load the
+store's Parquet plumbing into every reader of this module) and a queue job's ``store.jobs.JobRecord``
+(light, re-exported here). ``StoreContents`` and ``InfoReport``
 are still ``TypedDict`` descriptions of the dicts ``backend.scope.matrix.available`` builds."""
 
 from __future__ import annotations
@@ -11,18 +13,9 @@ from __future__ import annotations
 from typing import Annotated, Literal, TypedDict
 
 from backend.contracts.base import Contract, doc
-from store.health import Problem, RepairReport, Report
 from store.jobs import JobRecord, JobState, WorkerFields
-from store.registry import ModelSpec
 
-__all__ = ["JobRecord", "JobState", "RepairReport"]  # the store's records, printed as they are (beside the aliases)
-
-StoreProblem = Problem
-"""One thing wrong with the store (``store.health.Problem``)."""
-CheckReport = Report
-"""``trajaudit check --json`` (``store.health.Report``)."""
-ModelEntry = ModelSpec
-"""A registered model (``store.registry.ModelSpec``): ``models list --json`` prints each, ``models add|remove|demo`` the one."""
+__all__ = ["JobRecord", "JobState"]  # the queue's record, printed as it is
 
 
 class StoreContents(TypedDict):
