@@ -6,6 +6,8 @@ For each tree given (``--tree``, default this checkout), round by round so a loa
   in a fresh process: a command pays the first, only the docs and tests the second;
 * ``trajaudit metrics --json`` as a fresh process, warm matrix cache, no kept answer (each run asks another
   ``--seed``, so it computes and validates its report; ``backend/cli/answers.py``);
+* of such a command, the time spent importing the contract modules and msgspec (their own times in
+  ``-X importtime``, summed);
 * ``backend.views.overview`` on an open view (the call the Overview page's run makes), in a fresh process.
 
 Every child runs with its bytecode cached (``PYTHONPYCACHEPREFIX``, one warm-up first), as an installed
@@ -75,6 +77,23 @@ def metrics_process(tree: Path, store: str, models: str) -> float:
     return time.perf_counter() - t
 
 
+CONTRACT_MODULES = ("backend.contracts", "msgspec", "store.contract", "store.jobs")
+
+
+def contract_imports(tree: Path, store: str, models: str) -> float:
+    """Seconds a computed ``metrics --json`` spends importing the contracts and msgspec: the sum of their own
+    (self) times in ``-X importtime``, a figure the machine's load stretches far less than the command's wall time."""
+    cmd = [sys.executable, "-X", "importtime", "-c", "import sys; from backend.cli import main; sys.exit(main())"]
+    argv = ["metrics", "--store", store, "--models", models, "--json", "--seed", str(time.time_ns() % 10**9)]
+    run = subprocess.run([*cmd, *argv], cwd=tree, capture_output=True, text=True, check=True, env=env(tree))
+    own = 0
+    for line in run.stderr.splitlines():  # "import time: <self us> | <cumulative us> | <module>"
+        parts = line.split("|")
+        if len(parts) == 3 and parts[2].strip().startswith(CONTRACT_MODULES):
+            own += int(parts[0].split(":")[1])
+    return own / 1e6
+
+
 def overview_call(tree: Path, store: str, models: str, repeat: int) -> float:
     """Median seconds of ``views.overview`` in one fresh process (its first call warms the scope)."""
     run = subprocess.run([sys.executable, "-c", OVERVIEW, store, models, str(repeat)],
@@ -113,6 +132,7 @@ def main() -> None:
         "import backend.contracts.views": lambda t: timed("import backend.contracts.views", t),
         "import every contract module": lambda t: timed(every, t),
         "metrics --json (computed, fresh process)": lambda t: metrics_process(t, args.store, args.models),
+        "  of it, importing contracts and msgspec": lambda t: contract_imports(t, args.store, args.models),
         "views.overview (the Overview's call)": lambda t: overview_call(t, args.store, args.models, 3),
     }
     for tree in trees:  # bytecode written, the matrix cache built
