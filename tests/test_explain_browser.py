@@ -44,23 +44,23 @@ def test_flows_panel_lists_slices_and_a_slice_link_walks_exactly_its_items(app_s
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     text = main.inner_text()
-    assert f"{out['n_selected']:,} of {out['n_scope']:,} items selected" in text
-    assert out["slices"] and out["slices"][0]["label"] in text
-    assert f"{out['verdict']['text']}." in text  # the verdict, above the chart
+    assert f"{out.n_selected:,} of {out.n_scope:,} items selected" in text
+    assert out.slices and out.slices[0].label in text
+    assert f"{out.verdict.text}." in text  # the verdict, above the chart
     assert "trajaudit explain --model" in text and "--flow text:8f:harmed" in text
     screenshot(page, "explain-flows-panel")
 
-    first = next(s for s in out["slices"] if s["item_ids"])
-    link = main.get_by_role("link", name=f"{first['label']} ({first['n_selected']:,})").first
+    first = next(s for s in out.slices if s.item_ids)
+    link = main.get_by_role("link", name=f"{first.label} ({first.n_selected:,})").first
     with page.context.expect_page() as opened:
         link.click()
     inspector = opened.value
     inspector.set_default_timeout(90_000)
     wait_idle(inspector)
     shown = inspector.locator('[data-testid="stMain"]').inner_text()
-    n = first["n_selected"]
+    n = first.n_selected
     assert re.search(rf"Item 1 of {n:,} · {n} picked item", shown), shown[:400]
-    assert inspector.locator('[data-testid="stMain"] input').first.input_value() == first["item_ids"][0]
+    assert inspector.locator('[data-testid="stMain"] input').first.input_value() == first.item_ids[0]
     screenshot(inspector, "explain-slice-walk")
 
 
@@ -80,6 +80,6 @@ def test_overview_panel_explains_a_tag(app_server, page):
     page.wait_for_selector("text=One attribute")
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
-    assert f"{out['n_selected']:,} of {out['n_scope']:,} items selected" in text and out["slices"][0]["label"] in text
+    assert f"{out.n_selected:,} of {out.n_scope:,} items selected" in text and out.slices[0].label in text
     assert "--tag text-overwrite" in text
     screenshot(page, "explain-overview-panel")

@@ -93,12 +93,12 @@ def test_inspector_shows_the_texts_with_the_diff(served, page):
     _open(page, server, bench=bench, item=item_id)
     assert page.get_by_text("Texts side by side").count() == 1
     rows = _rows(page)
-    assert len(rows) == len(texts["rows"])  # every model is shown by default
-    first = texts["rows"][0]
-    assert first["config"] in rows[0] and f"{first['score']:.2f}" in rows[0]
-    marked = sum(w["state"] == "matched" for r in texts["rows"] for w in r["diff"]["answer_words"])
+    assert len(rows) == len(texts.rows)  # every model is shown by default
+    first = texts.rows[0]
+    assert first.config in rows[0] and f"{first.score:.2f}" in rows[0]
+    marked = sum(w.state == "matched" for r in texts.rows for w in r.diff.answer_words)
     assert page.locator("table.ta-texts span.hit").count() == marked > 0
-    n_best = sum(r["rank"] == "best" for r in texts["rows"])
+    n_best = sum(r.rank == "best" for r in texts.rows)
     assert page.locator("table.ta-texts .mark").filter(has_text="best").count() == n_best > 0
     screenshot(page, "inspector-texts")
     page.locator("table.ta-texts").screenshot(path=str(SCREENSHOTS / "inspector-texts-table.png"))
