@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.feather as feather
 
-from backend.scope import cache_folder, delta, sorted_keys
+from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
@@ -68,7 +68,7 @@ def counts(store: Store, manifest: Manifest) -> Coverage:
 
 
 def _empty() -> Coverage:
-    index = pa.table({"benchmark": pa.array([], pa.string()), "item_id": pa.array([], pa.string())})
+    index = arrow_numpy.empty(pa.schema([("benchmark", pa.string()), ("item_id", pa.string())]))
     none = np.zeros(0, dtype=np.int64)
     return Coverage([], none, index, np.zeros((0, 0), dtype=np.uint8), none)
 
@@ -90,11 +90,11 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     for the new rows' distinct items (``_codes``)."""
     new = _few_cells(store, change) if _few(change) else _many_cells(store, change)
     seen = _codes(state, new.items)
-    fresh = seen["code"].is_null().to_numpy(zero_copy_only=False)
-    codes = seen["code"].fill_null(-1).to_numpy().astype(np.int64)
+    codes = arrow_numpy.numbers(seen["code"]).astype(np.int64)
+    fresh = codes < 0
     n_old = state.index.num_rows
     codes[fresh] = n_old + np.arange(int(fresh.sum()))  # new items join the index's end
-    added = seen.select(["benchmark", "item_id"]).filter(fresh).cast(state.index.schema)
+    added = seen.select(["benchmark", "item_id"]).filter(arrow_numpy.array(fresh)).cast(state.index.schema)
     index = pa.concat_tables([state.index, added])
     order = _grown_order(state, added, codes[fresh]) if fresh.any() else state.order
     code = {key: k for k, key in enumerate(state.keys)}
@@ -118,21 +118,23 @@ def _few(change: delta.Delta) -> bool:
 
 def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
     new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
-    rerun = pc.equal(pc.coalesce(new["origin"], pa.scalar("")), pa.scalar("rerun"))
+    rerun = pc.is_in(new["origin"], value_set=arrow_numpy.strings(["rerun"]))  # a null origin: False
     new = new.drop_columns(["origin"]).add_column(3, "rerun", rerun)
     key_of, key_row = _groups(new, KEY)
     item_of, item_row = _groups(new, ("benchmark", "item_id"))
-    listed = new.select(["benchmark", "item_id"]).take(pa.array(item_row))
-    by_key = pc.sort_indices(listed, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")]).to_numpy()
-    by_key = by_key[pc.is_valid(listed["item_id"]).to_numpy(zero_copy_only=False)[by_key]]
+    listed = new.select(["benchmark", "item_id"]).take(arrow_numpy.array(item_row))
+    by_key = arrow_numpy.numbers(
+        pc.sort_indices(listed, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")])
+    )
+    by_key = by_key[arrow_numpy.numbers(pc.is_valid(listed["item_id"]))[by_key]]
     item_id = np.full(len(item_row), -1, dtype=np.int64)
     item_id[by_key] = np.arange(len(by_key))
-    keys = [tuple(row.values()) for row in new.select(list(KEY)).take(pa.array(key_row)).to_pylist()]
+    keys = [tuple(row.values()) for row in new.select(list(KEY)).take(arrow_numpy.array(key_row)).to_pylist()]
     with_item = item_id[item_of] >= 0
     return _NewCells(
         keys,
         np.bincount(key_of, minlength=len(keys)).astype(np.int64),
-        listed.take(pa.array(by_key)),
+        listed.take(arrow_numpy.array(by_key)),
         (key_of[with_item], item_id[item_of][with_item]),
     )
 
@@ -142,7 +144,7 @@ def _groups(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.n
     codes = np.zeros(table.num_rows, dtype=np.int64)
     for name in columns:
         encoded = pc.dictionary_encode(table[name].combine_chunks(), null_encoding="encode")
-        at = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        at = arrow_numpy.numbers(encoded.indices).astype(np.int64)
         codes = np.unique(codes * len(encoded.dictionary) + at, return_inverse=True)[1].reshape(-1)
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     return inverse.reshape(-1), first
@@ -176,19 +178,18 @@ def _many_cells(store: Store, change: delta.Delta) -> _NewCells:
 
 
 def _codes(state: Coverage, distinct: pa.Table) -> pa.Table:
-    """The ``distinct`` items (non-null ids, in key order) with their index code (null: new to the index):
+    """The ``distinct`` items (non-null ids, in key order) with their index code (-1: new to the index):
     searched for a few (``sorted_keys``), else joined."""
     if distinct.num_rows <= sorted_keys.FEW:
         keys = list(zip(distinct["benchmark"].to_pylist(), distinct["item_id"].to_pylist(), strict=True))
         found = sorted_keys.search(state.index, keys, state.order)
         if found is not None:
-            code = pa.array([found[k] if found[k] >= 0 else None for k in keys], pa.int64())
-            return distinct.append_column("code", code)
+            return distinct.append_column("code", arrow_numpy.array(np.array([found[k] for k in keys], dtype=np.int64)))
     with scratch() as con:
-        con.register("d", distinct.append_column("ord", pa.array(np.arange(distinct.num_rows))))
-        con.register("ix", state.index.append_column("code", pa.array(np.arange(state.index.num_rows))))
+        con.register("d", distinct.append_column("ord", arrow_numpy.array(np.arange(distinct.num_rows))))
+        con.register("ix", state.index.append_column("code", arrow_numpy.array(np.arange(state.index.num_rows))))
         return con.sql(
-            "SELECT d.benchmark, d.item_id, ix.code FROM d LEFT JOIN ix ON ix.item_id = d.item_id "
+            "SELECT d.benchmark, d.item_id, coalesce(ix.code, -1) AS code FROM d LEFT JOIN ix ON ix.item_id = d.item_id "
             "AND ix.benchmark IS NOT DISTINCT FROM d.benchmark ORDER BY d.ord"
         ).to_arrow_table()
 
@@ -229,7 +230,7 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts,
             os.link(base / "index.arrow", folder / "index.arrow")
             os.link(base / "order.npy", folder / "order.npy")
         else:
-            feather.write_feather(state.index, folder / "index.arrow", compression="uncompressed")
+            arrow_numpy.write_file(state.index, folder / "index.arrow")
             np.save(folder / "order.npy", state.order, allow_pickle=False)
         meta = {
             "keys": state.keys,

@@ -7,12 +7,15 @@ WHERE fragment over the ``items`` view, so filtering happens in DuckDB before an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from backend.contracts.common import ItemFilterSpec
 from store.schema import order_key_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def split_list(value: str | None) -> list[str] | None:

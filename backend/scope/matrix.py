@@ -15,22 +15,24 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from backend.contracts.store import StoreContents
-from backend.scope import cache_folder, coverage
+from backend.scope import arrow_numpy, cache_folder, coverage
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
 from store import configs
 from store.errors import UserError
 from store.schema import order_key_sql
 from store.store import Manifest, Store
 
-# Item columns carried into Matrix.items, in this order (beside the integer position).
+if TYPE_CHECKING:  # ``Matrix.items`` converts on first use: the metrics read the Arrow table (0.3-0.6 s of import)
+    import pandas as pd
+
+# Item columns carried into Matrix.item_table, in this order (beside the integer position).
 ITEM_COLUMNS = (
     "benchmark", "item_id", "split", "task_type", "duration", "domain", "sub_category",
     "question", "options", "target", "answer_type", "video", "duration_s",
@@ -46,11 +48,15 @@ class Matrix:
     one), which the scope's accuracy view leaves out (``backend.scope.binary``, docs/metrics.md "Empty
     verdicts"); ``confidence`` and ``score`` are NaN where the row has none. ``excluded_reasons`` counts, per
     (model, config) cell, the excluded items that lack it.
+
+    ``item_table`` holds the items (Arrow); ``items`` is it as a DataFrame, converted on first use: the
+    metrics and flows read codes and keys from the Arrow table, so a command that prints numbers never
+    imports pandas (issue 37), while the pages and exports that want a frame get one.
     """
 
     models: list[str]
     grid: list[str]
-    items: pd.DataFrame
+    item_table: pa.Table
     correct: np.ndarray
     confidence: np.ndarray
     score: np.ndarray
@@ -76,10 +82,19 @@ class Matrix:
             raise UserError(f"config {label!r} is not in the grid {','.join(self.grid)}") from None
 
     @cached_property
-    def task_types(self) -> tuple[np.ndarray, pd.Index]:
+    def items(self) -> pd.DataFrame:
+        """``item_table`` as a DataFrame (its string columns large strings: wrapped, not copied; ``large_strings``)."""
+        return self.item_table.to_pandas()
+
+    @cached_property
+    def task_types(self) -> tuple[np.ndarray, list[str]]:
         """Each item's task type as a code into the names, in first-seen order ("(none)" for an item without
         one): computed once per matrix, not once per model's table."""
-        return pd.factorize(self.items["task_type"].fillna("(none)"))
+        encoded = self.item_table["task_type"].combine_chunks().dictionary_encode(null_encoding="encode")
+        found = ["(none)" if name is None else name for name in encoded.dictionary.to_pylist()]
+        names = list(dict.fromkeys(found))  # a written "(none)" and a missing type are one group, as in the page
+        remap = np.array([names.index(name) for name in found], dtype=np.int64)  # one per distinct type
+        return remap[arrow_numpy.numbers(encoded.indices)], names
 
     @cached_property
     def has_scores(self) -> bool:
@@ -98,7 +113,7 @@ def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
     keep = np.asarray(keep, dtype=bool)
     return dataclasses.replace(
         matrix,
-        items=matrix.items.loc[keep].reset_index(drop=True),
+        item_table=matrix.item_table.filter(arrow_numpy.array(keep)),
         correct=matrix.correct[:, keep],
         confidence=matrix.confidence[:, keep],
         score=matrix.score[:, keep],
@@ -320,7 +335,6 @@ def matched(cells: Cells) -> Matrix:
     reasons = {f"{models[m]} lacks {grid[c]}": int(missing[m, c]) for m, c in zip(*np.nonzero(missing), strict=True)}
     every = bool(complete.all())  # nothing to cut: the arrays are used as they are (a cached entry's are mapped)
     cut = (lambda a: a) if every else (lambda a: a[:, complete, :])  # noqa: E731
-    items = cells.items.to_pandas()  # through Arrow: about 2.5x faster than DuckDB's .df() for the string columns
     correct, unjudged = cut(cells.correct), None
     if correct.size and correct.min() < 0:  # responses without a verdict (open-ended): 0 there, and said apart
         unjudged = correct < 0
@@ -328,7 +342,7 @@ def matched(cells: Cells) -> Matrix:
     return Matrix(
         models=list(models),
         grid=list(grid),
-        items=items if every else items.loc[complete].reset_index(drop=True),
+        item_table=cells.items if every else cells.items.filter(arrow_numpy.array(complete)),
         correct=correct,
         confidence=cut(cells.confidence),
         score=cut(cells.score),
