@@ -353,7 +353,9 @@ def matched(cells: Cells) -> Matrix:
     )
 
 
-CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
+# Smaller matrices load from Parquet in a fraction of a second: not cached. One model of the 1M-response bench store
+# (150k cells) took 0.34-0.53 s to scan and 0.07-0.09 s to patch after a one-row write (2026-12-03, load 4-5).
+CACHE_MIN_CELLS = 100_000
 
 
 def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:
