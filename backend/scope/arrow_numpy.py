@@ -10,6 +10,7 @@ instead, which never ask for pandas; ``tests/test_cli_answers.py`` fails if a co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,12 +45,16 @@ def array(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
-def strings(values: list[str]) -> pa.Array:
-    """A few Python strings as an Arrow string array without nulls (a constant to compare with, a write's keys)."""
-    data = [v.encode() for v in values]
+def strings(values: Sequence[str | None]) -> pa.Array:
+    """A few Python strings (None: null) as an Arrow string array (a write's item keys)."""
+    data = [b"" if v is None else v.encode() for v in values]
     offsets = np.zeros(len(data) + 1, dtype=np.int32)
     np.cumsum([len(d) for d in data], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    valid = np.array([v is not None for v in values], dtype=bool)
+    nulls = len(values) - int(valid.sum())
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), len(data), buffers, null_count=nulls)
 
 
 def table(columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:

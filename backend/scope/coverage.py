@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
@@ -94,7 +93,11 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     fresh = codes < 0
     n_old = state.index.num_rows
     codes[fresh] = n_old + np.arange(int(fresh.sum()))  # new items join the index's end
-    added = seen.select(["benchmark", "item_id"]).filter(arrow_numpy.array(fresh)).cast(state.index.schema)
+    added = (  # most writes add rows of known items: nothing to filter (a compute kernel)
+        seen.select(["benchmark", "item_id"]).filter(arrow_numpy.array(fresh)).cast(state.index.schema)
+        if fresh.any()
+        else arrow_numpy.empty(state.index.schema)
+    )
     index = pa.concat_tables([state.index, added])
     order = _grown_order(state, added, codes[fresh]) if fresh.any() else state.order
     code = {key: k for k, key in enumerate(state.keys)}
@@ -117,35 +120,42 @@ def _few(change: delta.Delta) -> bool:
 
 
 def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
+    """``_NewCells`` of a few new rows (``_few``), counted from their Python values: no DuckDB statement, and no
+    Arrow compute kernel (importing ``pyarrow.compute`` costs 30 ms, a tenth of a read after a write)."""
     new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
-    rerun = pc.is_in(new["origin"], value_set=arrow_numpy.strings(["rerun"]))  # a null origin: False
-    new = new.drop_columns(["origin"]).add_column(3, "rerun", rerun)
-    key_of, key_row = _groups(new, KEY)
-    item_of, item_row = _groups(new, ("benchmark", "item_id"))
-    listed = new.select(["benchmark", "item_id"]).take(arrow_numpy.array(item_row))
-    by_key = arrow_numpy.numbers(
-        pc.sort_indices(listed, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")])
+    rows = {name: new[name].to_pylist() for name in ("model", "benchmark", "config", "item_id")}
+    rows["rerun"] = [origin == "rerun" for origin in new["origin"].to_pylist()]  # a null origin: False
+    key_of, key_row = _groups(rows, KEY)
+    item_of, item_row = _groups(rows, ("benchmark", "item_id"))
+    listed = [(rows["benchmark"][r], rows["item_id"][r]) for r in item_row]
+    # in key order (``ORDER BY benchmark, item_id``: nulls last, strings by code point), null ids left out
+    by_key = sorted(
+        (k for k, (_, item) in enumerate(listed) if item is not None),
+        key=lambda k: (listed[k][0] is None, listed[k][0] or "", listed[k][1]),
     )
-    by_key = by_key[arrow_numpy.numbers(pc.is_valid(listed["item_id"]))[by_key]]
     item_id = np.full(len(item_row), -1, dtype=np.int64)
     item_id[by_key] = np.arange(len(by_key))
-    keys = [tuple(row.values()) for row in new.select(list(KEY)).take(arrow_numpy.array(key_row)).to_pylist()]
+    keys = [tuple(rows[name][r] for name in KEY) for r in key_row]
     with_item = item_id[item_of] >= 0
+    items = {
+        name: arrow_numpy.strings([listed[k][c] for k in by_key]) for c, name in enumerate(("benchmark", "item_id"))
+    }
     return _NewCells(
         keys,
         np.bincount(key_of, minlength=len(keys)).astype(np.int64),
-        listed.take(arrow_numpy.array(by_key)),
+        arrow_numpy.table(items),
         (key_of[with_item], item_id[item_of][with_item]),
     )
 
 
-def _groups(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's group over ``columns`` (nulls equal, as ``IS NOT DISTINCT FROM``) and each group's first row."""
-    codes = np.zeros(table.num_rows, dtype=np.int64)
+def _groups(rows: dict[str, list], columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group over ``columns`` (nulls equal, as ``IS NOT DISTINCT FROM``) and each group's first row;
+    groups in the order of each column's values by first appearance, column after column."""
+    codes = np.zeros(len(rows[columns[0]]), dtype=np.int64)
     for name in columns:
-        encoded = pc.dictionary_encode(table[name].combine_chunks(), null_encoding="encode")
-        at = arrow_numpy.numbers(encoded.indices).astype(np.int64)
-        codes = np.unique(codes * len(encoded.dictionary) + at, return_inverse=True)[1].reshape(-1)
+        seen: dict = {}
+        at = np.array([seen.setdefault(value, len(seen)) for value in rows[name]], dtype=np.int64)
+        codes = np.unique(codes * len(seen) + at, return_inverse=True)[1].reshape(-1)
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     return inverse.reshape(-1), first
 

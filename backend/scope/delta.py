@@ -53,7 +53,9 @@ class Delta:
             whole = arrow_numpy.table(
                 {c: read[c] if c in have else pa.nulls(read.num_rows, schema.field(c).type) for c in columns}
             )
-            pieces += [whole.slice(start, end - start).cast(schema) for r, start, end in self.ranges if r == rel]
+            for piece in (whole.slice(start, end - start) for r, start, end in self.ranges if r == rel):
+                # a file of the table's schema (every file since) is read as it is: ``cast`` is a compute kernel
+                pieces.append(piece if piece.schema.equals(schema) else piece.cast(schema))
         return pa.concat_tables(pieces)
 
     def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
