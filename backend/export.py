@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import csv
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # What a spreadsheet may run as a formula at the start of a cell, and the apostrophe itself (so an
 # export reads back exactly: ``from_cell`` drops one apostrophe before any of these).
@@ -25,6 +28,8 @@ FORMULA_START = r"[=+\-@\t\r']"
 
 def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell and column name a spreadsheet would run prefixed by ``'``."""
+    import pandas as pd  # only an export pays it: ``from_cell`` is read on the computing path (the selection)
+
     out = frame.copy(deep=False)
     for col in frame.columns:
         dtype = frame[col].dtype

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import errno
-import sqlite3
+import sys
 
 
 class UserError(Exception):
@@ -40,7 +40,8 @@ def user_message(exc: BaseException) -> str | None:
         return f"{exc.filename or 'a file'}: permission denied (read-only); use a folder you can write, or fix its permissions"
     if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
         return f"{exc.filename or 'a path'}: {exc.strerror or exc}; check the path (or --store / $TRAJAUDIT_STORE)"
-    if isinstance(exc, sqlite3.Error):
+    sqlite3 = sys.modules.get("sqlite3")  # only the job queue raises its errors, having imported it (a read need not)
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
         return f"the job queue database (jobs.sqlite in the store) cannot be used: {exc}; stop the workers and retry"
     if type(exc).__module__.startswith("duckdb") and ".parquet" in str(exc):
         return f"a store file cannot be read ({str(exc).splitlines()[0]}); {REPAIR_HINT}"

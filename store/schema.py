@@ -6,8 +6,12 @@ The response matrix is long: one row per (model, benchmark, item, configuration,
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
+
+if TYPE_CHECKING:  # a writer's DataFrame is converted by Arrow, which imports pandas itself
+    import pandas as pd
 
 TABLES = ("items", "runs", "responses", "annotations", "videos", "history")
 
@@ -219,7 +223,7 @@ def conform(table: str, data: pd.DataFrame | pa.Table) -> pa.Table:
     them fit, so a reader never meets a file with a different schema.
     """
     schema = SCHEMAS[table]
-    if isinstance(data, pd.DataFrame):
+    if not isinstance(data, pa.Table):  # a DataFrame
         data = pa.Table.from_pandas(data, preserve_index=False)
     unknown = set(data.column_names) - set(schema.names)
     if unknown:

@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -59,6 +59,9 @@ from store.schema import (
     order_key_sql,
     schema_problem,
 )
+
+if TYPE_CHECKING:  # pandas (0.3-0.6 s to import) is loaded where a DataFrame is asked for: by DuckDB's ``.df()``
+    import pandas as pd
 
 DEFAULT_STORE = "./trajaudit-data"
 MANIFEST = "manifest.json"
@@ -587,8 +590,9 @@ def _open_snapshot(paths: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     for table in TABLES:
         name = "items_all" if table == "items" else table
-        # a table, not a registered object: cursors do not see their parent's registrations
-        con.from_arrow(SCHEMAS[table].empty_table()).create(f"_{name}_empty")
+        # a table, not a registered object: cursors do not see their parent's registrations; from no batches, as
+        # ``Schema.empty_table`` imports pandas (pyarrow's probe: backend/scope/arrow_numpy.py)
+        con.from_arrow(pa.Table.from_batches([], schema=SCHEMAS[table])).create(f"_{name}_empty")
         if paths[
             table
         ]:  # by name, over the empty table: files written before a nullable column was added read as null there

@@ -1,6 +1,7 @@
 """Kept answers of the read commands (``backend/cli/answers.py``, issue 37): what each command imports when it
-runs in a fresh interpreter, computing and answering from what it kept; a kept answer equals the computed
-one and is never printed after a write, for another store or for a line that reads outside the store."""
+runs in a fresh interpreter, computing (from the store, or patching its caches after a write) and answering
+from what it kept; a kept answer equals the computed one and is never printed after a write, for another store
+or for a line that reads outside the store."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ from tests.matrix_fixtures import basic_store
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
-STORE = ("pandas", "numpy", "duckdb", "pyarrow")  # the store's reads and the matrix (its items a DataFrame)
+NUMBERS = ("numpy", "duckdb", "pyarrow")  # the store's reads, the matrix and the numbers computed on it
+STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (a flow's items, an item page, info's frame)
 # Each read command's line -> what its computing run may import beyond the standard library, and why. No scipy
-# but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's.
+# but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's. No pandas
+# in metrics: the Overview's numbers are NumPy's, its task-type table too (issue 37).
 READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "info": (["info", "--json"], STORE),
-    "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], STORE),
-    "metrics-bootstrap": (["metrics", "--models", "m", "--json"], STORE),
+    "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], NUMBERS),
+    "metrics-bootstrap": (["metrics", "--models", "m", "--json"], NUMBERS),
     "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], STORE),
     "items": (["items", "--model", "m", "--json", "--page", "1"], STORE),
     "compare": (["compare", "--models", "m", "--json"], STORE),
@@ -42,17 +45,24 @@ def store_dir(tmp_path_factory) -> str:
     return str(basic_store(tmp_path_factory.mktemp("answers") / "s").root)
 
 
-def heavy_after(argv: list[str]) -> list[str]:
-    """Run ``trajaudit ARGV`` in a fresh interpreter; the heavy modules loaded when it exits."""
+def heavy_after(argv: list[str], cached: bool = False) -> list[str]:
+    """Run ``trajaudit ARGV`` in a fresh interpreter; the heavy modules loaded when it exits. ``cached``: the
+    matrix is kept in the cache folder however small (``CACHE_MIN_CELLS``), as a large store's is."""
+    return fresh(argv, cached)[1]
+
+
+def fresh(argv: list[str], cached: bool = False) -> tuple[str, list[str]]:
+    """``heavy_after``, with what the command printed."""
+    lower = "import backend.scope.matrix as mx; mx.CACHE_MIN_CELLS = 0; " if cached else ""
     code = (
-        "import json, sys; from backend.cli import main; code = main(sys.argv[1:]); "
+        f"import json, sys; {lower}from backend.cli import main; code = main(sys.argv[1:]); "
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, *argv], cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    return done.stdout, json.loads(done.stderr.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", list(READS))
@@ -62,6 +72,22 @@ def test_a_kept_answer_imports_nothing_heavy(store_dir, name):
     computing = heavy_after(argv)
     assert set(computing) <= set(allowed), f"{name} computing its answer imports {computing}"
     assert heavy_after(argv) == [], f"{name} answering from what it kept imports heavy modules"
+
+
+@pytest.mark.parametrize("bootstrap", ["0", "50"])
+def test_metrics_after_a_write_imports_no_pandas(tmp_path, bootstrap):
+    """The first ``metrics`` after a one-row write (the kept answer gone, the matrix, coverage and runs caches
+    patched from the new row) computes with NumPy, DuckDB and pyarrow alone, and prints what a cold read prints."""
+    store = basic_store(tmp_path / "s")
+    argv = ["metrics", "--store", str(store.root), "--models", "m", "--bootstrap", bootstrap, "--json"]
+    assert set(heavy_after(argv, cached=True)) <= set(NUMBERS)  # builds the caches
+    row = {"model": "m", "benchmark": "bench", "item_id": "i0", "config": "8f", "correct": 0, "run": "again"}
+    store.append({"responses": pd.DataFrame([row])})  # a repeat under another run: the cell keeps its main row
+    patched, imported = fresh(argv, cached=True)
+    assert set(imported) <= set(NUMBERS), f"the read after a write imports {imported}"
+    assert list((store.root / ".cache").glob(f"matrix-*-{store.version():012d}-*")), "no matrix entry was patched"
+    shutil.rmtree(store.root / ".cache")
+    assert fresh(argv)[0] == patched  # a cold read prints the same
 
 
 def test_inspect_is_never_kept(store_dir):

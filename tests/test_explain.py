@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from scipy.stats import fisher_exact
 
@@ -44,7 +45,7 @@ def planted(n: int = 1200, seed: int = 0) -> tuple[Matrix, np.ndarray]:
     correct = np.ones((1, n, 3), dtype=np.int8)
     correct[0, harmed, 2] = 0
     nan = np.full(correct.shape, np.nan, dtype=np.float32)
-    return Matrix(["m"], GRID, items, correct, nan, nan.copy()), harmed
+    return Matrix(["m"], GRID, pa.Table.from_pandas(items, preserve_index=False), correct, nan, nan.copy()), harmed
 
 
 def cells_for(matrix: Matrix, kind: np.ndarray | None = None) -> AnswerCells:

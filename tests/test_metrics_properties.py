@@ -7,6 +7,7 @@ from itertools import combinations, permutations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -34,7 +35,7 @@ def matrices(draw, max_models=2, max_items=12):
     y = np.array(cells, dtype=np.int8).reshape(n_models, n_items, len(grid))
     items = pd.DataFrame({"benchmark": "b", "item_id": [f"i{k}" for k in range(n_items)], "task_type": "t"})
     nan = np.full(y.shape, np.nan, dtype=np.float32)
-    return Matrix([f"m{k}" for k in range(n_models)], grid, items, y, nan, nan.copy())
+    return Matrix([f"m{k}" for k in range(n_models)], grid, pa.Table.from_pandas(items), y, nan, nan.copy())
 
 
 @settings(max_examples=150, deadline=None)

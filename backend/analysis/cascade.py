@@ -21,9 +21,9 @@ by ``p_j``, read off with ``searchsorted``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
 from backend.contracts.base import asdict
@@ -31,6 +31,9 @@ from backend.contracts.policies import CascadeAtThreshold, CascadeMatch, Cascade
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_POINTS = 100
 

@@ -8,14 +8,18 @@ ranking lists the items the models split on most, the ones worth opening first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from backend.analysis.stats import code_counts, row_codes
 from backend.contracts.views import ConfusionOverlap, Intersection
 from backend.scope.matrix import Matrix
 from backend.scope.tags import confused
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _need_models(matrix: Matrix, what: str) -> None:

@@ -8,8 +8,9 @@ the share of items whose score drops.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import best_fixed_index
@@ -17,6 +18,9 @@ from backend.analysis.stats import as_interval, bootstrap_means, percentile_inte
 from backend.contracts.views import ContinuousBest, ContinuousCI, ContinuousMetrics, ScoreFlows, ScoreTransition
 from backend.scope.matrix import Matrix
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCORE_KINDS = ("improved", "regressed", "unchanged")  # a score flow between two configurations
 

@@ -47,6 +47,7 @@ import pandas as pd
 from backend.analysis.interventions import cohen_kappa
 from backend.analysis.metrics import flow_mask
 from backend.analysis.stats import wilson_interval
+from backend.analysis.target import Target
 from backend.contracts.explain import (
     Agreement,
     AgreementPair,
@@ -57,7 +58,6 @@ from backend.contracts.explain import (
     Explanation,
     LetterPrior,
     ParserEffects,
-    TargetKind,
     Verdict,
 )
 from backend.scope.answer_cells import AnswerCells
@@ -503,30 +503,6 @@ def agreement(masks: dict[str, np.ndarray]) -> dict:
 
 
 LINK_MAX = 500  # a slice's selected item ids are listed (for its link) up to this many
-
-
-@dataclass(frozen=True)
-class Target:
-    """What is explained: ``flow`` (from, to, kind), ``state`` (config, correct|wrong: a Sankey node), ``tag`` (a
-    trajectory tag) or ``items`` (ids)."""
-
-    kind: TargetKind
-    args: tuple[str, ...]
-
-    def describe(self) -> str:
-        if self.kind == "flow":
-            return f"{self.args[0]} → {self.args[1]} {self.args[2]}"
-        if self.kind == "state":
-            return f"{self.args[1]} at {self.args[0]}"
-        if self.kind == "tag":
-            return f"tag {self.args[0]}"
-        return f"{len(self.args)} listed items"
-
-    def to_argv(self) -> list[str]:
-        """The flag that names it (``items``: the file is the caller's; ``--items FILE``)."""
-        if self.kind in ("flow", "state"):
-            return [f"--{self.kind}", ":".join(self.args)]
-        return ["--tag", self.args[0]] if self.kind == "tag" else []
 
 
 def target_mask(matrix: Matrix, model: str, target: Target) -> np.ndarray:

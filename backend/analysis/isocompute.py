@@ -19,14 +19,18 @@ with a paired-bootstrap interval.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from backend.analysis.stats import as_interval, bootstrap_means, percentile_interval
 from backend.contracts.audits import BestSingle, IsocomputeAudit, IsoConfig, IsoGroup
 from backend.scope.matrix import Matrix
 from store import configs
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -70,6 +74,8 @@ def _pattern_names(codes: np.ndarray, grid: list[str]) -> np.ndarray:
 
 def item_patterns(matrix: Matrix, model: str) -> pd.Series:
     """Per item, the allocations that answer it correctly (``all``, ``none`` or ``a+b``)."""
+    import pandas as pd  # a Series is the product: not imported by the module's numbers
+
     y = matrix.correct[matrix.model_index(model)].astype(np.int64)
     codes = y @ (1 << np.arange(y.shape[1], dtype=np.int64))
     uniq, inverse = np.unique(codes, return_inverse=True)

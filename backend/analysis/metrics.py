@@ -10,10 +10,9 @@ recomputed per resample, so their intervals respect the pairing too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.stats import (
@@ -30,6 +29,9 @@ from backend.scope.matrix import Matrix
 from backend.scope.selection import FLOW_KINDS
 from backend.scope.tags import confused, terminal_regression, text_overwrite, top_index
 from store.errors import UserError
+
+if TYPE_CHECKING:  # a flow's items are a frame (the matrix's ``items``); the metrics never build one
+    import pandas as pd
 
 WILSON_COLUMNS = ("best_fixed", "oracle_accuracy", "visual_confusion_rate", "text_overwrite_rate")
 
@@ -311,26 +313,31 @@ def flow_items(matrix: Matrix, model: str, a: str, b: str, kind: str) -> pd.Data
     return out.reset_index(drop=True)
 
 
-def task_type_breakdown(matrix: Matrix, model: str) -> pd.DataFrame:
-    """Per task type: n, accuracy per config, best fixed, oracle, headroom, confusion and overwrite rates.
+def task_type_breakdown(matrix: Matrix, model: str) -> list[dict[str, Any]]:
+    """Per task type, one row (``TaskTypeRow``): n, accuracy per config, best fixed, oracle, headroom, confusion
+    and overwrite rates.
 
-    Sorted by n (largest first); ``text_overwrite_rate`` is NaN when ``text`` is not in the grid.
+    Sorted by n (largest first), then name; ``text_overwrite_rate`` is NaN when ``text`` is not in the grid.
     The proportions of ``WILSON_COLUMNS`` carry ``<col>_lo``/``<col>_hi``: Wilson 95% intervals.
-    Items without a task type are grouped under "(none)".
+    Items without a task type are grouped under "(none)". Built in NumPy as the rows the report holds (a
+    DataFrame here imported pandas on every computing ``metrics``).
     """
     _require_items(matrix)
     patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
     ind, where = _indicators(patterns, matrix)
     # Items per (task type, pattern), then each type's means from its pattern counts: no per-item frame.
-    types, names = matrix.task_types  # first-seen order, as groupby(sort=False)
+    types, names = matrix.task_types  # first-seen order
     joint = np.bincount(types * len(patterns) + inverse, minlength=len(names) * len(patterns)).reshape(len(names), -1)
     n = joint.sum(axis=1)
     mean = (joint @ ind.astype(np.int64)) / n[:, None]  # [T, K]: exact counts over n
-    acc_cols = [f"accuracy[{label}]" for label in matrix.grid]
-    out = pd.DataFrame(mean[:, where["accuracy"]], columns=acc_cols, index=pd.Index(names, name="task_type"))
-    out.insert(0, "n", n)
+    accuracy = mean[:, where["accuracy"]]
+    columns = {f"accuracy[{label}]": accuracy[:, c] for c, label in enumerate(matrix.grid)}
     for f in (best_fixed, oracle_accuracy, oracle_headroom, visual_confusion_rate, text_overwrite_rate):
-        out[f.__name__] = f(mean, where)
+        columns[f.__name__] = f(mean, where)
     for col in WILSON_COLUMNS:  # groups are small (13 items): Wilson intervals, valid at small n, not the bootstrap
-        out[f"{col}_lo"], out[f"{col}_hi"] = wilson_interval(np.rint(out[col] * out["n"]), out["n"])
-    return out.reset_index().sort_values(["n", "task_type"], ascending=[False, True], ignore_index=True)
+        columns[f"{col}_lo"], columns[f"{col}_hi"] = wilson_interval(np.rint(columns[col] * n), n)
+    order = sorted(range(len(names)), key=lambda t: (-int(n[t]), names[t]))
+    return [
+        {"task_type": names[t], "n": int(n[t]), **{name: float(values[t]) for name, values in columns.items()}}
+        for t in order
+    ]

@@ -25,9 +25,9 @@ page's links under that rule, the same numbers ``trajaudit flows --beyond-noise`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.metrics import flow_record, transition, transition_numbers
@@ -38,6 +38,9 @@ from backend.contracts.views import Sankey, SankeyLink
 from backend.scope.matrix import Matrix
 from backend.scope.repeats import Repeats
 from store import configs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLIP_CLASSES = ("within", "beyond", "unmeasured")
 
@@ -195,6 +198,8 @@ def drop_within_noise(
     items: pd.DataFrame, matrix: Matrix, profile: NoiseProfile, model: str, a: str, b: str
 ) -> pd.DataFrame:
     """Rows of ``items`` (benchmark, item_id) whose flip ``a -> b`` is not within noise (a flow's item list)."""
+    import pandas as pd  # a frame in, a frame out: not imported where only the numbers are read
+
     noisy = matrix.items.loc[within_noise(matrix, profile, model, a, b), ["benchmark", "item_id"]]
     keep = ~pd.MultiIndex.from_frame(items[["benchmark", "item_id"]]).isin(pd.MultiIndex.from_frame(noisy))
     return items.loc[keep].reset_index(drop=True)

@@ -6,10 +6,10 @@ import argparse
 import json
 import math
 import sys
+from datetime import datetime
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from backend.cli import COMMANDS, NOTES
 from backend.contracts.base import Contract, to_json
@@ -59,7 +59,7 @@ def _default(o: Any) -> Any:
         return _clean(float(o))
     if isinstance(o, np.ndarray):
         return _clean(o.tolist())
-    if isinstance(o, (pd.Timestamp,)):
+    if isinstance(o, datetime):  # a pandas Timestamp too (a subclass): its own isoformat
         return o.isoformat()
     if hasattr(o, "to_dict"):
         return _clean(o.to_dict())

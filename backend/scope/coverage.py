@@ -18,10 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.feather as feather
 
-from backend.scope import cache_folder, delta, sorted_keys
+from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope.scratch import scratch
 from store.store import Manifest, Store
 
@@ -68,7 +67,7 @@ def counts(store: Store, manifest: Manifest) -> Coverage:
 
 
 def _empty() -> Coverage:
-    index = pa.table({"benchmark": pa.array([], pa.string()), "item_id": pa.array([], pa.string())})
+    index = arrow_numpy.empty(pa.schema([("benchmark", pa.string()), ("item_id", pa.string())]))
     none = np.zeros(0, dtype=np.int64)
     return Coverage([], none, index, np.zeros((0, 0), dtype=np.uint8), none)
 
@@ -90,11 +89,15 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     for the new rows' distinct items (``_codes``)."""
     new = _few_cells(store, change) if _few(change) else _many_cells(store, change)
     seen = _codes(state, new.items)
-    fresh = seen["code"].is_null().to_numpy(zero_copy_only=False)
-    codes = seen["code"].fill_null(-1).to_numpy().astype(np.int64)
+    codes = arrow_numpy.numbers(seen["code"]).astype(np.int64)
+    fresh = codes < 0
     n_old = state.index.num_rows
     codes[fresh] = n_old + np.arange(int(fresh.sum()))  # new items join the index's end
-    added = seen.select(["benchmark", "item_id"]).filter(fresh).cast(state.index.schema)
+    added = (  # most writes add rows of known items: nothing to filter (a compute kernel)
+        seen.select(["benchmark", "item_id"]).filter(arrow_numpy.array(fresh)).cast(state.index.schema)
+        if fresh.any()
+        else arrow_numpy.empty(state.index.schema)
+    )
     index = pa.concat_tables([state.index, added])
     order = _grown_order(state, added, codes[fresh]) if fresh.any() else state.order
     code = {key: k for k, key in enumerate(state.keys)}
@@ -117,33 +120,42 @@ def _few(change: delta.Delta) -> bool:
 
 
 def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
+    """``_NewCells`` of a few new rows (``_few``), counted from their Python values: no DuckDB statement, and no
+    Arrow compute kernel (importing ``pyarrow.compute`` costs 30 ms, a tenth of a read after a write)."""
     new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
-    rerun = pc.equal(pc.coalesce(new["origin"], pa.scalar("")), pa.scalar("rerun"))
-    new = new.drop_columns(["origin"]).add_column(3, "rerun", rerun)
-    key_of, key_row = _groups(new, KEY)
-    item_of, item_row = _groups(new, ("benchmark", "item_id"))
-    listed = new.select(["benchmark", "item_id"]).take(pa.array(item_row))
-    by_key = pc.sort_indices(listed, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")]).to_numpy()
-    by_key = by_key[pc.is_valid(listed["item_id"]).to_numpy(zero_copy_only=False)[by_key]]
+    rows = {name: new[name].to_pylist() for name in ("model", "benchmark", "config", "item_id")}
+    rows["rerun"] = [origin == "rerun" for origin in new["origin"].to_pylist()]  # a null origin: False
+    key_of, key_row = _groups(rows, KEY)
+    item_of, item_row = _groups(rows, ("benchmark", "item_id"))
+    listed = [(rows["benchmark"][r], rows["item_id"][r]) for r in item_row]
+    # in key order (``ORDER BY benchmark, item_id``: nulls last, strings by code point), null ids left out
+    by_key = sorted(
+        (k for k, (_, item) in enumerate(listed) if item is not None),
+        key=lambda k: (listed[k][0] is None, listed[k][0] or "", listed[k][1]),
+    )
     item_id = np.full(len(item_row), -1, dtype=np.int64)
     item_id[by_key] = np.arange(len(by_key))
-    keys = [tuple(row.values()) for row in new.select(list(KEY)).take(pa.array(key_row)).to_pylist()]
+    keys = [tuple(rows[name][r] for name in KEY) for r in key_row]
     with_item = item_id[item_of] >= 0
+    items = {
+        name: arrow_numpy.strings([listed[k][c] for k in by_key]) for c, name in enumerate(("benchmark", "item_id"))
+    }
     return _NewCells(
         keys,
         np.bincount(key_of, minlength=len(keys)).astype(np.int64),
-        listed.take(pa.array(by_key)),
+        arrow_numpy.table(items),
         (key_of[with_item], item_id[item_of][with_item]),
     )
 
 
-def _groups(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's group over ``columns`` (nulls equal, as ``IS NOT DISTINCT FROM``) and each group's first row."""
-    codes = np.zeros(table.num_rows, dtype=np.int64)
+def _groups(rows: dict[str, list], columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group over ``columns`` (nulls equal, as ``IS NOT DISTINCT FROM``) and each group's first row;
+    groups in the order of each column's values by first appearance, column after column."""
+    codes = np.zeros(len(rows[columns[0]]), dtype=np.int64)
     for name in columns:
-        encoded = pc.dictionary_encode(table[name].combine_chunks(), null_encoding="encode")
-        at = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = np.unique(codes * len(encoded.dictionary) + at, return_inverse=True)[1].reshape(-1)
+        seen: dict = {}
+        at = np.array([seen.setdefault(value, len(seen)) for value in rows[name]], dtype=np.int64)
+        codes = np.unique(codes * len(seen) + at, return_inverse=True)[1].reshape(-1)
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     return inverse.reshape(-1), first
 
@@ -176,19 +188,18 @@ def _many_cells(store: Store, change: delta.Delta) -> _NewCells:
 
 
 def _codes(state: Coverage, distinct: pa.Table) -> pa.Table:
-    """The ``distinct`` items (non-null ids, in key order) with their index code (null: new to the index):
+    """The ``distinct`` items (non-null ids, in key order) with their index code (-1: new to the index):
     searched for a few (``sorted_keys``), else joined."""
     if distinct.num_rows <= sorted_keys.FEW:
         keys = list(zip(distinct["benchmark"].to_pylist(), distinct["item_id"].to_pylist(), strict=True))
         found = sorted_keys.search(state.index, keys, state.order)
         if found is not None:
-            code = pa.array([found[k] if found[k] >= 0 else None for k in keys], pa.int64())
-            return distinct.append_column("code", code)
+            return distinct.append_column("code", arrow_numpy.array(np.array([found[k] for k in keys], dtype=np.int64)))
     with scratch() as con:
-        con.register("d", distinct.append_column("ord", pa.array(np.arange(distinct.num_rows))))
-        con.register("ix", state.index.append_column("code", pa.array(np.arange(state.index.num_rows))))
+        con.register("d", distinct.append_column("ord", arrow_numpy.array(np.arange(distinct.num_rows))))
+        con.register("ix", state.index.append_column("code", arrow_numpy.array(np.arange(state.index.num_rows))))
         return con.sql(
-            "SELECT d.benchmark, d.item_id, ix.code FROM d LEFT JOIN ix ON ix.item_id = d.item_id "
+            "SELECT d.benchmark, d.item_id, coalesce(ix.code, -1) AS code FROM d LEFT JOIN ix ON ix.item_id = d.item_id "
             "AND ix.benchmark IS NOT DISTINCT FROM d.benchmark ORDER BY d.ord"
         ).to_arrow_table()
 
@@ -229,7 +240,7 @@ def _save(store: Store, manifest: Manifest, state: Coverage, parts: delta.Parts,
             os.link(base / "index.arrow", folder / "index.arrow")
             os.link(base / "order.npy", folder / "order.npy")
         else:
-            feather.write_feather(state.index, folder / "index.arrow", compression="uncompressed")
+            arrow_numpy.write_file(state.index, folder / "index.arrow")
             np.save(folder / "order.npy", state.order, allow_pickle=False)
         meta = {
             "keys": state.keys,

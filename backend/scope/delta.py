@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backend.scope import arrow_numpy
 from store.schema import SCHEMAS
 from store.store import PARTS, Manifest, Store
 
@@ -45,14 +46,16 @@ class Delta:
         column): for a few rows in small files (``files_rows``), where a DuckDB statement costs more than
         the read."""
         schema = pa.schema([SCHEMAS[table].field(c) for c in columns])
-        pieces = [schema.empty_table()]
+        pieces = [arrow_numpy.empty(schema)]
         for rel in dict.fromkeys(rel for rel, _, _ in self.ranges):  # each file read once, in range order
             have = [c for c in columns if c in _schema(store.root / rel).names]
             read = pq.ParquetFile(store.root / rel).read(columns=have)  # pq.read_table: twice the time
-            whole = pa.table(
+            whole = arrow_numpy.table(
                 {c: read[c] if c in have else pa.nulls(read.num_rows, schema.field(c).type) for c in columns}
             )
-            pieces += [whole.slice(start, end - start).cast(schema) for r, start, end in self.ranges if r == rel]
+            for piece in (whole.slice(start, end - start) for r, start, end in self.ranges if r == rel):
+                # a file of the table's schema (every file since) is read as it is: ``cast`` is a compute kernel
+                pieces.append(piece if piece.schema.equals(schema) else piece.cast(schema))
         return pa.concat_tables(pieces)
 
     def view(self, store: Store, con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
@@ -69,7 +72,7 @@ class Delta:
                 con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet({_quote(path)})")
                 return
         empty = f"_{name}_empty"
-        con.register(empty, SCHEMAS[table].empty_table())  # the connection's own (``scratch``): no table created
+        con.register(empty, arrow_numpy.empty(SCHEMAS[table]))  # the connection's own (``scratch``): no table created
         selects = [
             f"SELECT * EXCLUDE (file_row_number) FROM read_parquet({_quote(store.root / rel)}, file_row_number = true)"
             f" WHERE file_row_number >= {start} AND file_row_number < {end}"

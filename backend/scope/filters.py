@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from backend.contracts.base import built
 from backend.contracts.common import ItemFilterSpec
 from store.schema import order_key_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def split_list(value: str | None) -> list[str] | None:

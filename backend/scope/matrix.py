@@ -15,22 +15,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from backend.contracts.store import StoreContents
-from backend.scope import cache_folder, coverage
+from backend.scope import arrow_numpy, cache_folder, coverage
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
+from backend.scope.scratch import scratch
 from store import configs
 from store.errors import UserError
 from store.schema import order_key_sql
 from store.store import Manifest, Store
 
-# Item columns carried into Matrix.items, in this order (beside the integer position).
+if TYPE_CHECKING:  # ``Matrix.items`` converts on first use: the metrics read the Arrow table (0.3-0.6 s of import)
+    import pandas as pd
+
+# Item columns carried into Matrix.item_table, in this order (beside the integer position).
 ITEM_COLUMNS = (
     "benchmark", "item_id", "split", "task_type", "duration", "domain", "sub_category",
     "question", "options", "target", "answer_type", "video", "duration_s",
@@ -46,11 +49,15 @@ class Matrix:
     one), which the scope's accuracy view leaves out (``backend.scope.binary``, docs/metrics.md "Empty
     verdicts"); ``confidence`` and ``score`` are NaN where the row has none. ``excluded_reasons`` counts, per
     (model, config) cell, the excluded items that lack it.
+
+    ``item_table`` holds the items (Arrow); ``items`` is it as a DataFrame, converted on first use: the
+    metrics and flows read codes and keys from the Arrow table, so a command that prints numbers never
+    imports pandas (issue 37), while the pages and exports that want a frame get one.
     """
 
     models: list[str]
     grid: list[str]
-    items: pd.DataFrame
+    item_table: pa.Table
     correct: np.ndarray
     confidence: np.ndarray
     score: np.ndarray
@@ -76,10 +83,26 @@ class Matrix:
             raise UserError(f"config {label!r} is not in the grid {','.join(self.grid)}") from None
 
     @cached_property
-    def task_types(self) -> tuple[np.ndarray, pd.Index]:
+    def items(self) -> pd.DataFrame:
+        """``item_table`` as a DataFrame (its string columns large strings: wrapped, not copied; ``large_strings``)."""
+        return self.item_table.to_pandas()
+
+    @cached_property
+    def task_types(self) -> tuple[np.ndarray, list[str]]:
         """Each item's task type as a code into the names, in first-seen order ("(none)" for an item without
-        one): computed once per matrix, not once per model's table."""
-        return pd.factorize(self.items["task_type"].fillna("(none)"))
+        one, a written "(none)" among them): computed once per matrix, not once per model's table. Coded in
+        DuckDB: Arrow's ``dictionary_encode`` would import ``pyarrow.compute`` (30 ms) on a read after a write."""
+        rows = self.item_table.select(["task_type"]).append_column("r", arrow_numpy.array(np.arange(self.n_items)))
+        with scratch() as con:
+            con.register("task_types", rows)
+            con.execute(
+                "CREATE TEMP TABLE coded AS SELECT coalesce(task_type, '(none)') AS name, r FROM task_types; "
+                "CREATE TEMP TABLE names AS SELECT name, (row_number() OVER (ORDER BY min(r)) - 1)::BIGINT AS code "
+                "FROM coded GROUP BY name"
+            )
+            codes = con.sql("SELECT n.code FROM coded c JOIN names n USING (name) ORDER BY c.r").fetchnumpy()["code"]
+            names = [name for (name,) in con.sql("SELECT name FROM names ORDER BY code").fetchall()]
+        return np.asarray(codes, dtype=np.int64), names
 
     @cached_property
     def has_scores(self) -> bool:
@@ -98,7 +121,7 @@ def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
     keep = np.asarray(keep, dtype=bool)
     return dataclasses.replace(
         matrix,
-        items=matrix.items.loc[keep].reset_index(drop=True),
+        item_table=matrix.item_table.filter(arrow_numpy.array(keep)),
         correct=matrix.correct[:, keep],
         confidence=matrix.confidence[:, keep],
         score=matrix.score[:, keep],
@@ -320,7 +343,6 @@ def matched(cells: Cells) -> Matrix:
     reasons = {f"{models[m]} lacks {grid[c]}": int(missing[m, c]) for m, c in zip(*np.nonzero(missing), strict=True)}
     every = bool(complete.all())  # nothing to cut: the arrays are used as they are (a cached entry's are mapped)
     cut = (lambda a: a) if every else (lambda a: a[:, complete, :])  # noqa: E731
-    items = cells.items.to_pandas()  # through Arrow: about 2.5x faster than DuckDB's .df() for the string columns
     correct, unjudged = cut(cells.correct), None
     if correct.size and correct.min() < 0:  # responses without a verdict (open-ended): 0 there, and said apart
         unjudged = correct < 0
@@ -328,7 +350,7 @@ def matched(cells: Cells) -> Matrix:
     return Matrix(
         models=list(models),
         grid=list(grid),
-        items=items if every else items.loc[complete].reset_index(drop=True),
+        item_table=cells.items if every else cells.items.filter(arrow_numpy.array(complete)),
         correct=correct,
         confidence=cut(cells.confidence),
         score=cut(cells.score),
@@ -339,7 +361,9 @@ def matched(cells: Cells) -> Matrix:
     )
 
 
-CACHE_MIN_CELLS = 250_000  # smaller matrices load from Parquet in a fraction of a second: not cached
+# Smaller matrices load from Parquet in a fraction of a second: not cached. One model of the 1M-response bench store
+# (150k cells) took 0.34-0.53 s to scan and 0.07-0.09 s to patch after a one-row write (2026-12-03, load 4-5).
+CACHE_MIN_CELLS = 100_000
 
 
 def narrow(store: Store, full: Matrix, item_filter: ItemFilter | None) -> Matrix | None:

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from backend.scope import cache_folder, delta, sorted_keys
+from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope import matrix as matrix_module
 from backend.scope.matrix import (
     ABSENT,
@@ -146,7 +146,7 @@ def _save(
         if base is not None and "items" not in changed:
             os.link(base / "items.arrow", folder / "items.arrow")
         else:
-            feather.write_feather(state.items, folder / "items.arrow", compression="uncompressed")
+            arrow_numpy.write_file(state.items, folder / "items.arrow")
         later = np.stack([state.later[k].astype(np.int64) for k in ("m", "i", "c", "written")])
         np.save(folder / "later.npy", later, allow_pickle=False)
         meta = {

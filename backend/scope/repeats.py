@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from backend.scope import arrow_numpy
 from backend.scope.matrix import Matrix, main_only
 from store import configs
 from store.store import Store
@@ -26,14 +27,17 @@ class Repeats:
     n_right: np.ndarray  # int32 [M, I, C]
 
 
-def _budget_table(labels: list[str]) -> pd.DataFrame:
-    """config -> (frames, pixels) for the distinct labels, pixels -1 for the default resolution."""
+def _budget_table(labels: list[str]) -> pa.Table:
+    """config -> (frames, pixels) for the distinct labels, pixels -1 for the default resolution (Arrow: the
+    Overview's beyond-noise bars read this, and a frame would import pandas there)."""
     parsed = [configs.parse(lab) for lab in labels]
-    return pd.DataFrame(
+    return arrow_numpy.table(
         {
-            "config": labels,
-            "frames": [c.frames for c in parsed],
-            "pixels": [-1 if c.pixels is None else c.pixels for c in parsed],
+            "config": arrow_numpy.strings(labels),
+            "frames": arrow_numpy.array(np.array([c.frames for c in parsed], dtype=np.int64)),
+            "pixels": arrow_numpy.array(
+                np.array([-1 if c.pixels is None else c.pixels for c in parsed], dtype=np.int64)
+            ),
         }
     )
 
@@ -53,9 +57,14 @@ def load_repeats(store: Store, matrix: Matrix) -> Repeats:
         ]
         known = [lab for lab in labels if _parses(lab)]
         con.register("budgets", _budget_table(known))
-        con.register("grid_budgets", _budget_table(matrix.grid).assign(c=np.arange(len(matrix.grid))))
-        con.register("scope_items", matrix.items[["benchmark", "item_id"]].assign(i=np.arange(matrix.n_items)))
-        con.register("scope_models", pd.DataFrame({"model": matrix.models, "m": np.arange(len(matrix.models))}))
+        con.register(
+            "grid_budgets",
+            _budget_table(matrix.grid).append_column("c", arrow_numpy.array(np.arange(len(matrix.grid)))),
+        )
+        keys = matrix.item_table.select(["benchmark", "item_id"])
+        con.register("scope_items", keys.append_column("i", arrow_numpy.array(np.arange(matrix.n_items))))
+        models = {"model": arrow_numpy.strings(matrix.models), "m": arrow_numpy.array(np.arange(len(matrix.models)))}
+        con.register("scope_models", arrow_numpy.table(models))
         cells = con.execute(
             f"""
             WITH reps AS (

@@ -13,8 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from backend.export import from_cell
 from backend.scope.matrix import Matrix
@@ -22,6 +21,9 @@ from store import configs
 from store.errors import UserError
 from store.schema import order_key_sql
 from store.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLOW_KINDS = ("rescued", "harmed", "stable-correct", "stable-wrong")  # the links of each config pair (analysis.flows)
 KINDS = ("flow", "state", "items", "filtered")

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 FEW = 64  # distinct keys looked up by search; more are joined (the search costs 25 µs a key, a join 5 ms)
 FEW_ROWS = 4096  # rows whose keys a caller collects for ``search`` (more: join without collecting them)
@@ -63,5 +62,7 @@ def insertion(table: pa.Table, keys: list[tuple[str, str]], order: np.ndarray) -
 
 def key_order(table: pa.Table) -> np.ndarray:
     """The row numbers of ``table`` in key order (an index that has none recorded yet)."""
+    import pyarrow.compute as pc  # 30 ms to import: not paid by a read that only searches
+
     by_key = pc.sort_indices(table, sort_keys=[("benchmark", "ascending"), ("item_id", "ascending")])
     return by_key.to_numpy().astype(np.int64)

@@ -7,11 +7,15 @@ same per-item indicators that the tags show, and nothing loops over items.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from backend.scope.matrix import Matrix
 from store import configs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TAGS = (
     "stable-correct",
@@ -105,6 +109,8 @@ def tag_lists(masks: dict[str, np.ndarray]) -> np.ndarray:
 
 def item_tags(matrix: Matrix) -> pd.DataFrame:
     """One row per (model, item), model-major: model, benchmark, item_id, a column per tag, ``tags``."""
+    import pandas as pd  # the table is the product; the tag conditions above, which the metrics read, need none
+
     y = matrix.correct.astype(bool)
     masks = tag_masks(y, matrix.grid, matrix.lower)
     n_models, n_items = y.shape[:2]
