@@ -153,7 +153,7 @@ def draw() -> View | None:
         help="The model drawn on the flows, items and inspector pages, and whose tags filter items.",
     )
     grid_slot = sb.container(gap=None)  # the grid, drawn once the options' re-runs switch says which configs count
-    filters = sb.popover(filters_label(), icon=":material/filter_alt:", width="stretch")
+    filters_slot = sb.container(gap=None)  # the item filters, once there is a grid to filter
     options = sb.popover(options_label(), icon=":material/tune:", width="stretch")
     reruns = bool(
         state.bind(
@@ -193,6 +193,7 @@ def draw() -> View | None:
     bare = Scope(benchmark=bench, models=tuple(models), grid=grid_choice, tag_model=focus, include_reruns=reruns)
     bare = _run_choice(grid_slot, store, info, bare)
     choices = data.facets(str(store.root), version, bare.resolve(store, info))
+    filters = filters_slot.popover(filters_label(), icon=":material/filter_alt:", width="stretch")
     tasks = state.bind(filters.multiselect, "task", "Task type", options=choices["task_types"], default=[])
     durations = state.bind(filters.multiselect, "dur", "Duration", options=choices["durations"], default=[])
     tag = state.bind(
