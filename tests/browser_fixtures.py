@@ -177,6 +177,15 @@ def goto(page, server, path: str) -> None:
     assert errors.count() == 0, errors.first.inner_text()
 
 
+def sidebar_popover(page, label: str):
+    """Open the sidebar's popover whose button starts with ``label`` ("Filter items", "Options") and return its
+    body: Streamlit draws it in a layer of its own, outside the sidebar, and only while it is open."""
+    page.locator('[data-testid="stSidebar"] [data-testid="stPopoverButton"]').filter(has_text=label).click()
+    body = page.locator('[data-testid="stPopoverBody"]')
+    body.wait_for()
+    return body
+
+
 def rerun_panel(page):
     """The Inspector's re-run panel: the bordered block under its heading."""
     heading = page.locator("h3", has_text=RERUN_PANEL)

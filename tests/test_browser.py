@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")  # imported here before pytest loads it as a plugin
-from tests.browser_fixtures import goto, press_run, rerun_panel, screenshot, wait_idle
+from tests.browser_fixtures import goto, press_run, rerun_panel, screenshot, sidebar_popover, wait_idle
 
 pytest_plugins = ["tests.browser_fixtures"]  # the app_server, browser and page fixtures
 
@@ -68,13 +68,16 @@ def test_filter_narrows_items_and_lands_in_url(app_server, page):
     goto(page, app_server, f"?{BASE}")
     before = main_text(page)
     assert "48 matched items" in before or "matched items" in before
-    box = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(has_text="Task type")
+    filters = sidebar_popover(page, "Filter items")  # the item filters are drawn only while their popover is open
+    box = filters.locator('[data-testid="stMultiSelect"]').filter(has_text="Task type")
     box.locator("input").click()
     page.keyboard.press("ArrowDown")  # opens the list even where the box sits at the window's bottom edge
     caption = rerun_after(
         page, lambda: page.locator('[role="option"]').filter(has_not_text="Select all").first.click(), CAPTION
     )
     page.keyboard.press("Escape")
+    button = page.locator('[data-testid="stSidebar"] [data-testid="stPopoverButton"]')
+    assert button.filter(has_text="Filter items: task type").count() == 1  # the closed popover says what filters
     n_after = int(caption.split("·")[1].split()[0].replace(",", ""))
     n_before = int(before.split(" matched items")[0].split("·")[-1].strip().replace(",", ""))
     assert 0 < n_after < n_before

@@ -209,7 +209,7 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
     n = max(p["recovery"]["n_terminal"] for p in out["protocols"])
     assert 0 < n < 10
     at = open_page(demo, "pages/audits.py", atab="intervention", grid=GRID)
-    assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set in the sidebar)." in [
+    assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set under the sidebar's Options)." in [
         i.value for i in at.info
     ]
     assert not at.get("vega_lite_chart")

@@ -1,4 +1,4 @@
-"""The annotation panel of an item: its tags and notes, with delete, and a form to add one.
+"""The annotation panel of an item: its tags and notes, with delete, and a form to add one (behind a button).
 
 Annotations live in the store (``backend.scope.annotations``: append-only, tombstones for deletes), so
 the panel only draws them and hands the user's actions to the backend. Every write bumps the store
@@ -86,7 +86,10 @@ def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, mo
         _row(root, ann)
     form = f"ann-{benchmark}-{item_id}"
     st.session_state.setdefault(AUTHOR_KEY, scope_annotations.default_author())
-    with st.form(form, border=True):
+    # In a popover: Streamlit draws its form only while it is open, and the Inspector redraws this panel on every
+    # previous/next and every switch to the page (six elements fewer each time; issue 33).
+    add = st.popover("Add an annotation", icon=":material/add:")
+    with add, st.form(form, border=False):
         st.markdown("**Add an annotation** (evidence pathway and a free note)")
         c1, c2, c3 = st.columns([2, 1, 1])
         c1.selectbox(

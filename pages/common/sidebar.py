@@ -3,6 +3,11 @@
 Every choice is URL state (``pages.common.state``). The grid offers the configurations every
 selected model has (the matched grid); a fresh view starts on their budget ladder
 (``backend.scope.resolve.default_grid``). An empty store gets the demo store, built with a progress bar.
+
+The item filters and the options sit in two popovers, each button naming what is set: Streamlit's frontend
+draws a popover's widgets only while it is open, and the browser redraws every element of the sidebar on each
+full rerun (a page switch, a filter), so the sidebar is 14 elements instead of 26 (issue 33,
+``benchmarks/dashboard_browser.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from streamlit.delta_generator import DeltaGenerator
 from backend import serverconfig
 from backend.contracts.store import StoreContents
 from backend.scope.annotations import VOCABULARY
+from backend.scope.binary import STORED
 from backend.scope.filters import ItemFilter
 from backend.scope.paging import default_models, shared_configs
 from backend.scope.resolve import Scope, default_benchmark, default_grid
@@ -112,7 +118,6 @@ def _store(sb: DeltaGenerator) -> tuple[Store, bool]:
         )
     else:
         name = config.default
-        sb.caption(f"Store {ui.code(config.stores[name])}")
     return Store(config.stores[name]), name == config.default
 
 
@@ -147,9 +152,12 @@ def draw() -> View | None:
         default=models[0],
         help="The model drawn on the flows, items and inspector pages, and whose tags filter items.",
     )
+    grid_slot = sb.container(gap=None)  # the grid, drawn once the options' re-runs switch says which configs count
+    filters_slot = sb.container(gap=None)  # the item filters, once there is a grid to filter
+    options = sb.popover(options_label(), icon=":material/tune:", width="stretch")
     reruns = bool(
         state.bind(
-            sb.toggle,
+            options.toggle,
             "reruns",
             "Include live re-runs",
             default=False,
@@ -160,7 +168,7 @@ def draw() -> View | None:
     default = default_grid(info, models, bench, store.root)
     shared = shared_configs(info, models, bench, reruns)
     grid = state.bind(
-        sb.multiselect,
+        grid_slot.multiselect,
         "grid",
         "Grid (configurations)",
         options=shared,
@@ -181,33 +189,32 @@ def draw() -> View | None:
         st.info("Select at least two configurations for the grid in the sidebar.", icon=":material/arrow_back:")
         return None
 
-    sb.markdown("**Items**")
     grid_choice = () if grid == default else tuple(grid)  # the default grid stays "default" in the CLI twin
     bare = Scope(benchmark=bench, models=tuple(models), grid=grid_choice, tag_model=focus, include_reruns=reruns)
-    bare = _run_choice(sb, store, info, bare)
+    bare = _run_choice(grid_slot, store, info, bare)
     choices = data.facets(str(store.root), version, bare.resolve(store, info))
-    tasks = state.bind(sb.multiselect, "task", "Task type", options=choices["task_types"], default=[])
-    durations = state.bind(sb.multiselect, "dur", "Duration", options=choices["durations"], default=[])
-    tag = state.bind(sb.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG)
+    filters = filters_slot.popover(filters_label(), icon=":material/filter_alt:", width="stretch")
+    tasks = state.bind(filters.multiselect, "task", "Task type", options=choices["task_types"], default=[])
+    durations = state.bind(filters.multiselect, "dur", "Duration", options=choices["durations"], default=[])
+    tag = state.bind(
+        filters.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG
+    )
     atags = state.bind(
-        sb.multiselect,
+        filters.multiselect,
         "atag",
         "Annotation tag",
         options=list(VOCABULARY),
         default=[],
         help="Items annotated with any of these tags (by anyone, for any model).",
     )
-    search = state.bind(sb.text_input, "q", "Search", default="", placeholder="question, option or item id")
-    cutoff = scores.cutoff_control(sb, choices["scored"])
-    sb.markdown("**Charts**")
-    small_n.control(sb)
-
-    with sb.expander("Videos and export"):
-        st.caption(
-            f"Video root: {ui.code(serverconfig.current().video_root_for(store.root))} (set when the server "
-            "starts: --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are confined to it)"
-        )
-        st.caption("Charts save as SVG or PNG from their ⋯ menu; the Sankey saves an SVG from its own button.")
+    search = state.bind(filters.text_input, "q", "Search", default="", placeholder="question, option or item id")
+    cutoff = scores.cutoff_control(options, choices["scored"])
+    small_n.control(options)
+    options.caption(
+        f"Store {ui.code(store.root)} · video root {ui.code(serverconfig.current().video_root_for(store.root))} "
+        "(both set when the server starts: --store, --video-root or $TRAJAUDIT_VIDEO_ROOT; items' video paths are "
+        "confined to it) · charts save as SVG or PNG from their ⋯ menu; the Sankey saves an SVG from its own button."
+    )
 
     item_filter = ItemFilter(
         task_types=tuple(tasks), durations=tuple(durations), search=search or None, tags=tuple(atags)
@@ -217,6 +224,24 @@ def draw() -> View | None:
 
 
 FIRST_RUN = "main, else first ingested"
+FILTERS = {"task": "task type", "dur": "duration", "tag": "trajectory tag", "atag": "annotation tag", "q": "search"}
+
+
+def filters_label() -> str:
+    """The item filters' popover button: what is filtered, so a closed popover still says it."""
+    on = [name for key, name in FILTERS.items() if state.get(key) not in (None, "", [], ANY_TAG)]
+    return "Filter items: " + ", ".join(on) if on else "Filter items"
+
+
+def options_label() -> str:
+    """The options' popover button, naming the options that differ from their defaults."""
+    on = [
+        "re-runs included" if state.get("reruns") else "",
+        "" if state.get("cut") in (None, STORED) else "score cut-off",
+        "" if small_n.minimum() == small_n.DEFAULT else f"charts from {small_n.minimum():,} items",
+    ]
+    on = [o for o in on if o]
+    return "Options: " + ", ".join(on) if on else "Options"
 
 
 def _run_choice(sb: DeltaGenerator, store: Store, info: StoreContents, bare: Scope) -> Scope:

@@ -42,7 +42,7 @@ def minimum() -> int:
 
 def notice(n: int, what: str = "item") -> str:
     """The sentence drawn instead of a chart on ``n`` items."""
-    return f"Only {count(n, what)}: too few for a chart (minimum {minimum():,}, set in the sidebar)."
+    return f"Only {count(n, what)}: too few for a chart (minimum {minimum():,}, set under the sidebar's Options)."
 
 
 def too_few(n: int, what: str = "item", where=st) -> bool:
