@@ -1,7 +1,10 @@
 """Overview: the story first (the step a flat curve hides the most flips behind, the curve over its flows, the
 headline numbers with what each means), then every model's numbers, transitions, scores and task types."""
 
+import functools
 import html
+import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -9,7 +12,7 @@ import streamlit as st
 
 from backend.contracts.base import to_json
 from backend.contracts.views import OverviewReport
-from backend.present import charts
+from backend.present import charts, drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
 from backend.present.series import Curve
@@ -27,6 +30,8 @@ SORTS = {key: label(key) for key in ("visual_confusion_rate", "text_overwrite_ra
     "n": "items"
 }
 CURVE_HEIGHT = 520  # the curve and its bars fit the first screen (1440 x 900) beside the cards
+# The chart's width in pixels as drawn on the server: its column's at 1440 x 900 (the SVG scales with its column).
+CURVE_WIDTH = 600
 
 
 def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
@@ -39,17 +44,31 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     if step is not None:
         small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, <i>The story step</i>).")
     tag_notice(scope, metrics)
-    left, right = st.columns([5, 3], gap="medium")
-    with left:
-        pair = None if step is None else (step.from_, step.to)
-        for k, spec in enumerate(
-            charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
-        ):
-            ui.vega(spec, f"scaling-curve-and-flows-{k}")
-    with right:
-        st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}")
-        if "text" not in scope.grid:
-            small("Text overwrite is n/a: add <code>text</code> to the grid to measure it.")
+    pair = None if step is None else (step.from_, step.to)
+    curves = charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
+    spec = json.dumps(drawn.stacked(curves, CURVE_WIDTH))
+    note = (
+        ""
+        if "text" in scope.grid
+        else _small("Text overwrite is n/a: add <code>text</code> to the grid to measure it.")
+    )
+    # One element for the browser: the chart drawn on the server beside the cards (no Vega chunk to load).
+    side = f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}{note}"
+    st.html(
+        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>', unsafe_allow_javascript=True
+    )
+    save = st.container(horizontal=True)
+    for kind, mime, get in (("SVG", "image/svg+xml", data.chart_svg), ("PNG", "image/png", data.chart_png)):
+        save.download_button(
+            f"Chart as {kind}",
+            data=functools.partial(get, spec),
+            file_name=f"curve-and-flows.{kind.lower()}",
+            mime=mime,
+            icon=":material/download:",
+            on_click="ignore",
+            type="tertiary",
+            key=f"curve-{kind}",
+        )
     if scope.beyond_noise:
         small(
             "Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
@@ -57,10 +76,28 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
         )
 
 
+def svg_html(svg: str) -> str:
+    """HTML (for ``st.html``) of an SVG drawn on the server, its hover titles kept: ``st.html`` strips SVG markup,
+    so a script puts it in place when the element is drawn (the browser's own parser, no Markdown or React work
+    for its thousand nodes); its box keeps the chart's proportions meanwhile. ``svg`` is ``drawn.svg``'s, data
+    text escaped; it enters the script as a JSON string with ``<`` escaped, so nothing in it closes the script."""
+    size = re.search(r'<svg[^>]*\bwidth="(\d+)" height="(\d+)"', svg)
+    ratio = f' style="aspect-ratio:{size[1]} / {size[2]}"' if size else ""
+    text = json.dumps(svg).replace("<", "\\u003c")
+    return (
+        f'<div class="ta-chart"{ratio}></div>'
+        f"<script>document.currentScript.previousElementSibling.innerHTML = {text};</script>"
+    )
+
+
 def small(html: str) -> None:
     """A note in small print (our own text, no data) above the scope's caption, which stays the page's first
     caption (the browser tests and benchmarks read the matched items from it)."""
-    st.html(f'<small style="color:#6b6b76">{html}</small>')
+    st.html(_small(html))
+
+
+def _small(html: str) -> str:
+    return f'<small style="color:#6b6b76">{html}</small>'
 
 
 def headlines(metrics: OverviewReport) -> None:
