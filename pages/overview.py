@@ -1,6 +1,7 @@
 """Overview: the story first (the step a flat curve hides the most flips behind, the curve over its flows, the
 headline numbers with what each means), then every model's numbers, transitions, scores and task types."""
 
+import dataclasses
 import functools
 import html
 import json
@@ -16,10 +17,11 @@ from backend.present import charts, drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
 from backend.present.series import Curve
-from backend.present.tables import headline_frame
+from backend.present.tables import headline_frame, headline_table
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
+from backend.report.html import table_html
 from backend.scope.resolve import Scope
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui
@@ -42,7 +44,7 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     step = metrics.story[focus]
     st.subheader(f"{ui.escape_md(focus)} · {ui.escape_md(story_text(step))}", anchor=False)
     if step is not None:
-        small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, <i>The story step</i>).")
+        small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, “The story step”).")
     tag_notice(scope, metrics)
     pair = None if step is None else (step.from_, step.to)
     curves = charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
@@ -100,13 +102,12 @@ def _small(html: str) -> str:
     return f'<small style="color:#6b6b76">{html}</small>'
 
 
-def headlines(metrics: OverviewReport) -> None:
-    """Every selected model's headline numbers in one table (metrics as rows), with its CSV."""
+def headlines(metrics: OverviewReport, colours: dict[str, str]) -> None:
+    """Every selected model's headline numbers in one table, as the report shows it (plain HTML: no table grid for a
+    new session to load), with its CSV."""
     st.subheader("Headline numbers per model", anchor=False)
-    st.dataframe(
-        ui.headline_text(metrics.models, metrics.n_items, metrics.grid),
-        column_config={"_index": st.column_config.TextColumn(pinned=True)},
-    )
+    table = headline_table(metrics.models, metrics.n_items, metrics.grid)
+    st.html(f'<div class="ta-table">{table_html(table, colours)}</div>')
     ui.downloads(headline_frame(metrics.models), "headlines")
 
 
@@ -147,18 +148,18 @@ def task_table(scope: Scope, report: OverviewReport) -> None:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
         table = table.sort_values("n", key=lambda n: n < min_n, kind="stable")  # small groups last, order kept
     acc = [c for c in table.columns if c.startswith("accuracy[")]
-    shown = task_text(table.to_dict("records"), scope.focus).frame()  # the report's cells, in this order
-    shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
-    shown.insert(2, "size", table["size"].to_numpy())
-    st.caption(
-        f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} (marked small, listed last). "
-        "% of items; brackets: Wilson 95% intervals, valid for small groups."
+    cells = task_text(table.to_dict("records"), scope.focus)  # the report's cells, in this order, and a size column
+    shown = dataclasses.replace(
+        cells,
+        caption=f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} "
+        "(marked small, listed last). n: matched items of the type; % of items; brackets: Wilson 95% intervals, "
+        "valid for small groups.",
+        columns=[*cells.columns[:2], "Group", *cells.columns[2:]],
+        rows=[[*row[:2], size, *row[2:]] for row, size in zip(cells.rows, table["size"], strict=True)],
+        values=[[*row[:2], None, *row[2:]] for row in cells.values],
+        keys=[*cells.keys[:2], None, *cells.keys[2:]],
     )
-    st.dataframe(
-        shown,
-        hide_index=True,
-        column_config={"Task type": st.column_config.TextColumn(pinned=True), "n": "items", "size": "group"},
-    )
+    st.html(f'<div class="ta-table ta-scroll">{table_html(shown)}</div>')
     more = st.expander("Accuracy per configuration, by task type", key="task-acc", on_change="rerun")
     if more.open:  # drawn when opened: a folded table still costs its serialisation and the browser's drawing
         more.dataframe(
@@ -192,7 +193,7 @@ with ui.guard():
     metrics = data.overview(view)
     story(view, metrics, colours)
     ui.scope_caption(view)
-    headlines(metrics)
+    headlines(metrics, colours)
     box = st.expander(
         "Transitions: rescued, harmed, net, churn and McNemar p of every step", key="transitions", on_change="rerun"
     )
