@@ -6,6 +6,7 @@ import functools
 import html
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -89,6 +90,30 @@ def svg_html(svg: str) -> str:
     return (
         f'<div class="ta-chart"{ratio}></div>'
         f"<script>document.currentScript.previousElementSibling.innerHTML = {text};</script>"
+    )
+
+
+# Streamlit's scripts for the charts and table grids the other pages draw, which this page no longer loads.
+LATER = ("ArrowVegaLiteChart", "embed", "DataFrame")
+
+
+@functools.cache
+def later_scripts() -> list[str]:
+    """The file names of ``LATER``'s scripts in the installed Streamlit (they carry a content hash)."""
+    folder = Path(st.__file__).parent / "static" / "static" / "js"
+    return sorted(path.name for stem in LATER for path in folder.glob(f"{stem}.*.js"))
+
+
+def load_later() -> None:
+    """Load ``LATER``'s scripts once per tab, a second after this page is drawn and when the browser is idle, while
+    the user reads the first screen: the first switch to a page with a Vega chart or a table grid then finds them
+    loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
+    names = json.dumps(later_scripts())
+    st.html(
+        "<script>if (!window.taLater) { window.taLater = true; setTimeout(() => requestIdleCallback(() => { "
+        f"for (const name of {names}) import(new URL('static/js/' + name, document.baseURI).href).catch(() => {{}}); "
+        "}), 1000); }</script>",
+        unsafe_allow_javascript=True,
     )
 
 
@@ -231,3 +256,4 @@ with ui.guard():
         "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
     )
     ui.twin(view, ["metrics"])
+    load_later()

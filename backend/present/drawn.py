@@ -70,9 +70,9 @@ def _tip_expression(tip: list[dict]) -> str:
 
 
 def svg(spec: dict) -> str:
-    """The chart as SVG text on one line, with each described mark's tooltip as its ``<title>`` (escaped as Vega
-    wrote it: data text stays text)."""
-    text = vl_convert.vegalite_to_svg(spec).replace("\n", "&#10;")  # one line: no blank line ends a Markdown block
+    """The chart as SVG text, with each described mark's tooltip as its ``<title>`` (escaped as Vega wrote it: data
+    text stays text)."""
+    text = vl_convert.vegalite_to_svg(spec)
     return _DESCRIBED.sub(lambda m: f"<{m[1]}{m[2].replace(_TIP, '')}><title>{m[3]}</title></{m[1]}>", text)
 
 
