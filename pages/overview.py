@@ -110,7 +110,7 @@ def load_later() -> None:
     loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
     names = json.dumps(later_scripts())
     st.html(
-        "<script>if (!window.taLater) { window.taLater = true; setTimeout(() => requestIdleCallback(() => { "
+        "<script>if (!window.taLater) { window.taLater = true; setTimeout(() => (window.requestIdleCallback || setTimeout)(() => { "
         f"for (const name of {names}) import(new URL('static/js/' + name, document.baseURI).href).catch(() => {{}}); "
         "}), 1000); }</script>",
         unsafe_allow_javascript=True,
