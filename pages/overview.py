@@ -1,7 +1,12 @@
 """Overview: the story first (the step a flat curve hides the most flips behind, the curve over its flows, the
 headline numbers with what each means), then every model's numbers, transitions, scores and task types."""
 
+import dataclasses
+import functools
 import html
+import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,14 +14,15 @@ import streamlit as st
 
 from backend.contracts.base import to_json
 from backend.contracts.views import OverviewReport
-from backend.present import charts
+from backend.present import charts, drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
 from backend.present.series import Curve
-from backend.present.tables import headline_frame
+from backend.present.tables import headline_frame, headline_table
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
+from backend.report.html import table_html
 from backend.scope.resolve import Scope
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui
@@ -27,6 +33,8 @@ SORTS = {key: label(key) for key in ("visual_confusion_rate", "text_overwrite_ra
     "n": "items"
 }
 CURVE_HEIGHT = 520  # the curve and its bars fit the first screen (1440 x 900) beside the cards
+# The chart's width in pixels as drawn on the server: its column's at 1440 x 900 (the SVG scales with its column).
+CURVE_WIDTH = 600
 
 
 def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
@@ -37,19 +45,33 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     step = metrics.story[focus]
     st.subheader(f"{ui.escape_md(focus)} · {ui.escape_md(story_text(step))}", anchor=False)
     if step is not None:
-        small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, <i>The story step</i>).")
+        small(f"{html.escape(story_why(step))} (chosen from the data: docs/metrics.md, “The story step”).")
     tag_notice(scope, metrics)
-    left, right = st.columns([5, 3], gap="medium")
-    with left:
-        pair = None if step is None else (step.from_, step.to)
-        for k, spec in enumerate(
-            charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
-        ):
-            ui.vega(spec, f"scaling-curve-and-flows-{k}")
-    with right:
-        st.html(f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}")
-        if "text" not in scope.grid:
-            small("Text overwrite is n/a: add <code>text</code> to the grid to measure it.")
+    pair = None if step is None else (step.from_, step.to)
+    curves = charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
+    spec = json.dumps(drawn.stacked(curves, CURVE_WIDTH))
+    note = (
+        ""
+        if "text" in scope.grid
+        else _small("Text overwrite is n/a: add <code>text</code> to the grid to measure it.")
+    )
+    # One element for the browser: the chart drawn on the server beside the cards (no Vega chunk to load).
+    side = f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}{note}"
+    st.html(
+        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>', unsafe_allow_javascript=True
+    )
+    save = st.container(horizontal=True)
+    for kind, mime, get in (("SVG", "image/svg+xml", data.chart_svg), ("PNG", "image/png", data.chart_png)):
+        save.download_button(
+            f"Chart as {kind}",
+            data=functools.partial(get, spec),
+            file_name=f"curve-and-flows.{kind.lower()}",
+            mime=mime,
+            icon=":material/download:",
+            on_click="ignore",
+            type="tertiary",
+            key=f"curve-{kind}",
+        )
     if scope.beyond_noise:
         small(
             "Within-noise flips hidden: the bars count only flips of items that do not flip under repeats "
@@ -57,19 +79,60 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
         )
 
 
+def svg_html(svg: str) -> str:
+    """HTML (for ``st.html``) of an SVG drawn on the server, its hover titles kept: ``st.html`` strips SVG markup,
+    so a script puts it in place when the element is drawn (the browser's own parser, no Markdown or React work
+    for its thousand nodes); its box keeps the chart's proportions meanwhile. ``svg`` is ``drawn.svg``'s, data
+    text escaped; it enters the script as a JSON string with ``<`` escaped, so nothing in it closes the script."""
+    size = re.search(r'<svg[^>]*\bwidth="(\d+)" height="(\d+)"', svg)
+    ratio = f' style="aspect-ratio:{size[1]} / {size[2]}"' if size else ""
+    text = json.dumps(svg).replace("<", "\\u003c")
+    return (
+        f'<div class="ta-chart"{ratio}></div>'
+        f"<script>document.currentScript.previousElementSibling.innerHTML = {text};</script>"
+    )
+
+
+# Streamlit's scripts for the charts and table grids the other pages draw, which this page no longer loads.
+LATER = ("ArrowVegaLiteChart", "embed", "DataFrame")
+
+
+@functools.cache
+def later_scripts() -> list[str]:
+    """The file names of ``LATER``'s scripts in the installed Streamlit (they carry a content hash)."""
+    folder = Path(st.__file__).parent / "static" / "static" / "js"
+    return sorted(path.name for stem in LATER for path in folder.glob(f"{stem}.*.js"))
+
+
+def load_later() -> None:
+    """Load ``LATER``'s scripts once per tab, a second after this page is drawn and when the browser is idle, while
+    the user reads the first screen: the first switch to a page with a Vega chart or a table grid then finds them
+    loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
+    names = json.dumps(later_scripts())
+    st.html(
+        "<script>if (!window.taLater) { window.taLater = true; setTimeout(() => (window.requestIdleCallback || setTimeout)(() => { "
+        f"for (const name of {names}) import(new URL('static/js/' + name, document.baseURI).href).catch(() => {{}}); "
+        "}), 1000); }</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
 def small(html: str) -> None:
     """A note in small print (our own text, no data) above the scope's caption, which stays the page's first
     caption (the browser tests and benchmarks read the matched items from it)."""
-    st.html(f'<small style="color:#6b6b76">{html}</small>')
+    st.html(_small(html))
 
 
-def headlines(metrics: OverviewReport) -> None:
-    """Every selected model's headline numbers in one table (metrics as rows), with its CSV."""
+def _small(html: str) -> str:
+    return f'<small style="color:#6b6b76">{html}</small>'
+
+
+def headlines(metrics: OverviewReport, colours: dict[str, str]) -> None:
+    """Every selected model's headline numbers in one table, as the report shows it (plain HTML: no table grid for a
+    new session to load), with its CSV."""
     st.subheader("Headline numbers per model", anchor=False)
-    st.dataframe(
-        ui.headline_text(metrics.models, metrics.n_items, metrics.grid),
-        column_config={"_index": st.column_config.TextColumn(pinned=True)},
-    )
+    table = headline_table(metrics.models, metrics.n_items, metrics.grid)
+    st.html(f'<div class="ta-table">{table_html(table, colours)}</div>')
     ui.downloads(headline_frame(metrics.models), "headlines")
 
 
@@ -110,18 +173,18 @@ def task_table(scope: Scope, report: OverviewReport) -> None:
         table = table.sort_values(sort, ascending=False, kind="stable", na_position="last")
         table = table.sort_values("n", key=lambda n: n < min_n, kind="stable")  # small groups last, order kept
     acc = [c for c in table.columns if c.startswith("accuracy[")]
-    shown = task_text(table.to_dict("records"), scope.focus).frame()  # the report's cells, in this order
-    shown["n"] = table["n"].to_numpy()  # a count stays a number: the table sorts it as one
-    shown.insert(2, "size", table["size"].to_numpy())
-    st.caption(
-        f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} (marked small, listed last). "
-        "% of items; brackets: Wilson 95% intervals, valid for small groups."
+    cells = task_text(table.to_dict("records"), scope.focus)  # the report's cells, in this order, and a size column
+    shown = dataclasses.replace(
+        cells,
+        caption=f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} "
+        "(marked small, listed last). n: matched items of the type; % of items; brackets: Wilson 95% intervals, "
+        "valid for small groups.",
+        columns=[*cells.columns[:2], "Group", *cells.columns[2:]],
+        rows=[[*row[:2], size, *row[2:]] for row, size in zip(cells.rows, table["size"], strict=True)],
+        values=[[*row[:2], None, *row[2:]] for row in cells.values],
+        keys=[*cells.keys[:2], None, *cells.keys[2:]],
     )
-    st.dataframe(
-        shown,
-        hide_index=True,
-        column_config={"Task type": st.column_config.TextColumn(pinned=True), "n": "items", "size": "group"},
-    )
+    st.html(f'<div class="ta-table ta-scroll">{table_html(shown)}</div>')
     more = st.expander("Accuracy per configuration, by task type", key="task-acc", on_change="rerun")
     if more.open:  # drawn when opened: a folded table still costs its serialisation and the browser's drawing
         more.dataframe(
@@ -155,7 +218,7 @@ with ui.guard():
     metrics = data.overview(view)
     story(view, metrics, colours)
     ui.scope_caption(view)
-    headlines(metrics)
+    headlines(metrics, colours)
     box = st.expander(
         "Transitions: rescued, harmed, net, churn and McNemar p of every step", key="transitions", on_change="rerun"
     )
@@ -193,3 +256,4 @@ with ui.guard():
         "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
     )
     ui.twin(view, ["metrics"])
+    load_later()

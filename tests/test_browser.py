@@ -55,8 +55,13 @@ def test_page_loads_without_exception(app_server, page, name):
     goto(page, app_server, f"{PATHS[name]}?{BASE}&chartn=1")  # the small demo: every chart drawn
     assert page.locator('[data-testid="stMain"] h1').first.inner_text() == name.capitalize()
     assert page.locator(".js-plotly-plot").count() == 0  # one chart library, Vega-Lite (backend/present/charts*.py)
-    if name in ("overview", "compare"):
-        assert page.locator('[data-testid="stVegaLiteChart"]').count() == {"overview": 2, "compare": 3}[name]
+    if name == "compare":
+        assert page.locator('[data-testid="stVegaLiteChart"]').count() == 3
+    if name == "overview":  # the curve and its flows, drawn on the server (backend/present/drawn.py): no Vega chunk
+        assert page.locator('[data-testid="stVegaLiteChart"]').count() == 0
+        chart = page.locator('[data-testid="stMain"] .ta-chart svg')
+        assert chart.count() == 1 and "Stable curve, unstable items" in chart.text_content()
+        assert "model: synthetic-" in chart.locator("title").first.text_content()  # a tooltip, shown on hover
     if name == "flows":  # the clickable Sankey draws its SVG in the page, in its shadow root (pages/common/sankey.py)
         chart = page.locator(".trajaudit-sankey")
         page.locator('.trajaudit-sankey[data-ready="1"] svg.sankey').wait_for()

@@ -328,3 +328,17 @@ def test_a_one_configuration_store_is_reported_with_a_notice_where_the_flows_wou
     report = json.loads(data.read_text())
     assert report["flows"] is None and report["overview"]["n_items"] == 20
     assert report["overview"]["models"]["m1"]["accuracy"]["8f"] == 1.0
+
+
+def test_a_page_draws_a_table_in_the_reports_markup():
+    """``table_html`` (the Overview's headline and task-type tables) is the report's ``table`` macro: data text
+    escaped, each interval under its value, the model's colour chip, the number as ``data-value``."""
+    from backend.present.tables import Table
+    from backend.report.html import table_html
+
+    t = Table("headlines", "a <caption>", ["Model", "Oracle"], [['m<b>"1', "79.9 [79.4, 80.4]"]], [[None, 0.799]],
+              [None, "oracle"])  # fmt: skip
+    out = table_html(t, {'m<b>"1': "#3b6fb6"})
+    assert "<b>" not in out and "a &lt;caption&gt;" in out
+    assert '<span class="chip" style="background:#3b6fb6"></span>m&lt;b&gt;&quot;1</th>' in out
+    assert '<td data-key="oracle" data-value="0.799">79.9<span class="ci">[79.4, 80.4]</span></td>' in out

@@ -41,10 +41,9 @@ def test_the_first_viewport_states_the_story_step_with_its_counts(app_server, br
         assert "of items changed state" in text
         in_view = [
             story,
-            *main_area.locator('[data-testid="stVegaLiteChart"]').all()[:2],
+            main_area.locator(".ta-chart svg"),  # the curve over its flows, one SVG drawn on the server
             main_area.locator(".ta-cards"),
         ]
-        assert len(in_view) == 4
         for element in in_view:
             box = element.bounding_box()
             assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEWPORT["height"], box

@@ -226,6 +226,13 @@ class Cell:
     colour: str | None
 
 
+def table_html(t: tables.Table, first_col: Mapping[str, str] | None = None) -> str:
+    """One table as the report writes it (its ``table`` macro: text escaped, each interval under its value, a chip
+    of colour before a first-column label in ``first_col``), for a page that shows a short table as plain HTML:
+    no table grid for the browser to load and draw (``pages/overview.py``)."""
+    return str(_environment().get_template("macros.html.j2").module.table(t, first_col))  # type: ignore[attr-defined]
+
+
 def table_rows(t: tables.Table, first_col: Mapping[str, str] | None = None) -> list[tuple[str, list[Cell]]]:
     """(row label, cells) of a ``tables.Table``, for the ``table`` macro."""
     rows = []

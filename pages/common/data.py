@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from backend.contracts.policies import CascadeSweepReport, CascadeThresholdRepor
 from backend.contracts.store import StoreContents
 from backend.contracts.views import BinaryView, CompareReport, FlowsReport, ItemsPage, OverviewReport, ScoreFlowsReport
 from backend.export import csv_text
+from backend.present import drawn
 from backend.runtime import client
 from backend.scope import annotations as scope_annotations
 from backend.scope import inspector
@@ -153,6 +155,18 @@ def filtered_ids(v: View) -> tuple[str, ...]:
 def item_page(v: View, model: str, sort: str, descending: bool, page: int, size: int) -> ItemsPage:
     """``trajaudit items --sort S --page P --json`` for the view."""
     return views.items_page(v, model, sort, descending, page, size)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def chart_svg(spec: str) -> str:
+    """A first-screen chart drawn on the server (``backend.present.drawn.svg``); ``spec`` is its JSON text, one
+    string to hash, so a new session on the same view draws nothing anew."""
+    return drawn.svg(json.loads(spec))
+
+
+def chart_png(spec: str) -> bytes:
+    """The same chart as PNG, built when its save button is clicked."""
+    return drawn.png(json.loads(spec))
 
 
 def single(v: View, grid: tuple[str, ...] = ()) -> Resolved:
