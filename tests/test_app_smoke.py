@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is needed for the page smoke tests")
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Block
 
 from backend.present.metrics import METRICS
 from store.store import Store
@@ -217,3 +218,26 @@ def test_inspector_shows_the_texts_panel_for_open_ended_items_only(demo):
     assert "Texts side by side" not in [
         h.value for h in open_app("pages/inspector.py", models=MODELS, item="001-1").subheader
     ]
+
+
+def popover_labels(at: AppTest) -> list[str]:
+    """The labels of the sidebar's popover buttons (AppTest keeps a popover as a plain block with its proto)."""
+    found: list[str] = []
+
+    def walk(node) -> None:
+        if not isinstance(node, Block):
+            return
+        if node.proto is not None and node.proto.WhichOneof("type") == "popover":
+            found.append(node.proto.popover.label)
+        for child in node.children.values():
+            walk(child)
+
+    walk(at.sidebar)
+    return found
+
+
+@pytest.mark.parametrize(("task", "label"), [("Nope", "Filter items"), ("Counting Problem", "Filter items: task type")])
+def test_the_filters_button_names_only_a_filter_its_widget_applies(demo, task, label):
+    """A link's task type the benchmark lacks (an old link) filters nothing: the closed popover does not claim it."""
+    at = open_app(models=MODELS, task=task)
+    assert label in popover_labels(at)

@@ -193,17 +193,21 @@ def draw() -> View | None:
     bare = Scope(benchmark=bench, models=tuple(models), grid=grid_choice, tag_model=focus, include_reruns=reruns)
     bare = _run_choice(grid_slot, store, info, bare)
     choices = data.facets(str(store.root), version, bare.resolve(store, info))
-    filters = filters_slot.popover(filters_label(), icon=":material/filter_alt:", width="stretch")
-    tasks = state.bind(filters.multiselect, "task", "Task type", options=choices["task_types"], default=[])
-    durations = state.bind(filters.multiselect, "dur", "Duration", options=choices["durations"], default=[])
-    tag = state.bind(
-        filters.selectbox, "tag", "Trajectory tag (focus model)", options=[ANY_TAG, *TAGS], default=ANY_TAG
-    )
+    offered = {
+        "task": choices["task_types"],
+        "dur": choices["durations"],
+        "tag": [ANY_TAG, *TAGS],
+        "atag": list(VOCABULARY),
+    }
+    filters = filters_slot.popover(filters_label(offered), icon=":material/filter_alt:", width="stretch")
+    tasks = state.bind(filters.multiselect, "task", "Task type", options=offered["task"], default=[])
+    durations = state.bind(filters.multiselect, "dur", "Duration", options=offered["dur"], default=[])
+    tag = state.bind(filters.selectbox, "tag", "Trajectory tag (focus model)", options=offered["tag"], default=ANY_TAG)
     atags = state.bind(
         filters.multiselect,
         "atag",
         "Annotation tag",
-        options=list(VOCABULARY),
+        options=offered["atag"],
         default=[],
         help="Items annotated with any of these tags (by anyone, for any model).",
     )
@@ -227,9 +231,14 @@ FIRST_RUN = "main, else first ingested"
 FILTERS = {"task": "task type", "dur": "duration", "tag": "trajectory tag", "atag": "annotation tag", "q": "search"}
 
 
-def filters_label() -> str:
-    """The item filters' popover button: what is filtered, so a closed popover still says it."""
-    on = [name for key, name in FILTERS.items() if state.get(key) not in (None, "", [], ANY_TAG)]
+def filters_label(offered: dict[str, list[str]]) -> str:
+    """The item filters' popover button: what is filtered, so a closed popover still says it. A link's value the
+    filter does not offer (``task=Nope``) filters nothing, so it is named only where its widget will show it."""
+    values = {
+        key: state.shown(key, offered[key], ANY_TAG if key == "tag" else []) if key in offered else state.get(key)
+        for key in FILTERS
+    }
+    on = [name for key, name in FILTERS.items() if values[key] not in (None, "", [], ANY_TAG)]
     return "Filter items: " + ", ".join(on) if on else "Filter items"
 
 

@@ -176,11 +176,7 @@ def bind(
     value = get(key, default)
     if options is not None:
         options = list(options)
-        if isinstance(value, list):
-            valid = [v for v in value if v in options]
-            value = valid if valid or not value else default  # nothing valid left: the default
-        elif value not in options:
-            value = default if default in options else (options[0] if options else None)
+        value = shown(key, options, default)
         kwargs["options"] = options
     value = _clamp(key, value, default, kwargs.get("min_value"), kwargs.get("max_value"))
     wkey = "w_" + key
@@ -189,6 +185,18 @@ def bind(
     out = widget(*positional, key=wkey, on_change=_commit, args=(key,), **kwargs)
     put(key, out)
     return out
+
+
+def shown(key: str, options: list, default: Any = None) -> Any:
+    """The value of ``key`` a widget offering ``options`` shows (``bind``): a stale value falls back to ``default``
+    (lists keep their valid entries, or take ``default`` when none is left)."""
+    value = get(key, default)
+    if isinstance(value, list):
+        valid = [v for v in value if v in options]
+        return valid if valid or not value else default
+    if value in options:
+        return value
+    return default if default in options else (options[0] if options else None)
 
 
 def go(page: str, **overrides: Any) -> None:
