@@ -47,7 +47,6 @@ st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'style.css').read_text()}</style>")
 nav = st.sidebar.container()
 timer = runlog.start(page.url_path)
-data.warm_charts()
 try:
     with ui.guard():
         view = sidebar.draw()

@@ -74,9 +74,3 @@ def test_a_format_that_is_not_a_number_format_is_refused():
 
 def test_the_chart_saves_as_png():
     assert drawn.png(_spec(("a", "b"))).startswith(b"\x89PNG\r\n\x1a\n")
-
-
-def test_the_warm_up_chart_is_one_the_engine_draws():
-    """``warm`` starts the engine by drawing ``_BLANK``; a spec it refused would leave the first Overview to pay."""
-    drawn.warm()
-    assert drawn.svg(drawn._BLANK).startswith("<svg")

@@ -21,7 +21,6 @@ import vl_convert
 _TIP = "\u2063"  # INVISIBLE SEPARATOR: never in a Vega-Lite default description
 _DESCRIBED = re.compile(r'<(path|text)\b([^>]*?\baria-label="' + _TIP + r'([^"]*)"[^>]*?)/>')
 _FORMAT = re.compile(r"^[+]?[.0-9]*[a-z%]?$")  # a d3 number format as the chart builders write them
-_BLANK = {"mark": "point", "data": {"values": [{}]}}  # the least vl-convert draws (``warm``)
 
 
 def stacked(specs: Sequence[dict], width: int) -> dict:
@@ -80,10 +79,3 @@ def svg(spec: dict) -> str:
 def png(spec: dict) -> bytes:
     """The chart as a PNG at twice its size (the save button's second format)."""
     return bytes(vl_convert.vegalite_to_png(spec, scale=2))
-
-
-def warm() -> None:
-    """Start vl-convert's engine by drawing a blank chart. The first chart a process draws pays the engine's start
-    (0.5-2 s); the dashboard pays it in a background thread at its first run (``pages.common.data.warm_charts``),
-    while the first Overview computes its numbers (the engine releases the GIL), instead of after them."""
-    vl_convert.vegalite_to_svg(_BLANK)

@@ -74,14 +74,6 @@ def warm_snapshot(root: str, version: int) -> threading.Thread:
     return thread
 
 
-@st.cache_resource(show_spinner=False)
-def warm_charts() -> threading.Thread:
-    """Start the server-side chart engine (``drawn.warm``) once per server, in the background, from its first run."""
-    thread = threading.Thread(target=drawn.warm, name="trajaudit-charts", daemon=True)
-    thread.start()
-    return thread
-
-
 def _open_snapshot(root: str) -> None:
     with contextlib.suppress(Exception):  # a store being repaired: the page that needs it says so
         Store(root).connect().close()
