@@ -15,7 +15,6 @@ Screenshots: ``test-artifacts/screenshots/inspector-rerun-dispatched.png``,
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -24,6 +23,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 pytest.register_assert_rewrite("tests.browser_fixtures")
@@ -69,7 +69,7 @@ def site(tmp_path_factory) -> Path:
     spec = registry.get(store, MODELS[0])
     node = shutil.copytree(spec.resolved_path(store), base / "node" / MODELS[0])
     for name in MODELS:
-        registry.add(store, dataclasses.replace(spec, name=name, path=str(node)), replace=True)
+        registry.add(store, msgspec.structs.replace(spec, name=name, path=str(node)), replace=True)
     return store
 
 
