@@ -239,7 +239,8 @@ def test_a_threshold_is_part_of_the_label_and_of_what_a_rerun_runs(tiny, tmp_pat
 def test_approximate_labels_never_enter_a_default_grid():
     """Fully covered ``~prune`` labels (rate-only or with a threshold) stay off the default grid."""
     from backend.scope.resolve import default_grid
+    from tests.matrix_fixtures import store_contents
 
     labels = ["text", "8f", "32f", "8f~prune85", "32f~prune85", "32f~prune85t8", "32f~prune50t0"]
-    info = {"coverage": {"m": {"b": dict.fromkeys(labels, 10)}}, "model_items": {"m": {"b": 10}}}
+    info = store_contents(coverage={"m": {"b": dict.fromkeys(labels, 10)}}, model_items={"m": {"b": 10}})
     assert default_grid(info, ["m"], "b") == ["text", "8f", "32f"]
