@@ -86,7 +86,7 @@ def cluster():
 
 
 def _queue(store: Path, requests: list[RerunRequest]) -> list[int]:
-    return [rerun.place(store, rerun.validate(store, r))["job_id"] for r in requests]
+    return [rerun.place(store, rerun.validate(store, r)).job_id for r in requests]
 
 
 def _requests(n: int, models=MODELS) -> list[RerunRequest]:

@@ -16,65 +16,46 @@ from backend.contracts.store import JobState
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 
 
-class RerunOutcome(TypedDict):
-    """``trajaudit rerun --item ID --json`` (``backend.runtime.rerun.outcome``): the request, its job and its answer.
+class RerunOutcome(Contract, kw_only=True):
+    """``trajaudit rerun --item ID --json`` (``backend.runtime.rerun.outcome``): the request, its job and its
+    answer. The answer's fields are the stored response's columns, null until there is an answer: one shape
+    for a queued, a failed and an answered request."""
 
-    from_store: true when a stored response answered it (no job)
-    job_id: the job queued or joined (null: answered from the store)
-    state: the job's state ("done" when answered from the store)
-    error: why the job failed (null unless it did)
-    timed_out: true when --wait gave up before the job ended
-    model: the model
-    benchmark: the benchmark
-    item_id: the item
-    config: the configuration label, canonical
-    seed: the sampling seed (null: the policy draws none); the stored response's when answered
-    run: the answering response's run ("main" or a re-run id; null: no answer yet)
-    answer: the answer (null: no answer yet, or none could be read)
-    correct: 1 right, 0 wrong (null: no answer yet)
-    confidence: the answer's probability (null: not available)
-    option_probs: per option letter, its probability (null: not available)
-    frame_indices: the frames the model saw (null: text-only or no answer yet)
-    timings: seconds per phase of the run that answered (null: not recorded)
-    origin: where the response came from (ingest, sweep, rerun, demo); null until answered
-    score: the continuous score of an open-ended answer (null: multiple choice); null until answered
-    letter_mass: probability mass on the option letters (null: not recorded); null until answered
-    frames: frames seen (null: not recorded); null until answered
-    pixels: pixels per frame (null: the processor's default); null until answered
-    policy: the sampling policy (null: not recorded); null until answered
-    raw_output: the model's text (null: not recorded); null until answered
-    flags: comma-joined quality flags (null: none); null until answered
-    provenance: how the response was produced (an object, empty when unknown; null until answered)
-    written_at: when the response was stored (ISO-8601 UTC; null until answered)
-    """
-
-    from_store: bool
-    job_id: int | None
-    state: JobState
-    error: str | None
-    timed_out: bool
-    model: str
-    benchmark: str
-    item_id: str
-    config: str
-    seed: int | None
-    run: str | None
-    answer: str | None
-    correct: int | None
-    confidence: float | None
-    option_probs: dict[str, float] | None
-    frame_indices: list[int] | None
-    timings: dict[str, float] | None
-    origin: str | None
-    score: float | None
-    letter_mass: float | None
-    frames: int | None
-    pixels: int | None
-    policy: str | None
-    raw_output: str | None
-    flags: str | None
-    provenance: dict[str, Any] | None
-    written_at: str | None
+    from_store: Annotated[bool, doc("true when a stored response answered it (no job)")]
+    job_id: Annotated[int | None, doc("the job queued or joined (null: answered from the store)")]
+    state: Annotated[JobState, doc('the job\'s state ("done" when answered from the store)')]
+    error: Annotated[str | None, doc("why the job failed (null unless it did)")]
+    timed_out: Annotated[bool, doc("true when --wait gave up before the job ended")]
+    model: Annotated[str, doc("the model")]
+    benchmark: Annotated[str, doc("the benchmark")]
+    item_id: Annotated[str, doc("the item")]
+    config: Annotated[str, doc("the configuration label, canonical")]
+    seed: Annotated[
+        int | None, doc("the sampling seed (null: the policy draws none); the stored response's when answered")
+    ]
+    run: Annotated[str | None, doc('the answering response\'s run ("main" or a re-run id; null: no answer yet)')]
+    origin: Annotated[str | None, doc("where the response came from (ingest, sweep, rerun, demo); null until answered")]
+    answer: Annotated[str | None, doc("the answer (null: no answer yet, or none could be read)")]
+    correct: Annotated[int | None, doc("1 right, 0 wrong (null: no answer yet)")]
+    confidence: Annotated[float | None, doc("the answer's probability (null: not available)")]
+    score: Annotated[
+        float | None, doc("the continuous score of an open-ended answer (null: multiple choice); null until answered")
+    ]
+    option_probs: Annotated[dict[str, float] | None, doc("per option letter, its probability (null: not available)")]
+    letter_mass: Annotated[
+        float | None, doc("probability mass on the option letters (null: not recorded); null until answered")
+    ]
+    frames: Annotated[int | None, doc("frames seen (null: not recorded); null until answered")]
+    pixels: Annotated[int | None, doc("pixels per frame (null: the processor's default); null until answered")]
+    policy: Annotated[str | None, doc("the sampling policy (null: not recorded); null until answered")]
+    frame_indices: Annotated[list[int] | None, doc("the frames the model saw (null: text-only or no answer yet)")]
+    raw_output: Annotated[str | None, doc("the model's text (null: not recorded); null until answered")]
+    flags: Annotated[str | None, doc("comma-joined quality flags (null: none); null until answered")]
+    provenance: Annotated[
+        dict[str, Any] | None, doc("how the response was produced (an object, empty when unknown; null until answered)")
+    ]
+    written_at: Annotated[str | None, doc("when the response was stored (ISO-8601 UTC; null until answered)")]
+    timings: Annotated[dict[str, float] | None, doc("seconds per phase of the run that answered (null: not recorded)")]
 
 
 class RerunBatch(Contract, kw_only=True):
