@@ -175,10 +175,10 @@ def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_ex
     )
     stored = Store(root).query("SELECT DISTINCT config FROM responses WHERE model = 'llava_next_video'")
     assert sorted(stored["config"]) == configs
-    verify = summary["verify"]
-    assert summary["approximate"] and not summary["withdrawn"] and verify["cells"] == 6
-    assert {"choice_drift", "correctness_drift", "pathological", "pathological_cold"} <= set(verify)
-    assert [row["reuse"] for row in verify["reuse_ceilings"]][-1] == "prune"
+    verify = summary.verify
+    assert summary.approximate and not summary.withdrawn and verify is not None and verify.cells == 6
+    assert {"choice_drift", "correctness_drift", "pathological", "pathological_cold"} <= set(verify.__struct_fields__)
+    assert [row.reuse for row in verify.reuse_ceilings][-1] == "prune"
 
 
 def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny, monkeypatch):
