@@ -76,7 +76,7 @@ def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], devic
     report = runner.finish()
     seconds = time.perf_counter() - t0
     cold = runner.answer_cold(twins(report.outcomes))
-    return {"seconds": seconds, "cells": report.cells, "drift": drift(report.outcomes, cold)["choice_drift"]}
+    return {"seconds": seconds, "cells": report.cells, "drift": drift(report.outcomes, cold).choice_drift}
 
 
 def check_family(family: str, root: Path, args) -> dict:

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from backend.contracts.base import asdict
 from backend.runtime.inference.base import InferenceRequest, load_adapter
 from backend.runtime.inference.pruning import PruneSpec
 from backend.runtime.inference.reuse import answer_group
@@ -166,10 +167,10 @@ def family_report(family: str, args: argparse.Namespace, root: Path) -> dict:
         choice, correct, bad = drift(exact, results)
         measured = exact_wall / wall
         tokens = sum(r.token_counts["visual"] for r in results)
-        rows[keep] = {**row, "measured": measured, "choice": choice, "correct": correct, "pathological": bad}
+        rows[keep] = {**asdict(row), "measured": measured, "choice": choice, "correct": correct, "pathological": bad}
         print(
             f"  {keep:4.2f}   {tokens:13d}   {vision['s']:6.2f}x  {vision['ceiling']:6.2f}x              "
-            f"{row['f']:.3f}              {row['s']:5.2f}x  {row['ceiling']:5.2f}x  "
+            f"{row.f:.3f}              {row.s:5.2f}x  {row.ceiling:5.2f}x  "
             f"  {measured:5.2f}x   {choice}/{correct} of {len(results)}                 {bad}"
         )
     _, prune_wall, prune_t = m["keep 0.85"]

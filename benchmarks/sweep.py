@@ -47,6 +47,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from backend.contracts.base import asdict
+from backend.contracts.runs import SweepReport
 from backend.demo.synthetic import write_clip
 from backend.runtime import registry
 from backend.runtime.inference.base import detect_family
@@ -121,7 +123,7 @@ def build_store(root: Path, n_videos: int, family: str, scale: int) -> Path:
     return ckpt
 
 
-def sweep(root: Path, ckpt: Path, model: str, reuse: Reuse) -> dict:
+def sweep(root: Path, ckpt: Path, model: str, reuse: Reuse) -> SweepReport:
     """One sweep of the grid under a fresh model name (same checkpoint), so nothing is skipped."""
     spec = registry.ModelSpec(
         model, detect_family(ckpt), str(ckpt), dtype="float32", device="cpu", default_pixels=WIDTH * HEIGHT
@@ -131,9 +133,9 @@ def sweep(root: Path, ckpt: Path, model: str, reuse: Reuse) -> dict:
     return run_sweep(request)
 
 
-def fastest(runs: list[dict]) -> dict:
+def fastest(runs: list[SweepReport]) -> SweepReport:
     """The least disturbed of repeated sweeps (the machine is shared: take the minimum)."""
-    return min(runs, key=lambda s: s["sweep_seconds"])
+    return min(runs, key=lambda s: s.sweep_seconds)
 
 
 def paired_drift(root: Path) -> dict:
@@ -156,15 +158,15 @@ def paired_drift(root: Path) -> dict:
     }
 
 
-def _shares(summary: dict) -> str:
-    return "  ".join(f"{p} {100 * summary['phase_shares'][p]:5.1f}%" for p in (*PHASES, "other"))
+def _shares(summary: SweepReport) -> str:
+    return "  ".join(f"{p} {100 * getattr(summary.phase_shares, p):5.1f}%" for p in (*PHASES, "other"))
 
 
-def _counters(summary: dict) -> str:
-    k = summary["counters"]
+def _counters(summary: SweepReport) -> str:
+    k = summary.counters
     return (
-        f"frames decoded {k['frames_decoded']}, processor calls {k['processor_calls']}, "
-        f"frames encoded {k['frames_encoded']}, prefill tokens {k['prefill_tokens']}"
+        f"frames decoded {k.frames_decoded}, processor calls {k.processor_calls}, "
+        f"frames encoded {k.frames_encoded}, prefill tokens {k.prefill_tokens}"
     )
 
 
@@ -202,22 +204,22 @@ def main() -> None:
     variants = {"cold": Reuse.without(REUSES), "reuse": Reuse()}
     if args.per_reuse:
         variants |= {f"only-{r}": Reuse(**{x: x == r for x in REUSES}) for r in REUSES}
-    runs: dict[str, list[dict]] = {name: [] for name in variants}
+    runs: dict[str, list[SweepReport]] = {name: [] for name in variants}
     for k in range(1, args.repeats + 1):  # interleaved, so a busy spell hits every variant alike
         for name, reuse in variants.items():
             runs[name].append(sweep(root, ckpt, f"bench-{name}-{k}", reuse))
     best = {name: fastest(r) for name, r in runs.items()}
     cold, reused = best["cold"], best["reuse"]
-    ratio = cold["sweep_seconds"] / reused["sweep_seconds"]
+    ratio = cold.sweep_seconds / reused.sweep_seconds
     for name, s in (("baseline (no reuse)", cold), ("optimised (decode, prefix, vision)", reused)):
         print(
-            f"{name}: {s['sweep_seconds']:.2f} s for {s['cells']['done']} cells ({s['cells_per_second']:.1f} cells/s), "
-            f"CPU time {s['cpu_seconds']:.2f} s"
+            f"{name}: {s.sweep_seconds:.2f} s for {s.cells.done} cells ({s.cells_per_second or 0:.1f} cells/s), "
+            f"CPU time {s.cpu_seconds:.2f} s"
         )
         print(f"  phase shares: {_shares(s)}")
         print(f"  {_counters(s)}")
     print(
-        f"wall time ratio: {ratio:.2f}x (CPU time ratio {cold['cpu_seconds'] / reused['cpu_seconds']:.2f}x: "
+        f"wall time ratio: {ratio:.2f}x (CPU time ratio {cold.cpu_seconds / reused.cpu_seconds:.2f}x: "
         "the same sweeps' process CPU time, which other work on a shared machine moves less)"
     )
     print("ceilings: f = cold share of a reuse's phases, s = their cold / reused time, ceiling = 1/((1-f)+f/s)")
@@ -225,16 +227,17 @@ def main() -> None:
         print("  each reuse alone (its own sweep, the others off):")
         for reuse in REUSES:
             only = best[f"only-{reuse}"]
-            row = accounting.reuse_table(cold["phase_totals"], only["phase_totals"], [reuse])[0]
-            measured = cold["sweep_seconds"] / only["sweep_seconds"]
+            row = accounting.reuse_table(asdict(cold.phase_totals), asdict(only.phase_totals), [reuse])[0]
+            measured = cold.sweep_seconds / only.sweep_seconds
             print(
-                f"    {reuse:>6} on {'+'.join(row['phases']):<27} f={row['f']:.3f}  s={row['s']:5.2f}x  "
-                f"ceiling {row['ceiling']:.2f}x  measured {measured:.2f}x"
+                f"    {reuse:>6} on {'+'.join(row.phases):<27} f={row.f:.3f}  s={row.s:5.2f}x  "
+                f"ceiling {row.ceiling:.2f}x  measured {measured:.2f}x"
             )
     print("  all reuses on (phase groups overlap, so these ceilings do not multiply):")
-    for row in accounting.reuse_table(cold["phase_totals"], reused["phase_totals"]):
-        print(f"    {'+'.join(row['phases']):<34} f={row['f']:.3f}  s={row['s']:5.2f}x  ceiling {row['ceiling']:.2f}x")
-    together = accounting.speedup(cold["phase_totals"], reused["phase_totals"])
+    cold_t, reused_t = asdict(cold.phase_totals), asdict(reused.phase_totals)
+    for row in accounting.reuse_table(cold_t, reused_t):
+        print(f"    {'+'.join(row.phases):<34} f={row.f:.3f}  s={row.s:5.2f}x  ceiling {row.ceiling:.2f}x")
+    together = accounting.speedup(cold_t, reused_t)
     print(f"    measured {ratio:.2f}x end to end ({together:.2f}x over the phases alone)")
     drift = paired_drift(root)
     print(

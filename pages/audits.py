@@ -356,16 +356,16 @@ def noise_tab(view: View) -> None:
 def crossmodel_tab(view: View) -> None:
     scope = view.scope
     info = data.store_info(view.root, view.version)
-    models = [m for m in info["models"] if scope.benchmark in info["configs"].get(m, {})]
+    models = [m for m in info.models if scope.benchmark in info.configs.get(m, {})]
     others = [m for m in scope.models if m != scope.focus] + [m for m in models if m != scope.focus]
     left, right = st.columns(2)
     a = state.bind(left.selectbox, "xa", "From model", options=models, default=scope.focus)
-    a_cfgs = configs.order(info["configs"][a][scope.benchmark or ""])
+    a_cfgs = configs.order(info.configs[a][scope.benchmark or ""])
     ca = state.bind(
         left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1]
     )
     b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
-    b_cfgs = configs.order(info["configs"][b][scope.benchmark or ""])
+    b_cfgs = configs.order(info.configs[b][scope.benchmark or ""])
     cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
     resolved = data.single(view)  # the benchmark and item filters; the two models are the tab's
     try:
@@ -408,7 +408,7 @@ with ui.guard():
     st.caption(
         f"**{ui.escape_md(scope.benchmark)}** · focus model **{ui.escape_md(scope.focus)}** · the sidebar's item filters apply; the trajectory tag does not."
     )
-    colour = model_colours(data.store_info(view.root, view.version)["models"])[scope.focus]
+    colour = model_colours(data.store_info(view.root, view.version).models)[scope.focus]
     current = TABS.get(state.get("atab"), TABS["intervention"])
     tabs = st.tabs(list(TABS.values()), default=current, key="w_atab", on_change=_tab_changed)
     draw = {

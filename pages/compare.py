@@ -54,7 +54,7 @@ with ui.guard():
         )
         st.stop()
     ui.matched(view)
-    colours = model_colours(data.store_info(view.root, view.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version).models)
     report = data.compare_view(view, TOP)
     table = headline_frame(report.metrics)
     st.dataframe(

@@ -232,7 +232,7 @@ def item_body(view: View, item_id: str) -> None:
     responses, choices = shown_runs(detail.responses, scope.run)
     item_header(item)
     run_notice(choices)
-    colours = model_colours(data.store_info(view.root, view.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version).models)
     if responses.empty:
         st.info("No stored response for this item.")
     else:

@@ -94,7 +94,7 @@ def table_view(view: View) -> None:
     cols = [
         c for c in cols if c in ("item_id", "trajectory") or shown[c].notna().any()
     ]  # no all-empty column (no question text)
-    colours = model_colours(data.store_info(view.root, view.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version).models)
     order = ", ".join(ui.swatch(colours[mod], mod) for mod in scope.models)
     st.html(
         f"<small>Trajectory: one row of cells per model (top to bottom: {order}), one cell per configuration "

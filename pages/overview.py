@@ -214,7 +214,7 @@ with ui.guard():
     view = data.restate(st.session_state["view"], beyond_noise=sidebar.noise_toggle())
     ui.need_items(view)
     scope = view.scope
-    colours = model_colours(data.store_info(view.root, view.version)["models"])
+    colours = model_colours(data.store_info(view.root, view.version).models)
     metrics = data.overview(view)
     story(view, metrics, colours)
     ui.scope_caption(view)

@@ -35,7 +35,7 @@ def command(name: str, view: View, resolved: Resolved, ladder: list[str], *extra
 
 def pick_ladder(view: View, resolved: Resolved) -> list[str]:
     s = resolved.scope
-    have = data.store_info(view.root, view.version)["configs"].get(s.focus, {}).get(s.benchmark or "", [])
+    have = data.store_info(view.root, view.version).configs.get(s.focus, {}).get(s.benchmark or "", [])
     visual = configs.visual(configs.order(have))
     try:
         default = views.policy_ladder(resolved)  # as `trajaudit cascade` without --ladder
@@ -167,7 +167,7 @@ with ui.guard():
         st.stop()
     refs = data.fixed_budgets(*key)
     top = ladder[-1]
-    colour = model_colours(data.store_info(view.root, view.version)["models"])[scope.focus]
+    colour = model_colours(data.store_info(view.root, view.version).models)[scope.focus]
 
     st.subheader("Confidence cascade")
     threshold = state.bind(

@@ -6,11 +6,23 @@ tests). Optional dicts of the same shape give confidences and continuous scores.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
+from backend.contracts.store import StoreContents
 from store.store import Store
 
 Trajectories = dict[str, dict[str, list]]
+
+
+def store_contents(**fields: Any) -> StoreContents:
+    """What ``available()`` says of a store, from the fields a test names (the rest empty)."""
+    empty: dict[str, Any] = dict.fromkeys(("models", "benchmarks", "task_types", "durations", "domains"), [])
+    empty |= dict.fromkeys(("configs", "coverage", "model_items", "reruns"), {})
+    empty |= dict.fromkeys(("n_responses", "n_rerun_responses", "n_items"), 0)
+    return StoreContents(**(empty | fields))
+
 
 # The basic hand-checked store, model m: five items on text < 8f < 16f < 32f (one resolution, so cost follows
 # frames):

@@ -31,7 +31,7 @@ def _direct_counts(store) -> dict:
 
 def _available_counts(info: dict) -> dict:
     out = {}
-    for rerun, block in ((False, info["coverage"]), (True, info["reruns"])):
+    for rerun, block in ((False, info.coverage), (True, info.reruns)):
         for model, per in block.items():
             for bench, labels in per.items():
                 out |= {(model, bench, label, rerun): n for label, n in labels.items()}
@@ -51,9 +51,9 @@ def test_available_counts_items_once_across_files(tmp_path):
     info = available(store)
     direct = _direct_counts(store)
     assert _available_counts(info) == {k: items for k, (_, items) in direct.items()}
-    assert info["n_responses"] == sum(n for k, (n, _) in direct.items() if not k[3])
-    assert info["n_rerun_responses"] == 4
-    assert info["model_items"] == {"a": {"bench": 6}, "b": {"bench": 6}}
+    assert info.n_responses == sum(n for k, (n, _) in direct.items() if not k[3])
+    assert info.n_rerun_responses == 4
+    assert info.model_items == {"a": {"bench": 6}, "b": {"bench": 6}}
     assert available(store) == info  # now from the cache folder
     assert list((store.root / ".cache").glob("available-*.json"))
 
@@ -167,4 +167,4 @@ def test_available_counts_repeats_within_one_file_once(tmp_path):
     info = available(store)
     direct = _direct_counts(store)
     assert _available_counts(info) == {k: items for k, (_, items) in direct.items()}
-    assert info["n_responses"] == len(both) == 2 * sum(items for _, items in direct.values())
+    assert info.n_responses == len(both) == 2 * sum(items for _, items in direct.values())

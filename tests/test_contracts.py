@@ -9,7 +9,6 @@ After a deliberate change to a contract, regenerate the snapshot and review its 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import difflib
 import io
 import json
@@ -165,6 +164,9 @@ def test_views_and_analyses_return_their_contracts():
         worker_pool.job_row: sc.JobRow,
         worker_pool.local_worker: sc.LocalWorker,
         rerun.submit_many: ac.Enqueued,
+        rerun.outcome: runs.RerunOutcome,
+        rerun.submit: runs.RerunOutcome,
+        rerun.wait: runs.RerunOutcome,
         selection.compare: runs.BatchComparison,
         views.selection_comparison: runs.BatchComparison,
         views.batch_report: runs.SelectionRerunReport,
@@ -205,10 +207,22 @@ def test_the_stores_records_are_their_contracts():
 
 
 @pytest.mark.worker
-def test_sweep_failures_keep_their_contracts_fields():
-    from backend.runtime.sweep.engine import Failed  # the sweep engine imports torch
+def test_the_sweep_returns_its_contracts():
+    from backend.runtime.sweep import accounting, runner, verify  # the sweep engine imports torch
 
-    assert [f.name for f in dataclasses.fields(Failed)] == list(get_type_hints(runs.SweepFailure))
+    expected = {
+        runner.run_sweep: runs.SweepReport,
+        runner.summarise: runs.SweepReport,
+        runner.verification: runs.SweepVerify,
+        verify.drift: runs.DriftCheck,
+        accounting.reuse_table: list[runs.ReuseCeiling],
+    }
+    wrong = {
+        f.__qualname__: get_type_hints(f).get("return")
+        for f, t in expected.items()
+        if get_type_hints(f).get("return") != t
+    }
+    assert not wrong, wrong
 
 
 def test_a_value_that_breaks_its_contract_is_refused_with_its_path():

@@ -86,7 +86,7 @@ def cluster():
 
 
 def _queue(store: Path, requests: list[RerunRequest]) -> list[int]:
-    return [rerun.place(store, rerun.validate(store, r))["job_id"] for r in requests]
+    return [rerun.place(store, rerun.validate(store, r)).job_id for r in requests]
 
 
 def _requests(n: int, models=MODELS) -> list[RerunRequest]:
@@ -291,8 +291,8 @@ def test_a_sweep_through_the_driver_equals_the_same_sweep_run_locally(site, clus
         )  # fmt: skip
         for name, root in roots.items()
     }
-    assert runs["ray"]["shards"] == 2 and runs["ray"]["verify"]["choice_drift"] == 0
-    assert runs["ray"]["cells"] == runs["local"]["cells"] and runs["ray"]["cells"]["done"] == 6 * 3 + 7
+    assert runs["ray"].shards == 2 and runs["ray"].verify.choice_drift == 0
+    assert runs["ray"].cells == runs["local"].cells and runs["ray"].cells.done == 6 * 3 + 7
     query = "SELECT item_id, config, answer, correct, option_probs, frame_indices FROM responses WHERE run = 'main'"
     cells = {
         name: {(r["item_id"], r["config"]): r for r in Store(root).query(query).to_dict("records")}

@@ -14,6 +14,7 @@ from backend.analysis.flows import CLASSES, heatmap, sankey, trajectory_classes
 from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
 from backend.contracts.base import to_json
+from backend.contracts.store import StoreContents
 from backend.present.tables import flow_table, headline_frame, step_table
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
@@ -23,7 +24,7 @@ from backend.scope.paging import default_models
 from backend.scope.resolve import default_grid, tag_subset
 from backend.videos.decode import VideoInfo
 from store.errors import UserError
-from tests.matrix_fixtures import build_store
+from tests.matrix_fixtures import build_store, store_contents
 
 # Items i0..i3. A: i0 regressing (1,1,0), i1 gain (0,1,1), i2 oscillating (1,0,1), i3 stable-wrong.
 DATA = {
@@ -166,14 +167,13 @@ def test_headline_table_keeps_na_for_overwrite_without_text(hand):
     assert table.loc[0, "oracle_headroom_lo"] <= table.loc[0, "oracle_headroom"] <= table.loc[0, "oracle_headroom_hi"]
 
 
-def _available(configs: dict[str, dict[str, dict[str, int]]], n_items: int = 10) -> dict:
-    """An ``available()`` dict from items per configuration (main runs only)."""
-    return {
-        "configs": {m: {b: list(c) for b, c in per.items()} for m, per in configs.items()},
-        "coverage": configs,
-        "model_items": {m: {b: n_items for b in per} for m, per in configs.items()},
-        "reruns": {},
-    }
+def _available(configs: dict[str, dict[str, dict[str, int]]], n_items: int = 10) -> StoreContents:
+    """What ``available()`` says of items per configuration (main runs only)."""
+    return store_contents(
+        configs={m: {b: list(c) for b, c in per.items()} for m, per in configs.items()},
+        coverage=configs,
+        model_items={m: {b: n_items for b in per} for m, per in configs.items()},
+    )
 
 
 def test_default_grid_is_the_budget_ladder():
@@ -199,17 +199,17 @@ def test_default_grid_leaves_out_configurations_under_90_percent_coverage():
 
 
 def test_default_models_keep_a_shared_grid():
-    avail = {
-        "configs": {
+    avail = store_contents(
+        configs={
             "big": {"b": ["text", "8f", "16f", "32f"]},
             "lmms": {"b": ["16f@151k"]},  # shares nothing with the others
             "small": {"b": ["8f", "16f"]},
             "elsewhere": {"other": ["8f", "16f"]},
         }
-    }
+    )
     assert default_models(avail, "b") == ["big", "small"]
     assert default_models(avail, "b", limit=1) == ["big"]
-    assert default_models({"configs": {"only": {"b": ["16f"]}}}, "b") == ["only"]
+    assert default_models(store_contents(configs={"only": {"b": ["16f"]}}), "b") == ["only"]
 
 
 def test_tag_subset_and_item_page(hand):

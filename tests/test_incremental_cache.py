@@ -151,18 +151,18 @@ def _assert_coverage_counted_directly(store: Store) -> None:
     direct = {(r.model, r.benchmark, r.config, bool(r.rerun)): int(r.items) for r in rows.itertuples()}
     held = {
         (m, b, c, rerun): n
-        for rerun, block in ((False, info["coverage"]), (True, info["reruns"]))
+        for rerun, block in ((False, info.coverage), (True, info.reruns))
         for m, per in block.items()
         for b, labels in per.items()
         for c, n in labels.items()
     }
     assert held == direct
-    assert info["n_responses"] + info["n_rerun_responses"] == int(rows["n"].sum())
+    assert info.n_responses + info.n_rerun_responses == int(rows["n"].sum())
     per_model = store.query(
         "SELECT model, benchmark, count(DISTINCT item_id) n FROM responses WHERE coalesce(origin, '') <> 'rerun' "
         "GROUP BY ALL"
     )
-    assert info["model_items"] == {
+    assert info.model_items == {
         m: dict(g[["benchmark", "n"]].itertuples(index=False)) for m, g in per_model.groupby("model")
     }
 

@@ -92,8 +92,8 @@ def _queue_and_serve_rerun(store, item: str, config: str) -> dict:
     Worker(store, DEMO_MODEL, device="cpu", lease_s=30, poll_s=0.05, adapter_factory=lambda *a: FakeAdapter()).run(
         once=True
     )
-    done = rerun.wait(store, out["job_id"], timeout_s=60)
-    assert done["state"] == "done", done
+    done = rerun.wait(store, out.job_id, timeout_s=60)
+    assert done.state == "done", done
     return done
 
 
@@ -123,15 +123,15 @@ def test_a_queued_reruns_point_joins_its_models_line_and_its_frames_get_a_strip_
     goto(page, server, f"inspector?{BASE}&item={item}")
     marks = _marks(page, "per configuration (lines join budget steps only")
     (star,) = [m for m in marks if m["mark"] == "point" and m.get("kind") == "rerun"]
-    assert star["series"] == done["model"] and star["configuration"] == config  # a point of its model's series
-    assert star["run"] == done["run"]
+    assert star["series"] == done.model and star["configuration"] == config  # a point of its model's series
+    assert star["run"] == done.run
     dashed = [m for m in marks if m["mark"] == "line mark" and "dash" in m]
-    assert [(m["series"], m["configuration"]) for m in dashed] == [(done["model"], "16f")]  # from the 16f step
-    assert config in dashed[0]["dash"] and done["run"] in dashed[0]["dash"]
+    assert [(m["series"], m["configuration"]) for m in dashed] == [(done.model, "16f")]  # from the 16f step
+    assert config in dashed[0]["dash"] and done.run in dashed[0]["dash"]
     text = page.locator('[data-testid="stMain"]').inner_text()
-    assert f"{config} · re-run" in text and f"live re-run {done['run']}" in text  # its frames: a strip row, labelled
+    assert f"{config} · re-run" in text and f"live re-run {done.run}" in text  # its frames: a strip row, labelled
     ticks = page.frame_locator('iframe[title*="player"]').locator(f'.mark[data-row="{config} · re-run"]')
-    assert ticks.count() == len(done["frame_indices"]) == 20  # and marks on the clip's timeline
+    assert ticks.count() == len(done.frame_indices) == 20  # and marks on the clip's timeline
     screenshot(page, "inspector-rerun-joined")
 
 

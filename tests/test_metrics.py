@@ -346,9 +346,9 @@ def test_item_filter_narrows_the_scope(basic):
 
 def test_available_lists_what_the_store_holds(basic):
     info = available(basic)
-    assert info["models"] == ["m"] and info["benchmarks"] == ["bench"]
-    assert info["configs"] == {"m": {"bench": ["text", "8f", "16f", "32f"]}}
-    assert info["task_types"] == ["A", "B"] and info["n_responses"] == 20 and info["n_items"] == 5
+    assert info.models == ["m"] and info.benchmarks == ["bench"]
+    assert info.configs == {"m": {"bench": ["text", "8f", "16f", "32f"]}}
+    assert info.task_types == ["A", "B"] and info.n_responses == 20 and info.n_items == 5
 
 
 @pytest.mark.parametrize("width", [1, 3, 6, 16, 17, 40])

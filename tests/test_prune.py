@@ -175,10 +175,10 @@ def test_an_approximate_sweep_stores_prune_labels_and_is_verified_against_the_ex
     )
     stored = Store(root).query("SELECT DISTINCT config FROM responses WHERE model = 'llava_next_video'")
     assert sorted(stored["config"]) == configs
-    verify = summary["verify"]
-    assert summary["approximate"] and not summary["withdrawn"] and verify["cells"] == 6
-    assert {"choice_drift", "correctness_drift", "pathological", "pathological_cold"} <= set(verify)
-    assert [row["reuse"] for row in verify["reuse_ceilings"]][-1] == "prune"
+    verify = summary.verify
+    assert summary.approximate and not summary.withdrawn and verify is not None and verify.cells == 6
+    assert {"choice_drift", "correctness_drift", "pathological", "pathological_cold"} <= set(verify.__struct_fields__)
+    assert [row.reuse for row in verify.reuse_ceilings][-1] == "prune"
 
 
 def test_llava_exact_vision_is_transformers_own_and_padding_changes_nothing(tiny, monkeypatch):
@@ -239,7 +239,8 @@ def test_a_threshold_is_part_of_the_label_and_of_what_a_rerun_runs(tiny, tmp_pat
 def test_approximate_labels_never_enter_a_default_grid():
     """Fully covered ``~prune`` labels (rate-only or with a threshold) stay off the default grid."""
     from backend.scope.resolve import default_grid
+    from tests.matrix_fixtures import store_contents
 
     labels = ["text", "8f", "32f", "8f~prune85", "32f~prune85", "32f~prune85t8", "32f~prune50t0"]
-    info = {"coverage": {"m": {"b": dict.fromkeys(labels, 10)}}, "model_items": {"m": {"b": 10}}}
+    info = store_contents(coverage={"m": {"b": dict.fromkeys(labels, 10)}}, model_items={"m": {"b": 10}})
     assert default_grid(info, ["m"], "b") == ["text", "8f", "32f"]

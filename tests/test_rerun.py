@@ -63,25 +63,25 @@ def test_missing_video_is_refused(root):
 
 def test_identical_request_is_answered_from_the_store(root):
     out = rerun.submit(root, RerunRequest("m", "bench", "q1", "16f"))
-    assert out["from_store"] and out["job_id"] is None and out["state"] == "done"
-    assert (out["answer"], out["correct"], out["confidence"], out["run"]) == ("B", 1, 0.7, "main")
-    assert out["option_probs"]["B"] == 0.7 and out["frame_indices"] == list(range(0, 48, 3))
+    assert out.from_store and out.job_id is None and out.state == "done"
+    assert (out.answer, out.correct, out.confidence, out.run) == ("B", 1, 0.7, "main")
+    assert out.option_probs["B"] == 0.7 and out.frame_indices == list(range(0, 48, 3))
     assert _nothing_queued(root)
     forced = rerun.submit(root, RerunRequest("m", "bench", "q1", "16f", force=True))
-    assert not forced["from_store"] and forced["state"] == "queued" and forced["answer"] is None
+    assert not forced.from_store and forced.state == "queued" and forced.answer is None
 
 
 def test_pending_request_is_not_queued_twice_and_seeds_normalise(root):
     first = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f", seed=5))
     again = rerun.submit(root, RerunRequest("m", "bench", "q1", " 8f "))
-    assert first["seed"] is None and again["job_id"] == first["job_id"]  # a seed means nothing to uniform
+    assert first.seed is None and again.job_id == first.job_id  # a seed means nothing to uniform
     bare = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random"))
     seeded = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed="5"))
     named = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s5", seed=5))
-    assert (bare["seed"], seeded["seed"], named["seed"]) == (0, 5, 5)
-    assert len({first["job_id"], bare["job_id"], seeded["job_id"], named["job_id"]}) == 4
+    assert (bare.seed, seeded.seed, named.seed) == (0, 5, 5)
+    assert len({first.job_id, bare.job_id, seeded.job_id, named.job_id}) == 4
     text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))  # text-only needs no video
-    assert text["state"] == "queued"
+    assert text.state == "queued"
     assert JobQueue(root).counts()["queued"] == 5
 
 
@@ -120,8 +120,8 @@ def test_seed_matters_only_for_a_bare_random_label(root):
     }
     rows = [base | {"config": "8f/random-s1", "run": "main"}, base | {"config": "8f/random", "run": "main", "seed": 4}]
     Store(root).append({"responses": pd.DataFrame(rows)})
-    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s1"))[
-        "from_store"
-    ]  # ingested: seed column empty
-    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=4))["from_store"]
-    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=5))["state"] == "queued"
+    assert rerun.submit(
+        root, RerunRequest("m", "bench", "q1", "8f/random-s1")
+    ).from_store  # ingested: seed column empty
+    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=4)).from_store
+    assert rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random", seed=5)).state == "queued"

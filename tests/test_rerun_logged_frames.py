@@ -52,7 +52,7 @@ def test_labels():
 @pytest.mark.worker  # loads a model: needs the inference extra
 def test_the_worker_feeds_exactly_the_logged_frames(root):
     out = rerun.submit(root, RerunRequest("m", "bench", "q4", "16f/logged"))
-    assert out["job_id"] is not None and not out["from_store"]  # its own cell: never answered by the logged row
+    assert out.job_id is not None and not out.from_store  # its own cell: never answered by the logged row
     done, adapter = _work(root)
     assert done == 1 and [r.frame_indices for r in adapter.requests] == [[1, 2, 5, 40]]
     row = Store(root).query("SELECT * FROM responses WHERE config = '16f/logged'").iloc[0]

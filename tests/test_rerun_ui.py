@@ -101,12 +101,12 @@ def test_ensure_local_worker_starts_one_worker_that_serves_a_rerun(root):
     assert len(list((root / "logs").glob("worker-*.pid"))) == 1
 
     out = rerun.submit(root, RerunRequest("tiny", "bench", "q1", "12f"))
-    assert not out["from_store"] and out["state"] == "queued"
-    done = rerun.wait(root, out["job_id"], timeout_s=WORKER_ONLINE_S)
-    assert done["state"] == "done", (done, local_worker(root, "tiny"))
-    assert len(done["frame_indices"]) == 12 and set(done["option_probs"]) == set("ABCD")
-    assert set(done["timings"]) >= {"decode", "preprocess", "vision", "prefill"}
-    print("phase timings (s):", json.dumps({k: round(v, 4) for k, v in done["timings"].items()}))
+    assert not out.from_store and out.state == "queued"
+    done = rerun.wait(root, out.job_id, timeout_s=WORKER_ONLINE_S)
+    assert done.state == "done", (done, local_worker(root, "tiny"))
+    assert len(done.frame_indices) == 12 and set(done.option_probs) == set("ABCD")
+    assert set(done.timings) >= {"decode", "preprocess", "vision", "prefill"}
+    print("phase timings (s):", json.dumps({k: round(v, 4) for k, v in done.timings.items()}))
 
     third = ensure_local_worker(root, "tiny")
     assert third.state == "online" and not third.started and third.pid == first.pid

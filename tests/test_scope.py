@@ -22,6 +22,7 @@ from backend.contracts.base import to_json
 from backend.contracts.views import BinaryView
 from backend.scope.resolve import Scope, default_benchmark
 from store.store import Store
+from tests.matrix_fixtures import store_contents
 
 BENCH = "synthetic-videomme"
 MODEL = "synthetic-A-7B"
@@ -443,16 +444,16 @@ def test_default_benchmark_is_the_largest_every_model_has():
     """Of the benchmarks every model shares, the one with the most items any model answered (ties: the store's
     order); of all of them when they share none (the scope check then names what is missing); None on an
     empty store."""
-    info = {
-        "benchmarks": ["a", "b", "c"],
-        "configs": {"M": {"b": [], "c": []}, "N": {"a": [], "c": []}},
-        "model_items": {"M": {"b": 30, "c": 20}, "N": {"a": 50, "c": 30}},
-    }
+    info = store_contents(
+        benchmarks=["a", "b", "c"],
+        configs={"M": {"b": [], "c": []}, "N": {"a": [], "c": []}},
+        model_items={"M": {"b": 30, "c": 20}, "N": {"a": 50, "c": 30}},
+    )
     assert default_benchmark(info, ("M",)) == "b"  # b and c tie at 30 (N answered 30 of c): the first
     assert default_benchmark(info, ("M", "N")) == "c"  # the only shared one
     assert default_benchmark(info, ("M", "X")) == "a"  # none shared: the largest of all
     assert default_benchmark(info) == "a"
-    assert default_benchmark({"benchmarks": [], "configs": {}, "model_items": {}}) is None
+    assert default_benchmark(store_contents()) is None
 
 
 def test_a_given_benchmark_is_not_noted(demo_store, capsys):

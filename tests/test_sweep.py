@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from backend.contracts.base import asdict
 from backend.runtime import registry
 from backend.runtime.inference.base import FAMILIES
 from backend.runtime.sweep import accounting
@@ -97,38 +98,38 @@ def test_expand_grid_crosses_policies_and_keeps_text_once():
 def test_reused_path_matches_cold_answers_for_each_family(swept, family):
     """The paired drift check on every visual and text cell: no answer moves, probabilities within 1e-5."""
     root, summary = swept[family]
-    cells = summary["cells"]
+    cells = summary.cells
     visual_failed = 6  # t-1 has no video: its 6 visual configurations fail, its text cell runs
-    assert cells["grid"] == 7 * 7 and cells["done"] == 49 - visual_failed and cells["failed"] == visual_failed
-    verify = summary["verify"]
-    assert verify["cells"] == cells["done"]
-    assert verify["choice_drift"] == 0 and verify["correctness_drift"] == 0
-    assert verify["max_prob_diff"] <= 1e-5 and verify["within_tolerance"]
-    k = summary["counters"]
-    assert k["frames_decoded"] < k["frames_decoded_cold"] and k["videos_opened"] == 2
+    assert cells.grid == 7 * 7 and cells.done == 49 - visual_failed and cells.failed == visual_failed
+    verify = summary.verify
+    assert verify.cells == cells.done
+    assert verify.choice_drift == 0 and verify.correctness_drift == 0
+    assert verify.max_prob_diff <= 1e-5 and verify.within_tolerance
+    k = summary.counters
+    assert k.frames_decoded < k.frames_decoded_cold and k.videos_opened == 2
     text = 7  # text cells: one processor call each (nothing visual to share)
-    assert (k["processor_calls"] - text) * 3 == k["processor_calls_cold"] - text  # one call per (clip, config)
+    assert (k.processor_calls - text) * 3 == k.processor_calls_cold - text  # one call per (clip, config)
     # a prefix per (clip, visual config), and per clip one for its text questions' common start
-    assert k["prefill_tokens"] < k["prefill_tokens_cold"] and k["prefixes"] == 2 * 6 + 2
+    assert k.prefill_tokens < k.prefill_tokens_cold and k.prefixes == 2 * 6 + 2
     if family in ("llava_next_video", "internvl"):  # per-frame features carried across budgets
-        assert k["frames_encoded"] < k["frames_encoded_cold"] / 3
+        assert k.frames_encoded < k.frames_encoded_cold / 3
     else:  # Qwen: one vision pass per (clip, config), nothing across budgets
-        assert k["frames_encoded"] * 3 == k["frames_encoded_cold"]
+        assert k.frames_encoded * 3 == k.frames_encoded_cold
 
 
 def test_rows_batches_and_provenance(swept):
     root, summary = swept["qwen2_5_vl"]
     store = Store(root)
     rows = store.query("SELECT * FROM responses WHERE model = 'qwen2_5_vl'")
-    assert len(rows) == summary["cells"]["done"] == 43
+    assert len(rows) == summary.cells.done == 43
     assert set(rows["origin"]) == {"sweep"} and set(rows["run"]) == {"main"}
     assert rows.groupby(["item_id", "config"]).size().max() == 1
-    runs = store.query("SELECT * FROM runs WHERE source = ?", [f"sweep:{summary['sweep_id']}"])
-    assert len(runs) == summary["batches"] == 9 and runs["n_rows"].sum() == 43  # batches of 5
+    runs = store.query("SELECT * FROM runs WHERE source = ?", [f"sweep:{summary.sweep_id}"])
+    assert len(runs) == summary.batches == 9 and runs["n_rows"].sum() == 43  # batches of 5
     assert set(rows["run_id"]) == set(runs["run_id"])
     row = rows[(rows["item_id"] == "v1-2") & (rows["config"] == "8f/random-s1")].iloc[0]
     prov = json.loads(row["provenance"])
-    assert prov["sweep_id"] == summary["sweep_id"] and prov["reuse"] == ["decode", "prefix", "vision"]
+    assert prov["sweep_id"] == summary.sweep_id and prov["reuse"] == ["decode", "prefix", "vision"]
     assert list(row["frame_indices"]) == prov["frame_indices"] and row["seed"] == 1 and len(prov["frame_indices"]) == 8
     assert set(prov["timings"]) == {"decode", "preprocess", "vision", "prefill", "generate"}
     assert prov["decoder"] == (video.DECORD if video.decord_installed() else video.PYAV)  # what read the frames
@@ -142,14 +143,14 @@ def test_phase_timings_add_up_to_the_totals(swept):
     rows = Store(root).query("SELECT provenance FROM responses")
     per_cell = [json.loads(p)["timings"] for p in rows["provenance"]]
     totals = accounting.totals(per_cell)
-    assert totals == pytest.approx(summary["phase_totals"], rel=1e-9)
-    shares = summary["phase_shares"]
+    assert totals == pytest.approx(asdict(summary.phase_totals), rel=1e-9)
+    shares = asdict(summary.phase_shares)
     assert sum(shares.values()) == pytest.approx(1.0) and all(v >= 0 for v in shares.values())
     assert totals["vision"] > 0 and totals["prefill"] > 0 and totals["decode"] > 0
-    ceilings = {row["reuse"]: row for row in summary["verify"]["reuse_ceilings"]}
+    ceilings = {row.reuse: row for row in summary.verify.reuse_ceilings}
     assert set(ceilings) == {"decode", "prefix", "vision"}
     for row in ceilings.values():
-        assert row["ceiling"] == pytest.approx(accounting.ceiling(row["f"], row["s"]))
+        assert row.ceiling == pytest.approx(accounting.ceiling(row.f, row.s))
 
 
 def test_ceiling_formula():
@@ -158,10 +159,10 @@ def test_ceiling_formula():
     assert accounting.ceiling(0.25, float("inf")) == pytest.approx(1 / 0.75)
     cold = {"decode": 4.0, "preprocess": 2.0, "vision": 2.0, "prefill": 2.0, "generate": 0.0}
     reused = {"decode": 1.0, "preprocess": 1.0, "vision": 1.0, "prefill": 1.0, "generate": 0.0}
-    table = {r["reuse"]: r for r in accounting.reuse_table(cold, reused)}
-    assert table["decode"]["f"] == pytest.approx(0.6) and table["decode"]["s"] == pytest.approx(3.0)
-    assert table["vision"]["phases"] == ["preprocess", "vision"]  # the cache keeps processed pixels too
-    assert table["vision"]["ceiling"] == pytest.approx(1 / (0.6 + 0.2))
+    table = {r.reuse: r for r in accounting.reuse_table(cold, reused)}
+    assert table["decode"].f == pytest.approx(0.6) and table["decode"].s == pytest.approx(3.0)
+    assert table["vision"].phases == ["preprocess", "vision"]  # the cache keeps processed pixels too
+    assert table["vision"].ceiling == pytest.approx(1 / (0.6 + 0.2))
     assert accounting.speedup(cold, reused) == pytest.approx(2.5)
 
 
@@ -181,11 +182,11 @@ def test_baseline_is_one_cold_answer_per_cell(tiny, tmp_path, monkeypatch):
         progress=False,
     )
     summary = run_sweep(request)
-    assert summary["reuse"] == [] and summary["cells"]["done"] == 3 * 3 + 1
+    assert summary.reuse == [] and summary.cells.done == 3 * 3 + 1
     assert sorted(calls) == [0] * 4 + [4] * 3 + [8] * 3  # every cell through answer, nothing shared
-    k = summary["counters"]
-    assert k["frames_decoded"] == k["frames_decoded_cold"] == 3 * 4 + 3 * 8
-    assert k["processor_calls"] == k["processor_calls_cold"] and k["prefill_tokens"] == k["prefill_tokens_cold"]
+    k = summary.counters
+    assert k.frames_decoded == k.frames_decoded_cold == 3 * 4 + 3 * 8
+    assert k.processor_calls == k.processor_calls_cold and k.prefill_tokens == k.prefill_tokens_cold
 
 
 def test_text_cells_never_touch_the_video(tiny, tmp_path, monkeypatch):
@@ -198,17 +199,17 @@ def test_text_cells_never_touch_the_video(tiny, tmp_path, monkeypatch):
         monkeypatch.setattr(f"backend.runtime.sweep.engine.{name}", refuse)
     monkeypatch.setattr("backend.runtime.sweep.frames.decode_frames", refuse)
     summary = run_sweep(SweepRequest(str(root), "qwen3_vl", "bench", ["text"], progress=False))
-    assert summary["cells"]["done"] == 7 and summary["counters"]["videos_opened"] == 0
+    assert summary.cells.done == 7 and summary.counters.videos_opened == 0
 
 
 def test_refuses_stored_cells_without_resume_and_resumes(tiny, tmp_path):
     root = build_sweep_store(tmp_path / "s", ["qwen2_5_vl"], tiny)
     first = run_sweep(SweepRequest(str(root), "qwen2_5_vl", "bench", ["text", "4f"], limit=3, progress=False))
-    assert first["cells"]["done"] == 6
+    assert first.cells.done == 6
     with pytest.raises(UserError, match="6 of the 21 cells .* already stored .* --resume"):
         build_plan(Store(root), "qwen2_5_vl", "bench", ["text", "4f", "8f"])
     again = run_sweep(SweepRequest(str(root), "qwen2_5_vl", "bench", ["text", "4f", "8f"], resume=True, progress=False))
-    assert again["cells"]["skipped"] == 6 and again["cells"]["done"] == 21 - 6 - 2  # t-1 has no video
+    assert again.cells.skipped == 6 and again.cells.done == 21 - 6 - 2  # t-1 has no video
     counts = Store(root).query("SELECT item_id, config, count(*) AS n FROM responses GROUP BY ALL HAVING n > 1")
     assert counts.empty
 
@@ -287,7 +288,7 @@ def test_random_fullsize_option_times_a_full_architecture(tiny, tmp_path, monkey
             verify=2,
         )
     )
-    assert summary["cells"]["done"] == 4 and summary["random_fullsize"] == ""
-    assert summary["verify"]["choice_drift"] == 0
+    assert summary.cells.done == 4 and summary.random_fullsize == ""
+    assert summary.verify.choice_drift == 0
     prov = json.loads(Store(root).query("SELECT provenance FROM responses LIMIT 1")["provenance"][0])
     assert prov["checkpoint_fingerprint"] == "random-fullsize:qwen2.5-vl-7b"

@@ -58,8 +58,8 @@ def test_ray_actors_store_what_a_local_sweep_stores(tiny, tmp_path, local_ray):
         )
         for name, root in roots.items()
     }
-    assert runs["ray"]["shards"] == 2 and runs["ray"]["verify"]["choice_drift"] == 0
-    assert runs["ray"]["cells"] == runs["local"]["cells"]
+    assert runs["ray"].shards == 2 and runs["ray"].verify.choice_drift == 0
+    assert runs["ray"].cells == runs["local"].cells
     local, remote = _answers(roots["local"]), _answers(roots["ray"])
     assert local.keys() == remote.keys() and len(local) == 6 * 4 + 1
     for key, (answer, correct, probs, _) in local.items():

@@ -222,7 +222,7 @@ def test_the_inspector_and_a_rerun_find_the_linked_video(video_root, tmp_path, c
         "frames"
     ]  # no logged indices: lmms-eval's sampler (named at ingest) over the linked file's 18 frames
     assert plan["source"] == "reconstructed" and plan["indices"] == np.linspace(0, 17, 8, dtype=int).tolist()
-    assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f"))["job_id"] is not None
+    assert rerun.submit(store, RerunRequest("m", "videomme", "002-1", "16f")).job_id is not None
 
 
 def test_mlvu_questions_asked_of_two_videos_cannot_be_told_apart(video_root, tmp_path, capsys):

@@ -56,7 +56,7 @@ def running():
     procs = []
 
     def start(root: Path, lease_s: float) -> tuple[int, subprocess.Popen]:
-        job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+        job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
         code = f"from tests.rerun_fixtures import serve; serve({str(root)!r}, 60, {lease_s})"
         env = os.environ | {"PYTHONPATH": str(REPO)}
         procs.append(
@@ -83,7 +83,7 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
     out = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s3"))
     adapter = FakeAdapter()
     assert _worker(root, adapter).run(once=True) == 1
-    job = JobQueue(root).get(out["job_id"])
+    job = JobQueue(root).get(out.job_id)
     assert job.state == "done" and json.loads(job.result_ref)["run"] == f"rerun-{job.id}"
     expected = frame_indices("random-s3", N_FRAMES, FPS, 8).tolist()
     (request,) = adapter.requests
@@ -111,14 +111,14 @@ def test_job_runs_and_stores_one_row_with_provenance(root):
     assert run["origin"] == "rerun" and run["n_rows"] == 1
     assert RerunRequest(**json.loads(run["args"])) == job.request == RerunRequest("m", "bench", "q1", "8f/random-s3", 3)
     again = rerun.submit(root, RerunRequest("m", "bench", "q1", "8f/random-s3"))  # now answered from the store
-    assert again["from_store"] and again["run"] == f"rerun-{job.id}" and again["frame_indices"] == expected
-    assert rerun.wait(root, job.id)["timings"]["decode"] >= 0
+    assert again.from_store and again.run == f"rerun-{job.id}" and again.frame_indices == expected
+    assert rerun.wait(root, job.id).timings["decode"] >= 0
 
 
 def test_text_only_failures_and_pixels(root):
     registry.add(root, msgspec.structs.replace(registry.get(root, "m"), default_pixels=1000), replace=True)
-    text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
-    sized = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f@2k"))["job_id"]
+    text = rerun.submit(root, RerunRequest("m", "bench", "q3", "text")).job_id
+    sized = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f@2k")).job_id
     adapter = FakeAdapter()
     assert _worker(root, adapter).run(once=True) == 2
     assert adapter.requests[0].frames is None and adapter.requests[0].frame_indices is None
@@ -126,14 +126,14 @@ def test_text_only_failures_and_pixels(root):
     (row,) = _rows(root, text).to_dict("records")
     assert (row["frames"], list(row["frame_indices"]), row["correct"], row["pixels"]) == (0, [], 0, 1000)
     assert JobQueue(root).get(sized).state == "done"
-    failing = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f"))["job_id"]
+    failing = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f")).job_id
     assert _worker(root, FakeAdapter(fail="out of memory")).run(once=True) == 1
     job = JobQueue(root).get(failing)
     assert job.state == "failed" and job.error == "RuntimeError: out of memory" and _rows(root, failing).empty
 
 
 def test_worker_that_died_after_writing_leaves_one_row(root):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
     q = JobQueue(root)
     ghost = _worker(root, FakeAdapter(), lease_s=0.1)
     job = q.claim("ghost", "m", lease_s=0.1)
@@ -173,8 +173,8 @@ def test_sigterm_mid_job_releases_it_and_exits_cleanly(root, running):
 
 
 def test_signal_after_the_answer_finishes_the_job(root, monkeypatch):
-    first = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
-    second = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f"))["job_id"]
+    first = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
+    second = rerun.submit(root, RerunRequest("m", "bench", "q1", "2f")).job_id
     worker = _worker(root, FakeAdapter())
     write = worker._write
 
@@ -190,7 +190,7 @@ def test_signal_after_the_answer_finishes_the_job(root, monkeypatch):
 
 
 def test_signal_while_computing_releases(root):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
     adapter = FakeAdapter(delay=5, on_answer=lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.monotonic()
     assert _worker(root, adapter).run() == 0
@@ -201,7 +201,7 @@ def test_signal_while_computing_releases(root):
 def test_a_signal_a_library_reports_as_its_own_error_still_releases(root):
     """DuckDB turns the handler's interruption into ``RuntimeError: Query interrupted``: with the stop
     requested, the job goes back to the queue instead of failing."""
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
 
     def interrupted_query():
         worker._stop.set()

@@ -89,7 +89,7 @@ def test_cli_worker_on_corrupt_safetensors_exits_2_with_one_line(root, capsys):
     spec = registry.register_demo_model(root, "tiny", max_frames=32)
     (weights,) = spec.resolved_path(root).glob("*.safetensors")
     weights.write_bytes(b"\x00not a safetensors file" * 64)
-    job_id = rerun.submit(root, RerunRequest("tiny", "bench", "q1", "8f"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("tiny", "bench", "q1", "8f")).job_id
     capsys.readouterr()
     assert main(["worker", "--store", str(root), "--model", "tiny", "--device", "cpu", "--once"]) == 2
     err = _err_lines(capsys)
@@ -182,7 +182,7 @@ def _break_video(root: Path, how: str) -> None:
 )
 @pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_job_whose_video_breaks_after_queueing_fails_with_one_line(root, capsys, how, expected):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q1", "4f")).job_id
     _break_video(root, how)
     assert _worker(root, lambda *_: FakeAdapter()).run(once=True) == 1
     job = JobQueue(root).get(job_id)
@@ -193,7 +193,7 @@ def test_a_job_whose_video_breaks_after_queueing_fails_with_one_line(root, capsy
 
 @pytest.mark.worker  # loads a model: needs the inference extra
 def test_a_multiline_adapter_error_is_one_line_in_the_job(root):
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text")).job_id
     fail = "CUDA out of memory.\nTried to allocate 2.00 GiB\n" + "x" * 2000
     assert _worker(root, lambda *_: FakeAdapter(fail=fail)).run(once=True) == 1
     assert JobQueue(root).get(job_id).error == "RuntimeError: CUDA out of memory."
@@ -265,7 +265,7 @@ def test_workers_page_shows_an_exited_worker_and_a_failed_job_in_one_line(root):
     from backend.scope.resolve import Scope
     from backend.scope.view import open_view
 
-    job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text"))["job_id"]
+    job_id = rerun.submit(root, RerunRequest("m", "bench", "q3", "text")).job_id
     with pytest.raises(ModelLoadError):
         _worker(root, _unloadable(OSError("bad\nweights")))
     dead = subprocess.Popen(["true"])  # a pid that has exited: the "worker" below is gone

@@ -78,22 +78,22 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--item needs --benchmark")
     request = rerun.RerunRequest(args.model, args.benchmark, args.item_id, args.config, args.seed, args.force)
     out = rerun.submit(root, request)
-    if args.wait and (job_id := out["job_id"]) is not None:  # a job: not answered from the store
+    if args.wait and (job_id := out.job_id) is not None:  # a job: not answered from the store
         _warn_no_worker(root, args.model)
         out = rerun.wait(root, job_id, args.timeout)
     if args.json:
         print_json(out)
-    elif out["state"] == "done":
-        source = "from the store" if out["from_store"] else f"job {out['job_id']}"
+    elif out.state == "done":
+        source = "from the store" if out.from_store else f"job {out.job_id}"
         print(
-            f"{out['model']} {out['benchmark']}/{out['item_id']} {out['config']} ({source}): answer {out['answer']!r} "
-            f"correct {out['correct']} confidence {out['confidence']} frames {out['frame_indices']}"
+            f"{out.model} {out.benchmark}/{out.item_id} {out.config} ({source}): answer {out.answer!r} "
+            f"correct {out.correct} confidence {out.confidence} frames {out.frame_indices}"
         )
     else:
-        waited = " (timed out waiting)" if out["timed_out"] else ""
-        error = f": {out['error']}" if out["error"] else ""
-        print(f"job {out['job_id']} {out['state']}{waited}{error}")
-    return 0 if out["state"] == "done" or not args.wait else 1
+        waited = " (timed out waiting)" if out.timed_out else ""
+        error = f": {out.error}" if out.error else ""
+        print(f"job {out.job_id} {out.state}{waited}{error}")
+    return 0 if out.state == "done" or not args.wait else 1
 
 
 def _warn_no_worker(root, model: str) -> None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from backend.cli.common import add_json, command, print_json, split_list
+from backend.contracts.runs import PhaseTotals, SweepReport
 from backend.extras import require_worker_extra
 from backend.runtime.sweep.accounting import PHASES, REUSES
 from backend.runtime.sweep.plan import DEFAULT_BATCH
@@ -131,24 +132,24 @@ def run(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(format_summary(summary))
-    verify = summary["verify"]
-    if verify and verify["choice_drift"] and summary["approximate"]:
+    verify = summary.verify
+    if verify and verify.choice_drift and summary.approximate:
         print(
-            f"trajaudit sweep: approximate protocol: {verify['choice_drift']} of {verify['cells']} verified cells "
+            f"trajaudit sweep: approximate protocol: {verify.choice_drift} of {verify.cells} verified cells "
             "answer differently from their exact twin (rows kept under their ~prune labels)",
             file=sys.stderr,
         )
-    elif verify and verify["choice_drift"]:
+    elif verify and verify.choice_drift:
         print(
-            f"trajaudit sweep: DRIFT: {verify['choice_drift']} of {verify['cells']} verified cells changed their "
-            f"answer on the reused path; the {summary['cells']['done']} rows of {summary['sweep_id']} were "
+            f"trajaudit sweep: DRIFT: {verify.choice_drift} of {verify.cells} verified cells changed their "
+            f"answer on the reused path; the {summary.cells.done} rows of {summary.sweep_id} were "
             "withdrawn from the store. Re-run with --no-reuse (all or some of decode,prefix,vision).",
             file=sys.stderr,
         )
         return 1
-    if summary["cells"]["failed"]:
+    if summary.cells.failed:
         print(
-            f"trajaudit sweep: {summary['cells']['failed']} cell(s) failed (see above); --resume retries them",
+            f"trajaudit sweep: {summary.cells.failed} cell(s) failed (see above); --resume retries them",
             file=sys.stderr,
         )
         return 1
@@ -159,38 +160,45 @@ def _pct(x: float) -> str:
     return f"{100 * x:5.1f}%"
 
 
-def format_summary(s: dict) -> str:
+def _shares(shares: PhaseTotals, phases: tuple[str, ...]) -> str:
+    """Each phase's share, in the order given (``other`` too, for a ``PhaseShares``)."""
+    return "  ".join(f"{p} {_pct(getattr(shares, p))}" for p in phases)
+
+
+def format_summary(s: SweepReport) -> str:
     """The end-of-sweep report as text."""
-    c, k = s["cells"], s["counters"]
-    rate = f"{s['cells_per_second']:.2f} cells/s" if s["cells_per_second"] else "-"
+    c, k = s.cells, s.counters
+    rate = f"{s.cells_per_second:.2f} cells/s" if s.cells_per_second else "-"
     lines = [
-        f"sweep {s['sweep_id']}: model {s['model']}, benchmark {s['benchmark']}, {len(s['configs'])} configs, "
-        f"executor {s['executor']} ({s['shards']} shard(s)), reuse: {', '.join(s['reuse']) or 'none (cold baseline)'}",
-        f"cells: {c['done']} done, {c['skipped']} skipped (already stored), {c['failed']} failed, "
-        f"{c['raced']} stored meanwhile by another writer; {s['batches']} batch(es)",
-        f"time: {s['wall_seconds']:.1f} s wall ({s['load_seconds']:.1f} s loading, "
-        f"{s['sweep_seconds']:.1f} s sweeping, {rate})",
-        "phase shares: " + "  ".join(f"{p} {_pct(s['phase_shares'][p])}" for p in (*PHASES, "other")),
-        f"reuse: frames decoded {k['frames_decoded']} (cold {k['frames_decoded_cold']}), processor calls "
-        f"{k['processor_calls']} (cold {k['processor_calls_cold']}), frames encoded {k['frames_encoded']} "
-        f"(cold {k['frames_encoded_cold']}), prefill tokens {k['prefill_tokens']} (cold {k['prefill_tokens_cold']})",
+        f"sweep {s.sweep_id}: model {s.model}, benchmark {s.benchmark}, {len(s.configs)} configs, "
+        f"executor {s.executor} ({s.shards} shard(s)), reuse: {', '.join(s.reuse) or 'none (cold baseline)'}",
+        f"cells: {c.done} done, {c.skipped} skipped (already stored), {c.failed} failed, "
+        f"{c.raced} stored meanwhile by another writer; {s.batches} batch(es)",
+        f"time: {s.wall_seconds:.1f} s wall ({s.load_seconds:.1f} s loading, {s.sweep_seconds:.1f} s sweeping, {rate})",
+        "phase shares: " + _shares(s.phase_shares, (*PHASES, "other")),
+        f"reuse: frames decoded {k.frames_decoded} (cold {k.frames_decoded_cold}), processor calls "
+        f"{k.processor_calls} (cold {k.processor_calls_cold}), frames encoded {k.frames_encoded} "
+        f"(cold {k.frames_encoded_cold}), prefill tokens {k.prefill_tokens} (cold {k.prefill_tokens_cold})",
     ]
-    lines += [f"  failed {f['item_id']} @ {f['config']}: {f['message']}" for f in s["failures"]]
-    v = s["verify"]
+    lines += [f"  failed {f.item_id} @ {f.config}: {f.message}" for f in s.failures]
+    v = s.verify
     if v is None:
         lines.append("drift check: not run (--verify K re-runs K cells cold; speed-ups need those pairs)")
         return "\n".join(lines)
-    twin = " (against the exact twin of each ~prune label)" if s.get("approximate") else ""
+    twin = " (against the exact twin of each ~prune label)" if s.approximate else ""
     lines.append(
-        f"drift check: {v['cells']} cells re-run cold{twin}: choice drift {v['choice_drift']}, correctness drift "
-        f"{v['correctness_drift']}, pathological outputs {v['pathological']} (cold {v['pathological_cold']}), "
-        f"max probability difference {v['max_prob_diff']:.2e}"
+        f"drift check: {v.cells} cells re-run cold{twin}: choice drift {v.choice_drift}, correctness drift "
+        f"{v.correctness_drift}, pathological outputs {v.pathological} (cold {v.pathological_cold}), "
+        f"max probability difference {v.max_prob_diff:.2e}"
     )
-    lines.append("  cold phase shares: " + "  ".join(f"{p} {_pct(v['cold_phase_shares'][p])}" for p in PHASES))
+    lines.append("  cold phase shares: " + _shares(v.cold_phase_shares, PHASES))
     lines.append("  mode      phases                      f      s       ceiling 1/((1-f)+f/s)")
-    for row in v["reuse_ceilings"]:
-        lines.append(
-            f"  {row['reuse']:<9} {'+'.join(row['phases']):<27} {row['f']:.3f}  {row['s']:5.2f}x  {row['ceiling']:5.2f}x"
-        )
-    lines.append(f"  measured end to end on these cells (every mode together): {v['measured_speedup']:.2f}x")
+    for row in v.reuse_ceilings:
+        lines.append(f"  {row.reuse:<9} {'+'.join(row.phases):<27} {row.f:.3f}  {_times(row.s)}  {_times(row.ceiling)}")
+    lines.append(f"  measured end to end on these cells (every mode together): {_times(v.measured_speedup, 0)}")
     return "\n".join(lines)
+
+
+def _times(x: float | None, width: int = 5) -> str:
+    """A speed-up as ``1.23x`` (``-`` where it is not defined)."""
+    return "-" if x is None else f"{x:{width}.2f}x"

@@ -8,8 +8,6 @@ once, the page, the CLI and the report read by attribute, and the JSON Schema, a
 queue, registry and videos (``store.py``, naming the store's own records: ``store.health.Report``,
 ``store.jobs.JobRecord``, ``store.registry.ModelSpec``, defined once in ``store/`` on ``store.contract``'s
 base; ``ingest --json`` prints ``store.ingest.IngestSummary``) and the shareable report (``report.py``).
-Still ``TypedDict`` descriptions of plain dicts (msgspec reads both kinds): ``runs.py``'s ``RerunOutcome`` and
-sweep report, and ``store.py``'s ``StoreContents``/``InfoReport``.
 
 - A Struct field's description is its ``Annotated[..., doc("...")]``; ``X | UnsetType = UNSET`` is a key
   present only in some modes; ``X | None`` is JSON ``null`` where the number is not available (never 0).

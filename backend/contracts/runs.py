@@ -3,7 +3,7 @@ own record, ``store.ingest.IngestSummary`` (not imported here: the ingest packag
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from msgspec import Meta
 
@@ -16,65 +16,46 @@ from backend.contracts.store import JobState
 PHASES = ("decode", "preprocess", "vision", "prefill", "generate")
 
 
-class RerunOutcome(TypedDict):
-    """``trajaudit rerun --item ID --json`` (``backend.runtime.rerun.outcome``): the request, its job and its answer.
+class RerunOutcome(Contract, kw_only=True):
+    """``trajaudit rerun --item ID --json`` (``backend.runtime.rerun.outcome``): the request, its job and its
+    answer. The answer's fields are the stored response's columns, null until there is an answer: one shape
+    for a queued, a failed and an answered request."""
 
-    from_store: true when a stored response answered it (no job)
-    job_id: the job queued or joined (null: answered from the store)
-    state: the job's state ("done" when answered from the store)
-    error: why the job failed (null unless it did)
-    timed_out: true when --wait gave up before the job ended
-    model: the model
-    benchmark: the benchmark
-    item_id: the item
-    config: the configuration label, canonical
-    seed: the sampling seed (null: the policy draws none); the stored response's when answered
-    run: the answering response's run ("main" or a re-run id; null: no answer yet)
-    answer: the answer (null: no answer yet, or none could be read)
-    correct: 1 right, 0 wrong (null: no answer yet)
-    confidence: the answer's probability (null: not available)
-    option_probs: per option letter, its probability (null: not available)
-    frame_indices: the frames the model saw (null: text-only or no answer yet)
-    timings: seconds per phase of the run that answered (null: not recorded)
-    origin: where the response came from (ingest, sweep, rerun, demo); null until answered
-    score: the continuous score of an open-ended answer (null: multiple choice); null until answered
-    letter_mass: probability mass on the option letters (null: not recorded); null until answered
-    frames: frames seen (null: not recorded); null until answered
-    pixels: pixels per frame (null: the processor's default); null until answered
-    policy: the sampling policy (null: not recorded); null until answered
-    raw_output: the model's text (null: not recorded); null until answered
-    flags: comma-joined quality flags (null: none); null until answered
-    provenance: how the response was produced (an object, empty when unknown; null until answered)
-    written_at: when the response was stored (ISO-8601 UTC; null until answered)
-    """
-
-    from_store: bool
-    job_id: int | None
-    state: JobState
-    error: str | None
-    timed_out: bool
-    model: str
-    benchmark: str
-    item_id: str
-    config: str
-    seed: int | None
-    run: str | None
-    answer: str | None
-    correct: int | None
-    confidence: float | None
-    option_probs: dict[str, float] | None
-    frame_indices: list[int] | None
-    timings: dict[str, float] | None
-    origin: str | None
-    score: float | None
-    letter_mass: float | None
-    frames: int | None
-    pixels: int | None
-    policy: str | None
-    raw_output: str | None
-    flags: str | None
-    provenance: dict[str, Any] | None
-    written_at: str | None
+    from_store: Annotated[bool, doc("true when a stored response answered it (no job)")]
+    job_id: Annotated[int | None, doc("the job queued or joined (null: answered from the store)")]
+    state: Annotated[JobState, doc('the job\'s state ("done" when answered from the store)')]
+    error: Annotated[str | None, doc("why the job failed (null unless it did)")]
+    timed_out: Annotated[bool, doc("true when --wait gave up before the job ended")]
+    model: Annotated[str, doc("the model")]
+    benchmark: Annotated[str, doc("the benchmark")]
+    item_id: Annotated[str, doc("the item")]
+    config: Annotated[str, doc("the configuration label, canonical")]
+    seed: Annotated[
+        int | None, doc("the sampling seed (null: the policy draws none); the stored response's when answered")
+    ]
+    run: Annotated[str | None, doc('the answering response\'s run ("main" or a re-run id; null: no answer yet)')]
+    origin: Annotated[str | None, doc("where the response came from (ingest, sweep, rerun, demo); null until answered")]
+    answer: Annotated[str | None, doc("the answer (null: no answer yet, or none could be read)")]
+    correct: Annotated[int | None, doc("1 right, 0 wrong (null: no answer yet)")]
+    confidence: Annotated[float | None, doc("the answer's probability (null: not available)")]
+    score: Annotated[
+        float | None, doc("the continuous score of an open-ended answer (null: multiple choice); null until answered")
+    ]
+    option_probs: Annotated[dict[str, float] | None, doc("per option letter, its probability (null: not available)")]
+    letter_mass: Annotated[
+        float | None, doc("probability mass on the option letters (null: not recorded); null until answered")
+    ]
+    frames: Annotated[int | None, doc("frames seen (null: not recorded); null until answered")]
+    pixels: Annotated[int | None, doc("pixels per frame (null: the processor's default); null until answered")]
+    policy: Annotated[str | None, doc("the sampling policy (null: not recorded); null until answered")]
+    frame_indices: Annotated[list[int] | None, doc("the frames the model saw (null: text-only or no answer yet)")]
+    raw_output: Annotated[str | None, doc("the model's text (null: not recorded); null until answered")]
+    flags: Annotated[str | None, doc("comma-joined quality flags (null: none); null until answered")]
+    provenance: Annotated[
+        dict[str, Any] | None, doc("how the response was produced (an object, empty when unknown; null until answered)")
+    ]
+    written_at: Annotated[str | None, doc("when the response was stored (ISO-8601 UTC; null until answered)")]
+    timings: Annotated[dict[str, float] | None, doc("seconds per phase of the run that answered (null: not recorded)")]
 
 
 class RerunBatch(Contract, kw_only=True):
@@ -161,206 +142,128 @@ class SelectionRerunReport(Contract, kw_only=True):
     comparison: Annotated[BatchComparison, doc("the selection against --baseline, as far as answered")]
 
 
-class SweepCells(TypedDict):
-    """A sweep's cells (item x configuration).
+class SweepCells(Contract, kw_only=True):
+    """A sweep's cells (item x configuration)."""
 
-    grid: cells of the grid (items x configurations)
-    skipped: cells already stored (--resume)
-    pending: cells to run
-    done: cells answered and stored
-    raced: cells answered but stored meanwhile by another writer
-    failed: cells that failed
-    """
-
-    grid: int
-    skipped: int
-    pending: int
-    done: int
-    raced: int
-    failed: int
+    grid: Annotated[int, doc("cells of the grid (items x configurations)")]
+    skipped: Annotated[int, doc("cells already stored (--resume)")]
+    pending: Annotated[int, doc("cells to run")]
+    done: Annotated[int, doc("cells answered and stored")]
+    raced: Annotated[int, doc("cells answered but stored meanwhile by another writer")]
+    failed: Annotated[int, doc("cells that failed")]
 
 
-class SweepFailure(TypedDict):
-    """A cell the sweep could not answer.
+class SweepFailure(Contract, kw_only=True):
+    """A cell the sweep could not answer (what the sweep engine yields for it)."""
 
-    item_id: the item
-    config: the configuration
-    message: why
-    """
-
-    item_id: str
-    config: str
-    message: str
+    item_id: Annotated[str, doc("the item")]
+    config: Annotated[str, doc("the configuration")]
+    message: Annotated[str, doc("why")]
 
 
-class PhaseTotals(TypedDict):
-    """Seconds per inference phase, summed over cells.
+class PhaseTotals(Contract, kw_only=True):
+    """Seconds per inference phase, summed over cells."""
 
-    decode: decoding the video's frames
-    preprocess: resizing and the processor call
-    vision: the vision encoder
-    prefill: the prompt's prefill
-    generate: generating the answer
-    """
-
-    decode: float
-    preprocess: float
-    vision: float
-    prefill: float
-    generate: float
+    decode: Annotated[float, doc("decoding the video's frames")]
+    preprocess: Annotated[float, doc("resizing and the processor call")]
+    vision: Annotated[float, doc("the vision encoder")]
+    prefill: Annotated[float, doc("the prompt's prefill")]
+    generate: Annotated[float, doc("generating the answer")]
 
 
-class PhaseShares(PhaseTotals):
-    """Each phase's share of the time (fractions summing to 1 with ``other``).
+class PhaseShares(PhaseTotals, kw_only=True):
+    """Each phase's share of the time (fractions summing to 1 with ``other``)."""
 
-    other: the share no phase covers (store writes, planning, Python between phases)
-    """
-
-    other: float
+    other: Annotated[float, doc("the share no phase covers (store writes, planning, Python between phases)")]
 
 
-class SweepCounters(TypedDict):
-    """What the sweep computed, beside what a cold run of the same cells computes.
+class SweepCounters(Contract, kw_only=True):
+    """What the sweep computed, beside what a cold run of the same cells computes."""
 
-    requests: requests answered
-    processor_calls: processor calls made
-    processor_calls_cold: processor calls a cold run makes
-    frames_encoded: frames through the vision encoder
-    frames_encoded_cold: frames a cold run encodes
-    prefill_tokens: tokens prefilled
-    prefill_tokens_cold: tokens a cold run prefills
-    prefixes: shared prompt prefixes prefilled
-    composed: requests whose inputs were composed instead of processed
-    frames_decoded: frames decoded
-    frames_decoded_cold: frames one decode per visual cell decodes
-    videos_opened: videos opened
-    """
-
-    requests: int
-    processor_calls: int
-    processor_calls_cold: int
-    frames_encoded: int
-    frames_encoded_cold: int
-    prefill_tokens: int
-    prefill_tokens_cold: int
-    prefixes: int
-    composed: int
-    frames_decoded: int
-    frames_decoded_cold: int
-    videos_opened: int
+    requests: Annotated[int, doc("requests answered")]
+    processor_calls: Annotated[int, doc("processor calls made")]
+    processor_calls_cold: Annotated[int, doc("processor calls a cold run makes")]
+    frames_encoded: Annotated[int, doc("frames through the vision encoder")]
+    frames_encoded_cold: Annotated[int, doc("frames a cold run encodes")]
+    prefill_tokens: Annotated[int, doc("tokens prefilled")]
+    prefill_tokens_cold: Annotated[int, doc("tokens a cold run prefills")]
+    prefixes: Annotated[int, doc("shared prompt prefixes prefilled")]
+    composed: Annotated[int, doc("requests whose inputs were composed instead of processed")]
+    frames_decoded: Annotated[int, doc("frames decoded")]
+    frames_decoded_cold: Annotated[int, doc("frames one decode per visual cell decodes")]
+    videos_opened: Annotated[int, doc("videos opened")]
 
 
-class DriftedCell(TypedDict):
-    """A verified cell whose answer changed on the sweep's path.
+class DriftedCell(Contract, kw_only=True):
+    """A verified cell whose answer changed on the sweep's path."""
 
-    item_id: the item
-    config: the configuration
-    reused: the sweep's answer
-    cold: the cold path's answer
-    """
-
-    item_id: str
-    config: str
-    reused: str | None
-    cold: str | None
+    item_id: Annotated[str, doc("the item")]
+    config: Annotated[str, doc("the configuration")]
+    reused: Annotated[str | None, doc("the sweep's answer")]
+    cold: Annotated[str | None, doc("the cold path's answer")]
 
 
-class ReuseCeiling(TypedDict):
-    """What one reuse (or ``prune``) can buy end to end, from the verified pairs.
+class ReuseCeiling(Contract, kw_only=True):
+    """What one reuse (or ``prune``) can buy end to end, from the verified pairs."""
 
-    reuse: decode, prefix, vision or prune
-    phases: the phases it acts on
-    f: the cold share of those phases
-    s: cold over reused seconds of those phases (null: no reused time)
-    ceiling: the end-to-end bound 1 / ((1 - f) + f / s) (null: not defined)
-    """
-
-    reuse: str
-    phases: list[str]
-    f: float
-    s: float | None
-    ceiling: float | None
+    reuse: Annotated[str, doc("decode, prefix, vision or prune")]
+    phases: Annotated[list[str], doc("the phases it acts on")]
+    f: Annotated[float, doc("the cold share of those phases")]
+    s: Annotated[float | None, doc("cold over reused seconds of those phases (null: no reused time)")]
+    ceiling: Annotated[float | None, doc("the end-to-end bound 1 / ((1 - f) + f / s) (null: not defined)")]
 
 
-class SweepVerify(TypedDict):
-    """The paired drift check (``--verify K``): K cells re-run cold and compared with the sweep's answers.
+class DriftCheck(Contract, kw_only=True):
+    """The paired comparison of K cells re-run cold with the sweep's answers for them
+    (``backend.runtime.sweep.verify.drift``)."""
 
-    cells: cells compared
-    choice_drift: cells whose answer changed
-    correctness_drift: cells whose correctness changed
-    max_prob_diff: the largest difference in an option's probability
-    within_tolerance: true when every difference is within 1e-5
-    pathological: the sweep's empty or unparseable answers among them
-    pathological_cold: the cold path's
-    drifted: the cells whose answer changed
-    cold_phase_totals: seconds per phase of the cold runs
-    reused_phase_totals: seconds per phase of the same cells on the sweep's path
-    cold_phase_shares: each phase's share of the cold runs
-    measured_speedup: cold over reused seconds of these cells (null: no reused time)
-    reuse_ceilings: per reuse on (and prune, for an approximate sweep), its ceiling
-    """
-
-    cells: int
-    choice_drift: int
-    correctness_drift: int
-    max_prob_diff: float
-    within_tolerance: bool
-    pathological: int
-    pathological_cold: int
-    drifted: list[DriftedCell]
-    cold_phase_totals: PhaseTotals
-    reused_phase_totals: PhaseTotals
-    cold_phase_shares: PhaseShares
-    measured_speedup: float | None
-    reuse_ceilings: list[ReuseCeiling]
+    cells: Annotated[int, doc("cells compared")]
+    choice_drift: Annotated[int, doc("cells whose answer changed")]
+    correctness_drift: Annotated[int, doc("cells whose correctness changed")]
+    max_prob_diff: Annotated[float, doc("the largest difference in an option's probability")]
+    within_tolerance: Annotated[bool, doc("true when every difference is within 1e-5")]
+    pathological: Annotated[int, doc("the sweep's empty or unparseable answers among them")]
+    pathological_cold: Annotated[int, doc("the cold path's")]
+    drifted: Annotated[list[DriftedCell], doc("the cells whose answer changed")]
 
 
-class SweepReport(TypedDict):
-    """``trajaudit sweep --json`` (``backend.runtime.sweep.runner.run_sweep``): cells, time and reuse of one sweep.
+class SweepVerify(DriftCheck, kw_only=True):
+    """The paired drift check (``--verify K``): K cells re-run cold and compared with the sweep's answers,
+    with the phase accounting of the same cells."""
 
-    sweep_id: the sweep's id (its rows' run id)
-    model: the model
-    benchmark: the benchmark
-    configs: the configurations swept, canonical
-    executor: local or ray
-    shards: shards run
-    reuse: the reuses on (decode, prefix, vision)
-    random_fullsize: the preset of a --random-fullsize build (null: the registered checkpoint)
-    cells: the cells, by outcome
-    failures: the failed cells (the first 20)
-    batches: store writes
-    wall_seconds: seconds from start to end
-    load_seconds: seconds loading the model (the slowest shard)
-    sweep_seconds: seconds answering cells (the busiest shard)
-    cpu_seconds: CPU seconds of the busiest shard's process
-    cells_per_second: done over sweep_seconds (null: nothing ran)
-    phase_totals: seconds per phase, summed over cells
-    phase_shares: each phase's share of the compute time
-    counters: what was computed, beside the cold counts
-    verify: the drift check (null without --verify)
-    withdrawn: true when a choice drift withdrew the sweep's rows from the store
-    approximate: true when a configuration is an approximate protocol (~prune)
-    """
+    cold_phase_totals: Annotated[PhaseTotals, doc("seconds per phase of the cold runs")]
+    reused_phase_totals: Annotated[PhaseTotals, doc("seconds per phase of the same cells on the sweep's path")]
+    cold_phase_shares: Annotated[PhaseShares, doc("each phase's share of the cold runs")]
+    measured_speedup: Annotated[float | None, doc("cold over reused seconds of these cells (null: no reused time)")]
+    reuse_ceilings: Annotated[
+        list[ReuseCeiling], doc("per reuse on (and prune, for an approximate sweep), its ceiling")
+    ]
 
-    sweep_id: str
-    model: str
-    benchmark: str
-    configs: list[str]
-    executor: str
-    shards: int
-    reuse: list[str]
-    random_fullsize: str | None
-    cells: SweepCells
-    failures: list[SweepFailure]
-    batches: int
-    wall_seconds: float
-    load_seconds: float
-    sweep_seconds: float
-    cpu_seconds: float
-    cells_per_second: float | None
-    phase_totals: PhaseTotals
-    phase_shares: PhaseShares
-    counters: SweepCounters
-    verify: SweepVerify | None
-    withdrawn: bool
-    approximate: bool
+
+class SweepReport(Contract, kw_only=True):
+    """``trajaudit sweep --json`` (``backend.runtime.sweep.runner.run_sweep``): cells, time and reuse of one sweep."""
+
+    sweep_id: Annotated[str, doc("the sweep's id (its rows' run id)")]
+    model: Annotated[str, doc("the model")]
+    benchmark: Annotated[str, doc("the benchmark")]
+    configs: Annotated[list[str], doc("the configurations swept, canonical")]
+    executor: Annotated[str, doc("local or ray")]
+    shards: Annotated[int, doc("shards run")]
+    reuse: Annotated[list[str], doc("the reuses on (decode, prefix, vision)")]
+    random_fullsize: Annotated[
+        str | None, doc("the preset of a --random-fullsize build (null: the registered checkpoint)")
+    ]
+    cells: Annotated[SweepCells, doc("the cells, by outcome")]
+    failures: Annotated[list[SweepFailure], doc("the failed cells (the first 20)")]
+    batches: Annotated[int, doc("store writes")]
+    wall_seconds: Annotated[float, doc("seconds from start to end")]
+    load_seconds: Annotated[float, doc("seconds loading the model (the slowest shard)")]
+    sweep_seconds: Annotated[float, doc("seconds answering cells (the busiest shard)")]
+    cpu_seconds: Annotated[float, doc("CPU seconds of the busiest shard's process")]
+    cells_per_second: Annotated[float | None, doc("done over sweep_seconds (null: nothing ran)")]
+    phase_totals: Annotated[PhaseTotals, doc("seconds per phase, summed over cells")]
+    phase_shares: Annotated[PhaseShares, doc("each phase's share of the compute time")]
+    counters: Annotated[SweepCounters, doc("what was computed, beside the cold counts")]
+    verify: Annotated[SweepVerify | None, doc("the drift check (null without --verify)")]
+    withdrawn: Annotated[bool, doc("true when a choice drift withdrew the sweep's rows from the store")]
+    approximate: Annotated[bool, doc("true when a configuration is an approximate protocol (~prune)")]

@@ -5,12 +5,12 @@ A record the store hands out is its own contract, defined once in ``store/`` (wh
 ``backend/``): ``check``'s ``store.health.Report``, ``repair``'s ``store.health.RepairReport``, a registered
 model's ``store.registry.ModelSpec`` (``catalog.REPORTS`` names them: importing them here would load the
 store's Parquet plumbing into every reader of this module) and a queue job's ``store.jobs.JobRecord``
-(light, re-exported here). ``StoreContents`` and ``InfoReport``
-are still ``TypedDict`` descriptions of the dicts ``backend.scope.matrix.available`` builds."""
+(light, re-exported here). ``StoreContents`` is what ``backend.scope.matrix.available`` builds (and keeps in
+the store's cache folder); ``info --json`` prints it as ``InfoReport``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal
 
 from backend.contracts.base import Contract, doc
 from store.jobs import JobRecord, JobState, WorkerFields
@@ -18,48 +18,43 @@ from store.jobs import JobRecord, JobState, WorkerFields
 __all__ = ["JobRecord", "JobState"]  # the queue's record, printed as it is
 
 
-class StoreContents(TypedDict):
-    """What the store holds (``backend.scope.matrix.available``); main runs only unless said.
+class StoreContents(Contract, kw_only=True):
+    """What the store holds (``backend.scope.matrix.available``); main runs only unless said."""
 
-    models: models with main-run responses
-    benchmarks: benchmarks with main-run responses
-    configs: per model and benchmark, its configurations, cheapest first
-    coverage: per model, benchmark and configuration, the items with a response
-    model_items: per model and benchmark, the items with some response
-    reruns: live re-runs apart: per model, benchmark and configuration, the items re-run
-    task_types: the task types of the items
-    durations: the duration categories of the items
-    domains: the domains of the items
-    n_responses: main-run responses
-    n_rerun_responses: live re-run responses
-    n_items: items
-    """
-
-    models: list[str]
-    benchmarks: list[str]
-    configs: dict[str, dict[str, list[str]]]
-    coverage: dict[str, dict[str, dict[str, int]]]
-    model_items: dict[str, dict[str, int]]
-    reruns: dict[str, dict[str, dict[str, int]]]
-    task_types: list[str]
-    durations: list[str]
-    domains: list[str]
-    n_responses: int
-    n_rerun_responses: int
-    n_items: int
+    models: Annotated[list[str], doc("models with main-run responses")]
+    benchmarks: Annotated[list[str], doc("benchmarks with main-run responses")]
+    configs: Annotated[
+        dict[str, dict[str, list[str]]], doc("per model and benchmark, its configurations, cheapest first")
+    ]
+    coverage: Annotated[
+        dict[str, dict[str, dict[str, int]]],
+        doc("per model, benchmark and configuration, the items with a response"),
+    ]
+    model_items: Annotated[dict[str, dict[str, int]], doc("per model and benchmark, the items with some response")]
+    reruns: Annotated[
+        dict[str, dict[str, dict[str, int]]],
+        doc("live re-runs apart: per model, benchmark and configuration, the items re-run"),
+    ]
+    task_types: Annotated[list[str], doc("the task types of the items")]
+    durations: Annotated[list[str], doc("the duration categories of the items")]
+    domains: Annotated[list[str], doc("the domains of the items")]
+    n_responses: Annotated[int, doc("main-run responses")]
+    n_rerun_responses: Annotated[int, doc("live re-run responses")]
+    n_items: Annotated[int, doc("items")]
 
 
-class InfoReport(StoreContents):
-    """``trajaudit info --json`` (the sidebar's choices come from the same contents).
+class InfoReport(StoreContents, kw_only=True):
+    """``trajaudit info --json`` (the sidebar's choices come from the same contents)."""
 
-    store_version: the manifest's version
-    store: the store folder
-    frames: per model, benchmark and visual configuration, main-run responses per frames source ("logged", "reconstructed:<sampler>", "unknown")
-    """
-
-    store_version: int
-    store: str
-    frames: dict[str, dict[str, dict[str, dict[str, int]]]]
+    store_version: Annotated[int, doc("the manifest's version")]
+    store: Annotated[str, doc("the store folder")]
+    frames: Annotated[
+        dict[str, dict[str, dict[str, dict[str, int]]]],
+        doc(
+            "per model, benchmark and visual configuration, main-run responses per frames source "
+            '("logged", "reconstructed:<sampler>", "unknown")'
+        ),
+    ]
 
 
 class JobRow(JobRecord, kw_only=True):

@@ -143,7 +143,7 @@ def report_data(
             generated_at=generated_at(),
         ),
         scope=resolved.header(matrix),
-        colours={m: c for m, c in model_colours(available(store)["models"]).items() if m in scope.models},
+        colours={m: c for m, c in model_colours(available(store).models).items() if m in scope.models},
         overview=_part(overview, OverviewNumbers),  # the scope is stated once
         task_types=ReportTaskTypes(model=scope.focus, rows=task_types),
         flows=None if flows is None else _part(flows, FlowsSummary),

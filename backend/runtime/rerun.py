@@ -23,12 +23,13 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from backend.contracts.audits import Enqueued, EnqueueError
+from backend.contracts.base import built
 from backend.contracts.runs import RerunOutcome
 from backend.runtime import logged_frames, registry
 from backend.runtime.sampling import policy_name
@@ -185,7 +186,7 @@ def outcome(req: RerunRequest, job: Job | None, result: dict | None, timed_out: 
     }
     # every result key, null until there is an answer: one shape for a queued, failed and answered request
     empty = dict.fromkeys((*(k for k in RESULT_KEYS if k != "seed"), "timings"))
-    return cast(RerunOutcome, out | empty | (result or {}))  # every key of the contract (test_contracts checks)
+    return built(out | empty | (result or {}), RerunOutcome)  # checked field by field once, here
 
 
 def place_many(
@@ -228,12 +229,12 @@ def submit_many(store_root: str | os.PathLike, requests: list[RerunRequest]) -> 
             errors.append(EnqueueError(item_id=req.item_id, error=str(exc)))
     if requests and not outcomes:
         raise UserError(f"no re-run could be queued: {errors[0].error}")
-    frame = pd.DataFrame(outcomes, columns=["from_store", "job_id", "state"])
+    stored = sum(o.from_store for o in outcomes)
     return Enqueued(
         requested=len(requests),
-        queued=int((~frame["from_store"].astype(bool)).sum()) if len(frame) else 0,
-        from_store=int(frame["from_store"].astype(bool).sum()) if len(frame) else 0,
-        job_ids=[int(j) for j in frame["job_id"].dropna()],
+        queued=len(outcomes) - stored,
+        from_store=stored,
+        job_ids=[o.job_id for o in outcomes if o.job_id is not None],
         errors=errors,
     )
 

@@ -45,9 +45,9 @@ def submit(root: str, requests: list[RerunRequest]) -> RerunBatch:
         benchmark=first.benchmark,
         config=first.config,
         seed=first.seed,
-        item_ids=[o["item_id"] for o in outs],
-        job_ids=[o["job_id"] for o in outs],
-        from_store=sum(o["from_store"] for o in outs),
+        item_ids=[o.item_id for o in outs],
+        job_ids=[o.job_id for o in outs],
+        from_store=sum(o.from_store for o in outs),
     )
 
 

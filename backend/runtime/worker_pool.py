@@ -28,10 +28,12 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from backend.contracts.base import asdict
+from backend.contracts.runs import RerunOutcome
 from backend.contracts.store import JobRow, JobsOverview, LocalWorker, LocalWorkerStart, StartedBy, WorkerRow
 from backend.extras import require_worker_extra
 from backend.runtime import dispatch_records, registry, rerun
@@ -276,16 +278,26 @@ def worker_log(store_root: str | os.PathLike, model: str) -> str | None:
     return str(log) if log.is_file() else None
 
 
-def job_status(store_root: str | os.PathLike, job_id: int) -> dict:
-    """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting), its timings,
-    and ``worker_log`` (:func:`worker_log`)."""
+@dataclass(frozen=True)
+class JobStatus:
+    """What the re-run panel polls: the job's outcome (``rerun.wait`` without waiting), the job with its
+    timings, and ``worker_log`` (:func:`worker_log`)."""
+
+    outcome: RerunOutcome
+    job: JobRow
+    worker_log: str | None
+
+
+def job_status(store_root: str | os.PathLike, job_id: int) -> JobStatus:
+    """The job's :class:`JobStatus`; ``UserError`` when the queue holds no such job."""
     job = JobQueue(store_root).get(job_id)
     if job is None:
         raise UserError(f"no job {job_id} in this store's queue")
-    return rerun.wait(store_root, job_id, timeout_s=0) | {
-        "job": job_row(job, time.time()),
-        "worker_log": worker_log(store_root, job.model),
-    }
+    return JobStatus(
+        outcome=rerun.wait(store_root, job_id, timeout_s=0),
+        job=job_row(job, time.time()),
+        worker_log=worker_log(store_root, job.model),
+    )
 
 
 def overview(

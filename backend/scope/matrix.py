@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import duckdb
+import msgspec
 import numpy as np
 import pyarrow as pa
 
+from backend.contracts.base import to_json, validated
 from backend.contracts.store import StoreContents
 from backend.scope import arrow_numpy, cache_folder, coverage
 from backend.scope.filters import ItemFilter, filter_sql, in_memory_mask
@@ -160,7 +162,7 @@ def _matched_grid(
     """
     by_model: dict[str, set[str]] = {}
     for m in models:
-        sources = [info["configs"].get(m, {})] + ([info["reruns"].get(m, {})] if reruns else [])
+        sources = [info.configs.get(m, {})] + ([info.reruns.get(m, {})] if reruns else [])
         have = {label for src in sources for b, labels in src.items() if benchmark in (None, b) for label in labels}
         if have:
             by_model[m] = have
@@ -426,7 +428,10 @@ def available(store: Store) -> StoreContents:
     cache = cache_folder.folder(store) / f"available-{cache_folder.file_set_key(manifest, ('responses', 'items'))}.json"
     cached = cache_folder.read_json(cache)
     if isinstance(cached, dict) and cache_folder.all_files_present(store, manifest):
-        return cast(StoreContents, cached)  # written below from a StoreContents
+        try:
+            return msgspec.convert(cached, StoreContents)  # written below from a StoreContents
+        except msgspec.ValidationError:
+            pass  # an entry of another shape (an older version's): counted again below
     n_items, task_types, durations, domains = _item_facets(store, manifest)
     held = coverage.counts(store, manifest)
     coverage_: dict[str, dict[str, dict[str, int]]] = {}
@@ -443,20 +448,22 @@ def available(store: Store) -> StoreContents:
     for model, bench in sorted(per_model):
         mine = main & np.array([k[:2] == (model, bench) for k in held.keys], dtype=bool)
         model_items.setdefault(model, {})[bench] = held.items(mine)
-    out: StoreContents = {
-        "models": sorted(cfgs),
-        "benchmarks": sorted({b for per in cfgs.values() for b in per}),
-        "configs": cfgs,
-        "coverage": coverage_,
-        "model_items": model_items,
-        "reruns": reruns,
-        "task_types": task_types or [],
-        "durations": durations or [],
-        "domains": domains or [],
-        "n_responses": n_main,
-        "n_rerun_responses": n_rerun,
-        "n_items": int(n_items),
-    }
-    if cache_folder.write_json(cache, out):
+    out = validated(
+        StoreContents(
+            models=sorted(cfgs),
+            benchmarks=sorted({b for per in cfgs.values() for b in per}),
+            configs=cfgs,
+            coverage=coverage_,
+            model_items=model_items,
+            reruns=reruns,
+            task_types=task_types or [],
+            durations=durations or [],
+            domains=domains or [],
+            n_responses=n_main,
+            n_rerun_responses=n_rerun,
+            n_items=int(n_items),
+        )
+    )
+    if cache_folder.write_json(cache, to_json(out)):
         cache_folder.prune(cache.parent, "available-*.json")
     return out

@@ -18,7 +18,7 @@ def shared_configs(
     """
     per_model = []
     for m in models:
-        kinds = [available["configs"].get(m, {})] + ([available["reruns"].get(m, {})] if reruns else [])
+        kinds = [available.configs.get(m, {})] + ([available.reruns.get(m, {})] if reruns else [])
         labels = {c for by_bench in kinds for b, cs in by_bench.items() if benchmark in (None, b) for c in cs}
         per_model.append(labels)
     return configs.order(list(set.intersection(*per_model))) if per_model else []
@@ -30,7 +30,7 @@ def default_models(available: StoreContents, benchmark: str, limit: int = 4) -> 
     Models with more configurations go first; a model that would leave the group fewer than two
     shared configurations is skipped (it stays one click away), so the default view is never empty.
     """
-    have = {m: set(b.get(benchmark, [])) for m, b in available["configs"].items() if benchmark in b}
+    have = {m: set(b.get(benchmark, [])) for m, b in available.configs.items() if benchmark in b}
     chosen: list[str] = []
     shared: set[str] = set()
     for model in sorted(have, key=lambda m: (-len(have[m]), m)):

@@ -74,7 +74,7 @@ class Scope:
             info = available(store)
         if self.benchmark is None and (bench := default_benchmark(info, self.models)) is not None:
             chosen = dataclasses.replace(self, benchmark=bench).resolve(store, info)
-            return dataclasses.replace(chosen, benchmark_source="default", benchmarks=tuple(info["benchmarks"]))
+            return dataclasses.replace(chosen, benchmark_source="default", benchmarks=tuple(info.benchmarks))
         self._check_names(info)
         if self.grid:
             grid, source = tuple(canonical_grid(list(self.grid))), "given"
@@ -84,15 +84,15 @@ class Scope:
         return Resolved(dataclasses.replace(self, grid=grid), source, excluded_configs(info, self, grid), runs=runs)
 
     def _check_names(self, info: StoreContents) -> None:
-        if self.benchmark is not None and self.benchmark not in info["benchmarks"]:
+        if self.benchmark is not None and self.benchmark not in info.benchmarks:
             raise UserError(
-                f"unknown benchmark {self.benchmark!r}: the store has {', '.join(info['benchmarks']) or 'none'}"
+                f"unknown benchmark {self.benchmark!r}: the store has {', '.join(info.benchmarks) or 'none'}"
             )
         for m in self.models:
-            have = info["configs"].get(m, {})
+            have = info.configs.get(m, {})
             if not have or (self.benchmark is not None and self.benchmark not in have):
                 where = f" on {self.benchmark!r}" if self.benchmark else ""
-                known = [k for k in info["models"] if self.benchmark is None or self.benchmark in info["configs"][k]]
+                known = [k for k in info.models if self.benchmark is None or self.benchmark in info.configs[k]]
                 raise UserError(f"model {m!r} has no responses{where}: models there are {', '.join(known) or 'none'}")
 
     def to_argv(self, *, model_flag: str | None = "--models") -> list[str]:
@@ -238,9 +238,9 @@ def default_benchmark(info: StoreContents, models: Sequence[str] = ()) -> str | 
     (a side task, a few open-ended items) is a click away. The sidebar opens on this same benchmark, so a
     command run without ``--benchmark`` prints the numbers the dashboard first shows.
     """
-    benches = info["benchmarks"]
-    shared = [b for b in benches if all(b in info["configs"].get(m, {}) for m in models)] or benches
-    size = {b: max((n.get(b, 0) for n in info["model_items"].values()), default=0) for b in shared}
+    benches = info.benchmarks
+    shared = [b for b in benches if all(b in info.configs.get(m, {}) for m in models)] or benches
+    size = {b: max((n.get(b, 0) for n in info.model_items.values()), default=0) for b in shared}
     return max(shared, key=lambda b: size[b], default=None)  # max keeps the first of equals
 
 
@@ -263,13 +263,13 @@ def _ceiling(store_root, models: list[str]) -> dict[str, int]:
 
 def _coverage(info: StoreContents, model: str, benchmark: str | None) -> tuple[dict[str, int], int]:
     """Items per main-run configuration of ``model`` and the model's items, on one benchmark or all."""
-    per_bench = info["coverage"].get(model, {})
+    per_bench = info.coverage.get(model, {})
     benches = [benchmark] if benchmark else list(per_bench)
     counts: dict[str, int] = {}
     for b in benches:
         for label, n in per_bench.get(b, {}).items():
             counts[label] = counts.get(label, 0) + n
-    n_items = sum(info["model_items"].get(model, {}).get(b, 0) for b in benches)
+    n_items = sum(info.model_items.get(model, {}).get(b, 0) for b in benches)
     return counts, n_items
 
 
@@ -341,7 +341,7 @@ def excluded_configs(info: StoreContents, scope: Scope, grid: tuple[str, ...]) -
     n_bench = max((n for _, n in per_model.values()), default=0)
     reruns: dict[str, dict[str, int]] = {}
     for m in scope.models:
-        for b, per_label in info["reruns"].get(m, {}).items():
+        for b, per_label in info.reruns.get(m, {}).items():
             if scope.benchmark is None or b == scope.benchmark:
                 for label, n in per_label.items():
                     reruns.setdefault(label, {})[m] = reruns.setdefault(label, {}).get(m, 0) + n

@@ -19,7 +19,8 @@ import streamlit as st
 from backend import views
 from backend.contracts.base import unset
 from backend.contracts.inspector import InspectedItem
-from backend.contracts.runs import PHASES
+from backend.contracts.runs import PHASES, RerunOutcome
+from backend.contracts.store import JobRow
 from backend.present import charts_items
 from backend.runtime import client
 from backend.runtime.client import (
@@ -72,8 +73,8 @@ def rerun_panel(view: View, item: InspectedItem, thumb_dir: str) -> None:
         except UserError:  # the queue was reset (a rebuilt store): forget the job
             del st.session_state[_LAST][key]
             return
-        if status["state"] in client.FINAL_STATES:
-            _result(view, item, status, thumb_dir)
+        if status.outcome.state in client.FINAL_STATES:
+            _result(view, item, status.outcome, thumb_dir, status.job, status.worker_log)
         else:
             _live_status(view.root, last["job_id"], last["model"])
 
@@ -183,10 +184,10 @@ def _form(view: View, item: InspectedItem, specs: list[client.ModelSpec]) -> dic
     except UserError as exc:
         st.error(ui.escape_md(exc), icon=":material/warning:")
         return None
-    if out["from_store"]:
+    if out.from_store:
         return {"outcome": out}
-    _start_worker(view.root, model, client.registered(view.root).get(model), f"Job {out['job_id']} is")
-    return {"job_id": out["job_id"], "model": model}
+    _start_worker(view.root, model, client.registered(view.root).get(model), f"Job {out.job_id} is")
+    return {"job_id": out.job_id, "model": model}
 
 
 def _device_text(device: str | None) -> str:
@@ -197,8 +198,8 @@ def _device_text(device: str | None) -> str:
 def _live_status(root: str, job_id: int, model: str) -> None:
     """The job's state, redrawn every second; the whole page reruns once the job has ended."""
     status = job_status(root, job_id)
-    job = status["job"]
-    if status["state"] in client.FINAL_STATES:
+    job, state = status.job, status.outcome.state
+    if state in client.FINAL_STATES:
         st.rerun()
     elapsed = (
         f"waiting {job.waited_s:.1f} s"
@@ -206,10 +207,8 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         else f"running {job.ran_s:.1f} s (waited {job.waited_s:.1f} s)"
     )
     who = f" on worker {ui.code(job.worker_id)}" if job.worker_id else ""
-    st.markdown(
-        f"{_STATE_ICONS[status['state']]} **Job {job_id}** · {ui.code(job.config)} · **{status['state']}** · {elapsed}{who}"
-    )
-    if status["state"] != "queued":
+    st.markdown(f"{_STATE_ICONS[state]} **Job {job_id}** · {ui.code(job.config)} · **{state}** · {elapsed}{who}")
+    if state != "queued":
         return
     worker = local_worker(root, model)
     if worker.state == "starting":
@@ -234,60 +233,67 @@ def _live_status(root: str, job_id: int, model: str) -> None:
         st.rerun()
 
 
-def _result(view: View, item: InspectedItem, out: dict, thumb_dir: str) -> None:
-    """A finished request: its verdict, option probabilities, phase timings and frame strip."""
-    label = ui.code(out["config"]) + (f" seed {out['seed']}" if out["seed"] is not None else "")
-    if out["state"] == "failed":  # the job's error is one line (the worker keeps the traceback in its log)
-        log = f" · worker log: {ui.code(out['worker_log'])}" if out.get("worker_log") else ""
+def _result(
+    view: View,
+    item: InspectedItem,
+    out: RerunOutcome,
+    thumb_dir: str,
+    job: JobRow | None = None,
+    log: str | None = None,
+) -> None:
+    """A finished request: its verdict, option probabilities, phase timings and frame strip (``job``: the job
+    that answered, with its timings; ``log``: its worker's log, named when it failed)."""
+    label = ui.code(out.config) + (f" seed {out.seed}" if out.seed is not None else "")
+    if out.state == "failed":  # the job's error is one line (the worker keeps the traceback in its log)
+        where = f" · worker log: {ui.code(log)}" if log else ""
         st.error(
-            f"Job {out['job_id']} ({ui.escape_md(out['config'])}) failed: {ui.escape_md(out['error'])}{log}",
+            f"Job {out.job_id} ({ui.escape_md(out.config)}) failed: {ui.escape_md(out.error)}{where}",
             icon=":material/error:",
         )
         return
-    if out["state"] == "cancelled":
-        st.info(f"Job {out['job_id']} ({ui.escape_md(out['config'])}) was cancelled.", icon=":material/block:")
+    if out.state == "cancelled":
+        st.info(f"Job {out.job_id} ({ui.escape_md(out.config)}) was cancelled.", icon=":material/block:")
         return
-    if out["from_store"]:
+    if out.from_store:
         st.info(
-            f"Answered from the store: an identical request is stored (run {ui.code(out['run'])}). Tick *Force* to run it again.",
+            f"Answered from the store: an identical request is stored (run {ui.code(out.run)}). Tick *Force* to run it again.",
             icon=":material/inventory_2:",
         )
-    else:
-        job = out["job"]
+    elif job is not None:
         st.success(
-            f"Job {out['job_id']} done in {job.ran_s:.1f} s (waited {job.waited_s:.1f} s) on worker {ui.code(job.worker_id)}: "
+            f"Job {out.job_id} done in {job.ran_s:.1f} s (waited {job.waited_s:.1f} s) on worker {ui.code(job.worker_id)}: "
             "the new point is on its model's line above (★, dashed: an overlay), its frames a strip row.",
             icon=":material/check_circle:",
         )
-    spec = client.registered(view.root).get(out["model"])
-    note = spec.note if spec is not None and out.get("origin") == "rerun" else ""
+    spec = client.registered(view.root).get(out.model)
+    note = spec.note if spec is not None and out.origin == "rerun" else ""
     if note:
         st.warning(
-            f"{ui.escape_md(out['model'])}: {ui.escape_md(note)}. Its answers are noise; the point shows the pipeline, not the model.",
+            f"{ui.escape_md(out.model)}: {ui.escape_md(note)}. Its answers are noise; the point shows the pipeline, not the model.",
             icon=":material/casino:",
         )
-    verdict = {1: "✓ correct", 0: "✗ wrong"}.get(out["correct"], "")
-    conf = "" if out["confidence"] is None else f" · confidence {out['confidence']:.3f}"
-    conf += "" if out.get("score") is None else f" · score (Token-F1) {out['score']:.2f}"
+    verdict = "" if out.correct is None else {1: "✓ correct", 0: "✗ wrong"}.get(out.correct, "")
+    conf = "" if out.confidence is None else f" · confidence {out.confidence:.3f}"
+    conf += "" if out.score is None else f" · score (Token-F1) {out.score:.2f}"
     st.markdown(
-        f"**{ui.escape_md(out['model'])}** at {label}: answer **{ui.escape_md(out['answer'] or '–')}** {verdict} "
+        f"**{ui.escape_md(out.model)}** at {label}: answer **{ui.escape_md(out.answer or '–')}** {verdict} "
         f"(target {ui.escape_md(unset(item.target) or '–')}){conf}"
     )
     left, right = st.columns(2)
     with left:
-        if out["option_probs"]:
+        if out.option_probs:
             ui.vega(
-                charts_items.option_probs(out["option_probs"], out["answer"], unset(item.target)),
+                charts_items.option_probs(out.option_probs, out.answer, unset(item.target)),
                 f"rerun-probs-{item.item_id}",
             )
         else:
             st.caption("No option probabilities for this answer.")
     with right:
-        if out["timings"]:
-            ui.vega(charts_items.phase_timings(out["timings"], PHASES), f"rerun-timings-{item.item_id}")
+        if out.timings:
+            ui.vega(charts_items.phase_timings(out.timings, PHASES), f"rerun-timings-{item.item_id}")
         else:
             st.caption("No phase timings stored for this answer (only a worker's re-runs record them).")
-    _strip(view, item, out["frame_indices"], thumb_dir)
+    _strip(view, item, out.frame_indices, thumb_dir)
 
 
 def _strip(view: View, item: InspectedItem, indices: list[int] | None, thumb_dir: str) -> None:

@@ -130,9 +130,9 @@ def draw() -> View | None:
     version = store.version()
     info = data.store_info(str(store.root), version)
 
-    benchmarks = info["benchmarks"]
+    benchmarks = info.benchmarks
     bench = state.bind(sb.selectbox, "bench", "Benchmark", options=benchmarks, default=default_benchmark(info))
-    with_bench = [m for m in info["models"] if bench in info["configs"].get(m, {})]
+    with_bench = [m for m in info.models if bench in info.configs.get(m, {})]
     models = state.bind(
         sb.multiselect,
         "models",

@@ -23,9 +23,8 @@ reuse is not the product of the two speed-ups).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from backend.contracts.runs import PHASES
+from backend.contracts.runs import PHASES, ReuseCeiling
 
 REUSES = ("decode", "prefix", "vision")
 REUSE_PHASES: dict[str, tuple[str, ...]] = {
@@ -64,7 +63,7 @@ def shares(phase_totals: Mapping[str, float], wall: float | None = None) -> dict
 
 def reuse_table(
     cold: Mapping[str, float], reused: Mapping[str, float], reuses: Iterable[str] = REUSES
-) -> list[dict[str, Any]]:
+) -> list[ReuseCeiling]:
     """Per reuse: its phases, their cold share ``f``, component speed-up ``s`` and the ceiling.
 
     ``cold`` and ``reused`` are phase totals over the *same* cells (the verified pairs, or two
@@ -77,7 +76,7 @@ def reuse_table(
         before, after = sum(cold[p] for p in phases), sum(reused[p] for p in phases)
         f = before / cold_wall if cold_wall > 0 else 0.0
         s = before / after if after > 0 else float("inf")
-        rows.append({"reuse": reuse, "phases": list(phases), "f": f, "s": s, "ceiling": ceiling(f, s)})
+        rows.append(ReuseCeiling(reuse=reuse, phases=list(phases), f=f, s=s, ceiling=ceiling(f, s)))
     return rows
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from backend.contracts.runs import SweepCounters, SweepFailure
 from backend.runtime.inference.base import InferenceResult
 from backend.runtime.inference.cell import item_request, prune_spec
 from backend.runtime.inference.hf import HFAdapter
@@ -61,13 +62,6 @@ class Reuse:
 
 
 @dataclass
-class Failed:
-    item_id: str
-    config: str
-    message: str
-
-
-@dataclass
 class EngineCounters:
     """Reuse counters of the adapter side plus the frames decoded."""
 
@@ -83,13 +77,14 @@ class EngineCounters:
         self.videos_opened += other.videos_opened
         return self
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def report(self) -> SweepCounters:
+        """The counters as the sweep's report prints them."""
+        return SweepCounters(
             **self.reuse.to_dict(),
-            "frames_decoded": self.frames_decoded,
-            "frames_decoded_cold": self.frames_decoded_cold,
-            "videos_opened": self.videos_opened,
-        }
+            frames_decoded=self.frames_decoded,
+            frames_decoded_cold=self.frames_decoded_cold,
+            videos_opened=self.videos_opened,
+        )
 
 
 def label_seed(cfg: Config) -> int | None:
@@ -115,7 +110,7 @@ class Engine:
     def _pixels(self, cfg: Config) -> int | None:
         return cfg.pixels if cfg.pixels is not None else self.default_pixels
 
-    def run(self, group: VideoGroup) -> Iterator[Answered | Failed]:
+    def run(self, group: VideoGroup) -> Iterator[Answered | SweepFailure]:
         """Every pending cell of ``group``: text-only first, then visual configurations, largest budget first."""
         items = {row["item_id"]: row for row in group.items.to_dict("records")}
         by_config = {label: list(ids) for label, ids in group.cells.groupby("config", sort=False)["item_id"]}
@@ -135,14 +130,14 @@ class Engine:
         for item, request, result in zip(group_items, requests, results):
             yield Answered(item, cfg, None, none, None, request.pixels, result, _timings(result))
 
-    def _visual(self, group, items, by_config, cfgs: list[Config]) -> Iterator[Answered | Failed]:
+    def _visual(self, group, items, by_config, cfgs: list[Config]) -> Iterator[Answered | SweepFailure]:
         try:
             path = resolve_video(self.video_root, group.video)
             info = probe(path)
             wanted = {c.label: frame_indices(c.policy, info.n_frames, info.fps, c.frames, label_seed(c)) for c in cfgs}
         except UserError as exc:
             for cfg in cfgs:
-                yield from (Failed(i, cfg.label, str(exc)) for i in by_config[cfg.label])
+                yield from (SweepFailure(item_id=i, config=cfg.label, message=str(exc)) for i in by_config[cfg.label])
             return
         self.counters.videos_opened += 1
         read_by = decoder(path)
@@ -168,7 +163,7 @@ class Engine:
                     counters=self.counters.reuse,
                 )
             except UserError as exc:
-                yield from (Failed(i, cfg.label, str(exc)) for i in ids)
+                yield from (SweepFailure(item_id=i, config=cfg.label, message=str(exc)) for i in ids)
                 continue
             for k, (item_id, result) in enumerate(zip(ids, results)):
                 timings = _timings(result)

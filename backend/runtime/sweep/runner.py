@@ -20,6 +20,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from backend.contracts.base import asdict, validated
+from backend.contracts.runs import PhaseShares, PhaseTotals, SweepCells, SweepReport, SweepVerify
 from backend.runtime import logs, registry
 from backend.runtime.sweep import accounting
 from backend.runtime.sweep.engine import EngineCounters, Reuse
@@ -69,8 +71,8 @@ def withdraw(store: Store, files: list[str]) -> None:
             w.retire(rel.split("/", 1)[0], [rel])
 
 
-def run_sweep(req: SweepRequest) -> dict[str, Any]:
-    """Run the sweep described by ``req`` and return its summary."""
+def run_sweep(req: SweepRequest) -> SweepReport:
+    """Run the sweep described by ``req`` and return its report."""
     started = time.perf_counter()
     store = Store(req.store_root)
     registry.get(store.root, req.model)  # an unknown model fails before anything runs
@@ -114,20 +116,21 @@ def run_sweep(req: SweepRequest) -> dict[str, Any]:
     finally:
         bar.close()
     summary = summarise(plan, settings, reports, time.perf_counter() - started, req)
-    log.info(f"{settings.sweep_id}: {summary['cells']['done']} done, {summary['cells']['failed']} failed")
+    log.info(f"{settings.sweep_id}: {summary.cells.done} done, {summary.cells.failed} failed")
     # An approximate protocol is compared with its exact twin: its drift is the measurement, reported,
     # and its rows (labelled ``~prune``) stay; only an exact sweep's drift withdraws its rows.
-    approximate = any(not parse(label).is_exact for label in plan.configs)
-    summary["approximate"] = approximate
+    summary.approximate = any(not parse(label).is_exact for label in plan.configs)
     if chosen:
-        summary["verify"] = verification(chosen, cold, settings.reuse.enabled() + (["prune"] if approximate else []))
-        if summary["verify"]["choice_drift"] and not approximate:
+        modes = settings.reuse.enabled() + (["prune"] if summary.approximate else [])
+        summary.verify = verification(chosen, cold, modes)
+        if summary.verify.choice_drift and not summary.approximate:
             withdraw(store, [f for r in reports for f in r.files])
-            summary["withdrawn"] = True
-    return summary
+            summary.withdrawn = True
+    return validated(summary)  # checked field by field once, here
 
 
-def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: float, req: SweepRequest) -> dict:
+def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: float, req: SweepRequest) -> SweepReport:
+    """The sweep's report before the drift check (``verify`` null, nothing withdrawn, not approximate)."""
     counters = EngineCounters()
     for r in reports:
         counters.add(r.counters)
@@ -135,52 +138,52 @@ def summarise(plan, settings: ShardSettings, reports: list[ShardReport], wall: f
     failures = [f for r in reports for f in r.failures]
     compute = max((r.compute_seconds for r in reports), default=0.0)
     done = sum(r.cells for r in reports)
-    return {
-        "sweep_id": settings.sweep_id,
-        "model": plan.model,
-        "benchmark": plan.benchmark,
-        "configs": plan.configs,
-        "executor": req.executor,
-        "shards": len(reports),
-        "reuse": settings.reuse.enabled(),
-        "random_fullsize": settings.random_fullsize,
-        "cells": {
-            "grid": plan.n_items * len(plan.configs),
-            "skipped": plan.stored,
-            "pending": plan.pending,
-            "done": done,
-            "raced": sum(r.raced for r in reports),
-            "failed": len(failures),
-        },
-        "failures": [f.__dict__ for f in failures[:MAX_FAILURES_SHOWN]],
-        "batches": sum(r.batches for r in reports),
-        "wall_seconds": wall,
-        "load_seconds": max((r.load_seconds for r in reports), default=0.0),
-        "sweep_seconds": compute,
+    return SweepReport(
+        sweep_id=settings.sweep_id,
+        model=plan.model,
+        benchmark=plan.benchmark,
+        configs=plan.configs,
+        executor=req.executor,
+        shards=len(reports),
+        reuse=settings.reuse.enabled(),
+        random_fullsize=settings.random_fullsize,
+        cells=SweepCells(
+            grid=plan.n_items * len(plan.configs),
+            skipped=plan.stored,
+            pending=plan.pending,
+            done=done,
+            raced=sum(r.raced for r in reports),
+            failed=len(failures),
+        ),
+        failures=failures[:MAX_FAILURES_SHOWN],
+        batches=sum(r.batches for r in reports),
+        wall_seconds=wall,
+        load_seconds=max((r.load_seconds for r in reports), default=0.0),
+        sweep_seconds=compute,
         # CPU time of the busiest shard's process: less moved than wall time by other work on a shared machine
-        "cpu_seconds": max((r.cpu_seconds for r in reports), default=0.0),
-        "cells_per_second": done / compute if compute > 0 else None,
-        "phase_totals": phase_totals,
+        cpu_seconds=max((r.cpu_seconds for r in reports), default=0.0),
+        cells_per_second=done / compute if compute > 0 else None,
+        phase_totals=PhaseTotals(**phase_totals),
         # shares of the busiest shard's compute time for one shard; of the phases' sum across shards
-        "phase_shares": accounting.shares(phase_totals, compute if len(reports) == 1 else None),
-        "counters": counters.to_dict(),
-        "verify": None,
-        "withdrawn": False,
-    }
+        phase_shares=PhaseShares(**accounting.shares(phase_totals, compute if len(reports) == 1 else None)),
+        counters=counters.report(),
+        verify=None,
+        withdrawn=False,
+        approximate=False,
+    )
 
 
-def verification(chosen, cold, modes: list[str]) -> dict[str, Any]:
+def verification(chosen, cold, modes: list[str]) -> SweepVerify:
     """The drift check plus the phase accounting of the same cells, cold (exact twin) vs the sweep's path.
 
     ``modes``: the reuses on, plus ``prune`` for an approximate sweep; each gets its ceiling row."""
-    report = drift(chosen, cold)
     reused_t = accounting.totals(o.timings for o in chosen)
     cold_t = accounting.totals(o.timings for o in cold)
-    report |= {
-        "cold_phase_totals": cold_t,
-        "reused_phase_totals": reused_t,
-        "cold_phase_shares": accounting.shares(cold_t),
-        "measured_speedup": accounting.speedup(cold_t, reused_t),
-        "reuse_ceilings": accounting.reuse_table(cold_t, reused_t, modes),
-    }
-    return report
+    return SweepVerify(
+        **asdict(drift(chosen, cold)),
+        cold_phase_totals=PhaseTotals(**cold_t),
+        reused_phase_totals=PhaseTotals(**reused_t),
+        cold_phase_shares=PhaseShares(**accounting.shares(cold_t)),
+        measured_speedup=accounting.speedup(cold_t, reused_t),
+        reuse_ceilings=accounting.reuse_table(cold_t, reused_t, modes),
+    )

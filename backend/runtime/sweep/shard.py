@@ -24,12 +24,13 @@ from typing import Any
 
 import pandas as pd
 
+from backend.contracts.runs import SweepFailure
 from backend.runtime import logs, registry
 from backend.runtime.inference.cell import answer_cold
 from backend.runtime.inference.hf import HFAdapter
 from backend.runtime.inference.records import ModelContext, RowSource, library_versions, response_row
 from backend.runtime.sweep.accounting import PHASES
-from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Failed, Reuse, label_seed
+from backend.runtime.sweep.engine import Answered, Engine, EngineCounters, Reuse, label_seed
 from backend.runtime.sweep.plan import DEFAULT_BATCH, RUN, VideoGroup
 from backend.videos import catalog
 from backend.videos.decode import default_video_root
@@ -84,7 +85,7 @@ class ShardReport:
     batches: int = 0
     files: list[str] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    failures: list[Failed] = field(default_factory=list)
+    failures: list[SweepFailure] = field(default_factory=list)
     counters: EngineCounters = field(default_factory=EngineCounters)
     load_seconds: float = 0.0
     compute_seconds: float = 0.0
@@ -204,7 +205,7 @@ class ShardRunner:
         t0, c0 = time.perf_counter(), time.process_time()
         for group in groups:
             for done in self.engine.run(group):
-                if isinstance(done, Failed):
+                if isinstance(done, SweepFailure):
                     self.report.failures.append(done)
                     log.warning(f"{done.item_id} {done.config} failed: {done.message}")
                 else:

@@ -10,10 +10,9 @@ same cells, which :mod:`backend.runtime.sweep.accounting` turns into shares and 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from backend.contracts.runs import DriftCheck, DriftedCell
 from backend.runtime.sweep.shard import Outcome
 
 PROB_TOLERANCE = 1e-5
@@ -39,7 +38,7 @@ def pathological(o: Outcome) -> bool:
     return o.answer is None or not str(o.answer).strip()
 
 
-def drift(reused: list[Outcome], cold: list[Outcome]) -> dict[str, Any]:
+def drift(reused: list[Outcome], cold: list[Outcome]) -> DriftCheck:
     """Paired comparison of the same cells: counts, the largest probability difference, the drifted cells.
 
     For open-ended cells the "choice" is the generated text. ``cold`` may be the exact twin of an
@@ -54,15 +53,13 @@ def drift(reused: list[Outcome], cold: list[Outcome]) -> dict[str, Any]:
     ]
     correct = [(r, c) for r, c in pairs if r.correct != c.correct]
     diffs = [_prob_diff(r, c) for r, c in pairs]
-    return {
-        "cells": len(pairs),
-        "choice_drift": len(choice),
-        "correctness_drift": len(correct),
-        "max_prob_diff": max(diffs, default=0.0),
-        "within_tolerance": all(d <= PROB_TOLERANCE for d in diffs),
-        "pathological": sum(pathological(r) for r, _ in pairs),
-        "pathological_cold": sum(pathological(c) for _, c in pairs),
-        "drifted": [
-            {"item_id": r.item_id, "config": r.config, "reused": r.answer, "cold": c.answer} for r, c in choice
-        ],
-    }
+    return DriftCheck(
+        cells=len(pairs),
+        choice_drift=len(choice),
+        correctness_drift=len(correct),
+        max_prob_diff=max(diffs, default=0.0),
+        within_tolerance=all(d <= PROB_TOLERANCE for d in diffs),
+        pathological=sum(pathological(r) for r, _ in pairs),
+        pathological_cold=sum(pathological(c) for _, c in pairs),
+        drifted=[DriftedCell(item_id=r.item_id, config=r.config, reused=r.answer, cold=c.answer) for r, c in choice],
+    )
