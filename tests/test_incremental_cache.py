@@ -139,6 +139,14 @@ def _assert_same_cells(patched, cold) -> None:
         assert np.array_equal(a, b, equal_nan=True), name
     as_set = lambda later: sorted(zip(*(later[k].tolist() for k in ("m", "i", "c", "written")), strict=True))  # noqa: E731
     assert as_set(patched.later) == as_set(cold.later)
+    for cells in (patched, cold):  # task type codes kept with an entry are those of its items
+        if cells.task_types is not None:
+            _assert_same_task_types(cells.task_types, matrix_module.task_type_codes(cells.items))
+
+
+def _assert_same_task_types(kept: tuple, coded: tuple) -> None:
+    assert kept[1] == coded[1]
+    assert np.array_equal(np.asarray(kept[0], dtype=np.int64), coded[0])
 
 
 def _assert_coverage_counted_directly(store: Store) -> None:
@@ -212,6 +220,7 @@ def _check(store: Store, reruns: bool) -> None:
         assert np.array_equal(getattr(full, name), getattr(cold, name), equal_nan=True)
     pd.testing.assert_frame_equal(full.items, cold.items, check_exact=True)
     assert (full.n_excluded, full.excluded_reasons) == (cold.n_excluded, cold.excluded_reasons)
+    _assert_same_task_types(full.task_types, cold.task_types)  # ``full``'s from the entry where it keeps them
     for model in MODELS:  # explain's answer cells, patched from the new rows like the matrix (one key across steps)
         patched_answers = load_answer_cells(store, full, model, reruns, scope="one scope")
         cold_answers = answer_cells._query(store, full, model, reruns)
@@ -297,6 +306,45 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
         if (before / f"{name}.npy").exists():
             assert (newest / f"{name}.npy").stat().st_ino == (before / f"{name}.npy").stat().st_ino, name
     assert np.array_equal(after.correct, patched.correct)
+
+
+def test_task_types_kept_with_the_entry_equal_the_matched_items_coded(tmp_path, monkeypatch):
+    """The entry keeps its items' task type codes (``Cells.task_types``): a read after a write that adds no
+    item takes them from there, and the matched matrix (incomplete items cut, a task type only they had
+    dropped, the rest numbered again in first-seen order) holds what coding its own items gives."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    store = Store(tmp_path / "s")
+    items = ["i0", "i1", "i2", "i3", "i4"]
+    rows = [
+        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
+        for m in MODELS
+        for i in items
+        for c in CONFIGS[:2]
+        if not (i == "i0" and c == "16f" and m == "b")  # i0 lacks a cell: cut from the matched matrix
+    ]
+    types = {"i0": "only-i0", "i1": None, "i2": "y", "i3": "(none)", "i4": "x"}
+    store.append(
+        {
+            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
+            "items": pd.DataFrame({"benchmark": "bench", "item_id": items, "task_type": [types[i] for i in items]}),
+        }
+    )
+    grid = ["8f", "16f"]
+    matrix_cache.cells(store, MODELS, None, grid, False)  # cold: the entry's codes are coded off the reader's path
+    cache_folder.settle()
+    monkeypatch.setattr(cache_folder, "_HELD", {})  # read the entry back from disk
+    repeat = pd.DataFrame([{**rows[0], "run": "again", "written_at": T0 + pd.Timedelta(seconds=1)}])
+    store.append({"responses": repeat.astype({"correct": "int8"})})
+    patched = matrix_cache.cells(store, MODELS, None, grid, False)
+    assert patched.task_types is not None and patched.task_types[1] == ["only-i0", "(none)", "y", "x"]
+    full = load_matrix(store, MODELS)
+    assert full.n_excluded == 1 and "task_types" in vars(full)  # from the entry, not coded again
+    assert full.task_types[1] == ["(none)", "y", "x"]
+    _assert_same_task_types(full.task_types, matrix_module.task_type_codes(full.item_table))
+    cache_folder.settle()
+    newest = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
+    before = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-2]
+    assert (newest / "task_types.npy").stat().st_ino == (before / "task_types.npy").stat().st_ino  # linked
 
 
 def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_path, monkeypatch):
