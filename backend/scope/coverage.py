@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.feather as feather
 
 from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope.scratch import scratch
@@ -218,7 +217,7 @@ def _read(folder: Path) -> tuple[dict, Coverage]:
     bits = np.load(folder / "bits.npy", mmap_mode="r")  # read-only: a patch copies it, most reads only count
     if bits.dtype != np.uint8 or bits.shape != (len(keys), -(-int(meta["n_items"]) // 8)):
         raise ValueError(f"{folder}: bits of shape {bits.shape}, not one packed row per key")
-    index = feather.read_table(folder / "index.arrow", memory_map=True)  # entries are never changed in place
+    index = arrow_numpy.read_file(folder / "index.arrow")  # entries are never changed in place
     try:
         order = np.load(folder / "order.npy", mmap_mode="r")
     except FileNotFoundError:  # an entry written before the order was kept

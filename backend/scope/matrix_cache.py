@@ -31,7 +31,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.feather as feather
 
 from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope import matrix as matrix_module
@@ -106,7 +105,7 @@ def _read(folder: Path) -> tuple[dict, Cells]:
     meta = json.loads((folder / "meta.json").read_text())
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS if name not in meta["all_nan"]}
     later = np.load(folder / "later.npy")
-    items = feather.read_table(folder / "items.arrow", memory_map=True)
+    items = arrow_numpy.read_file(folder / "items.arrow")
     shape = arrays["tier"].shape
     arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
     task_types = None
