@@ -28,7 +28,9 @@ def _store(tmp_path: Path) -> Store:
             "frame_indices": [[0, 4], None, [1]],
         }
     )
-    store.append({"responses": rows, "items": pd.DataFrame({"benchmark": "bench", "item_id": ["i0"], "task_type": "x"})})
+    store.append(
+        {"responses": rows, "items": pd.DataFrame({"benchmark": "bench", "item_id": ["i0"], "task_type": "x"})}
+    )
     store.append({"responses": rows.assign(run="r2")})
     store.compact()  # a merged file: its metadata names its parts
     store.append({"responses": rows.iloc[:1].assign(run="r3")})
