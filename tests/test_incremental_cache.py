@@ -483,3 +483,43 @@ def test_a_long_item_id_patched_in_costs_its_own_length_not_width_times_items(tm
     fixed_width = n_items * width * 4  # what one '<U1024' key array of the cached items takes (82 MB)
     assert peak < fixed_width / 8, f"peak {peak:,} bytes traced while patching"
     _assert_same_cells(patched, scan(store, ["a"], None, ["8f"], None, False, False))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("reruns", [False, True])
+def test_a_few_new_rows_are_coded_as_duckdb_codes_them(tmp_path, seed, reruns):
+    """A write's few rows (``Delta.few``) are read as Arrow and coded in Python, with no DuckDB opened: the matrix's
+    new cells and the runs per cell equal what the DuckDB statements make of the same rows (main rows, repeats
+    under another run, re-runs, missing verdicts and confidences)."""
+    from backend.scope import runs
+
+    rng = random.Random(seed)
+    store = Store(tmp_path / "s")
+    store.append({"responses": _rows(rng, ITEMS[:4], CONFIGS[:2], 0, every=True)})
+    known = store.manifest()
+    parts = delta_module.file_parts(store, known, "responses", {})
+    store.append(
+        {
+            "responses": _rows(rng, ITEMS[:6], CONFIGS[:3], 1).assign(
+                correct=lambda f: f["correct"].mask(f.index % 3 == 0)
+            )
+        }
+    )
+    change = delta_module.delta(store, store.manifest(), "responses", parts)
+    assert change is not None and change.few() and change.n_rows() > 0
+    models, grid, configs = MODELS[:1] + ["z"] + MODELS[1:], CONFIGS[:3], CONFIGS[1:3]
+    few = matrix_cache._few_rows(store, change, models, grid, configs, "bench", reruns)
+    with matrix_module.scratch() as con:
+        change.view(store, con, "responses", "new_responses")
+        sql = matrix_cache._rows(con, "new_responses", models, grid, configs, "bench", reruns)
+    assert few.keys() == sql.keys()
+    for name in sql:
+        assert few[name].dtype == sql[name].dtype, name
+        assert np.array_equal(few[name], sql[name], equal_nan=name in ("confidence", "score")), name
+    grouped = runs._grouped(store, change)
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(delta_module.Delta, "few", lambda self: False)  # the DuckDB statement
+    try:
+        assert sorted(map(tuple, grouped)) == sorted(map(tuple, runs._grouped(store, change)))
+    finally:
+        monkey.undo()

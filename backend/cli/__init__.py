@@ -93,10 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     kept = answers.slot(argv)
     if kept is not None and kept.hit():  # printed as the same line printed it on this snapshot
         return 0
-    if kept is not None and kept.patches_due():  # the first read after a write: its caches read the new rows
-        from backend.scope import scratch
-
-        scratch.open_soon()
     args = build_parser(argv).parse_args(argv)
     logs.configure(args.verbose)
     NOTES.clear()
@@ -131,9 +127,6 @@ def _settle() -> None:
     cache = sys.modules.get("backend.scope.cache_folder")
     if cache is not None:
         cache.settle()
-    opening = sys.modules.get("backend.scope.scratch")
-    if opening is not None:
-        opening.settle()
 
 
 if __name__ == "__main__":

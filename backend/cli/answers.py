@@ -66,15 +66,6 @@ class Kept:
             sys.stdout = open(os.devnull, "w")
         return True
 
-    def patches_due(self) -> bool:
-        """Whether the store moved on since its caches were last brought up to date (no entry of the runs per
-        cell, ``backend.scope.runs``, at this manifest's version): the run will read a write's new rows."""
-        try:
-            version = int(json.loads(self.manifest)["version"])
-            return not any((self.root / ".cache").glob(f"runs-v1-{version:012d}-*"))
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-
     def record(self, args: argparse.Namespace, run: Callable[[], int]) -> int:
         """``run()`` with its output copied as it is printed; kept when it returned 0 on an unchanged store,
         and the parsed line names the store the key read (argparse takes ``--sto``) and nothing outside it."""

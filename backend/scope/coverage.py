@@ -86,7 +86,7 @@ class _NewCells:
 def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     """``state`` with the new rows of ``change`` counted. The index (250k items) is searched or joined only
     for the new rows' distinct items (``_codes``)."""
-    new = _few_cells(store, change) if _few(change) else _many_cells(store, change)
+    new = _few_cells(store, change) if change.few() else _many_cells(store, change)
     seen = _codes(state, new.items)
     codes = arrow_numpy.numbers(seen["code"]).astype(np.int64)
     fresh = codes < 0
@@ -111,15 +111,8 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     return Coverage(keys, rows, index, bits, order)
 
 
-def _few(change: delta.Delta) -> bool:
-    """Whether the new rows are few, in small files: read as Arrow and counted in numpy, where each DuckDB
-    statement costs 1-2 ms however few its rows (2026-12-02: the five of ``_many_cells`` made 13 ms of the
-    first read after a one-row write, against 3 ms)."""
-    return change.n_rows() <= sorted_keys.FEW_ROWS and change.files_rows() <= sorted_keys.FEW_ROWS
-
-
 def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
-    """``_NewCells`` of a few new rows (``_few``), counted from their Python values: no DuckDB statement, and no
+    """``_NewCells`` of a few new rows (``Delta.few``), counted from their Python values: no DuckDB statement, and no
     Arrow compute kernel (importing ``pyarrow.compute`` costs 30 ms, a tenth of a read after a write)."""
     new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
     rows = {name: new[name].to_pylist() for name in ("model", "benchmark", "config", "item_id")}

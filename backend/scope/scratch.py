@@ -18,40 +18,10 @@ _LOCK = threading.Lock()
 _DB: dict[int, duckdb.DuckDBPyConnection] = {}  # process id -> the database (a forked child opens its own)
 
 
-_OPENING: list[threading.Thread] = []
-
-
 def scratch() -> duckdb.DuckDBPyConnection:
     """A new cursor on the process's in-memory database (close it, e.g. with ``with``)."""
     with _LOCK:
-        return _database().cursor()
-
-
-def _database() -> duckdb.DuckDBPyConnection:
-    db = _DB.get(os.getpid())
-    if db is None:  # a forked child leaves its parent's alone (closing it here could hang on its threads)
-        db = _DB[os.getpid()] = duckdb.connect(":memory:")
-    return db
-
-
-def open_soon() -> None:
-    """Open the database in a thread of its own (DuckDB releases the interpreter while it opens: 15-20 ms
-    that overlap the command's imports), for a command that will patch the caches after a write; ``settle``
-    waits for it."""
-
-    def run() -> None:
-        try:
-            with _LOCK:
-                _database()
-        except Exception:  # noqa: BLE001 - the command's own first use opens it again, and says what failed
-            pass
-
-    thread = threading.Thread(target=run, name="trajaudit-scratch-open", daemon=True)
-    _OPENING.append(thread)
-    thread.start()
-
-
-def settle() -> None:
-    """Wait for ``open_soon``'s thread (none runs on while the interpreter exits)."""
-    while _OPENING:
-        _OPENING.pop().join()
+        db = _DB.get(os.getpid())
+        if db is None:  # a forked child leaves its parent's alone (closing it here could hang on its threads)
+            db = _DB[os.getpid()] = duckdb.connect(":memory:")
+        return db.cursor()
