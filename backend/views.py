@@ -142,7 +142,7 @@ def flows_view(
         sankey = noise.sankey_without_noise(sankey, matrix, profile)
     out = FlowsReport(
         **asdict(sankey),
-        trajectory_classes=flows.heatmap(matrix, model, max_rows=1)["class_counts"],
+        trajectory_classes=flows.class_counts(matrix, model),
         scope=resolved.header(matrix),
     )
     if kind is not None and pair is not None:

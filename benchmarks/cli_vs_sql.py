@@ -16,9 +16,18 @@ each process's peak memory (GNU time's ``%M``).
 * for the record (no target), ``metrics --bootstrap 0 --json`` and ``metrics --json`` with every kept
   answer deleted before each run: the command computing its answer from the warm matrix cache.
 
-Usage: ``python benchmarks/cli_vs_sql.py [--items 25000,250000] [--workdir /work/bench] [--repeat 5] [--only TEXT]``
-(the store of N items lives in ``<workdir>/policies-<N*40/1M>m/store-N``; the one-row writes change it, so
-run it on a copy of a store others read; ``--only one-row`` runs the pairs whose name holds that text).
+Both sides run with their bytecode cached (``PYTHONPYCACHEPREFIX``, written by the untimed warm-up), as an
+installed package and its libraries have it: this project's machines set ``PYTHONDONTWRITEBYTECODE``, under
+which every run of the CLI compiled each of its 60-odd modules again (about 0.1 s, which the baseline, a
+single script over an installed DuckDB, never pays). ``--no-bytecode`` keeps the environment as it is (the
+rounds before 2026-12-03 22:00 UTC were measured so). ``--tree`` runs another checkout's ``trajaudit`` (a
+``git archive`` of an earlier commit) against the same baseline; give it a copy of the stores of its own
+(``--workdir``): the trees' matrix cache entries differ.
+
+Usage: ``python benchmarks/cli_vs_sql.py [--items 25000,250000] [--workdir /work/bench] [--repeat 5] [--only TEXT]
+[--tree PATH] [--no-bytecode]`` (the store of N items lives in ``<workdir>/policies-<N*40/1M>m/store-N``; the
+one-row writes change it, so run it on a copy of a store others read; ``--only one-row`` runs the pairs whose
+name holds that text).
 """
 
 from __future__ import annotations
@@ -47,18 +56,29 @@ from store.store import Store  # noqa: E402
 TRAJAUDIT = [sys.executable, "-c", "import sys; from backend.cli import main; sys.exit(main())"]
 SQL = [sys.executable, str(REPO / "benchmarks" / "sql_baseline.py")]
 MODEL = MODELS[0]
+TREE = REPO  # the checkout whose ``trajaudit`` runs (``--tree``)
+BYTECODE = True  # children keep their bytecode (``--no-bytecode``: the environment decides)
+
+
+def child_env() -> dict[str, str]:
+    """The children's environment: ``TREE`` on the import path; bytecode cached under a prefix of the tree's own
+    unless ``--no-bytecode``."""
+    env = {**os.environ, "PYTHONPATH": str(TREE)}
+    if BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "trajaudit-bench-pyc" / TREE.name)
+    return env
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
     """Wall seconds and peak memory (MiB) of one process, its output discarded. The memory is GNU time's
     ``%M``: a child forked from this process (pandas loaded) would report this process's peak instead, as
     Linux keeps the larger of the two across ``exec``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.NamedTemporaryFile("r") as peak:
         t = time.perf_counter()
         done = subprocess.run(
-            ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
+            ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd], cwd=TREE, env=child_env(),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         seconds = time.perf_counter() - t
         if done.returncode != 0:
@@ -107,7 +127,15 @@ def main() -> None:
     ap.add_argument("--workdir", default="/work/bench")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default="", help="run only the pairs whose name contains this text")
+    ap.add_argument("--tree", type=Path, default=REPO, help="the checkout whose trajaudit runs (default: this one)")
+    ap.add_argument(
+        "--no-bytecode", action="store_true", help="leave PYTHONDONTWRITEBYTECODE as the environment has it"
+    )
     args = ap.parse_args()
+    global TREE, BYTECODE
+    TREE, BYTECODE = args.tree.resolve(), not args.no_bytecode
+    bytecode = "cached" if BYTECODE else f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"
+    print(f"trajaudit from {TREE}; bytecode {bytecode}; load average {os.getloadavg()[0]:.1f} at the start")
     for n_items in (int(n) for n in args.items.split(",")):
         store = build(Path(args.workdir) / f"policies-{n_items * 40 // 1_000_000}m", n_items)
         s = ["--store", str(store.root), "--benchmark", "bench"]
@@ -148,6 +176,7 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for name, target, cli, before in (r for r in rows if args.only in r[0]):
             print(line(name, target, *pair(sql, cli, args.repeat, before)), flush=True)
+        print(f"(load average {os.getloadavg()[0]:.1f} at the end, {time.strftime('%H:%M:%S UTC', time.gmtime())})")
 
 
 if __name__ == "__main__":

@@ -149,6 +149,13 @@ def order_key_sql(alias: str = "", time: str = "written_at") -> str:
     return f"coalesce({alias}seq + 9007199254740992, epoch_us({alias}{time}), 9223372036854775807)"
 
 
+def order_key(seq: int | None, time_us: int | None) -> int:
+    """``order_key_sql`` of one row's values (``time_us``: its time in microseconds since the epoch)."""
+    if seq is not None:
+        return seq + 9007199254740992
+    return time_us if time_us is not None else 9223372036854775807
+
+
 # The folder under the store root holding a table's files: the table's name, except the catalog's,
 # since ``<store>/videos`` is the default video root (the demo's clips live there).
 FOLDERS = {"videos": "catalog"}

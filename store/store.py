@@ -44,9 +44,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from store import log, retired
+from store import log, parquet_files, retired
 from store.errors import REPAIR_HINT, StoreError
 from store.paths import exclusive_temp, inside, own_file_problem, write_atomic
 from store.schema import (
@@ -282,7 +281,7 @@ class Store:
         for rel, (table, key) in todo.items():
             if not isinstance(known, dict) or known.get(rel) != key:
                 try:
-                    schema = pq.read_schema(self.root / rel)
+                    schema = parquet_files.schema(self.root / rel)
                     problem = schema_problem(table, schema)
                 except (pa.ArrowException, OSError) as exc:
                     problem = f"unreadable Parquet ({str(exc).splitlines()[0]})"
@@ -384,7 +383,7 @@ class Store:
     def _rows(self, manifest: Manifest, rel: str) -> int:
         """A listed file's rows: from the manifest, else (a store written before it kept them) the footer."""
         if rel not in manifest.rows:
-            manifest.rows[rel] = pq.ParquetFile(self.root / rel).metadata.num_rows
+            manifest.rows[rel] = parquet_files.metadata(self.root / rel).num_rows
         return manifest.rows[rel]
 
     def append(self, tables: dict[str, pd.DataFrame | pa.Table]) -> int:
@@ -411,7 +410,7 @@ class Store:
 
     def _coarse(self, table: str, rel: str) -> bool:
         """The file has a row group larger than this table's size today."""
-        meta = pq.ParquetFile(self.root / rel).metadata
+        meta = parquet_files.metadata(self.root / rel)
         size = ROW_GROUP_ROWS.get(table, DEFAULT_ROW_GROUP_ROWS)
         return any(meta.row_group(k).num_rows > size for k in range(meta.num_row_groups))
 
@@ -447,6 +446,8 @@ class Writer:
         metadata; such a file is written even when empty, so the record survives. ``parts``: for a
         compaction, where its rows come from (``PARTS``).
         """
+        import pyarrow.parquet as pq  # writes only: a read opens files through ``store.parquet_files``
+
         arrow = conform(table, data)
         if arrow.num_rows == 0 and not supersedes:
             return None
@@ -476,13 +477,15 @@ class Writer:
     def merge(self, table: str, files: list[str]) -> str | None:
         """Stage one file holding the rows of ``files`` in their order, retiring them; its metadata names
         them (``SUPERSEDES``) and the first-written files its rows come from (``PARTS``)."""
+        import pyarrow.parquet as pq  # writes only, as in ``add``
+
         data = pq.read_table([str(self.store.root / f) for f in files], schema=SCHEMAS[table])
         parts = [part for f in files for part in self._parts(f)]
         self.retire(table, files)
         return self.add(table, data, supersedes=files, parts=parts)
 
     def _parts(self, rel: str) -> list[list]:
-        meta = pq.read_schema(self.store.root / rel).metadata or {}
+        meta = parquet_files.schema(self.store.root / rel).metadata or {}
         if PARTS in meta:
             return json.loads(meta[PARTS])
         return [[rel, self.store._rows(self.manifest, rel)]]

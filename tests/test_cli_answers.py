@@ -20,15 +20,16 @@ from tests.matrix_fixtures import basic_store
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
 NUMBERS = ("numpy", "duckdb", "pyarrow")  # the store's reads, the matrix and the numbers computed on it
-STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (a flow's items, an item page, info's frame)
+STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (an item page, the compared items)
 # Each read command's line -> what its computing run may import beyond the standard library, and why. No scipy
 # but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's. No pandas
-# in metrics: the Overview's numbers are NumPy's, its task-type table too (issue 37).
+# in metrics (the Overview's numbers are NumPy's, its task-type table too), info or flows (its links and classes;
+# a flow's items, ``--kind``, are a frame) (issue 37).
 READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
-    "info": (["info", "--json"], STORE),
+    "info": (["info", "--json"], NUMBERS),
     "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], NUMBERS),
     "metrics-bootstrap": (["metrics", "--models", "m", "--json"], NUMBERS),
-    "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], STORE),
+    "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], NUMBERS),
     "items": (["items", "--model", "m", "--json", "--page", "1"], STORE),
     "compare": (["compare", "--models", "m", "--json"], STORE),
     # scipy.stats' Fisher test for each slice; sliceline (scikit-learn) for the two-attribute slices

@@ -139,6 +139,14 @@ def _assert_same_cells(patched, cold) -> None:
         assert np.array_equal(a, b, equal_nan=True), name
     as_set = lambda later: sorted(zip(*(later[k].tolist() for k in ("m", "i", "c", "written")), strict=True))  # noqa: E731
     assert as_set(patched.later) == as_set(cold.later)
+    for cells in (patched, cold):  # task type codes kept with an entry are those of its items
+        if cells.task_types is not None:
+            _assert_same_task_types(cells.task_types, matrix_module.task_type_codes(cells.items))
+
+
+def _assert_same_task_types(kept: tuple, coded: tuple) -> None:
+    assert kept[1] == coded[1]
+    assert np.array_equal(np.asarray(kept[0], dtype=np.int64), coded[0])
 
 
 def _assert_coverage_counted_directly(store: Store) -> None:
@@ -212,6 +220,7 @@ def _check(store: Store, reruns: bool) -> None:
         assert np.array_equal(getattr(full, name), getattr(cold, name), equal_nan=True)
     pd.testing.assert_frame_equal(full.items, cold.items, check_exact=True)
     assert (full.n_excluded, full.excluded_reasons) == (cold.n_excluded, cold.excluded_reasons)
+    _assert_same_task_types(full.task_types, cold.task_types)  # ``full``'s from the entry where it keeps them
     for model in MODELS:  # explain's answer cells, patched from the new rows like the matrix (one key across steps)
         patched_answers = load_answer_cells(store, full, model, reruns, scope="one scope")
         cold_answers = answer_cells._query(store, full, model, reruns)
@@ -297,6 +306,45 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
         if (before / f"{name}.npy").exists():
             assert (newest / f"{name}.npy").stat().st_ino == (before / f"{name}.npy").stat().st_ino, name
     assert np.array_equal(after.correct, patched.correct)
+
+
+def test_task_types_kept_with_the_entry_equal_the_matched_items_coded(tmp_path, monkeypatch):
+    """The entry keeps its items' task type codes (``Cells.task_types``): a read after a write that adds no
+    item takes them from there, and the matched matrix (incomplete items cut, a task type only they had
+    dropped, the rest numbered again in first-seen order) holds what coding its own items gives."""
+    monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
+    store = Store(tmp_path / "s")
+    items = ["i0", "i1", "i2", "i3", "i4"]
+    rows = [
+        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
+        for m in MODELS
+        for i in items
+        for c in CONFIGS[:2]
+        if not (i == "i0" and c == "16f" and m == "b")  # i0 lacks a cell: cut from the matched matrix
+    ]
+    types = {"i0": "only-i0", "i1": None, "i2": "y", "i3": "(none)", "i4": "x"}
+    store.append(
+        {
+            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
+            "items": pd.DataFrame({"benchmark": "bench", "item_id": items, "task_type": [types[i] for i in items]}),
+        }
+    )
+    grid = ["8f", "16f"]
+    matrix_cache.cells(store, MODELS, None, grid, False)  # cold: the entry's codes are coded off the reader's path
+    cache_folder.settle()
+    monkeypatch.setattr(cache_folder, "_HELD", {})  # read the entry back from disk
+    repeat = pd.DataFrame([{**rows[0], "run": "again", "written_at": T0 + pd.Timedelta(seconds=1)}])
+    store.append({"responses": repeat.astype({"correct": "int8"})})
+    patched = matrix_cache.cells(store, MODELS, None, grid, False)
+    assert patched.task_types is not None and patched.task_types[1] == ["only-i0", "(none)", "y", "x"]
+    full = load_matrix(store, MODELS)
+    assert full.n_excluded == 1 and "task_types" in vars(full)  # from the entry, not coded again
+    assert full.task_types[1] == ["(none)", "y", "x"]
+    _assert_same_task_types(full.task_types, matrix_module.task_type_codes(full.item_table))
+    cache_folder.settle()
+    newest = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-1]
+    before = sorted(store.root.joinpath(".cache").glob(f"matrix-{matrix_cache.ENTRY_FORMAT}-*"))[-2]
+    assert (newest / "task_types.npy").stat().st_ino == (before / "task_types.npy").stat().st_ino  # linked
 
 
 def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_path, monkeypatch):
@@ -435,3 +483,43 @@ def test_a_long_item_id_patched_in_costs_its_own_length_not_width_times_items(tm
     fixed_width = n_items * width * 4  # what one '<U1024' key array of the cached items takes (82 MB)
     assert peak < fixed_width / 8, f"peak {peak:,} bytes traced while patching"
     _assert_same_cells(patched, scan(store, ["a"], None, ["8f"], None, False, False))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("reruns", [False, True])
+def test_a_few_new_rows_are_coded_as_duckdb_codes_them(tmp_path, seed, reruns):
+    """A write's few rows (``Delta.few``) are read as Arrow and coded in Python, with no DuckDB opened: the matrix's
+    new cells and the runs per cell equal what the DuckDB statements make of the same rows (main rows, repeats
+    under another run, re-runs, missing verdicts and confidences)."""
+    from backend.scope import runs
+
+    rng = random.Random(seed)
+    store = Store(tmp_path / "s")
+    store.append({"responses": _rows(rng, ITEMS[:4], CONFIGS[:2], 0, every=True)})
+    known = store.manifest()
+    parts = delta_module.file_parts(store, known, "responses", {})
+    store.append(
+        {
+            "responses": _rows(rng, ITEMS[:6], CONFIGS[:3], 1).assign(
+                correct=lambda f: f["correct"].mask(f.index % 3 == 0)
+            )
+        }
+    )
+    change = delta_module.delta(store, store.manifest(), "responses", parts)
+    assert change is not None and change.few() and change.n_rows() > 0
+    models, grid, configs = MODELS[:1] + ["z"] + MODELS[1:], CONFIGS[:3], CONFIGS[1:3]
+    few = matrix_cache._few_rows(store, change, models, grid, configs, "bench", reruns)
+    with matrix_module.scratch() as con:
+        change.view(store, con, "responses", "new_responses")
+        sql = matrix_cache._rows(con, "new_responses", models, grid, configs, "bench", reruns)
+    assert few.keys() == sql.keys()
+    for name in sql:
+        assert few[name].dtype == sql[name].dtype, name
+        assert np.array_equal(few[name], sql[name], equal_nan=name in ("confidence", "score")), name
+    grouped = runs._grouped(store, change)
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(delta_module.Delta, "few", lambda self: False)  # the DuckDB statement
+    try:
+        assert sorted(map(tuple, grouped)) == sorted(map(tuple, runs._grouped(store, change)))
+    finally:
+        monkey.undo()

@@ -265,7 +265,7 @@ def test_full_disk_is_one_line_and_publishes_nothing(host, tmp_path, monkeypatch
     def full(table, where, **kwargs):
         raise OSError(code, os.strerror(code), str(getattr(where, "name", where)))
 
-    monkeypatch.setattr("store.store.pq.write_table", full)
+    monkeypatch.setattr("pyarrow.parquet.write_table", full)  # a write imports pyarrow.parquet where it writes
     argv = (
         annotate(root)
         if command == "annotate"

@@ -142,7 +142,16 @@ def heatmap(matrix: Matrix, model: str, max_rows: int = 2000) -> dict:
         .assign(trajectory_class=np.array(CLASSES, dtype=object)[cls[rows]])
         .reset_index(drop=True),
         "z": y[rows].astype(np.int8),
-        "class_counts": {
-            name: int(k) for name, k in zip(CLASSES, np.bincount(cls, minlength=len(CLASSES)), strict=True)
-        },
+        "class_counts": _counts(cls),
     }
+
+
+def class_counts(matrix: Matrix, model: str) -> dict[str, int]:
+    """Items of ``model`` per trajectory class: ``heatmap``'s ``class_counts`` without its rows (which read the
+    items as a frame: ``flows --json`` imports no pandas)."""
+    _require_items(matrix)
+    return _counts(trajectory_classes(matrix.correct[matrix.model_index(model)]))
+
+
+def _counts(cls: np.ndarray) -> dict[str, int]:
+    return {name: int(k) for name, k in zip(CLASSES, np.bincount(cls, minlength=len(CLASSES)), strict=True)}

@@ -8,12 +8,11 @@ escapes it for itself.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from backend.contracts.base import to_json, unset
 from backend.contracts.common import Interval
@@ -21,6 +20,9 @@ from backend.contracts.views import ModelMetrics, Sankey
 from backend.present.metrics import HEADLINES, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
 from backend.present.text import MISSING, RATE_UNITS, interval, p_value, pp, signed_pp
+
+if TYPE_CHECKING:  # pandas (0.3-0.6 s) is imported by the functions that build a frame: ``flows --json`` builds none
+    import pandas as pd
 
 # A report field as a table header: plain words in sentence case, the one style of every table. A field not
 # listed reads as its words (``header``); these are the ones whose words alone would not say what they count.
@@ -62,7 +64,8 @@ def cell_text(value: object, fmt: str | None = None) -> str:
     """One cell as text: a dash where missing, else a number in ``fmt`` (a table column's format: "percent" or a
     printf pattern such as "%.3f"; None: whole numbers with thousands separators, others to 4 significant
     digits), anything else as it prints."""
-    if value is None or value is pd.NA or (isinstance(value, Real) and value != value):
+    na = getattr(sys.modules.get("pandas"), "NA", None)  # pandas' missing value, if pandas is loaded at all
+    if value is None or value is na or (isinstance(value, Real) and value != value):
         return MISSING
     if isinstance(value, bool) or not isinstance(value, Real):
         return str(value)
@@ -101,6 +104,8 @@ class Table:
 
     def frame(self) -> pd.DataFrame:
         """The text cells as a frame (what a page's table shows), one column per ``columns``."""
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=self.columns, dtype=object)
 
 
@@ -190,6 +195,8 @@ def headline_frame(models: Mapping[str, ModelMetrics]) -> pd.DataFrame:
             row |= {name: headline_value(rec, name), f"{name}_lo": lo, f"{name}_hi": hi}
         row["terminal_regressions"] = rec.terminal_regressions
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows).astype(
         {n: float for n in METRIC_ORDER} | {f"{n}_{s}": float for n in METRIC_ORDER for s in ("lo", "hi")}
     )
@@ -197,6 +204,8 @@ def headline_frame(models: Mapping[str, ModelMetrics]) -> pd.DataFrame:
 
 def _links(view: Sankey) -> pd.DataFrame:
     """The Sankey's links as a frame, columns by their JSON names (``from``)."""
+    import pandas as pd
+
     return pd.DataFrame(to_json(view.links))
 
 

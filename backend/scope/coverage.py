@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.feather as feather
 
 from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope.scratch import scratch
@@ -87,7 +86,7 @@ class _NewCells:
 def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     """``state`` with the new rows of ``change`` counted. The index (250k items) is searched or joined only
     for the new rows' distinct items (``_codes``)."""
-    new = _few_cells(store, change) if _few(change) else _many_cells(store, change)
+    new = _few_cells(store, change) if change.few() else _many_cells(store, change)
     seen = _codes(state, new.items)
     codes = arrow_numpy.numbers(seen["code"]).astype(np.int64)
     fresh = codes < 0
@@ -112,15 +111,8 @@ def _add(store: Store, state: Coverage, change: delta.Delta) -> Coverage:
     return Coverage(keys, rows, index, bits, order)
 
 
-def _few(change: delta.Delta) -> bool:
-    """Whether the new rows are few, in small files: read as Arrow and counted in numpy, where each DuckDB
-    statement costs 1-2 ms however few its rows (2026-12-02: the five of ``_many_cells`` made 13 ms of the
-    first read after a one-row write, against 3 ms)."""
-    return change.n_rows() <= sorted_keys.FEW_ROWS and change.files_rows() <= sorted_keys.FEW_ROWS
-
-
 def _few_cells(store: Store, change: delta.Delta) -> _NewCells:
-    """``_NewCells`` of a few new rows (``_few``), counted from their Python values: no DuckDB statement, and no
+    """``_NewCells`` of a few new rows (``Delta.few``), counted from their Python values: no DuckDB statement, and no
     Arrow compute kernel (importing ``pyarrow.compute`` costs 30 ms, a tenth of a read after a write)."""
     new = change.arrow(store, "responses", ["model", "benchmark", "config", "origin", "item_id"])
     rows = {name: new[name].to_pylist() for name in ("model", "benchmark", "config", "item_id")}
@@ -218,7 +210,7 @@ def _read(folder: Path) -> tuple[dict, Coverage]:
     bits = np.load(folder / "bits.npy", mmap_mode="r")  # read-only: a patch copies it, most reads only count
     if bits.dtype != np.uint8 or bits.shape != (len(keys), -(-int(meta["n_items"]) // 8)):
         raise ValueError(f"{folder}: bits of shape {bits.shape}, not one packed row per key")
-    index = feather.read_table(folder / "index.arrow", memory_map=True)  # entries are never changed in place
+    index = arrow_numpy.read_file(folder / "index.arrow")  # entries are never changed in place
     try:
         order = np.load(folder / "order.npy", mmap_mode="r")
     except FileNotFoundError:  # an entry written before the order was kept

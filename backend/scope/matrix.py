@@ -92,19 +92,9 @@ class Matrix:
     @cached_property
     def task_types(self) -> tuple[np.ndarray, list[str]]:
         """Each item's task type as a code into the names, in first-seen order ("(none)" for an item without
-        one, a written "(none)" among them): computed once per matrix, not once per model's table. Coded in
-        DuckDB: Arrow's ``dictionary_encode`` would import ``pyarrow.compute`` (30 ms) on a read after a write."""
-        rows = self.item_table.select(["task_type"]).append_column("r", arrow_numpy.array(np.arange(self.n_items)))
-        with scratch() as con:
-            con.register("task_types", rows)
-            con.execute(
-                "CREATE TEMP TABLE coded AS SELECT coalesce(task_type, '(none)') AS name, r FROM task_types; "
-                "CREATE TEMP TABLE names AS SELECT name, (row_number() OVER (ORDER BY min(r)) - 1)::BIGINT AS code "
-                "FROM coded GROUP BY name"
-            )
-            codes = con.sql("SELECT n.code FROM coded c JOIN names n USING (name) ORDER BY c.r").fetchnumpy()["code"]
-            names = [name for (name,) in con.sql("SELECT name FROM names ORDER BY code").fetchall()]
-        return np.asarray(codes, dtype=np.int64), names
+        one, a written "(none)" among them): computed once per matrix, not once per model's table; a matrix
+        cut from a kept entry (``matched``) has them from the entry (``task_type_codes``)."""
+        return task_type_codes(self.item_table)
 
     @cached_property
     def has_scores(self) -> bool:
@@ -116,6 +106,39 @@ class Matrix:
     def lower(self) -> np.ndarray:
         """``lower[a, b]``: config a is strictly cheaper than b (``store.configs.lower_matrix``)."""
         return configs.lower_matrix(self.grid)
+
+
+def task_type_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
+    """``Matrix.task_types`` of a table of items. Coded in DuckDB: Arrow's ``dictionary_encode`` would import
+    ``pyarrow.compute`` (30 ms) on a read after a write. 50-80 ms at 250k items (2026-12-03), so the cache
+    keeps them with its entry (``Cells.task_types``) and a read after a write that added no item codes none."""
+    rows = items.select(["task_type"]).append_column("r", arrow_numpy.array(np.arange(items.num_rows)))
+    with scratch() as con:
+        con.register("task_types", rows)
+        con.execute(
+            "CREATE TEMP TABLE coded AS SELECT coalesce(task_type, '(none)') AS name, r FROM task_types; "
+            "CREATE TEMP TABLE names AS SELECT name, (row_number() OVER (ORDER BY min(r)) - 1)::BIGINT AS code "
+            "FROM coded GROUP BY name"
+        )
+        codes = con.sql("SELECT n.code FROM coded c JOIN names n USING (name) ORDER BY c.r").fetchnumpy()["code"]
+        names = [name for (name,) in con.sql("SELECT name FROM names ORDER BY code").fetchall()]
+    return np.asarray(codes, dtype=np.int64), names
+
+
+def _task_types_kept(codes: np.ndarray, names: list[str], keep: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+    """``task_type_codes`` of the items ``keep`` selects (None: all), from the codes of all of them: the names
+    no kept item has dropped, the others numbered again in first-seen order among the kept items."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if keep is None:
+        return codes, list(names)
+    codes = codes[keep]
+    first = np.full(len(names), len(codes), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    present = np.flatnonzero(first < len(codes))
+    order = present[np.argsort(first[present], kind="stable")]
+    renumber = np.zeros(len(names), dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    return renumber[codes], [names[k] for k in order]
 
 
 def restrict(matrix: Matrix, keep: np.ndarray) -> Matrix:
@@ -260,6 +283,8 @@ class Cells:
     score: np.ndarray
     later: dict[str, np.ndarray]
     answer: np.ndarray | None = None
+    # ``task_type_codes(items)`` where known (a kept entry holds them), else None: coded when first asked
+    task_types: tuple[np.ndarray, list[str]] | None = None
 
 
 def _scatter(
@@ -349,7 +374,7 @@ def matched(cells: Cells) -> Matrix:
     if correct.size and correct.min() < 0:  # responses without a verdict (open-ended): 0 there, and said apart
         unjudged = correct < 0
         correct = np.maximum(correct, 0)
-    return Matrix(
+    out = Matrix(
         models=list(models),
         grid=list(grid),
         item_table=cells.items if every else cells.items.filter(arrow_numpy.array(complete)),
@@ -361,6 +386,9 @@ def matched(cells: Cells) -> Matrix:
         excluded_reasons=reasons,
         unjudged=unjudged,
     )
+    if cells.task_types is not None:  # read by ``Matrix.task_types`` (a cached property) instead of coding them
+        out.__dict__["task_types"] = _task_types_kept(*cells.task_types, None if every else complete)
+    return out
 
 
 # Smaller matrices load from Parquet in a fraction of a second: not cached. One model of the 1M-response bench store

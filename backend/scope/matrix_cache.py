@@ -22,15 +22,17 @@ its arrays hard-linked, unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.feather as feather
 
 from backend.scope import arrow_numpy, cache_folder, delta, sorted_keys
 from backend.scope import matrix as matrix_module
@@ -44,8 +46,10 @@ from backend.scope.matrix import (
     main_only,
     matched,
     scan,
+    task_type_codes,
 )
 from backend.scope.scratch import scratch
+from store.schema import order_key
 from store.store import Manifest, Store
 
 ENTRY_FORMAT = "v6"  # in the entry's name: a change of layout never reads an old entry (v6: -1 = no verdict)
@@ -104,14 +108,21 @@ def _read(folder: Path) -> tuple[dict, Cells]:
     meta = json.loads((folder / "meta.json").read_text())
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS if name not in meta["all_nan"]}
     later = np.load(folder / "later.npy")
-    items = feather.read_table(folder / "items.arrow", memory_map=True)
+    items = arrow_numpy.read_file(folder / "items.arrow")
     shape = arrays["tier"].shape
     arrays |= {name: np.broadcast_to(np.float32(np.nan), shape) for name in meta["all_nan"]}  # read-only, no memory
+    task_types = None
+    if "task_types" in meta:  # an entry written before they were kept has none: coded when asked
+        codes = np.load(folder / "task_types.npy", mmap_mode="r")
+        if codes.shape != (items.num_rows,):
+            raise ValueError(f"{folder}: task type codes do not match the items")
+        task_types = (np.asarray(codes), list(meta["task_types"]))
     state = Cells(
         meta["models"],
         meta["grid"],
         items,
         later=dict(zip(("m", "i", "c", "written"), later, strict=True)),
+        task_types=task_types,
         **{name: np.asarray(arrays[name]) for name in ARRAYS},
     )
     return meta, state
@@ -126,7 +137,8 @@ def _save(
 
     def write(folder: Path) -> tuple[dict, Cells]:
         folder.mkdir()
-        kept = json.loads((base / "meta.json").read_text())["all_nan"] if base is not None else []
+        base_meta = json.loads((base / "meta.json").read_text()) if base is not None else {}
+        kept = base_meta.get("all_nan", [])
 
         def nan_only(name: str) -> bool:
             """An all-NaN array (score in an MCQA store) is not worth its 4 bytes a cell; an unchanged one is as
@@ -149,15 +161,29 @@ def _save(
             arrow_numpy.write_file(state.items, folder / "items.arrow")
         later = np.stack([state.later[k].astype(np.int64) for k in ("m", "i", "c", "written")])
         np.save(folder / "later.npy", later, allow_pickle=False)
+        # The items' task type codes (``Matrix.task_types``, 50-80 ms to code at 250k items): the base's where
+        # the items did not change, else coded here, off the reader's path
+        task_types = state.task_types
+        if base is not None and "items" not in changed and "task_types" in base_meta:
+            os.link(base / "task_types.npy", folder / "task_types.npy")
+            names = base_meta["task_types"]
+            if task_types is None:
+                task_types = (np.asarray(np.load(folder / "task_types.npy", mmap_mode="r")), list(names))
+        else:
+            task_types = task_types or task_type_codes(state.items)
+            np.save(folder / "task_types.npy", np.asarray(task_types[0], dtype=np.int64), allow_pickle=False)
+            names = task_types[1]
         meta = {
             "models": state.models,
             "grid": state.grid,
             "all_nan": all_nan,
             "parts": parts,
             "files": {t: manifest.files[t] for t in TABLES},
+            "task_types": names,
         }
         (folder / "meta.json").write_text(json.dumps(meta))
-        return meta, state  # what ``_read`` returns for it: this process's next read does not read it back
+        # what ``_read`` returns for it: this process's next read does not read it back
+        return meta, dataclasses.replace(state, task_types=task_types)
 
     for name in ARRAYS:  # handed to the publishing thread and to readers: nobody may change them now
         getattr(state, name).flags.writeable = False
@@ -191,13 +217,18 @@ def _patch(
         return None
     parts = {t: c.parts for t, c in changes.items()}
     joined = [g for g in grid if g not in state.grid]
-    with scratch() as con:
-        changes["responses"].view(store, con, "responses", "new_responses")
-        rows = _rows(con, "new_responses", state.models, grid, [g for g in grid if g in state.grid], benchmark, reruns)
-        touched = {"benchmark": np.array([], dtype=object), "item_id": np.array([], dtype=object)}
-        if changes["items"].ranges:  # most writes add responses only: no view, no statement (1-2 ms)
-            changes["items"].view(store, con, "items", "new_items")
-            touched = con.sql("SELECT DISTINCT benchmark, item_id FROM new_items").fetchnumpy()
+    held = [g for g in grid if g in state.grid]
+    touched = {"benchmark": np.array([], dtype=object), "item_id": np.array([], dtype=object)}
+    where = (state.models, grid, held, benchmark, reruns)
+    if changes["responses"].few() and not changes["items"].ranges:  # the usual write: no DuckDB opened at all
+        rows = _few_rows(store, changes["responses"], *where)
+    else:
+        with scratch() as con:
+            changes["responses"].view(store, con, "responses", "new_responses")
+            rows = _rows(con, "new_responses", *where)
+            if changes["items"].ranges:  # most writes add responses only: no view, no statement (1-2 ms)
+                changes["items"].view(store, con, "items", "new_items")
+                touched = con.sql("SELECT DISTINCT benchmark, item_id FROM new_items").fetchnumpy()
     if joined:  # a configuration new to the grid: its rows in every file
         with store.connect() as con:
             more = _rows(con, "responses", state.models, grid, joined, benchmark, reruns)
@@ -227,6 +258,8 @@ def _patch(
     )
     if took is None:
         return None
+    if not len(fresh) and not len(refresh):  # the same items: their task type codes hold
+        grown.task_types = state.task_types
     # a write whose rows took no cell (a repeat under another run, a re-run outside the scope) changes no array:
     # the new entry links the old one's files instead of writing 20-60 MB again beside the next read
     changed = set(ARRAYS) - stay_nan if took or joined or len(fresh) else set()
@@ -282,6 +315,60 @@ def _rows(
         {} if benchmark is None else {"benchmark": benchmark}
     )
     return con.execute(sql, params).fetchnumpy()
+
+
+def _few_rows(store: Store, change: delta.Delta, *where: Any) -> dict:
+    """``_rows`` of a few new rows (``Delta.few``) from their Python values: the same rows, columns and types as
+    ``CELL_VALUES`` codes them, without a DuckDB statement (or opening the process's DuckDB: 15-20 ms). ``where``:
+    ``_rows``' models, grid, configs, benchmark and reruns."""
+    models, grid, configs, benchmark, reruns = where
+    v = change.values(
+        store,
+        "responses",
+        [
+            "model",
+            "benchmark",
+            "item_id",
+            "config",
+            "correct",
+            "confidence",
+            "score",
+            "origin",
+            "run",
+            "seq",
+            "written_at",
+        ],
+    )
+    keep = [
+        k
+        for k in range(change.n_rows())
+        if v["model"][k] in models
+        and v["config"][k] in configs
+        and (benchmark is None or v["benchmark"][k] == benchmark)
+        and (reruns or v["origin"][k] != "rerun")  # ``main_only``
+    ]
+
+    def column(name: str, dtype: Any, value: Callable[[Any], Any] = lambda x: x) -> np.ndarray:
+        return np.array([value(v[name][k]) for k in keep], dtype=dtype)
+
+    nan = float("nan")
+    return {
+        "benchmark": column("benchmark", object),
+        "item_id": column("item_id", object),
+        "m": column("model", np.int8, models.index),
+        "c": column("config", np.int16, grid.index),
+        "correct": column("correct", np.int8, lambda x: -1 if x is None else x),
+        "confidence": column("confidence", np.float32, lambda x: nan if x is None else x),
+        "score": column("score", np.float32, lambda x: nan if x is None else x),
+        "tier": np.array(
+            [
+                2 * (v["origin"][k] == "rerun") + ((v["run"][k] if v["run"][k] is not None else "main") != "main")
+                for k in keep
+            ],
+            dtype=np.int8,
+        ),
+        "written": np.array([order_key(v["seq"][k], v["written_at"][k]) for k in keep], dtype=np.int64),
+    }
 
 
 def _keys(benchmark: object, item_id: object) -> np.ndarray:

@@ -17,7 +17,7 @@ from pathlib import Path
 from backend.scope import cache_folder, delta
 from backend.scope.matrix import main_only
 from backend.scope.scratch import scratch
-from store.schema import order_key_sql
+from store.schema import order_key, order_key_sql
 from store.store import Store
 
 MAIN = "main"
@@ -94,7 +94,17 @@ def _seen(store: Store) -> Seen:
 
 def _grouped(store: Store, change: delta.Delta) -> Seen:
     """The new rows' main runs per (model, benchmark, config), each with its first order key (a row from
-    before the ``run`` column is the main run's)."""
+    before the ``run`` column is the main run's); a few rows grouped in Python (``Delta.few``: no DuckDB)."""
+    if change.few():
+        v = change.values(store, "responses", ["model", "benchmark", "config", "run", "origin", "seq", "written_at"])
+        first: dict[tuple, int] = {}
+        for k in range(change.n_rows()):
+            if v["origin"][k] == "rerun":  # ``main_only``
+                continue
+            key = (v["model"][k], v["benchmark"][k], v["config"][k], v["run"][k] or MAIN)
+            at = order_key(v["seq"][k], v["written_at"][k])
+            first[key] = min(at, first.get(key, at))
+        return [[*key, at] for key, at in first.items()]
     with scratch() as con:
         change.view(store, con, "responses", "new_responses")
         rows = con.execute(
