@@ -168,7 +168,7 @@ def test_the_workers_page_says_when_no_node_can_hold_a_remote_actor(site, dashbo
 
     c, _ = cluster
     request = RerunRequest(MODELS[1], BENCH, "001-1", f"{FRAMES}f", force=True)
-    job_id = rerun.place(site, rerun.validate(site, request))["job_id"]
+    job_id = rerun.place(site, rerun.validate(site, request)).job_id
     dispatch = Dispatch(site, c.address, MODELS[1], {"tpu_node": 1.0})  # no node offers it
     try:
         dispatch.online(site, MODELS[1])
