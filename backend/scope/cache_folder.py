@@ -9,6 +9,7 @@ cache. ``trajaudit check`` / ``repair`` ignore this folder; deleting it only cos
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -205,6 +206,12 @@ def settle(prefix: str | None = None) -> None:
             return
         for thread in pending:
             thread.join()
+
+
+# A process that exits with an entry still being written (a script calling ``load_matrix``; the CLI settles
+# itself) would have the interpreter kill its daemon thread inside DuckDB's or Arrow's C++ code, which aborts
+# the process ("terminate called after throwing..."): exit waits for them instead.
+atexit.register(settle)
 
 
 def publish_version(store: Store, manifest: Manifest, prefix: str, write: Callable[[Path], None], kept: int) -> bool:
