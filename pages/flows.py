@@ -12,8 +12,8 @@ from typing import cast
 import pandas as pd
 import streamlit as st
 
-from backend.analysis.explain import Target
 from backend.analysis.metrics import FLOW_KINDS
+from backend.analysis.target import Target
 from backend.contracts.explain import TargetKind
 from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series

@@ -93,8 +93,8 @@ def policy_section(store: Store, resolved: Resolved, bootstrap: int, seed: int) 
 
 def explain_section(view: View) -> ExplainReport | None:
     """The focus model's largest harmed flow between consecutive configurations, explained (None: nothing harmed)."""
-    from backend.analysis.explain import Target
     from backend.analysis.metrics import flow_mask
+    from backend.analysis.target import Target
 
     matrix = view.matrix
     focus, grid = view.scope.focus, matrix.grid

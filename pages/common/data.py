@@ -27,7 +27,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.analysis.explain import Target
+from backend.analysis.target import Target
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.base import unset
 from backend.contracts.explain import ExplainReport
