@@ -153,19 +153,32 @@ def page(browser):
     context.close()
 
 
+_IDLE_PARTS = """{
+    script: document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state'),
+    running_icon: !!document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]'),
+    skeleton: !!document.querySelector('[data-testid="stSkeleton"]'),
+    title: !!document.querySelector('[data-testid="stMain"] h1'),
+}"""
+
+
 def wait_idle(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
-    """Wait until the script run finished and the page drew (no running state, no lazy-loading skeletons)."""
+    """Wait until the script run finished and the page drew (no running state, no lazy-loading skeletons).
+
+    On a timeout the failure names which of those conditions still held, the URL and the page's text, so a
+    hang seen only in CI says where it hung."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.getAttribute('data-test-script-state') !== 'running'
-                && !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')
-                && !document.querySelector('[data-testid="stSkeleton"]')
-                && document.querySelector('[data-testid="stMain"] h1');
-        }""",
-        timeout=timeout_ms,
-    )
+    try:
+        page.wait_for_function(
+            f"""() => {{
+                const s = {_IDLE_PARTS};
+                return s.script !== 'running' && !s.running_icon && !s.skeleton && s.title;
+            }}""",
+            timeout=timeout_ms,
+        )
+    except Exception as exc:
+        seen = page.evaluate(f"() => ({_IDLE_PARTS})")
+        text = page.locator('[data-testid="stMain"]').inner_text()[:1500]
+        raise AssertionError(f"page not idle after {timeout_ms} ms at {page.url}: {seen}\n{text}") from exc
     page.wait_for_timeout(800)  # let Plotly and images paint
 
 
