@@ -42,6 +42,7 @@ if page is ROOT:
     st.switch_page(PAGES[0], query_params=state.params())
 came_from = st.session_state.get(boot.PAGE)  # None: the session's first run
 switched = came_from != page.url_path
+arrived = switched and came_from is not None  # switched from another page of this session
 st.session_state[boot.PAGE] = page.url_path
 
 st.logo(str(ASSETS / "logo.svg"), size="large")
@@ -63,7 +64,7 @@ try:
         data.warm_snapshot(view.root, view.version)
         if switched:
             ui.scroll_to_top()
-        if came_from is None or not switched:
+        if not arrived:
             # No live watcher on a run that switched from another page: its timer could fire while the
             # browser was still taking the new page, and that fragment run left the Inspector's main area
             # blank (one run in five under load, in CI). The page's next run starts the watcher.

@@ -166,6 +166,8 @@ def wait_idle(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
 
     On a timeout the failure names which of those conditions still held, the URL and the page's text, so a
     hang seen only in CI says where it hung."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
     try:
         page.wait_for_function(
@@ -175,7 +177,7 @@ def wait_idle(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
             }}""",
             timeout=timeout_ms,
         )
-    except Exception as exc:
+    except PlaywrightTimeout as exc:
         seen = page.evaluate(f"() => ({_IDLE_PARTS})")
         text = page.locator('[data-testid="stMain"]').inner_text()[:1500]
         raise AssertionError(f"page not idle after {timeout_ms} ms at {page.url}: {seen}\n{text}") from exc
