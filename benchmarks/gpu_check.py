@@ -8,9 +8,10 @@ config numbers, random weights; answers are noise, timings and memory are real):
 * ``rerun``: one cold answer at ``--frames`` frames (``adapter.answer``, what a re-run job does),
   with its phase timings;
 * ``sweep``: the sweep machinery on a one-clip store (grid ``--grid``, 3 questions), reuse off
-  and on, each verified against cold answers of every cell (choice drift), and the speed-up;
-* ``prune``: the same cold answer at keep 0.85: vision time
-  exact vs pruned, end-to-end speed-up, and whether the answer moved;
+  and on, each verified against cold answers of every cell (choice drift, summed over two
+  rounds), and the speed-up of the second round (the first pays for new shapes' kernels);
+* ``prune``: the same cold answer at keep 0.85, after a warm-up: vision time
+  exact vs pruned, end-to-end speed-up (best of 3 each), and whether the answer moved;
 * peak GPU memory of the family.
 
 ``--device cpu`` is the smoke mode the tests run: the tiny checkpoints in float32, few frames.
@@ -24,6 +25,7 @@ import gc
 import shutil
 import sys
 import time
+import traceback
 import warnings
 from pathlib import Path
 
@@ -64,9 +66,9 @@ def one_request(root: Path, frames: int) -> InferenceRequest:
     return item_request(item, decode_frames(path, indices), indices, info.fps, info.n_frames, WIDTH * HEIGHT)
 
 
-def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], device: str) -> dict:
+def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], device: str, rep: int) -> dict:
     """The sweep's shard runner with the loaded adapter (no second build), every cell verified cold."""
-    name = f"check-{family}-{'-'.join(reuse.enabled()) or 'cold'}"
+    name = f"check-{family}-{'-'.join(reuse.enabled()) or 'cold'}-{rep}"
     plan = build_plan(Store(root), name, "bench-videomme", expand_grid(grid))
     context = ModelContext(name, family, "random weights", "random", library_versions(), device, str(adapter.dtype))
     settings = ShardSettings(str(root), name, "bench-videomme", f"sweep-{name}", reuse=reuse, device=device)
@@ -77,6 +79,18 @@ def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], devic
     seconds = time.perf_counter() - t0
     cold = runner.answer_cold(twins(report.outcomes))
     return {"seconds": seconds, "cells": report.cells, "drift": drift(report.outcomes, cold).choice_drift}
+
+
+def best_of(adapter, request: InferenceRequest, repeats: int = 3):
+    """The fastest of ``repeats`` answers (seconds) and that answer: the least disturbed timing."""
+    best = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        answer = adapter.answer(request)
+        seconds = time.perf_counter() - t0
+        if best is None or seconds < best[0]:
+            best = (seconds, answer)
+    return best
 
 
 def check_family(family: str, root: Path, args) -> dict:
@@ -95,22 +109,25 @@ def check_family(family: str, root: Path, args) -> dict:
     exact = adapter.answer(request)  # after a warm-up call (kernels, allocator)
     row |= {f"rerun_{p}": exact.timings[p] for p in ("preprocess", "vision", "prefill")}
     row["visual_tokens"] = exact.token_counts["visual"]
-    cold = sweep(root, family, adapter, Reuse.without(["decode", "prefix", "vision"]), args.grid, args.device)
-    reused = sweep(root, family, adapter, Reuse(), args.grid, args.device)
+    # Two rounds, the second one timed: the first pays for kernels and allocations of new shapes.
+    drifted = 0
+    for rep in (1, 2):
+        cold = sweep(root, family, adapter, Reuse.without(["decode", "prefix", "vision"]), args.grid, args.device, rep)
+        reused = sweep(root, family, adapter, Reuse(), args.grid, args.device, rep)
+        drifted += cold["drift"] + reused["drift"]
     row |= {
         "sweep_cold_s": cold["seconds"],
         "sweep_reuse_s": reused["seconds"],
         "sweep_speedup": cold["seconds"] / reused["seconds"],
-        "sweep_drift": reused["drift"] + cold["drift"],
+        "sweep_drift": drifted,
     }
-    t0 = time.perf_counter()
-    adapter.answer(request)
-    exact_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    pruned = adapter.answer(dataclasses.replace(request, prune=PruneSpec(0.85)))
+    prune_request = dataclasses.replace(request, prune=PruneSpec(0.85))
+    adapter.answer(prune_request)  # warm-up, as for the exact path above
+    exact_s, _ = best_of(adapter, request)
+    pruned_s, pruned = best_of(adapter, prune_request)
     row |= {
         "prune_vision_s": pruned.timings["vision"],
-        "prune_speedup": exact_s / (time.perf_counter() - t0),
+        "prune_speedup": exact_s / pruned_s,
         "prune_moved": int(pruned.answer != exact.answer),
     }
     if args.device != "cpu":
@@ -148,6 +165,7 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         cells = [fmt.format(row[name]) if name in row else "-" for name, fmt in COLUMNS]
         lines.append(" | ".join(cells))
+    lines += [f"{row['family']} failed: {row['error']}" for row in rows if "error" in row]
     return "\n".join(lines)
 
 
@@ -168,7 +186,14 @@ def main(argv: list[str] | None = None) -> str:
         for family in args.families.split(","):
             root = Path(args.workdir) / family
             shutil.rmtree(root, ignore_errors=True)
-            rows.append(check_family(family, root.resolve(), args))
+            try:
+                rows.append(check_family(family, root.resolve(), args))
+            except Exception as exc:  # one family's failure must not cost the others' rows on a one-shot lease
+                traceback.print_exc()
+                rows.append({"family": family, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]})
+                gc.collect()
+                if args.device != "cpu":
+                    torch.cuda.empty_cache()
             print(f"done {family}: {rows[-1]}", flush=True)
     out = table(rows)
     print(out)
