@@ -40,9 +40,7 @@ ROOT = st.Page(_root, title="Overview", url_path="home", default=True)
 page = st.navigation([ROOT, *PAGES], position="hidden")
 if page is ROOT:
     st.switch_page(PAGES[0], query_params=state.params())
-came_from = st.session_state.get(boot.PAGE)  # None: the session's first run
-switched = came_from != page.url_path
-arrived = switched and came_from is not None  # switched from another page of this session
+switched = st.session_state.get(boot.PAGE) != page.url_path
 st.session_state[boot.PAGE] = page.url_path
 
 st.logo(str(ASSETS / "logo.svg"), size="large")
@@ -64,12 +62,7 @@ try:
         data.warm_snapshot(view.root, view.version)
         if switched:
             ui.scroll_to_top()
-        if not arrived:
-            # No live watcher on a run that switched from another page: its timer could fire while the
-            # browser was still taking the new page, and that fragment run left the Inspector's main area
-            # blank (one run in five under load, in CI). The page's next run starts the watcher.
-            with st.sidebar:
-                live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
+        live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
 finally:
     st.session_state.pop(boot.RUNNING, None)
     # A page switch already carried the state in its link; rewriting the URL in that same run

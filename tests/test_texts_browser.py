@@ -125,6 +125,7 @@ def test_a_write_from_outside_shows_without_a_reload(served, page):
     page.wait_for_function("() => document.querySelectorAll('table.ta-texts tbody tr').length === 3", timeout=30_000)
     wait_idle(page)
     assert page.evaluate("() => window.__same_page") == 1
+    assert "/inspector?" in page.url and "item=h1" in page.url  # the server's rerun kept the page and its query
     rows = _rows(page)
     assert "32f" in rows[2] and "1.00" in rows[2] and "best" in rows[2]
     screenshot(page, "inspector-after-write")

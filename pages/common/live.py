@@ -2,28 +2,40 @@
 
 Every cached read is keyed on ``Store.version()`` (``pages.common.data``), so a page drawn again after a
 write reads the new data and keeps everything the write did not touch. What was missing is the trigger: a
-page only reran when the user acted. ``follow_writes`` adds a fragment that wakes every few seconds and
-reruns the app when the published version moved past the one the page was drawn from (a script rerun over
-the open websocket, not a browser reload: widgets, scroll and session state stay).
+page only reran when the user acted. Each run records the store version it drew (``follow_writes``); one
+watcher thread per server wakes every few seconds and, for every session whose drawn version is no longer
+the published one, asks Streamlit for a rerun of that session with its last client state: the rerun
+Streamlit itself makes when the app's source changes ("run on save"), over the open websocket, so the
+page, its URL, widgets and scroll stay.
 
-A wake-up must cost next to nothing, since every open tab pays it: it compares the manifest file's
-``stat`` (inode, size, mtime; a write publishes a new file by an atomic rename) with the last one seen and
-parses the manifest only when that changed. ``TRAJAUDIT_LIVE_POLL_S`` sets the period (0 turns it off).
+Why a server thread and not a ``st.fragment(run_every=...)`` in each page: a fragment's timer lives in the
+browser and outlives a page switch; when it fired while the browser was taking the next page, that stale
+fragment run left the new page's main area blank (one walk to the Inspector in five under load, in CI).
+A server thread also draws nothing, so a page carries one element fewer and no tab sends a request every
+few seconds.
+
+A wake-up must cost next to nothing: it compares each followed store's manifest ``stat`` (inode, size,
+mtime; a write publishes a new file by an atomic rename) with the last one seen and parses the manifest
+only when that changed. ``TRAJAUDIT_LIVE_POLL_S`` sets the period (0 turns it off).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 from pathlib import Path
-
-import streamlit as st
 
 from store.errors import StoreError
 from store.store import MANIFEST, Store
 
 POLL_ENV = "TRAJAUDIT_LIVE_POLL_S"
 DEFAULT_POLL_S = 2.0
+
+_drawn: dict[str, tuple[str, int]] = {}  # session id -> (store root, version its last run drew)
+_lock = threading.Lock()
+_watcher: threading.Thread | None = None
 
 
 def poll_seconds() -> float:
@@ -44,29 +56,63 @@ def manifest_stamp(root: str) -> tuple[int, int, int] | None:
     return s.st_ino, s.st_size, s.st_mtime_ns
 
 
-def moved(root: str, version: int, seen: dict) -> bool:
-    """Whether the store published a version other than ``version``; ``seen`` keeps the last stamp read, so
-    an unchanged manifest is never parsed (the first check of a run parses it once: a write may have landed
-    between the run reading its version and this check)."""
+def published(root: str, seen: dict[str, tuple]) -> int | None:
+    """The version the store at ``root`` publishes now (None: no store, or one being repaired). ``seen``
+    keeps each root's last (stamp, version), so an unchanged manifest is never parsed again."""
     stamp = manifest_stamp(root)
-    if "stamp" in seen and stamp == seen["stamp"]:
-        return False
-    seen["stamp"] = stamp
+    if root in seen and seen[root][0] == stamp:
+        return seen[root][1]
+    version = None
     with contextlib.suppress(StoreError, OSError):  # a store being repaired: the next run says so
-        return Store(root).version() != version
-    return False
+        version = Store(root).version() if stamp is not None else None
+    seen[root] = (stamp, version)
+    return version
+
+
+def stale(drawn: dict[str, tuple[str, int]], seen: dict[str, tuple]) -> list[str]:
+    """The sessions whose drawn version is not the one their store publishes now (one check per store)."""
+    now = {root: published(root, seen) for root in {root for root, _ in drawn.values()}}
+    return [sid for sid, (root, version) in drawn.items() if now[root] is not None and now[root] != version]
 
 
 def follow_writes(root: str, version: int) -> None:
-    """Rerun the app once the store at ``root`` moves past ``version`` (the version this run drew)."""
+    """Rerun this session once the store at ``root`` moves past ``version`` (the version this run drew)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
     every = poll_seconds()
-    if not every:
+    ctx = get_script_run_ctx()
+    if not every or ctx is None:
         return
-    seen: dict = {}  # per full run: a fragment rerun calls the function saved by the last full run
+    global _watcher
+    with _lock:
+        _drawn[ctx.session_id] = (root, version)
+        if _watcher is None:
+            _watcher = threading.Thread(target=_watch, args=(every,), name="trajaudit-live", daemon=True)
+            _watcher.start()
 
-    @st.fragment(run_every=every)
-    def watch() -> None:
-        if moved(root, version, seen):
-            st.rerun()
 
-    watch()
+def _watch(every: float) -> None:
+    seen: dict[str, tuple] = {}
+    while True:
+        time.sleep(every)
+        with _lock:
+            drawn = dict(_drawn)
+        for sid in stale(drawn, seen):
+            _rerun(sid, drawn[sid])
+
+
+def _rerun(sid: str, drawn: tuple[str, int]) -> None:
+    """Rerun session ``sid`` as Streamlit's run-on-save does; a closed session is forgotten, and a session
+    whose script is running is left alone (that run reads the new version, or the next wake-up reruns it:
+    a rerun now would restart it with the client state from before the user's latest action)."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSessionState
+
+    session = Runtime.instance().get_app_session(sid) if Runtime.exists() else None
+    if session is not None and session._state == AppSessionState.APP_IS_RUNNING:
+        return
+    with _lock:
+        if _drawn.get(sid) == drawn:
+            del _drawn[sid]  # one rerun per write: that run records the version it drew
+    if session is not None:
+        session.request_rerun(session._client_state)
