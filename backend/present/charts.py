@@ -219,7 +219,7 @@ def curve_and_flows(
     )
     whose = "" if labelled is None else f"{labelled}: "
     bottom = _chart(
-        f"{whose}{terms['net']} above each step, {terms['churn']} below",
+        f"{whose}items flipping at each step (bars), {terms['net']} above and {terms['churn']} below",
         int(height * 0.27),
         flows,
         layer=[
