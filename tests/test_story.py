@@ -171,7 +171,7 @@ def test_the_curve_shades_the_story_step_and_labels_each_step_with_net_and_churn
     texts = [layer for layer in bottom["layer"] if layer["mark"]["type"] == "text"]
     assert [t["encoding"]["text"]["field"] for t in texts] == ["net", "churn"]
     assert all({"filter": {"field": "model", "equal": "n"}} in t["transform"] for t in texts)
-    assert bottom["title"].startswith("n: items flipping at each step (bars), net (pp) above")
+    assert bottom["title"] == "n: items flipping (bars); net (pp) above, churn (pp) below"
     assert (
         charts.curve_and_flows(out, {"m": "#1f77b4", "n": "#ff7f0e"}, step=("8f", "32f"))[0]["layer"][0]["mark"]["type"]
         == "area"

@@ -219,7 +219,7 @@ def curve_and_flows(
     )
     whose = "" if labelled is None else f"{labelled}: "
     bottom = _chart(
-        f"{whose}items flipping at each step (bars), {terms['net']} above and {terms['churn']} below",
+        f"{whose}items flipping (bars); {terms['net']} above, {terms['churn']} below",
         int(height * 0.27),
         flows,
         layer=[
