@@ -22,13 +22,18 @@ only when that changed. ``TRAJAUDIT_LIVE_POLL_S`` sets the period (0 turns it of
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from store.errors import StoreError
 from store.store import MANIFEST, Store
+
+if TYPE_CHECKING:
+    from streamlit.runtime.app_session import AppSession
 
 POLL_ENV = "TRAJAUDIT_LIVE_POLL_S"
 DEFAULT_POLL_S = 2.0
@@ -36,6 +41,7 @@ DEFAULT_POLL_S = 2.0
 _drawn: dict[str, tuple[str, int]] = {}  # session id -> (store root, version its last run drew)
 _lock = threading.Lock()
 _watcher: threading.Thread | None = None
+_LOG = logging.getLogger(__name__)
 
 
 def poll_seconds() -> float:
@@ -92,27 +98,45 @@ def follow_writes(root: str, version: int) -> None:
 
 
 def _watch(every: float) -> None:
+    """The watcher thread's loop; a failed wake-up is logged and the next one tries again (a dead thread would
+    stop every tab following writes until the server restarts)."""
     seen: dict[str, tuple] = {}
     while True:
         time.sleep(every)
-        with _lock:
-            drawn = dict(_drawn)
-        for sid in stale(drawn, seen):
-            _rerun(sid, drawn[sid])
+        try:
+            with _lock:
+                drawn = dict(_drawn)
+            for sid in drawn:
+                if _session(sid) is None:  # the tab was closed
+                    _forget(sid, drawn[sid])
+            for sid in stale(drawn, seen):
+                _rerun(sid, drawn[sid])
+        except Exception:
+            _LOG.exception("trajaudit: following the store's writes failed; trying again in %s s", every)
+
+
+def _session(sid: str) -> AppSession | None:
+    """The open session ``sid``; None once its tab is closed."""
+    from streamlit.runtime import Runtime
+
+    return Runtime.instance().get_app_session(sid) if Runtime.exists() else None
+
+
+def _forget(sid: str, drawn: tuple[str, int]) -> None:
+    """Drop ``sid`` unless a newer run recorded another version meanwhile."""
+    with _lock:
+        if _drawn.get(sid) == drawn:
+            del _drawn[sid]
 
 
 def _rerun(sid: str, drawn: tuple[str, int]) -> None:
-    """Rerun session ``sid`` as Streamlit's run-on-save does; a closed session is forgotten, and a session
-    whose script is running is left alone (that run reads the new version, or the next wake-up reruns it:
-    a rerun now would restart it with the client state from before the user's latest action)."""
-    from streamlit.runtime import Runtime
+    """Rerun session ``sid`` as Streamlit's run-on-save does; a session whose script is running is left alone
+    (that run reads the new version, or the next wake-up reruns it: a rerun now would restart it with the
+    client state from before the user's latest action)."""
     from streamlit.runtime.app_session import AppSessionState
 
-    session = Runtime.instance().get_app_session(sid) if Runtime.exists() else None
-    if session is not None and session._state == AppSessionState.APP_IS_RUNNING:
+    session = _session(sid)
+    if session is None or session._state == AppSessionState.APP_IS_RUNNING:
         return
-    with _lock:
-        if _drawn.get(sid) == drawn:
-            del _drawn[sid]  # one rerun per write: that run records the version it drew
-    if session is not None:
-        session.request_rerun(session._client_state)
+    _forget(sid, drawn)  # one rerun per write: that run records the version it drew
+    session.request_rerun(session._client_state)
