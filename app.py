@@ -57,12 +57,13 @@ try:
     if view is not None:
         st.session_state["view"] = view
         state.follow()
+        # Before the page runs (it draws nothing): a page that stops early (st.stop) follows writes too.
+        live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
         st.session_state[boot.RUNNING] = True  # the page runs through the entry point (pages.common.boot)
         page.run()
         data.warm_snapshot(view.root, view.version)
         if switched:
             ui.scroll_to_top()
-        live.follow_writes(view.root, view.version)  # a write elsewhere reruns the page (no reload)
 finally:
     st.session_state.pop(boot.RUNNING, None)
     # A page switch already carried the state in its link; rewriting the URL in that same run
