@@ -28,6 +28,7 @@ import time
 import traceback
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -81,7 +82,7 @@ def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], devic
     return {"seconds": seconds, "cells": report.cells, "drift": drift(report.outcomes, cold).choice_drift}
 
 
-def best_of(adapter, request: InferenceRequest, repeats: int = 3):
+def best_of(adapter, request: InferenceRequest, repeats: int = 3) -> tuple[float, Any]:
     """The fastest of ``repeats`` answers (seconds) and that answer: the least disturbed timing."""
     best = None
     for _ in range(repeats):
@@ -133,10 +134,15 @@ def check_family(family: str, root: Path, args) -> dict:
     if args.device != "cpu":
         row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
     del adapter
-    gc.collect()
-    if args.device != "cpu":
-        torch.cuda.empty_cache()
+    free_memory(args.device)
     return row
+
+
+def free_memory(device: str) -> None:
+    """Give back what a family held before the next one loads (on a GPU, the allocator's cache too)."""
+    gc.collect()
+    if device != "cpu":
+        torch.cuda.empty_cache()
 
 
 COLUMNS = [
@@ -191,9 +197,7 @@ def main(argv: list[str] | None = None) -> str:
             except Exception as exc:  # one family's failure must not cost the others' rows on a one-shot lease
                 traceback.print_exc()
                 rows.append({"family": family, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]})
-                gc.collect()
-                if args.device != "cpu":
-                    torch.cuda.empty_cache()
+                free_memory(args.device)
             print(f"done {family}: {rows[-1]}", flush=True)
     out = table(rows)
     print(out)

@@ -11,8 +11,7 @@ page, its URL, widgets and scroll stay.
 Why a server thread and not a ``st.fragment(run_every=...)`` in each page: a fragment's timer lives in the
 browser and outlives a page switch; when it fired while the browser was taking the next page, that stale
 fragment run left the new page's main area blank (one walk to the Inspector in five under load, in CI).
-A server thread also draws nothing, so a page carries one element fewer and no tab sends a request every
-few seconds.
+A server thread also spares each tab a request every few seconds.
 
 A wake-up must cost next to nothing: it compares each followed store's manifest ``stat`` (inode, size,
 mtime; a write publishes a new file by an atomic rename) with the last one seen and parses the manifest
@@ -99,18 +98,25 @@ def follow_writes(root: str, version: int) -> None:
 
 def _watch(every: float) -> None:
     """The watcher thread's loop; a failed wake-up is logged and the next one tries again (a dead thread would
-    stop every tab following writes until the server restarts)."""
+    stop every tab following writes until the server restarts). A session behind its store is rerun as
+    Streamlit's run-on-save does, unless its script is running: that run reads the new version, or the next
+    wake-up reruns it (a rerun now would restart it with the client state from before the user's latest action)."""
+    from streamlit.runtime.app_session import AppSessionState
+
     seen: dict[str, tuple] = {}
     while True:
         time.sleep(every)
         try:
             with _lock:
                 drawn = dict(_drawn)
-            for sid in drawn:
-                if _session(sid) is None:  # the tab was closed
-                    _forget(sid, drawn[sid])
-            for sid in stale(drawn, seen):
-                _rerun(sid, drawn[sid])
+            behind = set(stale(drawn, seen))
+            for sid, was in drawn.items():
+                session = _session(sid)
+                if session is None:  # the tab was closed
+                    _forget(sid, was)
+                elif sid in behind and session._state != AppSessionState.APP_IS_RUNNING:
+                    _forget(sid, was)  # one rerun per write: that run records the version it drew
+                    session.request_rerun(session._client_state)
         except Exception:
             _LOG.exception("trajaudit: following the store's writes failed; trying again in %s s", every)
 
@@ -127,16 +133,3 @@ def _forget(sid: str, drawn: tuple[str, int]) -> None:
     with _lock:
         if _drawn.get(sid) == drawn:
             del _drawn[sid]
-
-
-def _rerun(sid: str, drawn: tuple[str, int]) -> None:
-    """Rerun session ``sid`` as Streamlit's run-on-save does; a session whose script is running is left alone
-    (that run reads the new version, or the next wake-up reruns it: a rerun now would restart it with the
-    client state from before the user's latest action)."""
-    from streamlit.runtime.app_session import AppSessionState
-
-    session = _session(sid)
-    if session is None or session._state == AppSessionState.APP_IS_RUNNING:
-        return
-    _forget(sid, drawn)  # one rerun per write: that run records the version it drew
-    session.request_rerun(session._client_state)
