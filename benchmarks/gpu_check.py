@@ -79,7 +79,9 @@ def sweep(root: Path, family: str, adapter, reuse: Reuse, grid: list[str], devic
     report = runner.finish()
     seconds = time.perf_counter() - t0
     cold = runner.answer_cold(twins(report.outcomes))
-    return {"seconds": seconds, "cells": report.cells, "drift": drift(report.outcomes, cold).choice_drift}
+    check = drift(report.outcomes, cold)
+    pairs = list(zip(report.outcomes, cold, strict=True))
+    return {"seconds": seconds, "cells": report.cells, "drift": check.choice_drift, "check": check, "pairs": pairs}
 
 
 def best_of(adapter, request: InferenceRequest, repeats: int = 3) -> tuple[float, Any]:
