@@ -347,6 +347,38 @@ def test_task_types_kept_with_the_entry_equal_the_matched_items_coded(tmp_path, 
     assert (newest / "task_types.npy").stat().st_ino == (before / "task_types.npy").stat().st_ino  # linked
 
 
+def test_a_filtered_cut_keeps_the_task_types_coded_instead_of_coding_them_again(tmp_path, monkeypatch):
+    """A page's item filter cuts the cached unfiltered matrix (``narrow``): the task types it had coded are cut
+    with it (renumbered in first-seen order), equal to coding the kept items, and DuckDB is not asked again."""
+    from backend.scope.filters import ItemFilter
+
+    store = Store(tmp_path / "s")
+    items = ["i0", "i1", "i2", "i3", "i4"]
+    rows = [
+        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
+        for m in MODELS
+        for i in items
+        for c in CONFIGS[:2]
+    ]
+    types = {"i0": "x", "i1": "y", "i2": None, "i3": "y", "i4": "x"}
+    store.append(
+        {
+            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
+            "items": pd.DataFrame({"benchmark": "bench", "item_id": items, "task_type": [types[i] for i in items]}),
+        }
+    )
+    full = load_matrix(store, MODELS)
+    assert full.task_types[1] == ["x", "y", "(none)"]  # coded once, as the unfiltered Overview does
+    coded: list[int] = []
+    monkeypatch.setattr(matrix_module, "task_type_codes", lambda items: coded.append(1))
+    cut = matrix_module.narrow(store, full, ItemFilter(task_types=("y",)))
+    assert cut is not None and cut.n_items == 2 and "task_types" in vars(cut)
+    assert cut.task_types[1] == ["y"] and cut.task_types[0].tolist() == [0, 0]
+    assert coded == []
+    monkeypatch.undo()
+    _assert_same_task_types(cut.task_types, matrix_module.task_type_codes(cut.item_table))
+
+
 def test_automatic_compaction_keeps_few_files_and_names_the_parts_of_each(tmp_path, monkeypatch):
     """Single-row writes merge level by level (``store.store.FANOUT``): every row stays, each level holds
     under FANOUT files, and a merged file names the first-written files its rows came from, in row order."""
