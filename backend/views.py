@@ -208,7 +208,7 @@ def items_page(
             page=min(max(1, int(page)), n_pages),
             page_size=page_size,
             n_pages=n_pages,
-            rows=from_rows(rows.to_dict("records"), ItemsPageRow),
+            rows=from_rows(rows.to_pylist(), ItemsPageRow),
             scope=resolved.header(matrix),
         )
     )
@@ -246,7 +246,7 @@ def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: 
         ov = compare.confusion_overlap(matrix)
         share = ov.confused_by_all / ov.confused_by_any if ov.confused_by_any else None
         out.overlap = Overlap(**asdict(ov), shared_share=share)
-        out.disagreement = compare.disagreement(matrix, top=top or None).to_dict("records")
+        out.disagreement = compare.disagreement(matrix, top=top or None).to_pylist()
     return validated(out)
 
 

@@ -15,23 +15,26 @@ import pandas as pd
 import pytest
 
 from backend.cli import answers, main
-from tests.matrix_fixtures import basic_store
+from tests.matrix_fixtures import BASIC, basic_store, build_store
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
 NUMBERS = ("numpy", "duckdb", "pyarrow")  # the store's reads, the matrix and the numbers computed on it
-STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (an item page, the compared items)
+STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (the item's responses in inspect)
 # Each read command's line -> what its computing run may import beyond the standard library, and why. No scipy
 # but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's. No pandas
-# in metrics (the Overview's numbers are NumPy's, its task-type table too), info or flows (its links and classes;
-# a flow's items, ``--kind``, are a frame) (issue 37).
+# in metrics (the Overview's numbers are NumPy's, its task-type table too), info, flows (its links and classes;
+# a flow's items, ``--kind``, are a frame), items (its rows and pages are Arrow tables; ``--format csv``, an
+# export, builds a DataFrame) or compare (its disagreement ranking is sorted by Arrow) (issue 37).
 READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "info": (["info", "--json"], NUMBERS),
     "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], NUMBERS),
     "metrics-bootstrap": (["metrics", "--models", "m", "--json"], NUMBERS),
     "flows": (["flows", "--model", "m", "--from", "8f", "--to", "16f", "--json"], NUMBERS),
-    "items": (["items", "--model", "m", "--json", "--page", "1"], STORE),
-    "compare": (["compare", "--models", "m", "--json"], STORE),
+    "items": (["items", "--model", "m", "--json", "--page", "1"], NUMBERS),
+    "items-table": (["items", "--model", "m", "--json", "--annotations"], NUMBERS),
+    "items-sorted": (["items", "--model", "m", "--json", "--sort", "drop", "--desc"], NUMBERS),
+    "compare": (["compare", "--models", "m", "--json"], NUMBERS),
     # scipy.stats' Fisher test for each slice; sliceline (scikit-learn) for the two-attribute slices
     "explain": (
         ["explain", "--model", "m", "--flow", "8f:32f:harmed", "--json"],
@@ -89,6 +92,15 @@ def test_metrics_after_a_write_imports_no_pandas(tmp_path, bootstrap):
     assert list((store.root / ".cache").glob(f"matrix-*-{store.version():012d}-*")), "no matrix entry was patched"
     shutil.rmtree(store.root / ".cache")
     assert fresh(argv)[0] == patched  # a cold read prints the same
+
+
+def test_compare_of_two_models_imports_no_pandas(tmp_path):
+    """The disagreement ranking, which needs two models (the basic store has one), is sorted by Arrow."""
+    store = build_store(tmp_path / "s", {"a": BASIC["m"], "b": {c: ys[::-1] for c, ys in BASIC["m"].items()}})
+    argv = ["compare", "--store", str(store.root), "--models", "a,b", "--bootstrap", "0", "--top", "2", "--json"]
+    printed, imported = fresh(argv)
+    assert set(imported) <= set(NUMBERS), f"compare of two models imports {imported}"
+    assert len(json.loads(printed)["disagreement"]) == 2
 
 
 def test_inspect_is_never_kept(store_dir):

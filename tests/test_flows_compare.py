@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from backend.analysis.compare import confusion_overlap, disagreement
@@ -149,10 +150,10 @@ def test_confusion_overlap_by_hand(hand):
 def test_disagreement_ranking_by_hand(hand):
     _, matrix = hand
     table = disagreement(matrix, top=None)
-    assert table["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
-    assert table["disagreement"].tolist() == pytest.approx([2 / 3, 1 / 3, 1 / 3, 1 / 3])
-    assert table["split_configs"].tolist() == [2, 1, 1, 1]
-    assert table.loc[0, "accuracy:A"] == pytest.approx(2 / 3)
+    assert table["item_id"].to_pylist() == ["i1", "i0", "i2", "i3"]
+    assert table["disagreement"].to_pylist() == pytest.approx([2 / 3, 1 / 3, 1 / 3, 1 / 3])
+    assert table["split_configs"].to_pylist() == [2, 1, 1, 1]
+    assert table.to_pylist()[0]["accuracy:A"] == pytest.approx(2 / 3)
     assert len(disagreement(matrix, top=2)) == 2
     with pytest.raises(UserError, match="two models"):
         disagreement(dataclasses.replace(matrix, models=["A"], correct=matrix.correct[:1]))
@@ -220,13 +221,14 @@ def test_tag_subset_and_item_page(hand):
     assert tag_subset(matrix, "A", None) is matrix
     # changes of A: i0 1, i1 1, i2 2, i3 0 -> descending: i2, i0, i1, i3.
     page, n_pages = item_page(matrix, "A", sort="changes", descending=True, page=2, page_size=2)
-    assert n_pages == 2 and page["item_id"].tolist() == ["i1", "i3"]
-    assert page["position"].tolist() == [1, 3]
-    assert page.loc[0, "tags"] == ["monotone-gain"]
-    assert page.loc[0, "confidence"] == pytest.approx([0.4, 0.6, 0.9])
-    assert page.loc[0, "mean_confidence"] == pytest.approx((0.4 + 0.6 + 0.9) / 3)
+    assert n_pages == 2 and page["item_id"].to_pylist() == ["i1", "i3"]
+    assert page["position"].to_pylist() == [1, 3]
+    first = page.to_pylist()[0]
+    assert first["tags"] == ["monotone-gain"]
+    assert first["confidence"] == pytest.approx([0.4, 0.6, 0.9])
+    assert first["mean_confidence"] == pytest.approx((0.4 + 0.6 + 0.9) / 3)
     last, _ = item_page(matrix, "A", sort="item", page=99, page_size=3)  # clamped to the last page
-    assert last["item_id"].tolist() == ["i3"]
+    assert last["item_id"].to_pylist() == ["i3"]
 
 
 def test_frame_plan_logged_reconstructed_and_unknown():
@@ -338,8 +340,6 @@ def test_default_cli_grid_matches_available(hand):
 @pytest.mark.parametrize("descending", [False, True])
 def test_item_order_is_a_stable_sort_with_missing_values_last(sort, descending):
     """Arrow's order equals pandas' stable sort by (key, item id), NaN and missing task types included."""
-    from types import SimpleNamespace
-
     from backend.scope.items import sorted_positions
 
     rng = np.random.default_rng(7)
@@ -351,10 +351,10 @@ def test_item_order_is_a_stable_sort_with_missing_values_last(sort, descending):
         }
     )
     conf = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 4, n) / 4)
-    keys = pd.DataFrame({"mean_confidence": conf, "changes": rng.integers(0, 3, n)})
-    frame = keys.assign(item=items["item_id"], task_type=items["task_type"].fillna(""))
+    keys = {"mean_confidence": conf, "changes": rng.integers(0, 3, n)}
+    frame = pd.DataFrame(keys).assign(item=items["item_id"], task_type=items["task_type"].fillna(""))
     expected = frame.sort_values(
         [sort, "item"], ascending=[not descending, True], na_position="last", kind="stable"
     ).index.to_numpy()
-    got = sorted_positions(SimpleNamespace(items=items), keys, sort, descending)
+    got = sorted_positions(pa.Table.from_pandas(items), keys, sort, descending)
     assert got.tolist() == expected.tolist()

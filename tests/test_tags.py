@@ -62,13 +62,12 @@ def test_no_text_no_overwrite_tag(tmp_path):
 def test_items_table_with_tag_and_trajectories(matrix, tmp_path):
     store = build_store(tmp_path / "t", BASIC)
     table = trajectory_table(Scope(None, ("m",), tag="confused").resolve(store).load(store), "m")
-    assert table["item_id"].tolist() == ["i1", "i2"]
-    assert table["trajectory"].tolist() == [
+    assert table["item_id"].to_pylist() == ["i1", "i2"]
+    assert table["trajectory"].to_pylist() == [
         {"text": 0, "8f": 1, "16f": 0, "32f": 1},
         {"text": 1, "8f": 0, "16f": 0, "32f": 0},
     ]
-    assert table["confidence"].iloc[0] == {"text": None, "8f": None, "16f": None, "32f": None}
-    assert table.attrs["grid"] == ["text", "8f", "16f", "32f"]
+    assert table["confidence"].to_pylist()[0] == {"text": None, "8f": None, "16f": None, "32f": None}
     assert len(trajectory_table(matrix, "m")) == 5
     with pytest.raises(UserError, match="unknown trajectory tag"):
         Scope(None, ("m",), tag="confusing")

@@ -8,12 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pyarrow as pa
-
 from backend import views
 from backend.cli.common import command, print_json, scope_view
 from backend.export import csv_text
-from backend.scope.annotations import with_annotations
+from backend.scope.annotations import annotation_columns, with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import add_scope_args
 from store.errors import UserError
@@ -45,14 +43,17 @@ def run(args: argparse.Namespace) -> int:
         print_json(views.items_page(view, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
         return 0
     table = trajectory_table(view.matrix, args.model)
-    grid = table.attrs["grid"]
     if args.limit is not None:
-        table = table.head(args.limit)
-    out = flat_table(table, grid) if args.format == "csv" else table
-    if args.annotations:
-        out = with_annotations(out, view.store, view.scope.benchmark)
-    if args.format == "csv":
+        table = table.slice(0, args.limit)
+    if args.format == "csv":  # a DataFrame is the export's product: pandas is imported for it alone
+        out = flat_table(table, list(view.matrix.grid))
+        if args.annotations:
+            out = with_annotations(out, view.store, view.scope.benchmark)
         sys.stdout.write(csv_text(out))  # spreadsheet-safe: text that would run as a formula is quoted
-    else:
-        print_json(pa.Table.from_pandas(out, preserve_index=False).to_pylist())  # 7x faster than to_dict
+        return 0
+    if args.annotations:
+        extra = annotation_columns(table, view.store, view.scope.benchmark)
+        for name in extra.column_names:
+            table = table.append_column(name, extra.column(name))
+    print_json(table.to_pylist())
     return 0

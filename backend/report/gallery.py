@@ -52,13 +52,7 @@ def rankings(matrix: Matrix, seed: int) -> tuple[dict[str, np.ndarray], pd.DataF
         }
     )
     if n_models > 1:
-        dis = compare.disagreement(matrix, top=None)
-        position = pd.Series(
-            np.arange(matrix.n_items), index=pd.MultiIndex.from_frame(matrix.items[["benchmark", "item_id"]])
-        )
-        evidence.loc[
-            position.loc[list(zip(dis["benchmark"], dis["item_id"], strict=True))].to_numpy(), "disagreement"
-        ] = dis["disagreement"].to_numpy()
+        evidence["disagreement"] = compare.disagreement_scores(matrix)[0]
     tie = np.random.default_rng(seed).permutation(matrix.n_items)
     t, c, f, d = (evidence[k].to_numpy() for k in ("terminal", "confused", "flips", "disagreement"))
     order = {

@@ -12,14 +12,18 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import pandas as pd
+import numpy as np
+import pyarrow as pa
 
+from backend.scope import arrow_numpy
 from store.errors import UserError
-from store.ingest.gate import MAX_FIELD_CHARS, unshown_problem
 from store.schema import order_key_sql
 from store.store import Store
+
+if TYPE_CHECKING:  # the writes and the pages' frames import it; ``trajaudit items --annotations`` needs none
+    import pandas as pd
 
 # Evidence pathways a researcher can attribute a behaviour to (the paper's and its readers' vocabulary).
 VOCABULARY: dict[str, str] = {
@@ -72,6 +76,8 @@ def _capped(value: _Text, what: str, *, name: bool = False) -> _Text:
     """``value`` if it fits the field limit ingest applies (``MAX_FIELD_CHARS``): a note is drawn in
     full on every item page, so a megabyte of text would be a megabyte on each of them. A ``name``
     (the author) must also be visible text, as ingested names must (``gate.unshown_problem``)."""
+    from store.ingest.gate import MAX_FIELD_CHARS, unshown_problem  # the ingest package imports pandas: writes only
+
     if value is not None and len(value) > MAX_FIELD_CHARS:
         raise UserError(
             f"annotation {what} has {len(value):,} characters, above the {MAX_FIELD_CHARS:,}-character limit "
@@ -107,6 +113,8 @@ def add_annotation(
     The item must be known to the store (in ``items`` or ``responses``), so a typo in an id does not
     leave an annotation that no view will ever show.
     """
+    import pandas as pd
+
     check_tag(tag)
     note, author = _capped(note, "note"), _capped(author, "author", name=True)
     benchmark, item_id, author = (
@@ -137,6 +145,8 @@ def delete_annotation(store: Store, annotation_id: str, author: str | None = Non
     Read and write happen under the writers' lock, so two deletes of the same id cannot both pass
     the "is it live" check. The tombstone's time is after the original's even on a skewed clock.
     """
+    import pandas as pd
+
     with store.writer() as w:
         with w.connect() as con:
             live = con.execute(f"SELECT * FROM ({_LIVE_SQL}) WHERE annotation_id = ?", [annotation_id]).df()
@@ -175,40 +185,52 @@ def annotations_for(
         return con.execute(sql, {"b": benchmark, "i": item_id, "t": tag, "m": model}).df()
 
 
+_SUMMARY_SQL = f"""
+    SELECT benchmark, item_id,
+           array_to_string(list_sort(list(DISTINCT tag)), ';') AS annotation_tags,
+           array_to_string(list(author || ': ' || note ORDER BY created_at) FILTER (note IS NOT NULL), ' | ')
+               AS annotation_notes,
+           count(*) AS n_annotations
+    FROM ({_LIVE_SQL}) WHERE ($b IS NULL OR benchmark = $b)
+    GROUP BY benchmark, item_id
+"""
+
+
 def item_annotation_summary(store: Store, benchmark: str | None = None) -> pd.DataFrame:
     """One row per annotated item: its distinct tags and its notes joined, for item exports.
 
     Columns: ``benchmark, item_id, annotation_tags`` ("a;b", sorted), ``annotation_notes``
     ("author: note" joined by " | ", oldest first) and ``n_annotations``.
     """
-    sql = f"""
-        SELECT benchmark, item_id,
-               array_to_string(list_sort(list(DISTINCT tag)), ';') AS annotation_tags,
-               array_to_string(list(author || ': ' || note ORDER BY created_at) FILTER (note IS NOT NULL), ' | ')
-                   AS annotation_notes,
-               count(*) AS n_annotations
-        FROM ({_LIVE_SQL}) WHERE ($b IS NULL OR benchmark = $b)
-        GROUP BY benchmark, item_id ORDER BY benchmark, item_id
-    """
     with store.connect() as con:
-        return con.execute(sql, {"b": benchmark}).df()
+        return con.execute(f"{_SUMMARY_SQL} ORDER BY benchmark, item_id", {"b": benchmark}).df()
 
 
 SUMMARY_COLUMNS = ["annotation_tags", "annotation_notes", "n_annotations"]
 
 
-def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = None) -> pd.DataFrame:
-    """``frame`` (one row per item: benchmark, item_id, ...) with its ``item_annotation_summary`` columns.
-
-    Items without annotations get empty tags and notes and ``n_annotations = 0``, so an export has
-    the same columns whatever was annotated.
+def annotation_columns(keys: pa.Table, store: Store, benchmark: str | None = None) -> pa.Table:
+    """The ``item_annotation_summary`` columns of the items ``keys`` lists (``benchmark``, ``item_id``; one row
+    per item, in its order), joined in DuckDB. Items without annotations get empty tags and notes and
+    ``n_annotations = 0``, so an export has the same columns whatever was annotated."""
+    positions = arrow_numpy.array(np.arange(keys.num_rows, dtype=np.int64))
+    rows = keys.select(["benchmark", "item_id"]).append_column("_row", positions)
+    sql = f"""
+        SELECT coalesce(s.annotation_tags, '') AS annotation_tags, coalesce(s.annotation_notes, '') AS annotation_notes,
+               coalesce(s.n_annotations, 0)::BIGINT AS n_annotations
+        FROM keys_ k LEFT JOIN ({_SUMMARY_SQL}) s ON s.benchmark = k.benchmark AND s.item_id = k.item_id
+        ORDER BY k._row
     """
-    summary = item_annotation_summary(store, benchmark)
-    out = frame.merge(summary, on=["benchmark", "item_id"], how="left", validate="many_to_one")
-    out["annotation_tags"] = out["annotation_tags"].fillna("")
-    out["annotation_notes"] = out["annotation_notes"].fillna("")
-    out["n_annotations"] = out["n_annotations"].fillna(0).astype("int64")
-    return out
+    with store.connect() as con:
+        con.register("keys_", rows)
+        return con.sql(sql, params={"b": benchmark}).to_arrow_table()
+
+
+def with_annotations(frame: pd.DataFrame, store: Store, benchmark: str | None = None) -> pd.DataFrame:
+    """``frame`` (one row per item: benchmark, item_id, ...) with its :func:`annotation_columns`: the pages'
+    and the CSV export's shape."""
+    keys = pa.Table.from_pandas(frame[["benchmark", "item_id"]], preserve_index=False)
+    return frame.assign(**annotation_columns(keys, store, benchmark).to_pandas().set_axis(frame.index))
 
 
 def annotation_tags(store: Store, items: pd.DataFrame, benchmark: str | None = None) -> pd.Series | None:

@@ -45,6 +45,22 @@ def array(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
+def floats(values: np.ndarray) -> pa.Array:
+    """Floats as an Arrow double array, NaN as null (what ``pa.array(values, from_pandas=True)`` gives)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    missing = np.isnan(values)
+    nulls = int(missing.sum())
+    validity = pa.py_buffer(np.packbits(~missing, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(pa.float64(), len(values), [validity, pa.py_buffer(values)], null_count=nulls)
+
+
+def lists(values: pa.Array, lengths: np.ndarray) -> pa.ListArray:
+    """``values`` cut into consecutive lists of ``lengths`` (a list per row, built from offsets, not per row)."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.ListArray.from_arrays(array(offsets), values)
+
+
 def strings(values: Sequence[str | None]) -> pa.Array:
     """A few Python strings (None: null) as an Arrow string array (a write's item keys)."""
     data = [b"" if v is None else v.encode() for v in values]

@@ -14,14 +14,19 @@ both shapes of the table:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from backend.scope import arrow_numpy
 from backend.scope.matrix import Matrix
-from backend.scope.tags import TAGS, changes, tag_lists, tag_masks
+from backend.scope.tags import TAGS, changes, tag_arrow, tag_masks
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]
 PAGE_COLUMNS = ["benchmark", "item_id", "task_type", "duration", "question"]
@@ -41,16 +46,13 @@ MOST_FIRST = {
 }  # keys a researcher reads from the top: the dashboard sorts them descending
 
 
-def _per_config(values: np.ndarray, grid: list[str]) -> pd.Series:
-    """A column of ``{label: value}`` per item row (NaN -> None), as Arrow structs.
-
-    Each cell reads back as a dict (``.iloc``, ``.tolist()``), ``.struct.explode()`` gives one column
-    per config, and building it creates no Python object per cell (dicts built one by one cost
-    about 10x more at 25k items).
-    """
-    fields = [pa.array(values[:, k], from_pandas=True) for k in range(len(grid))]
-    column = pa.StructArray.from_arrays(fields, names=list(grid))
-    return pd.Series(column, dtype=pd.ArrowDtype(column.type))
+def _per_config(values: np.ndarray, grid: list[str]) -> pa.StructArray:
+    """A column of ``{label: value}`` per item row (NaN -> null), as Arrow structs: each cell reads back as a
+    dict (``to_pylist``), and building it creates no Python object per cell (dicts built one by one cost about
+    10x more at 25k items)."""
+    column = arrow_numpy.floats if values.dtype.kind == "f" else arrow_numpy.array
+    fields = [column(values[:, k]) for k in range(len(grid))]
+    return pa.StructArray.from_arrays(fields, names=list(grid))
 
 
 def check_tag(tag: str | None) -> None:
@@ -60,38 +62,33 @@ def check_tag(tag: str | None) -> None:
 
 def item_rows(
     matrix: Matrix, model: str, rows: np.ndarray, columns: list[str], masks: dict[str, np.ndarray] | None = None
-) -> pd.DataFrame:
+) -> pa.Table:
     """The item table's metadata ``columns`` and ``model``'s trajectory tags for the matrix rows
     ``rows`` (positions, in the order given). ``masks``: the tag masks of every item, when the caller
     has them already."""
     if masks is None:
         masks = tag_masks(matrix.correct[matrix.model_index(model), rows].astype(bool), matrix.grid, matrix.lower)
-        tags = tag_lists(masks)
+        tags = tag_arrow(masks)
     else:
-        tags = tag_lists(masks)[rows]
-    out = matrix.items[columns].iloc[rows].reset_index(drop=True)
-    out["tags"] = tags
-    return out
+        tags = tag_arrow(masks, rows)
+    return matrix.item_table.select(columns).take(arrow_numpy.array(rows)).append_column("tags", tags)
 
 
-def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pd.DataFrame:
-    """The item rows of ``model`` in ``matrix`` (optionally only those carrying ``tag``).
-
-    ``attrs`` keeps the grid and the number of excluded items, for captions and exports.
-    """
+def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pa.Table:
+    """The item rows of ``model`` in ``matrix`` (optionally only those carrying ``tag``), as Arrow: what
+    ``trajaudit items`` prints without pandas, and what the CSV export flattens (:func:`flat_table`)."""
     check_tag(tag)
     m = matrix.model_index(model)
     masks = tag_masks(matrix.correct[m].astype(bool), matrix.grid, matrix.lower)
     keep = masks[tag] if tag is not None else np.ones(matrix.n_items, dtype=bool)
     out = item_rows(matrix, model, np.flatnonzero(keep), META_COLUMNS, masks)
-    out["trajectory"] = _per_config(matrix.correct[m, keep], matrix.grid)
+    out = out.append_column("trajectory", _per_config(matrix.correct[m, keep], matrix.grid))
     # The matrix keeps float32; 6 decimals is its precision, without float32 -> float64 noise.
-    out["confidence"] = _per_config(matrix.confidence[m, keep].astype(np.float64).round(6), matrix.grid)
-    out.attrs.update(grid=list(matrix.grid), n_excluded=matrix.n_excluded, model=model)
-    return out
+    confidence = _per_config(matrix.confidence[m, keep].astype(np.float64).round(6), matrix.grid)
+    return out.append_column("confidence", confidence)
 
 
-def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
+def sort_keys(matrix: Matrix, model: str) -> dict[str, np.ndarray]:
     """Per item (matrix order) the numeric values the item table sorts on, computed for every item at once
     (the id and task type sort on the items' own columns)."""
     m = matrix.model_index(model)
@@ -100,37 +97,35 @@ def sort_keys(matrix: Matrix, model: str) -> pd.DataFrame:
     seen = (~np.isnan(conf)).sum(axis=1)
     mean_conf = np.where(seen > 0, np.nansum(conf, axis=1) / np.maximum(seen, 1), np.nan)
     share = y.mean(axis=0)
-    return pd.DataFrame(
-        {
-            "n_correct": y[m].sum(axis=1).astype(np.int64),
-            "changes": changes(matrix.correct[m].astype(bool)),
-            "mean_confidence": mean_conf,
-            "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
-            "drop": largest_drop(matrix, model),
-        }
-    )
+    return {
+        "n_correct": y[m].sum(axis=1).astype(np.int64),
+        "changes": changes(matrix.correct[m].astype(bool)).astype(np.int64),
+        "mean_confidence": mean_conf,
+        "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
+        "drop": largest_drop(matrix, model),
+    }
 
 
-def sorted_positions(matrix: Matrix, keys: pd.DataFrame, sort: str, descending: bool) -> np.ndarray:
+def sorted_positions(items: pa.Table, keys: dict[str, np.ndarray], sort: str, descending: bool) -> np.ndarray:
     """Item positions in table order: by ``sort`` (missing values last either way), ties by item id.
 
     Sorted by Arrow in one pass over the key and the ids as they are stored: no Python strings are made,
     which is what a pandas sort of the ids costs (most of a page turn at 250k items)."""
     order = "descending" if descending else "ascending"
-    columns = {"item": pa.array(matrix.items["item_id"])}
+    columns = {"item": items.column("item_id")}
     if sort == "task_type":
-        columns["key"] = pa.array(matrix.items["task_type"].fillna(""))
+        columns["key"] = pc.fill_null(items.column("task_type"), "")
     elif sort != "item":
-        columns["key"] = pa.array(keys[sort].to_numpy(), from_pandas=True)  # NaN -> null: placed last
+        columns["key"] = arrow_numpy.floats(keys[sort])  # NaN -> null: placed last
     by = ([("key", order, "at_end")] if "key" in columns else []) + [
         ("item", order if sort == "item" else "ascending", "at_end")
     ]
-    return pc.sort_indices(pa.table(columns), sort_keys=by).to_numpy().astype(np.int64)
+    return arrow_numpy.numbers(pc.sort_indices(arrow_numpy.table(columns), sort_keys=by)).astype(np.int64)
 
 
 def item_page(
     matrix: Matrix, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
-) -> tuple[pd.DataFrame, int]:
+) -> tuple[pa.Table, int]:
     """One page of the item table and the number of pages.
 
     Rows keep ``position`` (the item's index in ``matrix``) so the caller can draw trajectories of
@@ -143,22 +138,28 @@ def item_page(
     keys = sort_keys(matrix, model)
     n_pages = max(1, -(-matrix.n_items // page_size))
     page = min(max(1, int(page)), n_pages)
-    rows = sorted_positions(matrix, keys, sort, descending)[(page - 1) * page_size : page * page_size]
-    out = item_rows(matrix, model, rows, PAGE_COLUMNS)
-    out.insert(0, "position", rows)
-    out = pd.concat([out, keys.loc[rows].reset_index(drop=True)], axis=1)
+    rows = sorted_positions(matrix.item_table, keys, sort, descending)[(page - 1) * page_size : page * page_size]
+    out = item_rows(matrix, model, rows, PAGE_COLUMNS).add_column(0, "position", arrow_numpy.array(rows))
+    for name, values in keys.items():
+        out = out.append_column(name, arrow_numpy.array(values[rows]))  # NaN kept: the contract nulls it
     conf = matrix.confidence[matrix.model_index(model), rows].astype(np.float64).round(4)
-    out["confidence"] = pd.DataFrame(conf).astype(object).where(~np.isnan(conf), None).to_numpy().tolist()
-    return out, n_pages
+    per_row = arrow_numpy.lists(arrow_numpy.floats(conf.reshape(-1)), np.full(len(rows), conf.shape[1]))
+    return out.append_column("confidence", per_row), n_pages
 
 
-def flat_table(table: pd.DataFrame, grid: list[str]) -> pd.DataFrame:
-    """The CSV shape: tags joined by ';', one column per config (0/1), one per confidence."""
-    flat = table.drop(columns=["trajectory", "confidence"])
-    flat["tags"] = table["tags"].map(";".join)
-    correct = table["trajectory"].struct.explode()[grid]
-    conf = table["confidence"].struct.explode()[grid].add_prefix("confidence:")
-    return pd.concat([flat, correct, conf], axis=1)
+def flat_table(table: pa.Table, grid: list[str]) -> pd.DataFrame:
+    """The CSV shape of :func:`trajectory_table`: tags joined by ';', one column per config (0/1), one per
+    confidence. A DataFrame, the export's product (``export.csv_text``): pandas is imported here only."""
+    import pandas as pd
+
+    flat = table.drop_columns(["tags", "trajectory", "confidence"]).to_pandas()
+    flat["tags"] = pc.binary_join(table.column("tags"), ";").to_pandas()
+    per_config = {
+        prefix + label: pd.Series(values, dtype=pd.ArrowDtype(values.type))
+        for prefix, column in (("", table.column("trajectory")), ("confidence:", table.column("confidence")))
+        for label, values in zip(grid, column.combine_chunks().flatten(), strict=True)
+    }
+    return pd.concat([flat, pd.DataFrame(per_config)], axis=1)
 
 
 def largest_drop(matrix: Matrix, model: str) -> np.ndarray:

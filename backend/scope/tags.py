@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 
+from backend.scope import arrow_numpy
 from backend.scope.matrix import Matrix
 from store import configs
 
@@ -105,6 +107,16 @@ def tag_lists(masks: dict[str, np.ndarray]) -> np.ndarray:
     names = np.empty(len(uniq), dtype=object)
     names[:] = [[t for k, t in enumerate(TAGS) if code >> k & 1] for code in uniq]
     return names[inverse.reshape(codes.shape)]
+
+
+def tag_arrow(masks: dict[str, np.ndarray], rows: np.ndarray | None = None) -> pa.ListArray:
+    """``tag_lists`` as an Arrow list array (of the ``rows`` picked, all by default), built from the masks'
+    positions: no Python list per item, and no pandas (``pa.array`` of Python lists would import it)."""
+    stacked = np.stack([masks[t] for t in TAGS], axis=-1)
+    if rows is not None:
+        stacked = stacked[rows]
+    names = arrow_numpy.strings(TAGS).take(arrow_numpy.array(np.nonzero(stacked)[1]))
+    return arrow_numpy.lists(names, stacked.sum(axis=1))
 
 
 def item_tags(matrix: Matrix) -> pd.DataFrame:

@@ -211,8 +211,7 @@ def noise_audit(v: View) -> tuple[NoiseAudit, pd.DataFrame]:
 @st.cache_data(show_spinner="Preparing the export…", max_entries=8, hash_funcs=HASH)
 def items_export(v: View, model: str) -> pd.DataFrame:
     """Every filtered item of ``model``, flat: the same table as ``trajaudit items --format csv``."""
-    table = trajectory_table(v.matrix, model)
-    return flat_table(table, table.attrs["grid"])
+    return flat_table(trajectory_table(v.matrix, model), list(v.matrix.grid))
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
