@@ -15,6 +15,7 @@ from backend import views
 from backend.contracts.audits import InterventionsAudit, Recovery
 from backend.contracts.base import to_json
 from backend.present import charts_audits
+from backend.present.metrics import METRICS
 from backend.present.palette import model_colours
 from backend.present.text import count
 from backend.runtime import client
@@ -380,9 +381,12 @@ def crossmodel_tab(view: View) -> None:
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out.accuracy_from))
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out.accuracy_to))
-    c3.metric("Rescued", f"{out.rescued:,}")
-    c4.metric("Harmed", f"{out.harmed:,}")
-    ui.note_metric(c5, "Net", f"{100 * out.net:+.1f} pp", f"McNemar p = {out.mcnemar_p:.3g}")
+    rescued, harmed, net, p = (METRICS[k] for k in ("rescued", "harmed", "net", "mcnemar_p"))
+    c3.metric(rescued.label, rescued.format(out.rescued), help=rescued.definition)
+    c4.metric(harmed.label, harmed.format(out.harmed), help=harmed.definition)
+    ui.note_metric(
+        c5, net.label, f"{net.format(out.net)} pp", f"{p.label} = {p.format(out.mcnemar_p)}", help=net.definition
+    )
     if not small_n.too_few(out.n_items):
         ui.vega(charts_audits.crossmodel(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(to_json(out.harmed_items), columns=list(CROSS_ITEM_COLUMNS))

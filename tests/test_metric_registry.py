@@ -114,9 +114,9 @@ def test_the_compare_page_and_cli_show_registered_metrics():
     bars = next(
         node.value
         for node in tree.body
-        if isinstance(node, ast.Assign) and node.targets[0].id == "BARS"  # type: ignore[attr-defined]
+        if isinstance(node, ast.Assign) and node.targets[0].id == "BAR_KEYS"  # type: ignore[attr-defined]
     )
-    keys = {pair.elts[0].value for pair in bars.elts}  # type: ignore[attr-defined]
+    keys = {key.value for key in bars.elts}  # type: ignore[attr-defined]
     cli = (REPO / "backend" / "cli" / "compare.py").read_text()
     keys |= set(re.search(r'regex=r"\^\(([^)]*)\)\$"', cli)[1].split("|"))  # type: ignore[index]
     assert keys and keys <= set(METRICS), keys - set(METRICS)
@@ -147,3 +147,43 @@ def test_every_score_number_the_report_the_cli_and_the_page_show_is_a_registered
     page = (REPO / "pages" / "common" / "scores.py").read_text()
     cards = set(re.findall(r'SCORE_METRICS\["(\w+)"\]', page)) | set(re.findall(r"SCORE_METRICS\['(\w+)'\]", page))
     assert cards >= {"best_fixed", "oracle_mean", "oracle_gap"} and cards <= set(SCORE_METRICS)
+
+
+# Where a page writes a number's name: st.metric's label, ui.note_metric's and ui.rate_metric's (after the column),
+# a table column's header. A registered metric's name there comes from the registry, never typed again.
+LABEL_ARGUMENT = {"metric": 0, "note_metric": 1, "rate_metric": 1, "_points_metric": 1}
+COLUMN_KINDS = {"Column", "NumberColumn", "TextColumn", "ProgressColumn"}
+
+
+def _typed_labels(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every label a page file types as a literal in a label position."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        at = 0 if name in COLUMN_KINDS else LABEL_ARGUMENT.get(name or "")
+        if at is None or len(node.args) <= at:
+            continue
+        arg = node.args[at]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            found.append((node.lineno, arg.value))
+        elif isinstance(arg, ast.JoinedStr):  # an f-string: its literal parts
+            found.append((node.lineno, "".join(v.value for v in arg.values if isinstance(v, ast.Constant))))
+    return found
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s*\((pp|%|pair)\)$", "", text.strip().lower())
+
+
+def test_no_page_types_a_registered_metrics_name_by_hand():
+    """A card or column showing a registered metric reads its label (and help) from the registry, so renaming a
+    metric is one edit; the scan's own check is that it finds the pages' labels at all."""
+    registered = {_plain(m.label) for m in (*METRICS.values(), *SCORE_METRICS.values())}
+    registered |= {m.key.replace("_", " ") for m in (*METRICS.values(), *SCORE_METRICS.values())}
+    files = [*sorted((REPO / "pages").rglob("*.py")), REPO / "app.py"]
+    typed = [(path.relative_to(REPO), line, text) for path in files for line, text in _typed_labels(path)]
+    assert len(typed) > 30, typed  # the scan sees the pages' cards and columns
+    by_hand = [f"{path}:{line} {text!r}" for path, line, text in typed if _plain(text) in registered]
+    assert not by_hand, f"read these labels from backend.present.metrics: {by_hand}"

@@ -374,7 +374,9 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         lambda: _band_from_row(table),
         {
             "share": st.column_config.NumberColumn("share of scored items", format="percent"),
-            "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g"),
+            "sign_p": st.column_config.NumberColumn(
+                f"{SCORE_METRICS['sign_p'].label} (pair)", format="%.3g", help=SCORE_METRICS["sign_p"].definition
+            ),
         },
     )
     ui.downloads(table, f"score-flows-{v.scope.focus}")
