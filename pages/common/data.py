@@ -27,6 +27,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.analysis.flows import Heatmap
 from backend.analysis.target import Target
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.base import unset
@@ -139,7 +140,7 @@ def flow_item_list(v: View, model: str, a: str, b: str, kind: str) -> pd.DataFra
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
-def heatmap(v: View, model: str, max_rows: int) -> dict:
+def heatmap(v: View, model: str, max_rows: int) -> Heatmap:
     """The Items page's trajectory heatmap (its class counts are ``trajaudit flows --json``'s ``trajectory_classes``)."""
     return views.heatmap(v, model, max_rows)
 
