@@ -13,15 +13,16 @@ way datasette's ``test_docs`` holds its settings to their documentation).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.analysis import continuous
+from backend.analysis import cascade, continuous, interventions, isocompute, noise
 from backend.analysis import metrics as formulas
 from backend.analysis.mcnemar import mcnemar_exact
-from backend.present.text import p_value, pp, signed_pp
+from backend.present.text import MISSING, number, p_value, pct, pp, signed_pp
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,27 @@ class Metric:
 
 def _count(x: object) -> str:
     return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _kappa(x: object) -> str:
+    v = number(x)
+    return MISSING if v is None else f"{v:.3f}"
+
+
+def _frames(x: object) -> str:
+    v = number(x)
+    return MISSING if v is None else f"{v:.1f}"
+
+
+def _later(module: str, name: str) -> Callable[..., object]:
+    """The formula ``module.name``, imported when called: the budget predictor's module loads scikit-learn and
+    pandas, which every command reading this registry would pay for at import."""
+
+    def formula(*args: object, **kwargs: object) -> object:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    formula.__module__, formula.__name__, formula.__qualname__ = module, name, name
+    return formula
 
 
 # The headline metrics, in the order every surface lists them (cards, tables, the report, the CLI).
@@ -186,6 +208,45 @@ SCORE_METRICS = {
                p_value, mcnemar_exact, "sign-p"),
     )
 }  # fmt: skip
+# The audits' numbers (the Audits page's cards, ``trajaudit audit ... --json``'s fields), and the adaptive policies'
+# (the Policies page's cards, ``cascade`` and ``predictor --json``): namespaces of their own, like the score
+# metrics, since their ``accuracy`` and ``oracle_accuracy`` are a policy's or an allocation group's.
+AUDIT_METRICS = {
+    m.key: m
+    for m in (
+        Metric("kappa_pooled", "Kappa", "Agreement of the base protocol and another on which items are right, beyond chance (Cohen's kappa).",
+               _kappa, interventions.cohen_kappa, "protocol-kappa"),
+        Metric("n_items_noisy", "Items that flip under repeats", "Items whose repeats at some configuration disagree (a count).",
+               _count, noise.summary, "flip-rate"),
+        Metric("mean_item_flip_rate", "Mean item flip rate", "Chance that two repeats of an item disagree, averaged over its configurations, then over items.",
+               pct, noise.summary, "flip-rate"),
+        Metric("best_single", "Best single", "Accuracy of the best single configuration of an equal-compute group.",
+               pct, isocompute.compare_group, "complementarity"),
+        Metric("oracle_accuracy", "Oracle over the allocations", "Share of items right under one or more configurations of an equal-compute group.",
+               pct, isocompute.compare_group, "complementarity"),
+        Metric("complementarity", "Complementarity", "Oracle minus the best single configuration: what choosing the allocation per item could gain.",
+               pct, isocompute.compare_group, "complementarity"),
+    )
+}  # fmt: skip
+POLICY_METRICS = {
+    m.key: m
+    for m in (
+        Metric("accuracy", "Accuracy", "Share of items answered right where the cascade stops.",
+               pct, cascade.evaluate, "confidence-cascade"),
+        Metric("mean_frames_shared", "Mean frames, shared", "Frames per item when the frames of smaller budgets are reused: an item costs the budget it stops at.",
+               _frames, cascade.evaluate, "confidence-cascade"),
+        Metric("mean_frames_unshared", "Mean frames, not shared", "Frames per item when every budget visited is paid in full.",
+               _frames, cascade.evaluate, "confidence-cascade"),
+        Metric("saving", "Frame saving vs top", "One minus the mean shared frames over the top budget's frames, at the cheapest threshold matching it.",
+               pct, cascade.sweep, "confidence-cascade"),
+        Metric("frontier[argmax].accuracy", "Argmax accuracy", "Accuracy when each item is answered at the budget the predictor finds likeliest to suffice.",
+               pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+        Metric("target_hit_rate", "Target hit rate", "Share of items whose predicted budget is exactly the cheapest sufficient one.",
+               pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+        Metric("never_correct_share", "Never correct", "Share of items no budget answers right: their target is the top budget.",
+               pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+    )
+}  # fmt: skip
 # The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
 # overwrite share of text-correct items and the count sit in the per-model table only).
 RATES = tuple(m.key for m in HEADLINE_METRICS if m.key != "terminal_regressions")
@@ -218,6 +279,8 @@ def glossary() -> str:
         f"| [{m.label}](#{m.anchor}) (open-ended) | `continuous.{m.key}` | {m.definition} |"
         for m in SCORE_METRICS.values()
     ]
+    lines += [f"| [{m.label}](#{m.anchor}) (audits) | `{m.key}` | {m.definition} |" for m in AUDIT_METRICS.values()]
+    lines += [f"| [{m.label}](#{m.anchor}) (policies) | `{m.key}` | {m.definition} |" for m in POLICY_METRICS.values()]
     return "\n".join(lines)
 
 

@@ -150,13 +150,13 @@ def overview_section(v: View, metrics: McqaMetrics, colours: dict[str, str]) -> 
                 SCORE_METRICS["oracle_gap"].definition,
             )
             if worst is not None:
-                k = focus.transitions.index(worst)
+                k, rate = focus.transitions.index(worst), SCORE_METRICS["regression_rate"]
                 ui.note_metric(
                     c4,
-                    f"Most regressions ({worst.from_} → {worst.to})",
+                    f"{rate.label} ({worst.from_} → {worst.to})",
                     ui.pct(worst.regression_rate),
                     ui.ci_text(cis[k]),
-                    help="Share of scored items whose score falls at this step (beyond the tolerance of 0).",
+                    help=f"{rate.definition} The step with the most regressions.",
                 )
     show_by_model(tables.score_table(metrics.grid, models), "scores")
     for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics.grid, models), colours, terms=SCORE_TERMS)):
