@@ -3,12 +3,15 @@ from the worker, the dispatcher and the sweep; ``trajaudit --verbose`` adds the 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
 import pytest
 
 from backend.cli import main
+from backend.contracts.base import to_json
+from backend.contracts.catalog import parsed
 from backend.runtime import logs, registry
 from benchmarks.dispatch import FakeRay, build
 from tests.matrix_fixtures import BASIC, build_store
@@ -64,7 +67,8 @@ def test_the_dispatcher_logs_progress_at_info_and_trouble_at_warning(tmp_path, c
         stats = Dispatcher(root, poll_s=0.05, ray=fake).run(once=True)
     finally:
         fake.pool.shutdown()
-    assert stats["done"] == 2, stats
+    assert stats.done == 2, stats
+    assert parsed("dispatch", json.loads(json.dumps(to_json(stats)))) == stats  # dispatch --json's contract
     out, err = capsys.readouterr()
     assert out == ""
     said = lines(err)

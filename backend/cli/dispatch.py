@@ -76,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stats)
     else:
-        rate = stats["answers_per_second"]
-        shipped = stats["bytes_per_shipped_job"]
+        rate = stats.answers_per_second
+        shipped = stats.bytes_per_shipped_job
         print(
-            f"dispatcher {dispatcher.id}: stopped: {stats['done']} done, {stats['failed']} failed, "
-            f"{stats['requeued']} given back; {stats['writes']} store write(s)"
+            f"dispatcher {dispatcher.id}: stopped: {stats.done} done, {stats.failed} failed, "
+            f"{stats.requeued} given back; {stats.writes} store write(s)"
             + (f"; {rate:g} answers/s" if rate else "")
             + (f"; {shipped:,} bytes of frames shipped per job" if shipped else ""),
             flush=True,

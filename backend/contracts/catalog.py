@@ -17,7 +17,7 @@ from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import HistoryReport, InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.report import ReportData
-from backend.contracts.runs import RerunOutcome, SelectionRerunReport, SweepReport
+from backend.contracts.runs import DispatchStats, RerunOutcome, SelectionRerunReport, SweepReport
 from backend.contracts.store import (
     Annotation,
     InfoReport,
@@ -63,6 +63,7 @@ REPORTS: dict[str, Any] = {
     "rerun": RerunOutcome,
     "rerun --flow": SelectionRerunReport,
     "sweep": SweepReport,
+    "dispatch": DispatchStats,
     "ingest": IngestSummary,
     "models list": list[ModelSpec],
     "models demo": ModelSpec,

@@ -49,6 +49,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from backend.contracts.base import validated
+from backend.contracts.runs import DispatchStats
 from backend.contracts.store import RemoteActor
 from backend.runtime import dispatch_records, logs, registry
 from backend.runtime.dispatch_actor import ActorInfo, ModelActor, Payload
@@ -233,13 +235,17 @@ class Stats:
     claim_seconds: float = 0.0  # claiming jobs and reading their inputs from the store (frames shipped included)
     write_seconds: float = 0.0  # building rows, store writes and marking jobs done
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["answers_per_second"] = round(self.done / self.seconds, 3) if self.seconds else None
-        out["bytes_per_shipped_job"] = round(self.shipped_bytes / self.shipped_jobs) if self.shipped_jobs else None
-        out["rows_per_write"] = round(self.rows_written / self.writes, 2) if self.writes else None
-        out["writer_busy"] = round(self.write_seconds / self.seconds, 3) if self.seconds else None
-        return out
+    def report(self) -> DispatchStats:
+        """The counters and their ratios as ``dispatch --json``'s contract, checked once."""
+        return validated(
+            DispatchStats(
+                **self.__dict__,
+                answers_per_second=round(self.done / self.seconds, 3) if self.seconds else None,
+                bytes_per_shipped_job=round(self.shipped_bytes / self.shipped_jobs) if self.shipped_jobs else None,
+                rows_per_write=round(self.rows_written / self.writes, 2) if self.writes else None,
+                writer_busy=round(self.write_seconds / self.seconds, 3) if self.seconds else None,
+            )
+        )
 
 
 class Dispatcher:
@@ -594,9 +600,9 @@ class Dispatcher:
             return False
         return not any(self.queue.list_jobs(state, m, limit=1) for m in self.specs for state in ("queued", "running"))
 
-    def run(self, once: bool = False) -> dict[str, Any]:
+    def run(self, once: bool = False) -> DispatchStats:
         """Serve until stopped (SIGINT/SIGTERM); with ``once``, until no job of the served models is left.
-        In-flight jobs are given back untouched when stopped; returns :class:`Stats` as a dict."""
+        In-flight jobs are given back untouched when stopped; returns what it did (``dispatch --json``)."""
         t0 = time.perf_counter()
         main = threading.current_thread() is threading.main_thread()
         handlers = (
@@ -622,7 +628,7 @@ class Dispatcher:
                 signal.signal(sig, handler)
             self._shutdown()
             self.stats.seconds = time.perf_counter() - t0
-        return self.stats.to_dict()
+        return self.stats.report()
 
     def _shutdown(self) -> None:
         """Give back the jobs still in flight (attempt not counted), stop the actors, sign off."""
