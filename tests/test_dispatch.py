@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.contracts.catalog import parsed
 from backend.contracts.runs import DispatchStats
 from backend.runtime import registry, rerun, worker_pool
 from backend.runtime.sweep.runner import SweepRequest, run_sweep
@@ -260,7 +261,7 @@ def test_cli_rerun_answers_through_the_dispatcher_and_a_killed_dispatcher_loses_
     again = _cli(*serve, "--once", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-2000:]
-    stats = json.loads(out)
+    stats = parsed("dispatch", json.loads(out))  # dispatch --json, held to its contract
     assert stats.done == len(jobs), stats
     _assert_once(store, jobs)
     assert JobQueue(store).get(first).attempts == 2  # the killed dispatcher's claim counted
