@@ -444,6 +444,8 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     table = write_table(Path(demo_store).parent / "ingest-input")
     argv = ["ingest", str(table), "--store", str(Path(demo_store).parent / "ingested")]
     got.append(("ingest", argv, _cli([*argv, "--json"])))
+    argv = ["compact", "--store", str(Path(demo_store).parent / "ingested")]
+    got.append(("compact", argv, _cli([*argv, "--json"])))
 
     # videos: one benchmark's demo clips linked by a template over items.video (the others stay unlinked)
     videos = Path(demo_store) / "videos"

@@ -20,6 +20,7 @@ from backend.contracts.report import ReportData
 from backend.contracts.runs import DispatchStats, RerunOutcome, SelectionRerunReport, SweepReport
 from backend.contracts.store import (
     Annotation,
+    CompactReport,
     InfoReport,
     JobRecord,
     JobsOverview,
@@ -60,6 +61,7 @@ REPORTS: dict[str, Any] = {
     "jobs --cancel": JobRecord,
     "check": Report,
     "repair": RepairReport,
+    "compact": CompactReport,
     "rerun": RerunOutcome,
     "rerun --flow": SelectionRerunReport,
     "sweep": SweepReport,
