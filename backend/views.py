@@ -214,7 +214,7 @@ def items_page(
     )
 
 
-def heatmap(view: View, model: str, max_rows: int) -> dict:
+def heatmap(view: View, model: str, max_rows: int) -> flows.Heatmap:
     """The Items page's trajectory heatmap: items grouped by their right/wrong pattern over the grid (its
     class counts are ``flows_view``'s ``trajectory_classes``)."""
     return flows.heatmap(view.matrix, model, max_rows=max_rows)

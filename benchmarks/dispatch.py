@@ -146,9 +146,9 @@ def measure(actors: int, jobs: int, delay: float, batch: int, workdir: Path) -> 
     stats = dispatcher.run(once=True)
     cpu = time.process_time() - cpu  # the dispatcher's own work: the stand-in actors sleep
     fake.pool.shutdown()
-    assert stats["done"] == jobs, stats
+    assert stats.done == jobs, stats
     ideal = actors / delay
-    rate = stats["answers_per_second"]
+    rate = stats.answers_per_second
     return {
         "delay_s": delay,
         "write_batch": batch,
@@ -157,9 +157,9 @@ def measure(actors: int, jobs: int, delay: float, batch: int, workdir: Path) -> 
         "share_of_ideal": round(rate / ideal, 2),
         "cpu_ms_per_answer": round(1000 * cpu / jobs, 1),
         "ceiling_per_cpu_s": round(jobs / cpu, 1),
-        "writer_busy": stats["writer_busy"],
-        "rows_per_write": stats["rows_per_write"],
-        "writes": stats["writes"],
+        "writer_busy": stats.writer_busy,
+        "rows_per_write": stats.rows_per_write,
+        "writes": stats.writes,
         "dispatcher_bound": rate < 0.8 * ideal,
     }
 

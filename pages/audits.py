@@ -6,7 +6,6 @@ benchmark and item filters; the command line that prints the same numbers is und
 Only the open tab is computed.
 """
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -15,6 +14,7 @@ from backend import views
 from backend.contracts.audits import InterventionsAudit, Recovery
 from backend.contracts.base import to_json
 from backend.present import charts_audits
+from backend.present.metrics import AUDIT_METRICS, METRICS
 from backend.present.palette import model_colours
 from backend.present.text import count
 from backend.runtime import client
@@ -52,12 +52,12 @@ def agreement_tables(out: InterventionsAudit) -> None:
     st.markdown(
         "**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)"
     )
+    kappa = AUDIT_METRICS["kappa_pooled"]
     for col, row in zip(st.columns(max(len(out.protocols), 4)), out.protocols, strict=False):
-        kappa = row.kappa_pooled
         ui.note_metric(
             col,
-            f"kappa · {row.protocol}",
-            ui.DASH if kappa is None or np.isnan(kappa) else f"{kappa:.3f}",
+            f"{kappa.label} · {row.protocol}",
+            kappa.format(row.kappa_pooled),
             count(row.n_items, "item"),
         )
     readable.table(
@@ -274,15 +274,12 @@ def isocompute_tab(view: View, colour: str) -> None:
         with st.container(border=True):
             ci = group.complementarity_ci
             m1, m2, m3, m4 = st.columns(4)
-            ui.note_metric(m1, "Best single", ui.pct(group.best_single.accuracy), group.best_single.config)
-            m2.metric("Oracle over the allocations", ui.pct(group.oracle_accuracy))
-            ui.rate_metric(
-                m3,
-                "Complementarity",
-                group.complementarity,
-                ci,
-                help="Oracle minus the best single allocation: what choosing the allocation per item could gain.",
+            best, oracle, compl = (AUDIT_METRICS[k] for k in ("best_single", "oracle_accuracy", "complementarity"))
+            ui.note_metric(
+                m1, best.label, best.format(group.best_single.accuracy), group.best_single.config, help=best.definition
             )
+            m2.metric(oracle.label, oracle.format(group.oracle_accuracy), help=oracle.definition)
+            ui.rate_metric(m3, compl.label, group.complementarity, ci, help=compl.definition)
             ui.note_metric(m4, "Items", f"{group.n_items:,}", f"{group.n_excluded:,} excluded (incomplete)")
             if not small_n.too_few(group.n_items):
                 for col, (part, spec) in zip(
@@ -325,12 +322,9 @@ def noise_tab(view: View) -> None:
     ui.note_metric(
         c1, "Items with repeats", f"{summary.n_items_with_repeats:,}", f"of {count(summary.n_items, 'item')}"
     )
-    c2.metric("Items that flip under repeats", f"{summary.n_items_noisy:,}")
-    c3.metric(
-        "Mean item flip rate",
-        ui.pct(summary.mean_item_flip_rate),
-        help="Chance that two repeats of an item disagree, averaged over its measured configurations, then over items.",
-    )
+    noisy, flip = AUDIT_METRICS["n_items_noisy"], AUDIT_METRICS["mean_item_flip_rate"]
+    c2.metric(noisy.label, noisy.format(summary.n_items_noisy), help=noisy.definition)
+    c3.metric(flip.label, flip.format(summary.mean_item_flip_rate), help=flip.definition)
     if not small_n.too_few(summary.n_items_with_repeats):
         ui.vega(charts_audits.noise(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(to_json(summary.per_config))
@@ -380,9 +374,12 @@ def crossmodel_tab(view: View) -> None:
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out.accuracy_from))
     c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out.accuracy_to))
-    c3.metric("Rescued", f"{out.rescued:,}")
-    c4.metric("Harmed", f"{out.harmed:,}")
-    ui.note_metric(c5, "Net", f"{100 * out.net:+.1f} pp", f"McNemar p = {out.mcnemar_p:.3g}")
+    rescued, harmed, net, p = (METRICS[k] for k in ("rescued", "harmed", "net", "mcnemar_p"))
+    c3.metric(rescued.label, rescued.format(out.rescued), help=rescued.definition)
+    c4.metric(harmed.label, harmed.format(out.harmed), help=harmed.definition)
+    ui.note_metric(
+        c5, net.label, f"{net.format(out.net)} pp", f"{p.label} = {p.format(out.mcnemar_p)}", help=net.definition
+    )
     if not small_n.too_few(out.n_items):
         ui.vega(charts_audits.crossmodel(out), f"crossmodel-{a}-{b}")
     harmed = pd.DataFrame(to_json(out.harmed_items), columns=list(CROSS_ITEM_COLUMNS))

@@ -5,17 +5,16 @@ import streamlit as st
 
 from backend.contracts.base import UnsetType
 from backend.present import charts
+from backend.present.metrics import METRICS
 from backend.present.palette import model_colours
 from backend.present.tables import headline_frame
 from backend.present.text import count
 from pages.common import data, readable, scores, small_n, ui, walk
 from pages.common.boot import ensure_entrypoint
 
-BARS = (
-    ("oracle_headroom", "oracle headroom"),
-    ("visual_confusion_rate", "visual confusion"),
-    ("text_overwrite_rate", "text overwrite"),
-)
+# The headline bars, titled with the registry's labels (backend.present.metrics).
+BAR_KEYS = ("oracle_headroom", "visual_confusion_rate", "text_overwrite_rate")
+BARS = tuple((key, METRICS[key].label.lower()) for key in BAR_KEYS)
 TOP = 50
 PARTS = (("value", ""), ("lo", "_lo"), ("hi", "_hi"))
 

@@ -17,6 +17,7 @@ from backend.analysis.target import Target
 from backend.contracts.explain import TargetKind
 from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series
+from backend.present.metrics import METRICS
 from backend.present.palette import SANKEY_COLOURS
 from backend.present.tables import flow_table, step_table
 from backend.present.text import KIND_TEXT, count
@@ -178,9 +179,8 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
         column_config=ui.plain_headers(
             steps.columns,
             {
-                "net": st.column_config.NumberColumn("net", format="percent"),
-                "churn": st.column_config.NumberColumn("churn", format="percent"),
-                "mcnemar_p": st.column_config.NumberColumn("McNemar p", format="%.3g"),
+                key: st.column_config.NumberColumn(METRICS[key].label, format=shown, help=METRICS[key].definition)
+                for key, shown in (("net", "percent"), ("churn", "percent"), ("mcnemar_p", "%.3g"))
             },
         ),
     )

@@ -170,7 +170,7 @@ def heatmap_view(view: View) -> None:
     counts = pd.DataFrame(
         {
             "class": CLASSES,
-            "items": [heat["class_counts"][c] for c in CLASSES],
+            "items": [heat.class_counts[c] for c in CLASSES],
             "meaning": [CLASS_HELP[c] for c in CLASSES],
         }
     )

@@ -13,6 +13,7 @@ from backend import views
 from backend.contracts.base import to_json, unset
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.present import charts_audits
+from backend.present.metrics import POLICY_METRICS
 from backend.present.palette import model_colours
 from backend.present.text import count
 from backend.scope.resolve import Resolved, command_line
@@ -53,14 +54,8 @@ def pick_ladder(view: View, resolved: Resolved) -> list[str]:
     return configs.order(chosen)
 
 
-# The cascade's two frame costs, shared then unshared: (metric label, what the cost counts).
-FRAME_COSTS = (
-    (
-        "Mean frames, shared",
-        "Nested sampling reuses encoded frames: an item costs the frames of the budget it stops at.",
-    ),
-    ("Mean frames, not shared", "Every budget visited is paid in full."),
-)
+# The cascade's two frame costs, shared then unshared (backend.present.metrics).
+FRAME_COSTS = tuple(POLICY_METRICS[k] for k in ("mean_frames_shared", "mean_frames_unshared"))
 
 
 def frame_delta(cost: float | None, top: str) -> str:
@@ -70,13 +65,14 @@ def frame_delta(cost: float | None, top: str) -> str:
 def cascade_numbers(point: CascadeThresholdReport, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
     c1, c2, c3, c4 = st.columns(4)
-    ui.rate_metric(c1, "Accuracy", point.accuracy, unset(point.accuracy_ci))
+    accuracy = POLICY_METRICS["accuracy"]
+    ui.rate_metric(c1, accuracy.label, point.accuracy, unset(point.accuracy_ci), help=accuracy.definition)
     costs = (
         (point.mean_frames_shared, point.cost_vs_top_shared),
         (point.mean_frames_unshared, point.cost_vs_top_unshared),
     )
-    for col, (label, help_text), (mean, cost) in zip((c2, c3), FRAME_COSTS, costs, strict=True):
-        ui.note_metric(col, label, f"{mean:.1f}", frame_delta(cost, top), help=help_text)
+    for col, metric, (mean, cost) in zip((c2, c3), FRAME_COSTS, costs, strict=True):
+        ui.note_metric(col, metric.label, metric.format(mean), frame_delta(cost, top), help=metric.definition)
     missing = point.n_without_confidence
     ui.note_metric(
         c4,
@@ -100,19 +96,21 @@ def matching_numbers(sweep: CascadeSweepReport) -> None:
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep.top_accuracy)} on these items)")
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Threshold", f"{match.threshold:.3f}")
-        ui.rate_metric(c2, "Accuracy", match.accuracy, unset(match.accuracy_ci))
+        accuracy, saving, frames = (POLICY_METRICS[k] for k in ("accuracy", "saving", "mean_frames_shared"))
+        ui.rate_metric(c2, accuracy.label, match.accuracy, unset(match.accuracy_ci), help=accuracy.definition)
         ui.rate_metric(
             c3,
-            "Frame saving vs top",
+            saving.label,
             match.saving,
             unset(match.saving_ci),
-            help="1 − mean shared frames / frames of the top budget; paired bootstrap interval.",
+            help=f"{saving.definition} Paired bootstrap interval.",
         )
         ui.note_metric(
             c4,
-            "Mean frames, shared",
-            f"{match.mean_frames_shared:.1f}",
+            frames.label,
+            frames.format(match.mean_frames_shared),
             f"vs {sweep.fixed[-1].frames} at {top}",
+            help=frames.definition,
         )
 
 
@@ -128,17 +126,14 @@ def predictor_controls() -> tuple[int, int]:
 def predictor_numbers(report: PredictorReport) -> None:
     arg = next(r for r in report.frontier if r.label == "argmax")
     c1, c2, c3, c4 = st.columns(4)
-    ui.note_metric(c1, "Argmax accuracy", ui.pct(arg.accuracy), f"{arg.mean_frames:.1f} frames per item")
-    c2.metric(
-        "Target hit rate",
-        ui.pct(report.target_hit_rate),
-        help="Share of items whose predicted budget is exactly the cheapest sufficient one.",
+    argmax, hit, never = (
+        POLICY_METRICS[k] for k in ("frontier[argmax].accuracy", "target_hit_rate", "never_correct_share")
     )
-    c3.metric(
-        "Never correct",
-        ui.pct(report.never_correct_share),
-        help="Items no budget answers: their target is the top budget.",
+    ui.note_metric(
+        c1, argmax.label, argmax.format(arg.accuracy), f"{arg.mean_frames:.1f} frames per item", help=argmax.definition
     )
+    c2.metric(hit.label, hit.format(report.target_hit_rate), help=hit.definition)
+    c3.metric(never.label, never.format(report.never_correct_share), help=never.definition)
     ui.note_metric(c4, "Video groups", f"{report.n_groups:,}", f"{count(report.n_items, 'item')}, {report.folds} folds")
 
 

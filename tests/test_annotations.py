@@ -25,18 +25,18 @@ def test_add_list_delete_applies_tombstones(items_store):
     a = add_annotation(items_store, "vmme", "q1", "counting", "counts the cups", "ana")
     b = add_annotation(items_store, "vmme", "q2", "ocr", None, "bo", model="m1")
     listed = annotations_for(items_store)
-    assert set(listed.annotation_id) == {a["annotation_id"], b["annotation_id"]}
+    assert set(listed.annotation_id) == {a.annotation_id, b.annotation_id}
     assert annotations_for(items_store, item_id="q1").note.tolist() == ["counts the cups"]
     assert annotations_for(items_store, tag="ocr").item_id.tolist() == ["q2"]
     assert annotations_for(items_store, model="m2").item_id.tolist() == ["q1"]  # q1's note is for every model
 
-    gone = delete_annotation(items_store, a["annotation_id"], author="cy")
-    assert gone["tag"] == "counting"
-    assert annotations_for(items_store).annotation_id.tolist() == [b["annotation_id"]]
-    raw = items_store.query("select deleted, author from annotations where annotation_id = ?", [a["annotation_id"]])
+    gone = delete_annotation(items_store, a.annotation_id, author="cy")
+    assert gone.tag == "counting"
+    assert annotations_for(items_store).annotation_id.tolist() == [b.annotation_id]
+    raw = items_store.query("select deleted, author from annotations where annotation_id = ?", [a.annotation_id])
     assert sorted(raw.deleted.tolist()) == [False, True] and "cy" in raw.author.tolist()
     with pytest.raises(UserError, match="already deleted"):
-        delete_annotation(items_store, a["annotation_id"])
+        delete_annotation(items_store, a.annotation_id)
 
 
 def test_bad_input_is_refused_with_a_message(items_store):
@@ -52,10 +52,10 @@ def test_bad_input_is_refused_with_a_message(items_store):
 def test_item_filter_by_tag_agrees_with_tombstones(items_store):
     keep = add_annotation(items_store, "vmme", "q1", "letter-prior", None, "ana")
     drop = add_annotation(items_store, "vmme", "q3", "letter-prior", None, "ana")
-    delete_annotation(items_store, drop["annotation_id"])
+    delete_annotation(items_store, drop.annotation_id)
     where, params = filter_sql(ItemFilter(tags=("letter-prior",)), alias="it")
     got = items_store.query(f"select item_id from items it where {where}", params)
-    assert got.item_id.tolist() == [keep["item_id"]]
+    assert got.item_id.tolist() == [keep.item_id]
 
 
 def test_summary_for_exports(items_store):

@@ -129,11 +129,11 @@ def test_items_heatmap_folds_one_row_per_item_into_every_cell(demo_store):
     heat = views.heatmap(open_view(store, resolved), "synthetic-A-7B", 1500)
     spec = charts_items.heatmap(heat)
     rows = spec["data"]["values"]
-    assert [r["item"] for r in rows] == heat["rows"]["item_id"].astype(str).tolist()
-    assert np.array_equal([[r[f"c{k}"] for k in range(len(heat["grid"]))] for r in rows], heat["z"])
+    assert [r["item"] for r in rows] == heat.rows["item_id"].astype(str).tolist()
+    assert np.array_equal([[r[f"c{k}"] for k in range(len(heat.grid))] for r in rows], heat.z)
     labels = spec["layer"][2]["data"]["values"]
     assert [b["label"] for b in labels] == [
-        f"{c} ({heat['class_counts'][c]:,})" for c in dict.fromkeys(heat["rows"]["trajectory_class"])
+        f"{c} ({heat.class_counts[c]:,})" for c in dict.fromkeys(heat.rows["trajectory_class"])
     ]
     json.dumps(spec, allow_nan=False)
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from backend.contracts.catalog import parsed
+from backend.contracts.runs import DispatchStats
 from backend.runtime import registry, rerun, worker_pool
 from backend.runtime.sweep.runner import SweepRequest, run_sweep
 from store.queue import JobQueue
@@ -133,8 +135,11 @@ class Running:
 
         kw = {"resources": GPU, "lease_s": 3.0, "poll_s": 0.1} | kw
         self.dispatcher = Dispatcher(store, **kw)
-        self.stats: dict = {}
-        self.thread = threading.Thread(target=lambda: self.stats.update(self.dispatcher.run()), daemon=True)
+        self.stats: DispatchStats | None = None  # what run() returned, once it has
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        self.stats = self.dispatcher.run()
 
     def __enter__(self) -> Running:
         self.thread.start()
@@ -170,14 +175,14 @@ def test_actors_answer_without_the_store_frames_shipped_or_read_on_the_node(site
         assert [(a.model, a.state, a.jobs_done) for a in remote] == [("A", "ready", len(shipped))]
         assert remote[0].node_ip and remote[0].hostname and remote[0].resources["gpu_node"] == 1.0
         _no_store_in(actor.info.pid, ray.get(actor.handle.received.remote()), store)
-    assert run.stats["shipped_jobs"] == len(shipped) - 1  # the text-only job ships nothing
-    assert run.stats["bytes_per_shipped_job"] > 0 and run.stats["done"] == len(shipped)
+    assert run.stats.shipped_jobs == len(shipped) - 1  # the text-only job ships nothing
+    assert run.stats.bytes_per_shipped_job > 0 and run.stats.done == len(shipped)
     read = _queue(store, requests)
     with Running(store, models=["A"], videos="node", video_root=str(node / "videos")) as run:
         _wait("the jobs read on the node", lambda: _done(store, read) == len(read))
         (actor,) = run.dispatcher.slots.values()
         _no_store_in(actor.info.pid, ray.get(actor.handle.received.remote()), store)
-    assert run.stats["shipped_bytes"] == 0
+    assert run.stats.shipped_bytes == 0
     _assert_once(store, shipped + read)
     answers = Store(store).query("SELECT run, answer, option_probs, frame_indices FROM responses")
     by_run = {r["run"]: r for r in answers.to_dict("records")}
@@ -199,7 +204,7 @@ def test_a_model_that_cannot_load_fails_its_jobs_with_the_reason(site, cluster):
         job = queue.get(j)
         assert job.state == "failed" and job.attempts == 1, job
         assert job.error.startswith("model 'broken' cannot be loaded from"), job.error
-    assert stats["failed"] == 2 and stats["done"] == 0
+    assert stats.failed == 2 and stats.done == 0
 
 
 def test_an_actor_no_node_can_hold_is_said_to_wait_and_is_placed_when_such_a_node_joins(site, cluster):
@@ -256,8 +261,8 @@ def test_cli_rerun_answers_through_the_dispatcher_and_a_killed_dispatcher_loses_
     again = _cli(*serve, "--once", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-2000:]
-    stats = json.loads(out)
-    assert stats["done"] == len(jobs), stats
+    stats = parsed("dispatch", json.loads(out))  # dispatch --json, held to its contract
+    assert stats.done == len(jobs), stats
     _assert_once(store, jobs)
     assert JobQueue(store).get(first).attempts == 2  # the killed dispatcher's claim counted
     answered = _cli("rerun", "--store", str(store), "--model", "B", "--benchmark", "bench", "--item", "v1-2",
@@ -336,11 +341,11 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
     _assert_once(store, jobs)
     stats = run.stats
     print(f"{N_RERUNS} re-runs over {len(MODELS)} actors, one actor and one node killed: {stats}")  # seen with -s
-    assert stats["actors_died"] >= 2 and stats["done"] == N_RERUNS, stats
+    assert stats.actors_died >= 2 and stats.done == N_RERUNS, stats
     retries = sum(JobQueue(store).get(j).attempts - 1 for j in jobs)
     # each job given back counted its attempt (one job may be given back twice; a lease that lapsed on a
     # loaded machine may add a retry)
-    assert stats["requeued"] >= 1 and retries >= stats["requeued"], (retries, stats)
+    assert stats.requeued >= 1 and retries >= stats.requeued, (retries, stats)
     nodes.remove(leaving)
     nodes.append(c.add_node(num_cpus=3, resources={"gpu_node": 3}))  # later tests find two nodes again
     c.wait_for_nodes()

@@ -123,9 +123,9 @@ def test_trajectory_classes_and_heatmap_order(hand):
     y = matrix.correct[0].astype(bool)
     assert [CLASSES[c] for c in trajectory_classes(y)] == ["regressing", "monotone-gain", "oscillating", "stable-wrong"]
     full = heatmap(matrix, "A")
-    assert full["rows"]["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
-    assert full["z"].tolist() == [[0, 1, 1], [1, 1, 0], [1, 0, 1], [0, 0, 0]]
-    assert full["class_counts"] == {
+    assert full.rows["item_id"].tolist() == ["i1", "i0", "i2", "i3"]
+    assert full.z.tolist() == [[0, 1, 1], [1, 1, 0], [1, 0, 1], [0, 0, 0]]
+    assert full.class_counts == {
         "stable-correct": 0,
         "monotone-gain": 1,
         "regressing": 1,
@@ -133,8 +133,8 @@ def test_trajectory_classes_and_heatmap_order(hand):
         "stable-wrong": 1,
     }
     thin = heatmap(matrix, "A", max_rows=2)
-    assert thin["stride"] == 2 and thin["rows"]["item_id"].tolist() == ["i1", "i2"]
-    assert thin["class_counts"] == full["class_counts"]  # counts always cover every item
+    assert thin.stride == 2 and thin.rows["item_id"].tolist() == ["i1", "i2"]
+    assert thin.class_counts == full.class_counts  # counts always cover every item
 
 
 def test_confusion_overlap_by_hand(hand):

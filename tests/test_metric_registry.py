@@ -7,6 +7,7 @@ datasette's ``test_docs`` holds its settings to their documentation)."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -17,10 +18,12 @@ from backend.cli.metrics import render, score_lines
 from backend.contracts.views import OverviewReport
 from backend.present import tables
 from backend.present.metrics import (
+    AUDIT_METRICS,
     CARDS,
     END,
     HEADLINES,
     METRICS,
+    POLICY_METRICS,
     SCORE_METRICS,
     START,
     TASK_RATES,
@@ -50,15 +53,19 @@ def overview(basic_store) -> OverviewReport:
     return views.overview(open_view(basic_store, resolved), bootstrap=50)
 
 
-@pytest.mark.parametrize(
-    ("registry", "key"), [("accuracy", k) for k in METRICS] + [("scores", k) for k in SCORE_METRICS]
-)
+REGISTRIES = {"accuracy": METRICS, "scores": SCORE_METRICS, "audits": AUDIT_METRICS, "policies": POLICY_METRICS}
+EVERY_METRIC = [m for registry in REGISTRIES.values() for m in registry.values()]
+
+
+@pytest.mark.parametrize(("registry", "key"), [(name, k) for name, registry in REGISTRIES.items() for k in registry])
 def test_every_metric_has_a_plain_definition_a_formula_and_a_docs_anchor(registry, key):
-    m = (METRICS if registry == "accuracy" else SCORE_METRICS)[key]
+    m = REGISTRIES[registry][key]
     assert m.key == key and m.label and m.label[0].isupper()
     assert "\n" not in m.definition and m.definition.endswith(".") and len(m.definition) <= 140, m.definition
     assert "_" not in m.definition, "a plain definition names no code"
     assert callable(m.formula) and m.formula.__module__.startswith(("backend.analysis.", "backend.scope.tags"))
+    # a formula imported when called (the predictor's) names a function that is there
+    assert callable(getattr(importlib.import_module(m.formula.__module__), m.formula.__name__))
     assert f'<a id="{m.anchor}"></a>' in DOC, f"docs/metrics.md has no anchor {m.anchor!r} for {key}"
 
 
@@ -114,9 +121,9 @@ def test_the_compare_page_and_cli_show_registered_metrics():
     bars = next(
         node.value
         for node in tree.body
-        if isinstance(node, ast.Assign) and node.targets[0].id == "BARS"  # type: ignore[attr-defined]
+        if isinstance(node, ast.Assign) and node.targets[0].id == "BAR_KEYS"  # type: ignore[attr-defined]
     )
-    keys = {pair.elts[0].value for pair in bars.elts}  # type: ignore[attr-defined]
+    keys = {key.value for key in bars.elts}  # type: ignore[attr-defined]
     cli = (REPO / "backend" / "cli" / "compare.py").read_text()
     keys |= set(re.search(r'regex=r"\^\(([^)]*)\)\$"', cli)[1].split("|"))  # type: ignore[index]
     assert keys and keys <= set(METRICS), keys - set(METRICS)
@@ -147,3 +154,77 @@ def test_every_score_number_the_report_the_cli_and_the_page_show_is_a_registered
     page = (REPO / "pages" / "common" / "scores.py").read_text()
     cards = set(re.findall(r'SCORE_METRICS\["(\w+)"\]', page)) | set(re.findall(r"SCORE_METRICS\['(\w+)'\]", page))
     assert cards >= {"best_fixed", "oracle_mean", "oracle_gap"} and cards <= set(SCORE_METRICS)
+
+
+# Where a page writes a number's name: st.metric's label, ui.note_metric's and ui.rate_metric's (after the column),
+# a table column's header. A registered metric's name there comes from the registry, never typed again.
+LABEL_ARGUMENT = {"metric": 0, "note_metric": 1, "rate_metric": 1, "_points_metric": 1}
+COLUMN_KINDS = {"Column", "NumberColumn", "TextColumn", "ProgressColumn"}
+
+
+def _typed_labels(path: Path, with_kind: bool = False) -> list:
+    """(line, text) of every label a page file types as a literal in a label position; with ``with_kind``,
+    (line, text, "card" or "column"). An f-string's text is its literal parts; a card whose label is an f-string
+    around a model or configuration name (``"{model} @ {config}"``) has no literal metric name to check."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        at = 0 if name in COLUMN_KINDS else LABEL_ARGUMENT.get(name or "")
+        if at is None or len(node.args) <= at:
+            continue
+        arg, kind = node.args[at], "column" if name in COLUMN_KINDS else "card"
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            found.append((node.lineno, arg.value, kind))
+        elif isinstance(arg, ast.JoinedStr) and kind == "column":  # an f-string: its literal parts
+            found.append((node.lineno, "".join(v.value for v in arg.values if isinstance(v, ast.Constant)), kind))
+        elif isinstance(arg, ast.JoinedStr):  # a card's f-string: its literal parts unless they only join names
+            text = "".join(v.value for v in arg.values if isinstance(v, ast.Constant))
+            found.append((node.lineno, "" if not text.strip(" @·()/→,:") else text, kind))
+    return found if with_kind else [(line, text) for line, text, _ in found]
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s*\((pp|%|pair)\)$", "", text.strip().lower())
+
+
+# The cards a page labels with literal text that are no metric: counts of the rows a section stands for and a
+# setting. Compare's overlap cards are numbers the registry does not hold yet (their share is computed in
+# backend/views.py, not in backend/analysis): listed here so that the gap is visible, not hidden.
+NOT_REGISTERED = {
+    "Items": "a count of the items a section covers",
+    "Items with repeats": "a count of the items a noise audit can measure",
+    "Video groups": "the predictor's cross-validation groups",
+    "Threshold": "the cascade's setting, not a measurement",
+    "Confused by every model": "Compare's overlap: not in the registry yet",
+    "Confused by any model": "Compare's overlap: not in the registry yet",
+    "Shared share": "Compare's overlap: not in the registry yet",
+}
+
+
+def test_no_page_types_a_registered_metrics_name_by_hand():
+    """A card or column showing a registered metric reads its label (and help) from the registry, so renaming a
+    metric is one edit; the scan's own check is that it finds the pages' labels at all."""
+    registered = {_plain(m.label) for m in EVERY_METRIC} | {m.key.replace("_", " ") for m in EVERY_METRIC}
+    files = [*sorted((REPO / "pages").rglob("*.py")), REPO / "app.py"]
+    typed = [(path.relative_to(REPO), line, text) for path in files for line, text in _typed_labels(path)]
+    assert len(typed) > 30, typed  # the scan sees the pages' cards and columns
+    by_hand = [f"{path}:{line} {text!r}" for path, line, text in typed if _plain(text) in registered]
+    assert not by_hand, f"read these labels from backend.present.metrics: {by_hand}"
+
+
+def test_every_card_a_page_labels_by_hand_is_a_listed_non_metric():
+    """A number on a page's card (``st.metric``, ``ui.note_metric``, ``ui.rate_metric``) is a registered metric
+    read from the registry (its label then is no literal) or one of ``NOT_REGISTERED``: a new card with a typed
+    label fails here until its metric is registered (with its definition, formula and docs anchor)."""
+    files = [*sorted((REPO / "pages").rglob("*.py")), REPO / "app.py"]
+    cards = {
+        f"{path.relative_to(REPO)}:{line}": text
+        for path in files
+        for line, text, kind in _typed_labels(path, with_kind=True)
+        if kind == "card" and text.strip()
+    }
+    assert len(cards) >= len(NOT_REGISTERED), cards  # the scan sees the pages' cards
+    unknown = {where: text for where, text in cards.items() if text not in NOT_REGISTERED}
+    assert not unknown, f"register these cards' metrics in backend.present.metrics: {unknown}"

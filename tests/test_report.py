@@ -8,6 +8,8 @@ request refused except the file itself.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import shlex
@@ -152,6 +154,21 @@ def test_hostile_text_is_escaped_in_html(hostile):
     figures = re.search(r'id="report-figures">(.*?)</script>', html, flags=re.S)[1]
     names = {point["model"] for point in json.loads(figures)["fig-curve"]["data"]["values"]}
     assert "<" not in figures and any(n.startswith("evil<script>") for n in names)  # data text as data, never markup
+
+
+def test_the_html_carries_its_content_security_policy_and_the_policy_admits_only_its_boot_script(hostile):
+    """The policy without a browser (the browser test sees it enforced): no request of any kind, no string
+    evaluation, and the one executable script is the one whose SHA-256 it names (so an injected one could not run)."""
+    html = build(hostile, hostile_scope(hostile), "html", gallery_items=6).decode()
+    metas = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)
+    assert len(metas) == 1, metas
+    text = unescape(metas[0])  # an attribute: its quotes are written as entities
+    policy = dict(part.strip().split(" ", 1) for part in text.split(";"))
+    assert policy["default-src"] == policy["connect-src"] == policy["form-action"] == "'none'"
+    assert policy["img-src"] == "data:" and "'unsafe-eval'" not in text
+    [boot] = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    digest = base64.b64encode(hashlib.sha256(boot.encode()).digest()).decode()
+    assert policy["script-src"].split() == [f"'sha256-{digest}'", "blob:"]
 
 
 def test_latex_and_markdown_keep_hostile_names_literal(hostile):

@@ -240,7 +240,7 @@ def test_a_deletion_by_a_writer_whose_clock_runs_behind_still_deletes(two_ingest
     note = add_annotation(store, "videomme", "001-1", "counting", "a note", "ana")
     late = pd.Timestamp.now(tz="UTC") - pd.Timedelta(hours=1)
     monkeypatch.setattr(pd.Timestamp, "now", lambda tz=None: late)  # the clock the delete reads (pandas')
-    delete_annotation(store, note["annotation_id"], "ben")
+    delete_annotation(store, note.annotation_id, "ben")
     assert annotations_for(store, "videomme", "001-1").empty
 
 

@@ -10,7 +10,8 @@ numbers the metric engine reports; only the stable counts are added here.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from backend.contracts.views import FlowKind, Sankey, SankeyLink, SankeyNode
 from backend.scope.matrix import Matrix
 from backend.scope.tags import changes, monotone_gain
 from store.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (state at a, state at b) per flow kind; the code 2*y(a) + y(b) indexes this order.
 _KIND_BY_CODE: tuple[FlowKind, ...] = ("stable-wrong", "rescued", "harmed", "stable-correct")
@@ -114,7 +118,21 @@ def trajectory_classes(y: np.ndarray) -> np.ndarray:
     ).astype(np.int8)
 
 
-def heatmap(matrix: Matrix, model: str, max_rows: int = 2000) -> dict:
+@dataclass(frozen=True)
+class Heatmap:
+    """The Items page's trajectory heatmap of one model (drawn by ``backend.present.charts_items.heatmap``; no
+    command prints it, so it is not a JSON contract: it holds the items' frame and the cells as an array)."""
+
+    model: str
+    grid: list[str]
+    n_items: int  # every item of the scope (``rows`` may be a downsample of them)
+    stride: int  # every ``stride``-th item of the order is a row
+    rows: pd.DataFrame  # benchmark, item_id, task_type, trajectory_class of each row, in the order drawn
+    z: np.ndarray  # [rows, configurations] int8: 1 correct, 0 wrong
+    class_counts: dict[str, int]  # items per trajectory class, counting every item
+
+
+def heatmap(matrix: Matrix, model: str, max_rows: int = 2000) -> Heatmap:
     """Items x configs correctness of ``model``, rows ordered by trajectory class.
 
     Within a class, items with more correct cells come first, then by pattern (earlier correct
@@ -133,17 +151,17 @@ def heatmap(matrix: Matrix, model: str, max_rows: int = 2000) -> dict:
     order = np.lexsort((np.arange(n_items), -pattern, -y.sum(axis=1), cls))
     stride = max(1, math.ceil(n_items / max_rows))
     rows = order[::stride]
-    return {
-        "model": model,
-        "grid": list(matrix.grid),
-        "n_items": n_items,
-        "stride": stride,
-        "rows": matrix.items.loc[rows, ["benchmark", "item_id", "task_type"]]
+    return Heatmap(
+        model=model,
+        grid=list(matrix.grid),
+        n_items=n_items,
+        stride=stride,
+        rows=matrix.items.loc[rows, ["benchmark", "item_id", "task_type"]]
         .assign(trajectory_class=np.array(CLASSES, dtype=object)[cls[rows]])
         .reset_index(drop=True),
-        "z": y[rows].astype(np.int8),
-        "class_counts": _counts(cls),
-    }
+        z=y[rows].astype(np.int8),
+        class_counts=_counts(cls),
+    )
 
 
 def class_counts(matrix: Matrix, model: str) -> dict[str, int]:

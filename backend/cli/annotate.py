@@ -3,6 +3,7 @@
 import argparse  # no `from __future__ import annotations`: this module's `annotations` is backend.scope's
 
 from backend.cli.common import add_json, add_store, command_group, print_json
+from backend.contracts.store import Annotation
 from backend.scope import annotations
 from store.store import Store
 
@@ -47,13 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=run_tags)
 
 
-def _show(row: dict, verb: str, as_json: bool) -> None:
+def _show(row: Annotation, verb: str, as_json: bool) -> None:
     if as_json:
         print_json(row)
     else:
-        print(
-            f"{verb} {row['annotation_id']}: {row['benchmark']}/{row['item_id']} [{row['tag']}] {row['note'] or ''}".rstrip()
-        )
+        print(f"{verb} {row.annotation_id}: {row.benchmark}/{row.item_id} [{row.tag}] {row.note or ''}".rstrip())
 
 
 def run_add(args: argparse.Namespace) -> int:
@@ -73,7 +72,7 @@ def run_add(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     df = annotations.annotations_for(Store(args.store), args.benchmark, args.item_id, args.tag, args.model)
     if args.json:
-        print_json(df.to_dict(orient="records"))
+        print_json(annotations.records(df))
     elif df.empty:
         print("no annotations")
     else:

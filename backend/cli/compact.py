@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 
 from backend.cli.common import add_json, command, print_json
+from backend.contracts.base import validated
+from backend.contracts.store import CompactReport
 from store.store import Store
 
 
@@ -24,12 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
     merged = store.compact()
-    result = {"merged": merged, "store_version": store.version()}
+    result = validated(CompactReport(merged=merged, store_version=store.version()))
     if args.json:
         print_json(result)
     elif merged:
         done = [f"{t}: {n} files -> 1" if n > 1 else f"{t}: rewritten in smaller row groups" for t, n in merged.items()]
-        print(", ".join(done) + f" (store version {result['store_version']})")
+        print(", ".join(done) + f" (store version {result.store_version})")
     else:
         print("nothing to compact")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from backend.cli.common import add_json, command, print_json
 from backend.runtime.dispatch import DEFAULT_WRITE_BATCH, VIDEOS
@@ -52,13 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from backend.runtime.dispatch import Dispatcher, parse_resources  # Ray loads only for this command
+    from backend.runtime.dispatch import LOG, Dispatcher, parse_resources  # Ray loads only for this command
 
     if args.video_root is not None and args.videos != "node":
         raise UserError("--video-root names the videos' folder on the nodes: it needs --videos node")
     if not args.lease > 0 or not args.poll > 0:
         raise UserError("--lease and --poll must be positive numbers of seconds")
-    out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON alone
     dispatcher = Dispatcher(
         resolve_root(args.store),
         models=args.model,
@@ -70,20 +68,19 @@ def run(args: argparse.Namespace) -> int:
         lease_s=args.lease,
         poll_s=args.poll,
         write_batch=args.write_batch,
-        log=lambda line: print(f"dispatch: {line}", file=out, flush=True),
     )
-    print(
-        f"dispatcher {dispatcher.id}: serving {', '.join(dispatcher.specs)} on {args.ray_address}", file=out, flush=True
-    )
+    # its progress is the trajaudit.dispatch logger's (timestamped lines on stderr; --verbose adds debug lines),
+    # so stdout holds the JSON alone with --json
+    LOG.info(f"dispatcher {dispatcher.id}: serving {', '.join(dispatcher.specs)} on {args.ray_address}")
     stats = dispatcher.run(once=args.once)
     if args.json:
         print_json(stats)
     else:
-        rate = stats["answers_per_second"]
-        shipped = stats["bytes_per_shipped_job"]
+        rate = stats.answers_per_second
+        shipped = stats.bytes_per_shipped_job
         print(
-            f"dispatcher {dispatcher.id}: stopped: {stats['done']} done, {stats['failed']} failed, "
-            f"{stats['requeued']} given back; {stats['writes']} store write(s)"
+            f"dispatcher {dispatcher.id}: stopped: {stats.done} done, {stats.failed} failed, "
+            f"{stats.requeued} given back; {stats.writes} store write(s)"
             + (f"; {rate:g} answers/s" if rate else "")
             + (f"; {shipped:,} bytes of frames shipped per job" if shipped else ""),
             flush=True,

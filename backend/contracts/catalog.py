@@ -17,9 +17,10 @@ from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import HistoryReport, InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.contracts.report import ReportData
-from backend.contracts.runs import RerunOutcome, SelectionRerunReport, SweepReport
+from backend.contracts.runs import DispatchStats, RerunOutcome, SelectionRerunReport, SweepReport
 from backend.contracts.store import (
     Annotation,
+    CompactReport,
     InfoReport,
     JobRecord,
     JobsOverview,
@@ -60,9 +61,11 @@ REPORTS: dict[str, Any] = {
     "jobs --cancel": JobRecord,
     "check": Report,
     "repair": RepairReport,
+    "compact": CompactReport,
     "rerun": RerunOutcome,
     "rerun --flow": SelectionRerunReport,
     "sweep": SweepReport,
+    "dispatch": DispatchStats,
     "ingest": IngestSummary,
     "models list": list[ModelSpec],
     "models demo": ModelSpec,

@@ -1,4 +1,4 @@
-"""Running models: ``trajaudit rerun`` and ``sweep`` with ``--json``. What ``ingest --json`` prints is the store's
+"""Running models: ``trajaudit rerun``, ``sweep`` and ``dispatch`` with ``--json``. What ``ingest --json`` prints is the store's
 own record, ``store.ingest.IngestSummary`` (not imported here: the ingest package imports its readers)."""
 
 from __future__ import annotations
@@ -267,3 +267,28 @@ class SweepReport(Contract, kw_only=True):
     verify: Annotated[SweepVerify | None, doc("the drift check (null without --verify)")]
     withdrawn: Annotated[bool, doc("true when a choice drift withdrew the sweep's rows from the store")]
     approximate: Annotated[bool, doc("true when a configuration is an approximate protocol (~prune)")]
+
+
+class DispatchStats(Contract, kw_only=True):
+    """``trajaudit dispatch --json`` (``backend.runtime.dispatch.Dispatcher.run``): what a dispatcher did until it
+    stopped. The ratios are null where their denominator is 0 (no time, no shipped job, no write)."""
+
+    done: Annotated[int, doc("jobs answered and stored")]
+    failed: Annotated[int, doc("jobs failed (their reason is in the queue)")]
+    requeued: Annotated[int, doc("jobs given back to the queue because their actor died")]
+    from_store: Annotated[int, doc("jobs whose answer was already stored (completed from it)")]
+    writes: Annotated[int, doc("store writes")]
+    rows_written: Annotated[int, doc("response rows written")]
+    shipped_bytes: Annotated[int, doc("bytes of decoded frames sent to the actors (--videos ship)")]
+    shipped_jobs: Annotated[int, doc("jobs whose frames were shipped")]
+    actors_started: Annotated[int, doc("actors started")]
+    actors_died: Annotated[int, doc("actors that died or whose node left")]
+    seconds: Annotated[float, doc("seconds served")]
+    claim_seconds: Annotated[float, doc("seconds claiming jobs and reading their inputs (shipped frames included)")]
+    write_seconds: Annotated[float, doc("seconds building rows, writing the store and marking jobs done")]
+    answers_per_second: Annotated[float | None, doc("done / seconds")]
+    bytes_per_shipped_job: Annotated[int | None, doc("shipped_bytes / shipped_jobs")]
+    rows_per_write: Annotated[float | None, doc("rows_written / writes")]
+    writer_busy: Annotated[
+        float | None, doc("write_seconds / seconds: the share of the time the single writer was busy")
+    ]

@@ -217,3 +217,13 @@ class VideoCheckReport(Contract, kw_only=True):
 
     video_root: Annotated[str, doc("the video root paths are relative to")]
     benchmarks: Annotated[list[BenchmarkVideos], doc("per benchmark (name order), its coverage")]
+
+
+class CompactReport(Contract, kw_only=True):
+    """``trajaudit compact --json``: what a compaction merged, and the store version it published."""
+
+    merged: Annotated[
+        dict[str, int],
+        doc("per table merged, the number of its files merged into one (1: a file rewritten in smaller row groups)"),
+    ]
+    store_version: Annotated[int, doc("the store's version after the compaction")]

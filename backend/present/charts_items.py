@@ -8,23 +8,27 @@ every number the report dict's own.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from backend.contracts.explain import ExplainReport, ExplainTarget
 from backend.present.charts import _chart, _ordered, _tip
 from backend.present.palette import ACCENT, CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import count
 
+if TYPE_CHECKING:
+    from backend.analysis.flows import Heatmap
+
 CONFIG_AXIS = "configuration (frames, @pixels per frame, /sampling policy)"
 HEATMAP_HEIGHT = 560  # px of the heatmap's cells: the most item rows it can show, one pixel each
 
 
-def heatmap(heat: dict) -> dict:
+def heatmap(heat: Heatmap) -> dict:
     """Correct (green) / wrong (red) per item (rows, ordered by trajectory class) and configuration; each class
     named with its item count at the right, classes split by a white line. ``heat``: ``backend.views.heatmap``.
 
     One data row per item with a column per configuration (``c0``, ``c1``...), folded by Vega: the payload grows
     with the items, not items x configurations, and the item id and class travel once per item."""
-    rows, z, grid = heat["rows"], heat["z"], list(heat["grid"])
+    rows, z, grid = heat.rows, heat.z, list(heat.grid)
     keys = [f"c{k}" for k in range(len(grid))]
     classes = rows["trajectory_class"].tolist()
     values = [
@@ -38,14 +42,14 @@ def heatmap(heat: dict) -> dict:
         else:
             spans.append({"class": cls, "start": i, "end": i + 1})
     bands = [
-        {**s, "mid": (s["start"] + s["end"]) / 2, "label": f"{s['class']} ({heat['class_counts'][s['class']]:,})"}
+        {**s, "mid": (s["start"] + s["end"]) / 2, "label": f"{s['class']} ({heat.class_counts[s['class']]:,})"}
         for s in spans
     ]
     y = {"scale": {"domain": [0, max(len(values), 1)], "reverse": True, "nice": False, "zero": True}}
-    sampled = "" if heat["stride"] == 1 else f" (every {heat['stride']}th of {count(heat['n_items'], 'item')})"
+    sampled = "" if heat.stride == 1 else f" (every {heat.stride}th of {count(heat.n_items, 'item')})"
     names = json.dumps(dict(zip(keys, grid, strict=True)))
     return _chart(
-        f"{heat['model']}: correct (green) / wrong (red) per item and configuration{sampled}",
+        f"{heat.model}: correct (green) / wrong (red) per item and configuration{sampled}",
         HEATMAP_HEIGHT,
         values,
         layer=[

@@ -13,15 +13,16 @@ way datasette's ``test_docs`` holds its settings to their documentation).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.analysis import continuous
+from backend.analysis import cascade, continuous, interventions, isocompute, noise
 from backend.analysis import metrics as formulas
 from backend.analysis.mcnemar import mcnemar_exact
-from backend.present.text import p_value, pp, signed_pp
+from backend.present.text import MISSING, number, p_value, pct, pp, signed_pp
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,27 @@ class Metric:
 
 def _count(x: object) -> str:
     return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _kappa(x: object) -> str:
+    v = number(x)
+    return MISSING if v is None else f"{v:.3f}"
+
+
+def _frames(x: object) -> str:
+    v = number(x)
+    return MISSING if v is None else f"{v:.1f}"
+
+
+def _later(module: str, name: str) -> Callable[..., object]:
+    """The formula ``module.name``, imported when called: the budget predictor's module loads scikit-learn and
+    pandas, which every command reading this registry would pay for at import."""
+
+    def formula(*args: object, **kwargs: object) -> object:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    formula.__module__, formula.__name__, formula.__qualname__ = module, name, name
+    return formula
 
 
 # The headline metrics, in the order every surface lists them (cards, tables, the report, the CLI).
@@ -157,35 +179,72 @@ TRANSITION_METRICS = (
         "mcnemar-p",
     ),
 )
-METRICS = {m.key: m for m in (*HEADLINE_METRICS, *TRANSITION_METRICS)}
+
+
+def _by_key(*metrics: Metric) -> dict[str, Metric]:
+    """A namespace of metrics by their key, in the order given (the order the surfaces list them)."""
+    return {m.key: m for m in metrics}
+
+
+METRICS = _by_key(*HEADLINE_METRICS, *TRANSITION_METRICS)
 # The open-ended (scored) items' metrics, by their field in a model's ``continuous`` block (``metrics --json``):
 # a namespace of their own, since ``best_fixed`` there is a mean score, not an accuracy. Never averaged with
 # the accuracy metrics above (docs/metrics.md, "Continuous scores").
-SCORE_METRICS = {
-    m.key: m
-    for m in (
-        Metric("mean_score", "Mean score", "The average score of the scored items at one configuration.",
-               pp, continuous.continuous_metrics, "mean-score"),
-        Metric("best_fixed", "Best fixed score", "Mean score of the one configuration that scores highest, used for every item.",
-               pp, continuous.continuous_metrics, "best-fixed-score"),
-        Metric("oracle_mean", "Oracle mean", "Average over items of each item's best score at any configuration.",
-               pp, continuous.continuous_metrics, "oracle-mean"),
-        Metric("oracle_gap", "Oracle gap", "Oracle mean minus best fixed score: what choosing the budget item by item could add.",
-               pp, continuous.continuous_metrics, "oracle-gap"),
-        Metric("improved", "Improved", "Items whose score rises at the step by more than the tolerance.",
-               _count, continuous.score_kinds, "improved-regressed"),
-        Metric("regressed", "Regressed", "Items whose score falls at the step by more than the tolerance.",
-               _count, continuous.score_kinds, "improved-regressed"),
-        Metric("unchanged", "Unchanged", "Items whose score moves at the step by at most the tolerance.",
-               _count, continuous.score_kinds, "improved-regressed"),
-        Metric("improvement_rate", "Improvement rate", "Improved items as a share of the scored items.",
-               pp, continuous.score_kinds, "improvement-rate"),
-        Metric("regression_rate", "Regression rate", "Regressed items as a share of the scored items.",
-               pp, continuous.score_kinds, "regression-rate"),
-        Metric("sign_p", "Sign p", "How likely a split of improved against regressed this uneven is if the step changed nothing.",
-               p_value, mcnemar_exact, "sign-p"),
-    )
-}  # fmt: skip
+SCORE_METRICS = _by_key(
+    Metric("mean_score", "Mean score", "The average score of the scored items at one configuration.",
+           pp, continuous.continuous_metrics, "mean-score"),
+    Metric("best_fixed", "Best fixed score", "Mean score of the one configuration that scores highest, used for every item.",
+           pp, continuous.continuous_metrics, "best-fixed-score"),
+    Metric("oracle_mean", "Oracle mean", "Average over items of each item's best score at any configuration.",
+           pp, continuous.continuous_metrics, "oracle-mean"),
+    Metric("oracle_gap", "Oracle gap", "Oracle mean minus best fixed score: what choosing the budget item by item could add.",
+           pp, continuous.continuous_metrics, "oracle-gap"),
+    Metric("improved", "Improved", "Items whose score rises at the step by more than the tolerance.",
+           _count, continuous.score_kinds, "improved-regressed"),
+    Metric("regressed", "Regressed", "Items whose score falls at the step by more than the tolerance.",
+           _count, continuous.score_kinds, "improved-regressed"),
+    Metric("unchanged", "Unchanged", "Items whose score moves at the step by at most the tolerance.",
+           _count, continuous.score_kinds, "improved-regressed"),
+    Metric("improvement_rate", "Improvement rate", "Improved items as a share of the scored items.",
+           pp, continuous.score_kinds, "improvement-rate"),
+    Metric("regression_rate", "Regression rate", "Regressed items as a share of the scored items.",
+           pp, continuous.score_kinds, "regression-rate"),
+    Metric("sign_p", "Sign p", "How likely a split of improved against regressed this uneven is if the step changed nothing.",
+           p_value, mcnemar_exact, "sign-p"),
+)  # fmt: skip
+# The audits' numbers (the Audits page's cards, ``trajaudit audit ... --json``'s fields), and the adaptive policies'
+# (the Policies page's cards, ``cascade`` and ``predictor --json``): namespaces of their own, like the score
+# metrics, since their ``accuracy`` and ``oracle_accuracy`` are a policy's or an allocation group's.
+AUDIT_METRICS = _by_key(
+    Metric("kappa_pooled", "Kappa", "Agreement of the base protocol and another on which items are right, beyond chance (Cohen's kappa).",
+           _kappa, interventions.cohen_kappa, "protocol-kappa"),
+    Metric("n_items_noisy", "Items that flip under repeats", "Items whose repeats at some configuration disagree (a count).",
+           _count, noise.summary, "flip-rate"),
+    Metric("mean_item_flip_rate", "Mean item flip rate", "Chance that two repeats of an item disagree, averaged over its configurations, then over items.",
+           pct, noise.summary, "flip-rate"),
+    Metric("best_single", "Best single", "Accuracy of the best single configuration of an equal-compute group.",
+           pct, isocompute.compare_group, "complementarity"),
+    Metric("oracle_accuracy", "Oracle over the allocations", "Share of items right under one or more configurations of an equal-compute group.",
+           pct, isocompute.compare_group, "complementarity"),
+    Metric("complementarity", "Complementarity", "Oracle minus the best single configuration: what choosing the allocation per item could gain.",
+           pct, isocompute.compare_group, "complementarity"),
+)  # fmt: skip
+POLICY_METRICS = _by_key(
+    Metric("accuracy", "Accuracy", "Share of items answered right where the cascade stops.",
+           pct, cascade.evaluate, "confidence-cascade"),
+    Metric("mean_frames_shared", "Mean frames, shared", "Frames per item when the frames of smaller budgets are reused: an item costs the budget it stops at.",
+           _frames, cascade.evaluate, "confidence-cascade"),
+    Metric("mean_frames_unshared", "Mean frames, not shared", "Frames per item when every budget visited is paid in full.",
+           _frames, cascade.evaluate, "confidence-cascade"),
+    Metric("saving", "Frame saving vs top", "One minus the mean shared frames over the top budget's frames, at the cheapest threshold matching it.",
+           pct, cascade.sweep, "confidence-cascade"),
+    Metric("frontier[argmax].accuracy", "Argmax accuracy", "Accuracy when each item is answered at the budget the predictor finds likeliest to suffice.",
+           pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+    Metric("target_hit_rate", "Target hit rate", "Share of items whose predicted budget is exactly the cheapest sufficient one.",
+           pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+    Metric("never_correct_share", "Never correct", "Share of items no budget answers right: their target is the top budget.",
+           pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
+)  # fmt: skip
 # The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
 # overwrite share of text-correct items and the count sit in the per-model table only).
 RATES = tuple(m.key for m in HEADLINE_METRICS if m.key != "terminal_regressions")
@@ -218,6 +277,8 @@ def glossary() -> str:
         f"| [{m.label}](#{m.anchor}) (open-ended) | `continuous.{m.key}` | {m.definition} |"
         for m in SCORE_METRICS.values()
     ]
+    lines += [f"| [{m.label}](#{m.anchor}) (audits) | `{m.key}` | {m.definition} |" for m in AUDIT_METRICS.values()]
+    lines += [f"| [{m.label}](#{m.anchor}) (policies) | `{m.key}` | {m.definition} |" for m in POLICY_METRICS.values()]
     return "\n".join(lines)
 
 

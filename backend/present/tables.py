@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from backend.contracts.base import to_json, unset
 from backend.contracts.common import Interval
 from backend.contracts.views import ModelMetrics, Sankey
-from backend.present.metrics import HEADLINES, TASK_RATES
+from backend.present.metrics import HEADLINES, METRICS, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
 from backend.present.text import MISSING, RATE_UNITS, interval, p_value, pp, signed_pp
 
@@ -158,8 +158,9 @@ def transitions_table(models: Mapping[str, ModelMetrics]) -> Table:
         "Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
         "net and churn in percentage points, exact McNemar p."
     )
-    columns = ["Model", "Transition", "Rescued", "Harmed", "Net (pp)", "Churn (pp)", "McNemar p"]
     keys = [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
+    units = {"net": " (pp)", "churn": " (pp)"}
+    columns = ["Model", "Transition", *(f"{METRICS[k].label}{units.get(k, '')}" for k in keys[2:] if k)]
     return Table("transitions", caption, columns, rows, values, keys)
 
 

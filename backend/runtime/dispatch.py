@@ -49,8 +49,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from backend.contracts.base import validated
+from backend.contracts.runs import DispatchStats
 from backend.contracts.store import RemoteActor
-from backend.runtime import dispatch_records, registry
+from backend.runtime import dispatch_records, logs, registry
 from backend.runtime.dispatch_actor import ActorInfo, ModelActor, Payload
 from backend.runtime.inference.cell import ColdCell, read_frames
 from backend.runtime.worker import (
@@ -73,6 +75,7 @@ VIDEOS = ("ship", "node")
 DEFAULT_WRITE_BATCH = 32  # jobs per store write at most
 MAX_ACTOR_DEATHS = 5  # per model: past this many dead actors the dispatcher stops starting new ones
 DEFAULT_PLACE_WAIT_S = 10.0  # an actor not loaded after this long is checked against the cluster's nodes
+LOG = logs.get("dispatch")  # timestamped, levelled lines on stderr (backend.runtime.logs)
 NODE_BOOKKEEPING = ("node:", "memory", "object_store_memory", "accelerator_type:")  # not what an actor asks for
 
 
@@ -232,13 +235,17 @@ class Stats:
     claim_seconds: float = 0.0  # claiming jobs and reading their inputs from the store (frames shipped included)
     write_seconds: float = 0.0  # building rows, store writes and marking jobs done
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["answers_per_second"] = round(self.done / self.seconds, 3) if self.seconds else None
-        out["bytes_per_shipped_job"] = round(self.shipped_bytes / self.shipped_jobs) if self.shipped_jobs else None
-        out["rows_per_write"] = round(self.rows_written / self.writes, 2) if self.writes else None
-        out["writer_busy"] = round(self.write_seconds / self.seconds, 3) if self.seconds else None
-        return out
+    def report(self) -> DispatchStats:
+        """The counters and their ratios as ``dispatch --json``'s contract, checked once."""
+        return validated(
+            DispatchStats(
+                **self.__dict__,
+                answers_per_second=round(self.done / self.seconds, 3) if self.seconds else None,
+                bytes_per_shipped_job=round(self.shipped_bytes / self.shipped_jobs) if self.shipped_jobs else None,
+                rows_per_write=round(self.rows_written / self.writes, 2) if self.writes else None,
+                writer_busy=round(self.write_seconds / self.seconds, 3) if self.seconds else None,
+            )
+        )
 
 
 class Dispatcher:
@@ -269,7 +276,10 @@ class Dispatcher:
             raise UserError(f"unknown device {device!r}; expected one of {', '.join(registry.DEVICES)}")
         self.store = Store(store_root)
         self.root = self.store.root.resolve()
-        self.log = log or (lambda line: print(f"dispatch: {line}", flush=True))
+        # ``log`` (a test's list's append) takes every line; by default they are the ``trajaudit.dispatch``
+        # logger's: progress at INFO, a failure or an actor that cannot be placed at WARNING.
+        self.log = log or LOG.info
+        self.warn = log or LOG.warning
         self.specs, self.checkpoints = self._served(models)
         JobQueue(self.root).counts()  # creates jobs.sqlite if no job was ever queued
         self.queue = JobQueue(self.root, create=False)
@@ -304,7 +314,7 @@ class Dispatcher:
             except UserError as exc:
                 if models is not None:
                     raise
-                self.log(f"not serving {exc}")
+                self.warn(f"not serving {exc}")
         if not checkpoints:
             raise UserError("no model to serve: register one whose checkpoint the nodes hold (trajaudit models add)")
         return {n: specs[n] for n in checkpoints}, checkpoints
@@ -336,7 +346,7 @@ class Dispatcher:
             # expire the lease now: the next claim queues the job again, attempt counted (as for a dead worker)
             self.queue.renew(slot.job.id, slot.worker_id, -1.0)
             self.stats.requeued += 1
-            self.log(f"actor {slot.worker_id} died ({why}): job {slot.job.id} goes back to the queue")
+            self.warn(f"actor {slot.worker_id} died ({why}): job {slot.job.id} goes back to the queue")
             slot.job = None
         if self.deaths[slot.model] >= MAX_ACTOR_DEATHS:
             self.broken[slot.model] = f"model {slot.model!r}: {MAX_ACTOR_DEATHS} actors died in a row (last: {why})"
@@ -352,7 +362,7 @@ class Dispatcher:
             self.queue.fail(slot.job.id, slot.worker_id, reason)
             self.stats.failed += 1
         self.stats.failed += self.queue.fail_queued(slot.model, reason)
-        self.log(reason)
+        self.warn(reason)
         self.ray.kill(slot.handle)
         self.queue.sign_off(slot.worker_id)
         del self.slots[slot.model]
@@ -383,7 +393,7 @@ class Dispatcher:
         self.stats.failed += 1
         if slot is not None:
             slot.jobs_failed += 1
-        self.log(f"job {job.id} failed: {line}")
+        self.warn(f"job {job.id} failed: {line}")
 
     def _submit(self, slot: Slot) -> None:
         """Hand the slot's job to its (loaded) actor; a job whose inputs cannot be read fails here."""
@@ -531,7 +541,7 @@ class Dispatcher:
                     f"not placed after {now - slot.started_at:.0f} s: {why}; it waits{job} until such a node joins "
                     "(ray start --resources on a node, or restart the dispatcher with --actor-resources the nodes offer)"
                 )
-                self.log(f"actor {slot.worker_id} of model {slot.model!r} is {slot.waiting}")
+                self.warn(f"actor {slot.worker_id} of model {slot.model!r} is {slot.waiting}")
             elif why is None and slot.waiting is not None:
                 slot.waiting = None
                 self.log(
@@ -560,15 +570,15 @@ class Dispatcher:
                 for model in idle:
                     self.queue.heartbeat(self._standby(model), model, "ray (no actor yet)", None)
             except (sqlite3.Error, UserError) as exc:
-                self.log(f"heartbeat failed: {exc}")
+                self.warn(f"heartbeat failed: {exc}")
             for slot in slots:
                 try:
                     job = slot.job
                     if job is not None and not self.queue.renew(job.id, slot.worker_id, self.lease_s):
-                        self.log(f"lease on job {job.id} lapsed; its answer, if it comes, is stored once")
+                        self.warn(f"lease on job {job.id} lapsed; its answer, if it comes, is stored once")
                     self._heartbeat(slot)
                 except (sqlite3.Error, UserError) as exc:  # a locked queue: the next tick tries again
-                    self.log(f"lease renewal for {slot.worker_id} failed: {exc}")
+                    self.warn(f"lease renewal for {slot.worker_id} failed: {exc}")
 
     def _save_records(self) -> None:
         dispatch_records.save(self.records, [s.record(self.id) for s in self.slots.values()])
@@ -590,9 +600,9 @@ class Dispatcher:
             return False
         return not any(self.queue.list_jobs(state, m, limit=1) for m in self.specs for state in ("queued", "running"))
 
-    def run(self, once: bool = False) -> dict[str, Any]:
+    def run(self, once: bool = False) -> DispatchStats:
         """Serve until stopped (SIGINT/SIGTERM); with ``once``, until no job of the served models is left.
-        In-flight jobs are given back untouched when stopped; returns :class:`Stats` as a dict."""
+        In-flight jobs are given back untouched when stopped; returns what it did (``dispatch --json``)."""
         t0 = time.perf_counter()
         main = threading.current_thread() is threading.main_thread()
         handlers = (
@@ -618,7 +628,7 @@ class Dispatcher:
                 signal.signal(sig, handler)
             self._shutdown()
             self.stats.seconds = time.perf_counter() - t0
-        return self.stats.to_dict()
+        return self.stats.report()
 
     def _shutdown(self) -> None:
         """Give back the jobs still in flight (attempt not counted), stop the actors, sign off."""

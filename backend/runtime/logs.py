@@ -1,4 +1,4 @@
-"""How the programs log: the worker, the sweep and the CLI write timestamped, levelled lines to stderr.
+"""How the programs log: the worker, the dispatcher, the sweep and the CLI write timestamped, levelled lines to stderr.
 
 One logger tree, ``trajaudit``, with one handler: ``2026-12-03 14:05:01,234 INFO trajaudit.worker: job 3
 done``. It is set up on first use by any of them (a worker run inside a test or a script logs the same

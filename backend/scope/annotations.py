@@ -12,11 +12,14 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from backend.contracts.base import built
+from backend.contracts.store import Annotation
 from backend.scope import arrow_numpy
 from store.errors import UserError
 from store.schema import order_key_sql
@@ -107,7 +110,7 @@ def add_annotation(
     note: str | None,
     author: str,
     model: str | None = None,
-) -> dict:
+) -> Annotation:
     """Record one annotation on an item (optionally about one model); returns the row written.
 
     The item must be known to the store (in ``items`` or ``responses``), so a typo in an id does not
@@ -136,10 +139,10 @@ def add_annotation(
         "created_at": pd.Timestamp.now(tz="UTC"),
     }
     store.append({"annotations": pd.DataFrame([row])})
-    return {k: row[k] for k in COLUMNS}
+    return annotation(row)
 
 
-def delete_annotation(store: Store, annotation_id: str, author: str | None = None) -> dict:
+def delete_annotation(store: Store, annotation_id: str, author: str | None = None) -> Annotation:
     """Retire one live annotation by appending its tombstone; returns the annotation deleted.
 
     Read and write happen under the writers' lock, so two deletes of the same id cannot both pass
@@ -160,7 +163,22 @@ def delete_annotation(store: Store, annotation_id: str, author: str | None = Non
             created_at=now,  # display only: the store's write sequence makes the tombstone the latest row
         )
         w.add("annotations", tomb)
-    return {k: (None if pd.isna(original[k]) else original[k]) for k in COLUMNS}
+    return annotation(original)
+
+
+def annotation(row: Mapping[str, object]) -> Annotation:
+    """One stored row (its ``COLUMNS``) as the contract ``annotate add|delete|list --json`` print, checked once: a
+    missing model or note is None, the time its ISO-8601 text."""
+    import pandas as pd
+
+    values = {k: None if row[k] is None or (isinstance(row[k], float) and pd.isna(row[k])) else row[k] for k in COLUMNS}
+    values["created_at"] = pd.Timestamp(values["created_at"]).isoformat()
+    return built(values, Annotation)
+
+
+def records(frame: pd.DataFrame) -> list[Annotation]:
+    """``annotations_for``'s rows as contracts, in its order (newest first)."""
+    return [annotation(row) for row in frame.to_dict("records")]
 
 
 def annotations_for(

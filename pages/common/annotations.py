@@ -8,11 +8,12 @@ The author is remembered for the session, starting from ``$TRAJAUDIT_AUTHOR`` or
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
+from backend.contracts.store import Annotation
 from backend.scope import annotations as scope_annotations
 from pages.common import ui
 from pages.common.data import annotation_listing as _listing
@@ -32,7 +33,7 @@ def _flash(kind: str, text: str) -> None:
 def _delete(root: str, annotation_id: str) -> None:
     try:
         gone = scope_annotations.delete_annotation(Store(root), annotation_id, st.session_state.get(AUTHOR_KEY))
-        _flash("success", f"Deleted the *{ui.escape_md(gone['tag'])}* annotation.")
+        _flash("success", f"Deleted the *{ui.escape_md(gone.tag)}* annotation.")
     except UserError as exc:
         _flash("error", ui.escape_md(exc))
 
@@ -45,26 +46,26 @@ def _add(root: str, benchmark: str, item_id: str, form: str) -> None:
         row = scope_annotations.add_annotation(
             Store(root), benchmark, item_id, values["tag"], values["note"], values["author"], model
         )
-        _flash("success", f"Added *{ui.escape_md(row['tag'])}* to {ui.escape_md(item_id)}.")
+        _flash("success", f"Added *{ui.escape_md(row.tag)}* to {ui.escape_md(item_id)}.")
         st.session_state[f"{form}-note"] = ""
     except UserError as exc:
         _flash("error", ui.escape_md(exc))
 
 
-def _row(root: str, ann: pd.Series) -> None:
+def _row(root: str, ann: Annotation) -> None:
     left, right = st.columns([12, 1], vertical_alignment="center")
     # Notes, authors and model names are whatever someone typed or ingested: shown as text (escaped).
-    about = f" · about {ann['model']}" if isinstance(ann["model"], str) else ""
-    when = pd.Timestamp(ann["created_at"]).strftime("%Y-%m-%d %H:%M UTC")
-    note = f": {ui.escape_md(ann['note'])}" if isinstance(ann["note"], str) else ""
-    left.markdown(f":violet-badge[{ui.escape_md(ann['tag'])}]{note}")
-    left.caption(ui.escape_md(f"{ann['author']} · {when}{about}"))
+    about = f" · about {ann.model}" if ann.model is not None else ""
+    when = datetime.fromisoformat(ann.created_at).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    note = f": {ui.escape_md(ann.note)}" if ann.note is not None else ""
+    left.markdown(f":violet-badge[{ui.escape_md(ann.tag)}]{note}")
+    left.caption(ui.escape_md(f"{ann.author} · {when}{about}"))
     right.button(
         ":material/delete:",
-        key=f"ann-del-{ann['annotation_id']}",
+        key=f"ann-del-{ann.annotation_id}",
         help="Delete this annotation",
         on_click=_delete,
-        args=(root, ann["annotation_id"]),
+        args=(root, ann.annotation_id),
     )
 
 
@@ -80,9 +81,9 @@ def annotation_panel(store: Store | str | Path, benchmark: str, item_id: str, mo
     if flash:
         (st.success if flash[0] == "success" else st.error)(flash[1])
     listing = _listing(root, store.version(), benchmark, item_id)
-    if listing.empty:
+    if not listing:
         st.caption("No annotation on this item yet.")
-    for _, ann in listing.iterrows():  # one item's annotations: a handful
+    for ann in listing:  # one item's annotations: a handful
         _row(root, ann)
     form = f"ann-{benchmark}-{item_id}"
     st.session_state.setdefault(AUTHOR_KEY, scope_annotations.default_author())

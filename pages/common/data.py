@@ -27,13 +27,14 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.analysis.flows import Heatmap
 from backend.analysis.target import Target
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
 from backend.contracts.base import unset
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import InspectedItem, ItemTexts
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport, PredictorRow
-from backend.contracts.store import StoreContents
+from backend.contracts.store import Annotation, StoreContents
 from backend.contracts.views import BinaryView, CompareReport, FlowsReport, ItemsPage, OverviewReport, ScoreFlowsReport
 from backend.export import csv_text
 from backend.present import drawn
@@ -139,7 +140,7 @@ def flow_item_list(v: View, model: str, a: str, b: str, kind: str) -> pd.DataFra
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
-def heatmap(v: View, model: str, max_rows: int) -> dict:
+def heatmap(v: View, model: str, max_rows: int) -> Heatmap:
     """The Items page's trajectory heatmap (its class counts are ``trajaudit flows --json``'s ``trajectory_classes``)."""
     return views.heatmap(v, model, max_rows)
 
@@ -308,9 +309,9 @@ def crossmodel_audit(root: str, version: int, resolved: Resolved, a: str, b: str
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def annotation_listing(root: str, version: int, benchmark: str, item_id: str) -> pd.DataFrame:
-    """An item's annotations (``pages.common.annotations``' panel); a write bumps ``version``."""
-    return scope_annotations.annotations_for(Store(root), benchmark, item_id)
+def annotation_listing(root: str, version: int, benchmark: str, item_id: str) -> list[Annotation]:
+    """An item's annotations, newest first (``pages.common.annotations``' panel); a write bumps ``version``."""
+    return scope_annotations.records(scope_annotations.annotations_for(Store(root), benchmark, item_id))
 
 
 @st.cache_data(show_spinner="Finding what these items share…", max_entries=32, hash_funcs=HASH)

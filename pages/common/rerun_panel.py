@@ -22,6 +22,7 @@ from backend.contracts.inspector import InspectedItem
 from backend.contracts.runs import PHASES, RerunOutcome
 from backend.contracts.store import JobRow
 from backend.present import charts_items
+from backend.present.metrics import METRICS
 from backend.runtime import client
 from backend.runtime.client import (
     ensure_local_worker,
@@ -439,8 +440,11 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
             f"{agreement.n} answers agree (differing: {differing}).",
             icon=":material/fact_check:",
         )
-    cols[2].metric("rescued / harmed", f"{cmp.rescued} / {cmp.harmed}")
-    cols[3].metric("McNemar p", f"{cmp.mcnemar_p:.3g}")
+    rescued, harmed, p = (METRICS[k] for k in ("rescued", "harmed", "mcnemar_p"))
+    cols[2].metric(
+        f"{rescued.label} / {harmed.label.lower()}", f"{rescued.format(cmp.rescued)} / {harmed.format(cmp.harmed)}"
+    )
+    cols[3].metric(p.label, p.format(cmp.mcnemar_p), help=p.definition)
     st.dataframe(pd.DataFrame(cmp.items), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]

@@ -150,13 +150,13 @@ def overview_section(v: View, metrics: McqaMetrics, colours: dict[str, str]) -> 
                 SCORE_METRICS["oracle_gap"].definition,
             )
             if worst is not None:
-                k = focus.transitions.index(worst)
+                k, rate = focus.transitions.index(worst), SCORE_METRICS["regression_rate"]
                 ui.note_metric(
                     c4,
-                    f"Most regressions ({worst.from_} → {worst.to})",
+                    f"{rate.label} ({worst.from_} → {worst.to})",
                     ui.pct(worst.regression_rate),
                     ui.ci_text(cis[k]),
-                    help="Share of scored items whose score falls at this step (beyond the tolerance of 0).",
+                    help=f"{rate.definition} The step with the most regressions.",
                 )
     show_by_model(tables.score_table(metrics.grid, models), "scores")
     for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics.grid, models), colours, terms=SCORE_TERMS)):
@@ -374,7 +374,9 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         lambda: _band_from_row(table),
         {
             "share": st.column_config.NumberColumn("share of scored items", format="percent"),
-            "sign_p": st.column_config.NumberColumn("sign p (pair)", format="%.3g"),
+            "sign_p": st.column_config.NumberColumn(
+                f"{SCORE_METRICS['sign_p'].label} (pair)", format="%.3g", help=SCORE_METRICS["sign_p"].definition
+            ),
         },
     )
     ui.downloads(table, f"score-flows-{v.scope.focus}")
