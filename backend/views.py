@@ -244,8 +244,7 @@ def compare_view(view: View, top: int | None = 50, bootstrap: int = 1000, seed: 
             metrics.models[model].continuous = cont
     if len(matrix.models) > 1:
         ov = compare.confusion_overlap(matrix)
-        share = ov.confused_by_all / ov.confused_by_any if ov.confused_by_any else None
-        out.overlap = Overlap(**asdict(ov), shared_share=share)
+        out.overlap = Overlap(**asdict(ov), shared_share=compare.shared_share(ov))
         out.disagreement = compare.disagreement(matrix, top=top or None).to_pylist()
     return validated(out)
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from backend.contracts.base import UnsetType
 from backend.present import charts
-from backend.present.metrics import METRICS
+from backend.present.metrics import COMPARE_METRICS, METRICS
 from backend.present.palette import model_colours
 from backend.present.tables import headline_frame
 from backend.present.text import count
@@ -69,14 +69,8 @@ with ui.guard():
     ov = report.overlap
     if isinstance(ov, UnsetType):  # only with one model, which stopped above
         st.stop()
-    c1, c2, c3 = st.columns(3)
-    c1.metric(
-        "Confused by every model",
-        f"{ov.confused_by_all:,}",
-        help="Visually confused items shared by all selected models.",
-    )
-    c2.metric("Confused by any model", f"{ov.confused_by_any:,}")
-    c3.metric("Shared share", ui.pct(ov.shared_share), help="Confused by every model / confused by any.")
+    for column, m in zip(st.columns(3), COMPARE_METRICS.values(), strict=True):
+        column.metric(m.label, m.format(getattr(ov, m.key)), help=m.definition)
     left, _ = st.columns([3, 2])
     few = small_n.too_few(ov.confused_by_any, "confused item")
     with left:

@@ -20,6 +20,7 @@ from backend.present import tables
 from backend.present.metrics import (
     AUDIT_METRICS,
     CARDS,
+    COMPARE_METRICS,
     END,
     HEADLINES,
     METRICS,
@@ -53,7 +54,13 @@ def overview(basic_store) -> OverviewReport:
     return views.overview(open_view(basic_store, resolved), bootstrap=50)
 
 
-REGISTRIES = {"accuracy": METRICS, "scores": SCORE_METRICS, "audits": AUDIT_METRICS, "policies": POLICY_METRICS}
+REGISTRIES = {
+    "accuracy": METRICS,
+    "scores": SCORE_METRICS,
+    "audits": AUDIT_METRICS,
+    "policies": POLICY_METRICS,
+    "compare": COMPARE_METRICS,
+}
 EVERY_METRIC = [m for registry in REGISTRIES.values() for m in registry.values()]
 
 
@@ -197,9 +204,6 @@ NOT_REGISTERED = {
     "Items with repeats": "a count of the items a noise audit can measure",
     "Video groups": "the predictor's cross-validation groups",
     "Threshold": "the cascade's setting, not a measurement",
-    "Confused by every model": "Compare's overlap: not in the registry yet",
-    "Confused by any model": "Compare's overlap: not in the registry yet",
-    "Shared share": "Compare's overlap: not in the registry yet",
 }
 
 

@@ -57,6 +57,12 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     )
 
 
+def shared_share(overlap: ConfusionOverlap) -> float | None:
+    """Items confused by every model over items confused by any (None when no model confuses any item): 1 when
+    the models are confused by the same items, near 0 when each has its own."""
+    return overlap.confused_by_all / overlap.confused_by_any if overlap.confused_by_any else None
+
+
 def disagreement_scores(matrix: Matrix) -> tuple[np.ndarray, np.ndarray]:
     """Per item (matrix order) the mean split over the grid, ``1 - |2 s - 1|`` for ``s`` the share of models
     correct at a config (0 when all agree, 1 at an even split), and the number of configs the models split on."""

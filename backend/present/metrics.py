@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.analysis import cascade, continuous, interventions, isocompute, noise
+from backend.analysis import cascade, compare, continuous, interventions, isocompute, noise
 from backend.analysis import metrics as formulas
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.present.text import MISSING, number, p_value, pct, pp, signed_pp
@@ -245,6 +245,14 @@ POLICY_METRICS = _by_key(
     Metric("never_correct_share", "Never correct", "Share of items no budget answers right: their target is the top budget.",
            pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
 )  # fmt: skip
+COMPARE_METRICS = _by_key(
+    Metric("confused_by_all", "Confused by every model", "Items every selected model finds visually confusing (a count).",
+           _count, compare.confusion_overlap, "confused-by-all"),
+    Metric("confused_by_any", "Confused by any model", "Items one or more of the selected models find visually confusing (a count).",
+           _count, compare.confusion_overlap, "confused-by-any"),
+    Metric("shared_share", "Shared share", "Confused by every model over confused by any: 1 when the models stumble on the same items.",
+           pct, compare.shared_share, "shared-share"),
+)  # fmt: skip
 # The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
 # overwrite share of text-correct items and the count sit in the per-model table only).
 RATES = tuple(m.key for m in HEADLINE_METRICS if m.key != "terminal_regressions")
@@ -279,6 +287,9 @@ def glossary() -> str:
     ]
     lines += [f"| [{m.label}](#{m.anchor}) (audits) | `{m.key}` | {m.definition} |" for m in AUDIT_METRICS.values()]
     lines += [f"| [{m.label}](#{m.anchor}) (policies) | `{m.key}` | {m.definition} |" for m in POLICY_METRICS.values()]
+    lines += [
+        f"| [{m.label}](#{m.anchor}) (compare) | `overlap.{m.key}` | {m.definition} |" for m in COMPARE_METRICS.values()
+    ]
     return "\n".join(lines)
 
 

@@ -36,6 +36,7 @@ from markupsafe import Markup
 from backend.contracts.base import to_json, unset
 from backend.contracts.common import ScopeHeader
 from backend.contracts.report import ReportData
+from backend.present.metrics import COMPARE_METRICS
 from backend.present.palette import CORRECT, INK, NEUTRAL, WRONG
 from backend.present.text import MISSING, count, interval, pp
 from backend.report import tables
@@ -210,6 +211,7 @@ def _environment() -> jinja2.Environment:
         runs_text=_runs_text,
         zip=zip,
         unset=unset,
+        compare_metrics=COMPARE_METRICS,
     )
     return env
 
