@@ -446,6 +446,9 @@ def outputs(demo_store) -> list[tuple[str, list[str], object]]:
     got.append(("ingest", argv, _cli([*argv, "--json"])))
     argv = ["compact", "--store", str(Path(demo_store).parent / "ingested")]
     got.append(("compact", argv, _cli([*argv, "--json"])))
+    # demo: a small one of its own, no videos (its re-run model is null without the worker extra)
+    argv = ["demo", "--store", str(Path(demo_store).parent / "small-demo"), "--items", "8", "--no-videos"]
+    got.append(("demo", argv, _cli([*argv, "--json"])))
 
     # videos: one benchmark's demo clips linked by a template over items.video (the others stay unlinked)
     videos = Path(demo_store) / "videos"

@@ -60,7 +60,8 @@ def test_build_demo_store_registers_a_random_weights_model_without_importing_tor
     code = (
         "import json, sys; from backend.demo.model import build_demo_store; seen = []\n"
         "s = build_demo_store(sys.argv[1], n_items=8, videos=False, progress=lambda f, m: seen.append(f))\n"
-        "print(json.dumps({'summary': s, 'progress': seen, 'torch': 'torch' in sys.modules}))"
+        "from backend.contracts.base import to_json\n"
+        "print(json.dumps({'summary': to_json(s), 'progress': seen, 'torch': 'torch' in sys.modules}))"
     )
     done = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=REPO, check=True)
     out = json.loads(done.stdout.strip().splitlines()[-1])

@@ -50,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        model = summary["demo_model"]
-        rerun = f"re-run model {model['name']} ({model['note']})" if model else f"re-runs need {WORKER_INSTALL}"
+        model = summary.demo_model
+        rerun = f"re-run model {model.name} ({model.note})" if model else f"re-runs need {WORKER_INSTALL}"
         print(
-            f"demo store at {summary['store']}: {count(summary['items'], 'item')}, {summary['responses']} responses, "
-            f"{len(summary['models'])} synthetic models, {summary['videos']} videos ({summary['seconds']} s); {rerun}"
+            f"demo store at {summary.store}: {count(summary.items, 'item')}, {summary.responses} responses, "
+            f"{len(summary.models)} synthetic models, {summary.videos} videos ({summary.seconds} s); {rerun}"
         )
     return 0

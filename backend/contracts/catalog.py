@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from backend.contracts.audits import CrossmodelAudit, InterventionsAudit, IsocomputeAudit, NoiseAudit
+from backend.contracts.demo import DemoSummary
 from backend.contracts.explain import ExplainReport
 from backend.contracts.inspector import HistoryReport, InspectReport
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
@@ -69,6 +70,7 @@ REPORTS: dict[str, Any] = {
     "ingest": IngestSummary,
     "models list": list[ModelSpec],
     "models demo": ModelSpec,
+    "demo": DemoSummary,
     "annotate add": Annotation,
     "annotate list": list[Annotation],
     "annotate delete": Annotation,

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from msgspec.structs import asdict
-
+from backend.contracts.base import built
+from backend.contracts.demo import DemoSummary
 from backend.demo.synthetic import MAIN_GRID, MODELS, SUBSET_CONFIGS, build_demo
 from backend.extras import missing_worker_extra
 from backend.runtime import registry
@@ -48,15 +48,15 @@ def register_demo_model_isolated(
 
 def build_demo_store(
     store_root: str | os.PathLike, *, progress: Callable[[float, str], None] | None = None, **kw
-) -> dict:
-    """``build_demo(store_root, **kw)``, then the random-weights demo model; the summary gains ``demo_model``
-    (None in a core install without the worker extra: the store browses, re-runs need the extra)."""
+) -> DemoSummary:
+    """``build_demo(store_root, **kw)``, then the random-weights demo model: ``demo --json``'s contract, whose
+    ``demo_model`` is None in a core install without the worker extra (the store browses, re-runs need it)."""
     report = progress or (lambda fraction, message: None)
     summary = build_demo(store_root, progress=lambda f, msg: report(DATA_SHARE * f, msg), **kw)
     if missing_worker_extra():
         report(1.0, "done (no re-run model without the worker extra)")
-        return summary | {"demo_model": None}
+        return built(summary | {"demo_model": None}, DemoSummary)
     report(DATA_SHARE, f"building the random-weights demo model {DEMO_MODEL}")
     spec = register_demo_model_isolated(summary["store"])  # the resolved root (--store may be omitted)
     report(1.0, "done")
-    return summary | {"demo_model": asdict(spec)}
+    return built(summary | {"demo_model": spec}, DemoSummary)
