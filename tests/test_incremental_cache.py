@@ -308,27 +308,35 @@ def test_a_one_row_write_patches_the_entry_and_an_overlay_row_leaves_the_default
     assert np.array_equal(after.correct, patched.correct)
 
 
+def _typed_store(
+    tmp_path, types: dict[str, str | None], lacking: tuple[str, str, str] | None = None
+) -> tuple[Store, list[dict]]:
+    """A store of ``types``' items (item -> task type) answered by every model at two configurations, but the
+    (model, item, config) cell ``lacking``; and its response rows."""
+    store = Store(tmp_path / "s")
+    rows = [
+        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
+        for m in MODELS
+        for i in types
+        for c in CONFIGS[:2]
+        if (m, i, c) != lacking
+    ]
+    store.append(
+        {
+            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
+            "items": pd.DataFrame({"benchmark": "bench", "item_id": list(types), "task_type": list(types.values())}),
+        }
+    )
+    return store, rows
+
+
 def test_task_types_kept_with_the_entry_equal_the_matched_items_coded(tmp_path, monkeypatch):
     """The entry keeps its items' task type codes (``Cells.task_types``): a read after a write that adds no
     item takes them from there, and the matched matrix (incomplete items cut, a task type only they had
     dropped, the rest numbered again in first-seen order) holds what coding its own items gives."""
     monkeypatch.setattr(matrix_module, "CACHE_MIN_CELLS", 0)
-    store = Store(tmp_path / "s")
-    items = ["i0", "i1", "i2", "i3", "i4"]
-    rows = [
-        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
-        for m in MODELS
-        for i in items
-        for c in CONFIGS[:2]
-        if not (i == "i0" and c == "16f" and m == "b")  # i0 lacks a cell: cut from the matched matrix
-    ]
     types = {"i0": "only-i0", "i1": None, "i2": "y", "i3": "(none)", "i4": "x"}
-    store.append(
-        {
-            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
-            "items": pd.DataFrame({"benchmark": "bench", "item_id": items, "task_type": [types[i] for i in items]}),
-        }
-    )
+    store, rows = _typed_store(tmp_path, types, lacking=("b", "i0", "16f"))  # i0 is cut from the matched matrix
     grid = ["8f", "16f"]
     matrix_cache.cells(store, MODELS, None, grid, False)  # cold: the entry's codes are coded off the reader's path
     cache_folder.settle()
@@ -352,21 +360,7 @@ def test_a_filtered_cut_keeps_the_task_types_coded_instead_of_coding_them_again(
     with it (renumbered in first-seen order), equal to coding the kept items, and DuckDB is not asked again."""
     from backend.scope.filters import ItemFilter
 
-    store = Store(tmp_path / "s")
-    items = ["i0", "i1", "i2", "i3", "i4"]
-    rows = [
-        {"model": m, "benchmark": "bench", "item_id": i, "config": c, "run": "main", "correct": 1}
-        for m in MODELS
-        for i in items
-        for c in CONFIGS[:2]
-    ]
-    types = {"i0": "x", "i1": "y", "i2": None, "i3": "y", "i4": "x"}
-    store.append(
-        {
-            "responses": pd.DataFrame(rows).astype({"correct": "int8"}).assign(written_at=T0),
-            "items": pd.DataFrame({"benchmark": "bench", "item_id": items, "task_type": [types[i] for i in items]}),
-        }
-    )
+    store, _ = _typed_store(tmp_path, {"i0": "x", "i1": "y", "i2": None, "i3": "y", "i4": "x"})
     full = load_matrix(store, MODELS)
     assert full.task_types[1] == ["x", "y", "(none)"]  # coded once, as the unfiltered Overview does
     coded: list[int] = []
