@@ -38,7 +38,7 @@ DIAGRAM: dict[str, set[str]] = {
         "store", "backend.contracts", "backend.videos", "backend.scope", "backend.analysis", "backend.runtime",
     },
     "backend.serverconfig": {"store", "backend.videos"},
-    "backend.demo": {"store", "backend.extras", "backend.runtime"},
+    "backend.demo": {"store", "backend.contracts", "backend.extras", "backend.runtime"},
     "backend.present": {"backend.contracts", "backend.analysis"},
     "backend.report": {
         "store", "backend.contracts", "backend.videos", "backend.scope", "backend.analysis", "backend.views",
