@@ -7,7 +7,10 @@ datasette's ``test_docs`` holds its settings to their documentation)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
+import io
+import json
 import re
 from pathlib import Path
 
@@ -232,3 +235,49 @@ def test_every_card_a_page_labels_by_hand_is_a_listed_non_metric():
     assert len(cards) >= len(NOT_REGISTERED), cards  # the scan sees the pages' cards
     unknown = {where: text for where, text in cards.items() if text not in NOT_REGISTERED}
     assert not unknown, f"register these cards' metrics in backend.present.metrics: {unknown}"
+
+
+def _run(argv: list[str]) -> str:
+    from backend.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(argv) == 0, argv
+    return out.getvalue()
+
+
+# The text lines of the policies' and audits' commands: each registered number they print, from their --json.
+CLI_TEXT = [
+    (["cascade", "--threshold", "0.5"], POLICY_METRICS, lambda r: [r], ("accuracy", "mean_frames_shared", "mean_frames_unshared")),
+    (["cascade", "--sweep"], POLICY_METRICS, lambda r: [*r["frontier"][:3], r["matching"]], ("accuracy",)),
+    (["cascade", "--sweep"], POLICY_METRICS, lambda r: [r["matching"]], ("saving",)),
+    (["predictor"], POLICY_METRICS, lambda r: [r], ("target_hit_rate",)),
+    (["predictor"], POLICY_METRICS, lambda r: r["frontier"][:3], ("accuracy",)),
+    (["audit", "noise"], AUDIT_METRICS, lambda r: [r], ("n_items_noisy", "mean_item_flip_rate")),
+    (["audit", "interventions"], AUDIT_METRICS, lambda r: r["protocols"], ("kappa_pooled",)),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "registry", "parts", "keys"), CLI_TEXT, ids=lambda v: " ".join(v) if isinstance(v, list) else None
+)
+def test_the_policies_and_audits_cli_text_prints_registered_labels_and_formats(demo_store, argv, registry, parts, keys):
+    """``trajaudit cascade|predictor|audit`` print each registered number as the pages and the report do: the
+    registry's label, then the value in its format (``Accuracy 55.4%``), never a label typed again."""
+    args = [*argv, "--store", str(demo_store), "--model", "synthetic-A-7B"]
+    text = _run(args)
+    report = json.loads(_run([*args, "--json"]))
+    for part in parts(report):
+        for key in keys:
+            value = part.get(key)
+            assert f"{registry[key].label} {registry[key].format(value)}" in text, (argv, key, value)
+
+
+@pytest.mark.slow
+def test_the_crossmodel_cli_text_prints_the_registered_transition_metrics(demo_store):
+    args = ["audit", "crossmodel", "--store", str(demo_store), "--models", "synthetic-A-7B,synthetic-B-13B"]
+    args += ["--config", "64f"]
+    text, report = _run(args), json.loads(_run([*args, "--json"]))
+    for key in ("rescued", "harmed", "net", "mcnemar_p"):
+        assert f"{METRICS[key].label} {METRICS[key].format(report[key])}" in text, key

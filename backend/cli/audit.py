@@ -7,6 +7,7 @@ import argparse
 from backend import views
 from backend.analysis import isocompute
 from backend.cli.common import add_json, add_store, command_group, note_benchmark, print_json, split_list
+from backend.present.metrics import AUDIT_METRICS, METRICS, labelled
 from backend.present.text import count
 from backend.runtime import rerun
 from backend.scope.matrix import available
@@ -104,6 +105,7 @@ def run_interventions(args: argparse.Namespace) -> int:
     print(f"{out.model} on {','.join(out.grid)} (top {out.top}, protocol {out.base_protocol})")
     if not out.protocols:
         print("  no other protocol at these budgets in the store")
+    kappa = AUDIT_METRICS["kappa_pooled"]
     for row in out.protocols:
         rec = row.recovery
         rec_txt = (
@@ -111,11 +113,18 @@ def run_interventions(args: argparse.Namespace) -> int:
             if rec is None or rec.recovery_rate is None
             else (f"recovers {rec.n_recovered}/{rec.n_terminal} terminal regressions ({100 * rec.recovery_rate:.1f}%)")
         )
-        print(f"  {row.protocol:14s} kappa {row.kappa_pooled:.3f} over {count(row.n_items, 'item')}; {rec_txt}")
+        print(
+            f"  {row.protocol:14s} {kappa.label} {kappa.format(row.kappa_pooled)} over {count(row.n_items, 'item')}; {rec_txt}"
+        )
     if out.enqueued:
         e = out.enqueued
         print(f"enqueued {e.queued} re-runs ({e.from_store} already stored, {len(e.errors)} refused)")
     return 0
+
+
+# The numbers each text line shows, labelled and formatted as the registry says (the pages' and report's too).
+GROUP = ("oracle_accuracy", "complementarity")
+CROSSMODEL = ("rescued", "harmed", "net", "mcnemar_p")
 
 
 def run_isocompute(args: argparse.Namespace) -> int:
@@ -132,10 +141,7 @@ def run_isocompute(args: argparse.Namespace) -> int:
         print(out.note)
     for g in out.groups:
         cfgs = ", ".join(f"{c.config} {100 * c.accuracy:.1f}%" for c in g.configs)
-        print(
-            f"{cfgs}: oracle {100 * g.oracle_accuracy:.1f}%, complementarity {100 * g.complementarity:.1f} pts "
-            f"on {count(g.n_items, 'item')}"
-        )
+        print(f"{cfgs}: {labelled(AUDIT_METRICS, g, GROUP)} on {count(g.n_items, 'item')}")
     return 0
 
 
@@ -146,8 +152,8 @@ def run_noise(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(
-        f"{out.model}: {out.n_items_with_repeats} of {count(out.n_items, 'item')} have repeats, "
-        f"{out.n_items_noisy} flip under repeats"
+        f"{out.model}: {out.n_items_with_repeats} of {count(out.n_items, 'item')} have repeats; "
+        + labelled(AUDIT_METRICS, out, ("n_items_noisy", "mean_item_flip_rate"))
     )
     for t in out.transitions:
         print(
@@ -171,7 +177,7 @@ def run_crossmodel(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{out.from_model}@{out.from_} -> {out.to_model}@{out.to} on {count(out.n_items, 'item')}: "
-        f"rescued {out.rescued}, harmed {out.harmed}, net {100 * out.net:+.1f} pts, p={out.mcnemar_p:.3g}"
+        + labelled(METRICS, out, CROSSMODEL)
     )
     for row in out.by_benchmark:
         print(f"  {row.benchmark:20s} n={row.n:6d} rescued {row.rescued:5d} harmed {row.harmed:5d}")

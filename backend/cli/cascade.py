@@ -9,6 +9,7 @@ from backend import views
 from backend.analysis import cascade
 from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
+from backend.present.metrics import POLICY_METRICS, labelled
 from backend.present.text import MISSING
 from backend.scope.resolve import Resolved, Scope, add_item_filters, item_filter_from
 from store.store import Store
@@ -67,24 +68,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.sweep:
         at = cast(CascadeThresholdReport, out)  # cascade_view's report for one threshold
         print(
-            f"threshold {at.threshold:g}: accuracy {100 * at.accuracy:.1f}%, "
-            f"frames {at.mean_frames_shared:.1f} shared / {at.mean_frames_unshared:.1f} unshared, "
-            f"cost vs top {_percent(at.cost_vs_top_shared)}"
+            f"threshold {at.threshold:g}: {labelled(POLICY_METRICS, at, ('accuracy', *FRAMES))}; cost vs top {_percent(at.cost_vs_top_shared)}"
         )
         return 0
     swept = cast(CascadeSweepReport, out)  # cascade_view's report without a threshold
     print(f"top budget accuracy {100 * swept.top_accuracy:.1f}%")
     for pt in swept.frontier:
-        print(
-            f"  t={pt.threshold:<8g} acc {100 * pt.accuracy:5.1f}%  shared {pt.mean_frames_shared:7.1f}  "
-            f"unshared {pt.mean_frames_unshared:7.1f}"
-        )
+        print(f"  t={pt.threshold:<8g} {labelled(POLICY_METRICS, pt, ('accuracy', *FRAMES))}")
     m = swept.matching
     if m is None:
         print("no threshold matches the top budget's accuracy")
     else:
-        print(f"matching: t={m.threshold:g}, accuracy {100 * m.accuracy:.1f}%, saving {_percent(m.saving)} of frames")
+        print(f"matching: t={m.threshold:g}, {labelled(POLICY_METRICS, m, ('accuracy', 'saving'))}")
     return 0
+
+
+FRAMES = ("mean_frames_shared", "mean_frames_unshared")
 
 
 def _percent(fraction: float | None) -> str:

@@ -7,6 +7,7 @@ import argparse
 from backend import views
 from backend.cli.cascade import add_ladder, load
 from backend.cli.common import add_json, command, print_json
+from backend.present.metrics import POLICY_METRICS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,13 +31,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
+    hit, accuracy = POLICY_METRICS["target_hit_rate"], POLICY_METRICS["accuracy"]
     print(
         f"{out.model} on {','.join(out.ladder)}: every policy {out.denominator}; {out.n_groups} video "
-        f"groups, {out.folds}-fold grouped CV; target hit rate {100 * out.target_hit_rate:.1f}%"
+        f"groups, {out.folds}-fold grouped CV; {hit.label} {hit.format(out.target_hit_rate)}"
     )
     for row in out.frontier:
         print(
-            f"  {row.policy:9s} {row.label:18s} acc {100 * row.accuracy:5.1f}%  frames {row.mean_frames:7.1f}"
+            f"  {row.policy:9s} {row.label:18s} {accuracy.label} {accuracy.format(row.accuracy):<6}  "
+            f"mean frames {row.mean_frames:7.1f}"
             f"  (n={row.n_items})"
         )
     if out.cascade_note:
