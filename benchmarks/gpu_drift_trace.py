@@ -1,4 +1,4 @@
-"""Which reuse moves a family's answers? The sweep with each reuse alone, all and none, against cold answers.
+"""Which reuse moves a family's answers? The sweep with each reuse alone, all, all but one, and none, against cold answers.
 
 Why: ``gpu_check.py`` found Qwen3-VL's bf16 sweep moving one near-tied choice per round. Each reuse is exact
 in arithmetic, so the question is which one sums in another order than a cold pass. This runs the same small
@@ -32,9 +32,10 @@ def margin(probs: dict[str, float]) -> float | None:
 
 
 def settings() -> list[tuple[str, Reuse]]:
-    """No reuse, each reuse alone, all of them."""
+    """No reuse, each reuse alone, all of them, and all but each (what ``--no-reuse <name>`` runs)."""
     alone = [(name, Reuse.without([other for other in REUSES if other != name])) for name in REUSES]
-    return [("none", Reuse.without(list(REUSES))), *alone, ("all", Reuse())]
+    but = [(f"all but {name}", Reuse.without([name])) for name in REUSES]
+    return [("none", Reuse.without(list(REUSES))), *alone, ("all", Reuse()), *but]
 
 
 def main(argv: list[str] | None = None) -> str:
