@@ -144,3 +144,10 @@ def test_the_workers_page_on_a_read_only_store_shows_a_notice(read_only_store, m
     assert any(f"The store is read-only: {ui.code(read_only_store)}" in w.value for w in at.warning), [
         w.value for w in at.warning
     ]
+
+
+def test_demo_given_two_store_folders_refuses_and_writes_neither(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    err = one_line_error(["demo", str(a), "--store", str(b), "--items", "8", "--no-videos"], capsys)
+    assert err == f"trajaudit demo: error: two store folders: {a} and --store {b}; give one"
+    assert not a.exists() and not b.exists()

@@ -167,6 +167,12 @@ def test_cli_demo(tmp_path, capsys):
     assert out["items"] == 8 and out["videos"] == 0 and out["store"] == str(root.resolve())
     assert main(["demo", "--store", str(root), "--items", "8", "--no-videos"]) == 2
     assert "--force" in capsys.readouterr().err
+    # the folder as a newcomer types it, without --store (the same folder through both is one folder)
+    assert main(["demo", str(root), "--store", str(root), "--items", "8", "--no-videos", "--force", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["store"] == str(root.resolve())
+    there = tmp_path / "positional"
+    assert main(["demo", str(there), "--items", "8", "--no-videos", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["store"] == str(there.resolve()) and Store(there).version() == 1
 
 
 @pytest.fixture(scope="module")

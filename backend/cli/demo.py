@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -13,6 +14,7 @@ from backend.demo.model import DEMO_MODEL, build_demo_store
 from backend.demo.synthetic import DEFAULT_ITEMS
 from backend.extras import WORKER_INSTALL
 from backend.present.text import count
+from store.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"It also builds a tiny random-weights model registered as {DEMO_MODEL} (a pipeline demo for re-runs). "
         "Refuses a store that already holds data unless --force.",
     )
+    p.add_argument("folder", nargs="?", default=None, help="the store folder to write (the same as --store)")
     p.add_argument("--items", type=int, default=DEFAULT_ITEMS, help=f"number of items (default {DEFAULT_ITEMS})")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same store (default 0)")
     p.add_argument("--no-videos", action="store_true", help="skip writing the demo videos (faster; no frame strips)")
@@ -33,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.folder is not None:  # ``trajaudit demo ./demo``, as a newcomer types it
+        if args.store is not None and Path(args.store).resolve() != Path(args.folder).resolve():
+            raise UserError(f"two store folders: {args.folder} and --store {args.store}; give one")
+        args.store = args.folder
     with tqdm(total=100, unit="%", desc="demo store", file=sys.stderr, disable=args.json or None) as bar:
 
         def progress(fraction: float, message: str) -> None:
