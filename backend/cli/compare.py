@@ -7,7 +7,7 @@ import argparse
 from backend import views
 from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.views import CompareReport
-from backend.present.metrics import COMPARE_METRICS
+from backend.present.metrics import COMPARE_METRICS, labelled
 from backend.present.tables import headline_frame
 from backend.scope.resolve import add_scope_args
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if out.overlap:
         ov = out.overlap
-        print("   ".join(f"{m.label}: {m.format(getattr(ov, m.key))}" for m in COMPARE_METRICS.values()))
+        print(labelled(COMPARE_METRICS, ov, tuple(COMPARE_METRICS)))
         for row in (out.disagreement or [])[:10]:
             print(f"  {row['disagreement']:.2f}  {row['benchmark']}/{row['item_id']}  {row.get('task_type') or ''}")
     return 0
