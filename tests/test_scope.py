@@ -440,6 +440,36 @@ def test_metrics_without_benchmark_is_the_overviews_default_scope(demo_store, mo
     assert f"benchmark {largest} " in err and f"also in the store: {other}" in err, err
 
 
+@pytest.mark.usefixtures("app_env")
+def test_commands_without_models_print_the_first_screen(demo_store, monkeypatch, capsys):
+    """``metrics`` with no ``--models`` and no ``--benchmark`` takes the models and benchmark a fresh Overview
+    opens with, and ``flows`` with no ``--model`` the page's focus model: the same numbers as the commands naming
+    them, each choice said on standard error."""
+    at = _open("pages/overview.py", monkeypatch, demo_store)
+    scope = at.session_state["view"].scope
+    capsys.readouterr()
+    root = ["--store", str(demo_store), *FAST, "--json"]
+    assert main(["metrics", *root]) == 0
+    bare, err = capsys.readouterr()
+    assert main(["metrics", *root, "--models", ",".join(scope.models)]) == 0
+    assert json.loads(bare) == json.loads(capsys.readouterr().out)
+    assert f"models {', '.join(scope.models)} (as the dashboard opens" in err, err
+    assert main(["flows", "--store", str(demo_store), "--json"]) == 0
+    bare, err = capsys.readouterr()
+    assert main(["flows", "--store", str(demo_store), "--model", scope.focus, "--json"]) == 0
+    assert json.loads(bare) == json.loads(capsys.readouterr().out)
+    assert f"model {scope.focus} (the dashboard's focus model" in err, err
+
+
+def test_commands_without_models_on_an_empty_store_say_so(tmp_path, capsys):
+    """No model to default to: one line, exit 2, for the list and the one-model commands alike."""
+    for argv in (["metrics"], ["flows"], ["cascade", "--sweep"]):
+        assert main([*argv, "--store", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(f"error: the store at {tmp_path} holds no responses: ingest some first (trajaudit ingest)")
+        assert "\n" not in err
+
+
 def test_default_benchmark_is_the_largest_every_model_has():
     """Of the benchmarks every model shares, the one with the most items any model answered (ties: the store's
     order); of all of them when they share none (the scope check then names what is missing); None on an

@@ -6,7 +6,15 @@ import argparse
 
 from backend import views
 from backend.analysis import isocompute
-from backend.cli.common import add_json, add_store, command_group, note_benchmark, print_json, split_list
+from backend.cli.common import (
+    add_json,
+    add_store,
+    command_group,
+    focus_model,
+    note_benchmark,
+    print_json,
+    split_list,
+)
 from backend.present.metrics import AUDIT_METRICS, METRICS, labelled
 from backend.present.text import count
 from backend.runtime import rerun
@@ -20,7 +28,9 @@ from store.store import Store
 def _common(p: argparse.ArgumentParser, model: bool = True) -> None:
     add_store(p)
     if model:
-        p.add_argument("--model", required=True)
+        p.add_argument(
+            "--model", default=None, help="default: the dashboard's focus model when it opens (said on standard error)"
+        )
     p.add_argument(
         "--benchmark", default=None, help="default: the largest benchmark the model has (said on standard error)"
     )
@@ -81,13 +91,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _grid(args: argparse.Namespace, store: Store) -> list[str]:
     """``--grid``, else the audits' default grid on the benchmark the scope takes (``default_benchmark``)."""
-    benchmark = args.benchmark or default_benchmark(available(store), (args.model,))
-    return split_list(args.grid) or views.audit_grid(store, args.model, benchmark)
+    model = focus_model(args)
+    benchmark = args.benchmark or default_benchmark(available(store), (model,))
+    return split_list(args.grid) or views.audit_grid(store, model, benchmark)
 
 
 def _single(args: argparse.Namespace, store: Store, grid: list[str] | tuple[str, ...] = ()) -> Resolved:
     """The one-model scope the flags name (``views.single_scope``: the Audits page builds the same)."""
-    scope = Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))
+    scope = Scope(args.benchmark, (focus_model(args),), item_filter=item_filter_from(args))
     return views.single_scope(scope, tuple(grid)).resolve(store)
 
 

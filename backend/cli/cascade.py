@@ -7,7 +7,7 @@ from typing import cast
 
 from backend import views
 from backend.analysis import cascade
-from backend.cli.common import add_json, command, note_benchmark, print_json, split_list
+from backend.cli.common import add_json, command, focus_model, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
 from backend.present.metrics import POLICY_METRICS, labelled
 from backend.present.text import MISSING
@@ -16,7 +16,9 @@ from store.store import Store
 
 
 def add_ladder(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True)
+    p.add_argument(
+        "--model", default=None, help="default: the dashboard's focus model when it opens (said on standard error)"
+    )
     p.add_argument(
         "--benchmark", default=None, help="default: the largest benchmark the model has (said on standard error)"
     )
@@ -33,7 +35,9 @@ def load(args: argparse.Namespace) -> tuple[cascade.Ladder, Resolved]:
     """The ladder the arguments name, on the items their filters select (as the Policies page loads it)."""
     store = Store(args.store)
     resolved = note_benchmark(
-        views.single_scope(Scope(args.benchmark, (args.model,), item_filter=item_filter_from(args))).resolve(store)
+        views.single_scope(Scope(args.benchmark, (focus_model(args),), item_filter=item_filter_from(args))).resolve(
+            store
+        )
     )
     return views.load_ladder(store, resolved, split_list(args.ladder)), resolved
 

@@ -16,7 +16,8 @@ from backend.contracts.base import Contract, to_json
 from backend.scope.filters import split_list as split_list  # every command's comma lists, as the scope flags'
 from backend.scope.resolve import Resolved
 from backend.scope.runs import notice as runs_notice
-from backend.scope.view import View, args_view
+from backend.scope.view import View, args_view, opening_models
+from store.store import Store
 
 
 def command(sub: argparse._SubParsersAction, name: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -93,6 +94,22 @@ def note_benchmark(resolved: Resolved) -> Resolved:
     return resolved
 
 
+def note_models(models: tuple[str, ...] | list[str]) -> None:
+    """Say on standard error which models a command run without ``--models`` took (``opening_models``)."""
+    NOTES.append(f"models {', '.join(models)} (as the dashboard opens; name others with --models)")
+
+
+def focus_model(args: argparse.Namespace) -> str:
+    """A one-model command's ``--model``, else the dashboard's focus model when it opens (the first of
+    ``opening_models``; said on standard error), so ``trajaudit flows`` alone prints what the Flows page first
+    shows. The choice is written back to ``args.model``: a command that asks again gets the same model, and the
+    note is said once."""
+    if not args.model:
+        args.model = opening_models(Store(args.store), args.benchmark)[0]
+        NOTES.append(f"model {args.model} (the dashboard's focus model when it opens; name another with --model)")
+    return str(args.model)
+
+
 def note_runs(resolved: Resolved) -> Resolved:
     """Say on standard error which run each cell holding several shows (``backend.scope.runs``) and how to pick
     another; ``--json`` states it as ``scope.runs``. Printed once the command succeeded, like ``note_benchmark``."""
@@ -106,6 +123,8 @@ def scope_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[s
     """``backend.scope.view.args_view`` (the view the scope flags name; ``pair``: see there), with
     ``note_benchmark``'s and ``note_runs``' notes."""
     view = args_view(args, focus, pair)
+    if focus is None and not getattr(args, "models", None):
+        note_models(view.scope.models)
     note_benchmark(view.resolved)
     note_runs(view.resolved)
     return view

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from backend import views
 from backend.analysis import explain
-from backend.cli.common import add_json, command, print_json, scope_view
+from backend.cli.common import add_json, command, focus_model, print_json, scope_view
 from backend.contracts.explain import ExplainReport, ExplainSlice
 from backend.present.text import MISSING, count
 from backend.scope.resolve import add_scope_args
@@ -24,7 +24,11 @@ from store.errors import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "explain")
-    p.add_argument("--model", required=True, help="the model whose flow, tag or items are explained")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the model whose flow, tag or items are explained (default: the dashboard's focus model when it opens, said on standard error)",
+    )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--flow", default=None, help="a flow FROM:TO:KIND, e.g. 8f:32f:harmed")
     what.add_argument(
@@ -97,12 +101,11 @@ def target_of(args: argparse.Namespace) -> explain.Target:
 
 def compute(args: argparse.Namespace) -> ExplainReport:
     target = target_of(args)
-    view = scope_view(args, args.model)
+    model = focus_model(args)
+    view = scope_view(args, model)
     if view.matrix.n_items == 0:
         raise UserError(f"no matched item in this scope ({view.matrix.n_excluded} excluded)")
-    return views.explain_view(
-        view, args.model, target, args.min_size, args.top, args.exclude_unparsed, not args.no_pairs
-    )
+    return views.explain_view(view, model, target, args.min_size, args.top, args.exclude_unparsed, not args.no_pairs)
 
 
 def _row(s: ExplainSlice) -> str:

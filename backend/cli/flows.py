@@ -12,7 +12,7 @@ from backend import views
 from backend.analysis.continuous import SCORE_KINDS
 from backend.analysis.flows import CLASSES
 from backend.analysis.metrics import FLOW_KINDS
-from backend.cli.common import add_json, command, print_json, scope_view
+from backend.cli.common import add_json, command, focus_model, print_json, scope_view
 from backend.cli.metrics import add_tolerance
 from backend.contracts.views import FlowsReport, ScoreFlowsReport
 from backend.present.tables import flow_table, step_table
@@ -23,7 +23,11 @@ from store.errors import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "flows")
-    p.add_argument("--model", required=True, help="the model whose flows are drawn")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the model whose flows are drawn (default: the dashboard's focus model when it opens, said on standard error)",
+    )
     add_scope_args(p, models=False, noise=True)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--from", dest="frm", default=None, help="flows between two configs: the first")
@@ -49,12 +53,13 @@ def compute(args: argparse.Namespace) -> FlowsReport | ScoreFlowsReport:
     if (args.frm is None) != (args.to is None):
         raise UserError("--from and --to go together")
     pair = None if args.frm is None else (args.frm, args.to)
-    view = scope_view(args, args.model, pair)
+    model = focus_model(args)
+    view = scope_view(args, model, pair)
     if args.scores:
-        return views.score_flows_view(view, args.model, pair, args.kind, args.tolerance, args.limit)
+        return views.score_flows_view(view, model, pair, args.kind, args.tolerance, args.limit)
     if args.tolerance:
         raise UserError("--tolerance is for score flows: add --scores")
-    return views.flows_view(view, args.model, pair, args.kind, args.limit)
+    return views.flows_view(view, model, pair, args.kind, args.limit)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from backend import views
-from backend.cli.common import command, print_json, scope_view
+from backend.cli.common import command, focus_model, print_json, scope_view
 from backend.export import csv_text
 from backend.scope.annotations import annotation_columns, with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
@@ -19,7 +19,11 @@ from store.errors import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "items")
-    p.add_argument("--model", required=True)
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the model whose items are listed (default: the dashboard's focus model when it opens, said on standard error)",
+    )
     add_scope_args(p, models=False)
     p.add_argument("--models", default=None, help="models the items are matched over (default: --model only)")
     p.add_argument("--format", default="json", choices=("json", "csv"))
@@ -38,11 +42,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--limit must be >= 0")
     if args.json and args.format == "csv":
         raise UserError("--json and --format csv contradict each other")
-    view = scope_view(args, args.model)
+    model = focus_model(args)
+    view = scope_view(args, model)
     if args.page is not None or args.sort is not None:
-        print_json(views.items_page(view, args.model, args.sort or "item", args.desc, args.page or 1, args.page_size))
+        print_json(views.items_page(view, model, args.sort or "item", args.desc, args.page or 1, args.page_size))
         return 0
-    table = trajectory_table(view.matrix, args.model)
+    table = trajectory_table(view.matrix, model)
     if args.limit is not None:
         table = table.slice(0, args.limit)
     if args.format == "csv":  # a DataFrame is the export's product: pandas is imported for it alone

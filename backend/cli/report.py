@@ -6,9 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
-from backend.cli.common import command, note_benchmark
+from backend.cli.common import command, note_benchmark, note_models
 from backend.report import FORMATS, build
 from backend.scope.resolve import Scope, add_scope_args
+from backend.scope.view import args_models
 from store.errors import UserError
 from store.paths import write_atomic
 from store.store import Store
@@ -46,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise UserError("--bootstrap must be >= 0")
     store = Store(args.store)
-    resolved = note_benchmark(Scope.from_args(args).resolve(store))
+    models = args_models(args, store)
+    if not args.models:
+        note_models(models)
+    resolved = note_benchmark(Scope.from_args(args, models=models).resolve(store))
     out = build(
         store,
         resolved,

@@ -24,7 +24,10 @@ def shared_configs(
     return configs.order(list(set.intersection(*per_model))) if per_model else []
 
 
-def default_models(available: StoreContents, benchmark: str, limit: int = 4) -> list[str]:
+DEFAULT_MODELS = 4  # models a fresh view compares: the dashboard's sidebar and the CLI without --models
+
+
+def default_models(available: StoreContents, benchmark: str, limit: int = DEFAULT_MODELS) -> list[str]:
     """Models a fresh view compares: greedily, those that keep at least two shared configurations.
 
     Models with more configurations go first; a model that would leave the group fewer than two

@@ -420,7 +420,12 @@ def item_filter_from(args: argparse.Namespace) -> ItemFilter:
 def add_scope_args(p: argparse.ArgumentParser, *, models: bool = True, tag: bool = True, noise: bool = False) -> None:
     """The flags of a ``Scope``: the sidebar's choices."""
     if models:
-        p.add_argument("--models", required=True, help="models, comma-separated (items are matched over all of them)")
+        p.add_argument(
+            "--models",
+            default=None,
+            help="models, comma-separated (items are matched over all of them; default: the models the dashboard "
+            "opens with, said on standard error)",
+        )
     p.add_argument(
         "--benchmark",
         default=None,

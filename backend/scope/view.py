@@ -13,8 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from backend.scope.filters import split_list
-from backend.scope.matrix import Matrix, canonical_grid
-from backend.scope.resolve import Resolved, Scope, command_line
+from backend.scope.matrix import Matrix, available, canonical_grid
+from backend.scope.paging import default_models
+from backend.scope.resolve import Resolved, Scope, command_line, default_benchmark
+from store.errors import UserError
 from store.store import Store
 
 
@@ -60,14 +62,36 @@ def args_view(args: argparse.Namespace, focus: str | None = None, pair: tuple[st
     that reads one scope. ``focus`` (a command's ``--model``) joins ``--models`` after them, as on the pages.
     ``pair`` (a command's ``--from``/``--to``): when the default grid lacks either, the grid is the pair, so
     any two configurations of the scope compare without ``--grid``."""
-    models = None if focus is None else list(dict.fromkeys([*(split_list(args.models) or []), focus]))
     store = Store(args.store)
-    scope = Scope.from_args(args, models=models)
+    scope = Scope.from_args(args, models=args_models(args, store, focus))
     resolved = scope.resolve(store)
     if pair is not None and not scope.grid and not set(canonical_grid(list(pair))) <= set(resolved.scope.grid):
         # a pair the default grid leaves out (8f against 8f+cot): the pair is the grid, as --grid A,B would say
         resolved = dataclasses.replace(scope, grid=pair).resolve(store)
     return open_view(store, resolved)
+
+
+def args_models(args: argparse.Namespace, store: Store, focus: str | None = None) -> list[str]:
+    """The models the scope flags name: ``--models`` with ``focus`` (a command's ``--model``) after them, else the
+    models the dashboard opens with (``opening_models``), so a command run with no model prints what the first
+    screen shows."""
+    given = split_list(getattr(args, "models", None)) or []
+    if focus is not None:
+        return list(dict.fromkeys([*given, focus]))
+    return given or opening_models(store, args.benchmark)
+
+
+def opening_models(store: Store, benchmark: str | None) -> list[str]:
+    """The models the sidebar selects when the dashboard opens on ``benchmark`` (default: the one it opens on,
+    ``default_benchmark``): ``backend.scope.paging.default_models``. The first is its focus model."""
+    info = available(store)
+    bench = benchmark if benchmark is not None else default_benchmark(info)
+    if bench is not None and bench not in info.benchmarks:
+        raise UserError(f"unknown benchmark {bench!r}: the store has {', '.join(info.benchmarks) or 'none'}")
+    models = [] if bench is None else default_models(info, bench)
+    if not models:
+        raise UserError(f"the store at {store.root} holds no responses: ingest some first (trajaudit ingest)")
+    return models
 
 
 def open_view(

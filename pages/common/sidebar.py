@@ -36,7 +36,6 @@ from store import configs
 from store.store import MANIFEST, Store
 
 DEMO_ITEMS_ENV = "TRAJAUDIT_DEMO_ITEMS"  # demo size when the app builds it (default: backend.demo.synthetic's)
-MAX_DEFAULT_MODELS = 4
 ANY_TAG = "any"
 
 
@@ -138,7 +137,7 @@ def draw() -> View | None:
         "models",
         "Models",
         options=with_bench,
-        default=default_models(info, bench, MAX_DEFAULT_MODELS),
+        default=default_models(info, bench),
         help="Metrics use the items every selected model answered at every configuration (matched grid).",
     )
     if not models:
