@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
             f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pts, churn {pct(step['churn'])}, "
             f"McNemar p {p_value(step['mcnemar_p'])}"
         )
-    print(flow_table(out, args.kind).to_string(index=False))
+    table = flow_table(out, args.kind)
+    print(table.assign(share=table["share"].map(pct)).to_string(index=False))  # of the matched items
     if out.within_noise_hidden:
         print(f"{out.n_hidden} within-noise flips left out")
     print("trajectory classes: " + ", ".join(f"{c} {out.trajectory_classes[c]}" for c in CLASSES))
