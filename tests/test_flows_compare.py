@@ -115,7 +115,7 @@ def test_cli_flows_kind_prints_that_flow_and_the_step_once(hand, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "text -> 16f: net +0.0 pts, churn 50.0%, McNemar p 1"
     assert lines[2].split() == ["from", "to", "kind", "count", "share"]
-    assert lines[3].split() == ["text", "16f", "harmed", "1", "0.25"] and lines[4].startswith("trajectory classes")
+    assert lines[3].split() == ["text", "16f", "harmed", "1", "25.0%"] and lines[4].startswith("trajectory classes")
 
 
 def test_trajectory_classes_and_heatmap_order(hand):
