@@ -8,7 +8,7 @@ from backend import views
 from backend.cli.common import add_json, command, print_json, scope_view
 from backend.contracts.views import CompareReport
 from backend.present.metrics import COMPARE_METRICS, labelled
-from backend.present.tables import headline_frame
+from backend.present.tables import headline_table
 from backend.scope.resolve import add_scope_args
 
 
@@ -33,12 +33,11 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(f"grid: {', '.join(out.grid)}   items: {out.n_items}   excluded: {out.n_excluded}")
-    table = headline_frame(out.metrics).set_index("model")
-    print(
-        (table.filter(regex=r"^(best_fixed|oracle_headroom|visual_confusion_rate|text_overwrite_rate)$") * 100)
-        .round(1)
-        .to_string()
-    )
+    import pandas as pd  # aligns the text table; --json never imports it
+
+    table = headline_table(out.metrics, out.n_items, out.grid)  # the Overview's headline table, as it reads there
+    print(pd.DataFrame(table.rows, columns=table.columns).to_string(index=False))
+    print(table.caption)
     gaps = {m: rec.continuous for m, rec in out.metrics.items() if rec.continuous}
     for model, c in gaps.items():
         print(
@@ -48,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
     if out.overlap:
         ov = out.overlap
         print(labelled(COMPARE_METRICS, ov, tuple(COMPARE_METRICS)))
+        if out.disagreement:
+            print(
+                "Items the models disagree on most (disagreement: how evenly they split, 1 = half right, half wrong):"
+            )
         for row in (out.disagreement or [])[:10]:
             print(f"  {row['disagreement']:.2f}  {row['benchmark']}/{row['item_id']}  {row.get('task_type') or ''}")
     return 0
