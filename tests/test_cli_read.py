@@ -103,3 +103,13 @@ def test_info_json(store_dir, capsys):
     assert out["configs"] == {"m": {"bench": ["text", "8f", "16f", "32f"]}}
     assert out["n_responses"] == 20 and out["n_items"] == 5 and out["store_version"] == 1
     assert out["store"].endswith("/s")
+
+
+def test_version(capsys):
+    """``trajaudit --version``: the installed package's version, exit 0."""
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"trajaudit {version('trajaudit')}\n"
