@@ -159,7 +159,7 @@ def response_frames(responses: list[Record], n_frames: int | None, fps: float | 
         sampler = None if text else r.get("sampler")
         # Computed once (a second call keeps what the first filled in); a frame rate fixes no count to sample.
         if named and not text and not has and config.fps is None and n_frames:
-            indices, has = samplers.indices(r.get("sampler"), n_frames, fps or 0.0, config.frames).tolist(), True
+            indices, has = samplers.indices(r["sampler"], n_frames, fps or 0.0, config.frames).tolist(), True
         source = None if text else "reconstructed" if named else "logged" if has else "unknown"
         out.append(r | {"frame_indices": indices if has else None, "frames_source": source, "sampler": sampler})
     return out
