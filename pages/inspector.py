@@ -124,10 +124,10 @@ def run_notice(choices: tuple) -> None:
         )
 
 
-def table(records: list[Record]) -> pd.DataFrame:
-    """Records (the item's responses, a frame plan) as a table to show or download, built at the page's boundary:
-    integer columns stay integers where a value is missing (pandas' nullable ints: ``1``, not ``1.0``)."""
-    return pa.Table.from_pylist(records).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+def responses_table(responses: list[Record]) -> pd.DataFrame:
+    """The item's responses as a table to show or download, built at the page's boundary: integer columns stay
+    integers where a value is missing (pandas' nullable ints: ``1``, not ``1.0``)."""
+    return pa.Table.from_pylist(responses).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
 
 
 def timeline(plan: list[Record], info) -> dict:
@@ -185,7 +185,7 @@ def frame_strips(view: View, item: InspectedItem, responses: list[Record]) -> No
             played = player(path, info.duration_s, marks, rows, STATUS_COLOURS)
         if not played:
             ui.vega(timeline(every, info), f"frames-{item.item_id}")
-        ui.downloads(lambda: table(every), f"frame-plan-{item.item_id}")
+        ui.downloads(lambda: pd.DataFrame(every), f"frame-plan-{item.item_id}")  # lists stay lists in the CSV
     plan = frame_plan(responses, chosen, info, length)
     for row in plan:
         source = {
@@ -219,10 +219,10 @@ def frame_strips(view: View, item: InspectedItem, responses: list[Record]) -> No
 def raw_outputs(responses: list[Record], item_id: str) -> None:
     """Every stored response with its raw output and provenance, drawn once opened (a folded table grid still
     costs the browser its drawing on every item); a missing value reads as a dash. The responses become a table
-    here, when the section is open (``table``)."""
+    here, when the section is open (``responses_table``)."""
     raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
     if raw.open:
-        shown = table(responses)
+        shown = responses_table(responses)
         raw.dataframe(
             series.dashed(shown[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
             hide_index=True,
