@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from backend import views
@@ -20,7 +21,7 @@ from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
 from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
 from backend.scope.runs import notice
-from backend.scope.texts import trajectory_rows
+from backend.scope.texts import Record, number, trajectory_rows
 from backend.scope.view import View
 from pages.common import data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
@@ -34,10 +35,9 @@ from store.answers import letter_of
 from store.errors import UserError
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
+# The raw outputs table's columns: the item's responses are records (``item_detail``), a table only where shown.
 RESPONSE_COLUMNS = ["model", "config", "run", "origin", "answer", "correct", "confidence", "score", "raw_output",
                     "flags", "source_tag", "protocol_note", "run_source", "run_format", "provenance"]  # fmt: skip
-# What the answer grid and the confidence chart read: their row loops over every column were slow.
-CHART_COLUMNS = ["model", "config", "run", "answer", "correct", "confidence", "score", "rerun_note"]
 STRIP_FRAMES = 32  # the default strips: configurations of at most this many frames (and every re-run)
 FULL_RUN = "_inspector_full_run"  # set by a full run of the page, read (and cleared) by its fragment
 STATUS_COLOURS = {series.FIRST: INK, series.KEPT: FRAME_KEPT, series.ADDED: FRAME_ADDED, series.DROPPED: INK}
@@ -124,7 +124,13 @@ def run_notice(choices: tuple) -> None:
         )
 
 
-def timeline(plan: pd.DataFrame, info) -> dict:
+def responses_table(responses: list[Record]) -> pd.DataFrame:
+    """The item's responses as a table to show or download, built at the page's boundary: integer columns stay
+    integers where a value is missing (pandas' nullable ints: ``1``, not ``1.0``)."""
+    return pa.Table.from_pylist(responses).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def timeline(plan: list[Record], info) -> dict:
     """Every strip's frames on one axis by frame index (drawn where the clip cannot play): added frames stand out."""
     fps = None if info is None else info.fps
     marks, rows = series.frame_marks(plan, fps)
@@ -148,18 +154,18 @@ def show_new_reruns(item_id: str, rerun: set[str]) -> None:
     state.put("strips", [*chosen, *configs.order(sorted(rerun - seen - set(chosen)))])
 
 
-def frame_strips(view: View, item: InspectedItem, responses: pd.DataFrame) -> None:
+def frame_strips(view: View, item: InspectedItem, responses: list[Record]) -> None:
     """The clip with the frames of the grid's configurations and the re-runs marked on it (or, without a playable
     video, those frames on one axis), then thumbnail strips of the configurations chosen: logged rows first,
     each live re-run's frames under its configuration. The default strips stop at ``STRIP_FRAMES``: the dense
     ones are on the clip's marks, and their thumbnails were half of a "next" (``benchmarks/inspector_next.py``)."""
     scope = view.scope
     st.subheader("Frames seen")
-    visual = configs.visual(configs.order(responses["config"].unique().tolist()))
+    visual = configs.visual(configs.order([r["config"] for r in responses]))
     if not visual:
         st.info("This item has only text-only responses: no frames to show.")
         return
-    rerun = set(responses.loc[responses["live_rerun"], "config"])
+    rerun = {r["config"] for r in responses if r["live_rerun"]}
     marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
     default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
     show_new_reruns(item.item_id, rerun)
@@ -172,16 +178,16 @@ def frame_strips(view: View, item: InspectedItem, responses: pd.DataFrame) -> No
         )
     length = data.catalog_length(view.root, view.version, scope.benchmark or "", item.item_id)
     every = frame_plan(responses, configs.order(list(dict.fromkeys(marked + chosen))), info, length)
-    if every["indices"].notna().any():
+    if any(row["indices"] is not None for row in every):
         played = False
         if path is not None and info is not None and info.fps:
             marks, rows = series.frame_marks(every, info.fps)
             played = player(path, info.duration_s, marks, rows, STATUS_COLOURS)
         if not played:
             ui.vega(timeline(every, info), f"frames-{item.item_id}")
-        ui.downloads(every, f"frame-plan-{item.item_id}")
+        ui.downloads(lambda: pd.DataFrame(every), f"frame-plan-{item.item_id}")  # lists stay lists in the CSV
     plan = frame_plan(responses, chosen, info, length)
-    for _, row in plan.iterrows():
+    for row in plan:
         source = {
             "logged": "logged frames",
             "reconstructed": f"reconstructed by the {row['sampler']} sampler",
@@ -210,18 +216,20 @@ def frame_strips(view: View, item: InspectedItem, responses: pd.DataFrame) -> No
         strip(path, row["indices"], row["timestamps"], set(row["added"] or []), thumb_cache())
 
 
-def raw_outputs(responses: pd.DataFrame, item_id: str) -> None:
+def raw_outputs(responses: list[Record], item_id: str) -> None:
     """Every stored response with its raw output and provenance, drawn once opened (a folded table grid still
-    costs the browser its drawing on every item); a missing value reads as a dash."""
+    costs the browser its drawing on every item); a missing value reads as a dash. The responses become a table
+    here, when the section is open (``responses_table``)."""
     raw = st.expander(f"Raw outputs and provenance ({len(responses)} responses)", key="raw", on_change="rerun")
     if raw.open:
+        shown = responses_table(responses)
         raw.dataframe(
-            series.dashed(responses[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
+            series.dashed(shown[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
             hide_index=True,
             column_config={"raw_output": st.column_config.TextColumn("raw output", width="large")},
         )
         with raw:
-            ui.downloads(responses.drop(columns=["frame_indices"]), f"responses-{item_id}")
+            ui.downloads(shown.drop(columns=["frame_indices"]), f"responses-{item_id}")
 
 
 def item_body(view: View, item_id: str) -> None:
@@ -233,15 +241,15 @@ def item_body(view: View, item_id: str) -> None:
     item_header(item)
     run_notice(choices)
     colours = model_colours(data.store_info(view.root, view.version).models)
-    if responses.empty:
+    if not responses:
         st.info("No stored response for this item.")
     else:
-        rows, reruns = (f[CHART_COLUMNS] for f in trajectory_rows(responses))  # iterated row by row: slim
-        present = set(responses["model"])
+        rows, reruns = trajectory_rows(responses)
+        present = {r["model"] for r in responses}
         models = [m for m in scope.models if m in present] + sorted(present - set(scope.models))
-        labels = configs.order(responses["config"].unique().tolist())
+        labels = configs.order([r["config"] for r in responses])
         ui.vega(charts.answer_grid(answer_cells(rows, reruns, models, labels)), f"answers-{item_id}")
-        if responses[["confidence", "score"]].notna().to_numpy().any():
+        if any(number(r["confidence"]) is not None or number(r["score"]) is not None for r in responses):
             points = trajectory_points(rows, reruns, models, labels, fill=scope.include_reruns)
             ui.vega(charts.confidence_chart(points, colours), f"confidence-{item_id}")
         else:
@@ -249,7 +257,7 @@ def item_body(view: View, item_id: str) -> None:
         texts = data.item_texts(view.root, view.version, scope.benchmark or "", item_id)
         if texts is not None:
             texts_panel(texts, list(scope.models), colours)
-        notes = responses["protocol_note"].dropna().unique().tolist()
+        notes = list(dict.fromkeys(r["protocol_note"] for r in responses if r["protocol_note"] is not None))
         if notes:
             st.warning("Protocol notes: " + ui.escape_md("; ".join(notes)), icon=":material/edit_note:")
         raw_outputs(responses, item_id)

@@ -84,19 +84,15 @@ def test_inspector_charts_draw_the_items_logged_responses(demo_store, monkeypatc
     assert not at.exception and not at.error
     responses = item_detail(Store(demo_store), "synthetic-videomme", "001-1").responses
     logged, _ = trajectory_rows(responses)
-    logged = logged[logged["correct"].notna()]  # every model that answered the item: the selected ones first
+    logged = [r for r in logged if r["correct"] is not None]  # every model that answered the item
     grid = _drawn(at, "Answer per model and configuration")
     drawn = {(m, c): s for m, c, s in zip(grid["model"], grid["config"], grid["state"], strict=True)}
-    assert drawn == {
-        (m, c): "correct" if ok == 1 else "wrong"
-        for m, c, ok in zip(logged["model"], logged["config"], logged["correct"], strict=True)
-    }
+    assert drawn == {(r["model"], r["config"]): "correct" if r["correct"] == 1 else "wrong" for r in logged}
     points = _drawn(at, "Confidence per configuration")
     by_cell = {
         (s.split(" · ")[0], c): v for s, c, v in zip(points["series"], points["config"], points["value"], strict=True)
     }
-    with_value = logged[logged["confidence"].notna()]
-    assert by_cell == dict(zip(zip(with_value["model"], with_value["config"]), with_value["confidence"], strict=True))
+    assert by_cell == {(r["model"], r["config"]): r["confidence"] for r in logged if r["confidence"] is not None}
 
 
 def test_compare_charts_draw_the_overlaps_numbers(demo_store):

@@ -1,7 +1,7 @@
 """Kept answers of the read commands (``backend/cli/answers.py``, issue 37): what each command imports when it
 runs in a fresh interpreter, computing (from the store, or patching its caches after a write) and answering
 from what it kept; a kept answer equals the computed one and is never printed after a write, for another store
-or for a line that reads outside the store."""
+or for a line that reads outside the store. ``inspect``, never kept, imports no pandas in any of its forms."""
 
 from __future__ import annotations
 
@@ -15,17 +15,20 @@ import pandas as pd
 import pytest
 
 from backend.cli import answers, main
+from backend.videos import catalog
 from tests.matrix_fixtures import BASIC, basic_store, build_store
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "duckdb", "pyarrow", "scipy", "sklearn", "sliceline", "torch", "transformers")
 NUMBERS = ("numpy", "duckdb", "pyarrow")  # the store's reads, the matrix and the numbers computed on it
-STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (the item's responses in inspect)
+STORE = ("pandas", *NUMBERS)  # and the tables built as DataFrames (explain's slices)
 # Each read command's line -> what its computing run may import beyond the standard library, and why. No scipy
 # but in explain: McNemar's exact p is backend/analysis/mcnemar.py, Wilson's z the standard library's. No pandas
 # in metrics (the Overview's numbers are NumPy's, its task-type table too), info, flows (its links and classes;
 # a flow's items, ``--kind``, are a frame), items (its rows and pages are Arrow tables; ``--format csv``, an
-# export, builds a DataFrame) or compare (its disagreement ranking is sorted by Arrow) (issue 37).
+# export, builds a DataFrame), compare (its disagreement ranking is sorted by Arrow) or inspect (an item's
+# responses, frame plan and history are records read with DuckDB's fetchall, its catalog row too: INSPECT)
+# (issue 37). explain alone imports pandas.
 READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "info": (["info", "--json"], NUMBERS),
     "metrics": (["metrics", "--models", "m", "--bootstrap", "0", "--json"], NUMBERS),
@@ -41,7 +44,14 @@ READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
         STORE + ("scipy", "sklearn", "sliceline"),
     ),  # fmt: skip
 }
-INSPECT = ["inspect", "--item", "i0", "--benchmark", "bench", "--json"]  # reads video files: never kept
+# inspect reads video files, so its answer is never kept; each form computes with NUMBERS alone.
+INSPECT = {
+    "json": ["inspect", "--item", "i0", "--benchmark", "bench", "--json"],
+    "text": ["inspect", "--item", "i2", "--benchmark", "bench"],
+    "models": ["inspect", "--item", "i1", "--benchmark", "bench", "--models", "m", "--json"],
+    "history": ["inspect", "--item", "i0", "--benchmark", "bench", "--history", "--json"],
+    "history-text": ["inspect", "--item", "i0", "--benchmark", "bench", "--history"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +113,25 @@ def test_compare_of_two_models_imports_no_pandas(tmp_path):
     assert len(json.loads(printed)["disagreement"]) == 2
 
 
-def test_inspect_is_never_kept(store_dir):
-    argv = [*INSPECT, "--store", store_dir]
+@pytest.mark.parametrize("form", list(INSPECT))
+def test_inspect_is_never_kept_and_imports_no_pandas(store_dir, form):
+    argv = [*INSPECT[form], "--store", store_dir]
     assert answers.slot(argv) is None
-    assert set(heavy_after(argv)) <= set(STORE)
+    imported = heavy_after(argv)
+    assert set(imported) <= set(NUMBERS), f"inspect ({form}) imports {imported}"
+
+
+def test_inspect_of_a_linked_item_with_reconstructed_frames_imports_no_pandas(tmp_path):
+    """The catalog's row (``catalog.entry``) and a sampler's reconstructed frames are read without pandas too."""
+    store = basic_store(tmp_path / "s")
+    row = {"model": "m", "benchmark": "bench", "item_id": "i0", "config": "8f", "run": "harness", "correct": 1}
+    store.append({"responses": pd.DataFrame([row | {"frames_source": "reconstructed", "sampler": "vlmevalkit"}])})
+    link = {"item_id": "i0", "path": "v0.mp4", "status": "linked", "n_frames": 90, "fps": 30.0, "layout": "paths"}
+    catalog.replace(store, "bench", pd.DataFrame([link]))
+    printed, imported = fresh(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "i0", "--json"])
+    assert set(imported) <= set(NUMBERS), f"inspect of a linked item imports {imported}"
+    frames = {(f["config"], f["source"]): f["indices"] for f in json.loads(printed)["frames"]}
+    assert frames[("8f", "reconstructed")] == [10, 20, 30, 40, 50, 60, 70, 80]  # VLMEvalKit's over the linked 90
 
 
 def _run(capsys, argv: list[str]) -> str:

@@ -234,39 +234,38 @@ def test_tag_subset_and_item_page(hand):
 def test_frame_plan_logged_reconstructed_and_unknown():
     """METRICS.md "Frames seen": stored indices are logged; a named harness sampler reconstructs
     from the video's length; anything else is unknown, never our own uniform policy."""
-    responses = pd.DataFrame(
-        {
-            "model": ["A", "A", "B", "A", "B"],
-            "config": ["text", "8f", "8f", "16f", "16f"],
-            "frame_indices": [None, [0, 10, 20, 30, 40, 50, 60, 70], [0, 10, 20, 30, 40, 50, 60, 70], None, None],
-            "frames_source": [None, "logged", "logged", "reconstructed", None],
-            "sampler": [None, None, None, "vlmevalkit", None],
-            "seed": [None] * 5,
-        }
-    )
+    columns = {
+        "model": ["A", "A", "B", "A", "B"],
+        "config": ["text", "8f", "8f", "16f", "16f"],
+        "frame_indices": [None, [0, 10, 20, 30, 40, 50, 60, 70], [0, 10, 20, 30, 40, 50, 60, 70], None, None],
+        "frames_source": [None, "logged", "logged", "reconstructed", None],
+        "sampler": [None, None, None, "vlmevalkit", None],
+        "seed": [None] * 5,
+    }
+    responses = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
     info = VideoInfo(n_frames=80, fps=10.0, duration_s=8.0, width=64, height=48)
     plan = frame_plan(responses, ["text", "8f", "16f"], info)
-    assert plan["config"].tolist() == ["8f", "16f", "16f"]  # text has no frames
-    assert plan.loc[0, "source"] == "logged" and plan.loc[0, "models"] == ["A", "B"]
-    assert plan.loc[0, "timestamps"][:2] == [0.0, 1.0]
-    assert plan.loc[1, "source"] == "reconstructed" and plan.loc[1, "sampler"] == "vlmevalkit"
-    assert plan.loc[1, "indices"] == [int(i * 80 / 17) for i in range(1, 17)]  # VLMEvalKit: int(i * T / (N + 1))
-    assert plan.loc[1, "added"] == sorted(set(plan.loc[1, "indices"]) - set(range(0, 80, 10)))
-    assert plan.loc[2, "source"] == "unknown" and plan.loc[2, "indices"] is None and plan.loc[2, "models"] == ["B"]
+    assert [row["config"] for row in plan] == ["8f", "16f", "16f"]  # text has no frames
+    assert plan[0]["source"] == "logged" and plan[0]["models"] == ["A", "B"]
+    assert plan[0]["timestamps"][:2] == [0.0, 1.0]
+    assert plan[1]["source"] == "reconstructed" and plan[1]["sampler"] == "vlmevalkit"
+    assert plan[1]["indices"] == [int(i * 80 / 17) for i in range(1, 17)]  # VLMEvalKit: int(i * T / (N + 1))
+    assert plan[1]["added"] == sorted(set(plan[1]["indices"]) - set(range(0, 80, 10)))
+    assert plan[2]["source"] == "unknown" and plan[2]["indices"] is None and plan[2]["models"] == ["B"]
     catalog = frame_plan(responses, ["16f"], None, (300, 30.0))  # the catalog's length, no file found
-    assert catalog.loc[0, "indices"] == [int(i * 300 / 17) for i in range(1, 17)]
+    assert catalog[0]["indices"] == [int(i * 300 / 17) for i in range(1, 17)]
     blind = frame_plan(responses, ["8f", "16f"], None)
-    assert blind.loc[0, "indices"] == [0, 10, 20, 30, 40, 50, 60, 70] and blind.loc[0, "timestamps"] is None
-    assert blind.loc[1, "source"] == "reconstructed" and blind.loc[1, "indices"] is None
-    assert "videos link" in blind.loc[1, "note"]
-    assert blind.loc[2, "source"] == "unknown" and blind.loc[2, "indices"] is None
+    assert blind[0]["indices"] == [0, 10, 20, 30, 40, 50, 60, 70] and blind[0]["timestamps"] is None
+    assert blind[1]["source"] == "reconstructed" and blind[1]["indices"] is None
+    assert "videos link" in blind[1]["note"]
+    assert blind[2]["source"] == "unknown" and blind[2]["indices"] is None
 
 
 def test_item_detail_orders_responses_and_refuses_unknown(hand):
     store, _ = hand
     detail = item_detail(store, "bench", "i1")
-    assert detail.responses["config"].tolist() == ["text", "8f", "16f"] * 2
-    assert detail.responses["model"].tolist() == ["A"] * 3 + ["B"] * 3
+    assert [r["config"] for r in detail.responses] == ["text", "8f", "16f"] * 2
+    assert [r["model"] for r in detail.responses] == ["A"] * 3 + ["B"] * 3
     with pytest.raises(UserError, match="not found"):
         item_detail(store, "bench", "nope")
 

@@ -1,7 +1,10 @@
 """The Inspector's chart data (``backend.scope.inspector``): a re-run joins its model's trajectory, its frames
-get a strip row, and an item's cells that hold several runs say which run they show."""
+get a strip row, and an item's cells that hold several runs say which run they show. An item's responses are
+records (one dict per response, as ``item_detail`` reads them)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -13,9 +16,14 @@ from backend.videos.decode import VideoInfo
 COLUMNS = ["model", "config", "run", "answer", "correct", "confidence", "score", "rerun_note"]
 
 
-def _rows(*rows: tuple) -> pd.DataFrame:
-    """(model, config, run, answer, correct, confidence) rows, no score, no registry note."""
-    return pd.DataFrame([(*r, None, None) for r in rows], columns=COLUMNS)
+def _rows(*rows: tuple) -> list[dict]:
+    """(model, config, run, answer, correct, confidence) records, no score, no registry note."""
+    return [dict(zip(COLUMNS, (*r, None, None), strict=True)) for r in rows]
+
+
+def _records(columns: dict[str, list]) -> list[dict]:
+    """Records from columns of equal length."""
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
 LOGGED = _rows(
@@ -60,7 +68,7 @@ def test_included_reruns_fill_a_step_of_the_solid_line():
 
 
 def test_answer_cells_keep_reruns_on_their_own_row():
-    reruns = _rows(("m", "24f", "rerun-7", "A", 1, 0.9)).assign(rerun_note="random weights")
+    reruns = [r | {"rerun_note": "random weights"} for r in _rows(("m", "24f", "rerun-7", "A", 1, 0.9))]
     grid = answer_cells(LOGGED, reruns, ["m", "n"], ["8f", "16f", "24f", "32f"])
     assert grid["rows"] == ["m", "n", "m · live re-run (random weights)"] and grid["value"] == "confidence"
     assert {(c["model"], c["config"], c["text"]) for c in grid["cells"]} >= {
@@ -69,7 +77,7 @@ def test_answer_cells_keep_reruns_on_their_own_row():
 
 
 def test_a_reruns_frames_are_a_strip_row_under_its_configuration():
-    responses = pd.DataFrame(
+    responses = _records(
         {
             "model": ["m", "m", "m", "m"],
             "config": ["8f", "16f", "16f", "32f"],
@@ -82,10 +90,10 @@ def test_a_reruns_frames_are_a_strip_row_under_its_configuration():
     )
     info = VideoInfo(n_frames=80, fps=10.0, duration_s=8.0, width=64, height=48)
     plan = frame_plan(responses, ["8f", "16f", "32f"], info)
-    assert plan["config"].tolist() == ["8f", "16f", "16f", "32f"]
-    assert plan["rerun"].tolist() == [None, None, "rerun-3", None]
-    assert plan.loc[2, "added"] == [1, 2, 3]  # against the logged row above it
-    assert plan.loc[3, "dropped"] == [5, 15, 25, 35, 45, 55, 65, 75]  # 32f against 16f, never against the re-run
+    assert [row["config"] for row in plan] == ["8f", "16f", "16f", "32f"]
+    assert [row["rerun"] for row in plan] == [None, None, "rerun-3", None]
+    assert plan[2]["added"] == [1, 2, 3]  # against the logged row above it
+    assert plan[3]["dropped"] == [5, 15, 25, 35, 45, 55, 65, 75]  # 32f against 16f, never against the re-run
     assert strip_labels(plan) == ["8f", "16f", "16f · re-run", "32f"]
     marks, rows = frame_marks(plan, info.fps)
     assert rows == ["8f", "16f", "16f · re-run", "32f"]
@@ -94,23 +102,23 @@ def test_a_reruns_frames_are_a_strip_row_under_its_configuration():
 
 
 def test_an_items_cell_with_several_runs_shows_one_and_says_which():
-    responses = pd.DataFrame(
+    responses = _records(
         {
             "model": ["m", "m", "m", "m"],
             "config": ["8f", "8f", "16f", "8f"],
             "run": ["b-prompt", "main", "main", "rerun-1"],
             "live_rerun": [False, False, False, True],
             "seq": [2, 1, 1, 3],
-            "written_at": pd.to_datetime(["2026-01-02", "2026-01-01", "2026-01-01", "2026-01-03"], utc=True),
+            "written_at": [datetime(2026, 1, day, tzinfo=UTC) for day in (2, 1, 1, 3)],
         }
     )
     shown, choices = shown_runs(responses, None)
     assert [(c.model, c.config, c.runs, c.shown) for c in choices] == [("m", "8f", ("main", "b-prompt"), "main")]
-    assert sorted(shown["run"]) == ["main", "main", "rerun-1"]  # the re-run stays: drawn apart
+    assert sorted(r["run"] for r in shown) == ["main", "main", "rerun-1"]  # the re-run stays: drawn apart
     picked, choices = shown_runs(responses, "b-prompt")
-    assert choices[0].shown == "b-prompt" and sorted(picked["run"]) == ["b-prompt", "main", "rerun-1"]
+    assert choices[0].shown == "b-prompt" and sorted(r["run"] for r in picked) == ["b-prompt", "main", "rerun-1"]
     assert "--run RUN" in notice(choices) and "showing b-prompt" in notice(choices)
-    alone, none = shown_runs(responses[responses["run"] != "b-prompt"], None)
+    alone, none = shown_runs([r for r in responses if r["run"] != "b-prompt"], None)
     assert none == () and len(alone) == 3
 
 

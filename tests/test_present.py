@@ -227,20 +227,12 @@ def test_count_agrees_with_the_number():
 
 def test_frame_marks_say_the_first_row_has_no_row_above():
     """The first strip's frames are neither kept from nor added to a row above it; the next row's are."""
-    import pandas as pd
-
     from backend.present.series import ADDED, DROPPED, FIRST, KEPT, frame_marks
 
-    plan = pd.DataFrame(
-        {
-            "config": ["8f", "16f"],
-            "models": [["A"], ["A"]],
-            "indices": [[0, 20], [0, 10, 30]],
-            "added": [None, [10, 30]],
-            "dropped": [None, [20]],
-            "rerun": [None, None],
-        }
-    )
+    plan = [  # a frame plan's rows (``backend.scope.inspector.frame_plan``)
+        {"config": "8f", "models": ["A"], "indices": [0, 20], "added": None, "dropped": None, "rerun": None},
+        {"config": "16f", "models": ["A"], "indices": [0, 10, 30], "added": [10, 30], "dropped": [20], "rerun": None},
+    ]
     marks, rows = frame_marks(plan, fps=10.0)
     assert rows == ["8f", "16f"]
     assert [(m["row"], m["frame"], m["x"], m["status"]) for m in marks] == [

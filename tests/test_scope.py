@@ -252,7 +252,7 @@ def _audit_tab(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
 def _inspector(at: AppTest, view: View) -> list[tuple[dict, list[str]]]:
     """Inspector: the item and every stored response the page draws (its frame plan is the video's, not a number)."""
     detail = data.item_detail(view.root, view.version, view.scope.benchmark, at.session_state["s_item"])
-    drawn = {"item": detail.item, "responses": detail.responses[PAGE_RESPONSE_COLUMNS].to_dict("records")}
+    drawn = {"item": detail.item, "responses": [{c: r[c] for c in PAGE_RESPONSE_COLUMNS} for r in detail.responses]}
     assert drawn["responses"]  # the demo item has responses to compare
     return [(drawn, _twin(at))]
 

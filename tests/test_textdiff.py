@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,22 +76,22 @@ def test_the_marks_agree_with_token_f1(pred, refs):
     assert d.matched == sum(w.state == "matched" for w in d.reference_words)
 
 
-def _rows(scores: dict[tuple[str, str], float | None], live: bool = False) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "model": m,
-                "config": c,
-                "run": "rerun-1" if live else "main",
-                "live_rerun": live,
-                "answer": None,
-                "raw_output": f"answer at {c}",
-                "score": s,
-                "seq": 2 if live else 1,
-            }
-            for (m, c), s in scores.items()
-        ]
-    )
+def _rows(scores: dict[tuple[str, str], float | None], live: bool = False, **fields) -> list[dict]:
+    """Response records as ``item_detail`` reads them (``fields`` on every one)."""
+    return [
+        {
+            "model": m,
+            "config": c,
+            "run": "rerun-1" if live else "main",
+            "live_rerun": live,
+            "answer": None,
+            "raw_output": f"answer at {c}",
+            "score": s,
+            "seq": 2 if live else 1,
+        }
+        | fields
+        for (m, c), s in scores.items()
+    ]
 
 
 def test_best_and_worst_per_model_every_tied_row_and_none_when_all_equal():
@@ -106,7 +105,7 @@ def test_best_and_worst_per_model_every_tied_row_and_none_when_all_equal():
             ("flat", "16f"): 0.5,
         }
     )
-    assert ranks(logged).tolist() == ["worst", "best", "worst", None, None, None]
+    assert ranks(logged) == ["worst", "best", "worst", None, None, None]
 
 
 def an_item(**fields) -> InspectedItem:
@@ -116,8 +115,8 @@ def an_item(**fields) -> InspectedItem:
 
 def test_item_texts_rows_and_references():
     item = an_item(answer_type="open", target="answer at 16f", references=json.dumps(["answer at 16f", "other"]))
-    responses = pd.concat([_rows({("m", "8f"): 0.4, ("m", "16f"): 1.0}), _rows({("m", "8f"): 1.0}, live=True)])
-    out = item_texts(item, responses.assign(written_at=pd.Timestamp("2026-12-01")))
+    responses = _rows({("m", "8f"): 0.4, ("m", "16f"): 1.0}) + _rows({("m", "8f"): 1.0}, live=True)
+    out = item_texts(item, responses)
     assert out is not None and out.references == ["answer at 16f", "other"]
     got = [(r.config, r.run, r.rank, r.score, r.diff.matched) for r in out.rows]
     # "answer at 8f" vs "answer at 16f": answer, at match (2 of 3 tokens each); the re-run is never ranked
@@ -139,7 +138,7 @@ def test_the_view_on_the_demo_stores_open_ended_item(demo_store):
     detail = item_detail(store, bench, item_id)
     texts = views.texts_view(detail)
     assert texts is not None
-    logged = detail.responses[~detail.responses.live_rerun].drop_duplicates(["model", "config"])
+    logged = {(r["model"], r["config"]) for r in detail.responses if not r["live_rerun"]}
     assert len(texts.rows) == len(logged)
     # The demo writes predictions whose Token-F1 is the stored score: the diff recomputes it from the texts.
     for row in texts.rows:
@@ -157,7 +156,7 @@ def test_the_panel_shows_answers_as_text_never_markup():
     from pages.common.texts_panel import texts_table
 
     hostile = "<script>alert(1)</script> **bold** [x](http://attacker.invalid) red <img src=x>"
-    rows = _rows({("m<i>", "8f"): 0.5}).assign(raw_output=hostile, written_at=pd.Timestamp("2026-12-01"))
+    rows = _rows({("m<i>", "8f"): 0.5}, raw_output=hostile)
     texts = item_texts(an_item(answer_type="open", target="red <b>ball</b>"), rows)
     assert texts is not None
     page = texts_table(texts, ["m<i>"], {"m<i>": "#1b9e77"})

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     for option in item.options:
         print(f"  {option}")
     for r in out.responses:
-        print(f"  {r.model:<24} {r.config:<16} {r.run:<8} {r.answer or '-':<3} correct={r.correct}")
+        print(f"  {r.model:<24} {r.config:<16} {r.run or '-':<8} {r.answer or '-':<3} correct={r.correct}")
     print(f"video: {out.video.path or out.video.problem}")
     for f in out.frames:
         shown = "?" if f.indices is None else len(f.indices)

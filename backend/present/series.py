@@ -207,23 +207,23 @@ def strip_label(config: str, models: list[str], rerun: str | None, named: bool) 
     return f"{label} ({', '.join(models)})" if named else label
 
 
-def strip_labels(plan: Any) -> list[str]:
-    """``strip_label`` of every row of a frame plan (``backend.scope.inspector.frame_plan``)."""
-    kinds = [(c, r is not None) for c, r in zip(plan["config"], plan["rerun"], strict=True)]
+def strip_labels(plan: list[dict]) -> list[str]:
+    """``strip_label`` of every row of a frame plan (``backend.scope.inspector.frame_plan``: one record a row)."""
+    kinds = [(row["config"], row["rerun"] is not None) for row in plan]
     shared = {k for k in kinds if kinds.count(k) > 1}
     return [
-        strip_label(c, list(m), r, (c, r is not None) in shared)
-        for c, m, r in zip(plan["config"], plan["models"], plan["rerun"], strict=True)
+        strip_label(row["config"], list(row["models"]), row["rerun"], kind in shared)
+        for row, kind in zip(plan, kinds, strict=True)
     ]
 
 
-def frame_marks(plan: Any, fps: float | None) -> tuple[list[dict], list[str]]:
+def frame_marks(plan: list[dict], fps: float | None) -> tuple[list[dict], list[str]]:
     """The timeline's marks (``row, frame, x, status``) and rows of a frame plan
     (``backend.scope.inspector.frame_plan``): ``x`` in seconds (frame index without fps). A row's frames are
     kept from or added to the row above it; the first row's are neither, and say so (``FIRST``)."""
     marks: list[dict] = []
     rows: list[str] = []
-    for label, (_, row) in zip(strip_labels(plan), plan.iterrows(), strict=True):
+    for label, row in zip(strip_labels(plan), plan, strict=True):
         if row["indices"] is None:
             continue
         rows.append(label)

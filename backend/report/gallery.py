@@ -25,9 +25,10 @@ from backend.analysis import compare
 from backend.contracts.report import FrameStrip, GalleryItem, GalleryNote, GalleryTrajectory
 from backend.scope.annotations import annotations_for
 from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
-from backend.scope.inspector import frame_plan, locate_video
+from backend.scope.inspector import frame_plan, locate_video, records
 from backend.scope.matrix import Matrix, main_only
 from backend.scope.tags import changes, tag_masks
+from backend.scope.texts import Record
 from backend.videos import catalog
 from backend.videos.decode import decode_frames
 from store.store import Store
@@ -111,11 +112,11 @@ def spread(indices: list[int], k: int = THUMBS_PER_BUDGET) -> list[int]:
     return [indices[j] for j in np.linspace(0, len(indices) - 1, k).round().astype(int)]
 
 
-def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> tuple[str | None, list[FrameStrip]]:
+def frame_strips(responses: list[Record], grid: list[str], video_root, rel) -> tuple[str | None, list[FrameStrip]]:
     """(why no video or None, one strip per visual budget of the grid) for one item."""
     path, info, problem = locate_video(video_root, rel)
     plan = frame_plan(responses, grid, info)
-    shown = [spread(idx) if idx is not None else [] for idx in plan["indices"]]
+    shown = [spread(row["indices"]) if row["indices"] is not None else [] for row in plan]
     wanted = sorted({i for s in shown for i in s})
     images = {}
     if path is not None and wanted:
@@ -133,13 +134,14 @@ def frame_strips(responses: pd.DataFrame, grid: list[str], video_root, rel) -> t
             jpeg_base64=[images[i] for i in idx] if images else [],
             note=row["note"],
         )
-        for row, idx in zip(plan.to_dict("records"), shown, strict=True)
+        for row, idx in zip(plan, shown, strict=True)
     ]
     return problem, strips
 
 
-def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> pd.DataFrame:
-    """Stored frame indices, their source and sampler, and seeds of the picked items' main-run responses on the grid, in one query."""
+def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> dict[tuple[str, str], list[Record]]:
+    """Stored frame indices, their source and sampler, and seeds of the picked items' main-run responses on the grid,
+    in one query: records per (benchmark, item_id)."""
     wanted = matrix.items.iloc[positions][["benchmark", "item_id"]].reset_index(drop=True)
     sql = f"""SELECT r.benchmark, r.item_id, r.model, r.config, r.frame_indices, r.frames_source, r.sampler, r.seed
               FROM responses r JOIN wanted w ON r.benchmark = w.benchmark AND r.item_id = w.item_id
@@ -147,14 +149,18 @@ def frame_rows(store: Store, matrix: Matrix, positions: list[int]) -> pd.DataFra
               ORDER BY r.benchmark, r.item_id, r.model, r.config, r.run"""
     with store.connect() as con:
         con.register("wanted", wanted)
-        return con.execute(sql, {"models": list(matrix.models), "grid": list(matrix.grid)}).df()
+        rows = records(con.execute(sql, {"models": list(matrix.models), "grid": list(matrix.grid)}))
+    by_item: dict[tuple[str, str], list[Record]] = {}
+    for r in rows:
+        by_item.setdefault((r["benchmark"], r["item_id"]), []).append(r)
+    return by_item
 
 
 def entry(
     matrix: Matrix,
     position: int,
     reasons: list[str],
-    responses: pd.DataFrame,
+    responses: list[Record],
     video_root,
     notes: pd.DataFrame,
     video: str | None,
@@ -204,9 +210,7 @@ def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list
     if not picks:
         return []
     positions = [p for p, _ in picks]
-    rows = frame_rows(store, matrix, positions)
-    by_item = dict(iter(rows.groupby(["benchmark", "item_id"], sort=False)))
-    empty = rows.iloc[:0]
+    by_item = frame_rows(store, matrix, positions)
     notes = pd.concat(
         [annotations_for(store, b) for b in sorted(set(matrix.items["benchmark"].iloc[positions]))], ignore_index=True
     )
@@ -219,7 +223,7 @@ def gallery(store: Store, matrix: Matrix, n: int, seed: int, video_root) -> list
             matrix,
             p,
             reasons,
-            by_item.get(tuple(matrix.items.iloc[p][["benchmark", "item_id"]]), empty),
+            by_item.get(tuple(matrix.items.iloc[p][["benchmark", "item_id"]]), []),
             video_root,
             notes,
             None if pd.isna(videos.iloc[k]) else str(videos.iloc[k]),

@@ -54,17 +54,13 @@ def logged_indices(store: Store, model: str, benchmark: str, item_id: str, cfg: 
     row = found.iloc[0]
     if row["frames_source"] != "reconstructed" or isinstance(row["frame_indices"], (list, np.ndarray)):
         return np.asarray(row["frame_indices"], dtype=np.int64)
-    video = catalog.lookup(store, benchmark, [item_id])
-    video = video[video["status"].eq("linked") & video["n_frames"].notna()]
-    if video.empty:
+    length = catalog.length(store, benchmark, item_id)
+    if length is None:
         raise UserError(
             f"{benchmark}/{item_id}: its frames are reconstructed by the {row['sampler']} sampler from the linked "
             f"video's frame count, and no video is linked (run `trajaudit videos link --benchmark {benchmark} ...`)"
         )
-    fps = video["fps"].iloc[0]
-    return samplers.indices(
-        row["sampler"], int(video["n_frames"].iloc[0]), 0.0 if np.isnan(fps) else float(fps), parse(base).frames
-    )
+    return samplers.indices(row["sampler"], *length, parse(base).frames)
 
 
 def check_inside(indices: np.ndarray, n_frames: int, where: str) -> None:

@@ -5,16 +5,21 @@ The inspector page and ``trajaudit inspect`` show the same record: item metadata
 plan per budget/policy. Frame indices come from the response when it logged them (what the model
 really saw), else from the harness sampler named at ingest over the linked video's length; without
 either they are unknown, and the plan says so instead of guessing (``response_frames``).
+
+An item has tens of responses, so they are plain records (one dict per response, column -> value, None where
+missing), read with DuckDB's ``fetchall`` and walked in Python: no DataFrame is built on the way, and
+``trajaudit inspect`` imports no pandas. A page that shows a table converts at its own boundary.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+import duckdb
 import numpy as np
-import pandas as pd
 
 from backend.contracts.base import from_rows, unset, validated
 from backend.contracts.inspector import (
@@ -28,7 +33,7 @@ from backend.contracts.inspector import (
 )
 from backend.scope.ladders import ladders
 from backend.scope.runs import MAIN, RunChoice
-from backend.scope.texts import item_texts
+from backend.scope.texts import Record, item_texts, number
 from backend.videos import catalog
 from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
 from store import configs, registry, samplers
@@ -46,10 +51,16 @@ RESPONSE_COLUMNS = (
 
 class ItemDetail(NamedTuple):
     """One item as the Inspector reads it: its metadata (``inspect --json``'s ``item``) and every stored response
-    as a table (the page filters runs and draws charts from it; ``inspect_record`` turns it into rows)."""
+    as a record (the page filters runs and draws charts from them; ``inspect_record`` turns them into rows)."""
 
     item: InspectedItem
-    responses: pd.DataFrame
+    responses: list[Record]
+
+
+def records(cursor: duckdb.DuckDBPyConnection) -> list[Record]:
+    """An executed query's rows as records (Python values: lists for lists, timezone-aware datetimes)."""
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | None = None) -> ItemDetail:
@@ -64,40 +75,40 @@ def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | 
     model_sql = "" if not models else "AND list_contains($models, r.model)"
     params = {"benchmark": benchmark, "item_id": item_id} | ({"models": list(models)} if models else {})
     with store.connect() as con:
-        item = con.execute(  # the ``items`` view's latest-row rule, after the filter (not over every item)
-            "SELECT * EXCLUDE (written_at, seq) FROM items_all WHERE benchmark = $benchmark AND item_id = $item_id "
-            f"ORDER BY {order_key_sql()} DESC LIMIT 1",
-            {"benchmark": benchmark, "item_id": item_id},
-        ).df()
-        responses = con.execute(
-            f"""SELECT {cols}, ru.source AS run_source, ru.format AS run_format
-            FROM responses r
-            LEFT JOIN (SELECT run_id, any_value(source) AS source, any_value(format) AS format
-                       FROM runs GROUP BY run_id) ru USING (run_id)
-            WHERE r.benchmark = $benchmark AND r.item_id = $item_id {model_sql}""",
-            params,
-        ).df()
-    if item.empty and responses.empty:
+        item = records(
+            con.execute(  # the ``items`` view's latest-row rule, after the filter (not over every item)
+                "SELECT * EXCLUDE (written_at, seq) FROM items_all WHERE benchmark = $benchmark AND item_id = $item_id "
+                f"ORDER BY {order_key_sql()} DESC LIMIT 1",
+                {"benchmark": benchmark, "item_id": item_id},
+            )
+        )
+        responses = records(
+            con.execute(
+                f"""SELECT {cols}, ru.source AS run_source, ru.format AS run_format
+                FROM responses r
+                LEFT JOIN (SELECT run_id, any_value(source) AS source, any_value(format) AS format
+                           FROM runs GROUP BY run_id) ru USING (run_id)
+                WHERE r.benchmark = $benchmark AND r.item_id = $item_id {model_sql}""",
+                params,
+            )
+        )
+    if not item and not responses:
         raise UserError(f"item {item_id!r} not found in benchmark {benchmark!r}")
     notes = {name: spec.note or None for name, spec in registry.load(store.root).items()}
-    live = responses["origin"].eq("rerun").fillna(False).astype(bool)
-    responses = responses.assign(live_rerun=live, rerun_note=responses["model"].map(notes).where(live, None))
-    if not responses.empty:
-        rank = {label: k for k, label in enumerate(configs.order(responses["config"].unique().tolist()))}
-        responses = (
-            responses.assign(_c=responses["config"].map(rank), _main=responses["run"].ne("main"))
-            .sort_values(["model", "_c", "_main", "run"], kind="stable")
-            .drop(columns=["_c", "_main"])
-            .reset_index(drop=True)
-        )
-    record = item.iloc[0].to_dict() if not item.empty else {"benchmark": benchmark, "item_id": item_id}
+    for r in responses:
+        r["live_rerun"] = live = r["origin"] == "rerun"
+        r["rerun_note"] = notes.get(r["model"]) if live else None
+    rank = {label: k for k, label in enumerate(configs.order([r["config"] for r in responses]))}
+    # Per model in grid order, run main first, then the other runs by name (a row without a run last); stable.
+    responses.sort(key=lambda r: (r["model"], rank[r["config"]], r["run"] != MAIN, r["run"] is None, r["run"] or ""))
+    record: Record = item[0] if item else {"benchmark": benchmark, "item_id": item_id}
     record["options"] = _json_list(record.get("options"))
     return ItemDetail(from_rows([record], InspectedItem)[0], responses)
 
 
 def _json_list(value) -> list:
     """``items.options`` is a JSON list in the store; anything else is shown as one entry."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if value is None or value != value:  # missing: None, or NaN from a DataFrame's cell
         return []
     try:
         parsed = json.loads(value)
@@ -117,7 +128,7 @@ def locate_video(
     status = None
     if store is not None:
         rel, status = catalog.video_for(store, benchmark, item_id, rel)
-    if rel is None or (isinstance(rel, float) and np.isnan(rel)) or not str(rel).strip():
+    if rel is None or rel != rel or not str(rel).strip():  # NaN: a DataFrame's missing cell
         problem = "this item names no video"
     else:
         try:
@@ -128,8 +139,8 @@ def locate_video(
     return None, None, problem if store is None else catalog.notice(benchmark, item_id, status, problem)
 
 
-def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | None) -> pd.DataFrame:
-    """``responses`` with ``frames_source`` resolved and ``frame_indices`` filled where reconstructed.
+def response_frames(responses: list[Record], n_frames: int | None, fps: float | None) -> list[Record]:
+    """``responses`` (new records) with ``frames_source`` resolved and ``frame_indices`` filled where reconstructed.
 
     docs/metrics.md "Frames seen": a response's frames are ``logged`` (stored indices: ingested from its
     file, or recorded by our worker and sweeps; rows written before the column existed count as
@@ -138,29 +149,19 @@ def response_frames(responses: pd.DataFrame, n_frames: int | None, fps: float | 
     ``unknown``. Text-only rows have no source. Nothing is ever recomputed by our own uniform policy:
     a harness's "16 frames" are not ours.
     """
-    out = responses.copy()
-    n = len(out)
-    source = out["frames_source"] if "frames_source" in out else pd.Series([None] * n, index=out.index, dtype=object)
-    sampler = out["sampler"] if "sampler" in out else pd.Series([None] * n, index=out.index, dtype=object)
-    text = out["config"].map(lambda c: configs.parse(c).is_text).to_numpy(dtype=bool)
-    has = out["frame_indices"].map(_listed).to_numpy(dtype=bool)
-    out["frame_indices"] = out["frame_indices"].where(has, None)
-    named = source.eq("reconstructed").to_numpy()
-    resolved = np.where(named, "reconstructed", np.where(has, "logged", "unknown"))
-    out["frames_source"] = np.where(text, None, resolved).astype(object)  # type: ignore[call-overload]  # numpy's stubs take no None scalar
-    out["sampler"] = sampler.where(~text, None)
-    rate = out["config"].map(lambda c: configs.parse(c).fps is not None).to_numpy(dtype=bool)  # no count to sample
-    rebuilt = named & ~text & ~has & ~rate  # computed once: a second call keeps what the first filled in
-    if rebuilt.any() and n_frames:
-        budgets = out.loc[rebuilt, "config"].map(lambda c: configs.parse(c).frames)
-        out.loc[rebuilt, "frame_indices"] = pd.Series(
-            [
-                samplers.indices(name, n_frames, fps or 0.0, budget).tolist()
-                for name, budget in zip(out.loc[rebuilt, "sampler"], budgets, strict=True)
-            ],
-            index=out.index[rebuilt],
-            dtype=object,
-        )
+    out = []
+    for r in responses:
+        config = configs.parse(r["config"])
+        indices = r["frame_indices"]
+        has = _listed(indices)
+        named = r.get("frames_source") == "reconstructed"
+        text = config.is_text
+        sampler = None if text else r.get("sampler")
+        # Computed once (a second call keeps what the first filled in); a frame rate fixes no count to sample.
+        if named and not text and not has and config.fps is None and n_frames:
+            indices, has = samplers.indices(r["sampler"], n_frames, fps or 0.0, config.frames).tolist(), True
+        source = None if text else "reconstructed" if named else "logged" if has else "unknown"
+        out.append(r | {"frame_indices": indices if has else None, "frames_source": source, "sampler": sampler})
     return out
 
 
@@ -177,12 +178,12 @@ _NOTES = {
 
 
 def frame_plan(
-    responses: pd.DataFrame, labels: list[str], info: VideoInfo | None, length: tuple[int, float] | None = None
-) -> pd.DataFrame:
-    """One row per visual configuration and distinct (source, index set): the frames it saw; then, under its
+    responses: list[Record], labels: list[str], info: VideoInfo | None, length: tuple[int, float] | None = None
+) -> list[Record]:
+    """One record per visual configuration and distinct (source, index set): the frames it saw; then, under its
     configuration's rows, a row per live re-run (its frames as its worker logged them).
 
-    ``length``: the video's (frames, fps) from the catalog, else ``info``'s. Columns: ``config``,
+    ``length``: the video's (frames, fps) from the catalog, else ``info``'s. Keys: ``config``,
     ``models`` (whose frames these are), ``source`` (``logged`` | ``reconstructed`` | ``unknown``,
     ``response_frames``), ``sampler``, ``indices``, ``timestamps`` (seconds; None without the
     video's fps), ``added`` / ``dropped`` (indices new / gone relative to the previous logged row, so a
@@ -191,23 +192,13 @@ def frame_plan(
     re-run's run id; None for a logged row).
     """
     n_frames, fps = length if length else (info.n_frames, info.fps) if info is not None else (None, None)
-    resolved = response_frames(responses, n_frames, fps)
-    live = resolved["live_rerun"] if "live_rerun" in resolved else pd.Series(False, index=resolved.index)
-    runs = resolved["run"] if "run" in resolved else pd.Series(None, index=resolved.index, dtype=object)
-    # Each configuration's (model, source, sampler, indices, re-run), split in one pass: a boolean row filter
-    # per configuration took 50-130 ms an item in pandas' overhead on a few dozen rows.
+    # Each configuration's (model, source, sampler, indices, re-run), split in one pass.
     by_config: dict[str, list[tuple]] = {}
-    for config, model, src, name, idx, rerun, run in zip(
-        resolved["config"],
-        resolved["model"],
-        resolved["frames_source"],
-        resolved["sampler"],
-        resolved["frame_indices"],
-        live.fillna(False).astype(bool),
-        runs,
-        strict=True,
-    ):
-        by_config.setdefault(config, []).append((model, src, name, idx, run if rerun else None))
+    for r in response_frames(responses, n_frames, fps):
+        rerun = r.get("run") if r.get("live_rerun") else None
+        by_config.setdefault(r["config"], []).append(
+            (r["model"], r["frames_source"], r["sampler"], r["frame_indices"], rerun)
+        )
     rows = []
     for label in configs.order(labels):
         if configs.parse(label).is_text:
@@ -250,21 +241,14 @@ def frame_plan(
         )
         if rerun is None:
             previous = current if current is not None else previous
-    plan = pd.DataFrame(out, columns=PLAN_COLUMNS)
-    plan["rerun"] = pd.Series([r["rerun"] for r in out], index=plan.index, dtype=object)  # None, not NaN
-    return plan
-
-
-PLAN_COLUMNS = ["config", "models", "source", "sampler", "indices", "timestamps", "added", "dropped", "note", "rerun"]
+    return out
 
 
 def video_length(store: Store, benchmark: str, item_id: str, info: VideoInfo | None) -> tuple[int, float] | None:
     """(frames, fps) of the item's video: the catalog's probe where it is linked, else the file found."""
-    row = catalog.lookup(store, benchmark, [item_id])
-    row = row[row["status"].eq("linked") & row["n_frames"].notna()]
-    if len(row):
-        fps = row["fps"].iloc[0]
-        return int(row["n_frames"].iloc[0]), float(fps) if pd.notna(fps) else 0.0
+    linked = catalog.length(store, benchmark, item_id)
+    if linked is not None:
+        return linked
     return None if info is None else (info.n_frames, info.fps)
 
 
@@ -278,14 +262,20 @@ def item_history(store: Store, benchmark: str, item_id: str, models: list[str] |
     """``inspect --history``: the values an ingest with ``--replace`` took out of the item's responses, in the
     order they were replaced (the store's write sequence, never a clock)."""
     with store.connect() as con:
-        rows = con.execute(
-            f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history WHERE benchmark = $b AND item_id = $i "
-            "AND ($models IS NULL OR list_contains($models, model)) ORDER BY replaced_seq, model, config, run",
-            {"b": benchmark, "i": item_id, "models": list(models) if models else None},
-        ).df()
-    rows["written_at"] = rows["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
-    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
-    return HistoryReport(benchmark=benchmark, item_id=item_id, history=from_rows(records, ReplacedResponse))
+        rows = records(
+            con.execute(
+                f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history WHERE benchmark = $b AND item_id = $i "
+                "AND ($models IS NULL OR list_contains($models, model)) ORDER BY replaced_seq, model, config, run",
+                {"b": benchmark, "i": item_id, "models": list(models) if models else None},
+            )
+        )
+    shown = [r | {"written_at": _iso(r["written_at"])} for r in rows]
+    return HistoryReport(benchmark=benchmark, item_id=item_id, history=from_rows(shown, ReplacedResponse))
+
+
+def _iso(t: datetime | None) -> str | None:
+    """A stored time as ISO-8601 text (the session's time zone, as DuckDB hands it over); None where missing."""
+    return None if t is None else t.isoformat()
 
 
 def inspect_record(
@@ -297,19 +287,18 @@ def inspect_record(
     path, info, problem = locate_video(video_root, unset(detail.item.video), store, benchmark, item_id)
     length = video_length(store, benchmark, item_id, info)
     responses = response_frames(detail.responses, *(length or (None, None)))
-    plan = frame_plan(responses, responses["config"].unique().tolist() if len(responses) else [], info, length)
-    written_at = responses["written_at"].map(lambda t: None if pd.isna(t) else t.isoformat())
+    plan = frame_plan(responses, list(dict.fromkeys(r["config"] for r in responses)), info, length)
     return validated(
         InspectReport(
             item=detail.item,
             # One item's rows (tens): timestamps as ISO text, missing ones as null.
-            responses=from_rows(responses.assign(written_at=written_at).to_dict("records"), ResponseRow),
+            responses=from_rows([r | {"written_at": _iso(r["written_at"])} for r in responses], ResponseRow),
             video=VideoStatus(
                 path=None if path is None else str(path),
                 problem=problem,
                 info=info,
             ),
-            frames=from_rows(plan.to_dict("records"), FramePlanRow),
+            frames=from_rows(plan, FramePlanRow),
             texts=item_texts(detail.item, detail.responses),
         )
     )
@@ -326,9 +315,9 @@ def rerun_name(model: str, note: str | None) -> str:
     return f"{model} · {RERUN}" + (f" ({note})" if isinstance(note, str) and note else "")
 
 
-def value_column(rows: pd.DataFrame) -> tuple[str, str]:
+def value_column(rows: list[Record]) -> tuple[str, str]:
     """(column, axis title): confidence for MCQA; the continuous score for open-ended items (no confidence)."""
-    if rows["confidence"].notna().any() or rows["score"].isna().all():
+    if any(number(r["confidence"]) is not None for r in rows) or all(number(r["score"]) is None for r in rows):
         return "confidence", "confidence (probability of the answer)"
     return "score", "score (Token-F1)"
 
@@ -337,36 +326,33 @@ def _state(correct: object) -> str | None:
     return None if correct is None or correct != correct else ("correct" if correct == 1 else "wrong")
 
 
-def _number(x: object) -> float | None:
-    return None if x is None or x != x else float(x)  # type: ignore[arg-type]  # NaN is the only value unequal to itself
-
-
 def _answer(r: dict) -> str:
     return "–" if r["answer"] is None or r["answer"] != r["answer"] else str(r["answer"])
 
 
-def answer_cells(logged: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str]) -> dict:
+def answer_cells(logged: list[Record], reruns: list[Record], models: list[str], labels: list[str]) -> dict:
     """The answer grid: ``{"cells": [...], "rows": [...], "order": labels, "value": column}``. A cell per scored answer
     (``model, config, state, value, text``: the answer letter for MCQA, the score for open-ended items); rows
     are the models, then each model's live re-runs on a row of their own (``rerun_name``), never merged into
     the logged answers (an overlay)."""
-    value, _ = value_column(pd.concat([logged, reruns]))
-    named = [dict(r, model=rerun_name(r["model"], r["rerun_note"])) for r in reruns.to_dict("records")]
-    rows = [m for m in models if m in set(logged["model"])] + list(dict.fromkeys(r["model"] for r in named))
+    value, _ = value_column(logged + reruns)
+    named = [dict(r, model=rerun_name(r["model"], r["rerun_note"])) for r in reruns]
+    answered = {r["model"] for r in logged}
+    rows = [m for m in models if m in answered] + list(dict.fromkeys(r["model"] for r in named))
     shown, wanted = set(rows), set(labels)
     cells = []
-    for r in logged.to_dict("records") + named:  # plain dicts: itertuples' pandas overhead was most of this
+    for r in logged + named:
         if _state(r["correct"]) is None or r["model"] not in shown or r["config"] not in wanted:
             continue
-        score = _number(r["score"])
+        score = number(r["score"])
         text = _answer(r) if value == "confidence" else ("–" if score is None else f"{score:.2f}")
         cells.append({"model": r["model"], "config": r["config"], "state": _state(r["correct"]),
-                      "value": _number(r[value]), "text": text})  # fmt: skip
+                      "value": number(r[value]), "text": text})  # fmt: skip
     return {"cells": cells, "rows": rows, "order": list(labels), "value": value}
 
 
 def trajectory_points(
-    logged: pd.DataFrame, reruns: pd.DataFrame, models: list[str], labels: list[str], *, fill: bool = False
+    logged: list[Record], reruns: list[Record], models: list[str], labels: list[str], *, fill: bool = False
 ) -> dict:
     """Each model's confidence (or score) per configuration, with its live re-runs on its own line.
 
@@ -383,27 +369,27 @@ def trajectory_points(
     policy or seed), to the logged step with its frame count, beside which it is placed on the axis. With
     ``fill`` (re-runs included) a re-run where its model logged nothing fills that step of the solid line.
     """
-    value, axis = value_column(pd.concat([logged, reruns]))
+    value, axis = value_column(logged + reruns)
     lines, alone = ladders(labels)
     where = {c: k for k, ladder in enumerate(lines) for c in ladder}
     points: list[dict] = []
     series: list[str] = []
 
     def add(r: dict, name: str, kind: str, line: str | None = None, dash: str | None = None) -> bool:
-        if _state(r["correct"]) is None or _number(r[value]) is None:
+        if _state(r["correct"]) is None or number(r[value]) is None:
             return False
         if name not in series:
             series.append(name)
-        points.append({"series": name, "config": r["config"], "value": _number(r[value]), "state": _state(r["correct"]),
+        points.append({"series": name, "config": r["config"], "value": number(r[value]), "state": _state(r["correct"]),
                        "answer": _answer(r), "kind": kind, "line": line, "dash": dash, "run": r["run"]})  # fmt: skip
         return True
 
-    # Plain records, split once: pandas' boolean filters per model cost 80-150 ms an item on a few dozen rows.
+    # Split once per model (a filter per model over the rows is what pandas' version paid 80-150 ms an item for).
     mine: dict[str, dict[str, dict]] = {}
-    for r in logged.to_dict("records"):
+    for r in logged:
         mine.setdefault(r["model"], {}).setdefault(r["config"], r)
     live: dict[str, list[dict]] = {}
-    for r in reruns.to_dict("records"):
+    for r in reruns:
         live.setdefault(r["model"], []).append(r)
     placed: dict[str, str] = {}  # a re-run's configuration on no ladder -> the step it is drawn beside
     for model in [m for m in models if m in mine or m in live]:
@@ -449,28 +435,39 @@ def _anchors(config: str, own: dict[str, dict], lines: list[list[str]], where: d
     return [c for c in own if c in where and configs.parse(c).frames == frames][:1]
 
 
-def shown_runs(responses: pd.DataFrame, run: str | None) -> tuple[pd.DataFrame, tuple[RunChoice, ...]]:
+def shown_runs(responses: list[Record], run: str | None) -> tuple[list[Record], tuple[RunChoice, ...]]:
     """(``responses`` less the logged rows of runs not shown, the cells of this item holding several runs).
 
     A cell (model, config) ingested under several ``--run`` names shows one run, as a matrix does
     (``backend.scope.runs``): ``run`` where the cell holds it, else ``main``, else the run written first.
     Live re-runs are kept: they are drawn apart from the logged answers."""
-    live = responses["live_rerun"].to_numpy(dtype=bool)
-    logged = responses.loc[~live]
-    if logged.empty or not logged.duplicated(["model", "config"]).any():
+    cells: dict[tuple[str, str], list[int]] = {}  # each logged cell's rows, first written first (the store's order)
+    logged = [k for k, r in enumerate(responses) if not r["live_rerun"]]
+    for k in sorted(logged, key=lambda k: _written(responses[k])):
+        cells.setdefault((responses[k]["model"], responses[k]["config"]), []).append(k)
+    if all(len(rows) < 2 for rows in cells.values()):
         return responses, ()
-    written = logged["seq"].astype("Float64").fillna(-1.0), logged["written_at"]
-    first = logged.assign(_seq=written[0], _at=written[1]).sort_values(["_seq", "_at"], kind="stable")
-    choices = []
-    keep = np.ones(len(responses), dtype=bool)
-    for (model, config), cell in first.groupby(["model", "config"], sort=False):
-        names = tuple(str(r) for r in dict.fromkeys(cell["run"].fillna(MAIN)))
+    choices: list[RunChoice] = []
+    hidden: set[int] = set()
+    for (model, config), rows in cells.items():
+        names = tuple(dict.fromkeys(_run(responses[k]) for k in rows))
         if len(names) < 2:
             continue
         shown = run if run is not None and run in names else MAIN if MAIN in names else names[0]
         choices.append(RunChoice(str(model), str(config), names, shown))
-        hidden = responses.index.isin(cell.index[cell["run"].fillna(MAIN).ne(shown)])
-        keep &= ~hidden
+        hidden.update(k for k in rows if _run(responses[k]) != shown)
     rank = {c: k for k, c in enumerate(configs.order(list({c.config for c in choices})))}
     choices.sort(key=lambda c: (c.model, rank[c.config]))
-    return responses.loc[keep].reset_index(drop=True), tuple(choices)
+    return [r for k, r in enumerate(responses) if k not in hidden], tuple(choices)
+
+
+def _run(r: Record) -> str:
+    """A row's run name; a row written without one is ``main``'s, as in a matrix."""
+    return MAIN if r["run"] is None else str(r["run"])
+
+
+def _written(r: Record) -> tuple:
+    """When a row was written, for sorting: its write sequence (rows without one first), then its time (rows
+    without one last)."""
+    seq, at = number(r["seq"]), r["written_at"]
+    return (-1.0 if seq is None else seq, at is None, at or 0)

@@ -9,37 +9,46 @@ Inspector and ``trajaudit inspect --json`` show the same record (``texts``).
 from __future__ import annotations
 
 import json
-
-import pandas as pd
+from typing import Any, Literal
 
 from backend.contracts.base import unset
 from backend.contracts.inspector import InspectedItem, ItemTexts, TextRow
 from backend.scope.textdiff import word_diff
 
+Record = dict[str, Any]  # one response of ``item_detail`` (or a frame plan's row): column -> value, None where missing
 
-def trajectory_rows(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+
+def number(x: object) -> float | None:
+    """A stored number as a float; None where it is missing (None, or NaN: the only value unequal to itself)."""
+    return None if x is None or x != x else float(x)  # type: ignore[arg-type]  # a missing cell or a number
+
+
+def trajectory_rows(responses: list[Record]) -> tuple[list[Record], list[Record]]:
     """(logged, reruns) of ``item_detail``'s responses, drawn apart on the inspector's charts.
 
     ``logged``: one row per (model, config) without live re-runs, the run the matrix uses first
     (``main`` when present). ``reruns``: the newest live re-run per (model, config).
     """
-    live = responses["live_rerun"].to_numpy(dtype=bool)
-    logged = responses.loc[~live].drop_duplicates(["model", "config"], keep="first")
-    reruns = (
-        responses.loc[live]
-        .sort_values("seq", kind="stable", na_position="first")
-        .drop_duplicates(["model", "config"], keep="last")
+    logged, seen = [], set()
+    for r in responses:
+        if not r["live_rerun"] and (r["model"], r["config"]) not in seen:
+            seen.add((r["model"], r["config"]))
+            logged.append(r)
+    # Oldest first (rows without a write sequence first), then the last one of each cell kept, in that order.
+    live = sorted(
+        (r for r in responses if r["live_rerun"]), key=lambda r: (number(r["seq"]) is not None, number(r["seq"]) or 0)
     )
-    return logged.reset_index(drop=True), reruns.reset_index(drop=True)
+    newest = {(r["model"], r["config"]): k for k, r in enumerate(live)}
+    return logged, [r for k, r in enumerate(live) if newest[(r["model"], r["config"])] == k]
 
 
-def is_open_ended(item: InspectedItem, responses: pd.DataFrame) -> bool:
+def is_open_ended(item: InspectedItem, responses: list[Record]) -> bool:
     """Open-ended by the item's ``answer_type``; where a store records none, an item without options whose
     responses carry scores."""
     kind = unset(item.answer_type)
     if isinstance(kind, str):
         return kind == "open"
-    return not item.options and "score" in responses and bool(responses["score"].notna().any())
+    return not item.options and any(number(r.get("score")) is not None for r in responses)
 
 
 def references(item: InspectedItem) -> list[str]:
@@ -58,20 +67,31 @@ def references(item: InspectedItem) -> list[str]:
     return [target] if isinstance(target, str) and target else []
 
 
-def ranks(logged: pd.DataFrame) -> pd.Series:
+Rank = Literal["best", "worst"] | None
+
+
+def ranks(logged: list[Record]) -> list[Rank]:
     """ "best" / "worst" for each model's logged rows at its highest / lowest stored score (every tied row);
     None elsewhere, and for a model whose scored configurations all score the same."""
-    score = pd.to_numeric(logged["score"], errors="coerce")
-    by = score.groupby(logged["model"])
-    high, low = by.transform("max"), by.transform("min")
-    spread = high > low
-    rank = pd.Series([None] * len(logged), index=logged.index, dtype=object)
-    rank[spread & score.eq(low)] = "worst"
-    rank[spread & score.eq(high)] = "best"
-    return rank
+    scores = [number(r["score"]) for r in logged]
+    by: dict[str, list[float]] = {}
+    for r, score in zip(logged, scores, strict=True):
+        if score is not None:
+            by.setdefault(r["model"], []).append(score)
+    out: list[Rank] = []
+    for r, score in zip(logged, scores, strict=True):
+        mine = by.get(r["model"], [])
+        high, low = (max(mine), min(mine)) if mine else (None, None)
+        spread = score is not None and high is not None and low is not None and high > low
+        out.append(None if not spread else "best" if score == high else "worst" if score == low else None)
+    return out
 
 
-def item_texts(item: InspectedItem, responses: pd.DataFrame) -> ItemTexts | None:
+def _text(value: object) -> str | None:
+    return None if value is None or value != value else str(value)  # NaN: a DataFrame's missing cell
+
+
+def item_texts(item: InspectedItem, responses: list[Record]) -> ItemTexts | None:
     """``inspect --json``'s ``texts`` from ``item_detail``'s record: None unless the item is open-ended.
 
     Rows: each model's logged trajectory (one run per configuration, the matrix's; ``trajectory_rows``)
@@ -81,29 +101,20 @@ def item_texts(item: InspectedItem, responses: pd.DataFrame) -> ItemTexts | None
         return None
     refs = references(item)
     logged, reruns = trajectory_rows(responses)
-    logged = logged.assign(rank=ranks(logged))
-    rows = pd.concat([logged, reruns.assign(rank=None)], ignore_index=True)
-    text = rows["raw_output"].where(rows["raw_output"].notna(), rows["answer"])
-    out: list[TextRow] = [
-        TextRow(
-            model=str(model),
-            config=str(config),
-            run=str(run),
-            live_rerun=bool(live),
-            text=None if pd.isna(answer) else str(answer),
-            score=None if pd.isna(score) else float(score),
-            rank=rank,
-            diff=word_diff(None if pd.isna(answer) else str(answer), refs),
+    rows: list[tuple[Record, Rank]] = [*zip(logged, ranks(logged), strict=True), *((r, None) for r in reruns)]
+    out: list[TextRow] = []
+    for r, rank in rows:
+        text = _text(r["raw_output"]) if _text(r["raw_output"]) is not None else _text(r["answer"])
+        out.append(
+            TextRow(
+                model=str(r["model"]),
+                config=str(r["config"]),
+                run=str(r["run"]),
+                live_rerun=bool(r["live_rerun"]),
+                text=text,
+                score=number(r["score"]),
+                rank=rank,
+                diff=word_diff(text, refs),
+            )
         )
-        for model, config, run, live, answer, score, rank in zip(
-            rows["model"],
-            rows["config"],
-            rows["run"],
-            rows["live_rerun"],
-            text,
-            rows["score"],
-            rows["rank"],
-            strict=True,
-        )
-    ]
     return ItemTexts(references=refs, rows=out)

@@ -7,23 +7,29 @@ links for one item and a reader sees the old catalog or the new one, never a mix
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from store.schema import VIDEOS
 from store.store import Store
 
+if TYPE_CHECKING:  # pandas is imported where a table is built: one item's row (``entry``) is read without it
+    import duckdb
+    import pandas as pd
+
 COLUMNS = VIDEOS.names
 STATUSES = ("linked", "missing", "unreadable")
-# Integer columns stay integers where a missing or unreadable file has no probe (pandas' nullable ints).
-_NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}
+T = TypeVar("T")
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
-    return table.cast(VIDEOS).to_pandas(types_mapper=_NULLABLE.get)
+    import pandas as pd
+
+    # Integer columns stay integers where a missing or unreadable file has no probe (pandas' nullable ints).
+    nullable = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}
+    return table.cast(VIDEOS).to_pandas(types_mapper=nullable.get)
 
 
 def empty() -> pd.DataFrame:
@@ -37,19 +43,48 @@ def lookup(store: Store, benchmark: str, item_ids: Sequence[str] | None = None) 
     An empty frame with the catalog's columns when nothing is linked: callers fall back to
     ``items.video`` without testing for a missing table.
     """
+    got = _read(store, benchmark, item_ids, lambda rows: rows.to_arrow_table())
+    return empty() if got is None else _frame(got)
+
+
+def entry(store: Store, benchmark: str, item_id: str) -> dict[str, Any] | None:
+    """One item's catalog row as a record (column -> value, None where missing); None when the catalog does
+    not list the item. ``lookup`` for one item without building a DataFrame (``trajaudit inspect``)."""
+    return _read(store, benchmark, [item_id], _first)
+
+
+def _first(rows: duckdb.DuckDBPyRelation) -> dict[str, Any] | None:
+    got = rows.fetchall()  # one row at most: the catalog holds one link per item
+    return dict(zip(rows.columns, got[0], strict=True)) if got else None
+
+
+def _read(
+    store: Store, benchmark: str, item_ids: Sequence[str] | None, read: Callable[[duckdb.DuckDBPyRelation], T]
+) -> T | None:
+    """``read`` of the catalog rows of ``benchmark`` (only ``item_ids`` when given), in item order; None without a
+    query when the store links no video or no item is asked for."""
     # Nothing linked in this store: no query (the Inspector asks twice an item, 12 ms each at 10M responses).
     if not store.manifest().files["videos"]:
-        return empty()
+        return None
     where, params = "benchmark = ?", list[object]([benchmark])
     if item_ids is not None:
         ids = [str(i) for i in item_ids]
         if not ids:
-            return empty()
+            return None
         where += " AND item_id IN (SELECT unnest(?))"
         params.append(ids)
     with store.connect() as con:
-        got = con.sql(f"SELECT * FROM videos WHERE {where} ORDER BY item_id", params=params).to_arrow_table()
-    return _frame(got)
+        return read(con.sql(f"SELECT * FROM videos WHERE {where} ORDER BY item_id", params=params))
+
+
+def length(store: Store, benchmark: str, item_id: str) -> tuple[int, float] | None:
+    """(frames, fps) of the item's linked video as the catalog probed it (fps 0.0 where the probe found none);
+    None where the catalog links no readable video for the item."""
+    row = entry(store, benchmark, item_id)
+    if row is None or row["status"] != "linked" or row["n_frames"] is None:
+        return None
+    fps = row["fps"]
+    return int(row["n_frames"]), 0.0 if fps is None or fps != fps else float(fps)  # NaN is unequal to itself
 
 
 def replace(store: Store, benchmark: str, rows: pd.DataFrame) -> int:
@@ -89,6 +124,9 @@ def with_videos(store: Store, benchmark: str, items: pd.DataFrame) -> pd.DataFra
 def probed(store: Store, items: pd.DataFrame) -> pd.DataFrame:
     """The catalog's probed ``fps`` and ``duration_s`` of each of ``items`` (benchmark, item_id), aligned
     with ``items``' rows; NaN where an item is not linked or its file could not be read."""
+    import numpy as np
+    import pandas as pd
+
     out = pd.DataFrame({"fps": np.nan, "duration_s": np.nan}, index=items.index)
     for bench in items["benchmark"].dropna().unique():
         rows = lookup(store, str(bench))
@@ -107,10 +145,10 @@ def link_hint(benchmark: str) -> str:
 def video_for(store: Store, benchmark: str, item_id: str, fallback: str | None) -> tuple[str | None, str | None]:
     """(path to open, catalog status): the catalog's path when it links the item, else ``fallback``
     (``items.video``) with status None."""
-    row = lookup(store, benchmark, [item_id])
-    if row.empty:
+    row = entry(store, benchmark, item_id)
+    if row is None:
         return fallback, None
-    return str(row["path"].iloc[0]), str(row["status"].iloc[0])
+    return str(row["path"]), str(row["status"])
 
 
 def notice(benchmark: str, item_id: str, status: str | None, problem: str) -> str:
