@@ -328,6 +328,20 @@ def test_cli_twins_match_the_backend(hand, capsys):
     )
     assert main(["inspect", "--store", str(store.root), "--benchmark", "bench", "--item", "zzz"]) == 2
     assert "not found" in capsys.readouterr().err
+    # No --benchmark: the one benchmark holding the item (the same record); an id in none is one line, exit 2.
+    assert main(["inspect", "--store", str(store.root), "--item", "i1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == out
+    assert main(["inspect", "--store", str(store.root), "--item", "zzz"]) == 2
+    assert capsys.readouterr().err == "trajaudit inspect: error: item 'zzz' not found in any benchmark\n"
+
+
+def test_inspect_without_benchmark_names_the_benchmarks_sharing_an_id(demo_store, capsys):
+    """The demo's two benchmarks both number their items 001-1, ...: the user picks, the line says among what."""
+    assert main(["inspect", "--store", str(demo_store), "--item", "001-1"]) == 2
+    assert capsys.readouterr().err == (
+        "trajaudit inspect: error: item '001-1' is in 2 benchmarks (synthetic-mlvu, synthetic-videomme): "
+        "name one with --benchmark\n"
+    )
 
 
 def test_default_cli_grid_matches_available(hand):

@@ -8,14 +8,14 @@ import argparse
 from backend.cli.common import add_json, command, print_json, split_list
 from backend.contracts.base import unset
 from backend.contracts.inspector import HistoryReport
-from backend.scope.inspector import inspect_record, item_history
+from backend.scope.inspector import inspect_record, item_benchmark, item_history
 from backend.videos.decode import default_video_root
 from store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "inspect")
-    p.add_argument("--benchmark", required=True)
+    p.add_argument("--benchmark", default=None, help="default: the one benchmark holding --item")
     p.add_argument("--item", required=True, help="the item id")
     p.add_argument("--models", default=None, help="only these models' responses (comma-separated)")
     p.add_argument("--video-root", default=None, help="default: $TRAJAUDIT_VIDEO_ROOT or <store>/videos")
@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
+    if args.benchmark is None:
+        args.benchmark = item_benchmark(store, args.item)
     if args.history:
         return _print_history(item_history(store, args.benchmark, args.item, split_list(args.models)), args.json)
     root = args.video_root or default_video_root(store.root)

@@ -63,6 +63,27 @@ def records(cursor: duckdb.DuckDBPyConnection) -> list[Record]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def item_benchmark(store: Store, item_id: str) -> str:
+    """The benchmark holding ``item_id``, for a command that names the item alone: the one benchmark whose items or
+    responses have that id; where several have it, the user picks (ids like ``001-1`` repeat across benchmarks)."""
+    with store.connect() as con:
+        found = [
+            row[0]
+            for row in con.execute(
+                "SELECT benchmark FROM items_all WHERE item_id = $i UNION SELECT benchmark FROM responses "
+                "WHERE item_id = $i ORDER BY benchmark",
+                {"i": item_id},
+            ).fetchall()
+        ]
+    if not found:
+        raise UserError(f"item {item_id!r} not found in any benchmark")
+    if len(found) > 1:
+        raise UserError(
+            f"item {item_id!r} is in {len(found)} benchmarks ({', '.join(found)}): name one with --benchmark"
+        )
+    return str(found[0])
+
+
 def item_detail(store: Store, benchmark: str, item_id: str, models: list[str] | None = None) -> ItemDetail:
     """The item and its responses, in grid order per model.
 
