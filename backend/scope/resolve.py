@@ -84,10 +84,7 @@ class Scope:
         return Resolved(dataclasses.replace(self, grid=grid), source, excluded_configs(info, self, grid), runs=runs)
 
     def _check_names(self, info: StoreContents) -> None:
-        if self.benchmark is not None and self.benchmark not in info.benchmarks:
-            raise UserError(
-                f"unknown benchmark {self.benchmark!r}: the store has {', '.join(info.benchmarks) or 'none'}"
-            )
+        check_benchmark(info, self.benchmark)
         for m in self.models:
             have = info.configs.get(m, {})
             if not have or (self.benchmark is not None and self.benchmark not in have):
@@ -225,6 +222,12 @@ class Resolved:
             n_items=UNSET if matrix is None else matrix.n_items,
             n_excluded=UNSET if matrix is None else matrix.n_excluded,
         )
+
+
+def check_benchmark(info: StoreContents, benchmark: str | None) -> None:
+    """Refuse a benchmark the store does not have, naming those it has (None: none named, nothing to check)."""
+    if benchmark is not None and benchmark not in info.benchmarks:
+        raise UserError(f"unknown benchmark {benchmark!r}: the store has {', '.join(info.benchmarks) or 'none'}")
 
 
 def default_benchmark(info: StoreContents, models: Sequence[str] = ()) -> str | None:

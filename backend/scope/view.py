@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from backend.scope.filters import split_list
 from backend.scope.matrix import Matrix, available, canonical_grid
 from backend.scope.paging import default_models
-from backend.scope.resolve import Resolved, Scope, command_line, default_benchmark
+from backend.scope.resolve import Resolved, Scope, check_benchmark, command_line, default_benchmark
 from store.errors import UserError
 from store.store import Store
 
@@ -85,9 +85,8 @@ def opening_models(store: Store, benchmark: str | None) -> list[str]:
     """The models the sidebar selects when the dashboard opens on ``benchmark`` (default: the one it opens on,
     ``default_benchmark``): ``backend.scope.paging.default_models``. The first is its focus model."""
     info = available(store)
+    check_benchmark(info, benchmark)
     bench = benchmark if benchmark is not None else default_benchmark(info)
-    if bench is not None and bench not in info.benchmarks:
-        raise UserError(f"unknown benchmark {bench!r}: the store has {', '.join(info.benchmarks) or 'none'}")
     models = [] if bench is None else default_models(info, bench)
     if not models:
         raise UserError(f"the store at {store.root} holds no responses: ingest some first (trajaudit ingest)")
