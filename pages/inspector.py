@@ -21,7 +21,7 @@ from backend.present.palette import FRAME_ADDED, FRAME_KEPT, INK, model_colours
 from backend.present.text import count
 from backend.scope.inspector import answer_cells, frame_plan, shown_runs, trajectory_points
 from backend.scope.runs import notice
-from backend.scope.texts import Record, number, trajectory_rows
+from backend.scope.texts import number, trajectory_rows
 from backend.scope.view import View
 from pages.common import data, runlog, sidebar, state, ui, walk
 from pages.common.annotations import annotation_panel
@@ -33,6 +33,7 @@ from pages.common.texts_panel import texts_panel
 from store import configs
 from store.answers import letter_of
 from store.errors import UserError
+from store.rows import Record
 
 THUMB_CACHE_ENV = "TRAJAUDIT_THUMB_CACHE"
 # The raw outputs table's columns: the item's responses are records (``item_detail``), a table only where shown.

@@ -25,12 +25,12 @@ from backend.analysis import compare
 from backend.contracts.report import FrameStrip, GalleryItem, GalleryNote, GalleryTrajectory
 from backend.scope.annotations import annotations_for
 from backend.scope.inspector import _json_list as option_list  # items.options as the inspector reads it
-from backend.scope.inspector import frame_plan, locate_video, records
+from backend.scope.inspector import frame_plan, locate_video
 from backend.scope.matrix import Matrix, main_only
 from backend.scope.tags import changes, tag_masks
-from backend.scope.texts import Record
 from backend.videos import catalog
 from backend.videos.decode import decode_frames
+from store.rows import Record, records
 from store.store import Store
 
 THUMBS_PER_BUDGET = 8

@@ -18,7 +18,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-import duckdb
 import numpy as np
 
 from backend.contracts.base import from_rows, unset, validated
@@ -33,11 +32,12 @@ from backend.contracts.inspector import (
 )
 from backend.scope.ladders import ladders
 from backend.scope.runs import MAIN, RunChoice
-from backend.scope.texts import Record, item_texts, number
+from backend.scope.texts import item_texts, number
 from backend.videos import catalog
 from backend.videos.decode import VideoInfo, probe, resolve_video, timestamps
 from store import configs, registry, samplers
 from store.errors import UserError
+from store.rows import Record, records
 from store.schema import order_key_sql
 from store.store import Store
 
@@ -55,12 +55,6 @@ class ItemDetail(NamedTuple):
 
     item: InspectedItem
     responses: list[Record]
-
-
-def records(cursor: duckdb.DuckDBPyConnection) -> list[Record]:
-    """An executed query's rows as records (Python values: lists for lists, timezone-aware datetimes)."""
-    names = [d[0] for d in cursor.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def item_benchmark(store: Store, item_id: str) -> str:

@@ -9,13 +9,12 @@ Inspector and ``trajaudit inspect --json`` show the same record (``texts``).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from backend.contracts.base import unset
 from backend.contracts.inspector import InspectedItem, ItemTexts, TextRow
 from backend.scope.textdiff import word_diff
-
-Record = dict[str, Any]  # one response of ``item_detail`` (or a frame plan's row): column -> value, None where missing
+from store.rows import Record
 
 
 def number(x: object) -> float | None:
@@ -35,11 +34,13 @@ def trajectory_rows(responses: list[Record]) -> tuple[list[Record], list[Record]
             seen.add((r["model"], r["config"]))
             logged.append(r)
     # Oldest first (rows without a write sequence first), then the last one of each cell kept, in that order.
-    live = sorted(
-        (r for r in responses if r["live_rerun"]), key=lambda r: (number(r["seq"]) is not None, number(r["seq"]) or 0)
-    )
+    live = sorted((r for r in responses if r["live_rerun"]), key=lambda r: _written(number(r["seq"])))
     newest = {(r["model"], r["config"]): k for k, r in enumerate(live)}
     return logged, [r for k, r in enumerate(live) if newest[(r["model"], r["config"])] == k]
+
+
+def _written(seq: float | None) -> tuple[bool, float]:
+    return seq is not None, seq or 0.0
 
 
 def is_open_ended(item: InspectedItem, responses: list[Record]) -> bool:
@@ -78,12 +79,13 @@ def ranks(logged: list[Record]) -> list[Rank]:
     for r, score in zip(logged, scores, strict=True):
         if score is not None:
             by.setdefault(r["model"], []).append(score)
+    span = {model: (min(s), max(s)) for model, s in by.items() if max(s) > min(s)}  # (low, high) where they differ
     out: list[Rank] = []
     for r, score in zip(logged, scores, strict=True):
-        mine = by.get(r["model"], [])
-        high, low = (max(mine), min(mine)) if mine else (None, None)
-        spread = score is not None and high is not None and low is not None and high > low
-        out.append(None if not spread else "best" if score == high else "worst" if score == low else None)
+        low, high = span.get(r["model"], (None, None))
+        out.append(
+            "best" if score is not None and score == high else "worst" if score is not None and score == low else None
+        )
     return out
 
 
@@ -104,7 +106,8 @@ def item_texts(item: InspectedItem, responses: list[Record]) -> ItemTexts | None
     rows: list[tuple[Record, Rank]] = [*zip(logged, ranks(logged), strict=True), *((r, None) for r in reruns)]
     out: list[TextRow] = []
     for r, rank in rows:
-        text = _text(r["raw_output"]) if _text(r["raw_output"]) is not None else _text(r["answer"])
+        text = _text(r["raw_output"])
+        text = text if text is not None else _text(r["answer"])
         out.append(
             TextRow(
                 model=str(r["model"]),

@@ -8,10 +8,11 @@ links for one item and a reader sees the old catalog or the new one, never a mix
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
+from store.rows import Record, records
 from store.schema import VIDEOS
 from store.store import Store
 
@@ -47,15 +48,15 @@ def lookup(store: Store, benchmark: str, item_ids: Sequence[str] | None = None) 
     return empty() if got is None else _frame(got)
 
 
-def entry(store: Store, benchmark: str, item_id: str) -> dict[str, Any] | None:
+def entry(store: Store, benchmark: str, item_id: str) -> Record | None:
     """One item's catalog row as a record (column -> value, None where missing); None when the catalog does
     not list the item. ``lookup`` for one item without building a DataFrame (``trajaudit inspect``)."""
     return _read(store, benchmark, [item_id], _first)
 
 
-def _first(rows: duckdb.DuckDBPyRelation) -> dict[str, Any] | None:
-    got = rows.fetchall()  # one row at most: the catalog holds one link per item
-    return dict(zip(rows.columns, got[0], strict=True)) if got else None
+def _first(rows: duckdb.DuckDBPyRelation) -> Record | None:
+    got = records(rows)  # one row at most: the catalog holds one link per item
+    return got[0] if got else None
 
 
 def _read(
