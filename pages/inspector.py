@@ -117,10 +117,10 @@ def small(markdown: str) -> str:
 
 def run_notice(choices: tuple) -> None:
     """Which run each of the item's several-run cells shows, and how to pick another (issue 35)."""
-    said = notice(choices)
+    said = notice(choices, ui.PICK_RUN)
     if said:
         st.info(
-            f"On this item, {ui.escape_md(said)}, or with the sidebar's **Run** choice.",
+            f"On this item, {ui.escape_md(said)}",
             icon=":material/layers:",
         )
 

@@ -132,8 +132,12 @@ def _read(path: Path) -> dict:
 SAY_PAIRS = 3  # pairs named one by one in the notice; more are counted (the demo's repeats fill every cell)
 
 
-def notice(choices: tuple[RunChoice, ...]) -> str | None:
-    """One short sentence for the pages' scope line and the CLI's stderr, None when every cell holds one run.
+CLI_PICK = "Pick another with --run RUN (the URL's run=RUN)"
+
+
+def notice(choices: tuple[RunChoice, ...], pick: str = CLI_PICK) -> str | None:
+    """One short sentence for the pages' scope line and the CLI's stderr, None when every cell holds one run;
+    ``pick`` says how to show another run where the sentence is read (a flag in the CLI, the sidebar on a page).
 
     Pairs holding the same runs and showing the same one are said once: named when few, counted when many,
     so a store whose every cell holds seed repeats gets one line, not a paragraph above its numbers."""
@@ -148,4 +152,4 @@ def notice(choices: tuple[RunChoice, ...]) -> str | None:
         f"{'holds' if len(where) == 1 else 'hold'} runs {', '.join(runs)}, showing {shown}"
         for (runs, shown), where in groups.items()
     )
-    return f"several runs in one cell: {said}. Pick another with --run RUN (the URL's run=RUN)"
+    return f"several runs in one cell: {said}. {pick}"

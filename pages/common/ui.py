@@ -34,6 +34,7 @@ _HEX = re.compile(r"#[0-9A-Fa-f]{3,8}")
 # Where GFM would autolink: a URL scheme's colon, "www." and an e-mail's "@" (a word joiner goes before them).
 _AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|[\w.+-](?=@[\w-]+\.)")
 _MD_INLINE = re.compile(r"([\\`*_{}\[\]()!|<>~$:&])")  # emphasis, code, links, tables, HTML, directives, math
+PICK_RUN = "Pick another with the sidebar's Run choice."  # a page's ending of ``runs_notice`` (the CLI names --run)
 DASH = MISSING  # a missing value in a table cell (``st.dataframe(placeholder=DASH)``; Streamlit's default is "None")
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#+=.)-])")  # headings, lists ("-", "1."), setext underlines
 
@@ -262,7 +263,7 @@ def scope_caption(view: View) -> None:
         "re-runs included" if scope.include_reruns else None,
     ]
     st.caption(" · ".join(p for p in parts if p))
-    runs = runs_notice(view.resolved.runs)
+    runs = runs_notice(view.resolved.runs, PICK_RUN)
     if runs:
         st.caption(escape_md(runs))
     if score_data.has_scores(view):  # how scored (open-ended) items enter accuracy (--score-cutoff)
