@@ -336,7 +336,11 @@ def nav(page, title: str):
 
 def pick_task_type(page) -> None:
     """Pick the first task type (in the sidebar, or in the item filters' popover, which draws in a layer of its
-    own outside the sidebar: ``open_filters`` opened it first)."""
+    own outside the sidebar: ``open_filters`` opened it first): a pill (this session on) or a multiselect's option."""
+    pills = page.locator('[data-testid="stButtonGroup"]').filter(has_text="Task type")
+    if pills.count():
+        pills.locator("button[data-variant]").first.click()  # not the label's help button
+        return
     box = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Task type")
     box.locator("input").click()
     page.keyboard.press("ArrowDown")
@@ -345,7 +349,7 @@ def pick_task_type(page) -> None:
 
 FILTERS_OPEN = "open the item filters (no script run)"
 # The item filters' popover (issue 33 on) is drawn: its Task type box is on screen.
-FILTERS_SHOWN = """() => [...document.querySelectorAll('[data-testid="stPopoverBody"] [data-testid="stMultiSelect"]')]
+FILTERS_SHOWN = """() => [...document.querySelectorAll('[data-testid="stPopoverBody"] [data-testid="stMultiSelect"], [data-testid="stPopoverBody"] [data-testid="stButtonGroup"]')]
   .some(e => e.innerText.includes('Task type') && e.getBoundingClientRect().height > 0)"""
 
 
@@ -371,6 +375,11 @@ def next_item(page) -> None:
 
 
 def choose(page, label: str, option: str) -> None:
+    """Choose ``option`` of the widget labelled ``label``: a pill (one click) or a select box's option (two)."""
+    pills = page.locator('[data-testid="stButtonGroup"]').filter(has_text=label)
+    if pills.count():
+        pills.locator("button[data-variant]").filter(has_text=option).first.click()
+        return
     page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
     page.locator('[role="option"]').filter(has_text=option).first.click()
 

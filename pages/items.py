@@ -58,20 +58,31 @@ def selection_actions(view: View, ids: list[str]) -> None:
 def table_view(view: View) -> None:
     """The sortable, paged table and what acts on its rows: a sort, a page turn or a pick reruns this part only."""
     scope = view.scope
-    c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+    sort = state.bind(
+        st.pills,
+        "sort",
+        "Sort by",
+        options=list(SORTS),
+        default="item",
+        required=True,
+        format_func=SORTS.get,
+        help="Correct, changes, confidence and score drop are the focus model's: configurations answered right, "
+        "changes of correctness along the grid, mean confidence, largest drop of an open-ended score; "
+        "disagreement is between the selected models.",
+    )
+    c1, c2, c3 = st.columns([1, 1, 1], vertical_alignment="bottom")
     pick = state.bind(
-        c4.toggle,
+        c3.toggle,
         "pick",
         "Pick rows",
         default=False,
         help="Pick several rows to walk them in the Inspector or re-run them together",
     )
-    sort = state.bind(c1.selectbox, "sort", "Sort by", options=list(SORTS), default="item", format_func=SORTS.get)
     if st.session_state.get("_items_sort") not in (None, sort):  # another key picked: its natural direction
         state.put("desc", sort in MOST_FIRST)
     st.session_state["_items_sort"] = sort
-    desc = state.bind(c2.toggle, "desc", "Descending", default=False)
-    size = state.bind(c3.selectbox, "size", "Rows per page", options=list(SIZES), default=50)
+    desc = state.bind(c1.toggle, "desc", "Descending", default=False)
+    size = state.bind(c2.segmented_control, "size", "Rows per page", options=list(SIZES), default=50, required=True)
     page_no = max(1, int(state.get("page") or 1))
     report = data.item_page(view, scope.focus, sort, bool(desc), page_no, size)
     page, n_pages = pd.DataFrame(to_json(report.rows)), report.n_pages

@@ -193,9 +193,9 @@ def test_items_sorted_by_disagreement_read_from_the_top(demo):
     explicit direction is kept, and picking an id-like key turns it back."""
     at = open_app("pages/items.py", models=MODELS)
     assert at.toggle(key="w_desc").value is False
-    at.selectbox(key="w_sort").set_value("disagreement").run()
+    at.button_group(key="w_sort").set_value("disagreement").run()
     assert at.toggle(key="w_desc").value is True
-    at.selectbox(key="w_sort").set_value("task_type").run()
+    at.button_group(key="w_sort").set_value("task_type").run()
     assert at.toggle(key="w_desc").value is False
     linked = open_app("pages/items.py", models=MODELS, sort="disagreement", desc="0")
     assert linked.toggle(key="w_desc").value is False

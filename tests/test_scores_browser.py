@@ -106,9 +106,9 @@ def test_compare_and_items_show_the_scores(app_server, page):
     assert page.get_by_role("heading", name="Oracle gaps of the open-ended items").count() == 1
     screenshot(page, "scores-compare")
     goto(page, app_server, f"items?{BASE}&sort=drop&desc=1")
-    sort = page.locator('[data-testid="stSelectbox"]').filter(has_text="Sort by")
-    shown = sort.locator("input").first.input_value() or sort.inner_text()  # the link's sort is drawn
-    assert "largest score drop" in shown, shown
+    sort = page.locator('[data-testid="stButtonGroup"]').filter(has_text="Sort by")
+    chosen = sort.locator('button[data-variant][aria-checked="true"]')  # the link's sort is the pill drawn chosen
+    assert chosen.count() == 1 and chosen.inner_text() == "score drop", sort.inner_html()[:500]
     screenshot(page, "scores-items")
 
 

@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 
 META_COLUMNS = ["benchmark", "item_id", "split", "task_type", "video", "duration", "domain", "question"]
 PAGE_COLUMNS = ["benchmark", "item_id", "task_type", "duration", "question"]
-SORTS = {
+SORTS = {  # key: the label the Items page shows, its table's column header (the help text says whose)
     "item": "item id",
     "task_type": "task type",
-    "n_correct": "configs correct (focus model)",
-    "changes": "changes of correctness (focus model)",
-    "mean_confidence": "mean confidence (focus model)",
-    "disagreement": "disagreement between models",
-    "drop": "largest score drop (focus model, scored items)",
+    "n_correct": "correct",
+    "changes": "changes",
+    "mean_confidence": "confidence",
+    "disagreement": "disagreement",
+    "drop": "score drop",
 }
 MOST_FIRST = {
     "changes",

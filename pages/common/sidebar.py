@@ -7,7 +7,8 @@ selected model has (the matched grid); a fresh view starts on their budget ladde
 The item filters and the options sit in two popovers, each button naming what is set: Streamlit's frontend
 draws a popover's widgets only while it is open, and the browser redraws every element of the sidebar on each
 full rerun (a page switch, a filter), so the sidebar is 14 elements instead of 26 (issue 33,
-``benchmarks/dashboard_browser.py``).
+``benchmarks/dashboard_browser.py``). Inside the filters' popover each filter's values are pills (``_pick_any``):
+a pick is one click, without a select box's dropdown and menu for the browser to draw.
 """
 
 from __future__ import annotations
@@ -199,15 +200,21 @@ def draw() -> View | None:
         "atag": list(VOCABULARY),
     }
     filters = filters_slot.popover(filters_label(offered), icon=":material/filter_alt:", width="stretch")
-    tasks = state.bind(filters.multiselect, "task", "Task type", options=offered["task"], default=[])
-    durations = state.bind(filters.multiselect, "dur", "Duration", options=offered["dur"], default=[])
-    tag = state.bind(filters.selectbox, "tag", "Trajectory tag (focus model)", options=offered["tag"], default=ANY_TAG)
-    atags = state.bind(
-        filters.multiselect,
+    tasks = _pick_any(filters, "task", "Task type", offered["task"])
+    durations = _pick_any(filters, "dur", "Duration", offered["dur"])
+    tag = state.bind(
+        filters.pills,
+        "tag",
+        "Trajectory tag (focus model)",
+        options=offered["tag"],
+        default=ANY_TAG,
+        required=True,
+    )
+    atags = _pick_any(
+        filters,
         "atag",
         "Annotation tag",
-        options=offered["atag"],
-        default=[],
+        offered["atag"],
         help="Items annotated with any of these tags (by anyone, for any model).",
     )
     search = state.bind(filters.text_input, "q", "Search", default="", placeholder="question, option or item id")
@@ -224,6 +231,18 @@ def draw() -> View | None:
     )
     scope = dataclasses.replace(bare, item_filter=item_filter, tag=None if tag == ANY_TAG else tag, score_cutoff=cutoff)
     return data.view(str(store.root), version, scope.resolve(store, info))
+
+
+# A filter offering up to this many values shows them as pills (one click picks one); more are a multiselect,
+# which searches a long list but costs the browser about 0.15 s more per pick (issue 33, benchmarks/README.md).
+PILLS_UP_TO = 24
+
+
+def _pick_any(box: DeltaGenerator, key: str, label: str, options: list[str], help: str | None = None) -> list[str]:
+    """An item filter matching any of the values picked (none picked: no filter)."""
+    if len(options) <= PILLS_UP_TO:
+        return state.bind(box.pills, key, label, options=options, default=[], selection_mode="multi", help=help) or []
+    return state.bind(box.multiselect, key, label, options=options, default=[], help=help)
 
 
 FIRST_RUN = "main, else first ingested"
