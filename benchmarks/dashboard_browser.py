@@ -18,7 +18,8 @@ Per store (1M and 10M responses: 4 models x N items x 10 configurations, generat
 2. a fresh server again (the usual case: nothing written since the last use): cold Overview in a new
    session; then a new session on this warm server; a task-type filter; a switch to each page and back
    to Overview; on Items a sort and a page turn; opening an item in the Inspector (a row click), then its
-   "next ▶"; on Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart);
+   "next ▶"; on Flows, opening a flow's items (a row click), then a Sankey link's (a click on the chart; a
+   clicked row or link is scrolled into view before the clock starts, as a user scrolls before clicking);
    where the sidebar's item filters are a popover (issue 33 on), it is opened before the filter step, and that
    opening (the browser drawing the filters' widgets; no script run) is timed as a step of its own;
 3. on that warm server, one row ingested (``trajaudit ingest`` of a one-row CSV, run by the served
@@ -315,12 +316,21 @@ def new_session(browser):
     return context, page
 
 
-def click_row(page, table: int, row: int, row_px: int) -> None:
-    """Select a row of the n-th dataframe (a canvas: click by position, left of the first column)."""
-    grid = page.locator('[data-testid="stDataFrame"]').nth(table)
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + row_px * row + row_px / 2)
+@dataclass(frozen=True)
+class RowClick:
+    """A click on a row of the n-th table grid (a canvas: clicked by position, left of the first column). The grid
+    is scrolled into view before the step's clock starts, as a user scrolls to a row before clicking it: the wait
+    is the click's (the Sankey's link is aimed at the same way)."""
+
+    table: int
+    row: int
+    row_px: int
+
+    def aim(self, page) -> tuple[float, float]:
+        grid = page.locator('[data-testid="stDataFrame"]').nth(self.table)
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        return box["x"] + 18, box["y"] + 35 + self.row_px * self.row + self.row_px / 2
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -420,10 +430,11 @@ SHOTS = {
 }
 
 
-def steps() -> list[tuple[str, str, Callable | None, str, str | None]]:
+def steps() -> list[tuple[str, str, Callable | RowClick | None, str, str | None]]:
     """The interactions in order: (label, the page it times, action(page), the title of the page it ends on, a
     heading it shows). ``--only`` picks pages; each page's steps start with a switch to it, so any subset runs.
-    The Sankey step's action is None: its point and heading are found by hovering first."""
+    The Sankey step's action is None: its point and heading are found by hovering first; a row click's row is
+    scrolled into view first (``RowClick``)."""
     return [
         ("filter: one task type", "overview", pick_task_type, "Overview", None),
         *((f"switch to {t}", t.lower(), lambda p, t=t: nav(p, t)(), t, None) for t in PAGES),
@@ -436,11 +447,11 @@ def steps() -> list[tuple[str, str, Callable | None, str, str | None]]:
             "Items",
             None,
         ),
-        ("Items: open a row in the Inspector", "items", lambda p: click_row(p, 0, 0, ROW_PX), "Inspector", None),
+        ("Items: open a row in the Inspector", "items", RowClick(0, 0, ROW_PX), "Inspector", None),
         ("Inspector: next item", "inspector", next_item, "Inspector", None),
         ("switch to Flows (again)", "flows", lambda p: nav(p, "Flows")(), "Flows", None),
         # the second table: the first is the steps (net, churn, p); nothing is opened yet
-        ("Flows: open a flow's items", "flows", lambda p: click_row(p, 1, 0, FLOW_ROW_PX), "Flows", r"· [\d,]+ items"),
+        ("Flows: open a flow's items", "flows", RowClick(1, 0, FLOW_ROW_PX), "Flows", r"· [\d,]+ items"),
         ("Flows: a Sankey link's items", "flows", None, "Flows", None),
     ]
 
@@ -459,6 +470,9 @@ def interactions(browser, url: str, figures: dict[str, Step], shots: Path, only:
             open_filters(page, figures)
         if action is None:
             point, heading = aim_at_sankey_link(page)
+            action = lambda p, point=point: p.mouse.click(*point)  # noqa: E731
+        elif isinstance(action, RowClick):
+            point = action.aim(page)
             action = lambda p, point=point: p.mouse.click(*point)  # noqa: E731
         timed(page, label, lambda action=action: action(page), figures, title, heading)
         here = title
