@@ -170,7 +170,7 @@ def frame_strips(view: View, item: InspectedItem, responses: list[Record]) -> No
     marked = [c for c in visual if c in scope.grid or c in rerun] or visual[:4]
     default = [c for c in marked if c in rerun or configs.parse(c).frames <= STRIP_FRAMES]
     show_new_reruns(item.item_id, rerun)
-    chosen = state.bind(st.multiselect, "strips", "Strips of thumbnails", options=visual, default=default)
+    chosen = state.bind_many(st, "strips", "Strips of thumbnails", visual, default)
     path, info, problem = data.video(str(sidebar.video_root(view)), view, item)
     if problem:
         st.warning(

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block
 
 from backend.present.metrics import METRICS
-from pages.common import sidebar
+from pages.common import state
 from store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -247,9 +247,9 @@ def test_the_filters_button_names_only_a_filter_its_widget_applies(demo, task, l
 def _filter_app(n: int) -> None:
     import streamlit as st
 
-    from pages.common import sidebar
+    from pages.common import state
 
-    st.write(sidebar._pick_any(st.container(), "task", "Task type", [f"type {k:02d}" for k in range(n)]))
+    st.write(state.bind_many(st.container(), "task", "Task type", [f"type {k:02d}" for k in range(n)]))
 
 
 @pytest.mark.parametrize("n", [3, 24, 25])
@@ -258,7 +258,7 @@ def test_a_filter_is_pills_up_to_24_values_and_a_searchable_box_beyond(n):
     picked is no filter (an empty list)."""
     at = AppTest.from_function(_filter_app, args=(n,), default_timeout=TIMEOUT_S).run()
     assert not at.exception, [e.value for e in at.exception]
-    pills = n <= sidebar.PILLS_UP_TO
+    pills = n <= state.PILLS_UP_TO
     assert (len(at.button_group), len(at.multiselect)) == ((1, 0) if pills else (0, 1))
     widget = at.button_group(key="w_task") if pills else at.multiselect(key="w_task")
     assert widget.value == [] and len(widget.options) == n

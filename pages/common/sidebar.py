@@ -7,7 +7,7 @@ selected model has (the matched grid); a fresh view starts on their budget ladde
 The item filters and the options sit in two popovers, each button naming what is set: Streamlit's frontend
 draws a popover's widgets only while it is open, and the browser redraws every element of the sidebar on each
 full rerun (a page switch, a filter), so the sidebar is 14 elements instead of 26 (issue 33,
-``benchmarks/dashboard_browser.py``). Inside the filters' popover each filter's values are pills (``_pick_any``):
+``benchmarks/dashboard_browser.py``). Inside the filters' popover each filter's values are pills (``state.bind_many``):
 a pick is one click, without a select box's dropdown and menu for the browser to draw.
 """
 
@@ -200,8 +200,8 @@ def draw() -> View | None:
         "atag": list(VOCABULARY),
     }
     filters = filters_slot.popover(filters_label(offered), icon=":material/filter_alt:", width="stretch")
-    tasks = _pick_any(filters, "task", "Task type", offered["task"])
-    durations = _pick_any(filters, "dur", "Duration", offered["dur"])
+    tasks = state.bind_many(filters, "task", "Task type", offered["task"])
+    durations = state.bind_many(filters, "dur", "Duration", offered["dur"])
     tag = state.bind(
         filters.pills,
         "tag",
@@ -210,7 +210,7 @@ def draw() -> View | None:
         default=ANY_TAG,
         required=True,
     )
-    atags = _pick_any(
+    atags = state.bind_many(
         filters,
         "atag",
         "Annotation tag",
@@ -231,18 +231,6 @@ def draw() -> View | None:
     )
     scope = dataclasses.replace(bare, item_filter=item_filter, tag=None if tag == ANY_TAG else tag, score_cutoff=cutoff)
     return data.view(str(store.root), version, scope.resolve(store, info))
-
-
-# A filter offering up to this many values shows them as pills (one click picks one); more are a multiselect,
-# which searches a long list but costs the browser about 0.15 s more per pick (issue 33, benchmarks/README.md).
-PILLS_UP_TO = 24
-
-
-def _pick_any(box: DeltaGenerator, key: str, label: str, options: list[str], help: str | None = None) -> list[str]:
-    """An item filter matching any of the values picked (none picked: no filter)."""
-    if len(options) <= PILLS_UP_TO:
-        return state.bind(box.pills, key, label, options=options, default=[], selection_mode="multi", help=help) or []
-    return state.bind(box.multiselect, key, label, options=options, default=[], help=help)
 
 
 FIRST_RUN = "main, else first ingested"

@@ -10,8 +10,8 @@ would race the browser's own URL update.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import streamlit as st
 
@@ -185,6 +185,30 @@ def bind(
     out = widget(*positional, key=wkey, on_change=_commit, args=(key,), **kwargs)
     put(key, out)
     return out
+
+
+# A choice of any values among up to this many is pills (one click each); more are a multiselect, which searches a
+# long list but costs the browser about 0.15 s more per pick (issue 33, ``benchmarks/widget_kinds.py``).
+PILLS_UP_TO = 24
+
+
+class Choices(Protocol):
+    """Where ``bind_many`` draws: ``st`` itself, ``st.sidebar``, a container or a popover."""
+
+    def pills(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def multiselect(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def bind_many(
+    box: Choices, key: str, label: str, options: list, default: Sequence = (), help: str | None = None
+) -> list:
+    """``bind`` for a choice of any of ``options`` (none chosen: an empty list): pills, or a multiselect beyond
+    ``PILLS_UP_TO`` options."""
+    if len(options) <= PILLS_UP_TO:
+        chosen = bind(box.pills, key, label, options=options, default=list(default), selection_mode="multi", help=help)
+        return list(chosen or [])
+    return bind(box.multiselect, key, label, options=options, default=list(default), help=help)
 
 
 def shown(key: str, options: list, default: Any = None) -> Any:
