@@ -225,7 +225,7 @@ with ui.guard():
     configs = None
     if mode == "pair":
         left, right = st.columns(2)
-        a = state.bind(left.selectbox, "from", "From", options=grid, default=grid[0])
-        b = state.bind(right.selectbox, "to", "To", options=[c for c in grid if c != a], default=grid[-1])
+        a = state.bind_one(left, "from", "From", grid, grid[0])
+        b = state.bind_one(right, "to", "To", [c for c in grid if c != a], grid[-1])
         configs = (a, b)
     flows_part(view, data.flows_view(view, view.scope.focus, configs), configs)

@@ -58,13 +58,12 @@ def selection_actions(view: View, ids: list[str]) -> None:
 def table_view(view: View) -> None:
     """The sortable, paged table and what acts on its rows: a sort, a page turn or a pick reruns this part only."""
     scope = view.scope
-    sort = state.bind(
-        st.pills,
+    sort = state.bind_one(
+        st,
         "sort",
         "Sort by",
-        options=list(SORTS),
-        default="item",
-        required=True,
+        list(SORTS),
+        "item",
         format_func=SORTS.get,
         help="Correct, changes, confidence and score drop are the focus model's: configurations answered right, "
         "changes of correctness along the grid, mean confidence, largest drop of an open-ended score; "

@@ -98,8 +98,8 @@ def test_link_reopens_flow_view(demo):
         flowview="pair",
         **{"from": "8f", "to": "32f", "kind": "harmed"},
     )
-    assert at.sidebar.selectbox(key="w_model").value == "synthetic-B-13B"
-    assert at.selectbox(key="w_from").value == "8f" and at.selectbox(key="w_to").value == "32f"
+    assert at.sidebar.button_group(key="w_model").value == "synthetic-B-13B"
+    assert at.button_group(key="w_from").value == "8f" and at.button_group(key="w_to").value == "32f"
     assert any(s.value.startswith("8f → 32f: harmed") for s in at.subheader)
 
 

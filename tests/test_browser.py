@@ -138,8 +138,8 @@ def test_link_with_query_params_restores_the_view(app_server, page, browser):
     text = main_text(page)
     assert "8f → 32f: harmed" in text
     # Change the state through the UI, then reopen the page's own URL in a fresh browser context.
-    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').filter(has_text="To").click()
-    text = rerun_after(page, lambda: page.locator('[role="option"]').filter(has_text="64f").first.click(), "h3")
+    to = page.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').filter(has_text="To")
+    text = rerun_after(page, lambda: to.locator("button[data-variant]").filter(has_text="64f").first.click(), "h3")
     assert "8f → 64f: harmed" in text
     page.wait_for_timeout(500)
     copied = page.url

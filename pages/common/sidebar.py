@@ -144,12 +144,12 @@ def draw() -> View | None:
     if not models:
         st.info("Select at least one model in the sidebar.", icon=":material/arrow_back:")
         return None
-    focus = state.bind(
-        sb.selectbox,
+    focus = state.bind_one(
+        sb,
         "model",
         "Focus model",
-        options=models,
-        default=models[0],
+        models,
+        models[0],
         help="The model drawn on the flows, items and inspector pages, and whose tags filter items.",
     )
     grid_slot = sb.container(gap=None)  # the grid, drawn once the options' re-runs switch says which configs count
@@ -202,14 +202,7 @@ def draw() -> View | None:
     filters = filters_slot.popover(filters_label(offered), icon=":material/filter_alt:", width="stretch")
     tasks = state.bind_many(filters, "task", "Task type", offered["task"])
     durations = state.bind_many(filters, "dur", "Duration", offered["dur"])
-    tag = state.bind(
-        filters.pills,
-        "tag",
-        "Trajectory tag (focus model)",
-        options=offered["tag"],
-        default=ANY_TAG,
-        required=True,
-    )
+    tag = state.bind_one(filters, "tag", "Trajectory tag (focus model)", offered["tag"], ANY_TAG)
     atags = state.bind_many(
         filters,
         "atag",

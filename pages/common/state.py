@@ -193,11 +193,13 @@ PILLS_UP_TO = 24
 
 
 class Choices(Protocol):
-    """Where ``bind_many`` draws: ``st`` itself, ``st.sidebar``, a container or a popover."""
+    """Where ``bind_many`` and ``bind_one`` draw: ``st`` itself, ``st.sidebar``, a container or a popover."""
 
     def pills(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def multiselect(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def selectbox(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def bind_many(
@@ -209,6 +211,14 @@ def bind_many(
         chosen = bind(box.pills, key, label, options=options, default=list(default), selection_mode="multi", help=help)
         return list(chosen or [])
     return bind(box.multiselect, key, label, options=options, default=list(default), help=help)
+
+
+def bind_one(box: Choices, key: str, label: str, options: list, default: Any, **kwargs: Any) -> Any:
+    """``bind`` for a choice of one of ``options`` that always holds one: pills, or a select box beyond
+    ``PILLS_UP_TO`` options (``kwargs``: ``help``, ``format_func``)."""
+    if len(options) <= PILLS_UP_TO:
+        return bind(box.pills, key, label, options=options, default=default, required=True, **kwargs)
+    return bind(box.selectbox, key, label, options=options, default=default, **kwargs)
 
 
 def shown(key: str, options: list, default: Any = None) -> Any:

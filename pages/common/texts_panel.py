@@ -72,9 +72,7 @@ def texts_panel(texts: ItemTexts, scope_models: list[str], colours: dict[str, st
     st.subheader("Texts side by side")
     present = list(dict.fromkeys(r.model for r in texts.rows))
     options = [m for m in scope_models if m in present] + [m for m in present if m not in scope_models]
-    chosen = (
-        state.bind(st.multiselect, "texts", "Models", options=options, default=options) if len(options) > 1 else options
-    )
+    chosen = state.bind_many(st, "texts", "Models", options, options) if len(options) > 1 else options
     st.caption(
         "Each answer against the reference, word by word as Token-F1 counts them (lower case, no punctuation, "
         "no articles; a reference word matches once): highlighted words are in the reference, greyed ones are not "
