@@ -163,12 +163,12 @@ def intervention_tab(view: View) -> None:
     available = protocol_labels(view.root, view.version, data.single(view))
     visual = configs.visual(list(scope.grid))
     tops = views.protocol_tops(list(scope.grid), available)
-    top = state.bind(
-        st.selectbox,
+    top = state.bind_one(
+        st,
         "atop",
         "Top budget of the audit",
-        options=visual,
-        default=(tops or visual)[-1],
+        visual,
+        (tops or visual)[-1],
         help="The audit's grid is the sidebar's grid up to this budget; terminal regressions are read at it. "
         "The default is the costliest budget that another protocol also ran.",
     )

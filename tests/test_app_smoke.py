@@ -110,7 +110,7 @@ def test_filters_leaving_no_items_say_so(demo):
 
 def test_bad_link_values_fall_back(demo):
     at = open_app(models="no-such-model", bench="no-such-bench", grid="3f,8f")
-    assert at.sidebar.selectbox(key="w_bench").value in ("synthetic-mlvu", "synthetic-videomme")
+    assert at.sidebar.button_group(key="w_bench").value in ("synthetic-mlvu", "synthetic-videomme")
     assert at.sidebar.multiselect(key="w_models").value  # the defaults, not an error
 
 

@@ -131,7 +131,7 @@ def draw() -> View | None:
     info = data.store_info(str(store.root), version)
 
     benchmarks = info.benchmarks
-    bench = state.bind(sb.selectbox, "bench", "Benchmark", options=benchmarks, default=default_benchmark(info))
+    bench = state.bind_one(sb, "bench", "Benchmark", benchmarks, default_benchmark(info))
     with_bench = [m for m in info.models if bench in info.configs.get(m, {})]
     models = state.bind(
         sb.multiselect,
