@@ -46,7 +46,7 @@ def test_adaptive_only_store_shows_overview_and_inspector_without_a_chosen_grid(
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert "Select at least two configurations" not in text
     assert f"default grid {LADDER}" in text and "6 matched items" in text
-    assert f"several runs in one cell: {MODEL} at 8f/adaptive holds runs main, repeat, showing main" in text
+    assert f"Several runs in one cell: {MODEL} at 8f/adaptive holds runs main, repeat, showing main" in text
     assert "Pick another with the sidebar's Run choice." in text and "--run" not in text  # the page's own widget
     assert page.locator('[data-testid="stSidebar"]').get_by_text("Run (cells holding several)").count() == 1
     assert page.locator(".ta-chart svg").count() == 1  # the accuracy curve is drawn

@@ -265,7 +265,7 @@ def scope_caption(view: View) -> None:
     st.caption(" · ".join(p for p in parts if p))
     runs = runs_notice(view.resolved.runs, PICK_RUN)
     if runs:
-        st.caption(escape_md(runs))
+        st.caption(escape_md(runs[0].upper() + runs[1:]))  # a sentence of its own here (the CLI prefixes its name)
     if score_data.has_scores(view):  # how scored (open-ended) items enter accuracy (--score-cutoff)
         st.caption(escape_md(describe(score_data.binary(view))))
     excluded = view.resolved.grid_excluded
