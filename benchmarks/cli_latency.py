@@ -60,6 +60,7 @@ def commands(store: Path) -> dict[str, list[str]]:
         "items": [
             *TRAJAUDIT,
             "items",
+            "--json",
             *s,
             "--model",
             MODELS[0],

@@ -37,6 +37,7 @@ READS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "items": (["items", "--model", "m", "--json", "--page", "1"], NUMBERS),
     "items-table": (["items", "--model", "m", "--json", "--annotations"], NUMBERS),
     "items-sorted": (["items", "--model", "m", "--json", "--sort", "drop", "--desc"], NUMBERS),
+    "items-text": (["items", "--model", "m", "--sort", "changes", "--desc"], NUMBERS),  # the page as a table
     "compare": (["compare", "--models", "m", "--json"], NUMBERS),
     # scipy.stats' Fisher test for each slice; sliceline (scikit-learn) for the two-attribute slices
     "explain": (

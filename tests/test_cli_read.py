@@ -9,7 +9,7 @@ import json
 import pytest
 
 from backend.cli import main
-from tests.matrix_fixtures import HEADLINES_WITH_CI, basic_store, build_store
+from tests.matrix_fixtures import HEADLINES_WITH_CI, basic_store, build_store, item_rows
 
 
 @pytest.fixture
@@ -93,7 +93,9 @@ def test_items_json_and_csv(store_dir, capsys):
     assert {k: table[0][k] for k in ("text", "8f", "16f", "32f")} == {"text": "0", "8f": "1", "16f": "0", "32f": "1"}
     assert table[1]["tags"] == "confused;text-overwrite;terminal-regression"
 
-    limited = _json(capsys, ["items", "--store", store_dir, "--model", "m", "--limit", "2", "--task-type", "B"])
+    limited = _json(
+        capsys, ["items", "--store", store_dir, "--model", "m", "--limit", "2", "--task-type", "B", "--json"]
+    )
     assert [r["item_id"] for r in limited] == ["i2", "i3"]
 
 
@@ -113,3 +115,37 @@ def test_version(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out == f"trajaudit {version('trajaudit')}\n"
+
+
+def test_items_text_is_the_items_page(store_dir, capsys):
+    """Without --json the command prints the Items page as a terminal table: what it lists, one row per item
+    (correct out of the grid's configurations, changes, tags), and how to get more; the JSON twin's rows, in order."""
+    assert main(["items", "--store", store_dir, "--model", "m", "--sort", "changes", "--desc", "--page-size", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    page = _json(
+        capsys,
+        ["items", "--store", store_dir, "--model", "m", "--sort", "changes", "--desc", "--page-size", "3", "--json"],
+    )
+    assert lines[0].startswith("m · ") and "5 items on text -> 8f -> 16f -> 32f" in lines[0]
+    assert "sorted by changes, largest first · page 1 of 2" in lines[0]
+    assert lines[1].split()[:4] == ["item", "task", "type", "correct"]
+    rows = lines[2:5]
+    assert [r.split()[0] for r in rows] == [r["item_id"] for r in page["rows"]]
+    first = page["rows"][0]
+    assert f"{first['n_correct']}/4" in rows[0] and ", ".join(first["tags"]) in rows[0]
+    assert lines[5].startswith("--page 2 for the next page")
+    assert "disagreement" not in lines[1]  # one model: no disagreement to show
+
+
+def test_items_text_keeps_file_text_out_of_the_terminal_and_refuses_annotations(tmp_path, capsys):
+    """A question's control characters (an escape sequence in a file) print as spaces; --annotations, which adds
+    columns to the JSON and CSV exports, is refused in the text page with one line and exit 2."""
+    root = tmp_path / "s"
+    questions = ["Where\x1b[31m is it?\x07", "What is it?"]
+    build_store(root, {"m": {"text": [1, 0], "8f": [0, 1]}}, items=item_rows(2, question=questions))
+    assert main(["items", "--store", str(root), "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "Where [31m is it?" in out
+    assert main(["items", "--store", str(root), "--model", "m", "--annotations"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["trajaudit items: error: --annotations adds columns to --json or --format csv, not to the text page"]

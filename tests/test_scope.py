@@ -54,7 +54,7 @@ def default_views(root: Path) -> dict[str, list[str]]:
         "flows": ["flows", *s, "--model", MODEL, *models, "--json"],
         "flows-pair": ["flows", *s, "--model", MODEL, "--from", "8f", "--to", "64f", "--kind", "harmed", "--json"],
         "items": ["items", *s, "--model", MODEL, "--format", "json"],
-        "items-page": ["items", *s, "--model", MODEL, *models, "--sort", "changes", "--desc", "--page", "1"],
+        "items-page": ["items", *s, "--model", MODEL, *models, "--sort", "changes", "--desc", "--page", "1", "--json"],
         "compare": ["compare", *s, *models, *FAST, "--json"],
         "cascade": ["cascade", *s, "--model", MODEL, "--sweep", *FAST, "--json"],
         "predictor": ["predictor", *s, "--model", MODEL, "--folds", "3", "--json"],

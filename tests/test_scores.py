@@ -201,7 +201,7 @@ def test_cli_twins_of_the_score_sections(tmp_path, capsys):
     tol = run("flows", *s, "--model", "m", "--scores", "--tolerance", "0.1", "--json")
     assert [t["unchanged"] for t in tol["transitions"]] == [2, 1] and tol["tolerance"] == 0.1
     # Items by the largest drop between consecutive configs: i2 1.0, i0 0.2, then i1 and i3 (never fall: 0) by id.
-    page = run("items", *s, "--model", "m", "--sort", "drop", "--desc", "--page", "1")
+    page = run("items", *s, "--model", "m", "--sort", "drop", "--desc", "--page", "1", "--json")
     assert [r["item_id"] for r in page["rows"]] == ["i2", "i0", "i1", "i3"]
     assert [r["drop"] for r in page["rows"]] == pytest.approx([1.0, 0.2, 0.0, 0.0], abs=1e-6)
     compare = run("compare", *s, "--models", "m,n", "--bootstrap", "0", "--json")
