@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
+from backend.analysis import cascade
 from backend.contracts.base import to_json, unset
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.present import charts_audits
@@ -23,7 +24,6 @@ from pages.common.boot import ensure_entrypoint
 from store import configs
 from store.errors import UserError
 
-DEFAULT_THRESHOLD = 0.5
 DEFAULT_FOLDS = 5
 
 
@@ -169,7 +169,7 @@ with ui.guard():
         st.slider,
         "thr",
         "Threshold on the chosen option's probability",
-        default=DEFAULT_THRESHOLD,
+        default=cascade.DEFAULT_THRESHOLD,
         min_value=0.0,
         max_value=1.0,
         step=0.01,

@@ -461,6 +461,21 @@ def test_commands_without_models_print_the_first_screen(demo_store, monkeypatch,
     assert f"model {scope.focus} (the dashboard's focus model" in err, err
 
 
+def test_cascade_without_a_threshold_prints_the_policies_page_as_it_opens(demo_store, monkeypatch, capsys):
+    """``cascade`` with neither ``--threshold`` nor ``--sweep`` takes the threshold the Policies page's slider opens
+    at: the same numbers as the command naming it, the choice said on standard error."""
+    at = _open("pages/policies.py", monkeypatch, demo_store)
+    opened = at.slider(key="w_thr").value
+    capsys.readouterr()
+    root = ["cascade", "--store", str(demo_store), "--bootstrap", "0", "--json"]
+    assert main(root) == 0
+    bare, err = capsys.readouterr()
+    assert main([*root, "--threshold", f"{opened:g}"]) == 0
+    assert json.loads(bare) == json.loads(capsys.readouterr().out)
+    assert json.loads(bare)["threshold"] == opened
+    assert f"threshold {opened:g} (where the Policies page opens" in err, err
+
+
 def test_commands_without_models_on_an_empty_store_say_so(tmp_path, capsys):
     """No model to default to: one line, exit 2, for the list and the one-model commands alike."""
     for argv in (["metrics"], ["flows"], ["cascade", "--sweep"]):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_POINTS = 100
+DEFAULT_THRESHOLD = 0.5  # the Policies page's slider opens here, and the CLI without --threshold or --sweep
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import cast
 
 from backend import views
 from backend.analysis import cascade
+from backend.cli import NOTES
 from backend.cli.common import add_json, command, focus_model, note_benchmark, print_json, split_list
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport
 from backend.present.metrics import POLICY_METRICS, labelled
@@ -51,8 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(the rung stopped at) and without (every rung visited), and relative to the fixed top budget.",
     )
     add_ladder(p)
-    mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--threshold", type=float, help="one threshold on the chosen option's probability")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--threshold",
+        type=float,
+        help=f"one threshold on the chosen option's probability (default: {cascade.DEFAULT_THRESHOLD:g}, where the "
+        "Policies page's slider opens; said on standard error)",
+    )
     mode.add_argument("--sweep", action="store_true", help="the frontier over thresholds and the matching point")
     p.add_argument("--points", type=int, default=cascade.DEFAULT_POINTS, help="most thresholds on the frontier")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
@@ -62,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.sweep and args.threshold is None:
+        args.threshold = cascade.DEFAULT_THRESHOLD
+        NOTES.append(
+            f"threshold {args.threshold:g} (where the Policies page opens; --threshold T for another, --sweep for the frontier)"
+        )
     ladder, resolved = load(args)
     threshold = None if args.sweep else args.threshold
     out = views.cascade_view(ladder, resolved, threshold, args.points, args.bootstrap, args.seed)
