@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from backend import views
-from backend.analysis import cascade
+from backend.analysis.cascade import DEFAULT_THRESHOLD
 from backend.contracts.base import to_json, unset
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.present import charts_audits
@@ -169,7 +169,7 @@ with ui.guard():
         st.slider,
         "thr",
         "Threshold on the chosen option's probability",
-        default=cascade.DEFAULT_THRESHOLD,
+        default=DEFAULT_THRESHOLD,
         min_value=0.0,
         max_value=1.0,
         step=0.01,
