@@ -16,7 +16,7 @@ from backend.cli.common import command, focus_model, print_json, scope_view
 from backend.contracts.views import ItemsPage
 from backend.export import csv_text
 from backend.present.tables import cell_text
-from backend.present.text import count
+from backend.present.text import MISSING, count
 from backend.scope.annotations import annotation_columns, with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import add_scope_args
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="at most N items")
     p.add_argument("--annotations", action="store_true", help="add each item's annotation tags, notes and count")
     p.add_argument("--sort", default=None, choices=list(SORTS), help="the Items page: sort key (prints one page)")
-    p.add_argument("--desc", action="store_true", help="with --sort/--page: descending")
+    p.add_argument("--desc", action="store_true", help="sort descending (the text page, or --json with --sort/--page)")
     p.add_argument("--page", type=int, default=None, help="the Items page: page number (from 1)")
     p.add_argument("--page-size", type=int, default=50, help="rows per page (default 50)")
     p.set_defaults(func=run)
@@ -89,7 +89,7 @@ QUESTION_CHARS = 60
 
 
 def _cell(text: str | None, width: int | None = None) -> str:
-    clean = _CONTROL.sub(" ", text or "-").strip() or "-"
+    clean = _CONTROL.sub(" ", text or "").strip() or MISSING
     return clean if width is None or len(clean) <= width else clean[: width - 1] + "…"
 
 
