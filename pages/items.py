@@ -126,25 +126,27 @@ def table_view(view: View) -> None:
         column_config=ui.plain_headers(
             cols,
             {
-                "item_id": st.column_config.TextColumn("item", pinned=True),
+                "item_id": st.column_config.TextColumn(SORTS["item"], pinned=True),
                 # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
                 "trajectory": st.column_config.ImageColumn(
                     "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
                 ),
                 "tags": st.column_config.ListColumn("tags", width="medium"),
-                "task_type": st.column_config.TextColumn("task type", width="medium"),
-                "n_correct": st.column_config.NumberColumn("correct", help="configs answered correctly"),
-                "changes": st.column_config.NumberColumn("changes", help="changes of correctness along the grid"),
+                "task_type": st.column_config.TextColumn(SORTS["task_type"], width="medium"),
+                "n_correct": st.column_config.NumberColumn(SORTS["n_correct"], help="configs answered correctly"),
+                "changes": st.column_config.NumberColumn(
+                    SORTS["changes"], help="changes of correctness along the grid"
+                ),
                 "drop": st.column_config.NumberColumn(
-                    "largest drop",
+                    SORTS["drop"],
                     format="%.3f",
                     help="largest fall of the score between consecutive configurations (scored items)",
                 ),
                 "disagreement": st.column_config.ProgressColumn(
-                    "disagreement", min_value=0.0, max_value=1.0, format="%.2f"
+                    SORTS["disagreement"], min_value=0.0, max_value=1.0, format="%.2f"
                 ),
                 "confidence": st.column_config.ImageColumn(
-                    "confidence",
+                    SORTS["mean_confidence"],
                     width=sparkline.column_width(row_h),
                     help="focus model, along the grid (0 to 1); gaps: no confidence",
                 ),

@@ -128,7 +128,7 @@ def test_items_text_is_the_items_page(store_dir, capsys):
     )
     assert lines[0].startswith("m · ") and "5 items on text -> 8f -> 16f -> 32f" in lines[0]
     assert "sorted by changes, largest first · page 1 of 2" in lines[0]
-    assert lines[1].split()[:4] == ["item", "task", "type", "correct"]
+    assert lines[1].split()[:5] == ["item", "id", "task", "type", "correct"]
     rows = lines[2:5]
     assert [r.split()[0] for r in rows] == [r["item_id"] for r in page["rows"]]
     first = page["rows"][0]

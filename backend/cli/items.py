@@ -105,20 +105,16 @@ def print_page(report: ItemsPage, limit: int | None = None) -> None:
         f"{report.model} · {report.scope.benchmark} · {count(n_items, 'item')} on {' -> '.join(grid)} · "
         f"sorted by {order} · page {report.page} of {report.n_pages}"
     )
-    columns: list[tuple[str, list[str]]] = [
-        ("item", [_cell(r.item_id) for r in rows]),
-        ("task type", [_cell(r.task_type, 28) for r in rows]),
-        ("correct", [f"{r.n_correct}/{len(grid)}" for r in rows]),
-        ("changes", [str(r.changes) for r in rows]),
+    columns: list[tuple[str, list[str]]] = [  # headed as the Items page heads them (SORTS)
+        (SORTS["item"], [_cell(r.item_id) for r in rows]),
+        (SORTS["task_type"], [_cell(r.task_type, 28) for r in rows]),
+        (SORTS["n_correct"], [f"{r.n_correct}/{len(grid)}" for r in rows]),
+        (SORTS["changes"], [str(r.changes) for r in rows]),
     ]
-    for name, key, fmt in (
-        ("disagreement", "disagreement", "%.2f"),
-        ("confidence", "mean_confidence", "%.2f"),
-        ("score drop", "drop", "%.2f"),
-    ):
+    for key in ("disagreement", "mean_confidence", "drop"):
         values = [getattr(r, key) for r in rows]
         if any(v is not None for v in values) and (key != "disagreement" or len(report.scope.models) > 1):
-            columns.append((name, [cell_text(v, fmt) for v in values]))
+            columns.append((SORTS[key], [cell_text(v, "%.2f") for v in values]))
     columns += [
         ("tags", [_cell(", ".join(r.tags)) for r in rows]),
         ("question", [_cell(r.question, QUESTION_CHARS) for r in rows]),
