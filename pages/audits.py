@@ -16,7 +16,7 @@ from backend.contracts.base import to_json
 from backend.present import charts_audits
 from backend.present.metrics import AUDIT_METRICS, METRICS
 from backend.present.palette import model_colours
-from backend.present.text import count
+from backend.present.text import count, interval_ends
 from backend.runtime import client
 from backend.scope.resolve import Resolved, command_line
 from backend.scope.view import View
@@ -196,14 +196,14 @@ def intervention_tab(view: View) -> None:
         if charted:
             ui.vega(charts_audits.recovery(charted, out.top), f"recovery-{scope.focus}")
         else:
-            small_n.too_few(max(r.n_terminal for r in rows))
+            small_n.too_few(max(r.n_terminal for r in rows), "terminal regression")  # the rates' denominator
         if charted and len(charted) < len(rows):
             left = ", ".join(f"{r.protocol} ({r.n_terminal:,})" for r in rows if r not in charted)
             st.caption(f"Not drawn, too few terminal regressions for a chart: {ui.escape_md(left)}.")
         table = (
             pd.DataFrame(to_json(rows))
             .drop(columns=["recovery_ci"])
-            .assign(recovery_wilson=[ui.ci_text(r.recovery_wilson) for r in rows])
+            .assign(recovery_wilson=[interval_ends(r.recovery_wilson) for r in rows])
         )
         readable.table(
             table,

@@ -201,7 +201,8 @@ def test_audit_tabs_equal_the_cli(demo, capsys, tab):
 
 def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
     """The sampling-intervention chart's recovery rates rest on the terminal regressions at the top budget: a few
-    items. Under the sidebar's minimum (default 10) a notice stands in its place; at 1 the chart is drawn."""
+    items. Under the sidebar's minimum (default 10) a notice that counts them stands in its place (not "items": the
+    table beside it lists each protocol's items, many more); at 1 the chart is drawn."""
     out = cli(
         capsys, "audit", "interventions", "--store", str(demo), "--benchmark", BENCH, "--model", MODEL,
         "--grid", "8f,16f,32f,64f", "--json",
@@ -209,9 +210,10 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
     n = max(p["recovery"]["n_terminal"] for p in out["protocols"])
     assert 0 < n < 10
     at = open_page(demo, "pages/audits.py", atab="intervention", grid=GRID)
-    assert f"Only {count(n, 'item')}: too few for a chart (minimum 10, set under the sidebar's Options)." in [
-        i.value for i in at.info
-    ]
+    assert (
+        f"Only {count(n, 'terminal regression')}: too few for a chart (minimum 10, set under the sidebar's Options)."
+        in [i.value for i in at.info]
+    )
     assert not at.get("vega_lite_chart")
     assert at.sidebar.number_input(key="w_chartn").value == 10
     at.sidebar.number_input(key="w_chartn").set_value(n).run()

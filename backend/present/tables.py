@@ -38,7 +38,7 @@ HEADERS: dict[str, str] = {
     "b": "Model b",
     "kappa": "Cohen's kappa",
     "kappa_top": "Kappa at the top budget",
-    "recovery_wilson": "Wilson 95% CI",
+    "recovery_wilson": "Recovery rate, Wilson 95% CI",
     "unique_wins": "Right only here",
     "pixel_budget": "Pixel budget",
     "cost_vs_top": "Cost vs top",

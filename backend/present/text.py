@@ -74,6 +74,12 @@ def interval(x: object, ci: Sequence[object] | None) -> str:
     return pp(x) if number(x) is None or ends is None else f"{pp(x)} [{pp(ends[0])}, {pp(ends[1])}]"
 
 
+def interval_ends(ci: Sequence[object] | None) -> str:
+    """An interval alone, in a table column whose header names it: ``[61.7, 75.6]``; a dash without one."""
+    ends = bounds(ci)
+    return MISSING if ends is None else f"[{pp(ends[0])}, {pp(ends[1])}]"
+
+
 def ci_text(ci: Sequence[object] | None) -> str | None:
     """An interval on its own line under a value (a metric card): ``95% CI 61.7–75.6``; None without one."""
     ends = bounds(ci)
