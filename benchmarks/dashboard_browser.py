@@ -47,6 +47,7 @@ session on a warm server < 1 s, every interaction < 0.5 s; peak memory < 4 GB. L
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -56,7 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -503,16 +504,28 @@ FLOOR_APP = (  # a title, a button and the run's number (so the harness sees a r
 )
 
 
+@contextlib.contextmanager
+def minimal_app(source: str, folder: Path, log: Path) -> Iterator:
+    """``source`` written as ``folder``'s app.py and served (``streamlit run``, as the dashboard is) while the block
+    runs: the floor's app, and the apps that measure one kind of widget or element (``widget_kinds.py``,
+    ``switch_kinds.py``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "app.py").write_text(source)
+    repo, browser_fixtures.REPO = browser_fixtures.REPO, folder  # start_server runs `streamlit run app.py` there
+    try:
+        server = serve(folder, log)
+    finally:
+        browser_fixtures.REPO = repo
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
 def floor(browser, workdir: Path) -> dict[str, Step]:
     """The same measurements on a minimal Streamlit app: what this machine and browser cost anyway."""
-    app_dir = workdir / "floor-app"
-    app_dir.mkdir(parents=True, exist_ok=True)
-    (app_dir / "app.py").write_text(FLOOR_APP)
-    repo, browser_fixtures.REPO = browser_fixtures.REPO, app_dir
-    server = serve(app_dir, workdir / "streamlit-floor.log")
-    browser_fixtures.REPO = repo
     figures: dict[str, Step] = {}
-    try:
+    with minimal_app(FLOOR_APP, workdir / "floor-app", workdir / "streamlit-floor.log") as server:
         context, page = new_session(browser)
         timed(page, "floor: new session on a fresh server (a minimal app)", lambda: page.goto(server.url), figures)
         context.close()
@@ -520,8 +533,6 @@ def floor(browser, workdir: Path) -> dict[str, Step]:
         timed(page, FLOOR_SESSION, lambda: page.goto(server.url), figures)
         timed(page, FLOOR_CLICK, lambda: page.get_by_role("button", name="rerun").click(), figures, heading="^run 2$")
         context.close()
-    finally:
-        stop_server(server)
     return figures
 
 

@@ -24,11 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard_browser import new_session, serve, timed  # noqa: E402
+from dashboard_browser import minimal_app, new_session, timed  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests import browser_fixtures  # noqa: E402
-from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, stop_server  # noqa: E402
+from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 APP = """
 import json
@@ -136,33 +135,24 @@ def main() -> None:
         "first screen (``pages.overview.load_later``); the switches start 2 s later",
     )
     args = parser.parse_args()
-    app = args.workdir / "app"
-    app.mkdir(parents=True, exist_ok=True)
-    (app / "app.py").write_text(f"PRELOAD = {args.preload}\n{APP}")
     waits: dict[tuple[str, str], list[float]] = {}
-    with sync_playwright() as pw:
+    source = f"PRELOAD = {args.preload}\n{APP}"
+    with sync_playwright() as pw, minimal_app(source, args.workdir / "app", args.workdir / "streamlit.log") as server:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        repo, browser_fixtures.REPO = browser_fixtures.REPO, app
-        server = serve(app, args.workdir / "streamlit.log")
-        browser_fixtures.REPO = repo
-        try:
-            for _ in range(args.runs):
-                context, page = new_session(browser)
-                timed(page, "new session", lambda page=page: page.goto(server.url), {}, EMPTY)
-                if args.preload:
-                    page.wait_for_timeout(2000)
-                for kind in KINDS:
-                    for visit in ("first", "again"):
-                        figures: dict = {}
-                        timed(page, f"{kind} ({visit})", _link(page, kind), figures, kind)
-                        waits.setdefault((kind, visit), []).append(figures[f"{kind} ({visit})"].wait)
-                        waits.setdefault((EMPTY, "back"), [])
-                        back: dict = {}
-                        timed(page, "back to the empty page", _link(page, EMPTY), back, EMPTY)
-                        waits[(EMPTY, "back")].append(back["back to the empty page"].wait)
-                context.close()
-        finally:
-            stop_server(server)
+        for _ in range(args.runs):
+            context, page = new_session(browser)
+            timed(page, "new session", lambda page=page: page.goto(server.url), {}, EMPTY)
+            if args.preload:
+                page.wait_for_timeout(2000)
+            for kind in KINDS:
+                for visit in ("first", "again"):
+                    label = f"{kind} ({visit})"
+                    figures: dict = {}
+                    timed(page, label, _link(page, kind), figures, kind)
+                    waits.setdefault((kind, visit), []).append(figures[label].wait)
+                    timed(page, "back to the empty page", _link(page, EMPTY), figures, EMPTY)
+                    waits.setdefault((EMPTY, "back"), []).append(figures["back to the empty page"].wait)
+            context.close()
     print(f"\nmedians of {args.runs} new sessions (wall time until the switch's run is over)")
     print("| the page draws | first switch s (min-max) | again s (min-max) |\n|---|---|---|")
     for kind in KINDS:

@@ -19,11 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard_browser import new_session, serve, timed  # noqa: E402
+from dashboard_browser import minimal_app, new_session, timed  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests import browser_fixtures  # noqa: E402
-from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS, stop_server  # noqa: E402
+from tests.browser_fixtures import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 APP = """
 import streamlit as st
@@ -76,31 +75,22 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/widget-kinds"))
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    app = args.workdir / "app"
-    app.mkdir(parents=True, exist_ok=True)
-    (app / "app.py").write_text(APP)
     waits: dict[str, list[float]] = {}
-    with sync_playwright() as pw:
+    with sync_playwright() as pw, minimal_app(APP, args.workdir / "app", args.workdir / "streamlit.log") as server:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        repo, browser_fixtures.REPO = browser_fixtures.REPO, app
-        server = serve(app, args.workdir / "streamlit.log")
-        browser_fixtures.REPO = repo
-        try:
-            for _ in range(args.runs):
-                context, page = new_session(browser)
-                timed(page, "new session", lambda page=page: page.goto(server.url), {})
-                for run, (label, action) in enumerate(choices(page), start=2):
-                    if label.startswith("multiselect"):
-                        page.locator('[data-testid="stPopoverButton"]').click()
-                        page.locator('[data-testid="stPopoverBody"]').wait_for()
-                    figures: dict = {}
-                    timed(page, label, action, figures, heading=f"^run {run}$")
-                    waits.setdefault(label, []).append(figures[label].wait)
-                    if label.startswith("multiselect"):
-                        page.keyboard.press("Escape")  # the list; the popover stays open for the pills
-                context.close()
-        finally:
-            stop_server(server)
+        for _ in range(args.runs):
+            context, page = new_session(browser)
+            timed(page, "new session", lambda page=page: page.goto(server.url), {})
+            for run, (label, action) in enumerate(choices(page), start=2):
+                if label.startswith("multiselect"):
+                    page.locator('[data-testid="stPopoverButton"]').click()
+                    page.locator('[data-testid="stPopoverBody"]').wait_for()
+                figures: dict = {}
+                timed(page, label, action, figures, heading=f"^run {run}$")
+                waits.setdefault(label, []).append(figures[label].wait)
+                if label.startswith("multiselect"):
+                    page.keyboard.press("Escape")  # the list; the popover stays open for the pills
+            context.close()
     print(f"\nmedians of {args.runs} new sessions (wall time until the run is over)")
     print("| choice | wait s (min-max) |\n|---|---|")
     for label, values in waits.items():
