@@ -187,8 +187,8 @@ with ui.guard():
         cascade_numbers(point, top)
         matching_numbers(sweep)
         st.caption(
-            f"{ui.code(command('cascade', view, resolved, ladder, '--threshold', f'{threshold:g}'))} · "
-            f"{ui.code(command('cascade', view, resolved, ladder, '--sweep'))}"
+            f"This threshold's numbers: {ui.code(command('cascade', view, resolved, ladder, '--threshold', f'{threshold:g}'))}; "
+            f"the sweep behind the cheapest match: {ui.code(command('cascade', view, resolved, ladder, '--sweep'))}"
         )
 
     st.subheader("Budget predictor and the frontier")
