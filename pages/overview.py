@@ -95,7 +95,8 @@ def compute_first(view: View) -> None:
 
     Why: each batch of elements that reaches the browser is a render of the whole page there. Elements drawn
     between two slow computations arrive in several batches, and each batch costs a render that competes with
-    the server for the CPU. Computed first, they arrive in one burst (a filter: 0.43 -> 0.36 s, ``benchmarks/README.md``)."""
+    the server for the CPU. Computed first, they arrive in one burst (a filter at 1M and 10M responses: 0.44 -> 0.40 s
+    and 0.56 -> 0.40 s, ``benchmarks/README.md``)."""
     if view.matrix.n_items:
         colours = model_colours(data.store_info(view.root, view.version).models)
         data.chart_svg(chart_spec(view, data.overview(view), colours))
