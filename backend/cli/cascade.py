@@ -68,13 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.sweep and args.threshold is None:
-        args.threshold = cascade.DEFAULT_THRESHOLD
+    threshold = None if args.sweep else args.threshold  # None: the sweep
+    if not args.sweep and threshold is None:
+        threshold = cascade.DEFAULT_THRESHOLD
         NOTES.append(
-            f"threshold {args.threshold:g} (where the Policies page opens; --threshold T for another, --sweep for the frontier)"
+            f"threshold {threshold:g} (where the Policies page opens; --threshold T for another, --sweep for the frontier)"
         )
     ladder, resolved = load(args)
-    threshold = None if args.sweep else args.threshold
     out = views.cascade_view(ladder, resolved, threshold, args.points, args.bootstrap, args.seed)
     if args.json:
         print_json(out)

@@ -8,7 +8,6 @@ a terminal. ``--json`` with ``--page`` or ``--sort`` prints that page with every
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from backend import views
@@ -21,6 +20,7 @@ from backend.scope.annotations import annotation_columns, with_annotations
 from backend.scope.items import SORTS, flat_table, trajectory_table
 from backend.scope.resolve import add_scope_args
 from store.errors import UserError
+from store.unshown import UNSHOWN
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,12 +84,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")  # a file's text reaches the terminal as text, not as escapes
 QUESTION_CHARS = 60
 
 
 def _cell(text: str | None, width: int | None = None) -> str:
-    clean = _CONTROL.sub(" ", text or "").strip() or MISSING
+    clean = UNSHOWN.sub(" ", text or "").strip() or MISSING  # a file's text reaches the terminal as text
     return clean if width is None or len(clean) <= width else clean[: width - 1] + "…"
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import re
 import unicodedata
 from pathlib import Path
 
@@ -46,6 +45,7 @@ import pyarrow.csv as pacsv
 from store import configs
 from store.errors import UserError
 from store.ingest import jsontext
+from store.unshown import UNSHOWN
 
 MAX_FILE_BYTES = 2 * 1024**3  # read whole into memory: larger inputs should be split (ingest takes many files)
 MAX_FIELD_CHARS = 1_000_000  # a raw output or question longer than this is a broken export, not an answer
@@ -239,16 +239,6 @@ def scalars(path: Path, frame: pd.DataFrame, columns: list[str], lines: np.ndarr
 
 
 # -- names and ids ------------------------------------------------------------------------------
-# Characters a name or id must not hold once NFKC-normalised: C0/C1 controls (NUL included) and line
-# separators, and the invisible or bidirectional formatting characters (Unicode category Cf, the
-# Hangul fillers and variation selectors) that make two names look alike or an id untypable.
-UNSHOWN = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
-    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
-)
-
-
 def unshown_problem(text: str) -> str | None:
     """What makes ``text`` unfit as a name or id (a control or invisible character), else None."""
     found = UNSHOWN.search(text)
