@@ -321,14 +321,17 @@ def new_session(browser):
 class RowClick:
     """A click on a row of the n-th table grid (a canvas: clicked by position, left of the first column). The grid
     is scrolled into view before the step's clock starts, as a user scrolls to a row before clicking it: the wait
-    is the click's (the Sankey's link is aimed at the same way)."""
+    is the click's (the Sankey's link is aimed at the same way). ``text``: count only the grids holding it (a
+    header), so a step finds its table in a tree that draws other tables as grids or not (``--before``)."""
 
     table: int
     row: int
     row_px: int
+    text: str | None = None
 
     def aim(self, page) -> tuple[float, float]:
-        grid = page.locator('[data-testid="stDataFrame"]').nth(self.table)
+        grids = page.locator('[data-testid="stDataFrame"]')
+        grid = (grids if self.text is None else grids.filter(has_text=self.text)).nth(self.table)
         grid.scroll_into_view_if_needed()
         box = grid.bounding_box()
         return box["x"] + 18, box["y"] + 35 + self.row_px * self.row + self.row_px / 2
@@ -452,7 +455,13 @@ def steps() -> list[tuple[str, str, Callable | RowClick | None, str, str | None]
         ("Inspector: next item", "inspector", next_item, "Inspector", None),
         ("switch to Flows (again)", "flows", lambda p: nav(p, "Flows")(), "Flows", None),
         # the second table: the first is the steps (net, churn, p); nothing is opened yet
-        ("Flows: open a flow's items", "flows", RowClick(1, 0, FLOW_ROW_PX), "Flows", r"· [\d,]+ items"),
+        (
+            "Flows: open a flow's items",
+            "flows",
+            RowClick(0, 0, FLOW_ROW_PX, "share of items"),
+            "Flows",
+            r"· [\d,]+ items",
+        ),
         ("Flows: a Sankey link's items", "flows", None, "Flows", None),
     ]
 

@@ -145,7 +145,8 @@ def intervention_runner(
             f"{len(done.errors):,} refused."
         )
         if done.errors:
-            st.dataframe(pd.DataFrame(to_json(done.errors)), hide_index=True)
+            errors = pd.DataFrame(to_json(done.errors))
+            st.dataframe(errors, hide_index=True, column_config=ui.plain_headers(errors.columns, {}))
         try:
             st.page_link(
                 "pages/workers.py",

@@ -17,10 +17,10 @@ from backend.analysis.target import Target
 from backend.contracts.explain import TargetKind
 from backend.contracts.views import FlowsReport, SankeyLink
 from backend.present import series
-from backend.present.metrics import METRICS
 from backend.present.palette import SANKEY_COLOURS
-from backend.present.tables import flow_table, step_table
+from backend.present.tables import flow_table, sankey_steps, step_table, transitions_table
 from backend.present.text import KIND_TEXT, count
+from backend.report.html import table_html
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import data, explain_panel, scores, sidebar, state, ui, walk
@@ -118,15 +118,12 @@ def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
     walk.item_table(
         shown[cols],
         f"flowitems-{tag}-{page}",
-        ui.plain_headers(
-            cols,
-            {
-                "question": st.column_config.TextColumn("question", width="medium"),
-                "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-                "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-                "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
-            },
-        ),
+        {
+            "question": st.column_config.TextColumn("question", width="medium"),
+            "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
+            "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
+            "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
+        },
         sel,
         height=min(ROW_PX * (len(shown) + 1) + 3, max(height - 250, 4 * ROW_PX)),  # no empty rows, none below the chart
     )
@@ -171,32 +168,18 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
         "Hover a link for its counts and McNemar p; click a link to list its items beside the chart, a node "
         "for the items in that state (or pick a flow in the table below)."
     )
-    steps = step_table(report)
-    st.dataframe(
-        steps,
-        hide_index=True,
-        placeholder=ui.DASH,
-        column_config=ui.plain_headers(
-            steps.columns,
-            {
-                key: st.column_config.NumberColumn(METRICS[key].label, format=shown, help=METRICS[key].definition)
-                for key, shown in (("net", "percent"), ("churn", "percent"), ("mcnemar_p", "%.3g"))
-            },
-        ),
-    )
-    ui.downloads(steps, f"flow-steps-{scope.focus}")
+    # The steps as the Overview's transitions read (net and churn in points): plain HTML, no second table grid.
+    st.html(f'<div class="ta-table">{table_html(transitions_table({scope.focus: sankey_steps(report)}))}</div>')
+    ui.downloads(step_table(report), f"flow-steps-{scope.focus}")
     ui.row_table(
         table,
         "flowlist",
         lambda: _pick_row(table),
-        ui.plain_headers(
-            table.columns,
-            {
-                "kind": st.column_config.TextColumn("flow"),
-                "count": st.column_config.NumberColumn("items"),
-                "share": st.column_config.NumberColumn("share of items", format="percent"),
-            },
-        ),
+        {
+            "kind": st.column_config.TextColumn("flow"),
+            "count": st.column_config.NumberColumn("items"),
+            "share": st.column_config.NumberColumn("share of items", format="percent"),
+        },
     )
     ui.downloads(table, f"flows-{scope.focus}")
     if sel is not None and items is not None and len(items):

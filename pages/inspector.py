@@ -227,7 +227,9 @@ def raw_outputs(responses: list[Record], item_id: str) -> None:
         raw.dataframe(
             series.dashed(shown[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
             hide_index=True,
-            column_config={"raw_output": st.column_config.TextColumn("raw output", width="large")},
+            column_config=ui.plain_headers(
+                RESPONSE_COLUMNS, {"raw_output": st.column_config.TextColumn("raw output", width="large")}
+            ),
         )
         with raw:
             ui.downloads(shown.drop(columns=["frame_indices"]), f"responses-{item_id}")

@@ -21,6 +21,7 @@ from backend.present.palette import model_colours
 from backend.present.series import Curve
 from backend.present.tables import headline_frame, headline_table
 from backend.present.tables import task_table as task_text
+from backend.present.tables import transitions_table as transitions_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
 from backend.report.html import table_html
@@ -213,8 +214,11 @@ def task_table(scope: Scope, report: OverviewReport) -> None:
         more.dataframe(
             table[["task_type", "n", *acc]],
             hide_index=True,
-            column_config={"task_type": st.column_config.TextColumn("task type", pinned=True), "n": "items"}
-            | {c: st.column_config.NumberColumn(c[len("accuracy[") : -1], format="percent") for c in acc},
+            column_config=ui.plain_headers(
+                ["task_type", "n"],
+                {"task_type": st.column_config.TextColumn("task type", pinned=True)}
+                | {c: st.column_config.NumberColumn(c[len("accuracy[") : -1], format="percent") for c in acc},
+            ),
         )
     ui.downloads(table, f"task-types-{scope.focus}")
 
@@ -248,20 +252,10 @@ with ui.guard():
         "Transitions: rescued, harmed, net, churn and McNemar p of every step", key="transitions", on_change="rerun"
     )
     if box.open:  # drawn when opened, like the task types' accuracy table
-        with box:
-            trans = transitions_table(metrics)
-            st.dataframe(
-                trans,
-                hide_index=True,
-                column_config={
-                    "rescued": label("rescued"),
-                    "harmed": label("harmed"),
-                    "net": st.column_config.NumberColumn(label("net"), format="percent"),
-                    "churn": st.column_config.NumberColumn(label("churn"), format="percent"),
-                    "mcnemar_p": st.column_config.NumberColumn(label("mcnemar_p"), format="%.3g"),
-                },
-            )
-            ui.downloads(trans, "transitions")
+        with box:  # the report's table (net and churn in points, as the story words them), its numbers as CSV
+            steps = transitions_text({model: rec.transitions for model, rec in metrics.models.items()})
+            st.html(f'<div class="ta-table">{table_html(steps, colours)}</div>')
+            ui.downloads(transitions_table(metrics), "transitions")
     scores.overview_section(view, metrics, colours)
     task_table(scope, metrics)
     explain_panel.tag_panel(view)

@@ -65,14 +65,17 @@ def remote_actors(actors: list[RemoteActor]) -> None:
     st.dataframe(
         pd.DataFrame(to_json(actors), columns=REMOTE_COLUMNS),
         hide_index=True,
-        column_config={
-            "hostname": "node",
-            "node_ip": "node address",
-            "gpu": st.column_config.TextColumn("GPU", help="empty: the actor runs on a CPU"),
-            "jobs_done": st.column_config.NumberColumn("jobs done", format="%d"),
-            "jobs_failed": st.column_config.NumberColumn("failed", format="%d"),
-            "worker_id": "worker",
-        },
+        column_config=ui.plain_headers(
+            REMOTE_COLUMNS,
+            {
+                "hostname": "node",
+                "node_ip": "node address",
+                "gpu": st.column_config.TextColumn("GPU", help="empty: the actor runs on a CPU"),
+                "jobs_done": st.column_config.NumberColumn("jobs done", format="%d"),
+                "jobs_failed": st.column_config.NumberColumn("failed", format="%d"),
+                "worker_id": "worker",
+            },
+        ),
     )
 
 
@@ -102,12 +105,15 @@ def live(root: str) -> None:
         st.dataframe(
             workers,
             hide_index=True,
-            column_config={
-                "worker_id": "worker",
-                "started_at": "started",
-                "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
-                "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
-            },
+            column_config=ui.plain_headers(
+                WORKER_COLUMNS,
+                {
+                    "worker_id": "worker",
+                    "started_at": "started",
+                    "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
+                    "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
+                },
+            ),
         )
 
     if view.remote:
@@ -134,17 +140,21 @@ def live(root: str) -> None:
         st.caption("No job yet: re-run an item from the Inspector, or `trajaudit rerun`.")
         return
     jobs.insert(5, "open", [inspector_link(b, i) for b, i in zip(jobs["benchmark"], jobs["item_id"], strict=True)])
+    shown = jobs.drop(columns=["item_id"])
     st.dataframe(
-        jobs.drop(columns=["item_id"]),
+        shown,
         hide_index=True,
-        column_config={
-            "open": st.column_config.LinkColumn(
-                "item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"
-            ),
-            "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
-            "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
-            "error": st.column_config.TextColumn("error", width="large"),
-        },
+        column_config=ui.plain_headers(
+            shown.columns,
+            {
+                "open": st.column_config.LinkColumn(
+                    "item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"
+                ),
+                "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
+                "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
+                "error": st.column_config.TextColumn("error", width="large"),
+            },
+        ),
     )
     queued = jobs.loc[jobs["state"] == "queued", "id"].tolist()
     if queued:

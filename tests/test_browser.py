@@ -88,13 +88,15 @@ def test_filter_narrows_items_and_lands_in_url(app_server, page):
 
 def test_flow_list_opens_items_then_inspector_with_frames(app_server, page):
     goto(page, app_server, f"flows?{BASE}")
-    # tables: the steps (net, churn, p), the flows, then the opened flow's items
-    rerun_after(page, lambda: click_row(page, 1, 0))  # the first flow of the table: text -> 8f rescued
+    # table grids: the flows, then the opened flow's items (the steps are a plain table, in points as the Overview)
+    steps = page.locator('[data-testid="stMain"] .ta-table table#table-transitions')
+    assert "Net (pp)" in steps.inner_text() and "text → 8f" in steps.inner_text()
+    rerun_after(page, lambda: click_row(page, 0, 0))  # the first flow of the table: text -> 8f rescued
     heading = page.locator('[data-testid="stMain"] h3').first
     assert "text → 8f: rescued" in heading.inner_text() and "items" in heading.inner_text()
     screenshot(page, "flows-items")
     tables = page.locator('[data-testid="stDataFrame"]')
-    assert tables.count() == 3  # the opened flow's items now come first: beside the Sankey, above the steps
+    assert tables.count() == 2  # the opened flow's items now come first: beside the Sankey, above the flows
     click_row(page, 0, 0)
     page.wait_for_url(lambda u: "/inspector" in u)
     page.wait_for_selector('[data-testid="stMain"] h1:has-text("Inspector")')

@@ -103,7 +103,7 @@ def test_clicking_a_sankey_link_lists_that_flows_items(app_server, page):
     main = page.locator('[data-testid="stMain"]')
     assert main.evaluate("e => e.scrollTop") == 0  # nothing scrolled: the list came where the user looks
     heading = main.locator("h3").first
-    items = main.locator('[data-testid="stDataFrame"]').first  # beside the chart, before the step table
+    items = main.locator('[data-testid="stDataFrame"]').first  # beside the chart, before the flow table
     assert in_view(page, heading) and in_view(page, items), (heading.bounding_box(), items.bounding_box())
     assert lk["count"] <= 4 or items.bounding_box()["height"] > 4 * 35  # several rows shown, not a sliver
     csv = main.locator('[data-testid="stDownloadButton"] button').first  # the list's, in the narrow column

@@ -16,7 +16,7 @@ from backend.analysis.metrics import mcqa_metrics
 from backend.cli import main
 from backend.contracts.base import to_json
 from backend.contracts.store import StoreContents
-from backend.present.tables import flow_table, headline_frame, step_table
+from backend.present.tables import flow_table, headline_frame, sankey_steps, step_table, transitions_table
 from backend.scope.inspector import frame_plan, item_detail
 from backend.scope.items import item_page
 from backend.scope.loader import load_matrix
@@ -105,6 +105,13 @@ def test_flow_table_filters_a_kind_and_steps_hold_net_churn_and_p_once(hand):
     steps = step_table(view)
     assert steps[["from", "to", "churn"]].values.tolist() == [["text", "8f", 0.5], ["8f", "16f", 0.5]]
     assert steps["net"].tolist() == [0.0, 0.0] and list(steps.columns) == ["from", "to", "net", "churn", "mcnemar_p"]
+    # the page's table of the steps: one row each, worded as the Overview's transitions (points, with a sign)
+    text = transitions_table({"A": sankey_steps(view)})
+    assert [row[1:] for row in text.rows] == [
+        ["text → 8f", "1", "1", "+0.0", "50.0", "1"],
+        ["8f → 16f", "1", "1", "+0.0", "50.0", "1"],
+    ]
+    assert text.columns[-3:] == ["Net (pp)", "Churn (pp)", "McNemar p"]
 
 
 def test_cli_flows_kind_prints_that_flow_and_the_step_once(hand, capsys):
@@ -113,7 +120,7 @@ def test_cli_flows_kind_prints_that_flow_and_the_step_once(hand, capsys):
     argv = ["flows", "--store", str(store.root), "--model", "A", "--from", "text", "--to", "16f", "--kind", "harmed"]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1] == "text -> 16f: net +0.0 pts, churn 50.0%, McNemar p 1"
+    assert lines[1] == "text -> 16f: net +0.0 pt, churn 50.0%, McNemar p 1"
     assert lines[2].split() == ["from", "to", "kind", "count", "share"]
     assert lines[3].split() == ["text", "16f", "harmed", "1", "25.0%"] and lines[4].startswith("trajectory classes")
 

@@ -7,10 +7,8 @@ The real scale-grid store (``../shared/realdata``) has answers only: no confiden
 
 from __future__ import annotations
 
-import html
 import json
 import os
-import re
 from pathlib import Path
 
 import msgspec
@@ -23,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from backend.cli import main
 from backend.contracts.views import ModelMetrics
 from backend.present.tables import headline_table, task_table
+from tests.page_tables import html_rows
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 180
@@ -41,20 +40,6 @@ def open_page(store: Path, page: str, **params: str) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
-
-
-def html_rows(at: AppTest, name: str) -> list[list[str]]:
-    """The body rows of the table ``name`` a page drew as HTML (``backend.report.html.table_html``): each cell's
-    text, an interval after its value as the report's cells have it ("52.8 [52.2, 53.4]")."""
-    block = next(h.value for h in at.html if f'<table id="table-{name}">' in h.value)
-    body = block.split(f'<table id="table-{name}">', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    return [
-        [
-            html.unescape(re.sub(r"<[^>]+>", "", cell.replace('<span class="ci">', " ")))
-            for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
-        ]
-        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
-    ]
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
-from backend.present.text import count
+from backend.present.text import count, p_value, pp, signed_pp
 from backend.runtime import registry
 from backend.scope import annotations
 from backend.scope.resolve import Scope
@@ -26,6 +26,7 @@ from pages.common import ui
 from store.queue import JobQueue
 from store.store import Store
 from tests import policy_fixtures as fx
+from tests.page_tables import html_rows
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 180
@@ -293,11 +294,19 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     out = flows_cli(capsys, demo, "--from", a, "--to", b, "--kind", "harmed", "--beyond-noise")
     plain = flows_cli(capsys, demo, "--from", a, "--to", b)
     assert out["n_hidden"] > 0
-    step = at.dataframe[1].value  # the pair's net, churn and McNemar p, once (after the items beside the Sankey)
-    assert step[["net", "churn", "mcnemar_p"]].values.tolist() == [
-        [out["links"][0][k] for k in ("net", "churn", "mcnemar_p")]
+    link = out["links"][0]  # the pair's rescued, harmed, net, churn and McNemar p, once: the steps' one row
+    assert html_rows(at, "transitions") == [
+        [
+            MODEL,
+            f"{a} → {b}",
+            f"{link['rescued']:,}",
+            f"{link['harmed']:,}",
+            signed_pp(link["net"]),
+            pp(link["churn"]),
+            p_value(link["mcnemar_p"]),
+        ]
     ]
-    flows = at.dataframe[2].value.set_index("kind")["count"].to_dict()
+    flows = at.dataframe[1].value.set_index("kind")["count"].to_dict()  # after the items beside the Sankey
     assert flows == {link["kind"]: link["count"] for link in out["links"] if link["count"] > 0}
     assert sum(lk["count"] for lk in plain["links"]) - sum(lk["count"] for lk in out["links"]) == out["n_hidden"]
     assert at.dataframe[0].value["item_id"].tolist() == [r["item_id"] for r in out["items"]]
@@ -305,11 +314,11 @@ def test_noise_toggle_hides_the_flips_the_cli_hides(demo, capsys):
     overview = open_page(demo, "pages/overview.py", grid=GRID, noise="1")
     overview.session_state["transitions"] = True  # the table is drawn once its expander is opened
     overview.run()
-    table = next(d.value for d in overview.dataframe if "hidden_harmed" in d.value.columns)
-    mine = table[table["model"] == MODEL]
+    rows = [row for row in html_rows(overview, "transitions") if row[0] == MODEL]
+    assert all(len(row) == 9 for row in rows)  # with how many within-noise flips each side left out
     cli_pairs = flows_cli(capsys, demo, "--beyond-noise")
-    harmed = {(lk["from"], lk["to"]): lk["count"] for lk in cli_pairs["links"] if lk["kind"] == "harmed"}
-    assert dict(zip(zip(mine["from"], mine["to"], strict=True), mine["harmed"], strict=True)) == harmed
+    harmed = {f"{lk['from']} → {lk['to']}": f"{lk['count']:,}" for lk in cli_pairs["links"] if lk["kind"] == "harmed"}
+    assert {row[1]: row[3] for row in rows} == harmed
 
 
 def _panel_app(root: str) -> None:

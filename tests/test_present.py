@@ -77,8 +77,26 @@ def test_headline_and_transition_tables_on_hand_values():
     assert t.rows[1][:3] == ["B", "16f", "60.0"]  # no interval: the value alone
     assert t.values[0][2:5] == [0.625, 0.75, 0.125] and "40 matched items, grid 8f, 16f" in t.caption
     assert t.frame().loc[1, "Oracle"] == "70.0"
-    trans = tables.transitions_table(OVERVIEW.models)
+    trans = tables.transitions_table({m: r.transitions for m, r in OVERVIEW.models.items()})
     assert trans.rows[0] == ["A<b>", "8f → 16f", "4", "2", "+5.0", "15.0", "0.688"]
+    # within-noise flips left out (the noise toggle): how many, per side, in two more columns
+    from backend.contracts.common import QuietTransition
+
+    quiet = QuietTransition(
+        from_="8f",
+        to="16f",
+        rescued=3,
+        harmed=2,
+        net=0.025,
+        churn=0.125,
+        mcnemar_p=1.0,
+        hidden_rescued=1,
+        hidden_harmed=0,
+    )
+    hidden = tables.transitions_table({"A": [quiet]})
+    assert hidden.rows == [["A", "8f → 16f", "3", "2", "+2.5", "12.5", "1", "1", "0"]]
+    assert hidden.columns[-2:] == ["Rescued within noise, left out", "Harmed within noise, left out"]
+    assert "left out" in hidden.caption and "left out" not in trans.caption
 
 
 def test_task_table_shows_an_interval_only_where_the_rate_has_one():
@@ -210,7 +228,7 @@ def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, c
         assert f"| {row[1]} | " + " | ".join(row[2:]) + " |" in markdown  # the report's row, cell for cell
         for cell in row[2:-1]:
             assert cell in text
-    for row in tables.transitions_table(out.models).rows:
+    for row in tables.transitions_table({m: r.transitions for m, r in out.models.items()}).rows:
         assert " ".join(row[2:7]) in text and "| " + " | ".join(row[2:]) + " |" in markdown
     focus = out.scope.models[0]  # the focus model: the first named
     for row in tables.task_table(out.task_types[focus], focus).rows:
@@ -261,14 +279,22 @@ def test_headers_are_plain_words_in_one_style():
     for field in ("n_items", "kappa_top", "cost_vs_top_shared", "mean_flip_rate", "pixel_budget"):
         words = tables.header(field)
         assert "_" not in words and words[0].isupper(), words
-    # the pages' own tables (Flows, Items) head their columns the same way, keeping a label a page gives
+    # the pages' own tables (Flows, Items) head their columns the same way, keeping a label a page gives, in
+    # the same sentence case (the Items table read "item id", "trajectory", "Duration", "question")
+    import streamlit as st
+
     from pages.common.ui import plain_headers
 
-    assert plain_headers(["task_type", "item_id", "model"], {"model": "A model"}) == {
+    given = {"model": "a model", "share": st.column_config.NumberColumn("share of items", format="percent")}
+    headers = plain_headers(["task_type", "item_id", "model", "gpu"], given | {"gpu": "GPU", "n": None})
+    assert {k: v for k, v in headers.items() if k != "share"} == {
         "task_type": "Task type",
         "item_id": "Item",
         "model": "A model",
+        "gpu": "GPU",
+        "n": None,
     }
+    assert headers["share"]["label"] == "Share of items" and headers["share"]["type_config"]["format"] == "percent"
 
 
 def test_missing_cells_read_as_a_dash_and_numbers_keep_their_format():

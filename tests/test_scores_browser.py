@@ -65,7 +65,7 @@ def test_a_regressed_band_opens_its_items(app_server, page, capsys):
     kinds = ("improved", "regressed", "unchanged")  # the table's rows: per transition, these three in turn
     row, step = next((k * 3 + 1, t) for k, t in enumerate(out["transitions"]) if t["regressed"] > 0)
     goto(page, app_server, f"flows?{BASE}")
-    grid = page.locator('[data-testid="stDataFrame"]').nth(2)  # the Sankey's steps and flows, then the score bands'
+    grid = page.locator('[data-testid="stDataFrame"]').nth(1)  # the Sankey's flows, then the score bands'
     grid.scroll_into_view_if_needed()
     wait_idle(page)
     box = grid.bounding_box()

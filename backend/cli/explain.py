@@ -113,7 +113,7 @@ def _row(s: ExplainSlice) -> str:
     small = ("  survives" if s.survives else "") + ("  (small)" if s.small else "")
     return (
         f"  {s.label}: {s.n_selected}/{s.n_slice} = {100 * (s.rate or 0):.1f}%, lift {s.lift or 0:.2f}, "
-        f"diff {100 * (s.diff or 0):+.1f} pts{ci}, p {s.p:.3g}, q {s.q:.3g}{small}"
+        f"diff {100 * (s.diff or 0):+.1f} pt{ci}, p {s.p:.3g}, q {s.q:.3g}{small}"
     )
 
 

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out.model}: {count(out.n_items, 'item')} ({out.n_excluded} excluded), configs {' -> '.join(out.configs)}")
     for step in step_table(out).to_dict("records"):
         print(
-            f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pts, churn {pct(step['churn'])}, "
+            f"{step['from']} -> {step['to']}: net {signed_pp(step['net'])} pt, churn {pct(step['churn'])}, "
             f"McNemar p {p_value(step['mcnemar_p'])}"
         )
     table = flow_table(out, args.kind)

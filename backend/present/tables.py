@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import TYPE_CHECKING, Any
 
-from backend.contracts.base import to_json, unset
-from backend.contracts.common import Interval
-from backend.contracts.views import ModelMetrics, Sankey
+from backend.contracts.base import UNSET, to_json, unset
+from backend.contracts.common import Interval, Transition
+from backend.contracts.views import ModelMetrics, Sankey, SankeyLink
 from backend.present.metrics import HEADLINES, METRICS, TASK_RATES
 from backend.present.metrics import RATES as METRIC_ORDER
 from backend.present.text import MISSING, RATE_UNITS, interval, p_value, pp, signed_pp
@@ -50,14 +50,21 @@ HEADERS: dict[str, str] = {
     "p": "p",
     "item_id": "Item",
     "split_configs": "Configs split",
+    "hidden_rescued": "Rescued within noise, left out",
+    "hidden_harmed": "Harmed within noise, left out",
 }
 
 
 def header(field: str) -> str:
     """``field`` (a report's key) as a table header: ``HEADERS``' words, else its own with spaces for underscores
     and a capital first letter (``recovery_rate`` -> ``Recovery rate``)."""
-    words = HEADERS.get(field) or field.replace("_", " ")
-    return words[:1].upper() + words[1:]
+    return sentence(HEADERS.get(field) or field.replace("_", " "))
+
+
+def sentence(label: str) -> str:
+    """A header in the tables' one style: a capital first letter, the rest as written ("confidence at 8f" ->
+    "Confidence at 8f", "GPU" stays)."""
+    return label[:1].upper() + label[1:]
 
 
 def cell_text(value: object, fmt: str | None = None) -> str:
@@ -137,31 +144,31 @@ def headline_table(models: Mapping[str, ModelMetrics], n_items: int, grid: Seque
     return Table("headlines", caption, columns, rows, values, keys)
 
 
-def transitions_table(models: Mapping[str, ModelMetrics]) -> Table:
-    """Per model and consecutive pair of configurations: rescued, harmed, net and churn, McNemar p."""
+def transitions_table(steps: Mapping[str, Sequence[Transition]]) -> Table:
+    """Per model and step (a pair of configurations: the Overview's consecutive ones, a Sankey's): rescued, harmed,
+    net and churn, McNemar p; with within-noise flips left out (``--beyond-noise``), how many each side left out."""
+    hidden = any(unset(getattr(t, "hidden_rescued", UNSET)) is not None for ts in steps.values() for t in ts)
     rows, values = [], []
-    for model, rec in models.items():
-        for t in rec.transitions:
-            rows.append(
-                [
-                    model,
-                    f"{t.from_} → {t.to}",
-                    str(t.rescued),
-                    str(t.harmed),
-                    signed_pp(t.net),
-                    pp(t.churn),
-                    p_value(t.mcnemar_p),
-                ]
-            )
-            values.append([None, None, t.rescued, t.harmed, t.net, t.churn, t.mcnemar_p])
+    for model, transitions in steps.items():
+        for t in transitions:
+            counts: list[float | None] = [t.rescued, t.harmed, t.net, t.churn, t.mcnemar_p]
+            cells = [f"{t.rescued:,}", f"{t.harmed:,}", signed_pp(t.net), pp(t.churn), p_value(t.mcnemar_p)]
+            if hidden:
+                left_out = [unset(getattr(t, f"hidden_{side}", UNSET)) for side in ("rescued", "harmed")]
+                counts += left_out
+                cells += [MISSING if n is None else f"{n:,}" for n in left_out]
+            rows.append([model, f"{t.from_} → {t.to}", *cells])
+            values.append([None, None, *counts])
     caption = (
-        "Transitions between consecutive configurations: items rescued (wrong → correct) and harmed (correct → wrong), "
-        "net and churn in percentage points, exact McNemar p."
+        "Transitions: items rescued (wrong → correct) and harmed (correct → wrong) from one configuration to the "
+        "next, net and churn in percentage points, exact McNemar p"
+        + ("; within-noise flips left out of the counts, and how many." if hidden else ".")
     )
     keys = [None, None, "rescued", "harmed", "net", "churn", "mcnemar_p"]
+    keys += ["hidden_rescued", "hidden_harmed"] if hidden else []
     units = {"net": " (pp)", "churn": " (pp)"}
-    columns = ["Model", "Transition", *(f"{METRICS[k].label}{units.get(k, '')}" for k in keys[2:] if k)]
-    return Table("transitions", caption, columns, rows, values, keys)
+    named = [f"{METRICS[k].label}{units.get(k, '')}" if k in METRICS else header(k) for k in keys[2:] if k]
+    return Table("transitions", caption, ["Model", "Transition", *named], rows, values, keys)
 
 
 def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
@@ -223,3 +230,12 @@ def step_table(view: Sankey) -> pd.DataFrame:
     """One row per step (pair of configurations) of the Sankey: its net change, churn and McNemar p."""
     table = _links(view).drop_duplicates(["from", "to"])
     return table[["from", "to", "net", "churn", "mcnemar_p"]].reset_index(drop=True)
+
+
+def sankey_steps(view: Sankey) -> list[SankeyLink]:
+    """One link per step of the Sankey, in order: its transition numbers (each link carries its pair's), for
+    ``transitions_table``."""
+    steps: dict[tuple[str, str], SankeyLink] = {}
+    for link in view.links:
+        steps.setdefault((link.from_, link.to), link)
+    return list(steps.values())

@@ -102,7 +102,7 @@ def show_by_model(table: tables.Table, name: str) -> None:
     keeps the report's shape (one row per model)."""
     frame = table_frame(table)
     st.dataframe(
-        frame.set_index("Model").T.rename_axis("score points (95% CI)"),
+        frame.set_index("Model").T.rename_axis("Score points (95% CI)"),
         column_config={"_index": st.column_config.TextColumn(pinned=True)},
     )
     ui.downloads(frame, name)

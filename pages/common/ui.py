@@ -8,6 +8,7 @@ import html
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ import streamlit as st
 from backend.contracts.views import ModelMetrics
 from backend.present.metrics import METRICS
 from backend.present.palette import CORRECT, INK, WRONG
-from backend.present.tables import header, headline_ci, headline_table, headline_value
+from backend.present.tables import header, headline_ci, headline_table, headline_value, sentence
 from backend.present.text import MISSING, ci_text, count, pct
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
@@ -147,14 +148,15 @@ def row_table(
     height: int | None = None,
 ) -> None:
     """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback;
-    ``height`` in pixels (None: Streamlit's, about ten rows). Missing values read as a dash."""
+    ``height`` in pixels (None: Streamlit's, about ten rows). Missing values read as a dash; headers in the one
+    style (``plain_headers``)."""
     st.dataframe(
         frame,
         hide_index=True,
         key=key,
         on_select=on_select,
         selection_mode="single-row",
-        column_config=column_config,
+        column_config=plain_headers(frame.columns, column_config),
         height="auto" if height is None else height,
         placeholder=DASH,
     )
@@ -163,8 +165,18 @@ def row_table(
 def plain_headers(columns: Iterable[str], column_config: dict) -> dict:
     """``column_config`` with every other column of ``columns`` headed in plain words ("task_type" -> "Task
     type", "item_id" -> "Item"; ``backend.present.tables.header``, as every other table of the pages, the CLI and
-    the report): one naming style, whatever the frame's column names."""
-    return {c: header(c) for c in columns} | column_config
+    the report), and the labels it gives in the same sentence case ("share of items" -> "Share of items"): one
+    naming style, whatever the frame's column names and whoever wrote the label."""
+    return {c: header(c) for c in columns} | {c: _sentence_case(given) for c, given in column_config.items()}
+
+
+def _sentence_case(given: Any) -> Any:
+    """A column's setting (a label, a ``st.column_config`` dict or None) with its label in ``sentence`` case."""
+    if isinstance(given, str):
+        return sentence(given)
+    if isinstance(given, dict) and given.get("label"):
+        return {**given, "label": sentence(given["label"])}
+    return given
 
 
 def swatch(colour: str, text: str) -> str:
