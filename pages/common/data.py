@@ -133,12 +133,6 @@ def flows_view(v: View, model: str, pair: tuple[str, str] | None, kind: str | No
     return views.flows_view(v, model, pair, kind, limit=None)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def flow_item_list(v: View, model: str, a: str, b: str, kind: str) -> pd.DataFrame:
-    """Every item of one flow: ``trajaudit flows --from A --to B --kind K``'s items, as a table."""
-    return views.flow_item_table(v, model, (a, b), kind)
-
-
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH)
 def heatmap(v: View, model: str, max_rows: int) -> Heatmap:
     """The Items page's trajectory heatmap (its class counts are ``trajaudit flows --json``'s ``trajectory_classes``)."""
@@ -340,11 +334,15 @@ def demo_lock() -> threading.Lock:
     return threading.Lock()
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=HASH)
 def walk_items(view: View, model: str, sel: Selection) -> pd.DataFrame:
-    """The selection's items (item_id, task type, duration, question, confidence where it has one)."""
+    """The selection's items (item_id, task type, duration, question, confidence where it has one; a flow's are
+    ``trajaudit flows --from A --to B --kind K``'s): one shared frame per selection, read-only like
+    ``filtered_ids``. Why not ``cache_data``: a large flow (56k items at 10M responses) cost 0.035 s to pickle
+    on every open, and did twice when its list had a cache of its own."""
     if sel.kind == "flow":
-        return flow_item_list(view, model, *sel.args)
+        a, b, kind = sel.args
+        return views.flow_item_table(view, model, (a, b), kind)
     m = view.matrix
     if sel.kind == "state":
         return state_items(m, model, *sel.args)
