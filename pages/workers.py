@@ -18,6 +18,7 @@ import streamlit as st
 from backend import views
 from backend.contracts.base import to_json
 from backend.contracts.store import RemoteActor, StartedBy
+from backend.present.tables import sentence
 from backend.runtime import client
 from pages.common import state as url_state
 from pages.common import ui
@@ -91,7 +92,7 @@ def live(root: str) -> None:
         )
         return
     for col, state in zip(st.columns(len(client.JOB_STATES)), client.JOB_STATES, strict=True):
-        col.metric(state, f"{view.counts[state]:,}")
+        col.metric(sentence(state), f"{view.counts[state]:,}")
 
     st.subheader("Online workers")
     workers = pd.DataFrame(to_json(view.workers), columns=WORKER_COLUMNS)

@@ -318,8 +318,8 @@ def test_workers_page_shows_the_queue_and_cancels_a_queued_job(demo):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Workers"
-    assert {m.label: m.value for m in at.metric}["queued"] == "1"
+    assert {m.label: m.value for m in at.metric}["Queued"] == "1"
     assert any("No worker is online" in i.value for i in at.info)
     _click(at, "Cancel job")
     assert JobQueue(demo).get(job.id).state == "cancelled"
-    assert {m.label: m.value for m in at.metric}["queued"] == "0"
+    assert {m.label: m.value for m in at.metric}["Queued"] == "0"

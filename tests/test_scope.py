@@ -341,7 +341,7 @@ def test_workers_page_draws_what_jobs_prints(demo_store, monkeypatch, capsys):
     JobQueue(demo_store).enqueue(RerunRequest(MODEL, BENCH, "001-1", "24f"))
     at = _open("pages/workers.py", monkeypatch, demo_store, bench=BENCH)
     printed = json.loads(cli_json(capsys, *_one(_inline_twins(at), "jobs")))
-    assert {m.label: m.value for m in at.metric} == {k: f"{n:,}" for k, n in printed["counts"].items()}
+    assert {m.label: m.value for m in at.metric} == {k.capitalize(): f"{n:,}" for k, n in printed["counts"].items()}
     assert printed["counts"]["queued"] >= 1
     assert at.dataframe[-1].value["id"].tolist() == [j["id"] for j in printed["jobs"]]
 

@@ -250,7 +250,7 @@ COMPARE_METRICS = _by_key(
            _count, compare.confusion_overlap, "confused-by-all"),
     Metric("confused_by_any", "Confused by any model", "Items one or more of the selected models find visually confusing (a count).",
            _count, compare.confusion_overlap, "confused-by-any"),
-    Metric("shared_share", "Shared share", "Confused by every model over confused by any: 1 when the models stumble on the same items.",
+    Metric("shared_share", "Shared confusion", "Confused by every model over confused by any: 1 when the models stumble on the same items.",
            pct, compare.shared_share, "shared-share"),
 )  # fmt: skip
 # The rates with a bootstrap interval (every headline but the count), and the Overview's cards (the
