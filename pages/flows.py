@@ -170,7 +170,7 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
     )
     # The steps as the Overview's transitions read (net and churn in points): plain HTML, no second table grid.
     st.html(f'<div class="ta-table">{table_html(transitions_table({scope.focus: sankey_steps(report)}))}</div>')
-    ui.downloads(step_table(report), f"flow-steps-{scope.focus}")
+    ui.downloads(lambda: step_table(report), f"flow-steps-{scope.focus}")
     ui.row_table(
         table,
         "flowlist",
