@@ -189,6 +189,27 @@ def test_models_sharing_no_configuration_say_so(tmp_path, monkeypatch):
     assert any("share no configuration on bench" in i.value for i in at.info), [i.value for i in at.info]
 
 
+def test_a_model_left_out_of_the_first_view_is_named(tmp_path, monkeypatch):
+    """A model sharing fewer than two configurations with the others (an lmms-eval run at one budget beside a
+    sweep) is not selected at first; the sidebar names it and says why, and stops once the user picks it."""
+    from tests.matrix_fixtures import build_store
+
+    sweep = {"text": [1, 0, 1], "8f": [1, 1, 0], "16f": [1, 1, 1]}
+    build_store(tmp_path / "s", {"sweep": sweep, "lmms<b>": {"16f@151k": [0, 1, 1]}})
+    monkeypatch.setenv("TRAJAUDIT_STORE", str(tmp_path / "s"))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.multiselect(key="w_models").value == ["sweep"]
+    said = [c.value for c in at.sidebar.caption if "Not selected at first" in c.value]
+    assert said == [
+        "Not selected at first: lmms\\<b\\>. A fresh view compares up to 4 models that share two or more "
+        "configurations; add one above."
+    ], said  # the name as data: Markdown-escaped
+    at.sidebar.multiselect(key="w_models").set_value(["sweep", "lmms<b>"]).run()
+    assert not [c for c in at.sidebar.caption if "Not selected at first" in c.value]
+
+
 def test_items_sorted_by_disagreement_read_from_the_top(demo):
     """Picking a key read from the top (changes, disagreement) turns the order descending; a link's
     explicit direction is kept, and picking an id-like key turns it back."""

@@ -27,7 +27,7 @@ from backend.contracts.store import StoreContents
 from backend.scope.annotations import VOCABULARY
 from backend.scope.binary import STORED
 from backend.scope.filters import ItemFilter
-from backend.scope.paging import default_models, shared_configs
+from backend.scope.paging import DEFAULT_MODELS, default_models, shared_configs
 from backend.scope.resolve import Scope, default_benchmark, default_grid
 from backend.scope.tags import TAGS
 from backend.scope.view import View
@@ -133,14 +133,21 @@ def draw() -> View | None:
     benchmarks = info.benchmarks
     bench = state.bind_one(sb, "bench", "Benchmark", benchmarks, default_benchmark(info))
     with_bench = [m for m in info.models if bench in info.configs.get(m, {})]
+    fresh = default_models(info, bench)
     models = state.bind(
         sb.multiselect,
         "models",
         "Models",
         options=with_bench,
-        default=default_models(info, bench),
+        default=fresh,
         help="Metrics use the items every selected model answered at every configuration (matched grid).",
     )
+    unpicked = [m for m in with_bench if m not in fresh and m not in models]
+    if unpicked:  # a model ingested and nowhere on screen read as lost; say why it waits in the list
+        sb.caption(
+            f"Not selected at first: {ui.escape_md(', '.join(unpicked))}. A fresh view compares up to "
+            f"{DEFAULT_MODELS} models that share two or more configurations; add one above."
+        )
     if not models:
         st.info("Select at least one model in the sidebar.", icon=":material/arrow_back:")
         return None
