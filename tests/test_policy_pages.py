@@ -127,7 +127,11 @@ def test_policies_numbers_equal_the_cli(demo, capsys):
     assert ("Target hit rate", ui.pct(report["target_hit_rate"])) == shown[9][:2]
     # one denominator: every point of the chart on the items its title states, the CLI twins' own
     assert report["denominator"] == sweep["denominator"]
-    assert chart(at)[1]["title"]["subtitle"] == f"every point {sweep['denominator']}"
+    spec = chart(at)[1]
+    assert spec["title"]["subtitle"] == f"every point {sweep['denominator']}"
+    shape = next(layer["encoding"]["shape"]["scale"] for layer in spec["layer"] if "shape" in layer.get("encoding", {}))
+    legend = dict(zip(shape["domain"], shape["range"], strict=True))  # what the legend tells apart (it draws no size)
+    assert legend["budget predictor (levels q)"] != legend["budget predictor (argmax)"]
     assert fixed["y"][-1] == pytest.approx(100 * sweep["top_accuracy"])  # "matches 128f" is read against this point
     assert set(rows["n_items"]) == {sweep["n_items"]}
 

@@ -174,8 +174,8 @@ def frontier(
         values.append({"series": "budget predictor (argmax)", "x": arg.mean_frames, "y": 100 * arg.accuracy})
         series += ["budget predictor (levels q)", "budget predictor (argmax)"]
         colours += [INK, INK]
-        shapes += ["square", "square"]
-        sizes += [20, 120]
+        shapes += ["square", "cross"]  # two shapes: the legend draws no size, and two squares read as one policy
+        sizes += [20, 140]
     area = dict(zip(series, sizes, strict=True))
     values = [{**v, "size": area[v["series"]]} for v in values]  # a marker's area as data: Vega scales no nominal size
     top_frames = max(r.mean_frames for r in refs if r.policy == "fixed")
