@@ -319,7 +319,8 @@ def new_session(browser):
 
 @dataclass(frozen=True)
 class RowClick:
-    """A click on a row of the n-th table grid (a canvas: clicked by position, left of the first column). The grid
+    """A click on a row of the n-th table grid (a canvas: clicked by position, 18 px into the first column: the row's
+    Open button, or its selection checkbox in a tree from before the buttons, ``--before``). The grid
     is scrolled into view before the step's clock starts, as a user scrolls to a row before clicking it: the wait
     is the click's (the Sankey's link is aimed at the same way). ``text``: count only the grids holding it (a
     header), so a step finds its table in a tree that draws other tables as grids or not (``--before``)."""

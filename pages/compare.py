@@ -91,7 +91,7 @@ with ui.guard():
     dis = pd.DataFrame(report.disagreement or [])
     acc_cols = [c for c in dis.columns if c.startswith("accuracy:")]
     st.caption(
-        "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). Select a row to inspect it."
+        "Disagreement: mean over the grid of how evenly the models split (1 = half right, half wrong). A row's Open button opens it in the Inspector."
     )
     shown, config = readable.prepare(
         dis.drop(columns=["benchmark"]),

@@ -43,11 +43,9 @@ def _open_flow(a: str, b: str, kind: str) -> None:
         state.put(key, value)
 
 
-def _pick_row(table: pd.DataFrame) -> None:
-    rows = st.session_state["flowlist"].selection.rows
-    if rows:
-        row = table.iloc[rows[0]]
-        _open_flow(row["from"], row["to"], row["kind"])
+def _open_row(table: pd.DataFrame, row: int) -> None:
+    flow = table.iloc[row]
+    _open_flow(flow["from"], flow["to"], flow["kind"])
 
 
 def open_clicked(view: FlowsReport, click: dict | None) -> None:
@@ -96,7 +94,7 @@ def title(sel: Selection) -> str:
 
 def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
     """The opened flow's or node's items beside the Sankey (about its ``height``): a heading, a button that walks
-    them in the Inspector, and a paged list whose row opens one there. Returns the items."""
+    them in the Inspector, and a paged list whose rows open one there. Returns the items."""
     scope = view.scope
     items = walk.items(view, scope.focus, sel)
     st.subheader(f"{title(sel)} · {count(len(items), 'item')}")
@@ -110,7 +108,7 @@ def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
     cols += (conf if has_conf else []) + [c for c in ["task_type", "duration"] if items[c].notna().any()]
     walk.walk_button(items, sel)
     st.caption(
-        "Select a row to open that item in the Inspector, which then walks these items; re-run them together "
+        "A row's Open button opens its item in the Inspector, which then walks these items; re-run them together "
         "below." + ("" if has_conf else " No confidences in this store for these items.")
     )
     page, shown = walk.page_of(items, f"fp-{tag}")
@@ -134,7 +132,7 @@ def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
 def hint() -> None:
     st.info(
         "Click a link of the Sankey (a flow between two configurations) or a node (the items in one state) to "
-        "list its items here; or pick a flow in the table below.",
+        "list its items here; or open a flow in the table below.",
         icon=":material/touch_app:",
     )
 
@@ -166,7 +164,7 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
     st.caption(
         "Green: correct, red: wrong; dark links changed state (rescued / harmed), light links kept it. "
         "Hover a link for its counts and McNemar p; click a link to list its items beside the chart, a node "
-        "for the items in that state (or pick a flow in the table below)."
+        "for the items in that state (or open a flow in the table below)."
     )
     # The steps as the Overview's transitions read (net and churn in points): plain HTML, no second table grid.
     st.html(f'<div class="ta-table">{table_html(transitions_table({scope.focus: sankey_steps(report)}))}</div>')
@@ -174,7 +172,7 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
     ui.row_table(
         table,
         "flowlist",
-        lambda: _pick_row(table),
+        lambda row: _open_row(table, row),
         {
             "kind": st.column_config.TextColumn("flow"),
             "count": st.column_config.NumberColumn("items"),

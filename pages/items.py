@@ -111,48 +111,43 @@ def table_view(view: View) -> None:
         f"({html.escape(' → '.join(scope.grid))}); green correct, red wrong. Tags, counts and confidence are "
         f"{html.escape(scope.focus)}'s. "
         + ("" if has_conf else "No confidences in this store for these items, so no confidence column. ")
-        + ("Pick rows to walk or re-run them." if pick else "Select a row to open it in the Inspector.")
+        + ("Tick rows to walk or re-run them; a row's " if pick else "A row's ")
+        + "Open button opens its item in the Inspector."
         + "</small>"
     )
-    st.dataframe(
+    row_h = max(35, 13 * len(scope.models) + 10)  # a model's row of cells per line of the trajectory glyph
+    ui.row_table(
         shown[cols],
-        hide_index=True,
-        key="itemtable",
-        on_select="rerun" if pick else (lambda: walk.open_selected("itemtable", page)),
-        selection_mode="multi-row" if pick else "single-row",
-        row_height=(row_h := max(35, 13 * len(scope.models) + 10)),
+        "itemtable",
+        lambda row: walk.open_row(page, row),
+        {
+            "item_id": st.column_config.TextColumn(SORTS["item"], pinned=True),
+            # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
+            "trajectory": st.column_config.ImageColumn(
+                "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
+            ),
+            "tags": st.column_config.ListColumn("tags", width="medium"),
+            "task_type": st.column_config.TextColumn(SORTS["task_type"], width="medium"),
+            "n_correct": st.column_config.NumberColumn(SORTS["n_correct"], help="configs answered correctly"),
+            "changes": st.column_config.NumberColumn(SORTS["changes"], help="changes of correctness along the grid"),
+            "drop": st.column_config.NumberColumn(
+                SORTS["drop"],
+                format="%.3f",
+                help="largest fall of the score between consecutive configurations (scored items)",
+            ),
+            "disagreement": st.column_config.ProgressColumn(
+                SORTS["disagreement"], min_value=0.0, max_value=1.0, format="%.2f"
+            ),
+            "confidence": st.column_config.ImageColumn(
+                SORTS["mean_confidence"],
+                width=sparkline.column_width(row_h),
+                help="focus model, along the grid (0 to 1); gaps: no confidence",
+            ),
+            "question": st.column_config.TextColumn("question", width="large"),
+        },
         height=min(len(shown), 12) * row_h + 40,
-        placeholder=ui.DASH,
-        column_config=ui.plain_headers(
-            cols,
-            {
-                "item_id": st.column_config.TextColumn(SORTS["item"], pinned=True),
-                # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
-                "trajectory": st.column_config.ImageColumn(
-                    "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
-                ),
-                "tags": st.column_config.ListColumn("tags", width="medium"),
-                "task_type": st.column_config.TextColumn(SORTS["task_type"], width="medium"),
-                "n_correct": st.column_config.NumberColumn(SORTS["n_correct"], help="configs answered correctly"),
-                "changes": st.column_config.NumberColumn(
-                    SORTS["changes"], help="changes of correctness along the grid"
-                ),
-                "drop": st.column_config.NumberColumn(
-                    SORTS["drop"],
-                    format="%.3f",
-                    help="largest fall of the score between consecutive configurations (scored items)",
-                ),
-                "disagreement": st.column_config.ProgressColumn(
-                    SORTS["disagreement"], min_value=0.0, max_value=1.0, format="%.2f"
-                ),
-                "confidence": st.column_config.ImageColumn(
-                    SORTS["mean_confidence"],
-                    width=sparkline.column_width(row_h),
-                    help="focus model, along the grid (0 to 1); gaps: no confidence",
-                ),
-                "question": st.column_config.TextColumn("question", width="large"),
-            },
-        ),
+        row_height=row_h,
+        **({"on_select": "rerun", "selection_mode": "multi-row"} if pick else {}),  # pick mode: tick rows too
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
     if n_pages > 1:

@@ -43,7 +43,7 @@ def rerun_after(page, action, probe: str = '[data-testid="stMain"]') -> str:
 
 
 def click_row(page, table_index: int, row: int, row_px: int = ROW_PX) -> None:
-    """Tick a row's selection checkbox in the n-th dataframe (a canvas: click by position)."""
+    """Click a row's Open button (its first column) in the n-th dataframe (a canvas: click by position)."""
     grid = page.locator('[data-testid="stDataFrame"]').nth(table_index)
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()

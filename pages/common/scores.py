@@ -266,11 +266,9 @@ def _band_from_chart(key: str) -> None:
         state.put("sband", [picked[0]["from"], picked[0]["to"], picked[0]["kind"]])
 
 
-def _band_from_row(table: pd.DataFrame) -> None:
-    rows = st.session_state["scorebands"].selection.rows
-    if rows:
-        row = table.iloc[rows[0]]
-        state.put("sband", [row["from"], row["to"], row["band"]])
+def _open_band(table: pd.DataFrame, row: int) -> None:
+    band = table.iloc[row]
+    state.put("sband", [band["from"], band["to"], band["band"]])
 
 
 def opened_band(view: ScoreFlows) -> tuple[str, str, str] | None:
@@ -297,7 +295,7 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
     walk.walk_bar(
         items,
         sel,
-        "Largest change first. Select a row to open the item in the Inspector, which then walks these items.",
+        "Largest change first. A row's Open button opens its item in the Inspector, which then walks these items.",
         key=f"walk-{key}",
     )
     cols = [c for c in ["item_id", "task_type", "question"] if c == "item_id" or shown[c].notna().any()]
@@ -371,7 +369,7 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
     ui.row_table(
         table,
         "scorebands",
-        lambda: _band_from_row(table),
+        lambda row: _open_band(table, row),
         {
             "share": st.column_config.NumberColumn("share of scored items", format="percent"),
             "sign_p": st.column_config.NumberColumn(

@@ -140,25 +140,38 @@ def scroll_to_top() -> None:
     )
 
 
+OPEN = "open"  # the button column ``row_table`` adds before a frame's own columns
+
+
 def row_table(
     frame: pd.DataFrame,
     key: str,
-    on_select: Callable[[], None],
+    on_open: Callable[[int], None],
     column_config: dict,
     height: int | None = None,
+    label: str = "Open",
+    **options: Any,
 ) -> None:
-    """A table (widget ``key``) of which one row can be selected; ``on_select`` runs as the widget's callback;
-    ``height`` in pixels (None: Streamlit's, about ten rows). Missing values read as a dash; headers in the one
-    style (``plain_headers``)."""
+    """A table (widget ``key``) whose rows each start with a button (``label``); a click calls ``on_open`` with
+    that row's position in ``frame`` (a sorted view's too). ``height`` in pixels (None: Streamlit's, about ten
+    rows). Missing values read as a dash; headers in the one style (``plain_headers``). ``options``: more of
+    ``st.dataframe``'s (a row height, a selection of several rows to pick).
+
+    Why a button and not the row's selection: Streamlit sends a table's selection to the server 150 ms after the
+    click (a debounce, for a selection made of several clicks), and a button's click at once: opening a row took
+    0.15 s longer than the page switch it makes (``benchmarks/README.md``)."""
+    click = f"{key}-{OPEN}"
+    button = st.column_config.ButtonColumn(
+        "", type="tertiary", pinned=True, key=click, on_click=lambda: on_open(int(st.session_state[click]["row"]))
+    )
     st.dataframe(
-        frame,
+        frame.assign(**{OPEN: label})[[OPEN, *frame.columns]],
         hide_index=True,
         key=key,
-        on_select=on_select,
-        selection_mode="single-row",
-        column_config=plain_headers(frame.columns, column_config),
+        column_config=plain_headers(frame.columns, column_config) | {OPEN: button},
         height="auto" if height is None else height,
         placeholder=DASH,
+        **options,
     )
 
 

@@ -59,15 +59,13 @@ def walk_button(items: pd.DataFrame, sel: Selection, key: str | None = None) -> 
 def item_table(
     frame: pd.DataFrame, key: str, column_config: dict, sel: Selection | None = None, height: int | None = None
 ) -> None:
-    """A list of items (``frame`` has ``item_id``) whose selected row opens that item in the Inspector, walking
-    ``sel`` (None: the filtered items); ``height`` in pixels (None: Streamlit's, ten rows)."""
-    ui.row_table(frame, key, lambda: open_selected(key, frame, sel), column_config, height=height)
+    """A list of items (``frame`` has ``item_id``) whose row's Open button opens that item in the Inspector,
+    walking ``sel`` (None: the filtered items); ``height`` in pixels (None: Streamlit's, ten rows)."""
+    ui.row_table(frame, key, lambda row: open_row(frame, row, sel), column_config, height=height)
 
 
-def open_selected(key: str, frame: pd.DataFrame, sel: Selection | None = None) -> None:
-    """The ``on_select`` callback of an item table (the ``st.dataframe`` keyed ``key``, rows of ``frame``): open
-    the selected row's item in the Inspector, walking ``sel`` (None: the filtered items)."""
-    rows = st.session_state[key].selection.rows
-    if rows:
-        item = str(frame.iloc[rows[0]]["item_id"])
-        state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())
+def open_row(frame: pd.DataFrame, row: int, sel: Selection | None = None) -> None:
+    """An item table's Open callback (``row``: a position in ``frame``): open that row's item in the Inspector,
+    walking ``sel`` (None: the filtered items)."""
+    item = str(frame.iloc[row]["item_id"])
+    state.go_later("pages/inspector.py", item=item, walk=None if sel is None else sel.to_url())
