@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from backend.analysis.stats import code_counts, row_codes
+from backend.analysis.stats import code_counts, distinct_rows, row_codes
 from backend.contracts.views import ConfusionOverlap, Intersection
 from backend.scope import arrow_numpy
 from backend.scope.matrix import Matrix
@@ -34,7 +34,7 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
     ``intersections`` counts items by their exact set of confused models, largest first.
     """
     _need_models(matrix, "confusion overlap")
-    conf = confused(matrix.correct.astype(bool), matrix.lower)  # [M, I]
+    conf = np.stack([_confused_items(matrix.correct[m], matrix.lower) for m in range(len(matrix.models))])  # [M, I]
     per_model = conf.sum(axis=1)
     inter = conf.astype(np.int64) @ conf.T.astype(np.int64)  # [M, M]
     union = per_model[:, None] + per_model[None, :] - inter
@@ -55,6 +55,13 @@ def confusion_overlap(matrix: Matrix) -> ConfusionOverlap:
             for j in order
         ],
     )
+
+
+def _confused_items(correct: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """One model's visual-confusion condition per item (``correct[I, C]``), evaluated once per distinct trajectory:
+    over every item at once its float product took 0.18 s of the Compare page at 250k items (10M responses)."""
+    first, _, inverse = distinct_rows(correct)
+    return confused(correct[first].astype(bool), lower)[inverse]
 
 
 def shared_share(overlap: ConfusionOverlap) -> float | None:
