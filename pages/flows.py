@@ -117,10 +117,10 @@ def item_list(view: View, sel: Selection, height: int) -> pd.DataFrame:
         shown[cols],
         f"flowitems-{tag}-{page}",
         {
-            "question": st.column_config.TextColumn("question", width="medium"),
-            "confidence": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-            "confidence_from": st.column_config.NumberColumn(f"confidence at {a}", format="%.2f"),
-            "confidence_to": st.column_config.NumberColumn(f"confidence at {b}", format="%.2f"),
+            "question": st.column_config.TextColumn("Question", width="medium"),
+            "confidence": st.column_config.NumberColumn(f"Confidence at {a}", format="%.2f"),
+            "confidence_from": st.column_config.NumberColumn(f"Confidence at {a}", format="%.2f"),
+            "confidence_to": st.column_config.NumberColumn(f"Confidence at {b}", format="%.2f"),
         },
         sel,
         height=min(ROW_PX * (len(shown) + 1) + 3, max(height - 250, 4 * ROW_PX)),  # no empty rows, none below the chart
@@ -174,9 +174,9 @@ def flows_part(view: View, report: FlowsReport, configs: tuple[str, str] | None)
         "flowlist",
         lambda row: _open_row(table, row),
         {
-            "kind": st.column_config.TextColumn("flow"),
-            "count": st.column_config.NumberColumn("items"),
-            "share": st.column_config.NumberColumn("share of items", format="percent"),
+            "kind": st.column_config.TextColumn("Flow"),
+            "count": st.column_config.NumberColumn("Items"),
+            "share": st.column_config.NumberColumn("Share of items", format="percent"),
         },
     )
     ui.downloads(table, f"flows-{scope.focus}")

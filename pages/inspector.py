@@ -228,7 +228,7 @@ def raw_outputs(responses: list[Record], item_id: str) -> None:
             series.dashed(shown[RESPONSE_COLUMNS], {"confidence": 3, "score": 2}),
             hide_index=True,
             column_config=ui.plain_headers(
-                RESPONSE_COLUMNS, {"raw_output": st.column_config.TextColumn("raw output", width="large")}
+                RESPONSE_COLUMNS, {"raw_output": st.column_config.TextColumn("Raw output", width="large")}
             ),
         )
         with raw:

@@ -14,6 +14,7 @@ from backend.analysis.flows import CLASS_HELP, CLASSES
 from backend.contracts.base import to_json
 from backend.present import charts_items
 from backend.present.palette import model_colours
+from backend.present.tables import sentence
 from backend.present.text import count
 from backend.scope.annotations import with_annotations
 from backend.scope.items import MOST_FIRST, SORTS
@@ -116,34 +117,35 @@ def table_view(view: View) -> None:
         + "</small>"
     )
     row_h = max(35, 13 * len(scope.models) + 10)  # a model's row of cells per line of the trajectory glyph
+    named = {key: sentence(words) for key, words in SORTS.items()}  # the sort keys' words, as headers
     ui.row_table(
         shown[cols],
         "itemtable",
         lambda row: walk.open_row(page, row),
         {
-            "item_id": st.column_config.TextColumn(SORTS["item"], pinned=True),
+            "item_id": st.column_config.TextColumn(named["item"], pinned=True),
             # The cell scales the image to the row's height: its width follows the image's aspect, so no config is cut off.
             "trajectory": st.column_config.ImageColumn(
-                "trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
+                "Trajectory", width=int((row_h - 8) * len(scope.grid) / len(scope.models)) + 24
             ),
-            "tags": st.column_config.ListColumn("tags", width="medium"),
-            "task_type": st.column_config.TextColumn(SORTS["task_type"], width="medium"),
-            "n_correct": st.column_config.NumberColumn(SORTS["n_correct"], help="configs answered correctly"),
-            "changes": st.column_config.NumberColumn(SORTS["changes"], help="changes of correctness along the grid"),
+            "tags": st.column_config.ListColumn("Tags", width="medium"),
+            "task_type": st.column_config.TextColumn(named["task_type"], width="medium"),
+            "n_correct": st.column_config.NumberColumn(named["n_correct"], help="configs answered correctly"),
+            "changes": st.column_config.NumberColumn(named["changes"], help="changes of correctness along the grid"),
             "drop": st.column_config.NumberColumn(
-                SORTS["drop"],
+                named["drop"],
                 format="%.3f",
                 help="largest fall of the score between consecutive configurations (scored items)",
             ),
             "disagreement": st.column_config.ProgressColumn(
-                SORTS["disagreement"], min_value=0.0, max_value=1.0, format="%.2f"
+                named["disagreement"], min_value=0.0, max_value=1.0, format="%.2f"
             ),
             "confidence": st.column_config.ImageColumn(
-                SORTS["mean_confidence"],
+                named["mean_confidence"],
                 width=sparkline.column_width(row_h),
                 help="focus model, along the grid (0 to 1); gaps: no confidence",
             ),
-            "question": st.column_config.TextColumn("question", width="large"),
+            "question": st.column_config.TextColumn("Question", width="large"),
         },
         height=min(len(shown), 12) * row_h + 40,
         row_height=row_h,

@@ -216,7 +216,7 @@ def task_table(scope: Scope, report: OverviewReport) -> None:
             hide_index=True,
             column_config=ui.plain_headers(
                 ["task_type", "n"],
-                {"task_type": st.column_config.TextColumn("task type", pinned=True)}
+                {"task_type": st.column_config.TextColumn("Task type", pinned=True)}
                 | {c: st.column_config.NumberColumn(c[len("accuracy[") : -1], format="percent") for c in acc},
             ),
         )

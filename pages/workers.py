@@ -69,12 +69,12 @@ def remote_actors(actors: list[RemoteActor]) -> None:
         column_config=ui.plain_headers(
             REMOTE_COLUMNS,
             {
-                "hostname": "node",
-                "node_ip": "node address",
+                "hostname": "Node",
+                "node_ip": "Node address",
                 "gpu": st.column_config.TextColumn("GPU", help="empty: the actor runs on a CPU"),
-                "jobs_done": st.column_config.NumberColumn("jobs done", format="%d"),
-                "jobs_failed": st.column_config.NumberColumn("failed", format="%d"),
-                "worker_id": "worker",
+                "jobs_done": st.column_config.NumberColumn("Jobs done", format="%d"),
+                "jobs_failed": st.column_config.NumberColumn("Failed", format="%d"),
+                "worker_id": "Worker",
             },
         ),
     )
@@ -109,10 +109,10 @@ def live(root: str) -> None:
             column_config=ui.plain_headers(
                 WORKER_COLUMNS,
                 {
-                    "worker_id": "worker",
-                    "started_at": "started",
-                    "age_s": st.column_config.NumberColumn("last heartbeat (s ago)", format="%.1f"),
-                    "current_job": st.column_config.NumberColumn("current job (empty: idle)", format="%d"),
+                    "worker_id": "Worker",
+                    "started_at": "Started",
+                    "age_s": st.column_config.NumberColumn("Last heartbeat (s ago)", format="%.1f"),
+                    "current_job": st.column_config.NumberColumn("Current job (empty: idle)", format="%d"),
                 },
             ),
         )
@@ -149,11 +149,11 @@ def live(root: str) -> None:
             shown.columns,
             {
                 "open": st.column_config.LinkColumn(
-                    "item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"
+                    "Item", display_text=r"item=([^&]*)", help="open the job's item in the Inspector (new tab)"
                 ),
-                "waited_s": st.column_config.NumberColumn("waited (s)", format="%.1f"),
-                "ran_s": st.column_config.NumberColumn("ran (s)", format="%.2f"),
-                "error": st.column_config.TextColumn("error", width="large"),
+                "waited_s": st.column_config.NumberColumn("Waited (s)", format="%.1f"),
+                "ran_s": st.column_config.NumberColumn("Ran (s)", format="%.2f"),
+                "error": st.column_config.TextColumn("Error", width="large"),
             },
         ),
     )

@@ -238,11 +238,13 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
         ("pages/audits.py", {"atab": "noise"}),
         ("pages/audits.py", {"atab": "crossmodel"}),
         ("pages/compare.py", {}),
+        ("pages/items.py", {}),
+        ("pages/flows.py", {"from": "8f", "to": "16f", "kind": "rescued"}),  # the opened flow's items too
     ],
 )
 def test_tables_read_in_plain_words_and_never_none(demo, page, params):
-    """Every table of the page: headers in plain words (sentence case, no snake_case; a model's name as it is),
-    and no missing value left for the grid to draw as "None"."""
+    """Every table of the page: headers in plain words (sentence case, no snake_case; a model's name as it is,
+    never capitalised), and no missing value left for the grid to draw as "None"."""
     at = open_page(demo, page, grid=GRID, chartn="1", **params)
     models = {MODEL, "synthetic-B-13B"}
     assert at.dataframe
@@ -253,6 +255,7 @@ def test_tables_read_in_plain_words_and_never_none(demo, page, params):
         labels = [config.get(str(col), {}).get("label") or str(col) for col in df.value.columns if col not in buttons]
         for label in labels:
             assert label in models or ("_" not in label and not label[0].islower()), (page, labels)
+            assert label.lower() not in {m.lower() for m in models} or label in models, (page, label)  # data as written
         assert not df.value.isna().any().any(), (page, df.value.columns[df.value.isna().any()].tolist())
 
 

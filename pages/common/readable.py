@@ -32,9 +32,9 @@ def prepare(frame: pd.DataFrame, column_config: dict[str, Any] | None = None) ->
     for col in frame.columns:
         cfg = given.get(col)
         if cfg is None or isinstance(cfg, str):
-            config[col] = tables.sentence(cfg) if cfg else tables.header(col)
+            config[col] = cfg or tables.header(col)
             continue
-        label = tables.sentence(cfg["label"]) if cfg.get("label") else tables.header(col)
+        label = cfg.get("label") or tables.header(col)
         if col in texts and _kind(cfg) == "number":
             cfg = st.column_config.TextColumn(label, help=cfg.get("help"), width=cfg.get("width"))
         config[col] = {**cfg, "label": label}

@@ -304,9 +304,9 @@ def band_items(v: View, band: tuple[str, str, str], tolerance: float) -> None:
         key,
         {
             "question": st.column_config.TextColumn(width="large"),
-            "score_from": st.column_config.NumberColumn(f"score at {a}", format="%.3f"),
-            "score_to": st.column_config.NumberColumn(f"score at {b}", format="%.3f"),
-            "delta": st.column_config.NumberColumn("change", format="%+.3f"),
+            "score_from": st.column_config.NumberColumn(f"Score at {a}", format="%.3f"),
+            "score_to": st.column_config.NumberColumn(f"Score at {b}", format="%.3f"),
+            "delta": st.column_config.NumberColumn("Change", format="%+.3f"),
         },
         sel,
     )
@@ -371,7 +371,7 @@ def flows_section(v: View, pair: tuple[str, str] | None) -> None:
         "scorebands",
         lambda row: _open_band(table, row),
         {
-            "share": st.column_config.NumberColumn("share of scored items", format="percent"),
+            "share": st.column_config.NumberColumn("Share of scored items", format="percent"),
             "sign_p": st.column_config.NumberColumn(
                 f"{SCORE_METRICS['sign_p'].label} (pair)", format="%.3g", help=SCORE_METRICS["sign_p"].definition
             ),

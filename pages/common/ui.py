@@ -17,7 +17,7 @@ import streamlit as st
 from backend.contracts.views import ModelMetrics
 from backend.present.metrics import METRICS
 from backend.present.palette import CORRECT, INK, WRONG
-from backend.present.tables import header, headline_ci, headline_table, headline_value, sentence
+from backend.present.tables import header, headline_ci, headline_table, headline_value
 from backend.present.text import MISSING, ci_text, count, pct
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
@@ -178,18 +178,10 @@ def row_table(
 def plain_headers(columns: Iterable[str], column_config: dict) -> dict:
     """``column_config`` with every other column of ``columns`` headed in plain words ("task_type" -> "Task
     type", "item_id" -> "Item"; ``backend.present.tables.header``, as every other table of the pages, the CLI and
-    the report), and the labels it gives in the same sentence case ("share of items" -> "Share of items"): one
-    naming style, whatever the frame's column names and whoever wrote the label."""
-    return {c: header(c) for c in columns} | {c: _sentence_case(given) for c, given in column_config.items()}
-
-
-def _sentence_case(given: Any) -> Any:
-    """A column's setting (a label, a ``st.column_config`` dict or None) with its label in ``sentence`` case."""
-    if isinstance(given, str):
-        return sentence(given)
-    if isinstance(given, dict) and given.get("label"):
-        return {**given, "label": sentence(given["label"])}
-    return given
+    the report): one naming style, whatever the frame's column names. A label ``column_config`` gives is kept as
+    written, since it may be data (a model's name heads its column as it is): pages write theirs in sentence case
+    (``tests/test_policy_pages.py`` reads every table's headers)."""
+    return {c: header(c) for c in columns} | column_config
 
 
 def swatch(colour: str, text: str) -> str:
