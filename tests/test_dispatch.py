@@ -321,10 +321,13 @@ def test_many_reruns_with_an_actor_and_a_node_killed_end_done_once(site, cluster
     with Running(store, models=list(MODELS)) as run:
         d = run.dispatcher
         _wait("a quarter of the jobs", lambda: _done(store, jobs) >= N_RERUNS // 4, timeout_s=600)
-        ray.kill(d.slots["A"].handle)  # one actor dies mid-way
-        _wait("half of the jobs", lambda: _done(store, jobs) >= N_RERUNS // 2, timeout_s=600)
-        hosts = {s.info.node_id for s in list(d.slots.values()) if s.info is not None}
-        leaving = next(n for n in nodes if n.node_id in hosts)
+        killed = d.slots["A"].handle
+        ray.kill(killed)  # one actor dies mid-way
+        # The node that leaves is the one A's new actor is placed on, as soon as it is ready: A's jobs waited while it
+        # was dead, so that node still has work, whose failure the dispatcher must notice. (A node picked at half the
+        # jobs could hold only actors that had already answered all of theirs: nothing to notice, one death counted.)
+        back = _wait("A's new actor", lambda: (s := d.slots.get("A")) is not None and s.handle is not killed and s.info)
+        leaving = next(n for n in nodes if n.node_id == back.node_id)
         c.remove_node(leaving)  # a node leaves with its actors
         _wait("every job", lambda: _done(store, jobs) == N_RERUNS, timeout_s=900)
         # the actors left (some started after the kills) were given no store either; an actor on the node that
