@@ -19,9 +19,8 @@ from backend.present import charts, drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
 from backend.present.series import Curve
-from backend.present.tables import headline_frame, headline_table
+from backend.present.tables import headline_frame, headline_table, overview_transitions
 from backend.present.tables import task_table as task_text
-from backend.present.tables import transitions_table as transitions_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
 from backend.report.html import table_html
@@ -253,8 +252,7 @@ with ui.guard():
     )
     if box.open:  # drawn when opened, like the task types' accuracy table
         with box:  # the report's table (net and churn in points, as the story words them), its numbers as CSV
-            steps = transitions_text({model: rec.transitions for model, rec in metrics.models.items()})
-            st.html(f'<div class="ta-table">{table_html(steps, colours)}</div>')
+            st.html(f'<div class="ta-table">{table_html(overview_transitions(metrics.models), colours)}</div>')
             ui.downloads(lambda: transitions_table(metrics), "transitions")
     scores.overview_section(view, metrics, colours)
     task_table(scope, metrics)

@@ -94,7 +94,7 @@ def surface_keys(table: tables.Table) -> set[str]:
 def test_every_table_the_pages_and_the_report_show_names_registered_metrics(overview, basic_store, tmp_path):
     shown = {
         "headlines": tables.headline_table(overview.models, overview.n_items, overview.grid),
-        "transitions": tables.transitions_table({m: r.transitions for m, r in overview.models.items()}),
+        "transitions": tables.overview_transitions(overview.models),
         "task types": tables.task_table(overview.task_types["m"], "m"),
     }
     for name, table in shown.items():

@@ -77,7 +77,7 @@ def test_headline_and_transition_tables_on_hand_values():
     assert t.rows[1][:3] == ["B", "16f", "60.0"]  # no interval: the value alone
     assert t.values[0][2:5] == [0.625, 0.75, 0.125] and "40 matched items, grid 8f, 16f" in t.caption
     assert t.frame().loc[1, "Oracle"] == "70.0"
-    trans = tables.transitions_table({m: r.transitions for m, r in OVERVIEW.models.items()})
+    trans = tables.overview_transitions(OVERVIEW.models)
     assert trans.rows[0] == ["A<b>", "8f → 16f", "4", "2", "+5.0", "15.0", "0.688"]
     # within-noise flips left out (the noise toggle): how many, per side, in two more columns
     from backend.contracts.common import QuietTransition
@@ -228,7 +228,7 @@ def test_cli_and_report_show_the_overview_tables_strings(demo_store, tmp_path, c
         assert f"| {row[1]} | " + " | ".join(row[2:]) + " |" in markdown  # the report's row, cell for cell
         for cell in row[2:-1]:
             assert cell in text
-    for row in tables.transitions_table({m: r.transitions for m, r in out.models.items()}).rows:
+    for row in tables.overview_transitions(out.models).rows:
         assert " ".join(row[2:7]) in text and "| " + " | ".join(row[2:]) + " |" in markdown
     focus = out.scope.models[0]  # the focus model: the first named
     for row in tables.task_table(out.task_types[focus], focus).rows:

@@ -17,9 +17,9 @@ import numpy as np
 from backend.analysis.mcnemar import mcnemar_exact
 from backend.analysis.stats import (
     as_interval,
-    distinct_rows,
     pattern_bootstrap_means,
     percentile_interval,
+    trajectory_patterns,
     wilson_interval,
 )
 from backend.contracts.audits import CrossTransition
@@ -177,16 +177,6 @@ def _summaries(v: np.ndarray, where: dict[str, slice]) -> dict[str, np.ndarray]:
     return {f.__name__: f(v, where) for f in SUMMARIES}
 
 
-def _patterns(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One model's distinct trajectories ``[P, C]`` (bool), how many items follow each, and each item's.
-
-    Every per-model metric is a function of the item's trajectory, and at most 2^|G| of them exist
-    however many items there are, so indicators, counts and resamples are computed per pattern.
-    """
-    first, counts, inverse = distinct_rows(correct)
-    return correct[first].astype(bool), counts, inverse
-
-
 def _value(x: float) -> float | None:
     """A rate for the JSON contract: None where it is not available (never 0)."""
     return None if np.isnan(x) else float(x)
@@ -226,7 +216,7 @@ def mcqa_metrics(
     pair_idx = _pair_indices(matrix, pairs)
     a_idx = np.array([a for a, _ in pair_idx], dtype=int)
     b_idx = np.array([b for _, b in pair_idx], dtype=int)
-    patterns = [_patterns(matrix.correct[m])[:2] for m in range(n_models)]  # per model: ([P, C], [P])
+    patterns = [trajectory_patterns(matrix.correct[m])[:2] for m in range(n_models)]  # per model: ([P, C], [P])
     indicators = [_indicators(y, matrix) for y, _ in patterns]  # per pattern: [P, K]
     where = indicators[0][1]
     counts = np.stack([w @ ind for (_, w), (ind, _) in zip(patterns, indicators, strict=True)])  # [M, K] exact
@@ -325,7 +315,7 @@ def task_type_breakdown(matrix: Matrix, model: str) -> list[dict[str, Any]]:
     DataFrame here imported pandas on every computing ``metrics``).
     """
     _require_items(matrix)
-    patterns, _, inverse = _patterns(matrix.correct[matrix.model_index(model)])
+    patterns, _, inverse = trajectory_patterns(matrix.correct[matrix.model_index(model)])
     ind, where = _indicators(patterns, matrix)
     # Items per (task type, pattern), then each type's means from its pattern counts: no per-item frame.
     types, names = matrix.task_types  # first-seen order

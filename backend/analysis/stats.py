@@ -131,6 +131,17 @@ def code_counts(codes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return present, every[present]
 
 
+def trajectory_patterns(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One model's distinct trajectories ``[P, C]`` (bool) of its ``correct[I, C]``, how many items follow each,
+    and each item's.
+
+    Every per-model metric is a function of the item's trajectory, and at most 2^|G| of them exist
+    however many items there are, so indicators, counts and resamples are computed per pattern.
+    """
+    first, counts, inverse = distinct_rows(correct)
+    return np.asarray(correct)[first].astype(bool), counts, inverse
+
+
 def pattern_bootstrap_means(
     rows: np.ndarray, counts: np.ndarray, n_resamples: int = 1000, seed: int | tuple[int, ...] = 0
 ) -> np.ndarray:

@@ -171,6 +171,11 @@ def transitions_table(steps: Mapping[str, Sequence[Transition]]) -> Table:
     return Table("transitions", caption, ["Model", "Transition", *named], rows, values, keys)
 
 
+def overview_transitions(models: Mapping[str, ModelMetrics]) -> Table:
+    """The Overview's transitions: every model's consecutive steps (``transitions_table``)."""
+    return transitions_table({model: rec.transitions for model, rec in models.items()})
+
+
 def task_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table:
     """Per task type of one model (rows in the order given): group size and rates with their Wilson 95% intervals
     (a rate without ``<name>_lo`` has none)."""
@@ -228,8 +233,9 @@ def flow_table(view: Sankey, kind: str | None = None) -> pd.DataFrame:
 
 def step_table(view: Sankey) -> pd.DataFrame:
     """One row per step (pair of configurations) of the Sankey: its net change, churn and McNemar p."""
-    table = _links(view).drop_duplicates(["from", "to"])
-    return table[["from", "to", "net", "churn", "mcnemar_p"]].reset_index(drop=True)
+    import pandas as pd
+
+    return pd.DataFrame(to_json(sankey_steps(view)), columns=["from", "to", "net", "churn", "mcnemar_p"])
 
 
 def sankey_steps(view: Sankey) -> list[SankeyLink]:

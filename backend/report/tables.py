@@ -31,7 +31,7 @@ def headline_table(data: ReportData) -> Table:
 
 def transitions_table(data: ReportData) -> Table:
     """The Overview's transitions (rescued, harmed, net, churn, McNemar p) for the report's models."""
-    return frames.transitions_table({model: rec.transitions for model, rec in data.overview.models.items()})
+    return frames.overview_transitions(data.overview.models)
 
 
 def task_table(data: ReportData) -> Table:

@@ -149,10 +149,9 @@ def row_table(
     on_open: Callable[[int], None],
     column_config: dict,
     height: int | None = None,
-    label: str = "Open",
     **options: Any,
 ) -> None:
-    """A table (widget ``key``) whose rows each start with a button (``label``); a click calls ``on_open`` with
+    """A table (widget ``key``) whose rows each start with an Open button; a click calls ``on_open`` with
     that row's position in ``frame`` (a sorted view's too). ``height`` in pixels (None: Streamlit's, about ten
     rows). Missing values read as a dash; headers in the one style (``plain_headers``). ``options``: more of
     ``st.dataframe``'s (a row height, a selection of several rows to pick).
@@ -165,7 +164,7 @@ def row_table(
         "", type="tertiary", pinned=True, key=click, on_click=lambda: on_open(int(st.session_state[click]["row"]))
     )
     st.dataframe(
-        frame.assign(**{OPEN: label})[[OPEN, *frame.columns]],
+        frame.assign(**{OPEN: "Open"})[[OPEN, *frame.columns]],
         hide_index=True,
         key=key,
         column_config=plain_headers(frame.columns, column_config) | {OPEN: button},
