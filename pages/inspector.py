@@ -75,7 +75,7 @@ def pick_item(view: View) -> str:
             on_click=state.put,
             args=("item", ids[target] if inside and target is not None else item),
         )
-    where = "in the current filters" if sel is None else f"· {ui.escape_md(sel.describe())}"
+    where = f"in the current filters{walk.describe_order()}" if sel is None else f"· {ui.escape_md(sel.describe())}"
     text, stop = st.columns([6, 2], vertical_alignment="center")
     if pos is None:
         text.caption(

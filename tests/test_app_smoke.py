@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ pytest.importorskip("streamlit.testing.v1", reason="streamlit's AppTest is neede
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block
 
+from backend.cli import main
 from backend.present.metrics import METRICS
 from pages.common import state
 from store.store import Store
@@ -286,3 +288,19 @@ def test_a_filter_is_pills_up_to_24_values_and_a_searchable_box_beyond(n):
     widget.set_value(["type 00", "type 02"]).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.json[0].value == '["type 00", "type 02"]'
+
+
+def test_inspector_walks_the_filtered_items_in_the_items_pages_order(demo, capsys):
+    """Opened from a sorted Items page (its sort and direction in the URL), the Inspector walks the filtered items
+    in that order, as ``trajaudit items --sort changes --desc`` lists them: "next" is the row below, and the
+    caption says which order it walks."""
+    flags = ["--store", str(demo), "--benchmark", "synthetic-videomme", "--models", MODELS]
+    assert main(["items", *flags, "--sort", "changes", "--desc", "--page-size", "3", "--json"]) == 0
+    top = [row["item_id"] for row in json.loads(capsys.readouterr().out)["rows"]]
+    at = open_app("pages/inspector.py", models=MODELS, sort="changes", desc="1")
+    assert at.text_input(key="w_item").value == top[0]
+    assert any("Items page's order (changes, descending)" in m.value for m in at.markdown)
+    next(b for b in at.button if b.label == "next ▶").click().run()
+    assert at.text_input(key="w_item").value == top[1]
+    by_id = open_app("pages/inspector.py", models=MODELS)
+    assert not any("Items page's order" in m.value for m in by_id.markdown)

@@ -147,6 +147,17 @@ def item_page(
     return out.append_column("confidence", per_row), n_pages
 
 
+def sorted_ids(matrix: Matrix, model: str, sort: str = "item", descending: bool = False) -> list[str]:
+    """Every item's id in the item table's order (``item_page``'s pages end to end, ``trajaudit items --sort S``):
+    the order the Inspector walks the filtered items in, so "next" from a row of a sorted Items page is the row
+    below it."""
+    if sort not in SORTS:
+        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
+    keys = {} if sort in ("item", "task_type") else sort_keys(matrix, model)
+    order = sorted_positions(matrix.item_table, keys, sort, descending)
+    return matrix.item_table.column("item_id").take(arrow_numpy.array(order)).to_pylist()
+
+
 def flat_table(table: pa.Table, grid: list[str]) -> pd.DataFrame:
     """The CSV shape of :func:`trajectory_table`: tags joined by ';', one column per config (0/1), one per
     confidence. A DataFrame, the export's product (``export.csv_text``): pandas is imported here only."""

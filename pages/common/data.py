@@ -42,7 +42,7 @@ from backend.runtime import client
 from backend.scope import annotations as scope_annotations
 from backend.scope import inspector
 from backend.scope.binary import binary_view
-from backend.scope.items import flat_table, trajectory_table
+from backend.scope.items import flat_table, sorted_ids, trajectory_table
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved
 from backend.scope.selection import Selection, state_items
@@ -140,10 +140,11 @@ def heatmap(v: View, model: str, max_rows: int) -> Heatmap:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=HASH)
-def filtered_ids(v: View) -> tuple[str, ...]:
-    """The view's matched items' ids in order, which the Inspector walks without a selection: one shared, immutable
-    object per view (not a pickled copy per call), since listing 250k ids cost 0.1 s of every previous/next."""
-    return tuple(v.matrix.items["item_id"].astype(str).tolist())
+def filtered_ids(v: View, model: str, sort: str, descending: bool) -> tuple[str, ...]:
+    """The view's matched items' ids in the Items page's order (``backend.scope.items.sorted_ids``), which the
+    Inspector walks without a selection: one shared, immutable object per view and order (not a pickled copy per
+    call), since listing 250k ids cost 0.1 s of every previous/next."""
+    return tuple(sorted_ids(v.matrix, model, sort, descending))
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)

@@ -1,7 +1,8 @@
 """The current selection on the pages: which items the Inspector walks and a batch re-run takes.
 
 The selection lives in the URL (``walk``, ``backend.scope.selection.Selection.to_url``), so a copied
-Inspector link reopens the same walk at the same item. Without one the walk is the filtered list.
+Inspector link reopens the same walk at the same item. Without one the walk is the filtered list, in the Items
+page's order (its sort, also in the URL), so "next" from a row of a sorted Items page opens the row below it.
 Item lists are computed by ``backend.analysis.selection`` (the ``rerun --flow/--state/--items`` twin's
 functions) and cached per view.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from backend.scope.items import SORTS
 from backend.scope.selection import Selection
 from backend.scope.view import View
 from pages.common import state, ui
@@ -25,10 +27,25 @@ def current() -> Selection | None:
     return Selection.from_url(state.get("walk"))
 
 
+def order() -> tuple[str, bool]:
+    """The Items page's sort key and direction (the URL's ``sort`` and ``desc``; by item id where it names none or
+    an unknown key), which the walk of the filtered items follows."""
+    sort = state.get("sort")
+    return (sort if sort in SORTS else "item"), bool(state.get("desc"))
+
+
+def describe_order() -> str:
+    """The filtered walk's order in words, when it is not the ids' own: ", in the Items page's order (...)"."""
+    sort, descending = order()
+    if (sort, descending) == ("item", False):
+        return ""
+    return f", in the Items page's order ({SORTS[sort]}, {'descending' if descending else 'ascending'})"
+
+
 def ids(view: View, model: str, sel: Selection | None) -> list[str]:
-    """The walk's item ids, in order (the filtered list when ``sel`` is None)."""
+    """The walk's item ids, in order (the filtered list, in the Items page's order, when ``sel`` is None)."""
     if sel is None:
-        return list(filtered_ids(view))
+        return list(filtered_ids(view, model, *order()))
     if sel.kind == "items":
         return list(dict.fromkeys(sel.args))
     return items(view, model, sel)["item_id"].astype(str).tolist()
