@@ -133,3 +133,34 @@ def test_row_codes_put_column_c_at_bit_c(k, n, seed):
     expected = [sum(1 << c for c in range(k) if row[c]) for row in x.tolist()]
     assert row_codes(x).tolist() == expected
     assert row_codes(x.astype(bool)).tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, "action", "counting", "ocr"]),
+            st.sampled_from([None, "short", "medium", "long"]),
+            st.one_of(st.none(), st.floats(0, 5000, allow_nan=False), st.just(float("nan"))),
+        ),
+        max_size=40,
+    )
+)
+def test_offered_filter_values_are_the_pandas_group_by(rows):
+    """The sidebar's filter values (``filters.offered``, Arrow and NumPy) are what the pandas definition gives:
+    the task types present, sorted; the durations by the median length of their items, those without one last."""
+    from backend.scope.filters import offered
+
+    items = pa.table(
+        {
+            "task_type": pa.array([r[0] for r in rows], pa.large_string()),
+            "duration": pa.array([r[1] for r in rows], pa.large_string()),
+            "duration_s": pa.array([r[2] for r in rows], pa.float64()),
+        }
+    )
+    frame = items.to_pandas()
+    medians = frame.dropna(subset=["duration"]).groupby("duration")["duration_s"].median()
+    assert offered(items) == (
+        sorted(frame["task_type"].dropna().unique()),
+        medians.sort_values(na_position="last", kind="stable").index.tolist(),
+    )

@@ -42,6 +42,7 @@ from backend.runtime import client
 from backend.scope import annotations as scope_annotations
 from backend.scope import inspector
 from backend.scope.binary import binary_view
+from backend.scope.filters import offered
 from backend.scope.items import flat_table, sorted_ids, trajectory_table
 from backend.scope.matrix import available
 from backend.scope.resolve import Resolved
@@ -110,15 +111,8 @@ def facets(root: str, version: int, resolved: Resolved) -> dict:
     """Filter choices present among the matched items of the unfiltered view (durations ordered by their length),
     and whether some of their responses carry a score (the sidebar offers the score cut-off then)."""
     full = view(root, version, resolved.unfiltered()).matrix
-    items = full.items
-    durations = (
-        items.dropna(subset=["duration"]).groupby("duration")["duration_s"].median().sort_values(na_position="last")
-    )
-    return {
-        "task_types": sorted(items["task_type"].dropna().unique()),
-        "durations": durations.index.tolist(),
-        "scored": full.has_scores,
-    }
+    task_types, durations = offered(full.item_table)
+    return {"task_types": task_types, "durations": durations, "scored": full.has_scores}
 
 
 @st.cache_data(show_spinner="Computing metrics and bootstrap intervals…", max_entries=32, hash_funcs=HASH)
