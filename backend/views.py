@@ -16,6 +16,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
+
 from backend.analysis import cascade, flows, interventions, isocompute, noise, story
 from backend.analysis.continuous import SCORE_KINDS, continuous_metrics, score_flow_items, score_flows
 from backend.analysis.metrics import FLOW_KINDS, flow_items, mcqa_metrics, task_type_breakdown
@@ -193,13 +195,20 @@ def score_flows_view(
 
 
 def items_page(
-    view: View, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
+    view: View,
+    model: str,
+    sort: str = "item",
+    descending: bool = False,
+    page: int = 1,
+    page_size: int = 50,
+    order: np.ndarray | None = None,
 ) -> ItemsPage:
-    """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row."""
+    """The Items page (``trajaudit items --page``): one sorted page, with every sort key per row; ``order``: the
+    sort's ``backend.scope.items.item_order``, where the caller keeps it (the pages: one per sort, not per page)."""
     from backend.scope.items import item_page
 
     resolved, matrix = view.resolved, view.matrix
-    rows, n_pages = item_page(matrix, model, sort, descending, page, page_size)
+    rows, n_pages = item_page(matrix, model, sort, descending, page, page_size, order)
     return validated(
         ItemsPage(
             model=model,

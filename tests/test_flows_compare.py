@@ -18,7 +18,7 @@ from backend.contracts.base import to_json
 from backend.contracts.store import StoreContents
 from backend.present.tables import flow_table, headline_frame, sankey_steps, step_table, transitions_table
 from backend.scope.inspector import frame_plan, item_detail
-from backend.scope.items import item_page
+from backend.scope.items import item_order, item_page
 from backend.scope.loader import load_matrix
 from backend.scope.matrix import available
 from backend.scope.paging import default_models
@@ -236,6 +236,13 @@ def test_tag_subset_and_item_page(hand):
     assert first["mean_confidence"] == pytest.approx((0.4 + 0.6 + 0.9) / 3)
     last, _ = item_page(matrix, "A", sort="item", page=99, page_size=3)  # clamped to the last page
     assert last["item_id"].to_pylist() == ["i3"]
+    # The sort once for every page (the pages keep it): its pages, end to end, are the order.
+    order = item_order(matrix, "A", "changes", True)
+    assert order.tolist() == [2, 0, 1, 3]
+    again, _ = item_page(matrix, "A", sort="changes", descending=True, page=2, page_size=2, order=order)
+    assert repr(again.to_pylist()) == repr(page.to_pylist())  # repr: the drop is NaN (no scores), never equal
+    with pytest.raises(UserError, match="unknown sort 'size'"):
+        item_order(matrix, "A", "size")
 
 
 def test_frame_plan_logged_reconstructed_and_unknown():

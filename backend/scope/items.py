@@ -88,22 +88,33 @@ def trajectory_table(matrix: Matrix, model: str, tag: str | None = None) -> pa.T
     return out.append_column("confidence", confidence)
 
 
-def sort_keys(matrix: Matrix, model: str) -> dict[str, np.ndarray]:
-    """Per item (matrix order) the numeric values the item table sorts on, computed for every item at once
-    (the id and task type sort on the items' own columns)."""
+NUMERIC_SORTS = ("n_correct", "changes", "mean_confidence", "disagreement", "drop")  # SORTS computed per item
+
+
+def sort_keys(
+    matrix: Matrix, model: str, rows: np.ndarray | None = None, names: tuple[str, ...] = NUMERIC_SORTS
+) -> dict[str, np.ndarray]:
+    """Per item the numeric values the item table sorts on (``names``), for the items at ``rows`` (default every
+    item, in matrix order), computed for all of them at once (the id and task type sort on the items' own
+    columns). A sort needs one key over every item; a page shows every key of its own rows only."""
     m = matrix.model_index(model)
-    y = matrix.correct.astype(np.float32)
-    conf = matrix.confidence[m].astype(np.float64)
-    seen = (~np.isnan(conf)).sum(axis=1)
-    mean_conf = np.where(seen > 0, np.nansum(conf, axis=1) / np.maximum(seen, 1), np.nan)
-    share = y.mean(axis=0)
-    return {
-        "n_correct": y[m].sum(axis=1).astype(np.int64),
-        "changes": changes(matrix.correct[m].astype(bool)).astype(np.int64),
-        "mean_confidence": mean_conf,
-        "disagreement": (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64),
-        "drop": largest_drop(matrix, model),
-    }
+    at = slice(None) if rows is None else rows
+    correct = matrix.correct[:, at]
+    out: dict[str, np.ndarray] = {}
+    if "n_correct" in names:
+        out["n_correct"] = correct[m].astype(np.int64).sum(axis=1)
+    if "changes" in names:
+        out["changes"] = changes(correct[m].astype(bool)).astype(np.int64)
+    if "mean_confidence" in names:
+        conf = matrix.confidence[m, at].astype(np.float64)
+        seen = (~np.isnan(conf)).sum(axis=1)
+        out["mean_confidence"] = np.where(seen > 0, np.nansum(conf, axis=1) / np.maximum(seen, 1), np.nan)
+    if "disagreement" in names:
+        share = correct.astype(np.float32).mean(axis=0)
+        out["disagreement"] = (1.0 - np.abs(2.0 * share - 1.0)).mean(axis=1).astype(np.float64)
+    if "drop" in names:
+        out["drop"] = largest_drop(matrix.score[m, at])
+    return out
 
 
 def sorted_positions(items: pa.Table, keys: dict[str, np.ndarray], sort: str, descending: bool) -> np.ndarray:
@@ -123,39 +134,48 @@ def sorted_positions(items: pa.Table, keys: dict[str, np.ndarray], sort: str, de
     return arrow_numpy.numbers(pc.sort_indices(arrow_numpy.table(columns), sort_keys=by)).astype(np.int64)
 
 
+def check_sort(sort: str) -> None:
+    if sort not in SORTS:
+        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
+
+
+def item_order(matrix: Matrix, model: str, sort: str = "item", descending: bool = False) -> np.ndarray:
+    """Every item's position in the item table's order (``item_page``'s pages end to end, ``trajaudit items --sort
+    S``): computed once per sort, the Items page turns its pages and the Inspector walks the filtered items in it,
+    so "next" from a row of a sorted Items page is the row below it."""
+    check_sort(sort)
+    keys = sort_keys(matrix, model, names=(sort,)) if sort in NUMERIC_SORTS else {}
+    return sorted_positions(matrix.item_table, keys, sort, descending)
+
+
 def item_page(
-    matrix: Matrix, model: str, sort: str = "item", descending: bool = False, page: int = 1, page_size: int = 50
+    matrix: Matrix,
+    model: str,
+    sort: str = "item",
+    descending: bool = False,
+    page: int = 1,
+    page_size: int = 50,
+    order: np.ndarray | None = None,
 ) -> tuple[pa.Table, int]:
-    """One page of the item table and the number of pages.
+    """One page of the item table and the number of pages; ``order``: ``item_order``'s for this sort, where the
+    caller keeps it.
 
     Rows keep ``position`` (the item's index in ``matrix``) so the caller can draw trajectories of
     any model for just these rows. Ties sort by item id; NaN confidences sort last.
     """
-    if sort not in SORTS:
-        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
+    check_sort(sort)
     if page_size < 1:
         raise UserError("page size must be at least 1")
-    keys = sort_keys(matrix, model)
     n_pages = max(1, -(-matrix.n_items // page_size))
     page = min(max(1, int(page)), n_pages)
-    rows = sorted_positions(matrix.item_table, keys, sort, descending)[(page - 1) * page_size : page * page_size]
+    order = item_order(matrix, model, sort, descending) if order is None else order
+    rows = np.asarray(order[(page - 1) * page_size : page * page_size])
     out = item_rows(matrix, model, rows, PAGE_COLUMNS).add_column(0, "position", arrow_numpy.array(rows))
-    for name, values in keys.items():
-        out = out.append_column(name, arrow_numpy.array(values[rows]))  # NaN kept: the contract nulls it
+    for name, values in sort_keys(matrix, model, rows).items():
+        out = out.append_column(name, arrow_numpy.array(values))  # NaN kept: the contract nulls it
     conf = matrix.confidence[matrix.model_index(model), rows].astype(np.float64).round(4)
     per_row = arrow_numpy.lists(arrow_numpy.floats(conf.reshape(-1)), np.full(len(rows), conf.shape[1]))
     return out.append_column("confidence", per_row), n_pages
-
-
-def sorted_ids(matrix: Matrix, model: str, sort: str = "item", descending: bool = False) -> list[str]:
-    """Every item's id in the item table's order (``item_page``'s pages end to end, ``trajaudit items --sort S``):
-    the order the Inspector walks the filtered items in, so "next" from a row of a sorted Items page is the row
-    below it."""
-    if sort not in SORTS:
-        raise UserError(f"unknown sort {sort!r}: expected one of {', '.join(SORTS)}")
-    keys = {} if sort in ("item", "task_type") else sort_keys(matrix, model)
-    order = sorted_positions(matrix.item_table, keys, sort, descending)
-    return matrix.item_table.column("item_id").take(arrow_numpy.array(order)).to_pylist()
 
 
 def flat_table(table: pa.Table, grid: list[str]) -> pd.DataFrame:
@@ -173,10 +193,11 @@ def flat_table(table: pa.Table, grid: list[str]) -> pd.DataFrame:
     return pd.concat([flat, pd.DataFrame(per_config)], axis=1)
 
 
-def largest_drop(matrix: Matrix, model: str) -> np.ndarray:
-    """Per item, the largest fall of ``model``'s score between consecutive configurations (``s(a) - s(b)``,
-    positive for a drop, 0 when it never falls); NaN where it lacks a score somewhere (sorted last)."""
-    s = matrix.score[matrix.model_index(model)].astype(np.float64)
+def largest_drop(score: np.ndarray) -> np.ndarray:
+    """Per item (a row of one model's ``score``, items x configurations), the largest fall of its score between
+    consecutive configurations (``s(a) - s(b)``, positive for a drop, 0 when it never falls); NaN where it lacks
+    a score somewhere (sorted last)."""
+    s = score.astype(np.float64)
     if s.shape[1] < 2:
         return np.full(len(s), np.nan)
     fall = np.round(s[:, :-1] - s[:, 1:], 6).max(axis=1)
