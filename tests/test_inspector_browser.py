@@ -36,12 +36,14 @@ def server(app_server, tmp_path_factory):
 
 def _walk(store) -> list[str]:
     """The filtered items in the Inspector's walk order (``pages.common.walk.ids`` without a selection)."""
+    from backend.scope.items import item_order
     from backend.scope.resolve import Scope
     from backend.scope.view import open_view
     from store.store import Store
 
     view = open_view(Store(store), Scope(BENCH, MODELS).resolve(Store(store)))
-    return view.matrix.items["item_id"].astype(str).tolist()
+    order = item_order(view.matrix, MODELS[0], "item", False)  # no sort in the URL: by item id, as Items lists them
+    return view.matrix.items["item_id"].astype(str).iloc[order].tolist()
 
 
 def _runs(server) -> tuple[int, int]:
