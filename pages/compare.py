@@ -56,10 +56,7 @@ with ui.guard():
     colours = model_colours(data.store_info(view.root, view.version).models)
     report = data.compare_view(view, TOP)
     table = headline_frame(report.metrics)
-    st.dataframe(
-        ui.headline_text(report.metrics, report.n_items, report.grid),
-        column_config={"_index": st.column_config.TextColumn("Metric (95% CI)")},
-    )
+    st.html(ui.headline_html(report.metrics, report.n_items, report.grid, colours))  # the Overview's table
     ui.downloads(table, "compare-headlines")
     if not small_n.too_few(report.n_items):
         ui.vega(titled(bars(table, colours), report.n_items), "compare-headlines")
@@ -69,8 +66,9 @@ with ui.guard():
     ov = report.overlap
     if isinstance(ov, UnsetType):  # only with one model, which stopped above
         st.stop()
-    for column, m in zip(st.columns(3), COMPARE_METRICS.values(), strict=True):
-        column.metric(m.label, m.format(getattr(ov, m.key)), help=m.definition)
+    st.html(
+        ui.cards((m.key, m.label, m.format(getattr(ov, m.key)), "", m.definition) for m in COMPARE_METRICS.values())
+    )
     left, _ = st.columns([3, 2])
     few = small_n.too_few(ov.confused_by_any, "confused item")
     with left:

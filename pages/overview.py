@@ -19,7 +19,7 @@ from backend.present import charts, drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
 from backend.present.series import Curve
-from backend.present.tables import headline_frame, headline_table, overview_transitions
+from backend.present.tables import headline_frame, overview_transitions
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
 from backend.present.text import story as story_text
@@ -154,8 +154,7 @@ def headlines(metrics: OverviewReport, colours: dict[str, str]) -> None:
     """Every selected model's headline numbers in one table, as the report shows it (plain HTML: no table grid for a
     new session to load), with its CSV."""
     st.subheader("Headline numbers per model", anchor=False)
-    table = headline_table(metrics.models, metrics.n_items, metrics.grid)
-    st.html(f'<div class="ta-table">{table_html(table, colours)}</div>')
+    st.html(ui.headline_html(metrics.models, metrics.n_items, metrics.grid, colours))
     ui.downloads(lambda: headline_frame(metrics.models), "headlines")  # built on click (13 ms a run)
 
 

@@ -7,6 +7,7 @@ The real scale-grid store (``../shared/realdata``) has answers only: no confiden
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from pathlib import Path
@@ -20,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend.cli import main
 from backend.contracts.views import ModelMetrics
+from backend.present.metrics import COMPARE_METRICS
 from backend.present.tables import headline_table, task_table
 from tests.page_tables import html_rows
 
@@ -118,10 +120,11 @@ def test_overview_marks_tag_conditioning_and_small_task_groups(demo_store, capsy
 
 
 @pytest.mark.slow
-def test_overview_headline_table_shows_the_cli_twins_cells(demo_store, capsys):
-    """The Overview's headline table (one row per model, the report's) holds the cells ``backend.present`` builds
-    from its CLI twin's JSON: the same text, not only the same numbers."""
-    at = open_page(demo_store, "pages/overview.py", **DEMO_BASE)
+@pytest.mark.parametrize("page", ["pages/overview.py", "pages/compare.py"])
+def test_headline_table_shows_the_cli_twins_cells(demo_store, capsys, page):
+    """The Overview's and Compare's headline table (one row per model, the report's) holds the cells
+    ``backend.present`` builds from its CLI twin's JSON: the same text, not only the same numbers."""
+    at = open_page(demo_store, page, **DEMO_BASE)
     shown = html_rows(at, "headlines")
     argv = ["metrics", "--store", str(demo_store), "--benchmark", "synthetic-videomme", "--models", DEMO_BASE["models"],
             "--bootstrap", "1000", "--seed", "0", "--json"]  # fmt: skip  # the page's bootstrap (data.BOOTSTRAP), seed 0
@@ -130,3 +133,18 @@ def test_overview_headline_table_shows_the_cli_twins_cells(demo_store, capsys):
     models = msgspec.convert(out["models"], dict[str, ModelMetrics])  # the typed metrics the page reads
     twin = headline_table(models, out["n_items"], out["grid"])
     assert shown == twin.rows
+
+
+def test_compare_states_the_confusion_overlap_with_what_each_number_means(demo_store, capsys):
+    """Compare's overlap numbers are cards with their plain definitions on the page (not behind a tooltip), each
+    as ``trajaudit compare --json`` prints it."""
+    at = open_page(demo_store, "pages/compare.py", **DEMO_BASE)
+    argv = ["compare", "--store", str(demo_store), "--benchmark", "synthetic-videomme", "--models", DEMO_BASE["models"],
+            "--json"]  # fmt: skip
+    assert main(argv) == 0
+    overlap = json.loads(capsys.readouterr().out)["overlap"]
+    block = next(h.value for h in at.html if "ta-cards" in h.value)
+    for m in COMPARE_METRICS.values():
+        card = block.split(f'data-key="{m.key}"', 1)[1].split('<div class="ta-card"', 1)[0]
+        assert html.escape(m.label) in card and html.escape(m.definition) in card
+        assert f'<div class="ta-value">{html.escape(m.format(overlap[m.key]))} ' in card

@@ -19,6 +19,7 @@ from backend.present.metrics import METRICS
 from backend.present.palette import CORRECT, INK, WRONG
 from backend.present.tables import header, headline_ci, headline_table, headline_value
 from backend.present.text import MISSING, ci_text, count, pct
+from backend.report.html import table_html
 from backend.scope.binary import describe
 from backend.scope.runs import notice as runs_notice
 from backend.scope.view import View
@@ -62,21 +63,38 @@ def rate_metric(col, label: str, value: float | None, ci: Sequence[float] | None
 
 
 def headline_cards(rec: ModelMetrics, keys: Sequence[str]) -> str:
-    """HTML (for ``st.html``) of one model's headline rates, each with its 95% interval and, underneath, its
-    one-line plain definition (``backend.present.metrics``): read without hovering, and one element for the
-    browser to draw instead of a metric and a caption per number. Data text (the best configuration) is
-    escaped; values are a dash where not available."""
-    cards = []
-    for key in keys:
-        metric = METRICS[key]
-        label = f"{metric.label} ({rec.best_fixed.config})" if key == "best_fixed" else metric.label
-        interval = ci_text(headline_ci(rec, key)) or ""
-        cards.append(
-            f'<div class="ta-card" data-key="{key}"><div class="ta-label">{html.escape(label)}</div>'
-            f'<div class="ta-value">{pct(headline_value(rec, key))} <span class="ta-ci">{interval}</span></div>'
-            f'<div class="ta-def">{html.escape(metric.definition)}</div></div>'
+    """HTML (for ``st.html``) of one model's headline rates as ``cards``, each with its 95% interval and its
+    one-line plain definition (``backend.present.metrics``)."""
+    return cards(
+        (
+            key,
+            f"{METRICS[key].label} ({rec.best_fixed.config})" if key == "best_fixed" else METRICS[key].label,
+            pct(headline_value(rec, key)),
+            ci_text(headline_ci(rec, key)) or "",
+            METRICS[key].definition,
         )
-    return f"<style>{_CARDS_CSS}</style><div class='ta-cards'>{''.join(cards)}</div>"
+        for key in keys
+    )
+
+
+def cards(numbers: Iterable[tuple[str, str, str, str, str]]) -> str:
+    """HTML (for ``st.html``) of numbers as cards, each ``(key, label, value, interval, definition)``: the
+    definition underneath, read without hovering, and one element for the browser to draw instead of a metric
+    and a caption per number. Labels and definitions are escaped (a label may hold data: the best
+    configuration); values and intervals are the formatters' text (a dash where not available)."""
+    shown = [
+        f'<div class="ta-card" data-key="{html.escape(key)}"><div class="ta-label">{html.escape(label)}</div>'
+        f'<div class="ta-value">{html.escape(value)} <span class="ta-ci">{html.escape(interval)}</span></div>'
+        f'<div class="ta-def">{html.escape(definition)}</div></div>'
+        for key, label, value, interval, definition in numbers
+    ]
+    return f"<style>{_CARDS_CSS}</style><div class='ta-cards'>{''.join(shown)}</div>"
+
+
+def headline_html(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str], colours: dict[str, str]) -> str:
+    """HTML (for ``st.html``) of every model's headline numbers in one table, as the report shows it
+    (``backend.present.tables.headline_table``; plain HTML: no table grid for the browser to load and draw)."""
+    return f'<div class="ta-table">{table_html(headline_table(models, n_items, grid), colours)}</div>'
 
 
 _CARDS_CSS = (
@@ -87,12 +105,6 @@ _CARDS_CSS = (
     ".ta-ci{font-size:0.75rem;color:#6b6b76;white-space:nowrap}"
     ".ta-def{font-size:0.8rem;line-height:1.3;color:#55555f}"
 )
-
-
-def headline_text(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str]) -> pd.DataFrame:
-    """``backend.present.tables.headline_table`` as a page shows it: one column per model (rows: metrics), so
-    the widest table fits the page instead of hiding its right columns; cells read "68.3 [61.7, 75.6]", "—"."""
-    return headline_table(models, n_items, grid).frame().set_index("Model").T.rename_axis("% of items (95% CI)")
 
 
 def vega(spec: dict, name: str) -> None:
