@@ -53,13 +53,15 @@ def agreement_tables(out: InterventionsAudit) -> None:
         "**Agreement** (Cohen's kappa on correctness, base protocol vs the other; pooled over the replaced configurations)"
     )
     kappa = AUDIT_METRICS["kappa_pooled"]
-    for col, row in zip(st.columns(max(len(out.protocols), 4)), out.protocols, strict=False):
-        ui.note_metric(
-            col,
+    ui.show_cards(
+        ui.Card(
             f"{kappa.label} · {row.protocol}",
             kappa.format(row.kappa_pooled),
             count(row.n_items, "item"),
+            kappa.definition,
         )
+        for row in out.protocols
+    )
     readable.table(
         kappas,
         {
@@ -274,14 +276,22 @@ def isocompute_tab(view: View, colour: str) -> None:
     for k, group in enumerate(out.groups):  # a handful of groups
         with st.container(border=True):
             ci = group.complementarity_ci
-            m1, m2, m3, m4 = st.columns(4)
             best, oracle, compl = (AUDIT_METRICS[k] for k in ("best_single", "oracle_accuracy", "complementarity"))
-            ui.note_metric(
-                m1, best.label, best.format(group.best_single.accuracy), group.best_single.config, help=best.definition
+            ui.show_cards(
+                [
+                    ui.Card(
+                        best.label, best.format(group.best_single.accuracy), group.best_single.config, best.definition
+                    ),
+                    ui.Card(oracle.label, oracle.format(group.oracle_accuracy), definition=oracle.definition),
+                    ui.rate_card(compl.label, group.complementarity, ci, compl.definition),
+                    ui.Card(
+                        "Items",
+                        f"{group.n_items:,}",
+                        f"{group.n_excluded:,} excluded (incomplete)",
+                        "Items answered at every configuration of the group.",
+                    ),
+                ]
             )
-            m2.metric(oracle.label, oracle.format(group.oracle_accuracy), help=oracle.definition)
-            ui.rate_metric(m3, compl.label, group.complementarity, ci, help=compl.definition)
-            ui.note_metric(m4, "Items", f"{group.n_items:,}", f"{group.n_excluded:,} excluded (incomplete)")
             if not small_n.too_few(group.n_items):
                 for col, (part, spec) in zip(
                     st.columns([2, 3]), enumerate(charts_audits.allocations(group, colour)), strict=True
@@ -319,13 +329,19 @@ def noise_tab(view: View) -> None:
             icon=":material/repeat:",
         )
         return
-    c1, c2, c3 = st.columns(3)
-    ui.note_metric(
-        c1, "Items with repeats", f"{summary.n_items_with_repeats:,}", f"of {count(summary.n_items, 'item')}"
-    )
     noisy, flip = AUDIT_METRICS["n_items_noisy"], AUDIT_METRICS["mean_item_flip_rate"]
-    c2.metric(noisy.label, noisy.format(summary.n_items_noisy), help=noisy.definition)
-    c3.metric(flip.label, flip.format(summary.mean_item_flip_rate), help=flip.definition)
+    ui.show_cards(
+        [
+            ui.Card(
+                "Items with repeats",
+                f"{summary.n_items_with_repeats:,}",
+                f"of {count(summary.n_items, 'item')}",
+                "Items with a second answer at some budget (a run, seed or sampling policy at the same frames).",
+            ),
+            ui.Card(noisy.label, noisy.format(summary.n_items_noisy), definition=noisy.definition),
+            ui.Card(flip.label, flip.format(summary.mean_item_flip_rate), definition=flip.definition),
+        ]
+    )
     if not small_n.too_few(summary.n_items_with_repeats):
         ui.vega(charts_audits.noise(summary), f"noise-{scope.focus}")
     per_config = pd.DataFrame(to_json(summary.per_config))
@@ -372,14 +388,15 @@ def crossmodel_tab(view: View) -> None:
         f"Items both models answered at both configurations ({out.n_items:,}; {out.n_excluded:,} excluded). "
         f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}"
     )
-    c1, c2, c3, c4, c5 = st.columns(5)
-    c1.metric(f"{ui.escape_md(a)} @ {ca}", ui.pct(out.accuracy_from))
-    c2.metric(f"{ui.escape_md(b)} @ {cb}", ui.pct(out.accuracy_to))
     rescued, harmed, net, p = (METRICS[k] for k in ("rescued", "harmed", "net", "mcnemar_p"))
-    c3.metric(rescued.label, rescued.format(out.rescued), help=rescued.definition)
-    c4.metric(harmed.label, harmed.format(out.harmed), help=harmed.definition)
-    ui.note_metric(
-        c5, net.label, f"{net.format(out.net)} pp", f"{p.label} = {p.format(out.mcnemar_p)}", help=net.definition
+    ui.show_cards(
+        [
+            ui.Card(f"{a} @ {ca}", ui.pct(out.accuracy_from), definition="Accuracy on these items."),
+            ui.Card(f"{b} @ {cb}", ui.pct(out.accuracy_to), definition="Accuracy on these items."),
+            ui.Card(rescued.label, rescued.format(out.rescued), definition=rescued.definition),
+            ui.Card(harmed.label, harmed.format(out.harmed), definition=harmed.definition),
+            ui.Card(net.label, f"{net.format(out.net)} pp", f"{p.label} = {p.format(out.mcnemar_p)}", net.definition),
+        ]
     )
     if not small_n.too_few(out.n_items):
         ui.vega(charts_audits.crossmodel(out), f"crossmodel-{a}-{b}")

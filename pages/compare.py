@@ -66,8 +66,9 @@ with ui.guard():
     ov = report.overlap
     if isinstance(ov, UnsetType):  # only with one model, which stopped above
         st.stop()
-    st.html(
-        ui.cards((m.key, m.label, m.format(getattr(ov, m.key)), "", m.definition) for m in COMPARE_METRICS.values())
+    ui.show_cards(
+        ui.Card(m.label, m.format(getattr(ov, m.key)), definition=m.definition, key=m.key)
+        for m in COMPARE_METRICS.values()
     )
     left, _ = st.columns([3, 2])
     few = small_n.too_few(ov.confused_by_any, "confused item")

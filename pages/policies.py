@@ -64,22 +64,26 @@ def frame_delta(cost: float | None, top: str) -> str:
 
 def cascade_numbers(point: CascadeThresholdReport, top: str) -> None:
     """The cascade at the chosen threshold: accuracy (95% CI), mean frames with and without sharing, items."""
-    c1, c2, c3, c4 = st.columns(4)
     accuracy = POLICY_METRICS["accuracy"]
-    ui.rate_metric(c1, accuracy.label, point.accuracy, unset(point.accuracy_ci), help=accuracy.definition)
     costs = (
         (point.mean_frames_shared, point.cost_vs_top_shared),
         (point.mean_frames_unshared, point.cost_vs_top_unshared),
     )
-    for col, metric, (mean, cost) in zip((c2, c3), FRAME_COSTS, costs, strict=True):
-        ui.note_metric(col, metric.label, metric.format(mean), frame_delta(cost, top), help=metric.definition)
     missing = point.n_without_confidence
-    ui.note_metric(
-        c4,
-        "Items",
-        f"{point.n_items:,}",
-        f"{missing:,} without confidences" if missing else "all with confidences",
-        help="Items with a confidence at every rung of the ladder.",
+    ui.show_cards(
+        [
+            ui.rate_card(accuracy.label, point.accuracy, unset(point.accuracy_ci), accuracy.definition),
+            *(
+                ui.Card(metric.label, metric.format(mean), frame_delta(cost, top), metric.definition)
+                for metric, (mean, cost) in zip(FRAME_COSTS, costs, strict=True)
+            ),
+            ui.Card(
+                "Items",
+                f"{point.n_items:,}",
+                f"{missing:,} without confidences" if missing else "all with confidences",
+                "Items with a confidence at every rung of the ladder.",
+            ),
+        ]
     )
 
 
@@ -94,23 +98,28 @@ def matching_numbers(sweep: CascadeSweepReport) -> None:
         return
     with st.container(border=True):
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep.top_accuracy)} on these items)")
-        c1, c2, c3, c4 = st.columns(4)
-        c1.metric("Threshold", f"{match.threshold:.3f}")
         accuracy, saving, frames = (POLICY_METRICS[k] for k in ("accuracy", "saving", "mean_frames_shared"))
-        ui.rate_metric(c2, accuracy.label, match.accuracy, unset(match.accuracy_ci), help=accuracy.definition)
-        ui.rate_metric(
-            c3,
-            saving.label,
-            match.saving,
-            unset(match.saving_ci),
-            help=f"{saving.definition} Paired bootstrap interval.",
-        )
-        ui.note_metric(
-            c4,
-            frames.label,
-            frames.format(match.mean_frames_shared),
-            f"vs {sweep.fixed[-1].frames} at {top}",
-            help=frames.definition,
+        ui.show_cards(
+            [
+                ui.Card(
+                    "Threshold",
+                    f"{match.threshold:.3f}",
+                    definition="The confidence at or above which the cascade keeps a rung's answer.",
+                ),
+                ui.rate_card(accuracy.label, match.accuracy, unset(match.accuracy_ci), accuracy.definition),
+                ui.rate_card(
+                    saving.label,
+                    match.saving,
+                    unset(match.saving_ci),
+                    f"{saving.definition} Paired bootstrap interval.",
+                ),
+                ui.Card(
+                    frames.label,
+                    frames.format(match.mean_frames_shared),
+                    f"vs {sweep.fixed[-1].frames} at {top}",
+                    frames.definition,
+                ),
+            ]
         )
 
 
@@ -125,16 +134,24 @@ def predictor_controls() -> tuple[int, int]:
 
 def predictor_numbers(report: PredictorReport) -> None:
     arg = next(r for r in report.frontier if r.label == "argmax")
-    c1, c2, c3, c4 = st.columns(4)
     argmax, hit, never = (
         POLICY_METRICS[k] for k in ("frontier[argmax].accuracy", "target_hit_rate", "never_correct_share")
     )
-    ui.note_metric(
-        c1, argmax.label, argmax.format(arg.accuracy), f"{arg.mean_frames:.1f} frames per item", help=argmax.definition
+    ui.show_cards(
+        [
+            ui.Card(
+                argmax.label, argmax.format(arg.accuracy), f"{arg.mean_frames:.1f} frames per item", argmax.definition
+            ),
+            ui.Card(hit.label, hit.format(report.target_hit_rate), definition=hit.definition),
+            ui.Card(never.label, never.format(report.never_correct_share), definition=never.definition),
+            ui.Card(
+                "Video groups",
+                f"{report.n_groups:,}",
+                f"{count(report.n_items, 'item')}, {report.folds} folds",
+                "Cross-validation groups: the items of one video are held out together.",
+            ),
+        ]
     )
-    c2.metric(hit.label, hit.format(report.target_hit_rate), help=hit.definition)
-    c3.metric(never.label, never.format(report.never_correct_share), help=never.definition)
-    ui.note_metric(c4, "Video groups", f"{report.n_groups:,}", f"{count(report.n_items, 'item')}, {report.folds} folds")
 
 
 ensure_entrypoint()

@@ -120,3 +120,19 @@ def test_link_cannot_move_the_store_or_the_video_root(hostile, page):
     assert "Video unavailable" in main and str(base / "videos") in main and str(elsewhere) not in main
     assert page.locator('[data-testid="stImage"]').count() == 0  # no frame decoded from the other folder
     assert not other.exists()  # no demo store built, nothing half-built there
+
+
+@pytest.mark.parametrize(("path", "extra"), [("compare", {}), ("audits", {"atab": "crossmodel"})])
+def test_a_hostile_model_name_on_cards_and_tables_is_text(hostile, page, path, extra):
+    """Compare's headline table and overlap cards, and the cross-model audit's cards (each labelled with a model's
+    name), show a model name carrying HTML as text and load nothing from it."""
+    server, _ = hostile
+    requests = _open(page, server, path, bench="bench", models=",".join(MODELS), model=EVIL_MODEL, **extra)
+    page.wait_for_timeout(1500)  # give any injected element time to fetch
+    main = page.locator('[data-testid="stMain"]').inner_text().replace(WORD_JOINER, "")
+    assert EVIL_MODEL in main
+    assert page.locator(".ta-cards").count() >= 1  # the cards were drawn
+    assert page.locator("iframe").count() == 0 and page.locator('img[src="x"]').count() == 0
+    assert page.get_by_text("OVERLAY", exact=True).count() == 0
+    fetched = [u for u in requests if urlparse(u).hostname == ATTACKER or urlparse(u).path.endswith("/x")]
+    assert not fetched, fetched

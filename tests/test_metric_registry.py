@@ -173,9 +173,9 @@ def test_every_score_number_the_report_the_cli_and_the_page_show_is_a_registered
     assert cards >= {"best_fixed", "oracle_mean", "oracle_gap"} and cards <= set(SCORE_METRICS)
 
 
-# Where a page writes a number's name: st.metric's label, ui.note_metric's and ui.rate_metric's (after the column),
-# a table column's header. A registered metric's name there comes from the registry, never typed again.
-LABEL_ARGUMENT = {"metric": 0, "note_metric": 1, "rate_metric": 1, "_points_metric": 1}
+# Where a page writes a number's name: a card's label (``ui.Card``, ``ui.rate_card``, the score cards; st.metric's on
+# the Workers page), a table column's header. A registered metric's name there comes from the registry, never typed.
+LABEL_ARGUMENT = {"metric": 0, "Card": 0, "rate_card": 0, "_points_card": 0}
 COLUMN_KINDS = {"Column", "NumberColumn", "TextColumn", "ProgressColumn"}
 
 
@@ -229,7 +229,7 @@ def test_no_page_types_a_registered_metrics_name_by_hand():
 
 
 def test_every_card_a_page_labels_by_hand_is_a_listed_non_metric():
-    """A number on a page's card (``st.metric``, ``ui.note_metric``, ``ui.rate_metric``) is a registered metric
+    """A number on a page's card (``ui.Card``, ``ui.rate_card``, ``st.metric``) is a registered metric
     read from the registry (its label then is no literal) or one of ``NOT_REGISTERED``: a new card with a typed
     label fails here until its metric is registered (with its definition, formula and docs anchor)."""
     files = [*sorted((REPO / "pages").rglob("*.py")), REPO / "app.py"]

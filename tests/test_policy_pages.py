@@ -6,9 +6,11 @@ with the ``--json`` output of the CLI command the page names, on the same small 
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -75,8 +77,19 @@ def flows_cli(capsys, store: Path, *args: str) -> dict:
     return cli(capsys, "flows", *base, "--grid", GRID, *args, "--json")
 
 
+CARD = re.compile(
+    r'<div class="ta-label">(.*?)</div><div class="ta-value">(.*?) <span class="ta-ci">(.*?)</span>', re.S
+)
+
+
 def metrics(at: AppTest) -> list[tuple[str, str, str]]:
-    return [(m.label, m.value, m.delta) for m in at.metric]
+    """The numbers the page drew as cards (``pages.common.ui.cards``), in page order: (label, value, note)."""
+    return [
+        tuple(html.unescape(part) for part in card)
+        for block in at.html
+        if "ta-cards" in block.value
+        for card in CARD.findall(block.value)
+    ]
 
 
 def chart(at: AppTest) -> tuple[pd.DataFrame, dict]:

@@ -67,9 +67,9 @@ def points(x: float | None) -> str:
     return ui.DASH if x is None else f"{100 * x:.1f}"
 
 
-def _points_metric(col, label: str, value: float | None, ci: Sequence[float] | None, help: str) -> None:
-    delta = None if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}"
-    ui.note_metric(col, label, points(value), delta, help=help)
+def _points_card(label: str, value: float | None, ci: Sequence[float] | None, definition: str) -> ui.Card:
+    """A score in points as a card, its 95% interval in points as the note."""
+    return ui.Card(label, points(value), "" if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}", definition)
 
 
 def curve_input(grid: list[str], models: Mapping[str, ContinuousMetrics]) -> series.Curve:
@@ -126,38 +126,35 @@ def overview_section(v: View, metrics: McqaMetrics, colours: dict[str, str]) -> 
             worst = max(focus.transitions, key=lambda t: t.regression_rate, default=None)
             rates = unset(focus.ci.regression_rate)
             cis: list[Interval | None] = list(rates) if rates else [None] * len(focus.transitions)
-            c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.4])
             best = focus.best_fixed
-            _points_metric(
-                c1,
-                f"{SCORE_METRICS['best_fixed'].label} ({best.config})",
-                best.mean_score,
-                (focus.ci.mean_score or {}).get(best.config),
-                SCORE_METRICS["best_fixed"].definition,
-            )
-            _points_metric(
-                c2,
-                SCORE_METRICS["oracle_mean"].label,
-                focus.oracle_mean,
-                None,
-                SCORE_METRICS["oracle_mean"].definition,
-            )
-            _points_metric(
-                c3,
-                SCORE_METRICS["oracle_gap"].label,
-                focus.oracle_gap,
-                unset(focus.ci.oracle_gap),
-                SCORE_METRICS["oracle_gap"].definition,
-            )
+            shown = [
+                _points_card(
+                    f"{SCORE_METRICS['best_fixed'].label} ({best.config})",
+                    best.mean_score,
+                    (focus.ci.mean_score or {}).get(best.config),
+                    SCORE_METRICS["best_fixed"].definition,
+                ),
+                _points_card(
+                    SCORE_METRICS["oracle_mean"].label, focus.oracle_mean, None, SCORE_METRICS["oracle_mean"].definition
+                ),
+                _points_card(
+                    SCORE_METRICS["oracle_gap"].label,
+                    focus.oracle_gap,
+                    unset(focus.ci.oracle_gap),
+                    SCORE_METRICS["oracle_gap"].definition,
+                ),
+            ]
             if worst is not None:
                 k, rate = focus.transitions.index(worst), SCORE_METRICS["regression_rate"]
-                ui.note_metric(
-                    c4,
-                    f"{rate.label} ({worst.from_} → {worst.to})",
-                    ui.pct(worst.regression_rate),
-                    ui.ci_text(cis[k]),
-                    help=f"{rate.definition} The step with the most regressions.",
+                shown.append(
+                    ui.rate_card(
+                        f"{rate.label} ({worst.from_} → {worst.to})",
+                        worst.regression_rate,
+                        cis[k],
+                        f"{rate.definition} The step with the most regressions.",
+                    )
                 )
+            ui.show_cards(shown)
     show_by_model(tables.score_table(metrics.grid, models), "scores")
     for k, spec in enumerate(charts.curve_and_flows(curve_input(metrics.grid, models), colours, terms=SCORE_TERMS)):
         ui.vega(spec, f"score-curve-{k}")

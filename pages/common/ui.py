@@ -8,7 +8,7 @@ import html
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -51,44 +51,54 @@ def guard() -> Iterator[None]:
         st.stop()
 
 
-def note_metric(col, label: str, value: str, note: str | None, help: str | None = None) -> None:
-    """A metric with a note underneath (an interval, a count, a comparison) in Streamlit's delta slot, muted:
-    no colour, no arrow, since a note is not a change."""
-    col.metric(label, value, delta=note, delta_color="off", delta_arrow="off", help=help)
+class Card(NamedTuple):
+    """A number drawn as a card (``cards``): its label, its value as text, a note beside the value (an interval, a
+    count, a comparison; "" for none) and what it means, in one plain line shown under it ("" for none), so a
+    reader never hovers for a definition. ``key``: the metric's registry key, where it is one (``data-key``)."""
+
+    label: str
+    value: str
+    note: str = ""
+    definition: str = ""
+    key: str = ""
 
 
-def rate_metric(col, label: str, value: float | None, ci: Sequence[float] | None, help: str | None = None) -> None:
-    """A rate as a metric with its 95% interval underneath."""
-    note_metric(col, label, pct(value), ci_text(ci), help)
+def rate_card(label: str, value: float | None, ci: Sequence[float] | None, definition: str = "", key: str = "") -> Card:
+    """A rate as a card, its 95% interval as the note (a dash where there is no value)."""
+    return Card(label, pct(value), ci_text(ci) or "", definition, key)
 
 
 def headline_cards(rec: ModelMetrics, keys: Sequence[str]) -> str:
     """HTML (for ``st.html``) of one model's headline rates as ``cards``, each with its 95% interval and its
     one-line plain definition (``backend.present.metrics``)."""
     return cards(
-        (
-            key,
+        rate_card(
             f"{METRICS[key].label} ({rec.best_fixed.config})" if key == "best_fixed" else METRICS[key].label,
-            pct(headline_value(rec, key)),
-            ci_text(headline_ci(rec, key)) or "",
+            headline_value(rec, key),
+            headline_ci(rec, key),
             METRICS[key].definition,
+            key,
         )
         for key in keys
     )
 
 
-def cards(numbers: Iterable[tuple[str, str, str, str, str]]) -> str:
-    """HTML (for ``st.html``) of numbers as cards, each ``(key, label, value, interval, definition)``: the
-    definition underneath, read without hovering, and one element for the browser to draw instead of a metric
-    and a caption per number. Labels and definitions are escaped (a label may hold data: the best
-    configuration); values and intervals are the formatters' text (a dash where not available)."""
+def cards(numbers: Iterable[Card]) -> str:
+    """HTML (for ``st.html``) of numbers as cards, as many to a row as fit: one element for the browser to draw
+    instead of a column, a metric and a tooltip per number. Every text is escaped (a label or a note may hold
+    data: a model's or a configuration's name)."""
     shown = [
-        f'<div class="ta-card" data-key="{html.escape(key)}"><div class="ta-label">{html.escape(label)}</div>'
-        f'<div class="ta-value">{html.escape(value)} <span class="ta-ci">{html.escape(interval)}</span></div>'
-        f'<div class="ta-def">{html.escape(definition)}</div></div>'
-        for key, label, value, interval, definition in numbers
+        f'<div class="ta-card" data-key="{html.escape(c.key)}"><div class="ta-label">{html.escape(c.label)}</div>'
+        f'<div class="ta-value">{html.escape(c.value)} <span class="ta-ci">{html.escape(c.note)}</span></div>'
+        f'<div class="ta-def">{html.escape(c.definition)}</div></div>'
+        for c in numbers
     ]
     return f"<style>{_CARDS_CSS}</style><div class='ta-cards'>{''.join(shown)}</div>"
+
+
+def show_cards(numbers: Iterable[Card], where: Any = st) -> None:
+    """Draw ``cards`` (in ``where``: the page, a container)."""
+    where.html(cards(numbers))
 
 
 def headline_html(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str], colours: dict[str, str]) -> str:
