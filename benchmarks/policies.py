@@ -101,15 +101,15 @@ def main() -> None:
     swept = cascade.sweep(ladder, max_points=100, bootstrap=0)
     t2 = time.perf_counter()
     print(
-        f"cascade frontier, {len(swept['frontier'])} thresholds on {swept['n_items']:,} items: load {t1 - t0:.3f} s + "
+        f"cascade frontier, {len(swept.frontier)} thresholds on {swept.n_items:,} items: load {t1 - t0:.3f} s + "
         f"sweep {t2 - t1:.3f} s = {t2 - t0:.3f} s (target < 1 s)"
     )
     t = time.perf_counter()
-    m = cascade.sweep(ladder, max_points=100, bootstrap=1000)["matching"]
+    m = cascade.sweep(ladder, max_points=100, bootstrap=1000).matching
     if m:
         print(
-            f"  matching threshold {m['threshold']:g}: accuracy {m['accuracy']:.4f} vs top {swept['top_accuracy']:.4f}, "
-            f"saving {100 * m['saving']:.1f}% of shared frames; sweep with its 1000-resample intervals "
+            f"  matching threshold {m.threshold:g}: accuracy {m.accuracy:.4f} vs top {swept.top_accuracy:.4f}, "
+            f"saving {100 * m.saving:.1f}% of shared frames; sweep with its 1000-resample intervals "
             f"{time.perf_counter() - t:.3f} s"
         )
 

@@ -73,6 +73,20 @@ def test_folds_never_share_a_video():
         predictor.grouped_folds(groups, 20)
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_folds_are_group_k_folds_of_the_video_names(seed):
+    """The groups enter ``GroupKFold`` as integer codes (fast), and the folds are the ones it gives their names."""
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(seed)
+    groups = np.asarray([f"video:b/v{rng.integers(40):03d}" for _ in range(300)] + ["item:b/q1"], dtype=object)
+    expected = np.empty(len(groups), dtype=np.int16)
+    splits = GroupKFold(n_splits=5, shuffle=True, random_state=seed).split(np.zeros(len(groups)), groups=groups)
+    for k, (_, test) in enumerate(splits):
+        expected[test] = k
+    assert predictor.grouped_folds(groups, 5, seed).tolist() == expected.tolist()
+
+
 def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_store):
     ladder = views.model_ladder(pred_store, "m", LADDER)
     cv = predictor.cross_validate(ladder, n_folds=4, seed=0)
