@@ -96,9 +96,9 @@ def cards(numbers: Iterable[Card]) -> str:
     return f"<style>{_CARDS_CSS}</style><div class='ta-cards'>{''.join(shown)}</div>"
 
 
-def show_cards(numbers: Iterable[Card], where: Any = st) -> None:
-    """Draw ``cards`` (in ``where``: the page, a container)."""
-    where.html(cards(numbers))
+def show_cards(numbers: Iterable[Card]) -> None:
+    """Draw ``cards`` as one element."""
+    st.html(cards(numbers))
 
 
 def headline_html(models: Mapping[str, ModelMetrics], n_items: int, grid: list[str], colours: dict[str, str]) -> str:
