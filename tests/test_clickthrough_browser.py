@@ -179,7 +179,8 @@ def test_a_flows_items_rerun_together_and_compare(app_server, page):
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert f"Of the {counted(small['count'], 'item')} ({small['from']} → {small['to']} harmed)" in text
-    assert f"correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
+    assert f"Correct under {RERUN_FRAMES}f" in text and "McNemar p" in text
+    assert page.locator('[data-testid="stException"]').count() == 0  # its CLI twin and the page's are two
     screenshot(page, "clickthrough-flows-rerun")
 
 

@@ -423,15 +423,34 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
             f"{ui.escape_md(batch.model)}: {ui.escape_md(spec.note)}. Its answers are noise; the comparison shows the pipeline, not the model.",
             icon=":material/casino:",
         )
-    shares = [
-        (f"correct under {cmp.config}", cmp.accuracy_new),
-        (f"correct at {cmp.baseline}", cmp.accuracy_baseline),
-    ]
-    cols = st.columns(4)
-    for col, (name, share) in zip(cols, shares, strict=False):
-        ci = "" if share.ci95 is None else f"Wilson 95% [{100 * share.ci95[0]:.0f}, {100 * share.ci95[1]:.0f}]%"
-        col.metric(name, f"{share.k} of {share.n}", help=ci or None)
-        col.caption(ci)
+    rescued, harmed, p = (METRICS[k] for k in ("rescued", "harmed", "mcnemar_p"))
+    shares = (
+        (
+            f"Correct under {cmp.config}",
+            cmp.accuracy_new,
+            "The re-run's answers that are right, of the items compared.",
+        ),
+        (f"Correct at {cmp.baseline}", cmp.accuracy_baseline, "The stored answers that are right, on the same items."),
+    )
+    ui.show_cards(
+        [
+            *(
+                ui.Card(
+                    name,
+                    f"{share.k} of {share.n}",
+                    "" if share.ci95 is None else f"Wilson 95% [{100 * share.ci95[0]:.0f}, {100 * share.ci95[1]:.0f}]%",
+                    meaning,
+                )
+                for name, share, meaning in shares
+            ),
+            ui.Card(
+                f"{rescued.label} / {harmed.label.lower()}",
+                f"{rescued.format(cmp.rescued)} / {harmed.format(cmp.harmed)}",
+                definition=f"Items wrong at {cmp.baseline} and right under {cmp.config} / the other way round.",
+            ),
+            ui.Card(p.label, p.format(cmp.mcnemar_p), definition=p.definition),
+        ]
+    )
     agreement = cmp.agreement
     if agreement is not None:
         differing = ", ".join(map(ui.escape_md, agreement.differing[:10])) or "none"
@@ -440,11 +459,6 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
             f"{agreement.n} answers agree (differing: {differing}).",
             icon=":material/fact_check:",
         )
-    rescued, harmed, p = (METRICS[k] for k in ("rescued", "harmed", "mcnemar_p"))
-    cols[2].metric(
-        f"{rescued.label} / {harmed.label.lower()}", f"{rescued.format(cmp.rescued)} / {harmed.format(cmp.harmed)}"
-    )
-    cols[3].metric(p.label, p.format(cmp.mcnemar_p), help=p.definition)
     st.dataframe(pd.DataFrame(cmp.items), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
@@ -457,4 +471,5 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
         "--baseline",
         cmp.baseline,
         "--wait",
+        key=f"{ui.TWIN}-rerun",
     )

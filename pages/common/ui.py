@@ -317,16 +317,20 @@ def scope_caption(view: View) -> None:
             )
 
 
-def twin(view: View, command: list[str], *extra: str) -> None:
+TWIN = "cli-twin"  # the page's own twin's expander; a section with a twin of its own names another
+
+
+def twin(view: View, command: list[str], *extra: str, key: str = TWIN) -> None:
     """The view's CLI twin: the exact ``trajaudit ... --json`` line that prints the numbers drawn here."""
-    show_twin(view.twin(command, *extra, "--json"))
+    show_twin(view.twin(command, *extra, "--json"), key)
 
 
-def show_twin(line: str) -> None:
-    """A copyable CLI line under the page (datasette's "JSON" link, for a terminal).
+def show_twin(line: str, key: str = TWIN) -> None:
+    """A copyable CLI line under the page (datasette's "JSON" link, for a terminal); ``key`` keys its expander,
+    so a section's twin (a batch re-run's comparison) and the page's are two (one key twice raised on the page).
 
     Drawn only once the expander is opened: a code block loads Streamlit's syntax highlighter
     (a large script the browser runs on a new session) even when folded."""
-    box = st.expander("CLI twin: the same numbers as JSON", key="cli-twin", on_change="rerun")
+    box = st.expander("CLI twin: the same numbers as JSON", key=key, on_change="rerun")
     if box.open:
         box.code(line, language="bash", wrap_lines=True)
