@@ -428,19 +428,18 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
         (
             f"Correct under {cmp.config}",
             cmp.accuracy_new,
-            "The re-run's answers that are right, of the items compared.",
+            "The re-run's answers that are right, of the items compared (Wilson interval).",
         ),
-        (f"Correct at {cmp.baseline}", cmp.accuracy_baseline, "The stored answers that are right, on the same items."),
+        (
+            f"Correct at {cmp.baseline}",
+            cmp.accuracy_baseline,
+            "The stored answers that are right, on the same items (Wilson interval).",
+        ),
     )
     ui.show_cards(
         [
             *(
-                ui.Card(
-                    name,
-                    f"{share.k} of {share.n}",
-                    "" if share.ci95 is None else f"Wilson 95% [{100 * share.ci95[0]:.0f}, {100 * share.ci95[1]:.0f}]%",
-                    meaning,
-                )
+                ui.Card(name, f"{share.k} of {share.n}", ui.ci_text(share.ci95) or "", meaning)
                 for name, share, meaning in shares
             ),
             ui.Card(

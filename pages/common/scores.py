@@ -69,7 +69,7 @@ def points(x: float | None) -> str:
 
 def _points_card(label: str, value: float | None, ci: Sequence[float] | None, definition: str) -> ui.Card:
     """A score in points as a card, its 95% interval in points as the note."""
-    return ui.Card(label, points(value), "" if not ci else f"95% CI {points(ci[0])}–{points(ci[1])}", definition)
+    return ui.Card(label, points(value), ui.ci_text(ci) or "", definition)
 
 
 def curve_input(grid: list[str], models: Mapping[str, ContinuousMetrics]) -> series.Curve:
