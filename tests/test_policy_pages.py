@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -258,7 +259,41 @@ def test_a_chart_on_too_few_items_is_a_notice_set_in_the_sidebar(demo, capsys):
 def test_tables_read_in_plain_words_and_never_none(demo, page, params):
     """Every table of the page: headers in plain words (sentence case, no snake_case; a model's name as it is,
     never capitalised), and no missing value left for the grid to draw as "None"."""
-    at = open_page(demo, page, grid=GRID, chartn="1", **params)
+    assert_plain_tables(open_page(demo, page, grid=GRID, chartn="1", **params))
+
+
+def test_a_batch_rerun_comparison_reads_in_plain_words(demo, tmp_path):
+    """A finished batch re-run's items table (Flows; Items' picked and filtered items draw the same panel): headers
+    in plain words ("Item", "Correct at 16f"), a dash where an item has no answer. At a logged configuration the
+    batch is answered from the store, so the comparison is drawn at once (no worker: the registered model's
+    checkpoint is never loaded)."""
+    root = tmp_path / "store"
+    shutil.copytree(demo, root, ignore=shutil.ignore_patterns(".cache"))
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    registry.add(root, registry.ModelSpec(MODEL, "qwen2_5_vl", str(ckpt), max_frames=128))
+    # the page alone (AppTest drops a click's trigger when the multipage app re-resolves its page)
+    at = AppTest.from_file(str(REPO / "pages" / "flows.py"), default_timeout=TIMEOUT_S)
+    serve(root)
+    for key, value in {"from": "8f", "to": "16f", "kind": "rescued"}.items():  # the link's flow (pages.common.state)
+        at.session_state[f"s_{key}"] = value
+    at.session_state["view"] = open_view(
+        Store(root), Scope(BENCH, (MODEL, "synthetic-B-13B"), tuple(GRID.split(","))).resolve(Store(root))
+    )
+    at.run()
+    (frames,) = [n for n in at.number_input if n.label == "Frames" and str(n.key).startswith("batch-")]
+    frames.set_value(16).run()
+    (run,) = [b for b in at.button if b.label.startswith("Re-run ") and b.label.endswith(" items")]
+    run.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value.startswith("Of the ") for s in at.success), [s.value for s in at.success]
+    (batch,) = [df for df in at.dataframe if "run" in df.value.columns]  # the comparison's items
+    labels = [json.loads(batch.proto.columns)[c]["label"] for c in batch.value.columns]
+    assert labels == ["Item", "Correct at 16f", "Correct at 16f (re-run)", "Answer", "Run"], labels
+    assert_plain_tables(at)
+
+
+def assert_plain_tables(at: AppTest) -> None:
     models = {MODEL, "synthetic-B-13B"}
     assert at.dataframe
     for df in at.dataframe:

@@ -33,7 +33,7 @@ from backend.runtime.client import (
 )
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import data, sidebar, ui
+from pages.common import data, readable, sidebar, ui
 from pages.common.strips import strip
 from store import configs
 from store.configs import LOGGED, ConfigLabelError
@@ -458,7 +458,7 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
             f"{agreement.n} answers agree (differing: {differing}).",
             icon=":material/fact_check:",
         )
-    st.dataframe(pd.DataFrame(cmp.items), hide_index=True, key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
+    readable.table(pd.DataFrame(cmp.items), key=f"batch-items-{'-'.join(sel.to_url())[:80]}")
     flags = {"flow": "--flow", "state": "--state"}
     which = [flags[sel.kind], ":".join(sel.args)] if sel.kind in flags else ["--items", "ITEMS.txt"]
     ui.twin(
