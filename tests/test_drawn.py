@@ -74,3 +74,24 @@ def test_a_format_that_is_not_a_number_format_is_refused():
 
 def test_the_chart_saves_as_png():
     assert drawn.png(_spec(("a", "b"))).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_spec_drawn_from_a_compiled_template_is_the_whole_compile():
+    """``drawn.vega`` compiles a spec once per shape and puts each spec's data in: two specs of one shape (a filter:
+    other numbers, the same models) come out as vl-convert's own compile of each, and so as its SVG."""
+    import vl_convert
+
+    first, second = _spec(("a", "b")), _spec(("a", "b"))
+    second["vconcat"][0]["data"]["values"][0]["accuracy"] = 12.5
+    assert drawn.vega(first) != drawn.vega(second)
+    for spec in (first, second):
+        assert drawn.vega(spec) == vl_convert.vegalite_to_vega(spec)
+        assert drawn.svg(spec) == drawn.svg(spec) and "12.5" in drawn.svg(second)
+    assert drawn._compiled.cache_info().hits >= 2
+
+
+def test_labels_are_drawn_whole():
+    """No truncation (``drawn.WHOLE``): a long model name is in the legend as written, not cut to "…"."""
+    name = "a-model-with-a-name-longer-than-the-legend-would-draw-it"
+    out = drawn.svg(_spec((name, "b")))
+    assert f">{name}</text>" in out and "…" not in out

@@ -302,9 +302,9 @@ def assert_plain_tables(at: AppTest) -> None:
         assert buttons <= {"open"} and all(set(df.value[c]) == {"Open"} for c in buttons)  # a row's Open button
         labels = [config.get(str(col), {}).get("label") or str(col) for col in df.value.columns if col not in buttons]
         for label in labels:
-            assert label in models or ("_" not in label and not label[0].islower()), (page, labels)
-            assert label.lower() not in {m.lower() for m in models} or label in models, (page, label)  # data as written
-        assert not df.value.isna().any().any(), (page, df.value.columns[df.value.isna().any()].tolist())
+            assert label in models or ("_" not in label and not label[0].islower()), labels
+            assert label.lower() not in {m.lower() for m in models} or label in models, label  # data as written
+        assert not df.value.isna().any().any(), df.value.columns[df.value.isna().any()].tolist()
 
 
 @pytest.mark.slow

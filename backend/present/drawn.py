@@ -10,6 +10,7 @@ The specs are ``backend.present.charts``' own, so the Overview's figure and the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -21,6 +22,12 @@ import vl_convert
 _TIP = "\u2063"  # INVISIBLE SEPARATOR: never in a Vega-Lite default description
 _DESCRIBED = re.compile(r'<(path|text)\b([^>]*?\baria-label="' + _TIP + r'([^"]*)"[^>]*?)/>')
 _FORMAT = re.compile(r"^[+]?[.0-9]*[a-z%]?$")  # a d3 number format as the chart builders write them
+# Labels and titles drawn whole. Vega measures a text to cut it at a limit (axis labels at 180 px, legend labels at
+# 160 px, a title at the chart's width), and those measurements were a quarter of vl-convert's time on the
+# Overview's chart (93 -> 68 ms, the SVG byte-identical: nothing there needed cutting; benchmarks/README.md). The
+# first screen's labels are configurations, model names and our own titles, at a fixed width.
+WHOLE = {"axis": {"labelLimit": 0}, "legend": {"labelLimit": 0}, "title": {"limit": 0}}
+_SLOT = "__trajaudit_slot"  # marks an inline dataset's place in a compiled template (``vega``): never a data field
 
 
 def stacked(specs: Sequence[dict], width: int) -> dict:
@@ -30,9 +37,10 @@ def stacked(specs: Sequence[dict], width: int) -> dict:
     first = specs[0]
     parts = [{k: v for k, v in hover_titles(s).items() if k not in ("$schema", "config", "autosize")} for s in specs]
     independent = dict.fromkeys(("color", "fill", "stroke"), "independent")
+    config = {**first["config"], **{k: {**first["config"].get(k, {}), **v} for k, v in WHOLE.items()}}
     return {
         "$schema": first["$schema"],
-        "config": first["config"],
+        "config": config,
         "vconcat": [{**p, "width": width} for p in parts],
         "spacing": 8,
         "resolve": {"scale": independent, "legend": independent},
@@ -72,8 +80,58 @@ def _tip_expression(tip: list[dict]) -> str:
 def svg(spec: dict) -> str:
     """The chart as SVG text, with each described mark's tooltip as its ``<title>`` (escaped as Vega wrote it: data
     text stays text)."""
-    text = vl_convert.vegalite_to_svg(spec)
+    text = vl_convert.vega_to_svg(vega(spec))
     return _DESCRIBED.sub(lambda m: f"<{m[1]}{m[2].replace(_TIP, '')}><title>{m[3]}</title></{m[1]}>", text)
+
+
+def vega(spec: dict) -> dict:
+    """``spec`` compiled to Vega, as ``vl_convert.vegalite_to_vega`` compiles it.
+
+    Why: the compile is a fifth of the conversion, and it depends on the spec's encodings, not on its data, while
+    a filter changes the data alone. So the spec is compiled with each inline dataset replaced by a marker, once per
+    such template (cached), and each spec's own values take the markers' places."""
+    values: list[list] = []
+    template = json.dumps(_marked(spec, values))
+    compiled = _compiled(template, len(values))
+    if compiled is None:  # a marker did not come through once each: compile the spec itself
+        return vl_convert.vegalite_to_vega(spec)
+    filled = [{**d, "values": values[d["values"][0][_SLOT]]} if _slot(d) is not None else d for d in compiled["data"]]
+    return {**compiled, "data": filled}
+
+
+def _marked(spec: object, values: list[list]) -> object:
+    """``spec`` with each ``data: {values: [...]}`` replaced by a marker (``[{_SLOT: k}]``), ``values[k]`` its rows."""
+    if isinstance(spec, list):
+        return [_marked(v, values) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out: dict[str, object] = {}
+    for key, value in spec.items():
+        if key == "data" and isinstance(value, dict) and isinstance(value.get("values"), list):
+            rows = value["values"]
+            if rows not in values:  # equal datasets share a marker, as Vega-Lite merges equal datasets into one
+                values.append(rows)
+            out[key] = {**value, "values": [{_SLOT: values.index(rows)}]}
+        else:
+            out[key] = _marked(value, values)
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(template: str, n: int) -> dict | None:
+    """A marked spec (``n`` datasets) compiled, or None where its markers are not each a Vega dataset of its own (then ``vega``
+    compiles the whole spec). Read-only: ``vega`` copies what it changes."""
+    compiled = vl_convert.vegalite_to_vega(json.loads(template))
+    slots = sorted(k for d in compiled.get("data", []) if (k := _slot(d)) is not None)
+    return compiled if slots == list(range(n)) else None
+
+
+def _slot(dataset: dict) -> int | None:
+    """The marker a compiled dataset holds in place of its values, if any."""
+    rows = dataset.get("values")
+    if isinstance(rows, list) and len(rows) == 1 and isinstance(rows[0], dict) and set(rows[0]) == {_SLOT}:
+        return int(rows[0][_SLOT])
+    return None
 
 
 def png(spec: dict) -> bytes:
