@@ -15,10 +15,9 @@ import streamlit as st
 
 from backend.contracts.base import to_json
 from backend.contracts.views import OverviewReport
-from backend.present import charts, drawn
+from backend.present import drawn
 from backend.present.metrics import CARDS, label
 from backend.present.palette import model_colours
-from backend.present.series import Curve
 from backend.present.tables import headline_frame, overview_transitions
 from backend.present.tables import task_table as task_text
 from backend.present.text import count, story_why
@@ -34,9 +33,6 @@ MIN_GROUP = 30  # task types with fewer items are marked small
 SORTS = {key: label(key) for key in ("visual_confusion_rate", "text_overwrite_rate", "oracle_headroom")} | {
     "n": "items"
 }
-CURVE_HEIGHT = 520  # the curve and its bars fit the first screen (1440 x 900) beside the cards
-# The chart's width in pixels as drawn on the server: its column's at 1440 x 900 (the SVG scales with its column).
-CURVE_WIDTH = 600
 
 
 def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
@@ -82,11 +78,7 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
 def chart_spec(view: View, metrics: OverviewReport, colours: dict[str, str]) -> str:
     """The first screen's chart (the curve over its flows, the focus model's story step shaded) as its spec's
     JSON text, ``data.chart_svg``'s key."""
-    focus = view.scope.focus
-    step = metrics.story[focus]
-    pair = None if step is None else (step.from_, step.to)
-    curves = charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
-    return json.dumps(drawn.stacked(curves, CURVE_WIDTH))
+    return json.dumps(drawn.first_screen(metrics, colours, view.scope.focus))
 
 
 def compute_first(view: View) -> None:

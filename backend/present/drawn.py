@@ -17,6 +17,10 @@ from collections.abc import Sequence
 
 import vl_convert
 
+from backend.contracts.views import OverviewReport
+from backend.present import charts
+from backend.present.series import Curve
+
 # Marks the tooltip text given to a mark as its ARIA description (the one thing vl-convert writes per mark), so
 # the hover titles are the tooltips' and not Vega-Lite's default descriptions of the axes and the other marks.
 _TIP = "\u2063"  # INVISIBLE SEPARATOR: never in a Vega-Lite default description
@@ -28,6 +32,20 @@ _FORMAT = re.compile(r"^[+]?[.0-9]*[a-z%]?$")  # a d3 number format as the chart
 # first screen's labels are configurations, model names and our own titles, at a fixed width.
 WHOLE = {"axis": {"labelLimit": 0}, "legend": {"labelLimit": 0}, "title": {"limit": 0}}
 _SLOT = "__trajaudit_slot"  # marks an inline dataset's place in a compiled template (``vega``): never a data field
+
+
+CURVE_HEIGHT = 520  # the curve and its bars fit the first screen (1440 x 900) beside the cards
+# The chart's width in pixels as drawn on the server: its column's at 1440 x 900 (the SVG scales with its column).
+CURVE_WIDTH = 600
+
+
+def first_screen(metrics: OverviewReport, colours: dict[str, str], focus: str) -> dict:
+    """The Overview's first chart (the curve over ``focus``' flows, its story step shaded) as one spec at the
+    first screen's size (``stacked``)."""
+    step = metrics.story[focus]
+    pair = None if step is None else (step.from_, step.to)
+    curves = charts.curve_and_flows(Curve.of(metrics), colours, height=CURVE_HEIGHT, labelled=focus, step=pair)
+    return stacked(curves, CURVE_WIDTH)
 
 
 def stacked(specs: Sequence[dict], width: int) -> dict:
@@ -80,7 +98,11 @@ def _tip_expression(tip: list[dict]) -> str:
 def svg(spec: dict) -> str:
     """The chart as SVG text, with each described mark's tooltip as its ``<title>`` (escaped as Vega wrote it: data
     text stays text)."""
-    text = vl_convert.vega_to_svg(vega(spec))
+    return titled(vl_convert.vega_to_svg(vega(spec)))
+
+
+def titled(text: str) -> str:
+    """vl-convert's SVG ``text`` with each described mark's tooltip as its ``<title>``."""
     return _DESCRIBED.sub(lambda m: f"<{m[1]}{m[2].replace(_TIP, '')}><title>{m[3]}</title></{m[1]}>", text)
 
 
