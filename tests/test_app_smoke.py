@@ -113,7 +113,7 @@ def test_filters_leaving_no_items_say_so(demo):
 def test_bad_link_values_fall_back(demo):
     at = open_app(models="no-such-model", bench="no-such-bench", grid="3f,8f")
     assert at.sidebar.button_group(key="w_bench").value in ("synthetic-mlvu", "synthetic-videomme")
-    assert at.sidebar.multiselect(key="w_models").value  # the defaults, not an error
+    assert at.sidebar.button_group(key="w_models").value  # the defaults, not an error
 
 
 def test_inspector_strips_without_video_show_indices(demo, tmp_path, monkeypatch):
@@ -202,13 +202,13 @@ def test_a_model_left_out_of_the_first_view_is_named(tmp_path, monkeypatch):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.sidebar.multiselect(key="w_models").value == ["sweep"]
+    assert at.sidebar.button_group(key="w_models").value == ["sweep"]
     said = [c.value for c in at.sidebar.caption if "Not selected at first" in c.value]
     assert said == [
         "Not selected at first: lmms\\<b\\>. A fresh view compares up to 4 models that share two or more "
         "configurations; add one above."
     ], said  # the name as data: Markdown-escaped
-    at.sidebar.multiselect(key="w_models").set_value(["sweep", "lmms<b>"]).run()
+    at.sidebar.button_group(key="w_models").set_value(["sweep", "lmms<b>"]).run()
     assert not [c for c in at.sidebar.caption if "Not selected at first" in c.value]
 
 

@@ -7,8 +7,10 @@ selected model has (the matched grid); a fresh view starts on their budget ladde
 The item filters and the options sit in two popovers, each button naming what is set: Streamlit's frontend
 draws a popover's widgets only while it is open, and the browser redraws every element of the sidebar on each
 full rerun (a page switch, a filter), so the sidebar is 14 elements instead of 26 (issue 33,
-``benchmarks/dashboard_browser.py``). Inside the filters' popover each filter's values are pills (``state.bind_many``):
-a pick is one click, without a select box's dropdown and menu for the browser to draw.
+``benchmarks/dashboard_browser.py``). The models, the grid and each filter's values are pills (``state.bind_many``;
+a searchable multiselect beyond 24 values): a pick is one click, without a select box's dropdown and menu for the
+browser to draw, and a rerun redraws pills for less than the two multiselects the models and the grid were (a cached
+rerun of the Overview 0.24 -> 0.18 s, ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -134,12 +136,12 @@ def draw() -> View | None:
     bench = state.bind_one(sb, "bench", "Benchmark", benchmarks, default_benchmark(info))
     with_bench = [m for m in info.models if bench in info.configs.get(m, {})]
     fresh = default_models(info, bench)
-    models = state.bind(
-        sb.multiselect,
+    models = state.bind_many(
+        sb,
         "models",
         "Models",
-        options=with_bench,
-        default=fresh,
+        with_bench,
+        fresh,
         help="Metrics use the items every selected model answered at every configuration (matched grid).",
     )
     unpicked = [m for m in with_bench if m not in fresh and m not in models]
@@ -174,12 +176,12 @@ def draw() -> View | None:
     )
     default = default_grid(info, models, bench, store.root)
     shared = shared_configs(info, models, bench, reruns)
-    grid = state.bind(
-        grid_slot.multiselect,
+    grid = state.bind_many(
+        grid_slot,
         "grid",
         "Grid (configurations)",
-        options=shared,
-        default=default,
+        shared,
+        default,
         help="Configurations every selected model has, ordered by cost. The default (docs/metrics.md) is the budget ladder "
         "of main runs covering 90% of the items; spatial budgets (@) and sampling policies (/) are one click away.",
     )
