@@ -268,12 +268,12 @@ def _run_choice(sb: DeltaGenerator, store: Store, info: StoreContents, bare: Sco
     if not held:
         return bare
     names = sorted({r for c in held for r in c.runs})
-    run = state.bind(
-        sb.selectbox,
+    run = state.bind_one(
+        sb,
         "run",
         "Run (cells holding several)",
-        options=[FIRST_RUN, *names],
-        default=FIRST_RUN,
+        [FIRST_RUN, *names],
+        FIRST_RUN,
         help="Some cells hold several runs (ingest --run). By default each shows the main run, else the run "
         "ingested first; pick one run for every cell (--run).",
     )
