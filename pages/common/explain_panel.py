@@ -207,5 +207,5 @@ def panel(view: View, target: Target, key: str) -> None:
 def tag_panel(view: View) -> None:
     """Overview: the panel for one trajectory tag of the focus model (the sidebar's tag, else text overwrite)."""
     default = view.scope.tag or ("text-overwrite" if "text" in view.scope.grid else "confused")
-    tag = st.selectbox("Explain the items with the tag", TAGS, index=TAGS.index(default), key="explain-tag")
+    tag = st.pills("Explain the items with the tag", TAGS, default=default, required=True, key="explain-tag")
     panel(view, Target("tag", (tag,)), f"tag-{tag}")
