@@ -370,14 +370,12 @@ def crossmodel_tab(view: View) -> None:
     models = [m for m in info.models if scope.benchmark in info.configs.get(m, {})]
     others = [m for m in scope.models if m != scope.focus] + [m for m in models if m != scope.focus]
     left, right = st.columns(2)
-    a = state.bind(left.selectbox, "xa", "From model", options=models, default=scope.focus)
+    a = state.bind_one(left, "xa", "From model", models, scope.focus)
     a_cfgs = configs.order(info.configs[a][scope.benchmark or ""])
-    ca = state.bind(
-        left.selectbox, "xca", "at", options=a_cfgs, default=scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1]
-    )
-    b = state.bind(right.selectbox, "xb", "To model", options=models, default=others[0] if others else a)
+    ca = state.bind_one(left, "xca", "at", a_cfgs, scope.grid[-1] if scope.grid[-1] in a_cfgs else a_cfgs[-1])
+    b = state.bind_one(right, "xb", "To model", models, others[0] if others else a)
     b_cfgs = configs.order(info.configs[b][scope.benchmark or ""])
-    cb = state.bind(right.selectbox, "xcb", "at", options=b_cfgs, default=ca if ca in b_cfgs else b_cfgs[-1])
+    cb = state.bind_one(right, "xcb", "at", b_cfgs, ca if ca in b_cfgs else b_cfgs[-1])
     resolved = data.single(view)  # the benchmark and item filters; the two models are the tab's
     try:
         out = cross(view.root, view.version, resolved, a, b, ca, cb)

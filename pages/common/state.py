@@ -188,7 +188,9 @@ def bind(
 
 
 # A choice of any values among up to this many is pills (one click each); more are a multiselect, which searches a
-# long list but costs the browser about 0.15 s more per pick (issue 33, ``benchmarks/widget_kinds.py``).
+# long list but costs the browser about 0.15 s more per pick (issue 33, ``benchmarks/widget_kinds.py``). Pills wrap
+# onto more rows wherever they are: Streamlit's default keeps pills placed directly in a column on one row, scrolled
+# sideways, which hid a pair's first configurations (Flows' from/to, the cross-model audit's).
 PILLS_UP_TO = 24
 
 
@@ -208,7 +210,9 @@ def bind_many(
     """``bind`` for a choice of any of ``options`` (none chosen: an empty list): pills, or a multiselect beyond
     ``PILLS_UP_TO`` options."""
     if len(options) <= PILLS_UP_TO:
-        chosen = bind(box.pills, key, label, options=options, default=list(default), selection_mode="multi", help=help)
+        chosen = bind(
+            box.pills, key, label, options=options, default=list(default), selection_mode="multi", help=help, wrap=True
+        )
         return list(chosen or [])
     return bind(box.multiselect, key, label, options=options, default=list(default), help=help)
 
@@ -217,7 +221,7 @@ def bind_one(box: Choices, key: str, label: str, options: list, default: Any, **
     """``bind`` for a choice of one of ``options`` that always holds one: pills, or a select box beyond
     ``PILLS_UP_TO`` options (``kwargs``: ``help``, ``format_func``)."""
     if len(options) <= PILLS_UP_TO:
-        return bind(box.pills, key, label, options=options, default=default, required=True, **kwargs)
+        return bind(box.pills, key, label, options=options, default=default, required=True, wrap=True, **kwargs)
     return bind(box.selectbox, key, label, options=options, default=default, **kwargs)
 
 
