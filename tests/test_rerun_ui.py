@@ -297,17 +297,17 @@ def test_panel_offers_every_sampling_policy_and_spells_its_label(demo):
 
     _register_fake(demo)
     at = _panel(demo)
-    policy = next(b for b in at.selectbox if b.label == "Sampling policy")
+    policy = next(b for b in at.button_group if b.label == "Sampling policy")
     # fps included, then the logged answer's frames (label <N>f/logged)
     assert tuple(policy.options) == (*NAMES, "the logged answer's frames")
     next(n for n in at.number_input if n.label == "Frames").set_value(20).run()
-    next(b for b in at.selectbox if b.label == "Sampling policy").set_value("random").run()
+    next(b for b in at.button_group if b.label == "Sampling policy").set_value("random").run()
     next(n for n in at.number_input if n.label == "Seed").set_value(3).run()
     assert any("20f/random-s3" in c.value for c in at.caption), [c.value for c in at.caption]
-    next(b for b in at.selectbox if b.label == "Sampling policy").set_value("fps").run()
+    next(b for b in at.button_group if b.label == "Sampling policy").set_value("fps").run()
     next(n for n in at.number_input if n.label == "Rate (fps)").set_value(0.5).run()
     assert any("20f/fps-0.5" in c.value for c in at.caption), [c.value for c in at.caption]
-    next(b for b in at.selectbox if b.label == "Sampling policy").set_value("logged").run()
+    next(b for b in at.button_group if b.label == "Sampling policy").set_value("logged").run()
     assert any("20f/logged" in c.value for c in at.caption), [c.value for c in at.caption]
 
 

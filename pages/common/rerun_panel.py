@@ -84,17 +84,31 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
     """The request widgets (model, frames, spatial budget, policy, seed): (model, label), or None if invalid."""
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
-    top = st.columns([2.4, 1, 1.3, 1.3, 0.9], vertical_alignment="bottom")
-    default = names.index(view.scope.focus) if view.scope.focus in by_name else 0
-    model = top[0].selectbox(
+    # The choices are pills (one click, every option in view), as every choice of the dashboard: a select box
+    # would load its own script into the page (``pages.common.state.PILLS_UP_TO``); the numbers share a row.
+    model = st.pills(
         "Model",
         names,
-        index=default,
+        default=view.scope.focus if view.scope.focus in by_name else names[0],
+        required=True,
         key=f"{prefix}_model",
         format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n,
+        wrap=True,
+    )
+    policy = st.pills(
+        "Sampling policy",
+        [*client.SAMPLING_POLICIES, LOGGED],
+        default=client.SAMPLING_POLICIES[0],
+        required=True,
+        key=f"{prefix}_policy",
+        format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
+        help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
+        "(a protocol check: the re-run should agree with it).",
+        wrap=True,
     )
     spec = by_name[model]
-    frames = top[1].number_input(
+    top = st.columns([1, 1.3, 1, 2.7], vertical_alignment="bottom")
+    frames = top[0].number_input(
         "Frames",
         min_value=0,
         max_value=spec.max_frames,
@@ -103,7 +117,7 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
         key=f"{prefix}_frames_{model}",
         help=f"0 = text only; at most {spec.max_frames} (the model's context ceiling)",
     )
-    pixels_k = top[2].number_input(
+    pixels_k = top[1].number_input(
         "Spatial budget (k px)",
         min_value=0,
         value=0,
@@ -111,17 +125,9 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
         key=f"{prefix}_pixels",
         help="Pixels per frame, in thousands; 0 = none (the model's default resolution).",
     )
-    policy = top[3].selectbox(
-        "Sampling policy",
-        [*client.SAMPLING_POLICIES, LOGGED],
-        key=f"{prefix}_policy",
-        format_func=lambda p: "the logged answer's frames" if p == LOGGED else p,
-        help="The logged answer's frames: exactly the frame indices the logged answer at this budget saw "
-        "(a protocol check: the re-run should agree with it).",
-    )
     seed = rate = None
     if policy == "fps":
-        rate = top[4].number_input(
+        rate = top[2].number_input(
             "Rate (fps)",
             min_value=0.1,
             value=1.0,
@@ -130,7 +136,7 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
             help="Frames per second; the frame count caps how many are kept.",
         )
     else:
-        seed = top[4].number_input(
+        seed = top[2].number_input(
             "Seed",
             min_value=0,
             value=0,
