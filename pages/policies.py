@@ -42,12 +42,12 @@ def pick_ladder(view: View, resolved: Resolved) -> list[str]:
         default = views.policy_ladder(resolved)  # as `trajaudit cascade` without --ladder
     except UserError:  # under two budgets in the default grid: the user picks
         default = []
-    chosen = state.bind(
-        st.multiselect,
+    chosen = state.bind_many(
+        st,
         "ladder",
         "Ladder (budgets, cheapest first)",
-        options=visual,
-        default=default or visual,
+        visual,
+        default or visual,
         help="The cascade answers at the first budget whose confidence reaches the threshold, else at the "
         "last; the predictor picks one budget per item from its question, options and metadata.",
     )
