@@ -27,9 +27,9 @@ _TIP = "\u2063"  # INVISIBLE SEPARATOR: never in a Vega-Lite default description
 _DESCRIBED = re.compile(r'<(path|text)\b([^>]*?\baria-label="' + _TIP + r'([^"]*)"[^>]*?)/>')
 _FORMAT = re.compile(r"^[+]?[.0-9]*[a-z%]?$")  # a d3 number format as the chart builders write them
 # Labels and titles drawn whole. Vega measures a text to cut it at a limit (axis labels at 180 px, legend labels at
-# 160 px, a title at the chart's width), and those measurements were a quarter of vl-convert's time on the
-# Overview's chart (93 -> 68 ms, the SVG byte-identical: nothing there needed cutting; benchmarks/README.md). The
-# first screen's labels are configurations, model names and our own titles, at a fixed width.
+# 160 px, a title at the chart's width), and those measurements were about a quarter of vl-convert's time on the
+# Overview's chart, the SVG byte-identical: nothing there needed cutting (``benchmarks/chart_svg.py`` measures it with
+# the compiled templates). The first screen's labels are configurations, model names and our own titles.
 WHOLE = {"axis": {"labelLimit": 0}, "legend": {"labelLimit": 0}, "title": {"limit": 0}}
 _SLOT = "__trajaudit_slot"  # marks an inline dataset's place in a compiled template (``vega``): never a data field
 
