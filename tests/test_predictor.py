@@ -87,6 +87,54 @@ def test_folds_are_group_k_folds_of_the_video_names(seed):
     assert predictor.grouped_folds(groups, 5, seed).tolist() == expected.tolist()
 
 
+def _corpus(n: int, seed: int) -> list[list[str]]:
+    """Texts over a small vocabulary with many equal term frequencies (``max_features``' ties), as cut terms."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{k:02d}" for k in range(60)]
+    return [list(rng.choice(words, size=rng.integers(0, 9))) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("max_features", "seed"), [(None, 0), (25, 0), (25, 1), (7, 2)])
+def test_fold_tfidf_is_the_vectorizer_fitted_on_the_training_fold(max_features, seed):
+    """Counting once and keeping the fold's terms gives TfidfVectorizer's vocabulary, idf and matrices (the training
+    matrix to the last bit of a row's norm: the order of a row's terms differs, ``fold_tfidf``)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from backend.analysis.fold_tfidf import FoldTfidf, count_terms
+
+    cut = _corpus(400, seed)
+    train = np.sort(np.random.default_rng(seed).choice(400, 300, replace=False))
+    test = np.setdiff1d(np.arange(400), train)
+    ours = FoldTfidf(count_terms(cut), min_df=2, max_features=max_features, sublinear_tf=True)
+    theirs = TfidfVectorizer(analyzer=lambda terms: terms, min_df=2, max_features=max_features, sublinear_tf=True)
+    fitted, expected = ours.fit_transform(train), theirs.fit_transform([cut[i] for i in train])
+    names = np.array(sorted({t for terms in cut for t in terms}))
+    assert names[ours.kept_].tolist() == theirs.get_feature_names_out().tolist()
+    assert np.array_equal(ours.tfidf_.idf_, theirs.idf_)
+    assert (fitted != 0).toarray().tolist() == (expected != 0).toarray().tolist()
+    assert np.abs(fitted - expected).max() <= 1e-15
+    assert np.array_equal(ours.transform(test).toarray(), theirs.transform([cut[i] for i in test]).toarray())
+
+
+def test_fold_tfidf_without_a_term_in_two_training_items_says_so_as_the_vectorizer_does():
+    from backend.analysis.fold_tfidf import NO_TERMS, FoldTfidf, count_terms
+
+    with pytest.raises(ValueError, match=NO_TERMS):
+        FoldTfidf(count_terms([["a"], ["b"], ["a"]]), min_df=2).fit(np.array([0, 1]))
+    empty = count_terms([[], []])
+    assert empty.matrix.shape == (2, 0)
+    with pytest.raises(ValueError, match=NO_TERMS):
+        FoldTfidf(empty, min_df=2).fit(np.array([0, 1]))
+
+
+def test_folds_fitted_in_threads_give_the_one_thread_result(pred_store, monkeypatch):
+    ladder = views.model_ladder(pred_store, "m", LADDER)
+    threaded = predictor.cross_validate(ladder, n_folds=4, seed=0)
+    monkeypatch.setattr(predictor.os, "sched_getaffinity", lambda pid: {0})
+    alone = predictor.cross_validate(ladder, n_folds=4, seed=0)
+    assert np.array_equal(threaded.proba, alone.proba)
+
+
 def test_cross_validation_is_grouped_and_the_frontier_has_every_policy(pred_store):
     ladder = views.model_ladder(pred_store, "m", LADDER)
     cv = predictor.cross_validate(ladder, n_folds=4, seed=0)
