@@ -14,7 +14,7 @@ from backend import views
 from backend.contracts.audits import InterventionsAudit, Recovery
 from backend.contracts.base import to_json
 from backend.present import charts_audits
-from backend.present.metrics import AUDIT_METRICS, METRICS
+from backend.present.metrics import AUDIT_METRICS, AUDIT_QUANTITIES, METRICS
 from backend.present.palette import model_colours
 from backend.present.text import count, interval_ends
 from backend.runtime import client
@@ -277,6 +277,7 @@ def isocompute_tab(view: View, colour: str) -> None:
         with st.container(border=True):
             ci = group.complementarity_ci
             best, oracle, compl = (AUDIT_METRICS[k] for k in ("best_single", "oracle_accuracy", "complementarity"))
+            items = AUDIT_QUANTITIES["n_items"]
             ui.show_cards(
                 [
                     ui.Card(
@@ -285,10 +286,10 @@ def isocompute_tab(view: View, colour: str) -> None:
                     ui.Card(oracle.label, oracle.format(group.oracle_accuracy), definition=oracle.definition),
                     ui.rate_card(compl.label, group.complementarity, ci, compl.definition),
                     ui.Card(
-                        "Items",
+                        items.label,
                         f"{group.n_items:,}",
                         f"{group.n_excluded:,} excluded (incomplete)",
-                        "Items answered at every configuration of the group.",
+                        items.definition,
                     ),
                 ]
             )
@@ -330,13 +331,14 @@ def noise_tab(view: View) -> None:
         )
         return
     noisy, flip = AUDIT_METRICS["n_items_noisy"], AUDIT_METRICS["mean_item_flip_rate"]
+    repeats = AUDIT_QUANTITIES["n_items_with_repeats"]
     ui.show_cards(
         [
             ui.Card(
-                "Items with repeats",
+                repeats.label,
                 f"{summary.n_items_with_repeats:,}",
                 f"of {count(summary.n_items, 'item')}",
-                "Items with a second answer at some budget (a run, seed or sampling policy at the same frames).",
+                repeats.definition,
             ),
             ui.Card(noisy.label, noisy.format(summary.n_items_noisy), definition=noisy.definition),
             ui.Card(flip.label, flip.format(summary.mean_item_flip_rate), definition=flip.definition),
@@ -387,10 +389,11 @@ def crossmodel_tab(view: View) -> None:
         f"{command(view, 'crossmodel', resolved, '--models', f'{a},{b}', '--config', ca, '--config-b', cb, '--limit', str(CROSS_LIMIT), model_flag=None)}"
     )
     rescued, harmed, net, p = (METRICS[k] for k in ("rescued", "harmed", "net", "mcnemar_p"))
+    first, second = AUDIT_QUANTITIES["accuracy_from"], AUDIT_QUANTITIES["accuracy_to"]
     ui.show_cards(
         [
-            ui.Card(f"{a} @ {ca}", ui.pct(out.accuracy_from), definition="Accuracy on these items."),
-            ui.Card(f"{b} @ {cb}", ui.pct(out.accuracy_to), definition="Accuracy on these items."),
+            ui.Card(f"{a} @ {ca}", ui.pct(out.accuracy_from), definition=first.definition),
+            ui.Card(f"{b} @ {cb}", ui.pct(out.accuracy_to), definition=second.definition),
             ui.Card(rescued.label, rescued.format(out.rescued), definition=rescued.definition),
             ui.Card(harmed.label, harmed.format(out.harmed), definition=harmed.definition),
             ui.Card(net.label, f"{net.format(out.net)} pp", f"{p.label} = {p.format(out.mcnemar_p)}", net.definition),

@@ -14,7 +14,7 @@ from backend.analysis.cascade import DEFAULT_THRESHOLD
 from backend.contracts.base import to_json, unset
 from backend.contracts.policies import CascadeSweepReport, CascadeThresholdReport, PredictorReport
 from backend.present import charts_audits
-from backend.present.metrics import POLICY_METRICS
+from backend.present.metrics import POLICY_METRICS, POLICY_QUANTITIES
 from backend.present.palette import model_colours
 from backend.present.text import count
 from backend.scope.resolve import Resolved, command_line
@@ -70,6 +70,7 @@ def cascade_numbers(point: CascadeThresholdReport, top: str) -> None:
         (point.mean_frames_unshared, point.cost_vs_top_unshared),
     )
     missing = point.n_without_confidence
+    items = POLICY_QUANTITIES["n_items"]
     ui.show_cards(
         [
             ui.rate_card(accuracy.label, point.accuracy, unset(point.accuracy_ci), accuracy.definition),
@@ -78,10 +79,10 @@ def cascade_numbers(point: CascadeThresholdReport, top: str) -> None:
                 for metric, (mean, cost) in zip(FRAME_COSTS, costs, strict=True)
             ),
             ui.Card(
-                "Items",
+                items.label,
                 f"{point.n_items:,}",
                 f"{missing:,} without confidences" if missing else "all with confidences",
-                "Items with a confidence at every rung of the ladder.",
+                items.definition,
             ),
         ]
     )
@@ -99,13 +100,10 @@ def matching_numbers(sweep: CascadeSweepReport) -> None:
     with st.container(border=True):
         st.markdown(f"**Cheapest threshold matching fixed {top}** ({ui.pct(sweep.top_accuracy)} on these items)")
         accuracy, saving, frames = (POLICY_METRICS[k] for k in ("accuracy", "saving", "mean_frames_shared"))
+        threshold = POLICY_QUANTITIES["threshold"]
         ui.show_cards(
             [
-                ui.Card(
-                    "Threshold",
-                    f"{match.threshold:.3f}",
-                    definition="The confidence at or above which the cascade keeps a rung's answer.",
-                ),
+                ui.Card(threshold.label, f"{match.threshold:.3f}", definition=threshold.definition),
                 ui.rate_card(accuracy.label, match.accuracy, unset(match.accuracy_ci), accuracy.definition),
                 ui.rate_card(
                     saving.label,
@@ -137,6 +135,7 @@ def predictor_numbers(report: PredictorReport) -> None:
     argmax, hit, never = (
         POLICY_METRICS[k] for k in ("frontier[argmax].accuracy", "target_hit_rate", "never_correct_share")
     )
+    groups = POLICY_QUANTITIES["n_groups"]
     ui.show_cards(
         [
             ui.Card(
@@ -145,10 +144,10 @@ def predictor_numbers(report: PredictorReport) -> None:
             ui.Card(hit.label, hit.format(report.target_hit_rate), definition=hit.definition),
             ui.Card(never.label, never.format(report.never_correct_share), definition=never.definition),
             ui.Card(
-                "Video groups",
+                groups.label,
                 f"{report.n_groups:,}",
                 f"{count(report.n_items, 'item')}, {report.folds} folds",
-                "Cross-validation groups: the items of one video are held out together.",
+                groups.definition,
             ),
         ]
     )

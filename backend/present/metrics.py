@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from backend.analysis import cascade, compare, continuous, interventions, isocompute, noise
 from backend.analysis import metrics as formulas
@@ -42,6 +43,20 @@ class Metric:
     def docs(self) -> str:
         """Where the docs define it (a link target)."""
         return f"docs/metrics.md#{self.anchor}"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number a page's card shows beside the metrics that is no metric of its own: how many items or groups a
+    section covers, a setting, a plain accuracy on a section's items. ``key`` is its field in the command's ``--json``;
+    the label and the one plain sentence live here, so a page does not word them (``tests/test_metric_registry.py``)."""
+
+    key: str
+    label: str
+    definition: str
+
+
+_M = TypeVar("_M", Metric, Quantity)
 
 
 def _count(x: object) -> str:
@@ -181,8 +196,8 @@ TRANSITION_METRICS = (
 )
 
 
-def _by_key(*metrics: Metric) -> dict[str, Metric]:
-    """A namespace of metrics by their key, in the order given (the order the surfaces list them)."""
+def _by_key(*metrics: _M) -> dict[str, _M]:
+    """A namespace of metrics (or quantities) by their key, in the order given (the order the surfaces list them)."""
     return {m.key: m for m in metrics}
 
 
@@ -245,6 +260,23 @@ POLICY_METRICS = _by_key(
     Metric("never_correct_share", "Never correct", "Share of items no budget answers right: their target is the top budget.",
            pct, _later("backend.analysis.predictor", "report"), "budget-predictor"),
 )  # fmt: skip
+# The quantities beside them: the audits' (an equal-compute group's items, the noise audit's items with repeats, the
+# cross-model audit's two accuracies), the policies' and a batch re-run's comparison (``rerun_compare``).
+AUDIT_QUANTITIES = _by_key(
+    Quantity("n_items", "Items", "Items answered at every configuration of the group."),
+    Quantity("n_items_with_repeats", "Items with repeats", "Items with a second answer at some budget (a run, seed or sampling policy at the same frames)."),
+    Quantity("accuracy_from", "Accuracy of A", "The first model's accuracy at its configuration, on the items compared."),
+    Quantity("accuracy_to", "Accuracy of B", "The second model's accuracy at its configuration, on the same items."),
+)  # fmt: skip
+POLICY_QUANTITIES = _by_key(
+    Quantity("n_items", "Items", "Items with a confidence at every rung of the ladder: every policy's denominator here."),
+    Quantity("threshold", "Threshold", "The confidence at or above which the cascade keeps a rung's answer."),
+    Quantity("n_groups", "Video groups", "Cross-validation groups: the items of one video are held out together."),
+)  # fmt: skip
+RERUN_QUANTITIES = _by_key(
+    Quantity("accuracy_new", "Correct under", "The re-run's answers that are right, of the items compared (Wilson interval)."),
+    Quantity("accuracy_baseline", "Correct at", "The stored answers that are right, on the same items (Wilson interval)."),
+)  # fmt: skip
 COMPARE_METRICS = _by_key(
     Metric("confused_by_all", "Confused by every model", "Items every selected model finds visually confusing (a count).",
            _count, compare.confusion_overlap, "confused-by-all"),
@@ -295,6 +327,10 @@ def glossary() -> str:
     lines += [f"| [{m.label}](#{m.anchor}) (policies) | `{m.key}` | {m.definition} |" for m in POLICY_METRICS.values()]
     lines += [
         f"| [{m.label}](#{m.anchor}) (compare) | `overlap.{m.key}` | {m.definition} |" for m in COMPARE_METRICS.values()
+    ]
+    quantities = {"audits": AUDIT_QUANTITIES, "policies": POLICY_QUANTITIES, "re-run": RERUN_QUANTITIES}
+    lines += [
+        f"| {q.label} ({where}) | `{q.key}` | {q.definition} |" for where, qs in quantities.items() for q in qs.values()
     ]
     return "\n".join(lines)
 

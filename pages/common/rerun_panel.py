@@ -22,7 +22,7 @@ from backend.contracts.inspector import InspectedItem
 from backend.contracts.runs import PHASES, RerunOutcome
 from backend.contracts.store import JobRow
 from backend.present import charts_items
-from backend.present.metrics import METRICS
+from backend.present.metrics import METRICS, RERUN_QUANTITIES
 from backend.runtime import client
 from backend.runtime.client import (
     ensure_local_worker,
@@ -431,22 +431,14 @@ def _comparison(view: View, sel: Selection, last: dict) -> None:
         )
     rescued, harmed, p = (METRICS[k] for k in ("rescued", "harmed", "mcnemar_p"))
     shares = (
-        (
-            f"Correct under {cmp.config}",
-            cmp.accuracy_new,
-            "The re-run's answers that are right, of the items compared (Wilson interval).",
-        ),
-        (
-            f"Correct at {cmp.baseline}",
-            cmp.accuracy_baseline,
-            "The stored answers that are right, on the same items (Wilson interval).",
-        ),
+        (RERUN_QUANTITIES["accuracy_new"], cmp.config, cmp.accuracy_new),
+        (RERUN_QUANTITIES["accuracy_baseline"], cmp.baseline, cmp.accuracy_baseline),
     )
     ui.show_cards(
         [
             *(
-                ui.Card(name, f"{share.k} of {share.n}", ui.ci_text(share.ci95) or "", meaning)
-                for name, share, meaning in shares
+                ui.Card(f"{q.label} {config}", f"{share.k} of {share.n}", ui.ci_text(share.ci95) or "", q.definition)
+                for q, config, share in shares
             ),
             ui.Card(
                 f"{rescued.label} / {harmed.label.lower()}",
