@@ -13,7 +13,7 @@ from streamlit.errors import StreamlitAPIException
 from backend import views
 from backend.contracts.audits import InterventionsAudit, Recovery
 from backend.contracts.base import to_json
-from backend.present import charts_audits
+from backend.present import charts_audits, tables
 from backend.present.metrics import AUDIT_METRICS, AUDIT_QUANTITIES, METRICS
 from backend.present.palette import model_colours
 from backend.present.text import count, interval_ends
@@ -124,7 +124,8 @@ def intervention_runner(
     reused = (
         "none of them has an answer there yet"
         if answered is None
-        else f"{answered:,} of them already have an answer there (the table's n_terminal) and are reused"
+        else f"{answered:,} of them already have an answer there (the table's {tables.header('n_terminal')}) and "
+        "are reused"
     )
     st.caption(
         f"{len(reqs):,} terminal regressions at {top} on this grid to re-run at {label}; {reused}."
@@ -203,10 +204,12 @@ def intervention_tab(view: View) -> None:
         if charted and len(charted) < len(rows):
             left = ", ".join(f"{r.protocol} ({r.n_terminal:,})" for r in rows if r not in charted)
             st.caption(f"Not drawn, too few terminal regressions for a chart: {ui.escape_md(left)}.")
-        table = (
-            pd.DataFrame(to_json(rows))
-            .drop(columns=["recovery_ci"])
-            .assign(recovery_wilson=[interval_ends(r.recovery_wilson) for r in rows])
+        table = pd.DataFrame(to_json(rows)).drop(columns=["recovery_ci", "recovery_wilson"])
+        # the rate's interval beside it, under a short header: the table fits the page's width (no clipped header)
+        table.insert(
+            table.columns.get_loc("recovery_rate") + 1,
+            "recovery_wilson",
+            [interval_ends(r.recovery_wilson) for r in rows],
         )
         readable.table(
             table,
@@ -215,6 +218,9 @@ def intervention_tab(view: View) -> None:
                     help="terminal regressions that have this protocol's answer at the top budget"
                 ),
                 "recovery_rate": st.column_config.NumberColumn(format="percent"),
+                "recovery_wilson": st.column_config.TextColumn(
+                    "95% CI", help="Wilson 95% interval of the recovery rate, in %"
+                ),
                 "harm_rate": st.column_config.NumberColumn(format="percent"),
                 "kappa_top": st.column_config.NumberColumn(format="%.3f"),
             },
