@@ -1,8 +1,8 @@
 """The core install (no torch, no transformers) browses, and says in one line what inference needs.
 
-Each check runs in a fresh interpreter whose ``sys.modules`` blocks every package of the worker
-extra, as on a machine where only ``pip install trajaudit`` ran (the torch-free tier in tests/run.sh
-runs the whole suite in such an environment as well; these checks run in both tiers).
+Each check runs in a fresh interpreter where every import of the worker extra's packages fails, as on a machine
+where only ``pip install trajaudit`` ran (the torch-free tier in tests/run.sh runs the whole suite in such an
+environment as well; these checks run in both tiers).
 """
 
 from __future__ import annotations
@@ -18,7 +18,16 @@ import pytest
 from backend import extras
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = f"import sys\nfor _m in {extras.WORKER_EXTRA!r}: sys.modules[_m] = None\n"
+# Every import of the worker extra fails, as where it is not installed: a finder ahead of the others says "no module".
+# (Not ``sys.modules[name] = None``: scipy, which sklearn imports, looks ``torch`` up in ``sys.modules`` and fails on
+# the None it finds, where on a torch-free machine it finds no entry.)
+BLOCK = f"""import importlib.abc, sys
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {extras.WORKER_EXTRA!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, _Absent())
+"""
 # The worker side: answering items needs torch, so these packages are allowed to (and do) import it.
 INFERENCE_PACKAGES = ("backend.runtime.inference.", "backend.runtime.sweep.")
 
