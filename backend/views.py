@@ -14,6 +14,7 @@ and no pandas (issue 37: 0.3-0.6 s of a command that takes about as long as the 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -292,11 +293,19 @@ def cascade_view(
     return validated(CascadeThresholdReport(**asdict(point), scope=resolved.header()))
 
 
-def predictor_view(ladder: cascade.Ladder, resolved: Resolved, folds: int = 5, seed: int = 0) -> PredictorReport:
-    """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle."""
+def predictor_view(
+    ladder: cascade.Ladder,
+    resolved: Resolved,
+    folds: int = 5,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> PredictorReport:
+    """``trajaudit predictor``: the cross-validated budget predictor on the frontier with fixed budgets and the oracle
+    (``progress(done, folds)`` after each fold)."""
     from backend.analysis import predictor  # with the video index behind it: not paid by every other view
 
-    return validated(PredictorReport(**asdict(predictor.report(ladder, folds, seed)), scope=resolved.header()))
+    report = predictor.report(ladder, folds, seed, progress)
+    return validated(PredictorReport(**asdict(report), scope=resolved.header()))
 
 
 def explain_view(

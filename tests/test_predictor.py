@@ -127,6 +127,14 @@ def test_fold_tfidf_without_a_term_in_two_training_items_says_so_as_the_vectoriz
         FoldTfidf(empty, min_df=2).fit(np.array([0, 1]))
 
 
+def test_cross_validation_reports_each_fold_done(pred_store):
+    calls: list[tuple[int, int]] = []
+    predictor.cross_validate(
+        views.model_ladder(pred_store, "m", LADDER), n_folds=4, progress=lambda *a: calls.append(a)
+    )
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
 def test_folds_fitted_in_threads_give_the_one_thread_result(pred_store, monkeypatch):
     ladder = views.model_ladder(pred_store, "m", LADDER)
     threaded = predictor.cross_validate(ladder, n_folds=4, seed=0)

@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "build a synthetic demo store"),
     "compact": ("compact", "merge the store's small Parquet files"),
     "cascade": ("cascade", "confidence cascade: accuracy vs frame cost"),
-    "predictor": ("predictor", "budget predictor from question, options and metadata"),
+    "predictor": ("predictor", "budget predictor from question, options and metadata (a bar per fold on a terminal)"),
     "audit": ("audit", "protocol, iso-compute, noise and cross-model audits"),
     "annotate": ("annotate", "tag items with evidence pathways and notes"),
     "rerun": ("rerun", "queue a re-run of one item or a selection (answered from the store when already there)"),
