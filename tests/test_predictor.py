@@ -138,7 +138,7 @@ def test_cross_validation_reports_each_fold_done(pred_store):
 def test_folds_fitted_in_threads_give_the_one_thread_result(pred_store, monkeypatch):
     ladder = views.model_ladder(pred_store, "m", LADDER)
     threaded = predictor.cross_validate(ladder, n_folds=4, seed=0)
-    monkeypatch.setattr(predictor.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(predictor, "usable_cpus", lambda: 1)
     alone = predictor.cross_validate(ladder, n_folds=4, seed=0)
     assert np.array_equal(threaded.proba, alone.proba)
 

@@ -151,6 +151,12 @@ def _fit_predict(
     return proba
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS says, as on Linux; else every CPU)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 @dataclass
 class CrossValidation:
     """Out-of-fold predictions: every item's probabilities come from a model that never saw its video."""
@@ -180,7 +186,7 @@ def cross_validate(
 
     # Folds in threads: the fit's time is scipy's sparse products, which release the GIL (two threads on two cores
     # fit in 0.5x the time); each fold writes its own rows.
-    with ThreadPoolExecutor(max_workers=min(n_folds, len(os.sched_getaffinity(0)))) as pool:
+    with ThreadPoolExecutor(max_workers=min(n_folds, usable_cpus())) as pool:
         for done, fitted in enumerate(as_completed([pool.submit(one_fold, k) for k in range(n_folds)]), start=1):
             fitted.result()  # a fold's error, raised here
             if progress is not None:
