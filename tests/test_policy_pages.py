@@ -26,6 +26,7 @@ from backend.scope import annotations
 from backend.scope.resolve import Scope
 from backend.scope.view import open_view
 from pages.common import ui
+from store.errors import UserError
 from store.queue import JobQueue
 from store.store import Store
 from tests import policy_fixtures as fx
@@ -170,6 +171,45 @@ def test_policies_says_why_without_confidences(tmp_path):
         "budget predictor (argmax)",
     } <= names  # the predictor needs none
     assert not any(n.startswith("cascade") for n in names)
+
+
+def test_a_predictor_that_fails_says_why_and_runs_anew_when_asked_again(tmp_path, monkeypatch):
+    """The predictor runs as a background job (``data.predictor_job``) whose failure the page shows; a failed job is
+    not kept, so the next run asks again (here the first attempt fails, the second succeeds)."""
+    from backend import views
+
+    store = Store(tmp_path / "s")
+    y = [[0, 1], [1, 1], [0, 0], [1, 0], [0, 1], [1, 1]]
+    fx.build(
+        store,
+        fx.responses("m", ["16f", "32f"], y, [[0.5, 0.9]] * 6),
+        item_rows=fx.items(6, question=[f"how many {k}" for k in range(6)]),
+    )
+    real, attempts = views.predictor_view, []
+
+    def flaky(*args, **kwargs):
+        attempts.append(args[2:4])
+        if len(attempts) == 1:
+            raise UserError("the first attempt fails")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(views, "predictor_view", flaky)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT_S)
+    serve(store)
+    at.query_params.update({"bench": "bench", "models": "m", "folds": "3"})
+    at.run()
+    at.switch_page("pages/policies.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("the first attempt fails" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.run()
+    assert not at.exception and not any("No budget predictor" in w.value for w in at.warning)
+    assert [card[0] for card in metrics(at)][-4:] == [
+        "Argmax accuracy",
+        "Target hit rate",
+        "Never correct",
+        "Video groups",
+    ]
+    assert attempts == [(3, 0), (3, 0)]  # (folds, seed): asked twice, then kept
 
 
 @pytest.mark.parametrize("tab", ["intervention", "isocompute", "noise", "crossmodel"])

@@ -20,6 +20,7 @@ import io
 import json
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from store.store import Store
 
 BOOTSTRAP = 1000
 THUMB_HEIGHT = 72
+PREDICTOR_POLL_S = 0.2  # how often the Policies page redraws the predictor's progress bar
 
 
 HASH: dict[str | type[Any], Callable[[Any], Any]] = {
@@ -197,12 +199,59 @@ def fixed_budgets(root: str, version: int, resolved: Resolved, labels: tuple[str
     return views.fixed_budgets(ladder(root, version, resolved, labels))
 
 
-@st.cache_data(show_spinner="Cross-validating the budget predictor…", max_entries=16, hash_funcs=HASH)
+@dataclasses.dataclass
+class PredictorJob:
+    """A budget predictor's cross-validation running in a thread of its own (``predictor_job``): its report when
+    done, and how many folds are done meanwhile."""
+
+    report: Future[PredictorReport] = dataclasses.field(default_factory=Future)
+    done: int = 0
+
+    def advance(self, done: int, _folds: int) -> None:
+        """``cross_validate``'s progress: called in the job's thread, read by the page's."""
+        self.done = done
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=HASH)
+def predictor_job(
+    root: str, version: int, resolved: Resolved, labels: tuple[str, ...], folds: int, seed: int
+) -> PredictorJob:
+    """``trajaudit predictor --json``, computed in the background (25 s at 250k items).
+
+    Why not a cached call like the other views: the page polls the job and draws a bar per fold (a bar drawn from
+    inside a cached call would be replayed on every cache hit), and each redraw is one of Streamlit's yield points,
+    where a click's rerun can take over (a cached call holds the run until it returns); the rerun finds the same
+    job, which it neither restarts nor stops. A job that failed is dropped by ``predictor_view``, so a retry runs
+    it anew."""
+    loaded = ladder(root, version, resolved, labels)
+    job = PredictorJob()
+
+    def run() -> None:
+        try:
+            job.report.set_result(views.predictor_view(loaded, resolved, folds, seed, job.advance))
+        except BaseException as exc:  # handed to the page, which shows a UserError as a warning
+            job.report.set_exception(exc)
+
+    threading.Thread(target=run, name="trajaudit-predictor", daemon=True).start()
+    return job
+
+
 def predictor_view(
     root: str, version: int, resolved: Resolved, labels: tuple[str, ...], folds: int, seed: int
 ) -> PredictorReport:
-    """``trajaudit predictor --json``."""
-    return views.predictor_view(ladder(root, version, resolved, labels), resolved, folds, seed)
+    """``trajaudit predictor --json``: the background job's report, with a bar per fold while it runs."""
+    job = predictor_job(root, version, resolved, labels, folds, seed)
+    if not job.report.done():
+        bar = st.progress(0.0)
+        while not job.report.done():  # a click meanwhile stops this run here, not the job
+            bar.progress(
+                job.done / folds, text=f"Cross-validating the budget predictor: {job.done} of {folds} folds done…"
+            )
+            wait([job.report], timeout=PREDICTOR_POLL_S)
+        bar.empty()
+    if job.report.exception() is not None:
+        predictor_job.clear(root, version, resolved, labels, folds, seed)
+    return job.report.result()
 
 
 @st.cache_data(show_spinner="Counting repeats…", max_entries=16, hash_funcs=HASH)
