@@ -112,20 +112,20 @@ def vega(spec: dict) -> dict:
     Why: the compile is a fifth of the conversion, and it depends on the spec's encodings, not on its data, while
     a filter changes the data alone. So the spec is compiled with each inline dataset replaced by a marker, once per
     such template (cached), and each spec's own values take the markers' places."""
-    values: dict[str, list] = {}
+    values: dict[str, tuple[int, list]] = {}
     template = json.dumps(_marked(spec, values))
     compiled = _compiled(template, len(values))
     if compiled is None:  # a marker did not come through once each: compile the spec itself
         return vl_convert.vegalite_to_vega(spec)
-    rows = list(values.values())
+    rows = [dataset for _, dataset in values.values()]
     filled = [{**d, "values": rows[k]} if (k := _slot(d)) is not None else d for d in compiled["data"]]
     return {**compiled, "data": filled}
 
 
-def _marked(spec: object, values: dict[str, list]) -> object:
-    """``spec`` with each ``data: {values: [...]}`` replaced by a marker (``[{_SLOT: k}]``), the k-th entry of
-    ``values`` its rows (keyed by their JSON text: equal datasets share a marker, as Vega-Lite merges datasets whose
-    JSON is equal into one)."""
+def _marked(spec: object, values: dict[str, tuple[int, list]]) -> object:
+    """``spec`` with each ``data: {values: [...]}`` replaced by a marker (``[{_SLOT: k}]``); ``values`` maps each
+    dataset's JSON text to its marker ``k`` and its rows (equal datasets share a marker, as Vega-Lite merges datasets
+    whose JSON is equal into one)."""
     if isinstance(spec, list):
         return [_marked(v, values) for v in spec]
     if not isinstance(spec, dict):
@@ -133,9 +133,8 @@ def _marked(spec: object, values: dict[str, list]) -> object:
     out: dict[str, object] = {}
     for key, value in spec.items():
         if key == "data" and isinstance(value, dict) and isinstance(value.get("values"), list):
-            text = json.dumps(value["values"])
-            values.setdefault(text, value["values"])
-            out[key] = {**value, "values": [{_SLOT: list(values).index(text)}]}
+            k, _ = values.setdefault(json.dumps(value["values"]), (len(values), value["values"]))
+            out[key] = {**value, "values": [{_SLOT: k}]}
         else:
             out[key] = _marked(value, values)
     return out
