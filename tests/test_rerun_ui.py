@@ -292,6 +292,25 @@ def test_panel_answers_from_store_queues_and_refuses_bad_requests(demo, monkeypa
     assert JobQueue(demo).counts()["queued"] == 0 and len(started) == 1
 
 
+def test_panel_offers_a_few_models_as_pills_and_many_in_a_select_box(demo):
+    from pages.common.state import PILLS_UP_TO
+
+    _register_fake(demo)
+    at = _panel(demo)
+    assert [b.options for b in at.button_group if b.label == "Model"] == [[f"{DEMO_MODEL} ({registry.DEMO_NOTE})"]]
+    ckpt = demo / "fake-ckpt"
+    names = [f"lab-model-{k:02d}" for k in range(PILLS_UP_TO)]  # with the demo's: one more than pills take
+    for name in names:
+        registry.add(demo, registry.ModelSpec(name, "qwen2_5_vl", str(ckpt)))
+    at = _panel(demo)
+    assert not [b for b in at.button_group if b.label == "Model"]
+    (box,) = [s for s in at.selectbox if s.label == "Model"]
+    assert len(box.options) == PILLS_UP_TO + 1 and "lab-model-23" in box.options
+    box.set_value("lab-model-07").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert next(s for s in at.selectbox if s.label == "Model").value == "lab-model-07"
+
+
 def test_panel_offers_every_sampling_policy_and_spells_its_label(demo):
     from backend.runtime.sampling import NAMES
 

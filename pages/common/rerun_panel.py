@@ -33,7 +33,7 @@ from backend.runtime.client import (
 )
 from backend.scope.selection import Selection
 from backend.scope.view import View
-from pages.common import data, readable, sidebar, ui
+from pages.common import data, readable, sidebar, state, ui
 from pages.common.strips import strip
 from store import configs
 from store.configs import LOGGED, ConfigLabelError
@@ -85,15 +85,15 @@ def _request(view: View, specs: list[client.ModelSpec], what: str, prefix: str =
     names = [s.name for s in specs]
     by_name = {s.name: s for s in specs}
     # The choices are pills (one click, every option in view), as every choice of the dashboard: a select box
-    # would load its own script into the page (``pages.common.state.PILLS_UP_TO``); the numbers share a row.
-    model = st.pills(
+    # would load its own script into the page; a registry of many models gets one (``state.one_of``). The numbers
+    # share a row.
+    model = state.one_of(
+        st,
         "Model",
         names,
-        default=view.scope.focus if view.scope.focus in by_name else names[0],
-        required=True,
+        view.scope.focus if view.scope.focus in by_name else names[0],
         key=f"{prefix}_model",
         format_func=lambda n: f"{n} ({by_name[n].note})" if by_name[n].note else n,
-        wrap=True,
     )
     policy = st.pills(
         "Sampling policy",

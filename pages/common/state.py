@@ -225,6 +225,15 @@ def bind_one(box: Choices, key: str, label: str, options: list, default: Any, **
     return bind(box.selectbox, key, label, options=options, default=default, **kwargs)
 
 
+def one_of(box: Choices, label: str, options: list, default: Any, key: str, **kwargs: Any) -> Any:
+    """A choice of one of ``options`` that always holds one and is not the URL's (a form's field, such as the re-run
+    panel's model): pills, or a select box beyond ``PILLS_UP_TO`` options, as ``bind_one`` chooses (``kwargs``:
+    ``help``, ``format_func``)."""
+    if len(options) <= PILLS_UP_TO:
+        return box.pills(label, options, default=default, required=True, key=key, wrap=True, **kwargs)
+    return box.selectbox(label, options, index=options.index(default), key=key, **kwargs)
+
+
 def shown(key: str, options: list, default: Any = None) -> Any:
     """The value of ``key`` a widget offering ``options`` shows (``bind``): a stale value falls back to ``default``
     (lists keep their valid entries, or take ``default`` when none is left)."""
