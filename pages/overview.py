@@ -31,7 +31,7 @@ from store.errors import UserError
 
 MIN_GROUP = 30  # task types with fewer items are marked small
 SORTS = {key: label(key) for key in ("visual_confusion_rate", "text_overwrite_rate", "oracle_headroom")} | {
-    "n": "items"
+    "n": "Items"
 }
 
 
@@ -161,18 +161,19 @@ def transitions_table(metrics: OverviewReport) -> pd.DataFrame:
 def task_table(scope: Scope, report: OverviewReport) -> None:
     """Per task type, with Wilson 95% intervals; groups under the minimum size are marked and sorted last."""
     st.subheader(f"By task type · {ui.escape_md(scope.focus)}")
-    left, right = st.columns([4, 1], vertical_alignment="bottom")
-    with left:
-        sort = state.bind(
-            st.segmented_control,
-            "tsort",
-            "Sort by",
-            options=list(SORTS),
-            default="visual_confusion_rate",
-            format_func=SORTS.get,
-        )
+    # The two controls in a popover, whose widgets the browser draws only while it is open: drawn on the page,
+    # they and the tags' pills under them cost a new session 0.1 s (``benchmarks/README.md``).
+    controls = st.popover("Sort and group size", icon=":material/tune:")
+    sort = state.bind(
+        controls.segmented_control,
+        "tsort",
+        "Sort by",
+        options=list(SORTS),
+        default="visual_confusion_rate",
+        format_func=SORTS.get,
+    )
     min_n = state.bind(
-        right.number_input,
+        controls.number_input,
         "minn",
         "Minimum group size",
         default=MIN_GROUP,
@@ -191,8 +192,8 @@ def task_table(scope: Scope, report: OverviewReport) -> None:
     shown = dataclasses.replace(
         cells,
         caption=f"{(table['n'] < min_n).sum()} of {len(table)} task types have fewer than {count(min_n, 'item')} "
-        "(marked small, listed last). n: matched items of the type; % of items; brackets: Wilson 95% intervals, "
-        "valid for small groups.",
+        f"(marked small, listed last){f'; sorted by {SORTS[sort].lower()}' if sort else ''}. n: matched items of the type; "
+        "% of items; brackets: Wilson 95% intervals, valid for small groups.",
         columns=[*cells.columns[:2], "Group", *cells.columns[2:]],
         rows=[[*row[:2], size, *row[2:]] for row, size in zip(cells.rows, table["size"], strict=True)],
         values=[[*row[:2], None, *row[2:]] for row in cells.values],

@@ -349,7 +349,7 @@ def test_overview_panel_draws_what_its_cli_twin_prints(demo_store, monkeypatch, 
         task="Counting Problem,OCR Problems",
     )
     at.run()
-    at.session_state["explain-tag-confused"] = True  # the panel draws once its expander is opened
+    at.session_state["explain-tags"] = True  # the panel (its tag's choice too) draws once its expander is opened
     at.run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     (line,) = [c.value for c in at.code if c.value.startswith("trajaudit explain")]

@@ -76,8 +76,8 @@ def test_overview_panel_explains_a_tag(app_server, page):
     resolved = Scope(benchmark="synthetic-videomme", models=(MODEL,), grid=(), item_filter=ItemFilter()).resolve(store)
     out = views.explain_view(open_view(store, resolved), MODEL, Target("tag", ("text-overwrite",)))
     goto(page, app_server, f"overview?{BASE}")
-    page.get_by_text("Why these items? What tag text-overwrite has in common").click()
-    page.wait_for_selector("text=One attribute")
+    page.get_by_text("Why these items? What a trajectory tag's items have in common").click()
+    page.wait_for_selector("text=One attribute")  # the sidebar sets no tag: text overwrite's, chosen inside
     wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert f"{out.n_selected:,} of {out.n_scope:,} items selected" in text and out.slices[0].label in text

@@ -150,62 +150,76 @@ def panel(view: View, target: Target, key: str) -> None:
         on_change="rerun",
         icon=":material/query_stats:",
     )
-    if not box.open:
+    if box.open:
+        with box:
+            body(view, target, key)
+
+
+def body(view: View, target: Target, key: str) -> None:
+    """The panel's content for ``target`` (``panel`` draws it in its expander, ``tag_panel`` under its tag choice)."""
+    model, tagged, view = view.scope.focus, bool(view.scope.tag or view.scope.beyond_noise), explain_scope(view)
+    exclude = st.toggle(
+        "Leave out items whose raw output was unreadable",
+        key=f"explain-x-{key}",
+        help="empty, degenerate (one character repeated) or unparsed at the configurations checked",
+    )
+    out = report(view, model, target, exclude)
+    if out.n_selected == 0:
+        st.info("No item selected: nothing to explain.")
         return
-    with box:
-        model, tagged, view = view.scope.focus, bool(view.scope.tag or view.scope.beyond_noise), explain_scope(view)
-        exclude = st.toggle(
-            "Leave out items whose raw output was unreadable",
-            key=f"explain-x-{key}",
-            help="empty, degenerate (one character repeated) or unparsed at the configurations checked",
-        )
-        out = report(view, model, target, exclude)
-        if out.n_selected == 0:
-            st.info("No item selected: nothing to explain.")
-            return
-        for note in out.untested:
-            st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
-        verdict = out.verdict
-        st.markdown(
-            f"**{ui.escape_md(verdict.text)}.**"
-            + (" The bars are drawn grey: read them as leads, not findings." if not verdict.n_surviving else "")
-        )
-        if (out.slices or out.pairs) and not small_n.too_few(out.n_selected, "selected item"):
-            ui.vega(charts_items.explain_lifts(out), f"explain-{model}-{key}")
-        if tagged:
-            st.caption(
-                "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
-                "with every matched item, and every flip counts."
-            )
+    for note in out.untested:
+        st.info(f"Not tested: {ui.escape_md(note)}.", icon=":material/info:")
+    verdict = out.verdict
+    st.markdown(
+        f"**{ui.escape_md(verdict.text)}.**"
+        + (" The bars are drawn grey: read them as leads, not findings." if not verdict.n_surviving else "")
+    )
+    if (out.slices or out.pairs) and not small_n.too_few(out.n_selected, "selected item"):
+        ui.vega(charts_items.explain_lifts(out), f"explain-{model}-{key}")
+    if tagged:
         st.caption(
-            f"{out.n_selected:,} of {count(out.n_scope, 'item')} selected (base rate {ui.pct(out.base_rate)}); "
-            f"{out.n_tests:,} slices tested over "
-            f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out.attributes) or 'no attribute')}; "
-            f"small: under {count(out.min_size, 'item')}. Pairs of attributes: "
-            f"{ui.escape_md(out.pair_search or 'not searched')}."
+            "The sidebar's trajectory tag and the within-noise toggle are not applied here: slices compare "
+            "with every matched item, and every flip counts."
         )
-        st.markdown("**One attribute**")
-        _table(out.slices, f"explain-slices-{key}")
-        st.markdown("**Two attributes**")
-        _table(out.pairs, f"explain-pairs-{key}")
-        _answers(out)
-        _agreement(out)
-        extra = target.to_argv() or ["--items", "ITEMS.txt"]
-        line = view.twin(["explain", "--model", model], *extra, *(["--exclude-unparsed"] if exclude else []), "--json")
-        st.markdown("**CLI twin** (the same numbers as JSON)")
-        st.code(line, language="bash", wrap_lines=True)
-        if target.kind == "items":
-            st.download_button(
-                "ITEMS.txt: the item ids",
-                "\n".join(target.args),
-                file_name="ITEMS.txt",
-                on_click="ignore",
-                key=f"explain-ids-{key}",
-            )
+    st.caption(
+        f"{out.n_selected:,} of {count(out.n_scope, 'item')} selected (base rate {ui.pct(out.base_rate)}); "
+        f"{out.n_tests:,} slices tested over "
+        f"{ui.escape_md(', '.join(ATTRIBUTES[a] for a in out.attributes) or 'no attribute')}; "
+        f"small: under {count(out.min_size, 'item')}. Pairs of attributes: "
+        f"{ui.escape_md(out.pair_search or 'not searched')}."
+    )
+    st.markdown("**One attribute**")
+    _table(out.slices, f"explain-slices-{key}")
+    st.markdown("**Two attributes**")
+    _table(out.pairs, f"explain-pairs-{key}")
+    _answers(out)
+    _agreement(out)
+    extra = target.to_argv() or ["--items", "ITEMS.txt"]
+    line = view.twin(["explain", "--model", model], *extra, *(["--exclude-unparsed"] if exclude else []), "--json")
+    st.markdown("**CLI twin** (the same numbers as JSON)")
+    st.code(line, language="bash", wrap_lines=True)
+    if target.kind == "items":
+        st.download_button(
+            "ITEMS.txt: the item ids",
+            "\n".join(target.args),
+            file_name="ITEMS.txt",
+            on_click="ignore",
+            key=f"explain-ids-{key}",
+        )
 
 
 def tag_panel(view: View) -> None:
-    """Overview: the panel for one trajectory tag of the focus model (the sidebar's tag, else text overwrite)."""
-    default = view.scope.tag or ("text-overwrite" if "text" in view.scope.grid else "confused")
-    tag = st.pills("Explain the items with the tag", TAGS, default=default, required=True, key="explain-tag")
-    panel(view, Target("tag", (tag,)), f"tag-{tag}")
+    """Overview: the panel for one trajectory tag of the focus model (the sidebar's tag, else text overwrite), the
+    tag's choice inside its expander: drawn while open, like the panel (a new session's Overview drew the tags'
+    pills below the fold for 0.1 s with the task types' controls, ``benchmarks/README.md``)."""
+    box = st.expander(
+        "Why these items? What a trajectory tag's items have in common",
+        key="explain-tags",
+        on_change="rerun",
+        icon=":material/query_stats:",
+    )
+    if box.open:
+        with box:
+            default = view.scope.tag or ("text-overwrite" if "text" in view.scope.grid else "confused")
+            tag = st.pills("Trajectory tag (focus model)", TAGS, default=default, required=True, key="explain-tag")
+            body(view, Target("tag", (tag,)), f"tag-{tag}")
