@@ -53,13 +53,16 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     )
     # One element for the browser: the chart drawn on the server beside the cards (no Vega chunk to load).
     side = f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}{note}"
+    # The scripts to load later ride in the same element: each element is a render of its own in a new session.
     st.html(
-        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>', unsafe_allow_javascript=True
+        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>{later_script()}',
+        unsafe_allow_javascript=True,
     )
-    save = st.container(horizontal=True)
+    # In a popover: its buttons are drawn when it opens, one element instead of two on every run.
+    save = st.popover("Save the chart", icon=":material/download:", type="tertiary")
     for kind, mime, get in (("SVG", "image/svg+xml", data.chart_svg), ("PNG", "image/png", data.chart_png)):
         save.download_button(
-            f"Chart as {kind}",
+            f"As {kind}",
             data=functools.partial(get, spec),
             file_name=f"curve-and-flows.{kind.lower()}",
             mime=mime,
@@ -119,16 +122,15 @@ def later_scripts() -> list[str]:
     return sorted(path.name for stem in LATER for path in folder.glob(f"{stem}.*.js"))
 
 
-def load_later() -> None:
-    """Load ``LATER``'s scripts once per tab, a second after this page is drawn and when the browser is idle, while
-    the user reads the first screen: the first switch to a page with a Vega chart or a table grid then finds them
-    loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
+def later_script() -> str:
+    """A script (HTML for ``st.html``) loading ``LATER``'s scripts once per tab, a second after this page is drawn and
+    when the browser is idle, while the user reads the first screen: the first switch to a page with a Vega chart or
+    a table grid then finds them loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
     names = json.dumps(later_scripts())
-    st.html(
+    return (
         "<script>if (!window.taLater) { window.taLater = true; setTimeout(() => (window.requestIdleCallback || setTimeout)(() => { "
         f"for (const name of {names}) import(new URL('static/js/' + name, document.baseURI).href).catch(() => {{}}); "
-        "}), 1000); }</script>",
-        unsafe_allow_javascript=True,
+        "}), 1000); }</script>"
     )
 
 
@@ -265,4 +267,3 @@ with ui.guard():
         "the same file as `trajaudit report` with this view's flags and `--seed 0`.",
     )
     ui.twin(view, ["metrics"])
-    load_later()
