@@ -676,7 +676,8 @@ def main() -> None:
     ap.add_argument(
         "--before",
         help="a second checkout (an older commit, unpacked with `git archive`) served in the same run, alternating "
-        "with --app-dir's, on a copy of each store of its own under <workdir>/before/ (--app-dir's under <workdir>/after/); the medians are printed side by side",
+        "with --app-dir's, on a copy of each store of its own under <workdir>/before/ (--app-dir's under "
+        "<workdir>/after/); the medians are printed side by side",
     )
     ap.add_argument("--runs", type=int, default=1, help="rounds (floor, then each app; the apps' order alternates)")
     ap.add_argument(

@@ -53,7 +53,7 @@ LINE = {
 
 def empty():
     st.title("empty")
-    if PRELOAD:  # the Overview's ``later_script``: the grid's and Vega's scripts imported after the first screen
+    if PRELOAD:  # the Overview's ``later_loader``: the grid's and Vega's scripts imported after the first screen
         names = [p.name for stem in ("ArrowVegaLiteChart", "embed", "DataFrame")
                  for p in (Path(st.__file__).parent / "static" / "static" / "js").glob(f"{stem}.*.js")]
         st.html(
@@ -132,7 +132,7 @@ def main() -> None:
         "--preload",
         action="store_true",
         help="the empty page imports the table grid's and Vega's scripts first, as the Overview does after its "
-        "first screen (``pages.overview.later_script``); the switches start 2 s later",
+        "first screen (``pages.overview.later_loader``); the switches start 2 s later",
     )
     args = parser.parse_args()
     waits: dict[tuple[str, str], list[float]] = {}

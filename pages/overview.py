@@ -55,7 +55,7 @@ def story(view: View, metrics: OverviewReport, colours: dict[str, str]) -> None:
     side = f"<b>{ui.swatch(colours[focus], focus)}</b>{ui.headline_cards(metrics.models[focus], CARDS)}{note}"
     # The scripts to load later ride in the same element: each element is a render of its own in a new session.
     st.html(
-        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>{later_script()}',
+        f'<div class="ta-first">{svg_html(data.chart_svg(spec))}<div>{side}</div></div>{later_loader()}',
         unsafe_allow_javascript=True,
     )
     # In a popover: its buttons are drawn when it opens, one element instead of two on every run.
@@ -122,7 +122,7 @@ def later_scripts() -> list[str]:
     return sorted(path.name for stem in LATER for path in folder.glob(f"{stem}.*.js"))
 
 
-def later_script() -> str:
+def later_loader() -> str:
     """A script (HTML for ``st.html``) loading ``LATER``'s scripts once per tab, a second after this page is drawn and
     when the browser is idle, while the user reads the first screen: the first switch to a page with a Vega chart or
     a table grid then finds them loaded, as it did when the Overview drew both (the same URLs, so the same modules)."""
